@@ -1,0 +1,104 @@
+package relay
+
+import "context"
+
+// AgentKind tells software agents from the human operator.
+type AgentKind string
+
+// Agent kinds.
+const (
+	KindAgent AgentKind = "agent"
+	KindHuman AgentKind = "human"
+)
+
+// Availability values derived from LastSeenAt.
+const (
+	Online  = "online"
+	Offline = "offline"
+)
+
+// DefaultCapabilities are the suggested capability labels.
+var DefaultCapabilities = []string{"text-input", "text-output", "image-input", "image-output", "code-execution", "web-search", "file-system"}
+
+// OwnerSet tells which profile fields the operator set and locked.
+type OwnerSet struct {
+	DisplayName bool `json:"displayName"`
+	Details     bool `json:"details"`
+}
+
+// Agent is an addressable participant: an AI agent or the human operator.
+// The token and the read cursor are never part of it.
+type Agent struct {
+	Slug         string    `json:"slug"`
+	Kind         AgentKind `json:"kind"`
+	DisplayName  string    `json:"displayName"`
+	ModelSlug    string    `json:"modelSlug"`
+	Capabilities []string  `json:"capabilities"`
+	// Details is the agent's role: a free-text description of what it does.
+	Details      string   `json:"details,omitempty"`
+	RegisteredAt string   `json:"registeredAt"`
+	LastSeenAt   string   `json:"lastSeenAt"`
+	HasToken     bool     `json:"hasToken"`
+	OwnerSet     OwnerSet `json:"ownerSet"`
+	// Availability is "online" when LastSeenAt is within OnlineWindow.
+	Availability string `json:"availability"`
+}
+
+// RegisterInput is what an agent sends to register_agent.
+type RegisterInput struct {
+	Slug         string
+	DisplayName  string
+	ModelSlug    string
+	Capabilities []string
+	// Details is nil when the caller did not send it; an unlocked role is then
+	// kept as it is (the upstream relay cleared it).
+	Details *string
+}
+
+// CreateAgentInput creates an agent from the dashboard or CLI.
+type CreateAgentInput struct {
+	Slug         string    `json:"slug"`
+	DisplayName  string    `json:"displayName"`
+	ModelSlug    string    `json:"modelSlug"`
+	Capabilities []string  `json:"capabilities"`
+	Details      string    `json:"details,omitempty"`
+	Kind         AgentKind `json:"kind,omitempty"`
+}
+
+// ProfileUpdate is the operator's edit of an agent's name and role. A nil
+// field is left alone; an empty Details clears the role and unlocks it.
+type ProfileUpdate struct {
+	DisplayName *string `json:"displayName,omitempty"`
+	Details     *string `json:"details,omitempty"`
+}
+
+// AgentService manages agents and their tokens.
+type AgentService interface {
+	// RegisterAgent creates or updates the agent slug. Owner-locked name and
+	// role are kept. It refreshes presence.
+	RegisterAgent(ctx context.Context, in RegisterInput) (Agent, error)
+	// Heartbeat refreshes presence. Errors: unknown_agent.
+	Heartbeat(ctx context.Context, slug string) (Agent, error)
+	// GetAgent returns one agent without touching presence. Errors: unknown_agent.
+	GetAgent(ctx context.Context, slug string) (Agent, error)
+	// ListAgents returns agents ordered by slug; offline ones only if asked.
+	ListAgents(ctx context.Context, includeOffline bool) ([]Agent, error)
+	// CreateAgent creates an agent and, for kind agent, its token (returned
+	// once). Errors: invalid_request, agent_exists.
+	CreateAgent(ctx context.Context, in CreateAgentInput) (Agent, string, error)
+	// UpdateProfile sets and locks name and/or role. Errors: unknown_agent, invalid_request.
+	UpdateProfile(ctx context.Context, slug string, in ProfileUpdate) (Agent, error)
+	// IssueToken replaces the agent's token. Errors: unknown_agent, invalid_agent_kind.
+	IssueToken(ctx context.Context, slug string) (string, error)
+	// RevokeToken removes the agent's token. Errors: unknown_agent.
+	RevokeToken(ctx context.Context, slug string) error
+	// DeleteAgent removes an agent without open tasks. Errors: unknown_agent,
+	// operator_protected, agent_has_open_tasks.
+	DeleteAgent(ctx context.Context, slug string) error
+	// Authenticate resolves an agent (cca_) or run (ccr_) token. Errors: unauthorized.
+	Authenticate(ctx context.Context, token string) (Principal, error)
+	// IssueRunToken mints a run token for one worker run of taskID.
+	IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds int) (string, error)
+	// RevokeRunTokens deletes every run token of taskID.
+	RevokeRunTokens(ctx context.Context, taskID string) error
+}

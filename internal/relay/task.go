@@ -1,0 +1,213 @@
+package relay
+
+import (
+	"context"
+	"time"
+)
+
+// TaskStatus is the state of a task.
+type TaskStatus string
+
+// Task states. See the transition table in the README.
+const (
+	StatusQueued    TaskStatus = "queued"
+	StatusClaimed   TaskStatus = "claimed"
+	StatusBlocked   TaskStatus = "blocked"
+	StatusCompleted TaskStatus = "completed"
+	StatusCancelled TaskStatus = "cancelled"
+)
+
+// Statuses lists every task state in lifecycle order.
+var Statuses = []TaskStatus{StatusQueued, StatusClaimed, StatusBlocked, StatusCompleted, StatusCancelled}
+
+// Open reports whether a task in status s still needs work.
+func (s TaskStatus) Open() bool {
+	return s == StatusQueued || s == StatusClaimed || s == StatusBlocked
+}
+
+// Valid reports whether s is a known status.
+func (s TaskStatus) Valid() bool {
+	for _, v := range Statuses {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Report kinds.
+const (
+	ReportProgress  = "progress"
+	ReportCompleted = "completed"
+	ReportBlocked   = "blocked"
+	ReportChanges   = "changes"
+)
+
+// Claim channels recorded on a claimed task.
+const (
+	ViaChat   = "chat"
+	ViaWorker = "worker"
+)
+
+// Priorities.
+const (
+	PriorityLow    = 1
+	PriorityNormal = 2
+	PriorityUrgent = 3
+)
+
+// Lease bounds, in seconds.
+const (
+	DefaultLeaseSeconds = 900
+	MinLeaseSeconds     = 60
+	MaxLeaseSeconds     = 86400
+)
+
+// MaxWait bounds a long-poll, so client tool-call timeouts never hit.
+const MaxWait = 25 * time.Second
+
+// DefaultChainLimit is the default hand-off depth limit for worker runs.
+const DefaultChainLimit = 3
+
+// Report is one entry of a task's timeline.
+type Report struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Message   string `json:"message"`
+	Result    string `json:"result,omitempty"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// Task is a unit of work sent from one agent to another, with its timeline.
+type Task struct {
+	ID                   string     `json:"id"`
+	SenderSlug           string     `json:"senderSlug"`
+	RecipientSlug        string     `json:"recipientSlug"`
+	Title                string     `json:"title"`
+	Instructions         string     `json:"instructions"`
+	RequiredCapabilities []string   `json:"requiredCapabilities"`
+	Priority             int        `json:"priority"`
+	Status               TaskStatus `json:"status"`
+	CreatedAt            string     `json:"createdAt"`
+	UpdatedAt            string     `json:"updatedAt"`
+	ClaimedAt            string     `json:"claimedAt,omitempty"`
+	LeaseExpiresAt       string     `json:"leaseExpiresAt,omitempty"`
+	ParentTaskID         string     `json:"parentTaskId,omitempty"`
+	Depth                int        `json:"depth"`
+	ClaimedVia           string     `json:"claimedVia,omitempty"`
+	Reports              []Report   `json:"reports"`
+}
+
+// ReportExcerpt is the shortened latest report shown on task cards.
+type ReportExcerpt struct {
+	Kind      string `json:"kind"`
+	Message   string `json:"message"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// TaskSummary is a task without instructions and timeline, for lists.
+type TaskSummary struct {
+	ID                   string         `json:"id"`
+	SenderSlug           string         `json:"senderSlug"`
+	RecipientSlug        string         `json:"recipientSlug"`
+	Title                string         `json:"title"`
+	RequiredCapabilities []string       `json:"requiredCapabilities"`
+	Priority             int            `json:"priority"`
+	Status               TaskStatus     `json:"status"`
+	CreatedAt            string         `json:"createdAt"`
+	UpdatedAt            string         `json:"updatedAt"`
+	ClaimedAt            string         `json:"claimedAt,omitempty"`
+	LeaseExpiresAt       string         `json:"leaseExpiresAt,omitempty"`
+	ParentTaskID         string         `json:"parentTaskId,omitempty"`
+	Depth                int            `json:"depth"`
+	ClaimedVia           string         `json:"claimedVia,omitempty"`
+	ReportCount          int            `json:"reportCount"`
+	LatestReport         *ReportExcerpt `json:"latestReport,omitempty"`
+}
+
+// RelatedTasks are the tasks a task was handed off from and to.
+type RelatedTasks struct {
+	Parent   *TaskSummary  `json:"parent,omitempty"`
+	Children []TaskSummary `json:"children"`
+}
+
+// PostTaskInput is a new task.
+type PostTaskInput struct {
+	SenderSlug           string   `json:"senderSlug"`
+	RecipientSlug        string   `json:"recipientSlug"`
+	Title                string   `json:"title"`
+	Instructions         string   `json:"instructions"`
+	RequiredCapabilities []string `json:"requiredCapabilities"`
+	// Priority is 1, 2 or 3; 0 means the default (2).
+	Priority     int    `json:"priority"`
+	ParentTaskID string `json:"parentTaskId,omitempty"`
+	// EnforceChainLimit refuses the task with chain_limit when its depth would
+	// exceed the configured limit. Set for tasks posted with a run token.
+	EnforceChainLimit bool `json:"-"`
+}
+
+// ClaimInput asks for the recipient's next task.
+type ClaimInput struct {
+	RecipientSlug string
+	// Wait is how long to long-poll for a task; 0 returns at once. Capped at MaxWait by MCP.
+	Wait time.Duration
+	// LeaseSeconds is the lease length; 0 means DefaultLeaseSeconds.
+	LeaseSeconds int
+	// FromSenders, when non-nil, restricts the claim to these senders; an
+	// empty non-nil slice claims nothing.
+	FromSenders []string
+	// Via is ViaChat or ViaWorker.
+	Via string
+}
+
+// ReportInput is a report by the task's current holder.
+type ReportInput struct {
+	ReporterSlug string
+	TaskID       string
+	Kind         string // progress, completed or blocked
+	Message      string
+	Result       string
+}
+
+// TaskFilter selects tasks for the dashboard and the CLI.
+type TaskFilter struct {
+	Statuses []TaskStatus `json:"statuses,omitempty"`
+	// Agent matches tasks it sent or received.
+	Agent string `json:"agent,omitempty"`
+	// Query matches a substring of the title, case-insensitively.
+	Query string `json:"query,omitempty"`
+	// Limit defaults to 100 and is clamped to 1..500.
+	Limit int `json:"limit,omitempty"`
+}
+
+// TaskService is the task lifecycle. Every method that names an acting slug
+// refreshes that agent's presence.
+type TaskService interface {
+	// PostTask queues a task. Errors: invalid_request, unknown_agent,
+	// unknown_task, task_access_denied, chain_limit, recipient_lacks_capability.
+	PostTask(ctx context.Context, in PostTaskInput) (Task, error)
+	// ClaimNext claims the recipient's most urgent, oldest queued task,
+	// waiting up to in.Wait for one. It returns nil when there is none, and
+	// returns promptly when ctx ends or the service closes.
+	ClaimNext(ctx context.Context, in ClaimInput) (*Task, error)
+	// RenewLease extends the lease of a claimed task. Errors: task_update_denied, unknown_task.
+	RenewLease(ctx context.Context, reporter, taskID string, leaseSeconds int) (Task, error)
+	// ReportTask adds progress, completes or blocks. Errors: task_update_denied, unknown_task.
+	ReportTask(ctx context.Context, in ReportInput) (Task, error)
+	// ReleaseTask gives a claimed task back to the queue. Errors: task_update_denied.
+	ReleaseTask(ctx context.Context, reporter, taskID, reason string) (Task, error)
+	// GetTask returns a task to its sender or recipient. Errors: unknown_task, task_access_denied.
+	GetTask(ctx context.Context, requester, taskID string) (Task, error)
+	// CancelTask cancels an open task. Errors: task_cancel_denied, invalid_task_state.
+	CancelTask(ctx context.Context, sender, taskID, reason string) (Task, error)
+	// RequeueTask sends a blocked task back. Errors: task_requeue_denied, invalid_task_state.
+	RequeueTask(ctx context.Context, sender, taskID, note string) (Task, error)
+	// RequestChanges reopens a completed task. Errors: task_changes_denied, invalid_task_state.
+	RequestChanges(ctx context.Context, sender, taskID, note string) (Task, error)
+	// Task returns any task without an access check (operator views). Errors: unknown_task.
+	Task(ctx context.Context, taskID string) (Task, error)
+	// ListTasks returns summaries ordered by updatedAt, newest first.
+	ListTasks(ctx context.Context, f TaskFilter) ([]TaskSummary, error)
+	// RelatedTasks returns the parent and children of a task. Errors: unknown_task.
+	RelatedTasks(ctx context.Context, taskID string) (RelatedTasks, error)
+}

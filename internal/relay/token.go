@@ -1,0 +1,73 @@
+package relay
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Token prefixes.
+const (
+	AgentTokenPrefix = "cca_"
+	RunTokenPrefix   = "ccr_"
+	InviteCodePrefix = "cci_"
+)
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand never fails on supported platforms; if it does, no
+		// secret can be made safely.
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// NewAgentToken returns a fresh agent token (cca_ + 43 characters).
+func NewAgentToken() string { return AgentTokenPrefix + randomString(32) }
+
+// NewRunToken returns a fresh run token (ccr_ + 43 characters).
+func NewRunToken() string { return RunTokenPrefix + randomString(32) }
+
+// NewInviteCode returns a fresh invite code (cci_ + 32 characters).
+func NewInviteCode() string { return InviteCodePrefix + randomString(24) }
+
+// NewAdminToken returns a fresh admin token (43 characters, no prefix).
+func NewAdminToken() string { return randomString(32) }
+
+// HashToken returns the SHA-256 hex digest under which a token is stored.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// TokensEqual compares two secrets in constant time.
+func TokensEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// NewID returns a random (version 4) UUID.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// RedactSecrets replaces every occurrence of the given secrets in s with "[hidden]".
+func RedactSecrets(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "[hidden]")
+		}
+	}
+	return s
+}
