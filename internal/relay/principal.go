@@ -64,3 +64,20 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
 	return p, ok
 }
+
+type operatorKey struct{}
+
+// ByOperator marks ctx as an action the operator takes from the dashboard or
+// CLI on an agent's behalf (cancel, requeue, request changes as the task's
+// sender). Such actions do not refresh the acting agent's presence, so an
+// offline agent never looks online because of what the operator did, and
+// their reports and summaries say "(via dashboard)".
+func ByOperator(ctx context.Context) context.Context {
+	return context.WithValue(ctx, operatorKey{}, true)
+}
+
+// IsByOperator reports whether ctx was marked with ByOperator.
+func IsByOperator(ctx context.Context) bool {
+	v, _ := ctx.Value(operatorKey{}).(bool)
+	return v
+}
