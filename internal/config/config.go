@@ -1,0 +1,294 @@
+// Package config resolves the relay's settings from command-line flags, the
+// environment, a .env file and defaults, in that order of precedence.
+//
+// It imports only the standard library and internal/relay.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Defaults.
+const (
+	DefaultHost          = "127.0.0.1"
+	DefaultPort          = 4318
+	DefaultRetentionDays = 30
+	DefaultOperatorSlug  = "operator"
+	TokenFile            = "api-token"
+	DatabaseFile         = "relay.db"
+)
+
+// Config is everything `serve` and the desktop app need to start the relay.
+type Config struct {
+	Host              string
+	Port              int
+	DataDir           string
+	AllowedHosts      []string
+	AllowedOrigins    []string
+	OperatorSlug      string
+	TaskRetentionDays float64
+	LogFile           string
+	// APIToken is the admin token from CROSSCHAT_API_TOKEN; empty means the
+	// token file in DataDir (generated when missing).
+	APIToken string
+	// Hidden starts the desktop app without a window.
+	Hidden bool
+
+	envErrs []error
+}
+
+// Env looks up environment variables; os.LookupEnv in production.
+type Env func(key string) (string, bool)
+
+// Environment variable names.
+const (
+	EnvHost           = "CROSSCHAT_HOST"
+	EnvPort           = "CROSSCHAT_PORT"
+	EnvDataDir        = "CROSSCHAT_DATA_DIR"
+	EnvAllowedHosts   = "CROSSCHAT_ALLOWED_HOSTS"
+	EnvAllowedOrigins = "CROSSCHAT_ALLOWED_ORIGINS"
+	EnvOperatorSlug   = "CROSSCHAT_OPERATOR_SLUG"
+	EnvRetentionDays  = "CROSSCHAT_TASK_RETENTION_DAYS"
+	EnvLogFile        = "CROSSCHAT_LOG_FILE"
+	EnvAPIToken       = "CROSSCHAT_API_TOKEN"
+)
+
+// WithDotEnv returns an Env that consults base first and then the KEY=VALUE
+// lines of the file at path (if it exists), so the file never overrides the
+// real environment.
+func WithDotEnv(base Env, path string) (Env, error) {
+	vals, err := ReadDotEnv(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(k string) (string, bool) {
+		if v, ok := base(k); ok {
+			return v, true
+		}
+		v, ok := vals[k]
+		return v, ok
+	}, nil
+}
+
+// ReadDotEnv parses a .env file: KEY=VALUE lines, optional "export ",
+// comments starting with #, and single or double quotes around values. A
+// missing file is not an error.
+func ReadDotEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	vals := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%s:%d: expected KEY=VALUE", path, i+1)
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+			v = v[1 : len(v)-1]
+		}
+		vals[strings.TrimSpace(k)] = v
+	}
+	return vals, nil
+}
+
+// DefaultDataDir is the per-user data directory: $XDG_DATA_HOME/crosschat-relay
+// (~/.local/share/crosschat-relay) on Linux, ~/Library/Application
+// Support/crosschat-relay on macOS and %LOCALAPPDATA%\crosschat-relay on Windows.
+func DefaultDataDir(env Env) string {
+	home, _ := os.UserHomeDir()
+	switch runtime.GOOS {
+	case "windows":
+		if v, ok := env("LOCALAPPDATA"); ok && v != "" {
+			return filepath.Join(v, "crosschat-relay")
+		}
+		return filepath.Join(home, "AppData", "Local", "crosschat-relay")
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support", "crosschat-relay")
+	default:
+		if v, ok := env("XDG_DATA_HOME"); ok && v != "" {
+			return filepath.Join(v, "crosschat-relay")
+		}
+		return filepath.Join(home, ".local", "share", "crosschat-relay")
+	}
+}
+
+// locationFlags registers the location flags shared by every command (host, port,
+// data dir) on fs, with defaults resolved from env.
+func (c *Config) locationFlags(fs *flag.FlagSet, env Env) {
+	fs.StringVar(&c.Host, "host", envOr(env, EnvHost, DefaultHost), "address to listen on (env "+EnvHost+")")
+	fs.IntVar(&c.Port, "port", c.envInt(env, EnvPort, DefaultPort), "port to listen on (env "+EnvPort+")")
+	fs.StringVar(&c.DataDir, "data-dir", envOr(env, EnvDataDir, DefaultDataDir(env)), "folder for relay.db and api-token (env "+EnvDataDir+")")
+}
+
+// NewFlagSet returns a flag set for command name that fills c from flags,
+// falling back to env and defaults. full adds the serve-only flags.
+func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	c.locationFlags(fs, env)
+	c.APIToken = strings.TrimSpace(envOr(env, EnvAPIToken, ""))
+	if !full {
+		return fs
+	}
+	fs.Func("allowed-hosts", "comma-separated Host names accepted besides localhost, 127.0.0.1 and [::1]; required when --host is not loopback (env "+EnvAllowedHosts+")", func(s string) error {
+		c.AllowedHosts = splitList(s)
+		return nil
+	})
+	c.AllowedHosts = splitList(envOr(env, EnvAllowedHosts, ""))
+	fs.Func("allowed-origins", "comma-separated Origin host names accepted by the browser routes; default: the allowed hosts (env "+EnvAllowedOrigins+")", func(s string) error {
+		c.AllowedOrigins = splitList(s)
+		return nil
+	})
+	c.AllowedOrigins = splitList(envOr(env, EnvAllowedOrigins, ""))
+	fs.StringVar(&c.OperatorSlug, "operator-slug", envOr(env, EnvOperatorSlug, DefaultOperatorSlug), "slug of the human operator (env "+EnvOperatorSlug+")")
+	fs.Float64Var(&c.TaskRetentionDays, "task-retention-days", c.envFloat(env, EnvRetentionDays, DefaultRetentionDays), "days to keep completed and cancelled tasks; fractions allowed (env "+EnvRetentionDays+")")
+	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr (env "+EnvLogFile+")")
+	fs.BoolVar(&c.Hidden, "hidden", false, "start the desktop app without showing its window")
+	return fs
+}
+
+// Finish validates c after parsing and fills derived values: allowed hosts
+// and origins, an absolute data dir, the normalized operator slug.
+func (c *Config) Finish() error {
+	if err := errors.Join(c.envErrs...); err != nil {
+		return err
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return fmt.Errorf("--port: must be 1..65535, got %d", c.Port)
+	}
+	if c.TaskRetentionDays <= 0 {
+		return fmt.Errorf("--task-retention-days: must be a positive number, got %v", c.TaskRetentionDays)
+	}
+	slug, err := relay.NormalizeSlug("--operator-slug", c.OperatorSlug)
+	if err != nil {
+		return errors.New(relay.ErrorMessage(err))
+	}
+	c.OperatorSlug = slug
+	if c.DataDir == "" {
+		return errors.New("--data-dir: must not be empty")
+	}
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	if !IsLoopback(c.Host) && len(c.AllowedHosts) == 0 {
+		return fmt.Errorf("--host %s is not a loopback address: name the host names clients will use with --allowed-hosts (or %s)", c.Host, EnvAllowedHosts)
+	}
+	if len(c.AllowedOrigins) == 0 {
+		c.AllowedOrigins = append([]string(nil), c.AllowedHosts...)
+	}
+	c.AllowedHosts = withLoopback(c.AllowedHosts)
+	c.AllowedOrigins = withLoopback(c.AllowedOrigins)
+	return nil
+}
+
+// IsLoopback reports whether host is a loopback name or address.
+func IsLoopback(host string) bool {
+	h := strings.Trim(strings.ToLower(host), "[]")
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Addr is the listen address.
+func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
+// BaseURL is the URL clients on this computer use to reach the relay.
+func (c Config) BaseURL() string {
+	h := c.Host
+	switch strings.Trim(h, "[]") {
+	case "0.0.0.0", "::", "":
+		h = "localhost"
+	case "127.0.0.1", "::1":
+		h = "localhost"
+	}
+	return "http://" + net.JoinHostPort(strings.Trim(h, "[]"), strconv.Itoa(c.Port))
+}
+
+// MCPURL is the MCP endpoint for clients on this computer.
+func (c Config) MCPURL() string { return c.BaseURL() + "/mcp" }
+
+// DatabasePath is the SQLite file.
+func (c Config) DatabasePath() string { return filepath.Join(c.DataDir, DatabaseFile) }
+
+// TokenPath is the admin token file.
+func (c Config) TokenPath() string { return filepath.Join(c.DataDir, TokenFile) }
+
+func withLoopback(list []string) []string {
+	out := append([]string(nil), list...)
+	for _, l := range []string{"localhost", "127.0.0.1", "[::1]"} {
+		found := false
+		for _, h := range out {
+			if h == l {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func envOr(env Env, k, def string) string {
+	if v, ok := env(k); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (c *Config) envInt(env Env, k string, def int) int {
+	if v, ok := env(k); ok && strings.TrimSpace(v) != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a whole number", k, v))
+			return def
+		}
+		return n
+	}
+	return def
+}
+
+func (c *Config) envFloat(env Env, k string, def float64) float64 {
+	if v, ok := env(k); ok && strings.TrimSpace(v) != "" {
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a number", k, v))
+			return def
+		}
+		return n
+	}
+	return def
+}

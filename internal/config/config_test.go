@@ -1,0 +1,144 @@
+package config_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+func mapEnv(m map[string]string) config.Env {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func load(t *testing.T, env config.Env, args ...string) (config.Config, error) {
+	t.Helper()
+	var c config.Config
+	fs := c.NewFlagSet("serve", env, true, io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, c.Finish()
+}
+
+// Ensure flags win over the environment, the environment over .env, and .env over defaults.
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	dot := filepath.Join(dir, ".env")
+	if err := os.WriteFile(dot, []byte("# comment\nCROSSCHAT_PORT=5001\nexport CROSSCHAT_OPERATOR_SLUG='Boss'\nCROSSCHAT_TASK_RETENTION_DAYS=\"0.5\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantPort int
+		wantOp   string
+		wantRet  float64
+	}{
+		{"dotenv", map[string]string{}, nil, 5001, "boss", 0.5},
+		{"env beats dotenv", map[string]string{"CROSSCHAT_PORT": "5002"}, nil, 5002, "boss", 0.5},
+		{"flag beats env", map[string]string{"CROSSCHAT_PORT": "5002"}, []string{"--port", "5003", "--operator-slug", "me"}, 5003, "me", 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := config.WithDotEnv(mapEnv(tt.env), dot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := load(t, env, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Port != tt.wantPort || c.OperatorSlug != tt.wantOp || c.TaskRetentionDays != tt.wantRet {
+				t.Fatalf("got port=%d op=%q ret=%v, want %d %q %v", c.Port, c.OperatorSlug, c.TaskRetentionDays, tt.wantPort, tt.wantOp, tt.wantRet)
+			}
+		})
+	}
+}
+
+// Ensure defaults are loopback on 4318 with the loopback names allowed.
+func TestDefaults(t *testing.T) {
+	c, err := load(t, mapEnv(map[string]string{"XDG_DATA_HOME": "/tmp/xdg"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr() != "127.0.0.1:4318" {
+		t.Fatalf("addr %q", c.Addr())
+	}
+	if got := strings.Join(c.AllowedHosts, ","); got != "localhost,127.0.0.1,[::1]" {
+		t.Fatalf("allowed hosts %q", got)
+	}
+	if c.MCPURL() != "http://localhost:4318/mcp" {
+		t.Fatalf("mcp url %q", c.MCPURL())
+	}
+	if c.TaskRetentionDays != 30 || c.OperatorSlug != "operator" {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+// Ensure bad input is refused with a message naming what is wrong.
+func TestInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"non-loopback without allowed hosts", nil, []string{"--host", "0.0.0.0"}, "--allowed-hosts"},
+		{"port range", nil, []string{"--port", "70000"}, "--port"},
+		{"bad env port", map[string]string{"CROSSCHAT_PORT": "abc"}, nil, "CROSSCHAT_PORT"},
+		{"bad operator slug", nil, []string{"--operator-slug", "a b"}, "--operator-slug"},
+		{"retention", nil, []string{"--task-retention-days", "0"}, "retention"},
+		{"unknown flag", nil, []string{"--nope"}, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, mapEnv(tt.env), tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+	c, err := load(t, mapEnv(nil), "--host", "0.0.0.0", "--allowed-hosts", "Relay.Example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AllowedHosts[0] != "relay.example" || c.AllowedOrigins[0] != "relay.example" {
+		t.Fatalf("allowed %v %v", c.AllowedHosts, c.AllowedOrigins)
+	}
+}
+
+
+// Ensure the admin token is generated once, owner-only, in an owner-only folder, and that the env wins.
+func TestAdminToken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	c, err := load(t, mapEnv(nil), "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AdminToken(false); err == nil {
+		t.Fatal("want an error before the token exists")
+	}
+	tok, err := c.AdminToken(true)
+	if err != nil || len(tok) != 43 {
+		t.Fatalf("token %q, %v", tok, err)
+	}
+	again, _ := c.AdminToken(true)
+	if again != tok {
+		t.Fatal("token changed on second call")
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, c.TokenPath(): 0o600} {
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != want {
+			t.Fatalf("%s mode %v, want %v (%v)", path, st.Mode().Perm(), want, err)
+		}
+	}
+	c2, _ := load(t, mapEnv(map[string]string{"CROSSCHAT_API_TOKEN": " secret "}), "--data-dir", dir)
+	if got, _ := c2.AdminToken(true); got != "secret" {
+		t.Fatalf("env token %q", got)
+	}
+}
