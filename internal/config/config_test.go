@@ -112,7 +112,6 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
-
 // Ensure the admin token is generated once, owner-only, in an owner-only folder, and that the env wins.
 func TestAdminToken(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
