@@ -1,0 +1,64 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// enrollResponse is the 201 body of POST /api/enroll (§4.5).
+type enrollResponse struct {
+	Agent        relay.Agent         `json:"agent"`
+	Token        string              `json:"token"`
+	MCPURL       string              `json:"mcpUrl"`
+	AssignedTask *relay.AssignedTask `json:"assignedTask,omitempty"`
+	Setup        relay.Setup         `json:"setup"`
+	Next         []string            `json:"next"`
+}
+
+// serveEnroll lets an agent enroll itself with an invite code. It is public:
+// the invite code is the credential.
+func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if !json.Valid(body) {
+		writeInvalidJSON(w)
+		return
+	}
+	var in relay.EnrollInput
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, jsonFieldError("body", err))
+		return
+	}
+	in, err = in.Validate()
+	if err != nil {
+		h.writeDomainError(w, r, "enroll", err)
+		return
+	}
+	e, err := h.svc.Enroll(r.Context(), in)
+	if err != nil {
+		h.writeDomainError(w, r, "enroll", err)
+		return
+	}
+	scheme := "http"
+	if isSecure(r) {
+		scheme = "https"
+	}
+	// r.Host passed the allow-list in checkHostOrigin.
+	mcpURL := scheme + "://" + r.Host + "/mcp"
+	writeJSON(w, http.StatusCreated, enrollResponse{
+		Agent:        e.Agent,
+		Token:        e.Token,
+		MCPURL:       mcpURL,
+		AssignedTask: e.AssignedTask,
+		Setup:        relay.SetupFor(mcpURL, e.Token),
+		Next:         relay.EnrollNext(e),
+	})
+}

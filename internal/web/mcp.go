@@ -1,0 +1,110 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// maxTokenLen bounds a bearer token we bother to look up.
+const maxTokenLen = 1000
+
+// CORS headers for /mcp.
+const (
+	mcpAllowHeaders = "authorization, content-type, mcp-protocol-version, mcp-session-id"
+	mcpAllowMethods = "GET, POST, DELETE, OPTIONS"
+)
+
+// unauthorizedMCP is the 401 body of §1.1.
+var unauthorizedMCP = errorBody{Error: relay.EUnauthorized, Message: "Send Authorization: Bearer <admin token or per-agent token>."}
+
+// serveMCP guards /mcp (Host, Origin, bearer), puts the principal in the
+// request context and hands over to the MCP handler.
+func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+
+	_, originPresent, originOK, _ := h.originAllowed(r)
+	if originPresent && originOK {
+		hdr.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+		hdr.Set("Access-Control-Allow-Headers", mcpAllowHeaders)
+		hdr.Set("Access-Control-Allow-Methods", mcpAllowMethods)
+		hdr.Add("Vary", "Origin")
+	}
+
+	if r.Method == http.MethodOptions {
+		if !originOK {
+			writeError(w, http.StatusForbidden, "origin_not_allowed", "")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+
+	if name, ok, malformed := h.hostAllowed(r); !ok {
+		switch {
+		case r.Host == "":
+			writeJSONRPCError(w, "Missing Host header")
+		case malformed:
+			writeJSONRPCError(w, "Invalid Host header: "+r.Host)
+		default:
+			writeJSONRPCError(w, "Invalid Host: "+name)
+		}
+		return
+	}
+	if name, _, ok, malformed := h.originAllowed(r); !ok {
+		if malformed {
+			writeJSONRPCError(w, "Invalid Origin header: "+r.Header.Get("Origin"))
+		} else {
+			writeJSONRPCError(w, "Invalid Origin: "+name)
+		}
+		return
+	}
+
+	p, err := h.authenticate(r)
+	if err != nil {
+		if relay.ErrorCode(err) == relay.EUnauthorized {
+			hdr.Set("WWW-Authenticate", `Bearer realm="crosschat-relay"`)
+			writeJSON(w, http.StatusUnauthorized, unauthorizedMCP)
+			return
+		}
+		h.writeDomainError(w, r, "mcp auth", err)
+		return
+	}
+	h.mcp.ServeHTTP(w, r.WithContext(relay.WithPrincipal(r.Context(), p)))
+}
+
+// authenticate resolves the bearer token: the admin token (constant time),
+// else an agent or run token through the service. A missing or unknown
+// token is an unauthorized *relay.Error.
+func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
+	tok := bearerToken(r)
+	if tok == "" || len(tok) > maxTokenLen {
+		return relay.Principal{}, relay.Errorf(relay.EUnauthorized, "%s", unauthorizedMCP.Message)
+	}
+	if relay.TokensEqual(tok, h.adminToken) {
+		return relay.Admin, nil
+	}
+	p, err := h.svc.Authenticate(r.Context(), tok)
+	if err != nil {
+		return relay.Principal{}, err
+	}
+	return p, nil
+}
+
+// writeJSONRPCError writes the 403 JSON-RPC error the MCP SDK uses for
+// failed Host and Origin checks.
+func writeJSONRPCError(w http.ResponseWriter, message string) {
+	type rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Error   rpcErr          `json:"error"`
+		ID      json.RawMessage `json:"id"`
+	}{"2.0", rpcErr{-32000, message}, json.RawMessage("null")})
+	writeRawJSON(w, http.StatusForbidden, b)
+}

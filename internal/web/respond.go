@@ -1,0 +1,148 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// errorBody is the JSON shape of every error answer outside /mcp's
+// JSON-RPC guards.
+type errorBody struct {
+	Error   string         `json:"error"`
+	Message string         `json:"message,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// setJSONHeaders sets the headers every JSON answer carries.
+func setJSONHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// writeJSON writes v as JSON with the given status. v must be encodable:
+// callers that pass values of unknown shape encode them first (see
+// writeRawJSON).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own fixed shapes come through here.
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
+	}
+	writeRawJSON(w, status, b)
+}
+
+// writeRawJSON writes an already encoded JSON document.
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) {
+	setJSONHeaders(w)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeError writes {"error":code,"message":message}.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, errorBody{Error: code, Message: message})
+}
+
+// writeDomainError maps err with relay.AsError and relay.HTTPStatus. An
+// internal error is logged under op and answered without its text.
+func (h *handler) writeDomainError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	e := relay.AsError(err)
+	if !relay.IsDomain(err) {
+		h.log.Error("web: request failed", "op", op, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, relay.HTTPStatus(err), errorBody{Error: e.Code, Message: e.Message, Details: e.Details})
+}
+
+// methodNotAllowed answers 405 with an Allow header.
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here; use "+allow+".")
+}
+
+// errTooLarge marks a body over the configured limit.
+var errTooLarge = errors.New("request body too large")
+
+// readBody reads the request body up to h.maxBody bytes.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > h.maxBody {
+		return nil, errTooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errTooLarge
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// writeBodyError answers a readBody failure: 413 for an oversized body, 400
+// for a broken one.
+func writeBodyError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "The request body is too large.")
+		return
+	}
+	writeError(w, http.StatusBadRequest, "bad_request", "The request body could not be read.")
+}
+
+// writeInvalidJSON answers a body that is not JSON.
+func writeInvalidJSON(w http.ResponseWriter) {
+	writeError(w, http.StatusBadRequest, "invalid_json", "The request body is not valid JSON.")
+}
+
+// jsonFieldError describes a JSON decoding error of a well-formed document
+// as "<field>: <problem>", with prefix naming the root when the field is unknown.
+func jsonFieldError(prefix string, err error) string {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		field := prefix
+		if ute.Field != "" {
+			field = ute.Field
+			if prefix != "body" {
+				field = prefix + "." + ute.Field
+			}
+		}
+		return field + ": must be " + jsonKind(ute.Type.Kind().String()) + " (got " + ute.Value + ")."
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return prefix + ": " + msg + "."
+}
+
+// jsonKind names a Go kind the way a JSON client thinks of it.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	}
+	return "a different JSON type"
+}
+
+// isSecure reports whether the client reached us over HTTPS, directly or
+// through a proxy that says so.
+func isSecure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
