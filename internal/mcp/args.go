@@ -1,0 +1,221 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// args reads tool arguments with strict JSON types. mcp-go does not check
+// arguments against the input schema, so every getter does: a wrong type or an
+// out-of-range value records an invalid_request error naming the field. The
+// first error wins and is returned by err, in the style of bufio.Scanner, so a
+// handler reads all its fields and checks once.
+type args struct {
+	fields map[string]json.RawMessage
+	first  error
+}
+
+// parseArgs decodes the arguments of a tool call. Missing or null arguments
+// are an empty object; anything else that is not an object is refused.
+func parseArgs(req mcp.CallToolRequest) *args {
+	a := &args{fields: map[string]json.RawMessage{}}
+	raw := req.Params.RawArguments
+	if len(raw) == 0 && req.Params.Arguments != nil {
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			a.fail("arguments: must be a JSON object.")
+			return a
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return a
+	}
+	if raw[0] != '{' {
+		a.fail("arguments: must be a JSON object.")
+		return a
+	}
+	if err := json.Unmarshal(raw, &a.fields); err != nil {
+		a.fail("arguments: must be a JSON object.")
+		return a
+	}
+	return a
+}
+
+func (a *args) fail(format string, v ...any) {
+	if a.first == nil {
+		a.first = relay.Errorf(relay.EInvalidRequest, format, v...)
+	}
+}
+
+// err returns the first argument error, or nil.
+func (a *args) err() error { return a.first }
+
+// get returns the raw value of field, or nil when it is absent or null.
+func (a *args) get(field string) json.RawMessage {
+	v, ok := a.fields[field]
+	if !ok {
+		return nil
+	}
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || bytes.Equal(v, []byte("null")) {
+		return nil
+	}
+	return v
+}
+
+// has reports whether field was given (and not null).
+func (a *args) has(field string) bool { return a.get(field) != nil }
+
+// str returns the string field, or "" when absent. Trimming and length checks
+// are left to the relay validators, which know each field's limits.
+func (a *args) str(field string) string {
+	v := a.get(field)
+	if v == nil {
+		return ""
+	}
+	var s string
+	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		a.fail("%s: must be a string.", field)
+		return ""
+	}
+	return s
+}
+
+// optStr returns the string field, or nil when absent.
+func (a *args) optStr(field string) *string {
+	if !a.has(field) {
+		return nil
+	}
+	s := a.str(field)
+	return &s
+}
+
+// boolean returns the boolean field, or def when absent.
+func (a *args) boolean(field string, def bool) bool {
+	v := a.get(field)
+	if v == nil {
+		return def
+	}
+	switch string(v) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	a.fail("%s: must be true or false.", field)
+	return def
+}
+
+// integer returns the integer field, or def when absent, and checks that it
+// lies within lo..hi. A number with a zero fraction (e.g. 900.0) counts as an
+// integer, as it does in JSON Schema.
+func (a *args) integer(field string, def, lo, hi int) int {
+	v := a.get(field)
+	if v == nil {
+		return def
+	}
+	n, ok := parseInteger(v)
+	if !ok {
+		a.fail("%s: must be an integer between %d and %d.", field, lo, hi)
+		return def
+	}
+	if n < int64(lo) || n > int64(hi) {
+		a.fail("%s: must be between %d and %d (got %s).", field, lo, hi, string(v))
+		return def
+	}
+	return int(n)
+}
+
+// parseInteger parses a JSON number token that holds an integer. Values
+// beyond the int64 range saturate, so they fail the caller's range check
+// with the number shown as sent.
+func parseInteger(v json.RawMessage) (int64, bool) {
+	if c := v[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, false
+	}
+	var num json.Number
+	if json.Unmarshal(v, &num) != nil {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(num.String(), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(num.String(), 64)
+	if err != nil && (!errors.Is(err, strconv.ErrRange) || f == 0) {
+		return 0, false // not a number, or a fraction that underflowed
+	}
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64, true
+	case f <= math.MinInt64:
+		return math.MinInt64, true
+	case f != math.Trunc(f):
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// strings returns the string-array field, or def when absent.
+func (a *args) strings(field string, def []string) []string {
+	v := a.get(field)
+	if v == nil {
+		return def
+	}
+	var raw []json.RawMessage
+	if v[0] != '[' || json.Unmarshal(v, &raw) != nil {
+		a.fail("%s: must be an array of strings.", field)
+		return def
+	}
+	out := make([]string, 0, len(raw))
+	for i, item := range raw {
+		var s string
+		item = bytes.TrimSpace(item)
+		if len(item) == 0 || item[0] != '"' || json.Unmarshal(item, &s) != nil {
+			a.fail("%s: entry %d must be a string.", field, i)
+			return def
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// oneOf returns the string field and checks it against allowed values. It is
+// required: a missing value is an error too.
+func (a *args) oneOf(field string, allowed ...string) string {
+	if !a.has(field) {
+		a.fail("%s: is required (one of %s).", field, joinQuoted(allowed))
+		return ""
+	}
+	s := a.str(field)
+	if a.first != nil {
+		return ""
+	}
+	for _, v := range allowed {
+		if s == v {
+			return s
+		}
+	}
+	a.fail("%s: must be one of %s.", field, joinQuoted(allowed))
+	return ""
+}
+
+func joinQuoted(vs []string) string {
+	var b bytes.Buffer
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", v)
+	}
+	return b.String()
+}

@@ -1,0 +1,93 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// compactJSON encodes v without whitespace and without HTML escaping, as the
+// upstream relay's JSON.stringify does.
+func compactJSON(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("encode tool result: %w", err)
+	}
+	return string(bytes.TrimRight(b.Bytes(), "\n")), nil
+}
+
+// success is a result whose text is the compact JSON of v and whose
+// structured content is v itself. v must encode as a JSON object.
+func success(v any) (*mcp.CallToolResult, error) {
+	return successAs(v, v)
+}
+
+// successAs is a result whose text is the compact JSON of text and whose
+// structured content is structured. It serves results that are arrays: the
+// text keeps the bare array (as the upstream relay sends it) while the
+// structured content, which MCP requires to be an object, wraps it.
+func successAs(text, structured any) (*mcp.CallToolResult, error) {
+	s, err := compactJSON(text)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(s)},
+		StructuredContent: structured,
+	}, nil
+}
+
+// errorResult is the tool error for a domain error: isError with the compact
+// JSON {"error", "message", "details"?} as text and as structured content.
+func errorResult(e *relay.Error) *mcp.CallToolResult {
+	s, err := compactJSON(e)
+	if err != nil {
+		// Details are plain maps of strings and numbers; if they ever fail to
+		// encode, drop them rather than the error itself.
+		e = &relay.Error{Code: e.Code, Message: e.Message}
+		s, _ = compactJSON(e)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(s)},
+		StructuredContent: e,
+		IsError:           true,
+	}
+}
+
+// errorResults is the tool middleware that gives every failure the relay's
+// error envelope. Tool handlers return Go errors; a domain error becomes its
+// own code, anything else (and a panic) becomes internal_error with the
+// generic message, and the real cause is logged with the tool name. A tool
+// call therefore always answers with a result, never a JSON-RPC error.
+func errorResults(logger *slog.Logger) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					logger.ErrorContext(ctx, "mcp tool panicked", "tool", req.Params.Name, "panic", p)
+					res, err = errorResult(relay.AsError(fmt.Errorf("tool %s panicked: %v", req.Params.Name, p))), nil
+				}
+			}()
+			res, err = next(ctx, req)
+			if err == nil && res == nil {
+				err = fmt.Errorf("tool %s returned no result", req.Params.Name)
+			}
+			if err == nil {
+				return res, nil
+			}
+			if !relay.IsDomain(err) {
+				logger.ErrorContext(ctx, "mcp tool failed", "tool", req.Params.Name, "err", err)
+			}
+			return errorResult(relay.AsError(err)), nil
+		}
+	}
+}

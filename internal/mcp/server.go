@@ -1,0 +1,84 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// ServerName is the name the relay reports in the MCP handshake.
+const ServerName = "crosschat-relay"
+
+// Options configure the MCP handler.
+type Options struct {
+	// Version is the server version reported to clients ("dev" when empty).
+	Version string
+	// Logger receives failures of tools and of the transport; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// NewHandler returns the relay's MCP endpoint: the 14 tools and the
+// crosschat://protocol resource over stateless streamable HTTP.
+//
+// Mount it at exactly /mcp behind the authentication middleware, which must
+// put a relay.Principal in the request context (relay.WithPrincipal); without
+// one every tool answers an unauthorized error result. No session is kept:
+// each POST is served on its own, so a tools/call needs no initialize first.
+// GET answers 405, as a stateless server has nothing to stream.
+//
+// A tool call always answers with a result. Failures carry isError and the
+// text {"error": code, "message": ..., "details"?: ...}; successes carry the
+// compact JSON of the value as text and the value as structuredContent.
+//
+// Long-polls (claim_next_task with waitMs) run on the request's context, so
+// they end when the client goes away; they also end when svc is closed.
+func NewHandler(svc relay.Service, opts Options) http.Handler {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	return server.NewStreamableHTTPServer(newServer(svc, version, logger),
+		server.WithStateLess(true),
+		server.WithDisableStreaming(true),
+		server.WithStreamableHTTPLogger(logger),
+	)
+}
+
+// newServer builds the MCP server with every tool and the protocol resource.
+func newServer(svc relay.Service, version string, logger *slog.Logger) *server.MCPServer {
+	s := server.NewMCPServer(ServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(errorResults(logger)),
+	)
+	s.AddTools(tools(svc)...)
+	s.AddResource(protocolResource())
+	return s
+}
+
+// protocolResource is crosschat://protocol, the rules agents follow.
+func protocolResource() (mcp.Resource, server.ResourceHandlerFunc) {
+	res := mcp.NewResource(relay.ProtocolURI, "relay-protocol",
+		mcp.WithResourceTitle("Crosschat relay protocol"),
+		mcp.WithResourceDescription("How agents use this relay: register once, claim one task at a time under a lease, report only what changes a decision, read updates without acknowledging them, and hand work back with release, requeue or request_changes."),
+		mcp.WithMIMEType("text/markdown"),
+	)
+	return res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{
+			URI:      relay.ProtocolURI,
+			MIMEType: "text/markdown",
+			Text:     relay.ProtocolMarkdown(),
+		}}, nil
+	}
+}
