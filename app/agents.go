@@ -1,0 +1,95 @@
+package app
+
+import "github.com/crosschat/crosschat-relay/internal/relay"
+
+// Agents manages agents and their tokens for the operator.
+type Agents struct{ c *core }
+
+// TokenReveal is a freshly issued token, shown once, with ready-made client
+// configurations and the agent's working rules.
+type TokenReveal struct {
+	Agent        relay.Agent `json:"agent"`
+	Token        string      `json:"token"`
+	MCPURL       string      `json:"mcpUrl"`
+	Setup        relay.Setup `json:"setup"`
+	Instructions string      `json:"instructions"`
+}
+
+// List returns every agent, offline ones and the operator included.
+func (a *Agents) List() ([]relay.Agent, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return nil, err
+	}
+	return svc.ListAgents(ctx, true)
+}
+
+// Create adds an agent; agents (not humans) get a token, revealed once.
+func (a *Agents) Create(in relay.CreateAgentInput) (TokenReveal, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	agent, token, err := svc.CreateAgent(ctx, in)
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	return a.reveal(agent, token), nil
+}
+
+// Update sets (and locks) an agent's display name and/or role. An empty
+// role clears it and lets the agent set its own again.
+func (a *Agents) Update(slug string, in relay.ProfileUpdate) (relay.Agent, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	return svc.UpdateProfile(ctx, slug, in)
+}
+
+// RotateToken issues a new token, invalidating the old one.
+func (a *Agents) RotateToken(slug string) (TokenReveal, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	token, err := svc.IssueToken(ctx, slug)
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	agent, err := svc.GetAgent(ctx, slug)
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	return a.reveal(agent, token), nil
+}
+
+// RevokeToken removes an agent's token; it can no longer connect.
+func (a *Agents) RevokeToken(slug string) (relay.Agent, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	if err := svc.RevokeToken(ctx, slug); err != nil {
+		return relay.Agent{}, err
+	}
+	return svc.GetAgent(ctx, slug)
+}
+
+// Delete removes an agent that has no open tasks.
+func (a *Agents) Delete(slug string) error {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return err
+	}
+	return svc.DeleteAgent(ctx, slug)
+}
+
+func (a *Agents) reveal(agent relay.Agent, token string) TokenReveal {
+	r := TokenReveal{Agent: agent, Token: token, Instructions: relay.AgentInstructions(agent.Slug)}
+	if token != "" {
+		r.MCPURL = a.c.config().MCPURL()
+		r.Setup = relay.SetupFor(r.MCPURL, token)
+	}
+	return r
+}

@@ -1,0 +1,303 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Usage is the top-level help.
+const Usage = `Crosschat Relay: a durable task inbox for AI agents, served over MCP.
+
+Usage:
+  crosschat-relay [--hidden] [serve flags]   open the desktop app (the relay runs inside it)
+  crosschat-relay serve [flags]              run the relay without a window
+  crosschat-relay agents add <slug> --name N --model M --capability C...
+  crosschat-relay agents list
+  crosschat-relay invites create [--uses N] [--expires 1h|24h|168h] [--name N] [--role R]
+                                 [--first-task-title T --first-task-instructions I]
+  crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
+  crosschat-relay token                      print the admin token
+  crosschat-relay version
+
+The agents, invites and tasks verbs talk to the running relay, found with
+--host/--port (CROSSCHAT_HOST/CROSSCHAT_PORT) and authenticated with the admin
+token from CROSSCHAT_API_TOKEN or the api-token file in --data-dir. Each takes
+--json for machine-readable output. Run a verb with --help for its flags.
+`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// command is one CLI verb's context: parsed location flags, output mode,
+// and the writers.
+type command struct {
+	cfg    config.Config
+	json   bool
+	stdout io.Writer
+	stderr io.Writer
+	fs     *flag.FlagSet
+}
+
+func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
+	env, err := Env()
+	if err != nil {
+		return nil, err
+	}
+	c := &command{stdout: stdout, stderr: stderr}
+	c.fs = c.cfg.NewFlagSet(name, env, false, stderr)
+	c.fs.BoolVar(&c.json, "json", false, "print JSON")
+	return c, nil
+}
+
+func (c *command) parse(args []string) error {
+	if err := c.fs.Parse(args); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *command) client() (*client.Client, error) {
+	token, err := c.cfg.AdminToken(false)
+	if err != nil {
+		return nil, err
+	}
+	host := c.cfg.Host
+	if host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	cfg := c.cfg
+	cfg.Host = host
+	return client.New("http://"+cfg.Addr(), token), nil
+}
+
+func (c *command) call(service, method string, out any, args ...any) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cl.Call(ctx, service, method, out, args...)
+}
+
+func (c *command) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Command runs a CLI verb and returns the process exit code.
+func Command(args []string, version string, stdout, stderr io.Writer) int {
+	err := runCommand(args, version, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "crosschat-relay:", err)
+		fmt.Fprint(stderr, "\n"+Usage)
+		return 2
+	default:
+		var re *relay.Error
+		if errors.As(err, &re) {
+			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", re.Message, re.Code)
+		} else {
+			fmt.Fprintln(stderr, "crosschat-relay:", err)
+		}
+		return 1
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func runCommand(args []string, version string, stdout, stderr io.Writer) error {
+	verb := strings.Join(args[:min(2, len(args))], " ")
+	switch {
+	case args[0] == "version" || args[0] == "--version" || args[0] == "-v":
+		fmt.Fprintln(stdout, "crosschat-relay", version)
+		return nil
+	case args[0] == "help" || args[0] == "--help" || args[0] == "-h":
+		fmt.Fprint(stdout, Usage)
+		return nil
+	case args[0] == "token":
+		return tokenCmd(args[1:], stdout, stderr)
+	case verb == "agents add":
+		return agentsAdd(args[2:], stdout, stderr)
+	case verb == "agents list":
+		return agentsList(args[2:], stdout, stderr)
+	case verb == "invites create":
+		return invitesCreate(args[2:], stdout, stderr)
+	case verb == "tasks list":
+		return tasksList(args[2:], stdout, stderr)
+	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, verb)
+}
+
+func tokenCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("token", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	tok, err := c.cfg.AdminToken(false)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]string{"token": tok})
+	}
+	fmt.Fprintln(stdout, tok)
+	return nil
+}
+
+func agentsAdd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("agents add", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var in relay.CreateAgentInput
+	var caps stringList
+	c.fs.StringVar(&in.DisplayName, "name", "", "display name (required)")
+	c.fs.StringVar(&in.ModelSlug, "model", "", "model it runs on (required)")
+	c.fs.Var(&caps, "capability", "capability label, repeatable (required at least once)")
+	c.fs.StringVar(&in.Details, "role", "", "what the agent does")
+	// The slug comes first: agents add <slug> --name ...
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if err := c.parse(args); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: agents add needs a slug: crosschat-relay agents add <slug> --name N --model M --capability C", errUsage)
+	}
+	in.Slug = args[0]
+	if err := c.parse(args[1:]); err != nil {
+		return err
+	}
+	in.Capabilities = caps
+	var out TokenReveal
+	if err := c.call("Agents", "Create", &out, in); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(out)
+	}
+	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
+		out.Agent.Slug, out.Agent.DisplayName, out.Token, out.Setup.ClaudeCode,
+		strings.ReplaceAll(out.Setup.Codex, "\n", "\n  "), out.Setup.JSONSnippet())
+	return nil
+}
+
+func agentsList(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("agents list", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	var agents []relay.Agent
+	if err := c.call("Agents", "List", &agents); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(agents)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLUG\tNAME\tKIND\tMODEL\tSTATE\tTOKEN\tLAST SEEN")
+	for _, a := range agents {
+		tok := "none"
+		if a.HasToken {
+			tok = "active"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Slug, a.DisplayName, a.Kind, a.ModelSlug, a.Availability, tok, a.LastSeenAt)
+	}
+	return tw.Flush()
+}
+
+func invitesCreate(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("invites create", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var in relay.InviteInput
+	var expires time.Duration
+	var ft relay.FirstTask
+	c.fs.IntVar(&in.MaxUses, "uses", 1, "how many agents may enroll with it; 0 for unlimited")
+	c.fs.DurationVar(&expires, "expires", 24*time.Hour, "how long it is valid: 1h, 24h, 168h (at most 720h)")
+	c.fs.StringVar(&in.DisplayName, "name", "", "display name given to the agent that enrolls (locked)")
+	c.fs.StringVar(&in.Role, "role", "", "role given to the agent that enrolls (locked)")
+	c.fs.StringVar(&in.Label, "label", "", "a note for yourself")
+	c.fs.StringVar(&ft.Title, "first-task-title", "", "title of a task queued for each agent that enrolls")
+	c.fs.StringVar(&ft.Instructions, "first-task-instructions", "", "instructions of that first task")
+	c.fs.IntVar(&ft.Priority, "first-task-priority", 2, "priority of the first task: 1 low, 2 normal, 3 urgent")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	in.ExpiresInHours = expires.Hours()
+	if ft.Title != "" || ft.Instructions != "" {
+		in.FirstTask = &ft
+	}
+	var out InviteCreated
+	if err := c.call("Invites", "Create", &out, in); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(out)
+	}
+	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", out.Code, out.Message)
+	return nil
+}
+
+func tasksList(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("tasks list", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var f relay.TaskFilter
+	var statuses stringList
+	c.fs.Var(&statuses, "status", "queued, claimed, blocked, completed or cancelled; repeatable or comma-separated")
+	c.fs.StringVar(&f.Agent, "agent", "", "only tasks this agent sent or received")
+	c.fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this")
+	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many (1..500)")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	for _, s := range statuses {
+		for _, p := range strings.Split(s, ",") {
+			st := relay.TaskStatus(strings.TrimSpace(p))
+			if !st.Valid() {
+				return fmt.Errorf("%w: --status %q: use queued, claimed, blocked, completed or cancelled", errUsage, p)
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	var tasks []relay.TaskSummary
+	if err := c.call("Tasks", "List", &tasks, f); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(tasks)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", t.ID, t.Status, t.Priority, t.SenderSlug, t.RecipientSlug, t.Title, t.UpdatedAt)
+	}
+	return tw.Flush()
+}

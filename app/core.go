@@ -1,0 +1,89 @@
+package app
+
+import (
+	"context"
+	"sync"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// core is what every bound service shares: the relay service once it is
+// started, the configuration and the context of the running app.
+type core struct {
+	mu      sync.RWMutex
+	svc     relay.Service
+	cfg     config.Config
+	ctx     context.Context
+	version string
+}
+
+var errNotStarted = relay.Errorf(relay.EInternal, "The relay has not started yet.")
+
+// attach makes svc available to the services; ctx ends when the relay stops.
+func (c *core) attach(ctx context.Context, svc relay.Service, cfg config.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx, c.svc, c.cfg = ctx, svc, cfg
+}
+
+// get returns the service and the app context, or an error before start.
+func (c *core) get() (relay.Service, context.Context, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.svc == nil {
+		return nil, nil, errNotStarted
+	}
+	return c.svc, c.ctx, nil
+}
+
+func (c *core) config() config.Config {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.cfg
+}
+
+// Services are the structs bound to the dashboard. Their exported methods
+// are the dashboard's whole API.
+type Services struct {
+	Tasks    *Tasks
+	Agents   *Agents
+	Invites  *Invites
+	Overview *Overview
+	Events   *Events
+	Settings *Settings
+
+	core *core
+}
+
+// NewServices returns unattached services: they can be bound before the
+// relay starts, and answer "not started" until it has.
+func NewServices(version string) *Services {
+	c := &core{version: version}
+	return &Services{
+		Tasks:    &Tasks{c},
+		Agents:   &Agents{c},
+		Invites:  &Invites{c},
+		Overview: &Overview{c},
+		Events:   &Events{c},
+		Settings: &Settings{c},
+		core:     c,
+	}
+}
+
+// Bound lists the services by the name the bridge and Wails use.
+func (s *Services) Bound() map[string]any {
+	return map[string]any{
+		"Tasks":    s.Tasks,
+		"Agents":   s.Agents,
+		"Invites":  s.Invites,
+		"Overview": s.Overview,
+		"Events":   s.Events,
+		"Settings": s.Settings,
+	}
+}
+
+// List returns the services in a stable order, for Wails' Bind option.
+func (s *Services) List() []any {
+	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings}
+}

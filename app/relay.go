@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/mcp"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/web"
+)
+
+// SweepInterval is how often expired leases are requeued and old tasks pruned.
+const SweepInterval = 60 * time.Second
+
+// Relay is one running relay: the database, the HTTP listener (MCP,
+// enrollment, health, bridge, dashboard) and the maintenance sweep.
+type Relay struct {
+	// Services are the bound dashboard services, attached to this relay.
+	Services *Services
+
+	cfg        config.Config
+	log        *slog.Logger
+	db         *store.DB
+	srv        *http.Server
+	ln         net.Listener
+	cancelReqs context.CancelFunc
+	cancelBg   context.CancelFunc
+	wg         sync.WaitGroup
+	served     chan error
+}
+
+// StartOptions are the parts of a relay that come from the binary.
+type StartOptions struct {
+	Version string
+	// Assets is the built dashboard (frontend/dist); nil serves none.
+	Assets fs.FS
+	Logger *slog.Logger
+	// Services to attach; nil creates new ones.
+	Services *Services
+}
+
+// Start opens the database, listens on cfg's address and serves. It
+// returns once the relay accepts connections.
+func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := cfg.EnsureDataDir(); err != nil {
+		return nil, err
+	}
+	token, err := cfg.AdminToken(true)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(cfg.DatabasePath(), store.Options{
+		OperatorSlug:  cfg.OperatorSlug,
+		RetentionDays: cfg.TaskRetentionDays,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	services := opts.Services
+	if services == nil {
+		services = NewServices(opts.Version)
+	}
+	bg, cancelBg := context.WithCancel(context.Background())
+	services.core.attach(bg, db, cfg)
+	handler, err := web.NewHandler(web.Config{
+		Service:        db,
+		AdminToken:     token,
+		MCP:            mcp.NewHandler(db, mcp.Options{Version: opts.Version, Logger: log}),
+		Services:       services.Bound(),
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Assets:         opts.Assets,
+		Version:        opts.Version,
+		Logger:         log,
+	})
+	if err != nil {
+		cancelBg()
+		db.Close()
+		return nil, fmt.Errorf("build http handler: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		cancelBg()
+		db.Close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+	}
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	r := &Relay{
+		Services:   services,
+		cfg:        cfg,
+		log:        log,
+		db:         db,
+		ln:         ln,
+		cancelReqs: cancelReqs,
+		cancelBg:   cancelBg,
+		served:     make(chan error, 1),
+		srv: &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			BaseContext:       func(net.Listener) context.Context { return reqCtx },
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+	}
+	go func() { r.served <- r.srv.Serve(ln) }()
+	r.wg.Add(1)
+	go r.sweep(bg)
+	return r, nil
+}
+
+// Addr is the address the relay listens on (useful with port 0).
+func (r *Relay) Addr() net.Addr { return r.ln.Addr() }
+
+// Service is the relay's domain service.
+func (r *Relay) Service() relay.Service { return r.db }
+
+// Done receives the error that stopped the HTTP server unexpectedly.
+func (r *Relay) Done() <-chan error { return r.served }
+
+func (r *Relay) sweep(ctx context.Context) {
+	defer r.wg.Done()
+	t := time.NewTicker(SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			res, err := r.db.Sweep(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Error("maintenance sweep failed", "err", err)
+				}
+				continue
+			}
+			if res.Requeued > 0 || res.Pruned > 0 {
+				r.log.Info("maintenance sweep", "requeued", res.Requeued, "pruned", res.Pruned)
+			}
+		}
+	}
+}
+
+// Shutdown stops accepting connections, wakes long-polls so they answer at
+// once, waits for requests in flight (up to ctx), stops the sweep and closes
+// the database cleanly.
+func (r *Relay) Shutdown(ctx context.Context) error {
+	shut := make(chan error, 1)
+	go func() { shut <- r.srv.Shutdown(ctx) }()
+	// Shutdown has closed the listener; end waiting claims so they return idle.
+	r.cancelReqs()
+	errHTTP := <-shut
+	if errors.Is(errHTTP, context.DeadlineExceeded) {
+		errHTTP = r.srv.Close()
+	}
+	r.cancelBg()
+	r.wg.Wait()
+	errDB := r.db.Close()
+	return errors.Join(errHTTP, errDB)
+}

@@ -1,0 +1,123 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// maxLogSize is the size past which the log file is rotated at start-up.
+const maxLogSize = 5 << 20
+
+// Env is the process environment with the working directory's .env file
+// behind it.
+func Env() (config.Env, error) {
+	return config.WithDotEnv(os.LookupEnv, ".env")
+}
+
+// parseServe parses the serve (and desktop) flags.
+func parseServe(name string, args []string, stderr io.Writer) (config.Config, error) {
+	env, err := Env()
+	if err != nil {
+		return config.Config{}, err
+	}
+	var cfg config.Config
+	fs := cfg.NewFlagSet(name, env, true, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: crosschat-relay %s [flags]\n\nRuns the relay", name)
+		if name == "serve" {
+			fmt.Fprint(stderr, " without a window (servers, containers, CI); the dashboard is served to browsers at /")
+		}
+		fmt.Fprint(stderr, ".\nFlags win over CROSSCHAT_* environment variables, which win over a .env file in the working directory.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return cfg, cfg.Finish()
+}
+
+// openLog returns a logger writing to stderr and, when path is set, to the
+// log file (rotated to <path>.1 when over 5 MB at start-up).
+func openLog(path string, stderr io.Writer) (*slog.Logger, io.Closer, error) {
+	if path == "" {
+		return slog.New(slog.NewTextHandler(stderr, nil)), io.NopCloser(nil), nil
+	}
+	if st, err := os.Stat(path); err == nil && st.Size() > maxLogSize {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return nil, nil, fmt.Errorf("rotate log file: %w", err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log file: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(stderr, f), nil)), f, nil
+}
+
+// Serve runs `crosschat-relay serve` until SIGINT or SIGTERM.
+func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer) int {
+	cfg, err := parseServe("serve", args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "crosschat-relay serve:", err)
+		return 2
+	}
+	log, closer, err := openLog(cfg.LogFile, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "crosschat-relay serve:", err)
+		return 1
+	}
+	defer closer.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := Start(cfg, StartOptions{Version: version, Assets: assets, Logger: log})
+	if err != nil {
+		log.Error("start failed", "err", err)
+		return 1
+	}
+	printBanner(stdout, cfg, version)
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-r.Done():
+		log.Error("http server stopped", "err", err)
+		code = 1
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		code = 1
+	}
+	return code
+}
+
+func printBanner(w io.Writer, cfg config.Config, version string) {
+	fmt.Fprintf(w, "Crosschat Relay %s\n", version)
+	fmt.Fprintf(w, "  Dashboard  %s/\n", cfg.BaseURL())
+	fmt.Fprintf(w, "  MCP        %s\n", cfg.MCPURL())
+	fmt.Fprintf(w, "  Data       %s\n", cfg.DataDir)
+	if cfg.APIToken != "" {
+		fmt.Fprintf(w, "  Admin token from %s\n", config.EnvAPIToken)
+	} else {
+		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token`)\n", cfg.TokenPath())
+	}
+	fmt.Fprintf(w, "  Listening on %s\n", cfg.Addr())
+}

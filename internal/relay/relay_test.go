@@ -1,0 +1,168 @@
+package relay_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Ensure slug arguments resolve per the identity rules.
+func TestActingSlug(t *testing.T) {
+	agent := relay.Principal{Kind: relay.PrincipalAgent, Slug: "bob"}
+	tests := []struct {
+		name     string
+		p        relay.Principal
+		supplied string
+		want     string
+		code     string
+	}{
+		{"agent omits", agent, "", "bob", ""},
+		{"agent names itself, normalized", agent, " Bob ", "bob", ""},
+		{"agent names another", agent, "alice", "", relay.EIdentityMismatch},
+		{"admin names", relay.Admin, "alice", "alice", ""},
+		{"admin omits", relay.Admin, "", "", relay.ESlugRequired},
+		{"bad slug", agent, "a", "", relay.EInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.p.ActingSlug("senderSlug", tt.supplied)
+			if code := relay.ErrorCode(err); code != tt.code || got != tt.want {
+				t.Fatalf("got %q %q, want %q %q (%v)", got, code, tt.want, tt.code, err)
+			}
+		})
+	}
+	_, err := agent.ActingSlug("senderSlug", "alice")
+	e := relay.AsError(err)
+	if e.Details["tokenSlug"] != "bob" || e.Details["senderSlug"] != "alice" || relay.HTTPStatus(err) != 403 {
+		t.Fatalf("details %v status %d", e.Details, relay.HTTPStatus(err))
+	}
+}
+
+// Ensure validation trims, bounds and normalizes.
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("x", relay.MaxShortText+1)
+	tests := []struct {
+		name string
+		in   relay.PostTaskInput
+		code string
+	}{
+		{"ok", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: " t ", Instructions: "i"}, ""},
+		{"title too long", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: long, Instructions: "i"}, relay.EInvalidRequest},
+		{"empty instructions", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "  "}, relay.EInvalidRequest},
+		{"bad priority", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", Priority: 4}, relay.EInvalidRequest},
+		{"bad parent", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", ParentTaskID: "x"}, relay.EInvalidRequest},
+		{"too many caps", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", RequiredCapabilities: make([]string, 33)}, relay.EInvalidRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := tt.in.Validate()
+			if code := relay.ErrorCode(err); code != tt.code {
+				t.Fatalf("code %q, want %q (%v)", code, tt.code, err)
+			}
+			if err == nil && (out.Title != "t" || out.Priority != relay.PriorityNormal) {
+				t.Fatalf("not normalized: %+v", out)
+			}
+		})
+	}
+	caps, err := relay.Capabilities("c", []string{"b", " a ", "b"}, 1)
+	if err != nil || strings.Join(caps, ",") != "a,b" {
+		t.Fatalf("caps %v %v", caps, err)
+	}
+}
+
+// Ensure a waiter taken before a wake sees it, and Close wakes everyone for good.
+func TestWaiters(t *testing.T) {
+	var w relay.Waiters
+	ch := w.Watch("bob")
+	other := w.Watch("alice")
+	w.Wake("bob")
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("bob not woken")
+	}
+	select {
+	case <-other:
+		t.Fatal("alice woken by bob's wake")
+	default:
+	}
+	w.Close()
+	select {
+	case <-other:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close did not wake alice")
+	}
+	select {
+	case <-w.Watch("carol"):
+	default:
+		t.Fatal("watch after close must be already closed")
+	}
+}
+
+// Ensure the broker delivers in order and drops a subscriber that falls behind.
+func TestBroker(t *testing.T) {
+	var b relay.Broker
+	fast, cancelFast := b.Subscribe(10)
+	defer cancelFast()
+	slow, _ := b.Subscribe(1)
+	b.Publish(relay.Change{Type: "a"}, relay.Change{Type: "b"})
+	if c := <-fast; c.Type != "a" {
+		t.Fatalf("first %q", c.Type)
+	}
+	if c := <-fast; c.Type != "b" {
+		t.Fatalf("second %q", c.Type)
+	}
+	<-slow // the one that fit
+	if _, ok := <-slow; ok {
+		t.Fatal("slow subscriber should have been dropped")
+	}
+}
+
+// Ensure tokens have their prefixes and lengths, and hashing is stable hex.
+func TestTokens(t *testing.T) {
+	if tok := relay.NewAgentToken(); !strings.HasPrefix(tok, "cca_") || len(tok) != 47 {
+		t.Fatalf("agent token %q", tok)
+	}
+	if tok := relay.NewInviteCode(); !strings.HasPrefix(tok, "cci_") || len(tok) != 36 {
+		t.Fatalf("invite code %q", tok)
+	}
+	if h := relay.HashToken("x"); len(h) != 64 || h != relay.HashToken("x") {
+		t.Fatalf("hash %q", h)
+	}
+	if id := relay.NewID(); len(id) != 36 || id[14] != '4' {
+		t.Fatalf("id %q", id)
+	}
+	if _, err := relay.TaskID("id", relay.NewID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure the setup snippets and the invite message carry what an agent needs.
+func TestTexts(t *testing.T) {
+	s := relay.SetupFor("http://localhost:4318/mcp", "cca_x")
+	if !strings.Contains(s.ClaudeCode, `--header "Authorization: Bearer cca_x"`) || !strings.Contains(s.Codex, "--bearer-token-env-var CROSSCHAT_TOKEN") {
+		t.Fatalf("setup %+v", s)
+	}
+	var js map[string]any
+	if err := json.Unmarshal([]byte(s.JSONSnippet()), &js); err != nil {
+		t.Fatal(err)
+	}
+	inv := relay.Invite{ExpiresAt: relay.FormatTime(time.Now().Add(time.Hour)), MaxUses: 5, DisplayName: "Ada", FirstTask: &relay.FirstTask{Title: "Say hi"}}
+	msg := relay.InviteMessage("http://localhost:4318", "cci_code", inv, time.UTC)
+	for _, want := range []string{"cci_code", "http://localhost:4318/api/enroll", "for up to 5 agents", "Ada", "Say hi", "claim_next_task", "Invoke-RestMethod", "curl -sS"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("invite message lacks %q", want)
+		}
+	}
+	next := relay.EnrollNext(relay.Enrollment{Agent: relay.Agent{Slug: "a1", DisplayName: "Ada", OwnerSet: relay.OwnerSet{DisplayName: true}}, AssignedTask: &relay.AssignedTask{Title: "Say hi"}})
+	joined := strings.Join(next, "\n")
+	if !strings.Contains(joined, "Ada") || !strings.Contains(joined, "claim_next_task") || !strings.Contains(joined, "whoami") {
+		t.Fatalf("next %v", next)
+	}
+	if !strings.Contains(relay.ProtocolMarkdown(), "# Crosschat protocol") {
+		t.Fatal("protocol text")
+	}
+}

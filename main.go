@@ -1,0 +1,35 @@
+// Command crosschat-relay is a durable task inbox for AI agents, served over
+// MCP, in a native desktop app. With no command it opens the window; `serve`
+// runs the same relay headless; other verbs talk to a running relay.
+package main
+
+import (
+	"embed"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/app"
+)
+
+//go:embed all:frontend/dist
+var dist embed.FS
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	assets, err := fs.Sub(dist, "frontend/dist")
+	if err != nil {
+		panic(err) // the embed path is fixed at compile time
+	}
+	args := os.Args[1:]
+	switch {
+	case len(args) > 0 && args[0] == "serve":
+		os.Exit(app.Serve(args[1:], assets, version, os.Stdout, os.Stderr))
+	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):
+		os.Exit(app.Command(args, version, os.Stdout, os.Stderr))
+	default:
+		os.Exit(app.Desktop(args, assets, version, os.Stderr))
+	}
+}
