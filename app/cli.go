@@ -28,6 +28,7 @@ Usage:
                                  [--first-task-title T --first-task-instructions I]
   crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
   crosschat-relay token                      print the admin token
+  crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay version
 
 The agents, invites and tasks verbs talk to the running relay, found with
@@ -136,6 +137,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return nil
 	case args[0] == "token":
 		return tokenCmd(args[1:], stdout, stderr)
+	case args[0] == "bench":
+		return benchCmd(args[1:], version, stdout, stderr)
 	case verb == "agents add":
 		return agentsAdd(args[2:], stdout, stderr)
 	case verb == "agents list":
