@@ -84,7 +84,13 @@ func errorResults(logger *slog.Logger) server.ToolHandlerMiddleware {
 			if err == nil {
 				return res, nil
 			}
-			if !relay.IsDomain(err) {
+			switch {
+			case relay.IsDomain(err):
+			case ctx.Err() != nil:
+				// The client went away or the server is stopping; nobody
+				// reads this answer.
+				logger.DebugContext(ctx, "mcp tool ended with its request", "tool", req.Params.Name, "err", err)
+			default:
 				logger.ErrorContext(ctx, "mcp tool failed", "tool", req.Params.Name, "err", err)
 			}
 			return errorResult(relay.AsError(err)), nil
