@@ -1,0 +1,351 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+const agentColumns = `slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at,
+	token_hash IS NOT NULL, display_name_locked, details_locked`
+
+// operatorDetails is the role sentence of the human operator.
+const operatorDetails = "The person using the Crosschat dashboard: they post tasks, answer blockers and review results."
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanAgent(row rowScanner, now time.Time) (relay.Agent, error) {
+	var (
+		a       relay.Agent
+		kind    string
+		caps    string
+		details sql.NullString
+	)
+	if err := row.Scan(&a.Slug, &kind, &a.DisplayName, &a.ModelSlug, &caps, &details, &a.RegisteredAt, &a.LastSeenAt,
+		&a.HasToken, &a.OwnerSet.DisplayName, &a.OwnerSet.Details); err != nil {
+		return a, err
+	}
+	a.Kind = relay.AgentKind(kind)
+	a.Details = details.String
+	if err := json.Unmarshal([]byte(caps), &a.Capabilities); err != nil {
+		return a, fmt.Errorf("agent %s capabilities: %w", a.Slug, err)
+	}
+	if a.Capabilities == nil {
+		a.Capabilities = []string{}
+	}
+	a.Availability = availability(a.LastSeenAt, now)
+	return a, nil
+}
+
+// availability is online when lastSeen is within relay.OnlineWindow of now.
+func availability(lastSeen string, now time.Time) string {
+	if lastSeen >= relay.FormatTime(now.Add(-relay.OnlineWindow)) {
+		return relay.Online
+	}
+	return relay.Offline
+}
+
+func getAgent(ctx context.Context, q queryer, slug string, now time.Time) (relay.Agent, error) {
+	a, err := scanAgent(q.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE slug = ?`, slug), now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, unknownAgent(slug)
+	}
+	if err != nil {
+		return a, fmt.Errorf("get agent: %w", err)
+	}
+	return a, nil
+}
+
+func capsJSON(caps []string) string {
+	if caps == nil {
+		caps = []string{}
+	}
+	b, _ := json.Marshal(caps) // a []string always marshals
+	return string(b)
+}
+
+// ensureOperator creates the human operator if missing.
+func (db *DB) ensureOperator(ctx context.Context) error {
+	return db.write(ctx, "ensure operator", func(t *tx) error {
+		seq, err := maxSequence(t.ctx, t.tx)
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
+			VALUES (?, 'human', 'Operator', 'human', ?, ?, ?, ?, ?) ON CONFLICT (slug) DO NOTHING`,
+			db.operator, capsJSON([]string{"text-input", "text-output"}), operatorDetails, t.ts, t.ts, seq)
+		if err != nil {
+			return fmt.Errorf("insert operator: %w", err)
+		}
+		return nil
+	})
+}
+
+// RegisterAgent creates or updates an agent. Owner-locked name and role are
+// kept; a nil Details keeps the current role. It refreshes presence.
+func (db *DB) RegisterAgent(ctx context.Context, in relay.RegisterInput) (relay.Agent, error) {
+	in, err := in.Validate()
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	var out relay.Agent
+	err = db.write(ctx, "register agent", func(t *tx) error {
+		var details any
+		keepDetails := in.Details == nil
+		if !keepDetails {
+			details = nullString(*in.Details)
+		}
+		res, err := t.exec(`UPDATE agents SET
+				display_name = CASE WHEN display_name_locked THEN display_name ELSE ? END,
+				model_slug = ?,
+				capabilities = ?,
+				details = CASE WHEN details_locked OR ? THEN details ELSE ? END,
+				last_seen_at = ?
+			WHERE slug = ?`,
+			in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), keepDetails, details, t.ts, in.Slug)
+		if err != nil {
+			return fmt.Errorf("update agent: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("update agent: %w", err)
+		}
+		if n == 0 {
+			seq, err := maxSequence(t.ctx, t.tx)
+			if err != nil {
+				return err
+			}
+			if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
+				VALUES (?, 'agent', ?, ?, ?, ?, ?, ?, ?)`,
+				in.Slug, in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), details, t.ts, t.ts, seq); err != nil {
+				return fmt.Errorf("insert agent: %w", err)
+			}
+		}
+		if err := t.agentChanged(in.Slug); err != nil {
+			return err
+		}
+		out = *t.changes[len(t.changes)-1].Agent
+		return nil
+	})
+	return out, err
+}
+
+// Heartbeat refreshes the agent's presence.
+func (db *DB) Heartbeat(ctx context.Context, slug string) (relay.Agent, error) {
+	slug, err := relay.NormalizeSlug("agentSlug", slug)
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	var out relay.Agent
+	err = db.write(ctx, "heartbeat", func(t *tx) error {
+		if err := t.touch(slug); err != nil {
+			return err
+		}
+		out, err = getAgent(t.ctx, t.tx, slug, t.now)
+		return err
+	})
+	return out, err
+}
+
+// GetAgent returns one agent without touching presence.
+func (db *DB) GetAgent(ctx context.Context, slug string) (relay.Agent, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	return getAgent(ctx, db.r, slug, db.now())
+}
+
+// ListAgents returns agents ordered by slug, only online ones unless
+// includeOffline.
+func (db *DB) ListAgents(ctx context.Context, includeOffline bool) ([]relay.Agent, error) {
+	now := db.now()
+	query := `SELECT ` + agentColumns + ` FROM agents`
+	var args []any
+	if !includeOffline {
+		query += ` WHERE last_seen_at >= ?`
+		args = append(args, relay.FormatTime(now.Add(-relay.OnlineWindow)))
+	}
+	rows, err := db.r.QueryContext(ctx, query+` ORDER BY slug`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	defer rows.Close()
+	out := []relay.Agent{}
+	for rows.Next() {
+		a, err := scanAgent(rows, now)
+		if err != nil {
+			return nil, fmt.Errorf("list agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	return out, nil
+}
+
+// CreateAgent creates an agent (not locked, not marked seen by itself) and,
+// for kind agent, returns its token once.
+func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay.Agent, string, error) {
+	in, err := in.Validate()
+	if err != nil {
+		return relay.Agent{}, "", err
+	}
+	var (
+		out   relay.Agent
+		token string
+	)
+	err = db.write(ctx, "create agent", func(t *tx) error {
+		if err := t.mustExist(in.Slug); err == nil {
+			return relay.Errorf(relay.EAgentExists, "An agent “%s” already exists.", in.Slug).WithDetails(map[string]any{"slug": in.Slug})
+		} else if relay.ErrorCode(err) != relay.EUnknownAgent {
+			return err
+		}
+		seq, err := maxSequence(t.ctx, t.tx)
+		if err != nil {
+			return err
+		}
+		var hash any
+		if in.Kind == relay.KindAgent {
+			token = relay.NewAgentToken()
+			hash = relay.HashToken(token)
+		}
+		if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, token_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.Slug, string(in.Kind), in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), nullString(in.Details), t.ts, t.ts, seq, hash); err != nil {
+			return fmt.Errorf("insert agent: %w", err)
+		}
+		if err := t.agentChanged(in.Slug); err != nil {
+			return err
+		}
+		out = *t.changes[len(t.changes)-1].Agent
+		return nil
+	})
+	if err != nil {
+		return relay.Agent{}, "", err
+	}
+	return out, token, nil
+}
+
+// UpdateProfile sets and locks the display name and/or role. An empty
+// Details clears the role and unlocks it.
+func (db *DB) UpdateProfile(ctx context.Context, slug string, in relay.ProfileUpdate) (relay.Agent, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return relay.Agent{}, err
+	}
+	if in, err = in.Validate(); err != nil {
+		return relay.Agent{}, err
+	}
+	var out relay.Agent
+	err = db.write(ctx, "update agent profile", func(t *tx) error {
+		if err := t.mustExist(slug); err != nil {
+			return err
+		}
+		if in.DisplayName != nil {
+			if _, err := t.exec(`UPDATE agents SET display_name = ?, display_name_locked = 1 WHERE slug = ?`, *in.DisplayName, slug); err != nil {
+				return fmt.Errorf("update display name: %w", err)
+			}
+		}
+		if in.Details != nil {
+			locked := *in.Details != ""
+			if _, err := t.exec(`UPDATE agents SET details = ?, details_locked = ? WHERE slug = ?`, nullString(*in.Details), locked, slug); err != nil {
+				return fmt.Errorf("update details: %w", err)
+			}
+		}
+		if err := t.agentChanged(slug); err != nil {
+			return err
+		}
+		out = *t.changes[len(t.changes)-1].Agent
+		return nil
+	})
+	return out, err
+}
+
+// IssueToken replaces the agent's token and returns the new one, once.
+func (db *DB) IssueToken(ctx context.Context, slug string) (string, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return "", err
+	}
+	var token string
+	err = db.write(ctx, "issue token", func(t *tx) error {
+		a, err := getAgent(t.ctx, t.tx, slug, t.now)
+		if err != nil {
+			return err
+		}
+		if a.Kind != relay.KindAgent {
+			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; people use the dashboard and never get agent tokens.", slug).
+				WithDetails(map[string]any{"kind": string(a.Kind)})
+		}
+		token = relay.NewAgentToken()
+		if _, err := t.exec(`UPDATE agents SET token_hash = ? WHERE slug = ?`, relay.HashToken(token), slug); err != nil {
+			return fmt.Errorf("store token hash: %w", err)
+		}
+		return t.agentChanged(slug)
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// RevokeToken removes the agent's token.
+func (db *DB) RevokeToken(ctx context.Context, slug string) error {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, "revoke token", func(t *tx) error {
+		if err := t.mustExist(slug); err != nil {
+			return err
+		}
+		if _, err := t.exec(`UPDATE agents SET token_hash = NULL WHERE slug = ?`, slug); err != nil {
+			return fmt.Errorf("clear token hash: %w", err)
+		}
+		return t.agentChanged(slug)
+	})
+}
+
+// DeleteAgent removes an agent that has no open task, with its run tokens.
+// Finished tasks and journal events stay.
+func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return err
+	}
+	err = db.write(ctx, "delete agent", func(t *tx) error {
+		if err := t.mustExist(slug); err != nil {
+			return err
+		}
+		if slug == db.operator {
+			return relay.Errorf(relay.EOperatorProtected, "The operator “%s” cannot be deleted.", slug)
+		}
+		var open int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM tasks
+			WHERE status IN ('queued', 'claimed', 'blocked') AND (sender_slug = ? OR recipient_slug = ?)`, slug, slug).Scan(&open); err != nil {
+			return fmt.Errorf("count open tasks: %w", err)
+		}
+		if open > 0 {
+			return relay.Errorf(relay.EAgentHasOpenTasks, "“%s” still has %d open task(s); cancel or finish them first.", slug, open).
+				WithDetails(map[string]any{"openTasks": open})
+		}
+		if _, err := t.exec(`DELETE FROM agents WHERE slug = ?`, slug); err != nil {
+			return fmt.Errorf("delete agent row: %w", err)
+		}
+		t.publish(relay.Change{Type: relay.ChangeAgentRemoved, Slug: slug})
+		return nil
+	})
+	if err == nil {
+		db.presenceMu.Lock()
+		delete(db.presence, slug)
+		db.presenceMu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// leaseExpiredReport is the timeline entry of a lease-expiry requeue.
+const leaseExpiredReport = "Lease expired; task returned to the recipient queue."
+
+// ClaimNext claims the recipient's most urgent, oldest queued task (from
+// in.FromSenders only, when set), waiting up to in.Wait for one. Waiting is
+// in-process: post, release, requeue, request changes, an invite's first
+// task and lease-expiry requeues wake it; nothing polls the database. It
+// returns nil when no task came in time, when ctx ends or when the store
+// closes.
+func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	recipient, err := relay.NormalizeSlug("recipientSlug", in.RecipientSlug)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := relay.LeaseSeconds("leaseSeconds", in.LeaseSeconds)
+	if err != nil {
+		return nil, err
+	}
+	via := in.Via
+	switch via {
+	case "":
+		via = relay.ViaChat
+	case relay.ViaChat, relay.ViaWorker:
+	default:
+		return nil, relay.Errorf(relay.EInvalidRequest, "via: must be %q or %q.", relay.ViaChat, relay.ViaWorker)
+	}
+	var senders []string
+	if in.FromSenders != nil {
+		senders = make([]string, 0, len(in.FromSenders))
+		for _, s := range in.FromSenders {
+			n, err := relay.NormalizeSlug("fromSenders", s)
+			if err != nil {
+				return nil, err
+			}
+			senders = append(senders, n)
+		}
+	}
+	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil}
+
+	deadline := time.Now().Add(max(in.Wait, 0))
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if db.closed.Load() || ctx.Err() != nil {
+			return nil, nil
+		}
+		woken := db.waiters.Watch(recipient)
+		task, err := db.tryClaim(ctx, claim)
+		if err != nil {
+			if db.closed.Load() || ctx.Err() != nil {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if task != nil {
+			return task, nil
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return nil, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(remaining)
+		} else {
+			timer.Reset(remaining)
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+type claimRequest struct {
+	recipient string
+	lease     time.Duration
+	via       string
+	senders   []string
+	filter    bool // senders applies (an empty list claims nothing)
+}
+
+// tryClaim is one claim attempt in one transaction: requeue the recipient's
+// expired leases, refresh its presence, claim the next task.
+func (db *DB) tryClaim(ctx context.Context, c claimRequest) (*relay.Task, error) {
+	var out *relay.Task
+	err := db.write(ctx, "claim task", func(t *tx) error {
+		if _, err := requeueExpired(t, c.recipient); err != nil {
+			return err
+		}
+		if err := t.touch(c.recipient); err != nil {
+			return err
+		}
+		if c.filter && len(c.senders) == 0 {
+			return nil
+		}
+		query := `SELECT id FROM tasks WHERE recipient_slug = ? AND status = 'queued'`
+		args := []any{c.recipient}
+		if c.filter {
+			query += ` AND sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`
+			for _, s := range c.senders {
+				args = append(args, s)
+			}
+		}
+		query += ` ORDER BY priority DESC, created_at ASC, rowid ASC LIMIT 1`
+		var id string
+		err := t.tx.QueryRowContext(t.ctx, query, args...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("find next task: %w", err)
+		}
+		lease := relay.FormatTime(t.now.Add(c.lease))
+		if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?
+			WHERE id = ?`, t.ts, c.via, lease, t.ts, id); err != nil {
+			return fmt.Errorf("claim task %s: %w", id, err)
+		}
+		task, err := t.taskChanged(id)
+		if err != nil {
+			return err
+		}
+		summary := fmt.Sprintf("%s claimed “%s”.", c.recipient, task.Title)
+		if c.via == relay.ViaWorker {
+			summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)
+		}
+		if err := t.event(task.SenderSlug, relay.EventTaskClaimed, id, summary); err != nil {
+			return err
+		}
+		out = &task
+		return nil
+	})
+	return out, err
+}
+
+// requeueExpired returns claimed tasks whose lease has passed to their
+// recipient's queue (only recipient's, unless it is ""), with a timeline
+// entry and a task-requeued event for the sender, and wakes the recipients.
+func requeueExpired(t *tx, recipient string) (int, error) {
+	query := `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
+	args := []any{t.ts}
+	if recipient != "" {
+		query += ` AND recipient_slug = ?`
+		args = append(args, recipient)
+	}
+	rows, err := t.tx.QueryContext(t.ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("find expired leases: %w", err)
+	}
+	type expired struct{ id, sender, recipient, title string }
+	var list []expired
+	for rows.Next() {
+		var e expired
+		if err := rows.Scan(&e.id, &e.sender, &e.recipient, &e.title); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("find expired leases: %w", err)
+		}
+		list = append(list, e)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, fmt.Errorf("find expired leases: %w", err)
+	}
+	for _, e := range list {
+		if err := requeue(t, e.id); err != nil {
+			return 0, err
+		}
+		if err := t.report(e.id, relay.ReportProgress, leaseExpiredReport, ""); err != nil {
+			return 0, err
+		}
+		if err := t.event(e.sender, relay.EventTaskRequeued, e.id, fmt.Sprintf("Lease expired for “%s”; it was requeued.", e.title)); err != nil {
+			return 0, err
+		}
+		if _, err := t.taskChanged(e.id); err != nil {
+			return 0, err
+		}
+		t.wakeUp(e.recipient)
+	}
+	return len(list), nil
+}

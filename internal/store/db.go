@@ -1,0 +1,261 @@
+// Package store is the SQLite implementation of relay.Service.
+//
+// Every state change is one BEGIN IMMEDIATE transaction on a single writer
+// connection; its journal events are written in the same transaction, and
+// its relay.Changes are published and its waiters woken only after commit.
+// Reads go through a separate read-only connection pool.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	// The SQLite driver; this package is its only importer.
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Defaults for Options.
+const (
+	DefaultOperatorSlug  = "operator"
+	DefaultRetentionDays = 30
+)
+
+// presenceThrottle is how often a presence-only agent change is published per agent.
+const presenceThrottle = 30 * time.Second
+
+// ErrClosed is returned by writes attempted after Close.
+var ErrClosed = errors.New("store is closed")
+
+// Options configure Open. The zero value gives the defaults.
+type Options struct {
+	// OperatorSlug is the human operator's slug; default "operator". It must
+	// be a valid slug.
+	OperatorSlug string
+	// RetentionDays is how long completed and cancelled tasks are kept before
+	// Sweep deletes them; default 30. Fractions are allowed.
+	RetentionDays float64
+	// MaxEvents is how many journal events are kept; default relay.DefaultMaxEvents.
+	MaxEvents int
+	// Now is the clock; default time.Now. Tests inject one.
+	Now func() time.Time
+	// Logger receives operational messages (migrations); default discards.
+	Logger *slog.Logger
+}
+
+// DB is the SQLite-backed relay.Service.
+type DB struct {
+	w         *sql.DB // the single writer connection
+	r         *sql.DB // read-only pool
+	path      string
+	operator  string
+	retention time.Duration
+	maxEvents int64
+	now       func() time.Time
+	log       *slog.Logger
+
+	broker  relay.Broker
+	waiters relay.Waiters
+
+	healthy   atomic.Bool
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	presenceMu sync.Mutex
+	presence   map[string]time.Time // slug → when its agent change was last published
+}
+
+var _ relay.Service = (*DB)(nil)
+
+// Open opens (creating if needed) the relay database at path, migrates it to
+// SchemaVersion and ensures the human operator exists. A database written by
+// a newer version is refused without being modified.
+func Open(path string, opts Options) (*DB, error) {
+	ctx := context.Background()
+	if opts.OperatorSlug == "" {
+		opts.OperatorSlug = DefaultOperatorSlug
+	}
+	operator, err := relay.NormalizeSlug("operator slug", opts.OperatorSlug)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if opts.RetentionDays == 0 {
+		opts.RetentionDays = DefaultRetentionDays
+	}
+	if opts.RetentionDays < 0 {
+		return nil, fmt.Errorf("open store: retention days must be positive, got %v", opts.RetentionDays)
+	}
+	if opts.MaxEvents <= 0 {
+		opts.MaxEvents = relay.DefaultMaxEvents
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: create data directory: %w", err)
+	}
+	if err := refuseNewer(ctx, abs); err != nil {
+		return nil, err
+	}
+
+	db := &DB{
+		path:      abs,
+		operator:  operator,
+		retention: time.Duration(opts.RetentionDays * float64(24*time.Hour)),
+		maxEvents: int64(opts.MaxEvents),
+		now:       opts.Now,
+		log:       opts.Logger,
+		presence:  make(map[string]time.Time),
+	}
+	db.healthy.Store(true)
+
+	db.w, err = sql.Open("sqlite3", dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000"))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db.w.SetMaxOpenConns(1)
+	db.w.SetMaxIdleConns(1)
+	db.w.SetConnMaxLifetime(0)
+	db.w.SetConnMaxIdleTime(0)
+	if err := db.w.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.w.Close())
+	}
+	if err := db.migrate(ctx, abs); err != nil {
+		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.w.Close())
+	}
+
+	db.r, err = sql.Open("sqlite3", dsn(abs, "mode=ro&_query_only=true&_foreign_keys=on&_busy_timeout=5000"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open store: readers: %w", err), db.w.Close())
+	}
+	db.r.SetMaxOpenConns(8)
+	db.r.SetMaxIdleConns(8)
+	if err := db.r.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open store: readers: %w", err), db.r.Close(), db.w.Close())
+	}
+
+	if err := db.ensureOperator(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.r.Close(), db.w.Close())
+	}
+	return db, nil
+}
+
+// refuseNewer reads the schema version of an existing file through a
+// read-only connection, so a newer database is never touched (not even
+// switched to WAL).
+func refuseNewer(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	ro, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	v, err := userVersion(ctx, ro)
+	if cerr := ro.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	if v > SchemaVersion {
+		return newerSchemaError(path, v)
+	}
+	return nil
+}
+
+// dsn builds a go-sqlite3 URI for path with the given query parameters.
+func dsn(path, params string) string {
+	u := url.URL{Path: filepath.ToSlash(path)}
+	p := u.EscapedPath()
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows drive paths: file:/C:/...
+	}
+	return "file:" + p + "?" + params
+}
+
+// Close wakes every waiting claim (they return nil at once), ends change
+// subscriptions and closes the connections. It is safe to call more than once.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.closed.Store(true)
+		db.waiters.Close()
+		db.broker.Close()
+		var errs []error
+		if db.r != nil {
+			errs = append(errs, db.r.Close())
+		}
+		if db.w != nil {
+			errs = append(errs, db.w.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			db.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// Healthy reports whether the last write succeeded (or nothing failed yet).
+func (db *DB) Healthy() bool { return db.healthy.Load() }
+
+// OperatorSlug is the human operator's slug.
+func (db *DB) OperatorSlug() string { return db.operator }
+
+// Subscribe streams committed changes; see relay.Broker.Subscribe.
+func (db *DB) Subscribe(buffer int) (<-chan relay.Change, func()) {
+	return db.broker.Subscribe(buffer)
+}
+
+// IntegrityCheck opens the database at path read-only and runs PRAGMA
+// integrity_check. It returns nil only when SQLite answers "ok".
+func IntegrityCheck(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	ro, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000"))
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer ro.Close()
+	rows, err := ro.Query("PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity check: %w", err)
+		}
+		problems = append(problems, line)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) == 1 && problems[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("integrity check of %s failed: %s", path, strings.Join(problems, "; "))
+}

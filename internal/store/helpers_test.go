@@ -1,0 +1,159 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// clock is an injectable, advanceable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Every reading moves a millisecond on, so timestamps stay ordered.
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a store on a fresh file with a test clock.
+type env struct {
+	t     testing.TB
+	db    *store.DB
+	path  string
+	clock *clock
+	ctx   context.Context
+}
+
+func newEnv(t testing.TB, opts store.Options) *env {
+	t.Helper()
+	c := newClock()
+	if opts.Now == nil {
+		opts.Now = c.Now
+	}
+	path := filepath.Join(t.TempDir(), "data", "relay.db")
+	db, err := store.Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &env{t: t, db: db, path: path, clock: c, ctx: context.Background()}
+}
+
+func (e *env) register(slug string, caps ...string) relay.Agent {
+	e.t.Helper()
+	if len(caps) == 0 {
+		caps = []string{"text-input", "text-output"}
+	}
+	a, err := e.db.RegisterAgent(e.ctx, relay.RegisterInput{Slug: slug, DisplayName: "Agent " + slug, ModelSlug: "model-x", Capabilities: caps})
+	if err != nil {
+		e.t.Fatalf("RegisterAgent(%s): %v", slug, err)
+	}
+	return a
+}
+
+func (e *env) post(from, to, title string, priority int) relay.Task {
+	e.t.Helper()
+	task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "Do " + title, Priority: priority})
+	if err != nil {
+		e.t.Fatalf("PostTask(%s): %v", title, err)
+	}
+	return task
+}
+
+func (e *env) claim(slug string) *relay.Task {
+	e.t.Helper()
+	task, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: slug})
+	if err != nil {
+		e.t.Fatalf("ClaimNext(%s): %v", slug, err)
+	}
+	return task
+}
+
+func (e *env) mustClaim(slug string) relay.Task {
+	e.t.Helper()
+	task := e.claim(slug)
+	if task == nil {
+		e.t.Fatalf("ClaimNext(%s): got nothing", slug)
+	}
+	return *task
+}
+
+func (e *env) report(slug, id, kind, msg string) relay.Task {
+	e.t.Helper()
+	task, err := e.db.ReportTask(e.ctx, relay.ReportInput{ReporterSlug: slug, TaskID: id, Kind: kind, Message: msg})
+	if err != nil {
+		e.t.Fatalf("ReportTask(%s, %s): %v", kind, msg, err)
+	}
+	return task
+}
+
+func (e *env) updates(slug string) relay.Updates {
+	e.t.Helper()
+	u, err := e.db.ReadUpdates(e.ctx, slug, 0)
+	if err != nil {
+		e.t.Fatalf("ReadUpdates(%s): %v", slug, err)
+	}
+	return u
+}
+
+func (e *env) task(id string) relay.Task {
+	e.t.Helper()
+	task, err := e.db.Task(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("Task(%s): %v", id, err)
+	}
+	return task
+}
+
+// eventTypes lists the types of events.
+func eventTypes(evs []relay.Event) []string {
+	out := []string{}
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// wantCode fails unless err carries the domain code want.
+func wantCode(t testing.TB, err error, want string) {
+	t.Helper()
+	if got := relay.ErrorCode(err); got != want {
+		t.Fatalf("error code = %q (%v), want %q", got, err, want)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Sweep is the periodic maintenance pass, in one transaction: it requeues
+// every expired lease (telling senders and waking recipients), deletes
+// expired run tokens, and deletes completed and cancelled tasks not updated
+// within the retention window (publishing tasks-removed).
+func (db *DB) Sweep(ctx context.Context) (relay.SweepResult, error) {
+	var out relay.SweepResult
+	err := db.write(ctx, "sweep", func(t *tx) error {
+		n, err := requeueExpired(t, "")
+		if err != nil {
+			return err
+		}
+		out.Requeued = n
+		if _, err := t.exec(`DELETE FROM run_tokens WHERE expires_at <= ?`, t.ts); err != nil {
+			return fmt.Errorf("delete expired run tokens: %w", err)
+		}
+		cutoff := relay.FormatTime(t.now.Add(-db.retention))
+		rows, err := t.tx.QueryContext(t.ctx, `DELETE FROM tasks WHERE status IN ('completed', 'cancelled') AND updated_at <= ? RETURNING id`, cutoff)
+		if err != nil {
+			return fmt.Errorf("prune tasks: %w", err)
+		}
+		ids, err := scanIDs(rows)
+		if err != nil {
+			return fmt.Errorf("prune tasks: %w", err)
+		}
+		out.Pruned = len(ids)
+		if len(ids) > 0 {
+			t.publish(relay.Change{Type: relay.ChangeTasksRemoved, IDs: ids})
+		}
+		return nil
+	})
+	return out, err
+}
+
+func scanIDs(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Stats returns task counts by state, agent counts and the tasks completed
+// since midnight UTC, from one consistent snapshot.
+func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
+	now := db.now().UTC()
+	var out relay.Stats
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return out, fmt.Errorf("stats: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
+	rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks GROUP BY status`)
+	if err != nil {
+		return out, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return out, fmt.Errorf("stats: %w", err)
+		}
+		switch relay.TaskStatus(status) {
+		case relay.StatusQueued:
+			out.Tasks.Queued = n
+		case relay.StatusClaimed:
+			out.Tasks.Claimed = n
+		case relay.StatusBlocked:
+			out.Tasks.Blocked = n
+		case relay.StatusCompleted:
+			out.Tasks.Completed = n
+		case relay.StatusCancelled:
+			out.Tasks.Cancelled = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("stats: %w", err)
+	}
+	online := relay.FormatTime(now.Add(-relay.OnlineWindow))
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(last_seen_at >= ?), 0) FROM agents`, online).
+		Scan(&out.Agents.Total, &out.Agents.Online); err != nil {
+		return out, fmt.Errorf("stats: %w", err)
+	}
+	midnight := relay.FormatTime(time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'completed' AND updated_at >= ?`, midnight).
+		Scan(&out.DoneToday); err != nil {
+		return out, fmt.Errorf("stats: %w", err)
+	}
+	return out, nil
+}

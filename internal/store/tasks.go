@@ -1,0 +1,599 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+const taskColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.instructions, t.required_capabilities, t.priority, t.status,
+	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via`
+
+// summaryColumns are the task columns of a TaskSummary plus its report count
+// and latest report; use with summaryFrom.
+const summaryColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.required_capabilities, t.priority, t.status,
+	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via,
+	(SELECT COUNT(*) FROM reports c WHERE c.task_id = t.id), lr.kind, lr.message, lr.created_at`
+
+const summaryFrom = ` FROM tasks t LEFT JOIN reports lr ON lr.rowid = (SELECT MAX(m.rowid) FROM reports m WHERE m.task_id = t.id)`
+
+// excerptLen is the longest latest-report message on a summary, in characters.
+const excerptLen = 280
+
+// viaDashboard marks text written by the operator on an agent's behalf.
+const viaDashboard = " (via dashboard)"
+
+func scanTask(row rowScanner) (relay.Task, error) {
+	var (
+		t                                 relay.Task
+		caps, status                      string
+		claimedAt, lease, parent, claimed sql.NullString
+	)
+	if err := row.Scan(&t.ID, &t.SenderSlug, &t.RecipientSlug, &t.Title, &t.Instructions, &caps, &t.Priority, &status,
+		&t.CreatedAt, &t.UpdatedAt, &claimedAt, &lease, &parent, &t.Depth, &claimed); err != nil {
+		return t, err
+	}
+	t.Status = relay.TaskStatus(status)
+	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = claimedAt.String, lease.String, parent.String, claimed.String
+	if err := json.Unmarshal([]byte(caps), &t.RequiredCapabilities); err != nil {
+		return t, fmt.Errorf("task %s capabilities: %w", t.ID, err)
+	}
+	if t.RequiredCapabilities == nil {
+		t.RequiredCapabilities = []string{}
+	}
+	return t, nil
+}
+
+func scanSummary(row rowScanner) (relay.TaskSummary, error) {
+	var (
+		s                                 relay.TaskSummary
+		caps, status                      string
+		claimedAt, lease, parent, claimed sql.NullString
+		rKind, rMessage, rAt              sql.NullString
+	)
+	if err := row.Scan(&s.ID, &s.SenderSlug, &s.RecipientSlug, &s.Title, &caps, &s.Priority, &status,
+		&s.CreatedAt, &s.UpdatedAt, &claimedAt, &lease, &parent, &s.Depth, &claimed,
+		&s.ReportCount, &rKind, &rMessage, &rAt); err != nil {
+		return s, err
+	}
+	s.Status = relay.TaskStatus(status)
+	s.ClaimedAt, s.LeaseExpiresAt, s.ParentTaskID, s.ClaimedVia = claimedAt.String, lease.String, parent.String, claimed.String
+	if err := json.Unmarshal([]byte(caps), &s.RequiredCapabilities); err != nil {
+		return s, fmt.Errorf("task %s capabilities: %w", s.ID, err)
+	}
+	if s.RequiredCapabilities == nil {
+		s.RequiredCapabilities = []string{}
+	}
+	if rKind.Valid {
+		s.LatestReport = &relay.ReportExcerpt{Kind: rKind.String, Message: excerpt(rMessage.String), CreatedAt: rAt.String}
+	}
+	return s, nil
+}
+
+// excerpt collapses whitespace and cuts s to excerptLen characters (279 and "…").
+func excerpt(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= excerptLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:excerptLen-1]) + "…"
+}
+
+// summarize derives a task's summary from the full task.
+func summarize(t relay.Task) relay.TaskSummary {
+	s := relay.TaskSummary{
+		ID: t.ID, SenderSlug: t.SenderSlug, RecipientSlug: t.RecipientSlug, Title: t.Title,
+		RequiredCapabilities: t.RequiredCapabilities, Priority: t.Priority, Status: t.Status,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
+		ParentTaskID: t.ParentTaskID, Depth: t.Depth, ClaimedVia: t.ClaimedVia, ReportCount: len(t.Reports),
+	}
+	if n := len(t.Reports); n > 0 {
+		r := t.Reports[n-1]
+		s.LatestReport = &relay.ReportExcerpt{Kind: r.Kind, Message: excerpt(r.Message), CreatedAt: r.CreatedAt}
+	}
+	return s
+}
+
+// getTask loads a task with its reports in insertion order.
+func getTask(ctx context.Context, q queryer, id string) (relay.Task, error) {
+	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, unknownTask(id)
+	}
+	if err != nil {
+		return t, fmt.Errorf("get task: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, kind, message, result, created_at FROM reports WHERE task_id = ? ORDER BY rowid`, id)
+	if err != nil {
+		return t, fmt.Errorf("get task reports: %w", err)
+	}
+	defer rows.Close()
+	t.Reports = []relay.Report{}
+	for rows.Next() {
+		var (
+			r      relay.Report
+			result sql.NullString
+		)
+		if err := rows.Scan(&r.ID, &r.Kind, &r.Message, &result, &r.CreatedAt); err != nil {
+			return t, fmt.Errorf("get task reports: %w", err)
+		}
+		r.Result = result.String
+		t.Reports = append(t.Reports, r)
+	}
+	if err := rows.Err(); err != nil {
+		return t, fmt.Errorf("get task reports: %w", err)
+	}
+	return t, nil
+}
+
+// byOperator appends " (via dashboard)" to text when the operator acts on an
+// agent's behalf.
+func byOperator(ctx context.Context, text string) string {
+	if relay.IsByOperator(ctx) {
+		return text + viaDashboard
+	}
+	return text
+}
+
+// chainLimit reads the hand-off depth limit from settings.
+func chainLimit(ctx context.Context, q queryer) (int, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyChainMaxDepth).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return relay.DefaultChainLimit, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read chain limit: %w", err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("read chain limit: setting %s = %q: %w", keyChainMaxDepth, v, err)
+	}
+	return n, nil
+}
+
+// PostTask queues a task for its recipient and wakes the recipient's waiting claims.
+func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task, error) {
+	in, err := in.Validate()
+	if err != nil {
+		return relay.Task{}, err
+	}
+	var out relay.Task
+	err = db.write(ctx, "post task", func(t *tx) error {
+		if err := t.mustExist(in.SenderSlug); err != nil {
+			return err
+		}
+		recipient, err := getAgent(t.ctx, t.tx, in.RecipientSlug, t.now)
+		if err != nil {
+			return err
+		}
+		depth := 0
+		if in.ParentTaskID != "" {
+			parent, err := getTask(t.ctx, t.tx, in.ParentTaskID)
+			if err != nil {
+				return err
+			}
+			if parent.SenderSlug != in.SenderSlug && parent.RecipientSlug != in.SenderSlug {
+				return relay.Errorf(relay.ETaskAccessDenied, "A task can only be linked to a task you sent or received.")
+			}
+			depth = parent.Depth + 1
+		}
+		if in.EnforceChainLimit {
+			limit, err := chainLimit(t.ctx, t.tx)
+			if err != nil {
+				return err
+			}
+			if depth > limit {
+				return relay.Errorf(relay.EChainLimit,
+					"This task would be %d hand-offs away from the person who started the work, and the limit is %d. Do the work yourself, or answer BLOCKED: with what you need.",
+					depth, limit).WithDetails(map[string]any{"depth": depth, "limit": limit})
+			}
+		}
+		if missing := missingCapabilities(recipient.Capabilities, in.RequiredCapabilities); len(missing) > 0 {
+			return relay.Errorf(relay.ERecipientLacksCapability, "Cannot assign to %s: it does not advertise %s.",
+				recipient.Slug, strings.Join(missing, ", ")).WithDetails(map[string]any{"missingCapabilities": missing})
+		}
+		id := relay.NewID()
+		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
+				created_at, updated_at, parent_task_id, depth)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
+			id, in.SenderSlug, in.RecipientSlug, in.Title, in.Instructions, capsJSON(in.RequiredCapabilities), in.Priority,
+			t.ts, t.ts, nullString(in.ParentTaskID), depth); err != nil {
+			return fmt.Errorf("insert task: %w", err)
+		}
+		if err := t.touch(in.SenderSlug); err != nil {
+			return err
+		}
+		if out, err = t.taskChanged(id); err != nil {
+			return err
+		}
+		t.wakeUp(in.RecipientSlug)
+		return nil
+	})
+	return out, err
+}
+
+func missingCapabilities(have, need []string) []string {
+	set := make(map[string]bool, len(have))
+	for _, c := range have {
+		set[c] = true
+	}
+	var missing []string
+	for _, c := range need {
+		if !set[c] {
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// holderAction runs fn on a task that reporter currently holds (recipient,
+// status claimed), then refreshes reporter's presence and publishes the task.
+func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task relay.Task) error) (relay.Task, error) {
+	reporter, err := relay.NormalizeSlug("reporterSlug", reporter)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
+		return relay.Task{}, err
+	}
+	var out relay.Task
+	err = db.write(ctx, op, func(t *tx) error {
+		task, err := getTask(t.ctx, t.tx, taskID)
+		if err != nil {
+			return err
+		}
+		if task.RecipientSlug != reporter || task.Status != relay.StatusClaimed {
+			return relay.Errorf(relay.ETaskUpdateDenied, "Only the recipient that currently holds a claimed task may update it.").
+				WithDetails(map[string]any{"taskStatus": string(task.Status)})
+		}
+		if err := fn(t, task); err != nil {
+			return err
+		}
+		if err := t.touch(reporter); err != nil {
+			return err
+		}
+		out, err = t.taskChanged(taskID)
+		return err
+	})
+	return out, err
+}
+
+// RenewLease extends the lease of a claimed task by leaseSeconds from now.
+// It writes no event.
+func (db *DB) RenewLease(ctx context.Context, reporter, taskID string, leaseSeconds int) (relay.Task, error) {
+	secs, err := relay.LeaseSeconds("leaseSeconds", leaseSeconds)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	return db.holderAction(ctx, "renew lease", reporter, taskID, func(t *tx, task relay.Task) error {
+		lease := relay.FormatTime(t.now.Add(time.Duration(secs) * time.Second))
+		if _, err := t.exec(`UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?`, lease, t.ts, task.ID); err != nil {
+			return fmt.Errorf("update lease: %w", err)
+		}
+		return nil
+	})
+}
+
+// ReportTask adds progress, or completes or blocks the task, and tells the sender.
+func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task, error) {
+	in, err := in.Validate()
+	if err != nil {
+		return relay.Task{}, err
+	}
+	return db.holderAction(ctx, "report task", in.ReporterSlug, in.TaskID, func(t *tx, task relay.Task) error {
+		var (
+			q   string
+			typ string
+		)
+		switch in.Kind {
+		case relay.ReportProgress:
+			q, typ = `UPDATE tasks SET updated_at = ? WHERE id = ?`, relay.EventTaskProgress
+		case relay.ReportCompleted:
+			q, typ = `UPDATE tasks SET status = 'completed', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, relay.EventTaskCompleted
+		case relay.ReportBlocked:
+			q, typ = `UPDATE tasks SET status = 'blocked', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, relay.EventTaskBlocked
+		}
+		if _, err := t.exec(q, t.ts, task.ID); err != nil {
+			return fmt.Errorf("update task: %w", err)
+		}
+		if err := t.report(task.ID, in.Kind, in.Message, in.Result); err != nil {
+			return err
+		}
+		return t.event(task.SenderSlug, typ, task.ID, task.RecipientSlug+": "+in.Message)
+	})
+}
+
+// ReleaseTask gives a claimed task back to the queue and tells the sender.
+func (db *DB) ReleaseTask(ctx context.Context, reporter, taskID, reason string) (relay.Task, error) {
+	reason, err := relay.Text("reason", reason, 1, relay.MaxLongText)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	reason = byOperator(ctx, reason)
+	return db.holderAction(ctx, "release task", reporter, taskID, func(t *tx, task relay.Task) error {
+		if err := requeue(t, task.ID); err != nil {
+			return err
+		}
+		if err := t.report(task.ID, relay.ReportProgress, "Released: "+reason, ""); err != nil {
+			return err
+		}
+		t.wakeUp(task.RecipientSlug)
+		return t.event(task.SenderSlug, relay.EventTaskRequeued, task.ID,
+			fmt.Sprintf("%s released “%s”: %s", task.RecipientSlug, task.Title, reason))
+	})
+}
+
+// requeue puts a task back in its recipient's queue, clearing the claim.
+func requeue(t *tx, id string) error {
+	if _, err := t.exec(`UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ?
+		WHERE id = ?`, t.ts, id); err != nil {
+		return fmt.Errorf("requeue task: %w", err)
+	}
+	return nil
+}
+
+// GetTask returns a task to its sender or recipient and refreshes the
+// requester's presence.
+func (db *DB) GetTask(ctx context.Context, requester, taskID string) (relay.Task, error) {
+	requester, err := relay.NormalizeSlug("requesterSlug", requester)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
+		return relay.Task{}, err
+	}
+	var out relay.Task
+	err = db.write(ctx, "get task", func(t *tx) error {
+		task, err := getTask(t.ctx, t.tx, taskID)
+		if err != nil {
+			return err
+		}
+		if task.SenderSlug != requester && task.RecipientSlug != requester {
+			return relay.Errorf(relay.ETaskAccessDenied, "Only the task sender or recipient can read this task.")
+		}
+		if err := t.touch(requester); err != nil {
+			return err
+		}
+		out = task
+		return nil
+	})
+	return out, err
+}
+
+// senderAction runs fn on a task sent by sender whose status passes
+// allowed, then refreshes sender's presence and publishes the task.
+func (db *DB) senderAction(ctx context.Context, op, sender, taskID string, denied *relay.Error,
+	allowed func(relay.TaskStatus) *relay.Error, fn func(t *tx, task relay.Task) error) (relay.Task, error) {
+	sender, err := relay.NormalizeSlug("senderSlug", sender)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
+		return relay.Task{}, err
+	}
+	var out relay.Task
+	err = db.write(ctx, op, func(t *tx) error {
+		task, err := getTask(t.ctx, t.tx, taskID)
+		if err != nil {
+			return err
+		}
+		if task.SenderSlug != sender {
+			return denied
+		}
+		if e := allowed(task.Status); e != nil {
+			return e.WithDetails(map[string]any{"status": string(task.Status)})
+		}
+		if err := fn(t, task); err != nil {
+			return err
+		}
+		if err := t.touch(sender); err != nil {
+			return err
+		}
+		out, err = t.taskChanged(taskID)
+		return err
+	})
+	return out, err
+}
+
+// CancelTask cancels an open task, records why on its timeline and tells the
+// recipient. It wakes no waiting claim.
+func (db *DB) CancelTask(ctx context.Context, sender, taskID, reason string) (relay.Task, error) {
+	reason, err := relay.Text("reason", reason, 1, relay.MaxLongText)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	reason = byOperator(ctx, reason)
+	return db.senderAction(ctx, "cancel task", sender, taskID,
+		relay.Errorf(relay.ETaskCancelDenied, "Only the task sender can cancel this task."),
+		func(s relay.TaskStatus) *relay.Error {
+			if s.Open() {
+				return nil
+			}
+			return relay.Errorf(relay.EInvalidTaskState, "A %s task cannot be cancelled.", s)
+		},
+		func(t *tx, task relay.Task) error {
+			if _, err := t.exec(`UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, task.ID); err != nil {
+				return fmt.Errorf("cancel task: %w", err)
+			}
+			if err := t.report(task.ID, relay.ReportProgress, fmt.Sprintf("Cancelled by %s: %s", task.SenderSlug, reason), ""); err != nil {
+				return err
+			}
+			return t.event(task.RecipientSlug, relay.EventTaskCancelled, task.ID,
+				fmt.Sprintf("%s cancelled “%s”: %s", task.SenderSlug, task.Title, reason))
+		})
+}
+
+// RequeueTask sends a blocked task back to its recipient's queue.
+func (db *DB) RequeueTask(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
+	note, err := relay.Text("note", note, 1, relay.MaxLongText)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	note = byOperator(ctx, note)
+	return db.senderAction(ctx, "requeue task", sender, taskID,
+		relay.Errorf(relay.ETaskRequeueDenied, "Only the task sender can requeue this task."),
+		func(s relay.TaskStatus) *relay.Error {
+			if s == relay.StatusBlocked {
+				return nil
+			}
+			return relay.Errorf(relay.EInvalidTaskState, "Only a blocked task can be requeued; this one is %s.", s)
+		},
+		func(t *tx, task relay.Task) error {
+			if err := requeue(t, task.ID); err != nil {
+				return err
+			}
+			if err := t.report(task.ID, relay.ReportProgress, fmt.Sprintf("Requeued by %s: %s", task.SenderSlug, note), ""); err != nil {
+				return err
+			}
+			t.wakeUp(task.RecipientSlug)
+			return t.event(task.RecipientSlug, relay.EventTaskRequeued, task.ID,
+				fmt.Sprintf("%s requeued “%s”: %s", task.SenderSlug, task.Title, note))
+		})
+}
+
+// RequestChanges reopens a completed task with the sender's note; the task
+// keeps its id and history.
+func (db *DB) RequestChanges(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
+	note, err := relay.Text("note", note, 1, relay.MaxLongText)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	note = byOperator(ctx, note)
+	return db.senderAction(ctx, "request changes", sender, taskID,
+		relay.Errorf(relay.ETaskChangesDenied, "Only the task sender can ask for changes."),
+		func(s relay.TaskStatus) *relay.Error {
+			if s == relay.StatusCompleted {
+				return nil
+			}
+			return relay.Errorf(relay.EInvalidTaskState, "Changes can be asked for on a completed task; this one is %s.", s)
+		},
+		func(t *tx, task relay.Task) error {
+			if err := requeue(t, task.ID); err != nil {
+				return err
+			}
+			if err := t.report(task.ID, relay.ReportChanges, note, ""); err != nil {
+				return err
+			}
+			t.wakeUp(task.RecipientSlug)
+			return t.event(task.RecipientSlug, relay.EventTaskRequeued, task.ID,
+				fmt.Sprintf("%s asked for changes to “%s”: %s", task.SenderSlug, task.Title, note))
+		})
+}
+
+// Task returns any task without an access check or presence change.
+func (db *DB) Task(ctx context.Context, taskID string) (relay.Task, error) {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return relay.Task{}, fmt.Errorf("get task: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
+	return getTask(ctx, tx, taskID)
+}
+
+// escapeLike escapes LIKE wildcards with a backslash.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// ListTasks returns task summaries ordered by updatedAt, newest first.
+func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSummary, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.Statuses) > 0 {
+		marks := make([]string, len(f.Statuses))
+		for i, s := range f.Statuses {
+			if !s.Valid() {
+				return nil, relay.Errorf(relay.EInvalidRequest, "status: %q is not a task status.", s)
+			}
+			marks[i] = "?"
+			args = append(args, string(s))
+		}
+		where = append(where, "t.status IN ("+strings.Join(marks, ", ")+")")
+	}
+	if a := strings.ToLower(strings.TrimSpace(f.Agent)); a != "" {
+		where = append(where, "(t.sender_slug = ? OR t.recipient_slug = ?)")
+		args = append(args, a, a)
+	}
+	if q := strings.TrimSpace(f.Query); q != "" {
+		where = append(where, `t.title LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+escapeLike(q)+"%")
+	}
+	query := `SELECT ` + summaryColumns + summaryFrom
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?"
+	args = append(args, relay.Clamp(f.Limit, relay.DefaultTaskLimit, 1, relay.MaxListLimit))
+	return listSummaries(ctx, db.r, "list tasks", query, args...)
+}
+
+func listSummaries(ctx context.Context, q queryer, op, query string, args ...any) ([]relay.TaskSummary, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer rows.Close()
+	out := []relay.TaskSummary{}
+	for rows.Next() {
+		s, err := scanSummary(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// RelatedTasks returns the task a task was handed off from and the tasks
+// handed off from it, oldest first.
+func (db *DB) RelatedTasks(ctx context.Context, taskID string) (relay.RelatedTasks, error) {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return relay.RelatedTasks{}, err
+	}
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return relay.RelatedTasks{}, fmt.Errorf("related tasks: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
+	var parent sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT parent_task_id FROM tasks WHERE id = ?`, taskID).Scan(&parent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return relay.RelatedTasks{}, unknownTask(taskID)
+	}
+	if err != nil {
+		return relay.RelatedTasks{}, fmt.Errorf("related tasks: %w", err)
+	}
+	var out relay.RelatedTasks
+	if parent.Valid {
+		ps, err := listSummaries(ctx, tx, "related tasks", `SELECT `+summaryColumns+summaryFrom+` WHERE t.id = ?`, parent.String)
+		if err != nil {
+			return out, err
+		}
+		if len(ps) == 1 {
+			out.Parent = &ps[0]
+		}
+	}
+	out.Children, err = listSummaries(ctx, tx, "related tasks",
+		`SELECT `+summaryColumns+summaryFrom+` WHERE t.parent_task_id = ? ORDER BY t.created_at, t.rowid`, taskID)
+	return out, err
+}

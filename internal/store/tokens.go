@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+func unauthorized() error {
+	return relay.Errorf(relay.EUnauthorized, "Send Authorization: Bearer <admin token or per-agent token>.")
+}
+
+// Authenticate resolves an agent token (cca_), then an unexpired run token
+// (ccr_), by its SHA-256 hash. Anything else is unauthorized.
+func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, error) {
+	if token == "" {
+		return relay.Principal{}, unauthorized()
+	}
+	hash := relay.HashToken(token)
+	var slug string
+	err := db.r.QueryRowContext(ctx, `SELECT slug FROM agents WHERE token_hash = ?`, hash).Scan(&slug)
+	if err == nil {
+		return relay.Principal{Kind: relay.PrincipalAgent, Slug: slug}, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return relay.Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	var taskID sql.NullString
+	err = db.r.QueryRowContext(ctx, `SELECT agent_slug, task_id FROM run_tokens WHERE token_hash = ? AND expires_at > ?`,
+		hash, relay.FormatTime(db.now())).Scan(&slug, &taskID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return relay.Principal{}, unauthorized()
+	}
+	if err != nil {
+		return relay.Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	return relay.Principal{Kind: relay.PrincipalAgent, Slug: slug, RunTaskID: taskID.String}, nil
+}
+
+// IssueRunToken mints a run token for one worker run of taskID by slug,
+// valid for ttlSeconds. Only its hash is stored.
+func (db *DB) IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds int) (string, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return "", err
+	}
+	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
+		return "", err
+	}
+	if ttlSeconds <= 0 {
+		return "", relay.Errorf(relay.EInvalidRequest, "ttlSeconds: must be positive.")
+	}
+	token := relay.NewRunToken()
+	err = db.write(ctx, "issue run token", func(t *tx) error {
+		a, err := getAgent(t.ctx, t.tx, slug, t.now)
+		if err != nil {
+			return err
+		}
+		if a.Kind != relay.KindAgent {
+			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; only agents run tasks.", slug)
+		}
+		var one int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return unknownTask(taskID)
+		} else if err != nil {
+			return fmt.Errorf("find task: %w", err)
+		}
+		expires := relay.FormatTime(t.now.Add(time.Duration(ttlSeconds) * time.Second))
+		if _, err := t.exec(`INSERT INTO run_tokens (token_hash, agent_slug, task_id, expires_at) VALUES (?, ?, ?, ?)`,
+			relay.HashToken(token), slug, taskID, expires); err != nil {
+			return fmt.Errorf("insert run token: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// RevokeRunTokens deletes every run token of taskID.
+func (db *DB) RevokeRunTokens(ctx context.Context, taskID string) error {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, "revoke run tokens", func(t *tx) error {
+		if _, err := t.exec(`DELETE FROM run_tokens WHERE task_id = ?`, taskID); err != nil {
+			return fmt.Errorf("delete run tokens: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// queryer is what both *sql.DB and *sql.Tx offer for reads.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx is one write transaction with the changes and wake-ups it will publish
+// after commit.
+type tx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	db  *DB
+	now time.Time
+	ts  string // now in relay.TimeLayout
+
+	changes []relay.Change
+	wake    []string
+	agents  []string // agents whose change this transaction publishes
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction. On success it commits,
+// then publishes the collected changes and wakes the collected waiters; on
+// error it rolls back and discards them. A failure that is not a domain
+// refusal marks the store unhealthy until the next successful write.
+func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error {
+	if db.closed.Load() {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	sqlTx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return db.fail(op, err)
+	}
+	now := db.now().UTC()
+	t := &tx{ctx: ctx, tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
+	if err := fn(t); err != nil {
+		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+			return db.fail(op, errors.Join(err, fmt.Errorf("rollback: %w", rbErr)))
+		}
+		if relay.IsDomain(err) {
+			return err
+		}
+		return db.fail(op, err)
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return db.fail(op, fmt.Errorf("commit: %w", err))
+	}
+	db.healthy.Store(true)
+	if len(t.agents) > 0 {
+		db.presenceMu.Lock()
+		for _, s := range t.agents {
+			db.presence[s] = now
+		}
+		db.presenceMu.Unlock()
+	}
+	if len(t.changes) > 0 {
+		db.broker.Publish(t.changes...)
+	}
+	if len(t.wake) > 0 {
+		db.waiters.Wake(t.wake...)
+	}
+	return nil
+}
+
+// fail wraps a write failure and marks the store unhealthy, unless the
+// caller gave up (context ended) or the store is closing.
+func (db *DB) fail(op string, err error) error {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !db.closed.Load() {
+		db.healthy.Store(false)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// exec runs a statement in the transaction.
+func (t *tx) exec(query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+// publish queues a change for after commit.
+func (t *tx) publish(c relay.Change) { t.changes = append(t.changes, c) }
+
+// wakeUp queues a wake-up of slug's waiting claims for after commit.
+func (t *tx) wakeUp(slug string) { t.wake = append(t.wake, slug) }
+
+// agentChanged publishes the agent's current row.
+func (t *tx) agentChanged(slug string) error {
+	a, err := getAgent(t.ctx, t.tx, slug, t.now)
+	if err != nil {
+		return err
+	}
+	t.publish(relay.Change{Type: relay.ChangeAgent, Agent: &a})
+	t.agents = append(t.agents, slug)
+	return nil
+}
+
+// taskChanged publishes the task's current summary and returns the full task.
+func (t *tx) taskChanged(id string) (relay.Task, error) {
+	task, err := getTask(t.ctx, t.tx, id)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	s := summarize(task)
+	t.publish(relay.Change{Type: relay.ChangeTask, Task: &s})
+	return task, nil
+}
+
+// touch refreshes slug's presence (unknown_agent if it does not exist).
+// Actions the operator takes on an agent's behalf leave presence alone.
+// A presence-only agent change is published at most once per
+// presenceThrottle per agent.
+func (t *tx) touch(slug string) error {
+	if relay.IsByOperator(t.ctx) {
+		return t.mustExist(slug)
+	}
+	res, err := t.exec(`UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug)
+	if err != nil {
+		return fmt.Errorf("touch agent: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("touch agent: %w", err)
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	t.db.presenceMu.Lock()
+	last, seen := t.db.presence[slug]
+	t.db.presenceMu.Unlock()
+	if seen && t.now.Sub(last) < presenceThrottle && !t.now.Before(last) {
+		return nil
+	}
+	for _, s := range t.agents {
+		if s == slug {
+			return nil
+		}
+	}
+	return t.agentChanged(slug)
+}
+
+// mustExist fails with unknown_agent unless slug is an agent.
+func (t *tx) mustExist(slug string) error {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, slug).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return unknownAgent(slug)
+	}
+	if err != nil {
+		return fmt.Errorf("find agent: %w", err)
+	}
+	return nil
+}
+
+// event appends a journal entry for recipient, trims the journal to
+// maxEvents and publishes the event after commit.
+func (t *tx) event(recipient, typ, taskID, summary string) error {
+	res, err := t.exec(`INSERT INTO events (recipient_slug, type, task_id, summary, created_at) VALUES (?, ?, ?, ?, ?)`,
+		recipient, typ, taskID, summary, t.ts)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	if cut := seq - t.db.maxEvents; cut > 0 {
+		if _, err := t.exec(`DELETE FROM events WHERE sequence <= ?`, cut); err != nil {
+			return fmt.Errorf("trim events: %w", err)
+		}
+	}
+	t.publish(relay.Change{Type: relay.ChangeEvent, Event: &relay.Event{
+		Sequence: seq, RecipientSlug: recipient, Type: typ, TaskID: taskID, Summary: summary, CreatedAt: t.ts,
+	}})
+	return nil
+}
+
+// report appends a report to a task's timeline.
+func (t *tx) report(taskID, kind, message, result string) error {
+	if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		relay.NewID(), taskID, kind, message, nullString(result), t.ts); err != nil {
+		return fmt.Errorf("insert report: %w", err)
+	}
+	return nil
+}
+
+// maxSequence is the newest journal sequence, 0 when the journal is empty.
+func maxSequence(ctx context.Context, q queryer) (int64, error) {
+	var seq int64
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(sequence), 0) FROM events`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read max sequence: %w", err)
+	}
+	return seq, nil
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func unknownAgent(slug string) error {
+	return relay.Errorf(relay.EUnknownAgent, "Unknown agent “%s”.", slug).WithDetails(map[string]any{"slug": slug})
+}
+
+func unknownTask(id string) error {
+	return relay.Errorf(relay.EUnknownTask, "Unknown task “%s”.", id).WithDetails(map[string]any{"taskId": id})
+}
