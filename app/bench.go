@@ -1,11 +1,182 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/config"
 )
+
+// benchUsage introduces `crosschat-relay bench`.
+const benchUsage = `Usage: crosschat-relay bench [flags]
+
+Measures a relay with MCP load over real HTTP, one token per agent: the full
+task lifecycle with N concurrent agents (tasks/s, ops/s, p50/p99 per tool),
+wake-up latency of a waiting claim_next_task, claim latency with short and
+long queues, start-up time and idle memory.
+
+Without --url it starts a relay in this process, in a temporary data
+directory on a random loopback port, and removes it afterwards. With --url
+it creates agents and tasks in that relay and leaves them there: point it
+at a scratch relay.
+
+Flags:
+`
 
 // benchCmd runs `crosschat-relay bench`.
 func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("bench: not built yet")
+	env, err := Env()
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	var (
+		o          bench.Options
+		queueSizes string
+		jsonOut    bool
+		token      string
+		dataParent string
+	)
+	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
+	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
+	fs.IntVar(&o.Agents, "agents", bench.DefaultAgents, "concurrent agents in the lifecycle phase")
+	fs.IntVar(&o.Tasks, "tasks", bench.DefaultTasks, "lifecycles to run")
+	fs.IntVar(&o.Window, "window", bench.DefaultWindow, "open tasks each sender keeps at once")
+	fs.StringVar(&queueSizes, "queue-sizes", "10,100000", "comma-separated queue depths to time claims at (\"\" skips)")
+	fs.IntVar(&o.ClaimSamples, "claim-samples", bench.DefaultClaimSamples, "claims timed at each queue depth")
+	fs.IntVar(&o.WakeSamples, "wake-samples", bench.DefaultWakeSamples, "wake-up samples (0 skips)")
+	fs.DurationVar(&o.Timeout, "timeout", bench.DefaultTimeout, "give up after this long")
+	fs.StringVar(&dataParent, "data-dir", "", "folder to create the in-process relay's temporary data dir in (default: the system temp dir)")
+	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: bench: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if o.QueueSizes, err = parseSizes(queueSizes); err != nil {
+		return fmt.Errorf("%w: bench: --queue-sizes: %v", errUsage, err)
+	}
+	if o.WakeSamples == 0 {
+		o.WakeSamples = -1
+	}
+	o.Progress = stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var rep *bench.Report
+	if o.URL != "" {
+		if token == "" {
+			token, _ = env(config.EnvAPIToken)
+		}
+		if o.AdminToken = strings.TrimSpace(token); o.AdminToken == "" {
+			return fmt.Errorf("%w: bench: --url needs the relay's admin token: --token or %s", errUsage, config.EnvAPIToken)
+		}
+		if rep, err = bench.Run(ctx, o); err != nil {
+			return err
+		}
+	} else if rep, err = benchInProcess(ctx, o, dataParent, version, stderr); err != nil {
+		return err
+	}
+	if jsonOut {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteText(stdout)
+}
+
+// parseSizes reads "10,100000".
+func parseSizes(s string) ([]int, error) {
+	out := []int{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(p, "_", ""))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive whole number", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchInProcess starts a relay in a temporary data directory (in parent,
+// or the system temp dir) on a random loopback port, runs the bench against it, and removes everything after.
+func benchInProcess(ctx context.Context, o bench.Options, parent, version string, stderr io.Writer) (rep *bench.Report, err error) {
+	dir, err := os.MkdirTemp(parent, "crosschat-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: temp data dir: %w", err)
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("bench: remove %s: %w", dir, rmErr))
+		}
+	}()
+	cfg, err := benchConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Relay logs below warnings would interleave with the progress lines.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t0 := time.Now()
+	r, err := Start(cfg, StartOptions{Version: version, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("bench: start relay: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if shErr := r.Shutdown(sctx); shErr != nil {
+			err = errors.Join(err, fmt.Errorf("bench: shut the relay down: %w", shErr))
+		}
+	}()
+	o.URL = "http://" + r.Addr().String()
+	c := bench.NewClient(o.URL, 2)
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = c.WaitHealthy(hctx)
+	cancel()
+	c.Close()
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	o.Startup = time.Since(t0)
+	if o.AdminToken, err = cfg.AdminToken(false); err != nil {
+		return nil, fmt.Errorf("bench: admin token: %w", err)
+	}
+	o.Service = r.Service()
+	o.InProcess = true
+	return bench.Run(ctx, o)
+}
+
+// benchConfig is a serve configuration for dir on a random loopback port,
+// independent of the CROSSCHAT_* environment and any .env file.
+func benchConfig(dir string) (config.Config, error) {
+	var cfg config.Config
+	noEnv := func(string) (string, bool) { return "", false }
+	fs := cfg.NewFlagSet("bench", noEnv, true, io.Discard)
+	if err := fs.Parse([]string{"--host", "127.0.0.1", "--port", "1", "--data-dir", dir}); err != nil {
+		return cfg, fmt.Errorf("bench: relay config: %w", err)
+	}
+	if err := cfg.Finish(); err != nil {
+		return cfg, fmt.Errorf("bench: relay config: %w", err)
+	}
+	cfg.Port = 0 // Finish wants a real port; listen on any free one
+	return cfg, nil
 }

@@ -1,0 +1,408 @@
+// Package bench is the load generator behind `crosschat-relay bench`. It
+// speaks MCP to a relay as raw JSON-RPC over real HTTP, with a real
+// per-agent token for every agent, and measures side by side: the full task
+// lifecycle with N concurrent agents, the wake-up latency of a waiting
+// claim, claim latency with a short and a long queue, and (for a relay in
+// this process) start-up time and idle memory.
+//
+// It imports only the standard library and internal/relay; the caller
+// starts an in-process relay when there is none to point at.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Defaults and bounds of Options.
+const (
+	DefaultAgents       = 8
+	DefaultTasks        = 2000
+	DefaultWakeSamples  = 200
+	DefaultClaimSamples = 200
+	DefaultWindow       = 4
+	DefaultTimeout      = 20 * time.Minute
+	DefaultWakeSettle   = 25 * time.Millisecond
+
+	MaxAgents  = 256
+	MaxTasks   = 1_000_000
+	MaxQueue   = 1_000_000
+	MaxSamples = 100_000
+)
+
+// DefaultQueueSizes are the queue depths claim latency is measured at.
+var DefaultQueueSizes = []int{10, 100_000}
+
+// Options configure Run. Zero values mean the defaults.
+type Options struct {
+	// URL is the relay's base URL, e.g. http://127.0.0.1:4318 (required).
+	URL string
+	// AdminToken creates the bench agents through the bridge (required).
+	AdminToken string
+	// Agents is how many agents run the lifecycle concurrently; each posts
+	// to the next one and works for the previous one.
+	Agents int
+	// Tasks is how many lifecycles run in all.
+	Tasks int
+	// Window is how many of its tasks each sender keeps open at once.
+	Window int
+	// QueueSizes are the queue depths claim latency is measured at; nil
+	// means DefaultQueueSizes, an empty non-nil slice skips the phase.
+	QueueSizes []int
+	// ClaimSamples is how many claims are timed at each queue depth.
+	ClaimSamples int
+	// WakeSamples is how many wake-ups are timed; negative skips the phase.
+	WakeSamples int
+	// WakeSettle is how long a waiting claim is given to park on the relay
+	// after its request is written, before the task is posted.
+	WakeSettle time.Duration
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+	// Service, when the relay runs in this process, is its domain service:
+	// long queues are then seeded through it directly instead of over HTTP.
+	Service relay.Service
+	// InProcess says the relay runs in this process: its memory is read
+	// from /proc/self/status.
+	InProcess bool
+	// Startup is how long the relay took from start to /health 200, when the
+	// caller measured it.
+	Startup time.Duration
+	// Progress receives progress lines (stderr); nil discards them.
+	Progress io.Writer
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.URL == "" {
+		return o, errors.New("bench: the relay URL is required")
+	}
+	if o.AdminToken == "" {
+		return o, errors.New("bench: the admin token is required")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Agents, DefaultAgents)
+	def(&o.Tasks, DefaultTasks)
+	def(&o.Window, DefaultWindow)
+	def(&o.ClaimSamples, DefaultClaimSamples)
+	def(&o.WakeSamples, DefaultWakeSamples)
+	if o.QueueSizes == nil {
+		o.QueueSizes = DefaultQueueSizes
+	}
+	if o.WakeSettle <= 0 {
+		o.WakeSettle = DefaultWakeSettle
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	switch {
+	case o.Agents < 1 || o.Agents > MaxAgents:
+		return o, fmt.Errorf("bench: agents must be 1..%d, got %d", MaxAgents, o.Agents)
+	case o.Tasks < 1 || o.Tasks > MaxTasks:
+		return o, fmt.Errorf("bench: tasks must be 1..%d, got %d", MaxTasks, o.Tasks)
+	case o.Window < 1 || o.Window > 100:
+		return o, fmt.Errorf("bench: window must be 1..100, got %d", o.Window)
+	case o.ClaimSamples < 1 || o.ClaimSamples > MaxSamples:
+		return o, fmt.Errorf("bench: claim samples must be 1..%d, got %d", MaxSamples, o.ClaimSamples)
+	case o.WakeSamples > MaxSamples:
+		return o, fmt.Errorf("bench: wake samples must be at most %d, got %d", MaxSamples, o.WakeSamples)
+	}
+	for _, q := range o.QueueSizes {
+		if q < 1 || q > MaxQueue {
+			return o, fmt.Errorf("bench: queue sizes must be 1..%d, got %d", MaxQueue, q)
+		}
+	}
+	return o, nil
+}
+
+// Report is the outcome of one run. Durations are in milliseconds.
+type Report struct {
+	Target  Target  `json:"target"`
+	Machine Machine `json:"machine"`
+	// StartupMs is the time from start to /health 200 (0 when not measured).
+	StartupMs float64 `json:"startupMs,omitempty"`
+	// Memory is the in-process relay's memory (nil for a remote relay).
+	Memory    *Memory         `json:"memory,omitempty"`
+	Setup     Setup           `json:"setup"`
+	Commits   CommitResult    `json:"commits"`
+	Lifecycle LifecycleResult `json:"lifecycle"`
+	Wake      *WakeResult     `json:"wake,omitempty"`
+	Queues    []QueueResult   `json:"queues"`
+	ElapsedMs float64         `json:"elapsedMs"`
+}
+
+// Target says what was measured.
+type Target struct {
+	URL       string `json:"url"`
+	InProcess bool   `json:"inProcess"`
+}
+
+// Machine describes where the bench ran.
+type Machine struct {
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	NumCPU     int    `json:"numCPU"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"goVersion"`
+}
+
+// Memory is the process's resident memory, in bytes.
+type Memory struct {
+	// IdleRSS is VmRSS right after start-up, before any load.
+	IdleRSS int64 `json:"idleRssBytes"`
+	// LoadRSS is VmRSS after the load (bench client included).
+	LoadRSS int64 `json:"loadRssBytes"`
+	// PeakRSS is VmHWM, the high-water mark of the whole run.
+	PeakRSS int64 `json:"peakRssBytes"`
+}
+
+// Setup tells how the bench agents were made.
+type Setup struct {
+	Prefix string `json:"prefix"`
+	Agents int    `json:"agents"`
+	// Via is how agents were created and their tokens obtained.
+	Via string `json:"via"`
+}
+
+// CommitResult is the commit-rate phase: single-row write transactions
+// (heartbeat) back to back, in process and over MCP.
+type CommitResult struct {
+	// ServicePerSec is relay.Service.Heartbeat calls per second (0 when the
+	// relay is in another process).
+	ServicePerSec float64 `json:"servicePerSec,omitempty"`
+	Service       Summary `json:"service"`
+	// MCPPerSec is heartbeat tool calls per second over HTTP.
+	MCPPerSec float64 `json:"mcpPerSec"`
+	MCP       Summary `json:"mcp"`
+}
+
+// LifecycleResult is the full-lifecycle phase: post_task, claim_next_task,
+// report_task progress, report_task completed, read_updates.
+type LifecycleResult struct {
+	Agents int `json:"agents"`
+	Window int `json:"window"`
+	// Tasks posted and Completed (the sender read its task-completed event).
+	Tasks     int `json:"tasks"`
+	Completed int `json:"completed"`
+	// EventsRead counts journal events delivered to senders by read_updates
+	// (task-claimed, task-progress, task-completed: three per lifecycle).
+	EventsRead int     `json:"eventsRead"`
+	Ops        int     `json:"ops"`
+	Errors     int     `json:"errors"`
+	DurationMs float64 `json:"durationMs"`
+	// LifecyclesPerSec and OpsPerSec are rates over the phase's duration.
+	LifecyclesPerSec float64 `json:"lifecyclesPerSec"`
+	OpsPerSec        float64 `json:"opsPerSec"`
+	// IdleClaims are claims (waitMs 0) that found the queue empty and were
+	// followed by a waiting claim.
+	IdleClaims int       `json:"idleClaims"`
+	Tools      []OpStats `json:"tools"`
+}
+
+// WakeResult is the wake-up phase: a claim_next_task waiting with waitMs
+// 20000, then a post_task to that agent; the latency runs from sending the
+// post to receiving the claim's answer.
+type WakeResult struct {
+	Samples int     `json:"samples"`
+	Latency Summary `json:"latency"`
+	// Post is the latency of the post_task calls themselves.
+	Post Summary `json:"post"`
+}
+
+// QueueResult is claim latency with Size tasks queued for one recipient.
+type QueueResult struct {
+	Size int `json:"size"`
+	// SeedVia is how the queue was filled.
+	SeedVia       string  `json:"seedVia"`
+	SeedMs        float64 `json:"seedMs"`
+	SeedPerSec    float64 `json:"seedPerSec"`
+	Claim         Summary `json:"claim"`
+	Release       Summary `json:"release"`
+	QueuedAtStart int     `json:"queuedAtStart"`
+}
+
+// agent is one bench agent with its own token.
+type agent struct {
+	slug  string
+	token string
+}
+
+// runner holds one run's state.
+type runner struct {
+	o     Options
+	c     *Client
+	pr    *progress
+	agent []agent // lifecycle agents
+	wakeR agent   // wake-up recipient
+	wakeS agent   // wake-up sender
+	queue []agent // one recipient per queue size
+}
+
+// Run performs every phase against the relay and returns the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	start := time.Now()
+	rep := &Report{
+		Target: Target{URL: o.URL, InProcess: o.InProcess},
+		Machine: Machine{
+			GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(),
+			GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		},
+		StartupMs: Ms(o.Startup),
+	}
+	if o.InProcess {
+		if m, err := ReadMemory(); err == nil {
+			rep.Memory = &Memory{IdleRSS: m.RSS}
+		}
+	}
+	r := &runner{o: o, c: NewClient(o.URL, 4*o.Agents+16), pr: newProgress(o.Progress)}
+	defer r.c.Close()
+	if err := r.c.Health(ctx); err != nil {
+		return nil, fmt.Errorf("bench: relay at %s: %w", o.URL, err)
+	}
+	if rep.Setup, err = r.setup(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Commits, err = r.commits(ctx); err != nil {
+		return nil, err
+	}
+	if rep.Lifecycle, err = r.lifecycle(ctx); err != nil {
+		return nil, err
+	}
+	if o.WakeSamples > 0 {
+		w, err := r.wake(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rep.Wake = &w
+	}
+	for i, size := range o.QueueSizes {
+		q, err := r.queueClaims(ctx, r.queue[i], size)
+		if err != nil {
+			return nil, err
+		}
+		rep.Queues = append(rep.Queues, q)
+	}
+	if rep.Memory != nil {
+		if m, err := ReadMemory(); err == nil {
+			rep.Memory.LoadRSS, rep.Memory.PeakRSS = m.RSS, m.Peak
+		}
+	}
+	rep.ElapsedMs = Ms(time.Since(start))
+	return rep, nil
+}
+
+// setup creates the bench agents through the bridge, each with its own
+// token, under a fresh random prefix so runs never collide.
+func (r *runner) setup(ctx context.Context) (Setup, error) {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return Setup{}, fmt.Errorf("bench: random prefix: %w", err)
+	}
+	prefix := "bench-" + hex.EncodeToString(b[:])
+	create := func(name string) (agent, error) {
+		slug := prefix + "-" + name
+		var out struct {
+			Agent relay.Agent `json:"agent"`
+			Token string      `json:"token"`
+		}
+		in := relay.CreateAgentInput{
+			Slug: slug, DisplayName: "Bench " + name, ModelSlug: "bench",
+			Capabilities: []string{"text-input", "text-output"},
+		}
+		if err := r.c.Bridge(ctx, r.o.AdminToken, "Agents", "Create", &out, in); err != nil {
+			return agent{}, fmt.Errorf("bench: create agent %s: %w", slug, err)
+		}
+		if !strings.HasPrefix(out.Token, relay.AgentTokenPrefix) {
+			return agent{}, fmt.Errorf("bench: create agent %s: no agent token in the answer", slug)
+		}
+		return agent{slug: out.Agent.Slug, token: out.Token}, nil
+	}
+	var err error
+	for i := range r.o.Agents {
+		a, err := create(fmt.Sprintf("a%d", i))
+		if err != nil {
+			return Setup{}, err
+		}
+		r.agent = append(r.agent, a)
+	}
+	if r.wakeS, err = create("wake-sender"); err != nil {
+		return Setup{}, err
+	}
+	if r.wakeR, err = create("wake-recipient"); err != nil {
+		return Setup{}, err
+	}
+	for _, size := range r.o.QueueSizes {
+		a, err := create(fmt.Sprintf("queue-%d", size))
+		if err != nil {
+			return Setup{}, err
+		}
+		r.queue = append(r.queue, a)
+	}
+	n := len(r.agent) + 2 + len(r.queue)
+	r.pr.linef("bench: created %d agents (%s-*) with their own tokens", n, prefix)
+	return Setup{Prefix: prefix, Agents: n, Via: "POST /bridge/Agents.Create (admin token) → per-agent cca_ tokens"}, nil
+}
+
+// share is how many of total tasks sender i of n posts.
+func share(total, n, i int) int {
+	s := total / n
+	if i < total%n {
+		s++
+	}
+	return s
+}
+
+// group runs goroutines, cancelling the others at the first error.
+type group struct {
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelFunc
+}
+
+func newGroup(ctx context.Context) (*group, context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	return &group{cancel: cancel}, ctx
+}
+
+func (g *group) Go(f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.mu.Lock()
+			if g.err == nil {
+				g.err = err
+			}
+			g.mu.Unlock()
+			g.cancel()
+		}
+	}()
+}
+
+func (g *group) Wait() error {
+	g.wg.Wait()
+	g.cancel()
+	return g.err
+}

@@ -1,0 +1,281 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// maxResponse bounds how much of one response is read.
+const maxResponse = 16 << 20
+
+// Client speaks MCP to one relay as raw JSON-RPC over HTTP (stateless
+// streamable HTTP: every POST /mcp is a tools/call, no initialize), and
+// calls the admin bridge. It is safe for concurrent use.
+type Client struct {
+	base string
+	http *http.Client
+	ids  atomic.Int64
+}
+
+// NewClient returns a client for the relay at baseURL (e.g.
+// http://127.0.0.1:4318). Connections are kept alive and pooled for up to
+// conns concurrent requests.
+func NewClient(baseURL string, conns int) *Client {
+	if conns < 2 {
+		conns = 2
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // loopback only: never through a proxy
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Transport: tr}}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// ToolError is a tool result with isError set whose text is not the
+// relay's {error, message} envelope (e.g. an argument check by the MCP
+// library).
+type ToolError struct {
+	Tool string
+	Text string
+}
+
+func (e *ToolError) Error() string { return fmt.Sprintf("%s: tool error: %s", e.Tool, e.Text) }
+
+type rpcRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int64  `json:"id"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Tool calls the MCP tool name with args as the bearer token and decodes
+// the JSON text of its result into out (which may be nil). A refusal comes
+// back as *relay.Error (or *ToolError when its text is not the relay's
+// envelope); transport and protocol failures as wrapped errors.
+func (c *Client) Tool(ctx context.Context, token, name string, args, out any) error {
+	if args == nil {
+		args = map[string]any{}
+	}
+	body, err := json.Marshal(rpcRequest{
+		JSONRPC: "2.0", ID: c.ids.Add(1), Method: "tools/call",
+		Params: map[string]any{"name": name, "arguments": args},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: encode request: %w", name, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s: build request: %w", name, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("%s: read response: %w", name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", name, resp.StatusCode, snippet(data))
+	}
+	msg, err := RPCMessage(resp.Header.Get("Content-Type"), data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var rr rpcResponse
+	if err := json.Unmarshal(msg, &rr); err != nil {
+		return fmt.Errorf("%s: decode JSON-RPC response: %w", name, err)
+	}
+	if rr.Error != nil {
+		return fmt.Errorf("%s: JSON-RPC error %d: %s", name, rr.Error.Code, rr.Error.Message)
+	}
+	if rr.Result == nil || len(rr.Result.Content) == 0 {
+		return fmt.Errorf("%s: result has no content: %s", name, snippet(msg))
+	}
+	text := rr.Result.Content[0].Text
+	if rr.Result.IsError {
+		var re relay.Error
+		if json.Unmarshal([]byte(text), &re) == nil && re.Code != "" {
+			return &re
+		}
+		return &ToolError{Tool: name, Text: text}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		return fmt.Errorf("%s: decode result %s: %w", name, snippet([]byte(text)), err)
+	}
+	return nil
+}
+
+// RPCMessage extracts the JSON-RPC message from an MCP response body: the
+// body itself when it is JSON, or the last "data:" event of an SSE stream
+// (comment and keep-alive lines are skipped; multi-line data is joined).
+func RPCMessage(contentType string, body []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(body)
+	if !strings.HasPrefix(contentType, "text/event-stream") && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return trimmed, nil
+	}
+	var last, cur []byte
+	have := false
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), maxResponse)
+	flush := func() {
+		if len(cur) > 0 {
+			last, have = cur, true
+		}
+		cur = nil
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			flush()
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(line[5:], []byte(" "))
+			if len(cur) > 0 {
+				cur = append(cur, '\n')
+			}
+			cur = append(cur, d...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read event stream: %w", err)
+	}
+	flush()
+	if !have {
+		return nil, fmt.Errorf("response is neither JSON nor an event stream with data: %s", snippet(body))
+	}
+	return last, nil
+}
+
+// Bridge calls POST /bridge/<service>.<method> with the admin token and the
+// positional args, decoding the result into out (which may be nil).
+// Refusals come back as *relay.Error.
+func (c *Client) Bridge(ctx context.Context, adminToken, service, method string, out any, args ...any) error {
+	if args == nil {
+		args = []any{}
+	}
+	body, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("%s.%s: encode arguments: %w", service, method, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bridge/"+service+"."+method, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s.%s: build request: %w", service, method, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s.%s: %w", service, method, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("%s.%s: read response: %w", service, method, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var re relay.Error
+		if json.Unmarshal(data, &re) == nil && re.Code != "" {
+			return &re
+		}
+		return fmt.Errorf("%s.%s: HTTP %d: %s", service, method, resp.StatusCode, snippet(data))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s.%s: decode result: %w", service, method, err)
+	}
+	return nil
+}
+
+// Health reports whether GET /health answers 200.
+func (c *Client) Health(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/health", nil)
+	if err != nil {
+		return fmt.Errorf("health: build request: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// WaitHealthy polls /health until it answers 200 or ctx ends, and returns
+// how long that took.
+func (c *Client) WaitHealthy(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	delay := time.Millisecond
+	for {
+		err := c.Health(ctx)
+		if err == nil {
+			return time.Since(start), nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("relay not healthy: %w (last: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// isCanceled reports whether err comes from a context ending.
+func isCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

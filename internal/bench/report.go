@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// CommitsPerLifecycle is how many SQLite write transactions one lifecycle
+// costs when its claim finds the task queued: post_task, claim_next_task,
+// report_task progress, report_task completed and read_updates each run
+// one BEGIN IMMEDIATE transaction (claims and read_updates write presence
+// and the read cursor). A claim that finds the queue empty costs one more.
+const CommitsPerLifecycle = 5
+
+// ReferenceCommitRate is DESIGN.md's measured single-row commit rate at
+// synchronous=FULL, per second.
+const ReferenceCommitRate = 5700
+
+// fmtDur prints a latency in milliseconds with sensible precision.
+func fmtDur(d time.Duration) string {
+	ms := Ms(d)
+	switch {
+	case ms < 10:
+		return fmt.Sprintf("%.2f ms", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.1f ms", ms)
+	default:
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the report as readable tables.
+func (rep *Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
+	where := "relay at " + rep.Target.URL
+	if rep.Target.InProcess {
+		where = "in-process relay at " + rep.Target.URL + " (fresh temp data dir)"
+	}
+	m := rep.Machine
+	p("Crosschat Relay bench: %s\n", where)
+	p("%s %s/%s, %d CPUs (GOMAXPROCS %d); MCP as raw JSON-RPC over HTTP, one cca_ token per agent\n\n", m.GoVersion, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS)
+
+	p("Start-up and memory\n")
+	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+	if rep.StartupMs > 0 {
+		fmt.Fprintf(tw, "  start-up (Start → /health 200)\t%.1f ms\n", rep.StartupMs)
+	} else {
+		fmt.Fprintf(tw, "  start-up\tnot measured (relay not started by the bench)\n")
+	}
+	if mem := rep.Memory; mem != nil {
+		fmt.Fprintf(tw, "  idle RSS (after start, before load)\t%s\n", mib(mem.IdleRSS))
+		fmt.Fprintf(tw, "  RSS after load / peak (bench client included)\t%s / %s\n", mib(mem.LoadRSS), mib(mem.PeakRSS))
+	} else {
+		fmt.Fprintf(tw, "  memory\tnot measured (relay in another process)\n")
+	}
+	tw.Flush()
+
+	c := rep.Commits
+	p("\nCommit rate: single-row write transactions (heartbeat) back to back, %s each\n", commitWindow)
+	tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  \tCOMMITS/S\tP50\tP99\t\n")
+	if c.ServicePerSec > 0 {
+		fmt.Fprintf(tw, "  relay.Service.Heartbeat (in process)\t%.0f\t%s\t%s\t\n", c.ServicePerSec, fmtDur(c.Service.P50), fmtDur(c.Service.P99))
+	}
+	fmt.Fprintf(tw, "  heartbeat tool (MCP over HTTP)\t%.0f\t%s\t%s\t\n", c.MCPPerSec, fmtDur(c.MCP.P50), fmtDur(c.MCP.P99))
+	tw.Flush()
+
+	l := rep.Lifecycle
+	p("\nLifecycle: %d agents, %d tasks, up to %d open per sender (post → claim → progress → completed → read_updates)\n", l.Agents, l.Tasks, l.Window)
+	p("  %d/%d completed, %d events read, %d ops, %d errors in %.2f s\n", l.Completed, l.Tasks, l.EventsRead, l.Ops, l.Errors, l.DurationMs/1000)
+	p("  %.0f lifecycles/s, %.0f ops/s\n", l.LifecyclesPerSec, l.OpsPerSec)
+	p("  every op is one write transaction (%d per lifecycle, plus %d claims that found the queue empty): %.0f commits/s", CommitsPerLifecycle, l.IdleClaims, l.OpsPerSec)
+	if c.ServicePerSec > 0 {
+		p(", %.0f%% of the back-to-back rate above", 100*l.OpsPerSec/c.ServicePerSec)
+	}
+	p("\n")
+	tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  TOOL\tCALLS\tERRORS\tP50\tP90\tP99\tMAX\t\n")
+	for _, t := range l.Tools {
+		s := t.Latency
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", t.Op, s.Count, t.Errors, fmtDur(s.P50), fmtDur(s.P90), fmtDur(s.P99), fmtDur(s.Max))
+	}
+	tw.Flush()
+	p("  (claim_next_task is the immediate claim, waitMs 0; \"(waitMs)\" claims waited up to %d ms for work and include that wait)\n", longPollMs)
+
+	if wk := rep.Wake; wk != nil {
+		p("\nWake-up: claim_next_task waiting (waitMs 20000), then post_task to it; from sending the post to the claim's answer\n")
+		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  \tSAMPLES\tP50\tP90\tP99\tMAX\t\n")
+		fmt.Fprintf(tw, "  wake-up\t%d\t%s\t%s\t%s\t%s\t\n", wk.Samples, fmtDur(wk.Latency.P50), fmtDur(wk.Latency.P90), fmtDur(wk.Latency.P99), fmtDur(wk.Latency.Max))
+		fmt.Fprintf(tw, "  post_task itself\t%d\t%s\t%s\t%s\t%s\t\n", wk.Post.Count, fmtDur(wk.Post.P50), fmtDur(wk.Post.P90), fmtDur(wk.Post.P99), fmtDur(wk.Post.Max))
+		tw.Flush()
+	}
+
+	if len(rep.Queues) > 0 {
+		p("\nClaim latency by queue depth: claim_next_task (waitMs 0), each claimed task released again\n")
+		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  QUEUED\tCLAIMS\tP50\tP90\tP99\tMAX\tRELEASE P50\tSEEDED\t\n")
+		for _, q := range rep.Queues {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f s (%.0f/s)\t\n", q.Size, q.Claim.Count, fmtDur(q.Claim.P50), fmtDur(q.Claim.P90), fmtDur(q.Claim.P99), fmtDur(q.Claim.Max), fmtDur(q.Release.P50), q.SeedMs/1000, q.SeedPerSec)
+		}
+		tw.Flush()
+		p("  seeded via %s\n", rep.Queues[0].SeedVia)
+	}
+	p("\nTotal %.1f s\n", rep.ElapsedMs/1000)
+	return ew.err
+}
+
+// errWriter remembers the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	if err != nil {
+		e.err = fmt.Errorf("write report: %w", err)
+	}
+	return n, err
+}
