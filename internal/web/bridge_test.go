@@ -1,0 +1,291 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// TestBridgeAuth ensures the bridge wants the admin (cookie or bearer),
+// refuses agent tokens, and wants the CSRF header on cookie-only writes.
+func TestBridgeAuth(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	agentTok := createAgent(t, e.svc, "some-agent")
+
+	t.Run("SessionStateSignedOut", func(t *testing.T) {
+		resp := e.do(t, request{path: "/bridge/session"})
+		m := resp.json(t)
+		if resp.status != http.StatusOK || m["authenticated"] != false || m["version"] != "1.2.3-test" {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		req  request
+	}{
+		{"NoAuth", request{}},
+		{"AgentToken", request{bearer: agentTok}},
+		{"WrongBearer", request{bearer: "nope"}},
+		{"ForgedCookie", request{cookies: []*http.Cookie{{Name: "crosschat_session", Value: "99999999999999.forged"}}}},
+		{"ExpiredCookie", request{cookies: []*http.Cookie{{Name: "crosschat_session", Value: "1000.x"}}}},
+	} {
+		t.Run("Refuse"+tc.name, func(t *testing.T) {
+			req := tc.req
+			req.method, req.path, req.body = http.MethodPost, "/bridge/Tests.Sum", `[1,2]`
+			req.header = map[string]string{"X-Crosschat-Request": "1"}
+			resp := e.do(t, req)
+			m := resp.json(t)
+			if resp.status != http.StatusUnauthorized || m["error"] != "unauthorized" || m["message"] != "Sign in with the admin token." {
+				t.Fatalf("got %d %s", resp.status, resp.body)
+			}
+		})
+	}
+
+	t.Run("SignInWrongToken", func(t *testing.T) {
+		resp := e.do(t, request{method: http.MethodPost, path: "/bridge/session", body: `{"token":"wrong"}`})
+		if resp.status != http.StatusUnauthorized || resp.errorCode(t) != "invalid_token" {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+		if len(resp.header.Values("Set-Cookie")) != 0 {
+			t.Errorf("cookie set on a failed sign-in")
+		}
+	})
+	t.Run("SignInBadBody", func(t *testing.T) {
+		for body, code := range map[string]string{`{"token":`: "invalid_json", `{"token":""}`: "invalid_request", `{"token":5}`: "invalid_request"} {
+			resp := e.do(t, request{method: http.MethodPost, path: "/bridge/session", body: body})
+			if resp.status != http.StatusBadRequest || resp.errorCode(t) != code {
+				t.Errorf("%s: got %d %s, want 400 %s", body, resp.status, resp.body, code)
+			}
+		}
+	})
+
+	var cookie *http.Cookie
+	t.Run("SignIn", func(t *testing.T) {
+		resp := e.do(t, request{method: http.MethodPost, path: "/bridge/session", body: `{"token":"  ` + adminToken + `  "}`})
+		if resp.status != http.StatusOK || resp.json(t)["authenticated"] != true {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+		set := resp.header.Get("Set-Cookie")
+		for _, want := range []string{"crosschat_session=", "Path=/", "HttpOnly", "SameSite=Strict", "Max-Age=604800"} {
+			if !strings.Contains(set, want) {
+				t.Errorf("Set-Cookie %q lacks %q", set, want)
+			}
+		}
+		if strings.Contains(set, "Secure") {
+			t.Errorf("Secure cookie over plain HTTP: %q", set)
+		}
+		value := strings.TrimPrefix(strings.SplitN(set, ";", 2)[0], "crosschat_session=")
+		exp, _, _ := strings.Cut(value, ".")
+		ms, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil || time.UnixMilli(ms).Before(time.Now().Add(6*24*time.Hour)) {
+			t.Errorf("cookie expiry %q", exp)
+		}
+		cookie = &http.Cookie{Name: "crosschat_session", Value: value}
+	})
+	if cookie == nil {
+		t.Fatal("no cookie")
+	}
+	t.Run("SecureBehindProxy", func(t *testing.T) {
+		resp := e.do(t, request{method: http.MethodPost, path: "/bridge/session", body: `{"token":"` + adminToken + `"}`,
+			header: map[string]string{"X-Forwarded-Proto": "https"}})
+		if !strings.Contains(resp.header.Get("Set-Cookie"), "Secure") {
+			t.Errorf("Set-Cookie %q is not Secure", resp.header.Get("Set-Cookie"))
+		}
+	})
+
+	for _, tc := range []struct {
+		name   string
+		req    request
+		status int
+		code   string
+	}{
+		{"CookieWithCSRFHeader", request{cookies: []*http.Cookie{cookie}, header: map[string]string{"X-Crosschat-Request": "1"}}, 200, ""},
+		{"CookieWithoutCSRFHeader", request{cookies: []*http.Cookie{cookie}}, 403, "csrf_check_failed"},
+		{"BearerWithoutCSRFHeader", request{bearer: adminToken}, 200, ""},
+		{"AgentBearerAndCookieNeedsCSRF", request{bearer: agentTok, cookies: []*http.Cookie{cookie}}, 403, "csrf_check_failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.req
+			req.method, req.path, req.body = http.MethodPost, "/bridge/Tests.Sum", `[40,2]`
+			resp := e.do(t, req)
+			if resp.status != tc.status {
+				t.Fatalf("got %d %s, want %d", resp.status, resp.body, tc.status)
+			}
+			if tc.code != "" && resp.errorCode(t) != tc.code {
+				t.Fatalf("code = %s, want %s", resp.errorCode(t), tc.code)
+			}
+			if tc.status == 200 && strings.TrimSpace(string(resp.body)) != "42" {
+				t.Fatalf("body = %s, want 42", resp.body)
+			}
+		})
+	}
+
+	t.Run("SessionStateSignedIn", func(t *testing.T) {
+		for _, req := range []request{{cookies: []*http.Cookie{cookie}}, {bearer: adminToken}} {
+			req.path = "/bridge/session"
+			if resp := e.do(t, req); resp.json(t)["authenticated"] != true {
+				t.Errorf("got %s", resp.body)
+			}
+		}
+	})
+
+	t.Run("SignOut", func(t *testing.T) {
+		resp := e.do(t, request{method: http.MethodDelete, path: "/bridge/session", cookies: []*http.Cookie{cookie}})
+		if resp.status != http.StatusForbidden {
+			t.Fatalf("sign-out without CSRF header: %d %s", resp.status, resp.body)
+		}
+		resp = e.do(t, request{method: http.MethodDelete, path: "/bridge/session", cookies: []*http.Cookie{cookie}, header: map[string]string{"X-Crosschat-Request": "1"}})
+		if resp.status != http.StatusOK || resp.json(t)["authenticated"] != false {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+		if set := resp.header.Get("Set-Cookie"); !strings.Contains(set, "crosschat_session=;") || !strings.Contains(set, "Max-Age=0") {
+			t.Errorf("Set-Cookie = %q", set)
+		}
+	})
+}
+
+// TestBridgeCalls ensures arguments are decoded by position, results and
+// errors are mapped, and unknown methods are 404.
+func TestBridgeCalls(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, envOptions{maxBody: 2048, logs: logs})
+	createAgent(t, e.svc, "known")
+	for _, tc := range []struct {
+		name   string
+		target string
+		body   string
+		status int
+		want   string // the exact body for 200, the error code otherwise
+		field  string // named in the error message
+	}{
+		{"Value", "Tests.Echo", `[2,"ab"]`, 200, `"abab"`, ""},
+		{"FewerArgsAreZero", "Tests.Echo", `[3]`, 200, `""`, ""},
+		{"EmptyBodyIsNoArgs", "Tests.Sum", ``, 200, `0`, ""},
+		{"NullBodyIsNoArgs", "Tests.Sum", `null`, 200, `0`, ""},
+		{"ValueOnly", "Tests.Sum", `[1,2]`, 200, `3`, ""},
+		{"NoResults", "Tests.Nothing", `[]`, 200, `null`, ""},
+		{"ErrorOnlyNil", "Tests.Check", `[false]`, 200, `null`, ""},
+		{"ErrorOnlyDomain", "Tests.Check", `[true]`, 409, relay.EInvalidTaskState, ""},
+		{"StructArg", "Tests.Validate", `[{"slug":"  Mixed-Case ","displayName":"D","modelSlug":"m","capabilities":["b","a","b"]}]`, 200,
+			`{"slug":"mixed-case","displayName":"D","modelSlug":"m","capabilities":["a","b"],"kind":"agent"}`, ""},
+		{"StructArgValidation", "Tests.Validate", `[{"slug":"x"}]`, 400, relay.EInvalidRequest, "slug"},
+		{"DomainError", "Tests.Agent", `["nobody"]`, 404, relay.EUnknownAgent, ""},
+		{"StoreValue", "Tests.Agent", `["known"]`, 200, "", ""},
+		{"ContextGetsAdmin", "Tests.Who", `["me"]`, 200, `"me:admin"`, ""},
+		{"InternalErrorHidden", "Tests.Broken", `[]`, 500, relay.EInternal, ""},
+		{"PanicRecovered", "Tests.Explode", `[]`, 500, relay.EInternal, ""},
+		{"UnsupportedShape", "Tests.Three", `[]`, 500, relay.EInternal, ""},
+		{"TooManyArgs", "Tests.Sum", `[1,2,3]`, 400, relay.EInvalidRequest, "2 arguments"},
+		{"WrongArgType", "Tests.Sum", `[1,"two"]`, 400, relay.EInvalidRequest, "args[1]"},
+		{"WrongFieldType", "Tests.Validate", `[{"capabilities":"a"}]`, 400, relay.EInvalidRequest, "args[0].capabilities"},
+		{"NotArray", "Tests.Sum", `{"a":1}`, 400, relay.EInvalidRequest, "array"},
+		{"InvalidJSON", "Tests.Sum", `[1,`, 400, "invalid_json", ""},
+		{"TrailingGarbage", "Tests.Sum", `[1] [2]`, 400, "invalid_json", ""},
+		{"TooLarge", "Tests.Echo", `[1,"` + strings.Repeat("x", 3000) + `"]`, 413, "payload_too_large", ""},
+		{"UnknownMethod", "Tests.Nope", `[]`, 404, "not_found", ""},
+		{"UnexportedMethod", "Tests.echo", `[]`, 404, "not_found", ""},
+		{"UnknownService", "Nope.Sum", `[]`, 404, "not_found", ""},
+		{"NoDot", "TestsSum", `[]`, 404, "not_found", ""},
+		{"Nested", "Tests.Sum/x", `[]`, 404, "not_found", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.do(t, request{method: http.MethodPost, path: "/bridge/" + tc.target, body: tc.body, bearer: adminToken})
+			if resp.status != tc.status {
+				t.Fatalf("status = %d, want %d: %s", resp.status, tc.status, resp.body)
+			}
+			if ct := resp.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("content-type = %q", ct)
+			}
+			if resp.header.Get("Cache-Control") != "no-store" {
+				t.Errorf("cache-control = %q", resp.header.Get("Cache-Control"))
+			}
+			if tc.status == 200 {
+				if tc.want != "" && strings.TrimSpace(string(resp.body)) != tc.want {
+					t.Fatalf("body = %s, want %s", resp.body, tc.want)
+				}
+				return
+			}
+			m := resp.json(t)
+			if m["error"] != tc.want {
+				t.Fatalf("error = %v, want %s (%s)", m["error"], tc.want, resp.body)
+			}
+			if !strings.Contains(str(m["message"]), tc.field) {
+				t.Errorf("message %q does not name %q", m["message"], tc.field)
+			}
+			if strings.Contains(string(resp.body), "secret") {
+				t.Errorf("internal error text leaked: %s", resp.body)
+			}
+		})
+	}
+
+	t.Run("InternalErrorsLogged", func(t *testing.T) {
+		out := logs.String()
+		for _, want := range []string{"Tests.Broken", "disk on fire", "Tests.Three", "unsupported signature", "panic"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("GetIsNotAllowed", func(t *testing.T) {
+		resp := e.do(t, request{path: "/bridge/Tests.Sum", bearer: adminToken})
+		if resp.status != http.StatusMethodNotAllowed || resp.header.Get("Allow") != "POST" {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+	})
+}
+
+// TestBridgeLocalOnly ensures local-only methods refuse proxied and remote
+// requests, even with the admin token.
+func TestBridgeLocalOnly(t *testing.T) {
+	localOnly := func(service, method string) bool { return service == "Tests" && method == "Local" }
+	e := newEnv(t, envOptions{localOnly: localOnly})
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"Loopback", nil, 200},
+		{"XForwardedFor", map[string]string{"X-Forwarded-For": "127.0.0.1"}, 403},
+		{"Forwarded", map[string]string{"Forwarded": "for=127.0.0.1"}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.do(t, request{method: http.MethodPost, path: "/bridge/Tests.Local", body: `[]`, bearer: adminToken, header: tc.header})
+			if resp.status != tc.status {
+				t.Fatalf("got %d %s, want %d", resp.status, resp.body, tc.status)
+			}
+			if tc.status == 403 && resp.errorCode(t) != "local_only" {
+				t.Fatalf("code = %s", resp.errorCode(t))
+			}
+		})
+	}
+	t.Run("OtherMethodsFromProxy", func(t *testing.T) {
+		resp := e.do(t, request{method: http.MethodPost, path: "/bridge/Tests.Sum", body: `[1,1]`, bearer: adminToken, header: map[string]string{"X-Forwarded-For": "10.0.0.1"}})
+		if resp.status != http.StatusOK {
+			t.Fatalf("got %d %s", resp.status, resp.body)
+		}
+	})
+
+	h := newHandler(t, e.svc, envOptions{localOnly: localOnly})
+	for _, remote := range []string{"192.0.2.7:5555", "[2001:db8::1]:5555", "127.0.0.2:5555", "[::ffff:127.0.0.1]:5555", "garbage"} {
+		t.Run("Remote"+remote, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "http://localhost/bridge/Tests.Local", strings.NewReader(`[]`))
+			r.RemoteAddr = remote
+			r.Header.Set("Authorization", "Bearer "+adminToken)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			want := http.StatusForbidden
+			if remote == "[::ffff:127.0.0.1]:5555" {
+				want = http.StatusOK
+			}
+			if w.Code != want {
+				t.Fatalf("status = %d, want %d: %s", w.Code, want, w.Body)
+			}
+		})
+	}
+}

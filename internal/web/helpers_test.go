@@ -1,0 +1,349 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/web"
+)
+
+// adminToken is the admin token of every test relay.
+const adminToken = "test-admin-token-0123456789"
+
+// env is a real relay handler on a random loopback port, backed by a real
+// SQLite store in a temporary directory.
+type env struct {
+	srv *httptest.Server
+	db  *store.DB
+	// svc is what the handler was given (the store, or a wrapper of it).
+	svc relay.Service
+	// host is the Host header of srv ("127.0.0.1:port").
+	host string
+}
+
+// envOptions tweak newEnv.
+type envOptions struct {
+	// wrap replaces the service handed to the handler (the store stays the
+	// same underneath).
+	wrap func(relay.Service) relay.Service
+	// assets is the dashboard file system.
+	assets fs.FS
+	// localOnly marks bridge methods as local-only.
+	localOnly func(service, method string) bool
+	// maxBody overrides Config.MaxBodyBytes.
+	maxBody int64
+	// logs, when set, receives the handler's log lines.
+	logs *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the handler's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// openStore opens a real store in t.TempDir and closes it at the end.
+func openStore(tb testing.TB) *store.DB {
+	tb.Helper()
+	db, err := store.Open(filepath.Join(tb.TempDir(), "relay.db"), store.Options{})
+	if err != nil {
+		tb.Fatalf("store.Open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("store.Close: %v", err)
+		}
+	})
+	return db
+}
+
+// newHandler builds the handler under test with a test MCP handler and the
+// test bridge service.
+func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
+	tb.Helper()
+	var logger *slog.Logger
+	if o.logs != nil {
+		logger = slog.New(slog.NewTextHandler(o.logs, nil))
+	}
+	h, err := web.NewHandler(web.Config{
+		Logger:       logger,
+		Service:      svc,
+		AdminToken:   adminToken,
+		MCP:          echoPrincipal(),
+		Services:     map[string]any{"Tests": &testService{svc: svc}},
+		LocalOnly:    o.localOnly,
+		Assets:       o.assets,
+		Version:      "1.2.3-test",
+		MaxBodyBytes: o.maxBody,
+	})
+	if err != nil {
+		tb.Fatalf("NewHandler: %v", err)
+	}
+	return h
+}
+
+// newEnv starts the handler on httptest.NewServer.
+func newEnv(tb testing.TB, o envOptions) *env {
+	tb.Helper()
+	db := openStore(tb)
+	var svc relay.Service = db
+	if o.wrap != nil {
+		svc = o.wrap(db)
+	}
+	srv := httptest.NewServer(newHandler(tb, svc, o))
+	tb.Cleanup(srv.Close)
+	return &env{srv: srv, db: db, svc: svc, host: strings.TrimPrefix(srv.URL, "http://")}
+}
+
+// echoPrincipal is the stand-in for the MCP handler: it answers 200 with
+// the principal the guards put in the context.
+func echoPrincipal() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := relay.PrincipalFrom(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": ok, "principal": p})
+	})
+}
+
+// testService is the bound service of the bridge tests.
+type testService struct{ svc relay.Service }
+
+// Echo returns its arguments.
+func (s *testService) Echo(n int, text string) (string, error) {
+	return strings.Repeat(text, n%5), nil
+}
+
+// Sum adds two numbers and has no error result.
+func (s *testService) Sum(a, b int) int { return a + b }
+
+// Nothing has no results.
+func (s *testService) Nothing() {}
+
+// Check returns only an error: a domain error when fail is set.
+func (s *testService) Check(fail bool) error {
+	if fail {
+		return relay.Errorf(relay.EInvalidTaskState, "Not now.")
+	}
+	return nil
+}
+
+// Broken fails with an internal error whose text must not leak.
+func (s *testService) Broken() (string, error) {
+	return "", errors.New("disk on fire at /secret/path")
+}
+
+// Agent returns an agent through the store (unknown_agent → 404).
+func (s *testService) Agent(slug string) (relay.Agent, error) {
+	return s.svc.GetAgent(context.Background(), slug)
+}
+
+// Validate checks a struct argument without storing it.
+func (s *testService) Validate(in relay.CreateAgentInput) (relay.CreateAgentInput, error) {
+	return in.Validate()
+}
+
+// CreateAgent creates an agent through the store.
+func (s *testService) CreateAgent(in relay.CreateAgentInput) (relay.Agent, error) {
+	a, _, err := s.svc.CreateAgent(context.Background(), in)
+	return a, err
+}
+
+// Who returns the principal the bridge put in the context.
+func (s *testService) Who(ctx context.Context, label string) (string, error) {
+	p, ok := relay.PrincipalFrom(ctx)
+	if !ok {
+		return "", errors.New("no principal")
+	}
+	return label + ":" + string(p.Kind), nil
+}
+
+// Three has a result shape the bridge does not support.
+func (s *testService) Three() (int, int, error) { return 1, 2, nil }
+
+// Explode panics; the handler recovers.
+func (s *testService) Explode() string {
+	var m map[string]int
+	m["boom"]++
+	return "unreachable"
+}
+
+// Local is marked local-only in the tests.
+func (s *testService) Local() string { return "here" }
+
+// response is a finished HTTP exchange.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body into a generic map.
+func (r response) json(tb testing.TB) map[string]any {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		tb.Fatalf("body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// errorCode returns the "error" field of a JSON error body.
+func (r response) errorCode(tb testing.TB) string {
+	tb.Helper()
+	code, _ := r.json(tb)["error"].(string)
+	return code
+}
+
+// request describes one test request.
+type request struct {
+	method string
+	path   string
+	body   string
+	header map[string]string
+	// bearer sets Authorization: Bearer <bearer>.
+	bearer string
+	// cookies are added as they are.
+	cookies []*http.Cookie
+}
+
+// do sends req to the env's server and reads the whole answer.
+func (e *env) do(tb testing.TB, req request) response {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var body io.Reader
+	if req.body != "" {
+		body = strings.NewReader(req.body)
+	}
+	method := req.method
+	if method == "" {
+		method = http.MethodGet
+	}
+	r, err := http.NewRequestWithContext(ctx, method, e.srv.URL+req.path, body)
+	if err != nil {
+		tb.Fatalf("new request: %v", err)
+	}
+	if req.body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range req.header {
+		if strings.EqualFold(k, "Host") {
+			r.Host = v
+			continue
+		}
+		r.Header.Set(k, v)
+	}
+	if req.bearer != "" {
+		r.Header.Set("Authorization", "Bearer "+req.bearer)
+	}
+	for _, c := range req.cookies {
+		r.AddCookie(c)
+	}
+	resp, err := e.srv.Client().Do(r)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, req.path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("read body: %v", err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// call posts args to a bridge method with the admin bearer token.
+func (e *env) call(tb testing.TB, target string, args ...any) response {
+	tb.Helper()
+	b, err := json.Marshal(args)
+	if err != nil {
+		tb.Fatalf("marshal args: %v", err)
+	}
+	if args == nil {
+		b = []byte("[]")
+	}
+	return e.do(tb, request{method: http.MethodPost, path: "/bridge/" + target, body: string(b), bearer: adminToken})
+}
+
+// signIn signs in with the admin token and returns the session cookie.
+func (e *env) signIn(tb testing.TB) *http.Cookie {
+	tb.Helper()
+	resp := e.do(tb, request{method: http.MethodPost, path: "/bridge/session", body: `{"token":"` + adminToken + `"}`})
+	if resp.status != http.StatusOK {
+		tb.Fatalf("sign in: status %d: %s", resp.status, resp.body)
+	}
+	for _, c := range (&http.Response{Header: resp.header}).Cookies() {
+		if c.Name == "crosschat_session" {
+			return &http.Cookie{Name: c.Name, Value: c.Value}
+		}
+	}
+	tb.Fatalf("sign in: no session cookie in %v", resp.header)
+	return nil
+}
+
+// createAgent creates an agent through the store and returns its token.
+func createAgent(tb testing.TB, svc relay.Service, slug string) string {
+	tb.Helper()
+	_, tok, err := svc.CreateAgent(context.Background(), relay.CreateAgentInput{
+		Slug: slug, DisplayName: "Agent " + slug, ModelSlug: "test-model", Capabilities: []string{"text-input"},
+	})
+	if err != nil {
+		tb.Fatalf("CreateAgent %s: %v", slug, err)
+	}
+	return tok
+}
+
+// createInvite creates an invite through the store and returns it with its code.
+func createInvite(tb testing.TB, svc relay.Service, in relay.InviteInput) (relay.Invite, string) {
+	tb.Helper()
+	inv, code, err := svc.CreateInvite(context.Background(), in)
+	if err != nil {
+		tb.Fatalf("CreateInvite: %v", err)
+	}
+	return inv, code
+}
+
+// enrollBody is a valid enrollment body for code and slug.
+func enrollBody(code, slug string) string {
+	b, _ := json.Marshal(map[string]any{
+		"invite": code, "slug": slug, "displayName": "Enrolled " + slug,
+		"modelSlug": "test-model", "capabilities": []string{"text-input", "code-execution"},
+	})
+	return string(b)
+}
+
+// mustJSON encodes v or fails.
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		tb.Fatalf("encode: %v", err)
+	}
+	return buf.String()
+}
