@@ -14,7 +14,8 @@ import (
 // TestBridgeAuth ensures the bridge wants the admin (cookie or bearer),
 // refuses agent tokens, and wants the CSRF header on cookie-only writes.
 func TestBridgeAuth(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	clock := newClock()
+	e := newEnv(t, envOptions{clock: clock})
 	agentTok := createAgent(t, e.svc, "some-agent")
 
 	t.Run("SessionStateSignedOut", func(t *testing.T) {
@@ -133,6 +134,20 @@ func TestBridgeAuth(t *testing.T) {
 				t.Errorf("got %s", resp.body)
 			}
 		}
+	})
+
+	t.Run("CookieExpires", func(t *testing.T) {
+		fresh := e.signIn(t)
+		clock.Advance(7*24*time.Hour + time.Second)
+		resp := e.do(t, request{method: http.MethodPost, path: "/bridge/Tests.Sum", body: `[1,1]`,
+			cookies: []*http.Cookie{fresh}, header: map[string]string{"X-Crosschat-Request": "1"}})
+		if resp.status != http.StatusUnauthorized {
+			t.Fatalf("expired cookie: %d %s", resp.status, resp.body)
+		}
+		if resp := e.do(t, request{path: "/bridge/session", cookies: []*http.Cookie{fresh}}); resp.json(t)["authenticated"] != false {
+			t.Fatalf("expired cookie counts as signed in: %s", resp.body)
+		}
+		cookie = e.signIn(t)
 	})
 
 	t.Run("SignOut", func(t *testing.T) {

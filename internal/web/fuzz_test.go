@@ -17,7 +17,7 @@ const inviteMarker = "$INVITE"
 // FuzzEnroll ensures no enrollment body makes the handler panic or answer
 // anything but 201 or a JSON error with a code.
 func FuzzEnroll(f *testing.F) {
-	db := openStore(f)
+	db := openStore(f, nil)
 	h := newHandler(f, db, envOptions{maxBody: 8 << 10})
 	_, code := createInvite(f, db, relay.InviteInput{ExpiresInHours: 24})
 	for _, seed := range []string{
@@ -55,7 +55,7 @@ func FuzzEnroll(f *testing.F) {
 // FuzzBridgeArgs ensures no argument array makes a bridge call panic or
 // answer anything but 200 or a 4xx JSON error.
 func FuzzBridgeArgs(f *testing.F) {
-	db := openStore(f)
+	db := openStore(f, nil)
 	h := newHandler(f, db, envOptions{maxBody: 8 << 10})
 	methods := []string{"Echo", "Sum", "Nothing", "Check", "Validate", "Agent", "Who"}
 	for _, seed := range []struct {

@@ -185,7 +185,7 @@ func TestLoopbackHelpers(t *testing.T) {
 
 // TestNewHandlerConfig ensures NewHandler refuses incomplete configurations.
 func TestNewHandlerConfig(t *testing.T) {
-	db := openStore(t)
+	db := openStore(t, nil)
 	ok := web.Config{Service: db, AdminToken: adminToken, MCP: echoPrincipal()}
 	if _, err := web.NewHandler(ok); err != nil {
 		t.Fatalf("minimal config: %v", err)

@@ -48,6 +48,31 @@ type envOptions struct {
 	maxBody int64
 	// logs, when set, receives the handler's log lines.
 	logs *syncBuffer
+	// clock, when set, is the store's and the handler's clock.
+	clock *testClock
+}
+
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// newClock returns a clock standing at the current time.
+func newClock() *testClock { return &testClock{t: time.Now()} }
+
+// Now returns the clock's time.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // syncBuffer is a bytes.Buffer safe for the handler's goroutines.
@@ -69,10 +94,15 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// openStore opens a real store in t.TempDir and closes it at the end.
-func openStore(tb testing.TB) *store.DB {
+// openStore opens a real store in t.TempDir and closes it at the end. A
+// nil clock means the wall clock.
+func openStore(tb testing.TB, clock *testClock) *store.DB {
 	tb.Helper()
-	db, err := store.Open(filepath.Join(tb.TempDir(), "relay.db"), store.Options{})
+	var opts store.Options
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	db, err := store.Open(filepath.Join(tb.TempDir(), "relay.db"), opts)
 	if err != nil {
 		tb.Fatalf("store.Open: %v", err)
 	}
@@ -92,8 +122,13 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 	if o.logs != nil {
 		logger = slog.New(slog.NewTextHandler(o.logs, nil))
 	}
+	var now func() time.Time
+	if o.clock != nil {
+		now = o.clock.Now
+	}
 	h, err := web.NewHandler(web.Config{
 		Logger:       logger,
+		Now:          now,
 		Service:      svc,
 		AdminToken:   adminToken,
 		MCP:          echoPrincipal(),
@@ -112,7 +147,7 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 // newEnv starts the handler on httptest.NewServer.
 func newEnv(tb testing.TB, o envOptions) *env {
 	tb.Helper()
-	db := openStore(tb)
+	db := openStore(tb, o.clock)
 	var svc relay.Service = db
 	if o.wrap != nil {
 		svc = o.wrap(db)
