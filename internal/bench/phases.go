@@ -57,7 +57,7 @@ func (r *runner) lifecycle(ctx context.Context) (LifecycleResult, error) {
 	for i := range done {
 		done[i] = make(chan string, share(r.o.Tasks, n, i)+1)
 	}
-	var completed, eventsRead, idle atomic.Int64
+	var completed, eventsRead, idle, afterWait atomic.Int64
 	r.pr.linef("bench: lifecycle: %d agents, %d tasks, %d open per sender", n, r.o.Tasks, r.o.Window)
 	stop := r.pr.every(2*time.Second, func() string {
 		return fmt.Sprintf("bench: lifecycle: %d/%d completed", completed.Load(), r.o.Tasks)
@@ -74,8 +74,9 @@ func (r *runner) lifecycle(ctx context.Context) (LifecycleResult, error) {
 		})
 		worker, from := peer, i
 		g.Go(func() error {
-			idles, err := r.work(gctx, rec, worker, sender.slug, total, done[from])
-			idle.Add(int64(idles))
+			st, err := r.work(gctx, rec, worker, sender.slug, total, done[from])
+			idle.Add(int64(st.idle))
+			afterWait.Add(int64(st.afterWait))
 			return err
 		})
 	}
@@ -93,6 +94,7 @@ func (r *runner) lifecycle(ctx context.Context) (LifecycleResult, error) {
 		LifecyclesPerSec: float64(completed.Load()) / elapsed.Seconds(),
 		OpsPerSec:        float64(ok) / elapsed.Seconds(),
 		IdleClaims:       int(idle.Load()),
+		ClaimedAfterWait: int(afterWait.Load()),
 		Tools:            rec.Stats(OpPost, OpClaim, OpClaimWait, OpReportProgress, OpReportComplete, OpReadUpdates),
 	}
 	if res.Completed != res.Tasks || res.EventsRead != 3*res.Tasks {
@@ -180,44 +182,47 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 	return out, nil
 }
 
+type worked struct{ idle, afterWait int }
+
 // work is a worker's loop: claim at once, or wait when the queue is empty;
 // report progress, complete, and tell the sender.
-func (r *runner) work(ctx context.Context, rec *Recorder, w agent, from string, total int, done chan<- string) (int, error) {
-	idles := 0
+func (r *runner) work(ctx context.Context, rec *Recorder, w agent, from string, total int, done chan<- string) (worked, error) {
+	var st worked
 	for finished := 0; finished < total; {
 		var c claimResult
 		if err := r.timed(ctx, rec, OpClaim, w.token, "claim_next_task", map[string]any{"waitMs": 0}, &c); err != nil {
-			return idles, err
+			return st, err
 		}
 		if c.Status != "task" {
-			idles++
+			st.idle++
 			if err := r.timed(ctx, rec, OpClaimWait, w.token, "claim_next_task", map[string]any{"waitMs": longPollMs}, &c); err != nil {
-				return idles, err
+				return st, err
 			}
 			if c.Status != "task" {
 				continue
 			}
+			st.afterWait++
 		}
 		t := c.Task
 		if t == nil || t.Status != relay.StatusClaimed || t.RecipientSlug != w.slug || t.SenderSlug != from {
-			return idles, fmt.Errorf("bench: %s claimed an unexpected task: %+v", w.slug, t)
+			return st, fmt.Errorf("bench: %s claimed an unexpected task: %+v", w.slug, t)
 		}
 		prog := map[string]any{"taskId": t.ID, "kind": relay.ReportProgress, "message": "Halfway there."}
 		if err := r.timed(ctx, rec, OpReportProgress, w.token, "report_task", prog, nil); err != nil {
-			return idles, err
+			return st, err
 		}
 		var fin relay.Task
 		comp := map[string]any{"taskId": t.ID, "kind": relay.ReportCompleted, "message": "Done.", "result": "ok"}
 		if err := r.timed(ctx, rec, OpReportComplete, w.token, "report_task", comp, &fin); err != nil {
-			return idles, err
+			return st, err
 		}
 		if fin.Status != relay.StatusCompleted || len(fin.Reports) != 2 {
-			return idles, fmt.Errorf("bench: task %s after completing: status %q with %d reports", t.ID, fin.Status, len(fin.Reports))
+			return st, fmt.Errorf("bench: task %s after completing: status %q with %d reports", t.ID, fin.Status, len(fin.Reports))
 		}
 		finished++
 		done <- t.ID
 	}
-	return idles, nil
+	return st, nil
 }
 
 // wake times post_task → a waiting claim_next_task's answer.
@@ -401,11 +406,8 @@ func (r *runner) seed(ctx context.Context, q agent, size int, post func(context.
 	return g.Wait()
 }
 
-// commitWindow bounds each half of the commit-rate phase.
-const (
-	commitWindow = 2 * time.Second
-	commitMax    = 20000
-)
+// commitMax bounds each half of the commit-rate phase.
+const commitMax = 20000
 
 // commits measures single-row write transactions back to back: heartbeat
 // through the in-process relay.Service (when there is one) and the
@@ -413,12 +415,12 @@ const (
 // IMMEDIATE transaction, so the first is the store's commit rate on this
 // disk and the difference is the cost of HTTP and MCP.
 func (r *runner) commits(ctx context.Context) (CommitResult, error) {
-	var res CommitResult
-	r.pr.linef("bench: commit rate: heartbeats back to back for %s each", commitWindow)
+	res := CommitResult{WindowMs: Ms(r.o.CommitWindow)}
+	r.pr.linef("bench: commit rate: heartbeats back to back for %s each", r.o.CommitWindow)
 	loop := func(f func() error) (float64, Summary, error) {
 		var lat []time.Duration
 		start := time.Now()
-		for time.Since(start) < commitWindow && len(lat) < commitMax {
+		for time.Since(start) < r.o.CommitWindow && len(lat) < commitMax {
 			t0 := time.Now()
 			if err := f(); err != nil {
 				return 0, Summary{}, err
