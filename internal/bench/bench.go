@@ -31,7 +31,7 @@ const (
 	DefaultWakeSamples  = 200
 	DefaultClaimSamples = 200
 	DefaultWindow       = 4
-	DefaultTimeout      = 20 * time.Minute
+	DefaultTimeout      = 45 * time.Minute
 	DefaultWakeSettle   = 25 * time.Millisecond
 	DefaultCommitWindow = 2 * time.Second
 

@@ -269,6 +269,9 @@ func (c *Client) WaitHealthy(ctx context.Context) (time.Duration, error) {
 
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty body)"
+	}
 	if len(s) > 300 {
 		s = s[:300] + "…"
 	}

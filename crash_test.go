@@ -1,0 +1,643 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// These tests run the real binary as a child process: they build it once,
+// start `serve` on a free loopback port with a temp data dir, and talk to
+// it over HTTP (MCP with per-agent tokens, the bridge with the admin token).
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// relayBinary builds the relay once per test run (no build tags: no window
+// libraries; frontend/dist is embedded as it is).
+func relayBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "crosschat-crash-")
+		if buildErr != nil {
+			return
+		}
+		goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		if _, err := os.Stat(goTool); os.Getenv("GOROOT") == "" || err != nil {
+			goTool = "go"
+		}
+		buildBin = filepath.Join(buildDir, "crosschat-relay")
+		out, err := exec.Command(goTool, "build", "-o", buildBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// childEnv is the environment without CROSSCHAT_* settings, so the tests
+// never pick up a developer's relay configuration.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CROSSCHAT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// lockedBuffer collects a child's output from its copying goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// relayProc is one `serve` child process.
+type relayProc struct {
+	cmd     *exec.Cmd
+	url     string
+	port    int
+	out     *lockedBuffer
+	done    chan struct{}
+	waitErr error
+}
+
+// exited reports whether the process has ended.
+func (p *relayProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits up to d for the process to end and returns its exit error.
+func (p *relayProc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.waitErr
+	case <-time.After(d):
+		t.Fatalf("relay (pid %d) still running after %s\n%s", p.cmd.Process.Pid, d, p.out.String())
+		return nil
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startRelay starts `serve` on dataDir and waits for /health 200. It
+// retries on another port if the chosen one was taken in between.
+func startRelay(t *testing.T, dataDir string) *relayProc {
+	t.Helper()
+	bin := relayBinary(t)
+	var last string
+	for attempt := 0; attempt < 3; attempt++ {
+		port := freePort(t)
+		p := &relayProc{port: port, url: "http://127.0.0.1:" + strconv.Itoa(port), out: &lockedBuffer{}, done: make(chan struct{})}
+		p.cmd = exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", dataDir)
+		p.cmd.Env = childEnv()
+		p.cmd.Dir = dataDir
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("start relay: %v", err)
+		}
+		go func() { p.waitErr = p.cmd.Wait(); close(p.done) }()
+		t.Cleanup(func() {
+			if !p.exited() {
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		})
+		c := bench.NewClient(p.url, 2)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := c.Health(context.Background())
+			if err == nil {
+				c.Close()
+				return p
+			}
+			if p.exited() || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-p.done:
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		c.Close()
+		if !p.exited() {
+			t.Fatalf("relay did not answer /health 200 within 30 s\n%s", p.out.String())
+		}
+		last = p.out.String()
+		if !strings.Contains(last, "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("relay exited during start-up\n%s", last)
+	return nil
+}
+
+// cli runs a CLI verb of the binary and returns its standard output.
+func cli(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(relayBinary(t), args...)
+	cmd.Env = childEnv()
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crosschat-relay %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+type testAgent struct{ slug, token string }
+
+// addAgent creates an agent with the CLI verb and returns its token.
+func addAgent(t *testing.T, p *relayProc, dataDir, slug string) testAgent {
+	t.Helper()
+	out := cli(t, "agents", "add", slug, "--name", strings.ToUpper(slug[:1])+slug[1:], "--model", "test-model",
+		"--capability", "text-input", "--capability", "text-output", "--json",
+		"--port", strconv.Itoa(p.port), "--data-dir", dataDir)
+	var reveal struct {
+		Agent relay.Agent `json:"agent"`
+		Token string      `json:"token"`
+	}
+	if err := json.Unmarshal(out, &reveal); err != nil {
+		t.Fatalf("agents add %s: %v\n%s", slug, err, out)
+	}
+	if reveal.Agent.Slug != slug || !strings.HasPrefix(reveal.Token, relay.AgentTokenPrefix) {
+		t.Fatalf("agents add %s answered %s", slug, out)
+	}
+	return testAgent{slug: slug, token: reveal.Token}
+}
+
+func adminToken(t *testing.T, dataDir string) string {
+	t.Helper()
+	tok := strings.TrimSpace(string(cli(t, "token", "--data-dir", dataDir)))
+	if tok == "" {
+		t.Fatal("token printed nothing")
+	}
+	return tok
+}
+
+type claimAnswer struct {
+	Status string      `json:"status"`
+	Task   *relay.Task `json:"task"`
+}
+
+// ackReport is a report the relay acknowledged.
+type ackReport struct {
+	id, kind string
+}
+
+// acks is everything the relay acknowledged before the crash.
+type acks struct {
+	mu      sync.Mutex
+	posted  map[string]relay.Task // task id → the task as posted
+	claimed map[string]bool
+	reports map[string][]ackReport // task id → reports
+	ops     atomic.Int64
+}
+
+// TestCrashSafety drives MCP load at a real relay process, kills it with
+// SIGKILL mid-flight, restarts it on the same data directory and checks
+// that everything it acknowledged survived, that no task is in an
+// impossible state, and that SQLite's integrity check passes.
+func TestCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the relay binary")
+	}
+	dataDir := t.TempDir()
+	p := startRelay(t, dataDir)
+	admin := adminToken(t, dataDir)
+	alice := addAgent(t, p, dataDir, "alice")
+	bob := addAgent(t, p, dataDir, "bob")
+	c := bench.NewClient(p.url, 16)
+	defer c.Close()
+
+	const (
+		killAfter = 400 // acknowledged operations before the kill
+		maxPosts  = 450 // keeps every task listable in one page
+	)
+	a := &acks{posted: map[string]relay.Task{}, claimed: map[string]bool{}, reports: map[string][]ackReport{}}
+	var (
+		killed  atomic.Bool
+		posts   atomic.Int64
+		errMu   sync.Mutex
+		loadErr []error
+		wg      sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// fail records an error that happened before the kill: a real failure.
+	fail := func(err error) bool {
+		if killed.Load() || ctx.Err() != nil {
+			return true
+		}
+		errMu.Lock()
+		loadErr = append(loadErr, err)
+		errMu.Unlock()
+		cancel()
+		return true
+	}
+	poster := func(from, to testAgent) {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			n := posts.Add(1)
+			if n > maxPosts {
+				return
+			}
+			var task relay.Task
+			args := map[string]any{"recipientSlug": to.slug, "title": fmt.Sprintf("crash %s→%s %d", from.slug, to.slug, n), "instructions": "Survive a crash."}
+			if err := c.Tool(ctx, from.token, "post_task", args, &task); err != nil {
+				if fail(fmt.Errorf("post_task: %w", err)) {
+					return
+				}
+			}
+			a.mu.Lock()
+			a.posted[task.ID] = task
+			a.mu.Unlock()
+			a.ops.Add(1)
+		}
+	}
+	worker := func(w testAgent) {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			var ans claimAnswer
+			if err := c.Tool(ctx, w.token, "claim_next_task", map[string]any{"waitMs": 1000}, &ans); err != nil {
+				fail(fmt.Errorf("claim_next_task: %w", err))
+				return
+			}
+			if ans.Status != "task" {
+				continue
+			}
+			id := ans.Task.ID
+			a.mu.Lock()
+			a.claimed[id] = true
+			a.mu.Unlock()
+			a.ops.Add(1)
+			final := relay.ReportCompleted
+			if i%5 == 4 {
+				final = relay.ReportBlocked
+			}
+			for _, kind := range []string{relay.ReportProgress, final} {
+				var task relay.Task
+				args := map[string]any{"taskId": id, "kind": kind, "message": "Step " + kind + "."}
+				if err := c.Tool(ctx, w.token, "report_task", args, &task); err != nil {
+					fail(fmt.Errorf("report_task %s: %w", kind, err))
+					return
+				}
+				last := task.Reports[len(task.Reports)-1]
+				if last.Kind != kind {
+					fail(fmt.Errorf("report_task %s answered a task whose last report is %s", kind, last.Kind))
+					return
+				}
+				a.mu.Lock()
+				a.reports[id] = append(a.reports[id], ackReport{id: last.ID, kind: kind})
+				a.mu.Unlock()
+				a.ops.Add(1)
+			}
+		}
+	}
+	for _, pair := range [][2]testAgent{{alice, bob}, {bob, alice}} {
+		wg.Add(2)
+		go poster(pair[0], pair[1])
+		go poster(pair[0], pair[1])
+	}
+	for _, w := range []testAgent{alice, bob, alice, bob} {
+		wg.Add(1)
+		go worker(w)
+	}
+
+	// Kill once enough was acknowledged, while requests are in flight.
+	deadline := time.Now().Add(2 * time.Minute)
+	for a.ops.Load() < killAfter && ctx.Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d operations acknowledged in 2 minutes\n%s", a.ops.Load(), p.out.String())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	killed.Store(true)
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	killErr := p.wait(t, 10*time.Second)
+	cancel()
+	wg.Wait()
+	errMu.Lock()
+	for _, err := range loadErr {
+		t.Errorf("before the kill: %v", err)
+	}
+	errMu.Unlock()
+	if t.Failed() {
+		t.FailNow()
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(killErr, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("relay did not die of SIGKILL: %v", killErr)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	nReports := 0
+	for _, r := range a.reports {
+		nReports += len(r)
+	}
+	t.Logf("killed after %d acknowledged operations: %d tasks posted, %d claimed, %d reports", a.ops.Load(), len(a.posted), len(a.claimed), nReports)
+	dbPath := filepath.Join(dataDir, "relay.db")
+	if err := store.IntegrityCheck(dbPath); err != nil {
+		t.Errorf("right after the crash: %v", err)
+	}
+
+	// Restart on the same data directory and check what survived.
+	p2 := startRelay(t, dataDir)
+	c2 := bench.NewClient(p2.url, 4)
+	defer c2.Close()
+	bctx, bcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer bcancel()
+
+	var list []relay.TaskSummary
+	filter := relay.TaskFilter{Agent: "alice", Limit: relay.MaxListLimit}
+	if err := c2.Bridge(bctx, admin, "Tasks", "List", &list, filter); err != nil {
+		t.Fatalf("Tasks.List after restart: %v", err)
+	}
+	if len(list) >= relay.MaxListLimit {
+		t.Fatalf("%d tasks: more than one page; lower maxPosts", len(list))
+	}
+	if len(list) < len(a.posted) {
+		t.Errorf("after restart %d tasks exist, but %d posts were acknowledged", len(list), len(a.posted))
+	}
+	type detail struct {
+		Task relay.Task `json:"task"`
+	}
+	for _, s := range list {
+		var d detail
+		if err := c2.Bridge(bctx, admin, "Tasks", "Get", &d, s.ID); err != nil {
+			t.Errorf("Tasks.Get %s: %v", s.ID, err)
+			continue
+		}
+		task := d.Task
+		if msg := impossible(task); msg != "" {
+			t.Errorf("task %s (%s) is in an impossible state: %s; %+v", task.ID, task.Status, msg, task)
+		}
+		posted, wasAcked := a.posted[task.ID]
+		if !wasAcked {
+			continue // committed, but the answer was lost in the crash: fine
+		}
+		delete(a.posted, task.ID)
+		if task.SenderSlug != posted.SenderSlug || task.RecipientSlug != posted.RecipientSlug || task.Title != posted.Title || task.Instructions != posted.Instructions {
+			t.Errorf("task %s changed: posted %+v, found %+v", task.ID, posted, task)
+		}
+		if a.claimed[task.ID] && task.Status == relay.StatusQueued {
+			t.Errorf("task %s: its claim was acknowledged but it is queued again", task.ID)
+		}
+		found := map[string]string{}
+		for _, r := range task.Reports {
+			found[r.ID] = r.Kind
+		}
+		for _, r := range a.reports[task.ID] {
+			kind, ok := found[r.id]
+			switch {
+			case !ok:
+				t.Errorf("task %s: acknowledged %s report %s is missing", task.ID, r.kind, r.id)
+			case kind != r.kind:
+				t.Errorf("task %s: report %s is %s, acknowledged as %s", task.ID, r.id, kind, r.kind)
+			}
+			if (r.kind == relay.ReportCompleted && task.Status != relay.StatusCompleted) || (r.kind == relay.ReportBlocked && task.Status != relay.StatusBlocked) {
+				t.Errorf("task %s: acknowledged %s report but status is %s", task.ID, r.kind, task.Status)
+			}
+		}
+	}
+	for id := range a.posted {
+		t.Errorf("acknowledged task %s is missing after restart", id)
+	}
+
+	// The restarted relay works: post, claim, complete.
+	var fresh relay.Task
+	if err := c2.Tool(bctx, alice.token, "post_task", map[string]any{"recipientSlug": "bob", "title": "after the crash", "instructions": "Still here?"}, &fresh); err != nil {
+		t.Fatalf("post after restart: %v", err)
+	}
+	for {
+		var ans claimAnswer
+		if err := c2.Tool(bctx, bob.token, "claim_next_task", nil, &ans); err != nil {
+			t.Fatalf("claim after restart: %v", err)
+		}
+		if ans.Status != "task" {
+			t.Fatalf("claim after restart found nothing; %s was posted", fresh.ID)
+		}
+		if ans.Task.ID == fresh.ID {
+			break
+		}
+	}
+
+	// A clean stop, then the file passes SQLite's integrity check.
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.wait(t, 20*time.Second); err != nil {
+		t.Errorf("relay exited with %v after SIGTERM\n%s", err, p2.out.String())
+	}
+	if err := store.IntegrityCheck(dbPath); err != nil {
+		t.Error(err)
+	}
+}
+
+// impossible returns what is wrong with a task's state, or "". In this
+// test tasks are only posted, claimed over MCP, reported on and completed
+// or blocked; nothing is released, requeued or cancelled.
+func impossible(t relay.Task) string {
+	count := map[string]int{}
+	for _, r := range t.Reports {
+		switch r.Kind {
+		case relay.ReportProgress, relay.ReportCompleted, relay.ReportBlocked:
+			count[r.Kind]++
+		default:
+			return "unexpected report kind " + r.Kind
+		}
+	}
+	last := ""
+	if n := len(t.Reports); n > 0 {
+		last = t.Reports[n-1].Kind
+	}
+	switch t.Status {
+	case relay.StatusQueued:
+		if t.ClaimedAt != "" || t.LeaseExpiresAt != "" || t.ClaimedVia != "" || len(t.Reports) > 0 {
+			return "queued but claimed, leased or reported on"
+		}
+	case relay.StatusClaimed:
+		if t.ClaimedAt == "" || t.LeaseExpiresAt == "" || t.ClaimedVia != relay.ViaChat {
+			return "claimed without a claim time, lease or channel"
+		}
+		if count[relay.ReportCompleted]+count[relay.ReportBlocked] > 0 {
+			return "claimed but already finished"
+		}
+	case relay.StatusCompleted, relay.StatusBlocked:
+		final := string(t.Status)
+		other := relay.ReportBlocked
+		if t.Status == relay.StatusBlocked {
+			other = relay.ReportCompleted
+		}
+		if t.ClaimedAt == "" || t.LeaseExpiresAt != "" {
+			return final + " but never claimed, or still leased"
+		}
+		if count[final] != 1 || count[other] != 0 || last != final {
+			return fmt.Sprintf("%s with reports %v", final, count)
+		}
+	default:
+		return "unknown status"
+	}
+	if t.Status != relay.StatusQueued && t.ClaimedAt < t.CreatedAt {
+		return "claimed before it was created"
+	}
+	return ""
+}
+
+// TestGracefulShutdown checks that SIGTERM answers a waiting claim at once,
+// exits 0 and leaves a sound database.
+func TestGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the relay binary")
+	}
+	dataDir := t.TempDir()
+	p := startRelay(t, dataDir)
+	admin := adminToken(t, dataDir)
+	carol := addAgent(t, p, dataDir, "carol")
+	c := bench.NewClient(p.url, 4)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	agentState := func() relay.Agent {
+		var agents []relay.Agent
+		if err := c.Bridge(ctx, admin, "Agents", "List", &agents); err != nil {
+			t.Fatalf("Agents.List: %v", err)
+		}
+		for _, ag := range agents {
+			if ag.Slug == carol.slug {
+				return ag
+			}
+		}
+		t.Fatalf("carol is not listed")
+		return relay.Agent{}
+	}
+	before := agentState()
+
+	type answer struct {
+		res claimAnswer
+		err error
+		at  time.Time
+	}
+	answered := make(chan answer, 1)
+	wrote := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) }}
+	go func() {
+		var a answer
+		a.err = c.Tool(httptrace.WithClientTrace(ctx, trace), carol.token, "claim_next_task", map[string]any{"waitMs": 20000}, &a.res)
+		a.at = time.Now()
+		answered <- a
+	}()
+	select {
+	case <-wrote:
+	case a := <-answered:
+		t.Fatalf("claim answered before SIGTERM: %+v, %v", a.res, a.err)
+	case <-ctx.Done():
+		t.Fatal("claim request was never sent")
+	}
+	// The claim's first attempt refreshes carol's presence in its own
+	// commit; once that is visible the request is waiting on the relay.
+	deadline := time.Now().Add(10 * time.Second)
+	for agentState().LastSeenAt == before.LastSeenAt {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting claim never reached the relay")
+		}
+		select {
+		case a := <-answered:
+			t.Fatalf("claim answered before SIGTERM: %+v, %v", a.res, a.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting claim was not answered within 5 s of SIGTERM")
+	}
+	if a.err != nil {
+		t.Fatalf("waiting claim failed at shutdown: %v", a.err)
+	}
+	if a.res.Status != "idle" {
+		t.Errorf("waiting claim answered %+v at shutdown, want idle", a.res)
+	}
+	t.Logf("waiting claim answered %s after SIGTERM", a.at.Sub(sent))
+	if err := p.wait(t, 15*time.Second); err != nil {
+		t.Errorf("relay exited with %v after SIGTERM, want 0\n%s", err, p.out.String())
+	}
+	if err := store.IntegrityCheck(filepath.Join(dataDir, "relay.db")); err != nil {
+		t.Error(err)
+	}
+}
