@@ -1,0 +1,125 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// A claim waiting for work is woken in-process by a post from another
+// client and returns the task at once, long before its waitMs.
+func TestClaimWaitWokenByPost(t *testing.T) {
+	e := newEnv(t)
+	alice := e.client(e.agent("alice"))
+	bob := e.client(e.agent("bob"))
+
+	done := callAsync(bob, "claim_next_task", map[string]any{"waitMs": 20000})
+	eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
+
+	var task relay.Task
+	posted := time.Now()
+	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "Wake up", "instructions": "Now."}), &task)
+
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("claim: %v", o.err)
+		}
+		var claim claimOut
+		ok(t, o.res, &claim)
+		if claim.Status != "task" || claim.Task == nil || claim.Task.ID != task.ID || claim.Task.Status != relay.StatusClaimed {
+			t.Fatalf("claim = %+v, want task %s", claim, task.ID)
+		}
+		t.Logf("wake-up latency from post_task call to claim result: %v", o.at.Sub(posted))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting claim was not woken by post_task")
+	}
+}
+
+// When the client gives up (its context ends, closing the connection), the
+// server-side wait ends promptly instead of running out its 20 s.
+func TestClaimWaitEndsWhenClientCancels(t *testing.T) {
+	e := newEnv(t)
+	tok := e.agent("bob")
+	for _, version := range eras {
+		t.Run(eraName(version), func(t *testing.T) {
+			bob := e.clientAt(tok, version)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "claim_next_task"
+				req.Params.Arguments = map[string]any{"waitMs": 20000}
+				_, err := bob.CallTool(ctx, req)
+				errc <- err
+			}()
+			eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
+
+			cancelled := time.Now()
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Logf("client error after cancel: %v", err)
+			}
+			eventually(t, 3*time.Second, "the server-side wait to end", func() bool { return e.svc.claims.Load() == 0 })
+			t.Logf("server wait ended %v after the client cancelled", time.Since(cancelled))
+		})
+	}
+}
+
+// Closing the service (shutdown) ends a waiting claim promptly, with idle.
+func TestClaimWaitEndsOnClose(t *testing.T) {
+	e := newEnv(t)
+	bob := e.client(e.agent("bob"))
+
+	done := callAsync(bob, "claim_next_task", map[string]any{"waitMs": 20000})
+	eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
+
+	closed := time.Now()
+	if err := e.db.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("claim: %v", o.err)
+		}
+		if res := o.res; !res.IsError {
+			var claim claimOut
+			ok(t, res, &claim)
+			if claim.Status != "idle" {
+				t.Fatalf("claim after close = %+v, want idle", claim)
+			}
+		}
+		t.Logf("claim returned %v after close", time.Since(closed))
+	case <-time.After(3 * time.Second):
+		t.Fatal("closing the service did not end the waiting claim")
+	}
+}
+
+// outcome is the end of a tool call made in the background.
+type outcome struct {
+	res *mcp.CallToolResult
+	err error
+	at  time.Time
+}
+
+// callAsync calls a tool on another goroutine (which must not fail the test
+// itself) and delivers the outcome.
+func callAsync(c *client.Client, name string, args any) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		res, err := c.CallTool(context.Background(), req)
+		done <- outcome{res, err, time.Now()}
+	}()
+	return done
+}
