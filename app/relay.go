@@ -62,12 +62,20 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+	}
+	if cfg.Port == 0 { // tests and bench ask for any free port
+		cfg.Port = ln.Addr().(*net.TCPAddr).Port
+	}
 	db, err := store.Open(cfg.DatabasePath(), store.Options{
 		OperatorSlug:  cfg.OperatorSlug,
 		RetentionDays: cfg.TaskRetentionDays,
 		Logger:        log,
 	})
 	if err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	services := opts.Services
@@ -89,14 +97,9 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	})
 	if err != nil {
 		cancelBg()
+		ln.Close()
 		db.Close()
 		return nil, fmt.Errorf("build http handler: %w", err)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr())
-	if err != nil {
-		cancelBg()
-		db.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
 	}
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	r := &Relay{
@@ -171,3 +174,6 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	errDB := r.db.Close()
 	return errors.Join(errHTTP, errDB)
 }
+
+// Config is the configuration the relay runs with (the actual port when 0 was asked).
+func (r *Relay) Config() config.Config { return r.cfg }
