@@ -91,8 +91,8 @@ func TestToolsHappyPath(t *testing.T) {
 
 	var renewed relay.Task
 	ok(t, call(t, bob, "renew_task_lease", map[string]any{"taskId": task.ID, "leaseSeconds": 600}), &renewed)
-	if renewed.LeaseExpiresAt == "" || renewed.LeaseExpiresAt <= claim.Task.LeaseExpiresAt && claim.Task.LeaseExpiresAt != "" {
-		t.Logf("lease %s → %s", claim.Task.LeaseExpiresAt, renewed.LeaseExpiresAt)
+	if renewed.Status != relay.StatusClaimed || renewed.LeaseExpiresAt <= claim.Task.LeaseExpiresAt {
+		t.Fatalf("renew_task_lease: lease %q → %q, want later", claim.Task.LeaseExpiresAt, renewed.LeaseExpiresAt)
 	}
 
 	ok(t, call(t, bob, "report_task", map[string]any{"taskId": task.ID, "kind": "progress", "message": "Half way."}), &task)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -62,6 +63,9 @@ type env struct {
 	svc *countingService
 	db  interface{ Close() error }
 	srv *httptest.Server
+	// stopRequests cancels every request's context, as the relay does to
+	// shut down (http.Server.BaseContext).
+	stopRequests context.CancelFunc
 }
 
 // testLogger sends slog output to t.Log.
@@ -83,8 +87,13 @@ func newEnv(t *testing.T) *env {
 	h := relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t)})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", withAuth(e.svc, h))
-	e.srv = httptest.NewServer(mux)
+	base, stop := context.WithCancel(context.Background())
+	e.stopRequests = stop
+	e.srv = httptest.NewUnstartedServer(mux)
+	e.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
+	e.srv.Start()
 	t.Cleanup(func() {
+		stop()
 		e.srv.CloseClientConnections()
 		e.srv.Close()
 		_ = closer.Close()

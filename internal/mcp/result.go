@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -86,7 +87,7 @@ func errorResults(logger *slog.Logger) server.ToolHandlerMiddleware {
 			}
 			switch {
 			case relay.IsDomain(err):
-			case ctx.Err() != nil:
+			case ctx.Err() != nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 				// The client went away or the server is stopping; nobody
 				// reads this answer.
 				logger.DebugContext(ctx, "mcp tool ended with its request", "tool", req.Params.Name, "err", err)

@@ -96,6 +96,8 @@ type toolFunc func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallTo
 // handler adapts fn to mcp-go: it checks the principal and parses arguments.
 func handler(fn toolFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, release := toolContext(ctx)
+		defer release()
 		p, err := principal(ctx)
 		if err != nil {
 			return nil, err

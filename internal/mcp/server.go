@@ -37,7 +37,9 @@ type Options struct {
 // compact JSON of the value as text and the value as structuredContent.
 //
 // Long-polls (claim_next_task with waitMs) run on the request's context, so
-// they end when the client goes away; they also end when svc is closed.
+// they end when the client goes away, and when the server cancels request
+// contexts to shut down, in which case the claim still answers idle. They
+// also end when svc is closed.
 func NewHandler(svc relay.Service, opts Options) http.Handler {
 	logger := opts.Logger
 	if logger == nil {
@@ -47,11 +49,11 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 	if version == "" {
 		version = "dev"
 	}
-	return server.NewStreamableHTTPServer(newServer(svc, version, logger),
+	return keepAnswering(server.NewStreamableHTTPServer(newServer(svc, version, logger),
 		server.WithStateLess(true),
 		server.WithDisableStreaming(true),
 		server.WithStreamableHTTPLogger(logger),
-	)
+	))
 }
 
 // newServer builds the MCP server with every tool and the protocol resource.

@@ -73,6 +73,34 @@ func TestClaimWaitEndsWhenClientCancels(t *testing.T) {
 	}
 }
 
+// Shutting down cancels every request's context; a waiting claim still
+// answers, with idle, on its open connection (mcp-go alone would write
+// nothing once the request's context ended).
+func TestClaimWaitAnswersIdleWhenServerStops(t *testing.T) {
+	e := newEnv(t)
+	bob := e.client(e.agent("bob"))
+
+	done := callAsync(bob, "claim_next_task", map[string]any{"waitMs": 20000})
+	eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
+
+	stopped := time.Now()
+	e.stopRequests()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatalf("claim at shutdown: %v", o.err)
+		}
+		var claim claimOut
+		ok(t, o.res, &claim)
+		if claim.Status != "idle" {
+			t.Fatalf("claim at shutdown = %+v, want idle", claim)
+		}
+		t.Logf("claim answered idle %v after request contexts were cancelled", o.at.Sub(stopped))
+	case <-time.After(3 * time.Second):
+		t.Fatal("cancelling request contexts did not end the waiting claim")
+	}
+}
+
 // Closing the service (shutdown) ends a waiting claim promptly, with idle.
 func TestClaimWaitEndsOnClose(t *testing.T) {
 	e := newEnv(t)
