@@ -28,6 +28,7 @@ Usage:
                                  [--first-task-title T --first-task-instructions I]
   crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
   crosschat-relay token                      print the admin token
+  crosschat-relay quit                       stop the running relay (window app or serve)
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay version
 
@@ -137,6 +138,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return nil
 	case args[0] == "token":
 		return tokenCmd(args[1:], stdout, stderr)
+	case args[0] == "quit":
+		return quitCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":
 		return benchCmd(args[1:], version, stdout, stderr)
 	case verb == "agents add":
@@ -303,4 +306,22 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", t.ID, t.Status, t.Priority, t.SenderSlug, t.RecipientSlug, t.Title, t.UpdatedAt)
 	}
 	return tw.Flush()
+}
+
+func quitCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("quit", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if err := c.call("System", "Quit", nil); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]bool{"stopping": true})
+	}
+	fmt.Fprintln(stdout, "The relay is stopping.")
+	return nil
 }

@@ -52,6 +52,7 @@ type Services struct {
 	Overview *Overview
 	Events   *Events
 	Settings *Settings
+	System   *System
 
 	core *core
 }
@@ -67,6 +68,7 @@ func NewServices(version string) *Services {
 		Overview: &Overview{c},
 		Events:   &Events{c},
 		Settings: &Settings{c},
+		System:   &System{c: c, autostart: defaultAutostart},
 		core:     c,
 	}
 }
@@ -80,10 +82,11 @@ func (s *Services) Bound() map[string]any {
 		"Overview": s.Overview,
 		"Events":   s.Events,
 		"Settings": s.Settings,
+		"System":   s.System,
 	}
 }
 
 // List returns the services in a stable order, for Wails' Bind option.
 func (s *Services) List() []any {
-	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings}
+	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System}
 }

@@ -12,6 +12,8 @@ type Info struct {
 	DashboardURL string `json:"dashboardUrl"`
 	MCPURL       string `json:"mcpUrl"`
 	DataDir      string `json:"dataDir"`
+	// RetentionDays is how long finished tasks are kept (--task-retention-days).
+	RetentionDays float64 `json:"retentionDays"`
 }
 
 // Info returns the version, addresses and data folder.
@@ -21,7 +23,7 @@ func (o *Overview) Info() (Info, error) {
 		return Info{}, err
 	}
 	cfg := o.c.config()
-	return Info{Version: o.c.version, OperatorSlug: svc.OperatorSlug(), DashboardURL: cfg.BaseURL() + "/", MCPURL: cfg.MCPURL(), DataDir: cfg.DataDir}, nil
+	return Info{Version: o.c.version, OperatorSlug: svc.OperatorSlug(), DashboardURL: cfg.BaseURL() + "/", MCPURL: cfg.MCPURL(), DataDir: cfg.DataDir, RetentionDays: cfg.TaskRetentionDays}, nil
 }
 
 // Stats returns task and agent counts.

@@ -91,7 +91,10 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 		log.Error("start failed", "err", err)
 		return 1
 	}
-	printBanner(stdout, cfg, version)
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
+	r.Services.System.setQuit(quit)
+	printBanner(stdout, r.Config(), version)
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -119,5 +122,5 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 	} else {
 		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token`)\n", cfg.TokenPath())
 	}
-	fmt.Fprintf(w, "  Listening on %s\n", cfg.Addr())
+	fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit`)\n", cfg.Addr())
 }

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"os"
+	"sync"
+
+	"github.com/crosschat/crosschat-relay/internal/desktop"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// System holds the actions that touch this computer rather than the relay:
+// start at login, the data folder, the admin token, quitting. Over the
+// bridge they are allowed only from loopback (see localOnly).
+type System struct {
+	c *core
+
+	mu   sync.Mutex
+	quit func()
+	// autostart is replaced in tests.
+	autostart func() autostarter
+}
+
+// autostarter is the part of desktop.Autostart System uses.
+type autostarter interface {
+	Enabled() (bool, error)
+	Enable() error
+	Disable() error
+}
+
+func defaultAutostart() autostarter {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "crosschat-relay"
+	}
+	return desktop.Login(exe)
+}
+
+// setQuit sets what Quit does: quit the window app, or stop `serve`.
+func (s *System) setQuit(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quit = f
+}
+
+// StartsAtLogin reports whether the app starts (hidden) when the user logs in.
+func (s *System) StartsAtLogin() (bool, error) {
+	return s.autostart().Enabled()
+}
+
+// SetStartAtLogin turns starting at login on or off and returns the new state.
+func (s *System) SetStartAtLogin(on bool) (bool, error) {
+	a := s.autostart()
+	var err error
+	if on {
+		err = a.Enable()
+	} else {
+		err = a.Disable()
+	}
+	if err != nil {
+		return false, err
+	}
+	return a.Enabled()
+}
+
+// RevealDataFolder opens the data folder in the system's file manager.
+func (s *System) RevealDataFolder() error {
+	return desktop.Reveal(s.c.config().DataDir)
+}
+
+// AdminToken returns the admin token, for copying into other tools.
+func (s *System) AdminToken() (string, error) {
+	return s.c.config().AdminToken(false)
+}
+
+// Quit stops the relay cleanly: the desktop app quits, `serve` exits.
+func (s *System) Quit() error {
+	s.mu.Lock()
+	f := s.quit
+	s.mu.Unlock()
+	if f == nil {
+		return relay.Errorf(relay.EInternal, "This relay cannot be stopped from here.")
+	}
+	go f()
+	return nil
+}
+
+// localOnly names the bridge methods allowed only from this computer.
+func localOnly(service, method string) bool {
+	return service == "System"
+}

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+type fakeAutostart struct{ on bool }
+
+func (f *fakeAutostart) Enabled() (bool, error) { return f.on, nil }
+func (f *fakeAutostart) Enable() error          { f.on = true; return nil }
+func (f *fakeAutostart) Disable() error         { f.on = false; return nil }
+
+func startInternal(t *testing.T) *Relay {
+	t.Helper()
+	cfg := config.Config{Host: "127.0.0.1", DataDir: filepath.Join(t.TempDir(), "d"), OperatorSlug: "operator", TaskRetentionDays: 30}
+	r, err := Start(cfg, StartOptions{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.Shutdown(ctx)
+	})
+	return r
+}
+
+// Ensure the start-at-login toggle reports the state it set.
+func TestSystemStartAtLogin(t *testing.T) {
+	fake := &fakeAutostart{}
+	s := &System{c: &core{}, autostart: func() autostarter { return fake }}
+	if on, _ := s.StartsAtLogin(); on {
+		t.Fatal("on before enabling")
+	}
+	if on, err := s.SetStartAtLogin(true); err != nil || !on || !fake.on {
+		t.Fatalf("enable: %v %v", on, err)
+	}
+	if on, err := s.SetStartAtLogin(false); err != nil || on {
+		t.Fatalf("disable: %v %v", on, err)
+	}
+}
+
+// Ensure `crosschat-relay quit` reaches System.Quit over the bridge, and
+// that System methods are refused to callers that are not on this computer.
+func TestSystemQuitAndLocalOnly(t *testing.T) {
+	r := startInternal(t)
+	quitted := make(chan struct{})
+	r.Services.System.setQuit(func() { close(quitted) })
+	token, err := r.Config().AdminToken(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := r.Services.System.AdminToken(); err != nil || tok != token {
+		t.Fatalf("admin token %q %v", tok, err)
+	}
+
+	cl := client.New(r.Config().BaseURL(), token)
+	proxied := &http.Client{Transport: headerRT{"X-Forwarded-For": "203.0.113.9"}}
+	cl.HTTP = proxied
+	err = cl.Call(context.Background(), "System", "Quit", nil)
+	if relay.ErrorCode(err) == "" || !strings.Contains(err.Error(), "local_only") {
+		t.Fatalf("proxied quit: %v", err)
+	}
+	select {
+	case <-quitted:
+		t.Fatal("quit ran for a proxied caller")
+	default:
+	}
+
+	var out, errb strings.Builder
+	code := Command([]string{"quit", "--port", itoa(r.Config().Port), "--data-dir", r.Config().DataDir}, "test", &out, &errb)
+	if code != 0 {
+		t.Fatalf("quit: %d %s", code, errb.String())
+	}
+	select {
+	case <-quitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("quit did not run")
+	}
+}
+
+type headerRT map[string]string
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
