@@ -8,17 +8,36 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/wailsapp/wails/v2"
+	"github.com/wailsapp/wails/v2/pkg/menu"
+	"github.com/wailsapp/wails/v2/pkg/menu/keys"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/options/linux"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
+// DesktopOptions are the parts of the window app that come from the binary.
+type DesktopOptions struct {
+	Version string
+	Assets  fs.FS
+	// Icon is the PNG window icon (Linux).
+	Icon []byte
+}
+
 // Desktop runs the desktop app: a native window hosting the dashboard, with
-// the relay running in the same process. Nothing is opened before wails.Run
-// (binding generation runs the binary); the relay starts in OnStartup.
-func Desktop(args []string, assets fs.FS, version string, stderr io.Writer) int {
+// the relay running in the same process. Closing the window hides it and
+// the relay keeps serving; Quit (menu, Ctrl+Q, `crosschat-relay quit`)
+// stops it. Nothing is opened before wails.Run (binding generation runs the
+// binary); the relay starts in OnStartup.
+func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	cfg, err := parseServe("desktop", args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -27,39 +46,152 @@ func Desktop(args []string, assets fs.FS, version string, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "crosschat-relay:", err)
 		return 2
 	}
-	services := NewServices(version)
-	var r *Relay
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, closer, err := openLog(cfg.LogFile, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "crosschat-relay:", err)
+		return 1
+	}
+	defer closer.Close()
+
+	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version)}
+	geom := loadWindowState(cfg.DataDir)
+	appMenu := menu.NewMenu()
+	m := appMenu.AddSubmenu("Crosschat Relay")
+	m.AddText("Show dashboard", keys.CmdOrCtrl("d"), func(*menu.CallbackData) { d.show() })
+	m.AddSeparator()
+	m.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { d.quit() })
+
 	err = wails.Run(&options.App{
-		Title:       "Crosschat Relay",
-		Width:       1280,
-		Height:      820,
-		MinWidth:    1024,
-		MinHeight:   700,
-		StartHidden: cfg.Hidden,
-		AssetServer: &assetserver.Options{Assets: assets},
-		OnStartup: func(ctx context.Context) {
-			var err error
-			r, err = Start(cfg, StartOptions{Version: version, Assets: assets, Logger: log, Services: services})
-			if err != nil {
-				log.Error("relay failed to start", "err", err)
-			}
+		Title:             "Crosschat Relay",
+		Width:             geom.Width,
+		Height:            geom.Height,
+		MinWidth:          minWidth,
+		MinHeight:         minHeight,
+		StartHidden:       cfg.Hidden,
+		HideWindowOnClose: true,
+		Menu:              appMenu,
+		AssetServer:       &assetserver.Options{Assets: opts.Assets},
+		SingleInstanceLock: &options.SingleInstanceLock{
+			UniqueId:               "dev.crosschat.relay",
+			OnSecondInstanceLaunch: func(options.SecondInstanceData) { d.show() },
 		},
-		OnShutdown: func(ctx context.Context) {
-			if r == nil {
-				return
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := r.Shutdown(sctx); err != nil {
-				log.Error("shutdown", "err", err)
-			}
-		},
-		Bind: services.List(),
+		ErrorFormatter: func(err error) any { return relay.AsError(err) },
+		OnStartup:      func(ctx context.Context) { d.startup(ctx, geom) },
+		OnBeforeClose:  func(ctx context.Context) bool { d.beforeQuit(); return false },
+		OnShutdown:     func(ctx context.Context) { d.shutdown() },
+		Bind:           d.services.List(),
+		Linux:          &linux.Options{Icon: opts.Icon, ProgramName: "crosschat-relay"},
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "crosschat-relay:", err)
 		return 1
 	}
-	return 0
+	return d.exitCode
+}
+
+// desktopApp is the window app's state; its methods run on Wails' callbacks.
+type desktopApp struct {
+	cfg      config.Config
+	opts     DesktopOptions
+	log      *slog.Logger
+	services *Services
+	rt       Runtime
+	win      *window
+	relay    *Relay
+	cancel   context.CancelFunc
+	exitCode int
+}
+
+func (d *desktopApp) show() {
+	if d.rt != nil {
+		d.rt.Show()
+	}
+}
+
+func (d *desktopApp) quit() {
+	if d.rt != nil {
+		d.rt.Quit()
+	}
+}
+
+func (d *desktopApp) startup(ctx context.Context, geom windowState) {
+	d.rt = wailsRuntime{ctx}
+	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services})
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) && d.showRunning() {
+			d.log.Info("another Crosschat Relay is already running; showed its window")
+			d.rt.Quit()
+			return
+		}
+		d.log.Error("relay failed to start", "err", err)
+		d.exitCode = 1
+		d.rt.Quit()
+		return
+	}
+	d.relay = r
+	bg, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.services.System.setQuit(d.quit)
+	d.services.System.setShow(d.show)
+	d.win = &window{rt: d.rt, dataDir: d.cfg.DataDir}
+	d.win.restore(geom)
+	go forward(bg, r.Service(), d.rt)
+	go d.rememberLoop(bg)
+	if os.Getenv(selfTestEnv) != "" {
+		go selfTest(bg, d.rt)
+	}
+	d.log.Info("relay started", "dashboard", r.Config().BaseURL(), "mcp", r.Config().MCPURL(), "data", d.cfg.DataDir)
+}
+
+// showRunning asks a relay already listening on our port (the first
+// instance) to show its window.
+func (d *desktopApp) showRunning() bool {
+	token, err := d.cfg.AdminToken(false)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	host := d.cfg
+	host.Host = "127.0.0.1"
+	return client.New("http://"+host.Addr(), token).Call(ctx, "System", "Show", nil) == nil
+}
+
+func (d *desktopApp) rememberLoop(ctx context.Context) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.win.remember(); err != nil {
+				d.log.Warn("remember window position", "err", err)
+			}
+		}
+	}
+}
+
+func (d *desktopApp) beforeQuit() {
+	if d.win == nil {
+		return
+	}
+	if err := d.win.remember(); err != nil {
+		d.log.Warn("remember window position", "err", err)
+	}
+}
+
+func (d *desktopApp) shutdown() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+	if d.relay == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.relay.Shutdown(ctx); err != nil {
+		d.log.Error("shutdown", "err", err)
+		d.exitCode = 1
+	}
 }

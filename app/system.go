@@ -16,6 +16,7 @@ type System struct {
 
 	mu   sync.Mutex
 	quit func()
+	show func()
 	// autostart is replaced in tests.
 	autostart func() autostarter
 }
@@ -40,6 +41,27 @@ func (s *System) setQuit(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.quit = f
+}
+
+// setShow sets what Show does; only the window app can show itself.
+func (s *System) setShow(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.show = f
+}
+
+// Show brings the window app's window to the front. A second launch of the
+// app calls it on the first one when the system has no single-instance
+// service (e.g. no D-Bus session).
+func (s *System) Show() error {
+	s.mu.Lock()
+	f := s.show
+	s.mu.Unlock()
+	if f == nil {
+		return relay.Errorf(relay.EInvalidRequest, "This relay runs without a window (serve); open its dashboard in a browser instead.")
+	}
+	f()
+	return nil
 }
 
 // StartsAtLogin reports whether the app starts (hidden) when the user logs in.

@@ -53,6 +53,10 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 		server.WithStateLess(true),
 		server.WithDisableStreaming(true),
 		server.WithStreamableHTTPLogger(logger),
+		// internal/web checks Host and Origin against the operator's
+		// allow-lists before this handler runs; mcp-go's own loopback guard
+		// would also refuse allowed names (e.g. behind a local reverse proxy).
+		server.WithDisableLocalhostProtection(true),
 	))
 }
 

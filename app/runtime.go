@@ -1,0 +1,39 @@
+package app
+
+import (
+	"context"
+
+	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
+)
+
+// Runtime is the part of the Wails runtime the app uses. Business code and
+// tests never call Wails' runtime package directly (it exits the process
+// when called without a Wails context); the window app passes wailsRuntime,
+// tests a fake.
+type Runtime interface {
+	EventsEmit(name string, data ...any)
+	Show()
+	Quit()
+	SetTitle(title string)
+	Size() (w, h int)
+	Position() (x, y int)
+	SetSize(w, h int)
+	SetPosition(x, y int)
+	ExecJS(js string)
+}
+
+// wailsRuntime is Runtime over the real Wails runtime and its context.
+type wailsRuntime struct{ ctx context.Context }
+
+func (r wailsRuntime) EventsEmit(name string, data ...any) { wruntime.EventsEmit(r.ctx, name, data...) }
+func (r wailsRuntime) Show() {
+	wruntime.WindowUnminimise(r.ctx)
+	wruntime.WindowShow(r.ctx)
+}
+func (r wailsRuntime) Quit()                 { wruntime.Quit(r.ctx) }
+func (r wailsRuntime) SetTitle(title string) { wruntime.WindowSetTitle(r.ctx, title) }
+func (r wailsRuntime) Size() (int, int)      { return wruntime.WindowGetSize(r.ctx) }
+func (r wailsRuntime) Position() (int, int)  { return wruntime.WindowGetPosition(r.ctx) }
+func (r wailsRuntime) SetSize(w, h int)      { wruntime.WindowSetSize(r.ctx, w, h) }
+func (r wailsRuntime) SetPosition(x, y int)  { wruntime.WindowSetPosition(r.ctx, x, y) }
+func (r wailsRuntime) ExecJS(js string)      { wruntime.WindowExecJS(r.ctx, js) }

@@ -1,0 +1,160 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// ChangeEvent is the event name that carries a relay.Change to the window;
+// the bridge streams the same name to browsers.
+const ChangeEvent = "relay:change"
+
+// Default and minimum window sizes.
+const (
+	defaultWidth  = 1280
+	defaultHeight = 820
+	minWidth      = 1024
+	minHeight     = 700
+)
+
+// windowState is the window geometry remembered between runs.
+type windowState struct {
+	Width  int  `json:"width"`
+	Height int  `json:"height"`
+	X      int  `json:"x"`
+	Y      int  `json:"y"`
+	Placed bool `json:"placed"`
+}
+
+const windowFile = "window.json"
+
+// loadWindowState reads the remembered geometry; anything missing or
+// unreadable gives the defaults.
+func loadWindowState(dataDir string) windowState {
+	def := windowState{Width: defaultWidth, Height: defaultHeight}
+	b, err := os.ReadFile(filepath.Join(dataDir, windowFile))
+	if err != nil {
+		return def
+	}
+	var s windowState
+	if json.Unmarshal(b, &s) != nil || s.Width < minWidth || s.Height < minHeight || s.Width > 10000 || s.Height > 10000 {
+		return def
+	}
+	return s
+}
+
+// save writes the geometry atomically.
+func (s windowState) save(dataDir string) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode window state: %w", err)
+	}
+	tmp := filepath.Join(dataDir, windowFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("save window state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dataDir, windowFile)); err != nil {
+		return fmt.Errorf("save window state: %w", err)
+	}
+	return nil
+}
+
+// window ties the native window to the relay: it forwards committed
+// changes as events, remembers the geometry, and runs the self-test.
+type window struct {
+	rt      Runtime
+	dataDir string
+	last    windowState
+}
+
+// current reads the geometry from the window.
+func (w *window) current() windowState {
+	width, height := w.rt.Size()
+	x, y := w.rt.Position()
+	return windowState{Width: width, Height: height, X: x, Y: y, Placed: true}
+}
+
+// remember saves the geometry when it changed since the last save.
+func (w *window) remember() error {
+	s := w.current()
+	if s == w.last || s.Width < minWidth/2 || s.Height < minHeight/2 {
+		return nil
+	}
+	if err := s.save(w.dataDir); err != nil {
+		return err
+	}
+	w.last = s
+	return nil
+}
+
+// restore places the window where it was.
+func (w *window) restore(s windowState) {
+	w.last = s
+	if s.Placed {
+		w.rt.SetPosition(s.X, s.Y)
+	}
+}
+
+// forward emits every committed change to the window until ctx ends. When
+// the subscription is dropped (the window fell behind) it tells the window
+// to reload and subscribes again.
+func forward(ctx context.Context, svc relay.Service, rt Runtime) {
+	for ctx.Err() == nil {
+		ch, cancel := svc.Subscribe(1024)
+		func() {
+			defer cancel()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case c, ok := <-ch:
+					if !ok {
+						rt.EventsEmit(ChangeEvent, relay.Change{Type: "resync"})
+						return
+					}
+					rt.EventsEmit(ChangeEvent, c)
+				}
+			}
+		}()
+	}
+}
+
+// selfTestEnv names the file the window's text is written to in self-test
+// mode (CI starts the app under Xvfb with it set).
+const selfTestEnv = "CROSSCHAT_SELFTEST"
+
+// selfTest asks the page for its text every second; the page answers
+// through System.ReportSelfTest, which writes it to the self-test file.
+func selfTest(ctx context.Context, rt Runtime) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rt.ExecJS(`window.go && window.go.app && window.go.app.System.ReportSelfTest(document.body.innerText)`)
+		}
+	}
+}
+
+// ReportSelfTest records what the window shows, in self-test mode only
+// (CROSSCHAT_SELFTEST names the file). CI uses it to prove that the native
+// window renders real data from its own relay.
+func (s *System) ReportSelfTest(text string) error {
+	path := os.Getenv(selfTestEnv)
+	if path == "" {
+		return errors.New("not in self-test mode")
+	}
+	if err := os.WriteFile(path+".tmp", []byte(text), 0o600); err != nil {
+		return fmt.Errorf("write self-test report: %w", err)
+	}
+	return os.Rename(path+".tmp", path)
+}
