@@ -1,0 +1,137 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// fakeRuntime records what the app asks of the window.
+type fakeRuntime struct {
+	mu     sync.Mutex
+	events []relay.Change
+	w, h   int
+	x, y   int
+	shown  int
+	quit   int
+	js     []string
+}
+
+func (f *fakeRuntime) EventsEmit(name string, data ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if name == ChangeEvent && len(data) == 1 {
+		f.events = append(f.events, data[0].(relay.Change))
+	}
+}
+func (f *fakeRuntime) Show()            { f.mu.Lock(); f.shown++; f.mu.Unlock() }
+func (f *fakeRuntime) Quit()            { f.mu.Lock(); f.quit++; f.mu.Unlock() }
+func (f *fakeRuntime) SetTitle(string)  {}
+func (f *fakeRuntime) Size() (int, int) { f.mu.Lock(); defer f.mu.Unlock(); return f.w, f.h }
+func (f *fakeRuntime) Position() (int, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.x, f.y
+}
+func (f *fakeRuntime) SetSize(w, h int)     { f.mu.Lock(); f.w, f.h = w, h; f.mu.Unlock() }
+func (f *fakeRuntime) SetPosition(x, y int) { f.mu.Lock(); f.x, f.y = x, y; f.mu.Unlock() }
+func (f *fakeRuntime) ExecJS(js string)     { f.mu.Lock(); f.js = append(f.js, js); f.mu.Unlock() }
+
+func (f *fakeRuntime) eventTypes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// Ensure committed changes reach the window as relay:change events.
+func TestForwardChanges(t *testing.T) {
+	r := startInternal(t)
+	rt := &fakeRuntime{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go forward(ctx, r.Service(), rt)
+	// The subscription starts asynchronously: keep making changes until one arrives.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "agent-" + itoa(i), DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if types := rt.eventTypes(); len(types) > 0 {
+			if types[0] != relay.ChangeAgent {
+				t.Fatalf("first event %q", types[0])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no change reached the window")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Ensure the window geometry is remembered, restored, and bad files ignored.
+func TestWindowState(t *testing.T) {
+	dir := t.TempDir()
+	if s := loadWindowState(dir); s.Width != defaultWidth || s.Placed {
+		t.Fatalf("defaults %+v", s)
+	}
+	rt := &fakeRuntime{w: 1400, h: 900, x: 30, y: 40}
+	w := &window{rt: rt, dataDir: dir}
+	if err := w.remember(); err != nil {
+		t.Fatal(err)
+	}
+	s := loadWindowState(dir)
+	if s != (windowState{Width: 1400, Height: 900, X: 30, Y: 40, Placed: true}) {
+		t.Fatalf("saved %+v", s)
+	}
+	rt2 := &fakeRuntime{}
+	(&window{rt: rt2, dataDir: dir}).restore(s)
+	if x, y := rt2.Position(); x != 30 || y != 40 {
+		t.Fatalf("restored to %d,%d", x, y)
+	}
+	if err := os.WriteFile(filepath.Join(dir, windowFile), []byte(`{"width":10,"height":10}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s := loadWindowState(dir); s.Width != defaultWidth {
+		t.Fatalf("tiny size accepted: %+v", s)
+	}
+}
+
+// Ensure the self-test report is written only in self-test mode.
+func TestReportSelfTest(t *testing.T) {
+	s := &System{c: &core{}}
+	t.Setenv(selfTestEnv, "")
+	if err := s.ReportSelfTest("x"); err == nil {
+		t.Fatal("want an error outside self-test mode")
+	}
+	out := filepath.Join(t.TempDir(), "report.txt")
+	t.Setenv(selfTestEnv, out)
+	if err := s.ReportSelfTest("Tasks\nNeeds attention 2"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "Tasks\nNeeds attention 2" {
+		t.Fatalf("report %q", b)
+	}
+}
+
+// Ensure Show works only where a window exists.
+func TestSystemShow(t *testing.T) {
+	s := &System{c: &core{}}
+	if err := s.Show(); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("show without window: %v", err)
+	}
+	rt := &fakeRuntime{}
+	s.setShow(rt.Show)
+	if err := s.Show(); err != nil || rt.shown != 1 {
+		t.Fatalf("show: %v, shown %d", err, rt.shown)
+	}
+}
