@@ -32,6 +32,10 @@ const (
 	DefaultRetentionDays = 30
 )
 
+// stmtCacheSize is how many prepared statements each connection keeps;
+// the store's queries are fixed strings, so re-preparing them is waste.
+const stmtCacheSize = "64"
+
 // presenceThrottle is how often a presence-only agent change is published per agent.
 const presenceThrottle = 30 * time.Second
 
@@ -128,7 +132,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	db.healthy.Store(true)
 
-	db.w, err = sql.Open("sqlite3", dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000"))
+	db.w, err = sql.Open("sqlite3", dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -143,7 +147,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.w.Close())
 	}
 
-	db.r, err = sql.Open("sqlite3", dsn(abs, "mode=ro&_query_only=true&_foreign_keys=on&_busy_timeout=5000"))
+	db.r, err = sql.Open("sqlite3", dsn(abs, "mode=ro&_query_only=true&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open store: readers: %w", err), db.w.Close())
 	}

@@ -1,0 +1,158 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// BenchmarkLifecycle measures one full task round trip: post, claim, report
+// completed, and the sender reading its updates (five commits).
+func BenchmarkLifecycle(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "relay.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for _, s := range []string{"sender", "worker"} {
+		if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		posted, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "sender", RecipientSlug: "worker", Title: "Task", Instructions: "Do it"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "worker"})
+		if err != nil || task == nil || task.ID != posted.ID {
+			b.Fatalf("claim = %v, %v", task, err)
+		}
+		if _, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "worker", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "Done", Result: "ok"}); err != nil {
+			b.Fatal(err)
+		}
+		u, err := db.ReadUpdates(ctx, "sender", 0)
+		if err != nil || len(u.Updates) != 2 {
+			b.Fatalf("updates = %+v, %v", u, err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lifecycles/s")
+}
+
+// BenchmarkClaim measures one claim from a queue of n tasks. The claimed
+// task is put back in the queue (untimed, through a side connection, so it
+// gathers no reports) to keep the queue at n.
+func BenchmarkClaim(b *testing.B) {
+	for _, n := range []int{10, 100000} {
+		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "relay.db")
+			db, err := store.Open(path, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			ctx := context.Background()
+			for _, s := range []string{"sender", "worker"} {
+				if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			seedQueue(b, path, n)
+			raw := openRaw(b, path)
+			defer raw.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "worker"})
+				if err != nil || task == nil {
+					b.Fatalf("claim = %v, %v", task, err)
+				}
+				b.StopTimer()
+				if _, err := raw.Exec(`UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL WHERE id = ?`, task.ID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// seedQueue bulk-inserts n queued tasks for worker in one transaction.
+func seedQueue(b *testing.B, path string, n int) {
+	b.Helper()
+	raw := openRaw(b, path)
+	defer raw.Close()
+	tx, err := raw.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stmt, err := tx.Prepare(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status, created_at, updated_at)
+		VALUES (?, 'sender', 'worker', ?, 'Do it', '[]', ?, 'queued', ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		ts := relay.FormatTime(base.Add(time.Duration(i) * time.Millisecond))
+		if _, err := stmt.Exec(relay.NewID(), fmt.Sprintf("task %d", i), 1+i%3, ts, ts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := stmt.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func openRaw(b *testing.B, path string) *sql.DB {
+	b.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_txlock=immediate&_synchronous=FULL")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	return raw
+}
+
+// BenchmarkCommitBaseline is SQLite's own bound on this disk: one
+// single-row INSERT transaction per op in WAL mode at synchronous=FULL, the
+// store's settings. Compare the store's per-commit cost with it.
+func BenchmarkCommitBaseline(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "base.db")
+	raw, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	if _, err := raw.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tx, err := raw.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO t (v) VALUES (?)`, "row"); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
