@@ -233,7 +233,7 @@ func (db *DB) Subscribe(buffer int) (<-chan relay.Change, func()) {
 
 // IntegrityCheck opens the database at path read-only and runs PRAGMA
 // integrity_check. It returns nil only when SQLite answers "ok".
-func IntegrityCheck(path string) error {
+func IntegrityCheck(path string) (err error) {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
@@ -241,21 +241,24 @@ func IntegrityCheck(path string) error {
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
-	defer ro.Close()
+	defer func() {
+		if cerr := ro.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("integrity check: close: %w", cerr)
+		}
+	}()
 	rows, err := ro.Query("PRAGMA integrity_check")
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
-	defer rows.Close()
 	var problems []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
-			return fmt.Errorf("integrity check: %w", err)
+			return errors.Join(fmt.Errorf("integrity check: %w", err), rows.Close())
 		}
 		problems = append(problems, line)
 	}
-	if err := rows.Err(); err != nil {
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
 	if len(problems) == 1 && problems[0] == "ok" {

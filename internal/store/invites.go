@@ -116,45 +116,45 @@ func (db *DB) CreateInvite(ctx context.Context, in relay.InviteInput) (relay.Inv
 // ListInvites returns every invite, newest first.
 func (db *DB) ListInvites(ctx context.Context) ([]relay.Invite, error) {
 	now := db.now()
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("list invites: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
-	rows, err := tx.QueryContext(ctx, `SELECT `+inviteColumns+` FROM invites ORDER BY created_at DESC, rowid DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list invites: %w", err)
-	}
 	out := []relay.Invite{}
-	index := map[string]int{}
-	for rows.Next() {
-		inv, err := scanInvite(rows, now)
+	err := db.read(ctx, "list invites", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+inviteColumns+` FROM invites ORDER BY created_at DESC, rowid DESC`)
 		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list invites: %w", err)
+			return fmt.Errorf("list invites: %w", err)
 		}
-		index[inv.ID] = len(out)
-		out = append(out, inv)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("list invites: %w", err)
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT invite_id, slug FROM agents WHERE invite_id IS NOT NULL ORDER BY registered_at, rowid`)
+		index := map[string]int{}
+		for rows.Next() {
+			inv, err := scanInvite(rows, now)
+			if err != nil {
+				return errors.Join(fmt.Errorf("list invites: %w", err), rows.Close())
+			}
+			index[inv.ID] = len(out)
+			out = append(out, inv)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("list invites: %w", err)
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT invite_id, slug FROM agents WHERE invite_id IS NOT NULL ORDER BY registered_at, rowid`)
+		if err != nil {
+			return fmt.Errorf("list invite agents: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, slug string
+			if err := rows.Scan(&id, &slug); err != nil {
+				return fmt.Errorf("list invite agents: %w", err)
+			}
+			if i, ok := index[id]; ok {
+				out[i].Agents = append(out[i].Agents, slug)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list invite agents: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list invite agents: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, slug string
-		if err := rows.Scan(&id, &slug); err != nil {
-			return nil, fmt.Errorf("list invite agents: %w", err)
-		}
-		if i, ok := index[id]; ok {
-			out[i].Agents = append(out[i].Agents, slug)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list invite agents: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -60,49 +60,50 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
 	now := db.now().UTC()
 	var out relay.Stats
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return out, fmt.Errorf("stats: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
-	rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks GROUP BY status`)
-	if err != nil {
-		return out, fmt.Errorf("stats: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			status string
-			n      int
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return out, fmt.Errorf("stats: %w", err)
+	err := db.read(ctx, "stats", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks GROUP BY status`)
+		if err != nil {
+			return fmt.Errorf("stats: %w", err)
 		}
-		switch relay.TaskStatus(status) {
-		case relay.StatusQueued:
-			out.Tasks.Queued = n
-		case relay.StatusClaimed:
-			out.Tasks.Claimed = n
-		case relay.StatusBlocked:
-			out.Tasks.Blocked = n
-		case relay.StatusCompleted:
-			out.Tasks.Completed = n
-		case relay.StatusCancelled:
-			out.Tasks.Cancelled = n
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				status string
+				n      int
+			)
+			if err := rows.Scan(&status, &n); err != nil {
+				return fmt.Errorf("stats: %w", err)
+			}
+			switch relay.TaskStatus(status) {
+			case relay.StatusQueued:
+				out.Tasks.Queued = n
+			case relay.StatusClaimed:
+				out.Tasks.Claimed = n
+			case relay.StatusBlocked:
+				out.Tasks.Blocked = n
+			case relay.StatusCompleted:
+				out.Tasks.Completed = n
+			case relay.StatusCancelled:
+				out.Tasks.Cancelled = n
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return out, fmt.Errorf("stats: %w", err)
-	}
-	online := relay.FormatTime(now.Add(-relay.OnlineWindow))
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(last_seen_at >= ?), 0) FROM agents`, online).
-		Scan(&out.Agents.Total, &out.Agents.Online); err != nil {
-		return out, fmt.Errorf("stats: %w", err)
-	}
-	midnight := relay.FormatTime(time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'completed' AND updated_at >= ?`, midnight).
-		Scan(&out.DoneToday); err != nil {
-		return out, fmt.Errorf("stats: %w", err)
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		online := relay.FormatTime(now.Add(-relay.OnlineWindow))
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(last_seen_at >= ?), 0) FROM agents`, online).
+			Scan(&out.Agents.Total, &out.Agents.Online); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		midnight := relay.FormatTime(time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'completed' AND updated_at >= ?`, midnight).
+			Scan(&out.DoneToday); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return relay.Stats{}, err
 	}
 	return out, nil
 }

@@ -496,12 +496,12 @@ func (db *DB) Task(ctx context.Context, taskID string) (relay.Task, error) {
 	if err != nil {
 		return relay.Task{}, err
 	}
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return relay.Task{}, fmt.Errorf("get task: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
-	return getTask(ctx, tx, taskID)
+	var out relay.Task
+	err = db.read(ctx, "get task", func(tx *sql.Tx) error {
+		out, err = getTask(ctx, tx, taskID)
+		return err
+	})
+	return out, err
 }
 
 // escapeLike escapes LIKE wildcards with a backslash.
@@ -570,30 +570,31 @@ func (db *DB) RelatedTasks(ctx context.Context, taskID string) (relay.RelatedTas
 	if err != nil {
 		return relay.RelatedTasks{}, err
 	}
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return relay.RelatedTasks{}, fmt.Errorf("related tasks: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only; nothing to undo
-	var parent sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT parent_task_id FROM tasks WHERE id = ?`, taskID).Scan(&parent)
-	if errors.Is(err, sql.ErrNoRows) {
-		return relay.RelatedTasks{}, unknownTask(taskID)
-	}
-	if err != nil {
-		return relay.RelatedTasks{}, fmt.Errorf("related tasks: %w", err)
-	}
 	var out relay.RelatedTasks
-	if parent.Valid {
-		ps, err := listSummaries(ctx, tx, "related tasks", `SELECT `+summaryColumns+summaryFrom+` WHERE t.id = ?`, parent.String)
+	err = db.read(ctx, "related tasks", func(tx *sql.Tx) error {
+		var parent sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT parent_task_id FROM tasks WHERE id = ?`, taskID).Scan(&parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return unknownTask(taskID)
+		}
 		if err != nil {
-			return out, err
+			return fmt.Errorf("related tasks: %w", err)
 		}
-		if len(ps) == 1 {
-			out.Parent = &ps[0]
+		if parent.Valid {
+			ps, err := listSummaries(ctx, tx, "related tasks", `SELECT `+summaryColumns+summaryFrom+` WHERE t.id = ?`, parent.String)
+			if err != nil {
+				return err
+			}
+			if len(ps) == 1 {
+				out.Parent = &ps[0]
+			}
 		}
+		out.Children, err = listSummaries(ctx, tx, "related tasks",
+			`SELECT `+summaryColumns+summaryFrom+` WHERE t.parent_task_id = ? ORDER BY t.created_at, t.rowid`, taskID)
+		return err
+	})
+	if err != nil {
+		return relay.RelatedTasks{}, err
 	}
-	out.Children, err = listSummaries(ctx, tx, "related tasks",
-		`SELECT `+summaryColumns+summaryFrom+` WHERE t.parent_task_id = ? ORDER BY t.created_at, t.rowid`, taskID)
-	return out, err
+	return out, nil
 }

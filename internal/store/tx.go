@@ -73,6 +73,22 @@ func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error 
 	return nil
 }
 
+// read runs fn in one read transaction on the reader pool, so its queries
+// see one consistent snapshot. Domain errors from fn pass through unwrapped.
+func (db *DB) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() {
+		// Ending a read transaction undoes nothing; its error still counts.
+		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && err == nil {
+			err = fmt.Errorf("%s: end read: %w", op, rbErr)
+		}
+	}()
+	return fn(tx)
+}
+
 // fail wraps a write failure and marks the store unhealthy, unless the
 // caller gave up (context ended) or the store is closing.
 func (db *DB) fail(op string, err error) error {
