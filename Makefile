@@ -1,0 +1,97 @@
+# Crosschat Relay: build, test and release entry points.
+#
+#   make build           the desktop app (Wails, webkit2gtk-4.1) in build/bin/crosschat-relay
+#   make build-headless  the relay without window libraries (serve and CLI verbs only)
+#   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
+#   make e2e             MCP Inspector CLI + TypeScript SDK against a real `serve`
+#   make fuzz            every Fuzz target for $(FUZZTIME)
+#   make bench           Go benchmarks
+#   make clean           remove build outputs (keeps the wails CLI and node_modules)
+#
+# System packages (Debian 12): libgtk-3-dev libwebkit2gtk-4.1-dev pkg-config;
+# .ci/run installs them. Go, node 20 and npm are assumed.
+
+SHELL       := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VERSION  ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),0.1.0-dev)
+LDFLAGS  := -X main.version=$(VERSION)
+WAILS    ?= .ci/bin/wails
+HEADLESS := build/bin/crosschat-relay-headless
+# Build the pinned CLI only when WAILS points at it (WAILS=wails uses PATH).
+WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
+FUZZTIME ?= 10s
+NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
+
+.PHONY: help build build-headless frontend test vet test-go test-frontend e2e fuzz bench clean distclean
+
+help:
+	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
+
+# --- tools and dependencies (rebuilt only when their pins change) -----------
+
+# The wails CLI, built from the pinned tools module (x/tools v0.30.0 fix).
+.ci/bin/wails: build/tools/wails/go.mod build/tools/wails/go.sum build/tools/wails/tools.go
+	@mkdir -p $(@D)
+	cd build/tools/wails && go build -o $(CURDIR)/$@ github.com/wailsapp/wails/v2/cmd/wails
+
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	cd frontend && $(NPM_CI)
+	@touch $@
+
+.ci/e2e/node_modules/.package-lock.json: .ci/e2e/package-lock.json
+	cd .ci/e2e && $(NPM_CI)
+	@touch $@
+
+# --- builds ------------------------------------------------------------------
+
+build: $(WAILS_DEP)
+	$(WAILS) build -tags webkit2_41 -trimpath -ldflags "$(LDFLAGS)"
+
+frontend: frontend/node_modules/.package-lock.json
+	cd frontend && npm run build
+
+# No build tags: links no gtk/webkit, so it runs on a bare server. It embeds
+# the dashboard, so the frontend is built first.
+build-headless: frontend
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(HEADLESS) .
+
+# --- tests -------------------------------------------------------------------
+
+test: vet test-go test-frontend e2e
+
+vet:
+	go vet ./...
+
+test-go:
+	go test -race -count=1 ./...
+
+test-frontend: frontend/node_modules/.package-lock.json
+	cd frontend && npm test && npm run typecheck
+
+e2e: build-headless .ci/e2e/node_modules/.package-lock.json
+	bash .ci/e2e/run.sh $(HEADLESS)
+
+# Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
+fuzz:
+	@found=0; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . --exclude-dir=node_modules --exclude-dir=.git --exclude-dir=build | xargs -r -n1 dirname | sort -u); do \
+	  for f in $$(go test -list '^Fuzz' "$$dir" | grep '^Fuzz'); do \
+	    found=$$((found+1)); echo "--- $$dir $$f ($(FUZZTIME))"; \
+	    go test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) "$$dir"; \
+	  done; \
+	done; \
+	echo "fuzz: $$found target(s) run"
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+# --- housekeeping ------------------------------------------------------------
+
+clean:
+	rm -rf build/bin .ci/out
+	find frontend/dist -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
+
+distclean: clean
+	rm -rf .ci/bin frontend/node_modules .ci/e2e/node_modules
