@@ -335,3 +335,19 @@ func TestCLIVerbs(t *testing.T) {
 }
 
 var _ = io.Discard
+
+// Ensure `autostart` enables, reports and disables the login entry.
+func TestAutostartVerb(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	if _, errs, code := run(t, "autostart"); code != 2 || !strings.Contains(errs, "enable, disable or status") {
+		t.Fatalf("no action: %d %s", code, errs)
+	}
+	// go-autostart reads XDG_CONFIG_HOME when the process starts, so only
+	// the status round trip through this process's own path is checked here;
+	// internal/desktop tests the entry itself.
+	out, errs, code := run(t, "autostart", "status", "--json")
+	var st map[string]bool
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status: %d %s %s", code, out, errs)
+	}
+}

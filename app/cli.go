@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -29,6 +30,9 @@ Usage:
   crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
   crosschat-relay token                      print the admin token
   crosschat-relay quit                       stop the running relay (window app or serve)
+  crosschat-relay open                       open the dashboard in a browser
+  crosschat-relay autostart enable|disable|status
+                                             start the app (hidden) when you log in
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay version
 
@@ -138,6 +142,10 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return nil
 	case args[0] == "token":
 		return tokenCmd(args[1:], stdout, stderr)
+	case args[0] == "autostart":
+		return autostartCmd(args[1:], stdout, stderr)
+	case args[0] == "open":
+		return openCmd(args[1:], stdout, stderr)
 	case args[0] == "quit":
 		return quitCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":
@@ -323,5 +331,61 @@ func quitCmd(args []string, stdout, stderr io.Writer) error {
 		return c.printJSON(map[string]bool{"stopping": true})
 	}
 	fmt.Fprintln(stdout, "The relay is stopping.")
+	return nil
+}
+
+func autostartCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: autostart needs enable, disable or status", errUsage)
+	}
+	action := args[0]
+	c, err := newCommand("autostart "+action, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args[1:]); err != nil {
+		return err
+	}
+	a := defaultAutostart()
+	switch action {
+	case "enable":
+		err = a.Enable()
+	case "disable":
+		err = a.Disable()
+	case "status":
+	default:
+		return fmt.Errorf("%w: autostart needs enable, disable or status, not %q", errUsage, action)
+	}
+	if err != nil {
+		return err
+	}
+	on, err := a.Enabled()
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]bool{"enabled": on})
+	}
+	if on {
+		fmt.Fprintln(stdout, "Crosschat Relay starts (hidden) when you log in.")
+	} else {
+		fmt.Fprintln(stdout, "Crosschat Relay does not start when you log in.")
+	}
+	return nil
+}
+
+func openCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("open", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	url := c.cfg.BaseURL() + "/"
+	if err := desktop.Open(url); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "Opened", url)
 	return nil
 }
