@@ -82,3 +82,22 @@ func BenchmarkHeartbeatService(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPostTaskService posts one task per op in process (how long
+// queues are seeded): one transaction with an insert into an indexed table.
+func BenchmarkPostTaskService(b *testing.B) {
+	o := startRelay(b)
+	ctx := context.Background()
+	for _, slug := range []string{"bench-from", "bench-to"} {
+		if _, _, err := o.Service.CreateAgent(ctx, relay.CreateAgentInput{Slug: slug, DisplayName: "Bench", ModelSlug: "bench", Capabilities: []string{"text-input"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := relay.PostTaskInput{SenderSlug: "bench-from", RecipientSlug: "bench-to", Title: "queued", Instructions: "Queue-depth filler."}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := o.Service.PostTask(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
