@@ -1,7 +1,192 @@
 // src/api is the only place in the frontend that imports the generated Wails
-// bindings (../../wailsjs/go/* and ../../wailsjs/runtime). Components import
-// from here, never from wailsjs directly, so the browser bridge shim and the
-// native window share one seam.
-//
-// Nothing is bound yet: the dashboard arrives in a later release.
-export {};
+// bindings (wailsjs/go/* and wailsjs/runtime). Components and stores use the
+// typed `Api` below, so the browser bridge shim and the native window share
+// one seam, and a changed Go signature breaks `vue-tsc`.
+import * as AgentsB from "../../wailsjs/go/app/Agents";
+import * as EventsB from "../../wailsjs/go/app/Events";
+import * as InvitesB from "../../wailsjs/go/app/Invites";
+import * as OverviewB from "../../wailsjs/go/app/Overview";
+import * as SettingsB from "../../wailsjs/go/app/Settings";
+import * as SystemB from "../../wailsjs/go/app/System";
+import * as TasksB from "../../wailsjs/go/app/Tasks";
+import type { app, relay } from "../../wailsjs/go/models";
+import * as rt from "../../wailsjs/runtime/runtime";
+import { CHANGE_EVENT, CONNECTION_EVENT, createBridge, createSessionClient, type SessionState } from "./bridge";
+import { toApiError } from "./errors";
+
+export { ApiError, errorMessage, toApiError, ErrNetwork, ErrUnauthorized } from "./errors";
+export type { SessionState } from "./bridge";
+
+/** Data strips the generated classes' helper methods: the plain JSON shape. */
+export type Data<T> = T extends (infer U)[]
+  ? Data<U>[]
+  : T extends object
+    ? { [K in keyof T as T[K] extends (...a: any[]) => any ? never : K]: Data<T[K]> }
+    : T;
+
+export type TaskStatus = "queued" | "claimed" | "blocked" | "completed" | "cancelled";
+export type TaskSummary = Data<relay.TaskSummary> & { status: TaskStatus };
+export type Task = Data<relay.Task> & { status: TaskStatus };
+export type Report = Data<relay.Report>;
+export type TaskDetail = { task: Task; related: { parent?: TaskSummary; children: TaskSummary[] } };
+export type TaskFilter = Data<relay.TaskFilter>;
+export type NewTask = Data<app.NewTask>;
+export type Agent = Data<relay.Agent>;
+export type CreateAgentInput = Data<relay.CreateAgentInput>;
+export type ProfileUpdate = Data<relay.ProfileUpdate>;
+export type TokenReveal = Data<app.TokenReveal>;
+export type Invite = Data<relay.Invite>;
+export type InviteInput = Data<relay.InviteInput>;
+export type InviteCreated = Data<app.InviteCreated>;
+export type RelayEvent = Data<relay.Event>;
+export type EventFilter = Data<relay.EventFilter>;
+export type Info = Data<app.Info>;
+export type Stats = Data<relay.Stats>;
+export type Settings = Data<relay.Settings>;
+
+/** A relay.Change as delivered by the window or the SSE stream. "resync" asks for a snapshot reload. */
+export interface Change {
+  type: "task" | "tasks-removed" | "agent" | "agent-removed" | "event" | "invite" | "settings" | "resync";
+  task?: TaskSummary;
+  ids?: string[];
+  agent?: Agent;
+  slug?: string;
+  event?: RelayEvent;
+  invite?: Invite;
+  settings?: Settings;
+}
+// Keep Change in step with the generated model (if it is ever bound).
+type _ChangeKeys = keyof Omit<Change, "type">;
+const _changeKeys: Record<_ChangeKeys, true> = { task: true, ids: true, agent: true, slug: true, event: true, invite: true, settings: true };
+void _changeKeys;
+
+/** Api is everything the UI may ask of the relay. Stores take it as a parameter, so tests pass fakes. */
+export interface Api {
+  tasks: {
+    list(f: TaskFilter): Promise<TaskSummary[]>;
+    get(id: string): Promise<TaskDetail>;
+    post(t: NewTask): Promise<Task>;
+    cancel(id: string, reason: string): Promise<Task>;
+    requeue(id: string, note: string): Promise<Task>;
+    requestChanges(id: string, note: string): Promise<Task>;
+  };
+  agents: {
+    list(): Promise<Agent[]>;
+    create(a: CreateAgentInput): Promise<TokenReveal>;
+    update(slug: string, p: ProfileUpdate): Promise<Agent>;
+    rotateToken(slug: string): Promise<TokenReveal>;
+    revokeToken(slug: string): Promise<Agent>;
+    remove(slug: string): Promise<void>;
+  };
+  invites: {
+    create(i: InviteInput): Promise<InviteCreated>;
+    list(): Promise<Invite[]>;
+    revoke(id: string): Promise<Invite>;
+  };
+  overview: { info(): Promise<Info>; stats(): Promise<Stats> };
+  events: { list(f: EventFilter): Promise<RelayEvent[]> };
+  settings: { get(): Promise<Settings>; update(s: Settings): Promise<Settings> };
+  system: {
+    startsAtLogin(): Promise<boolean>;
+    setStartAtLogin(on: boolean): Promise<boolean>;
+    revealDataFolder(): Promise<void>;
+    adminToken(): Promise<string>;
+  };
+  /** Subscribes to relay changes; returns the unsubscribe function. */
+  onChange(cb: (c: Change) => void): () => void;
+  /** Subscribes to connection state of the change stream (browser only). */
+  onConnection(cb: (connected: boolean) => void): () => void;
+  setTitle(title: string): void;
+  copy(text: string): Promise<boolean>;
+  openURL(url: string): void;
+}
+
+// norm wraps a binding so every rejection (and a missing runtime) becomes an ApiError.
+function norm<A extends unknown[], R>(fn: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
+  return async (...a: A) => {
+    try {
+      return await fn(...a);
+    } catch (e) {
+      throw toApiError(e);
+    }
+  };
+}
+
+export const api: Api = {
+  tasks: {
+    list: norm((f) => TasksB.List(f as relay.TaskFilter) as Promise<TaskSummary[]>),
+    get: norm((id) => TasksB.Get(id) as Promise<TaskDetail>),
+    post: norm((t) => TasksB.Post(t as app.NewTask) as Promise<Task>),
+    cancel: norm((id, reason) => TasksB.Cancel(id, reason) as Promise<Task>),
+    requeue: norm((id, note) => TasksB.Requeue(id, note) as Promise<Task>),
+    requestChanges: norm((id, note) => TasksB.RequestChanges(id, note) as Promise<Task>),
+  },
+  agents: {
+    list: norm(() => AgentsB.List()),
+    create: norm((a) => AgentsB.Create(a as relay.CreateAgentInput)),
+    update: norm((slug, p) => AgentsB.Update(slug, p as relay.ProfileUpdate)),
+    rotateToken: norm((slug) => AgentsB.RotateToken(slug)),
+    revokeToken: norm((slug) => AgentsB.RevokeToken(slug)),
+    remove: norm((slug) => AgentsB.Delete(slug)),
+  },
+  invites: {
+    create: norm((i) => InvitesB.Create(i as relay.InviteInput)),
+    list: norm(() => InvitesB.List()),
+    revoke: norm((id) => InvitesB.Revoke(id)),
+  },
+  overview: { info: norm(() => OverviewB.Info()), stats: norm(() => OverviewB.Stats()) },
+  events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
+  settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
+  system: {
+    startsAtLogin: norm(() => SystemB.StartsAtLogin()),
+    setStartAtLogin: norm((on) => SystemB.SetStartAtLogin(on)),
+    revealDataFolder: norm(() => SystemB.RevealDataFolder()),
+    adminToken: norm(() => SystemB.AdminToken()),
+  },
+  onChange: (cb) => rt.EventsOn(CHANGE_EVENT, (c: Change) => cb(c)),
+  onConnection: (cb) => rt.EventsOn(CONNECTION_EVENT, (on: boolean) => cb(on)),
+  setTitle: (title) => rt.WindowSetTitle(title),
+  copy: async (text) => {
+    try {
+      return (await rt.ClipboardSetText(text)) !== false;
+    } catch {
+      return false;
+    }
+  },
+  openURL: (url) => rt.BrowserOpenURL(url),
+};
+
+type Win = Window & { go?: unknown; runtime?: unknown };
+
+/** inBrowser is true when no Wails runtime is present (served by `crosschat-relay serve`). */
+export const inBrowser = typeof window !== "undefined" && !(window as Win).go;
+
+let unauthorizedHandler: () => void = () => {};
+/** onUnauthorized sets what happens when the bridge finds the session gone. */
+export function onUnauthorized(fn: () => void) {
+  unauthorizedHandler = fn;
+}
+
+/**
+ * installShim defines window.go and window.runtime on top of the HTTP bridge
+ * when the Wails runtime is absent. It must run before any binding is called.
+ */
+export function installShim(): void {
+  const w = window as Win;
+  if (w.go) return;
+  const bridge = createBridge({
+    fetch: (input, init) => window.fetch(input, init),
+    EventSource: window.EventSource,
+    onUnauthorized: () => unauthorizedHandler(),
+  });
+  w.go = bridge.go;
+  w.runtime = bridge.runtime;
+}
+
+/** session is the browser sign-in; in the native window there is none. */
+export const session = {
+  get: (): Promise<SessionState> =>
+    inBrowser ? createSessionClient((i, init) => window.fetch(i, init)).get() : Promise.resolve({ authenticated: true }),
+  signIn: (token: string) => createSessionClient((i, init) => window.fetch(i, init)).signIn(token),
+  signOut: () => createSessionClient((i, init) => window.fetch(i, init)).signOut(),
+};

@@ -1,0 +1,711 @@
+export namespace app {
+	
+	export class Info {
+	    version: string;
+	    operatorSlug: string;
+	    dashboardUrl: string;
+	    mcpUrl: string;
+	    dataDir: string;
+	    retentionDays: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new Info(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.version = source["version"];
+	        this.operatorSlug = source["operatorSlug"];
+	        this.dashboardUrl = source["dashboardUrl"];
+	        this.mcpUrl = source["mcpUrl"];
+	        this.dataDir = source["dataDir"];
+	        this.retentionDays = source["retentionDays"];
+	    }
+	}
+	export class InviteCreated {
+	    invite: relay.Invite;
+	    code: string;
+	    message: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new InviteCreated(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.invite = this.convertValues(source["invite"], relay.Invite);
+	        this.code = source["code"];
+	        this.message = source["message"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class NewTask {
+	    recipientSlug: string;
+	    title: string;
+	    instructions: string;
+	    requiredCapabilities: string[];
+	    priority: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new NewTask(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.recipientSlug = source["recipientSlug"];
+	        this.title = source["title"];
+	        this.instructions = source["instructions"];
+	        this.requiredCapabilities = source["requiredCapabilities"];
+	        this.priority = source["priority"];
+	    }
+	}
+	export class TaskDetail {
+	    task: relay.Task;
+	    related: relay.RelatedTasks;
+	
+	    static createFrom(source: any = {}) {
+	        return new TaskDetail(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.task = this.convertValues(source["task"], relay.Task);
+	        this.related = this.convertValues(source["related"], relay.RelatedTasks);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class TokenReveal {
+	    agent: relay.Agent;
+	    token: string;
+	    mcpUrl: string;
+	    setup: relay.Setup;
+	    instructions: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new TokenReveal(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.agent = this.convertValues(source["agent"], relay.Agent);
+	        this.token = source["token"];
+	        this.mcpUrl = source["mcpUrl"];
+	        this.setup = this.convertValues(source["setup"], relay.Setup);
+	        this.instructions = source["instructions"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+
+}
+
+export namespace relay {
+	
+	export class OwnerSet {
+	    displayName: boolean;
+	    details: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new OwnerSet(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.displayName = source["displayName"];
+	        this.details = source["details"];
+	    }
+	}
+	export class Agent {
+	    slug: string;
+	    kind: string;
+	    displayName: string;
+	    modelSlug: string;
+	    capabilities: string[];
+	    details?: string;
+	    registeredAt: string;
+	    lastSeenAt: string;
+	    hasToken: boolean;
+	    ownerSet: OwnerSet;
+	    availability: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Agent(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.kind = source["kind"];
+	        this.displayName = source["displayName"];
+	        this.modelSlug = source["modelSlug"];
+	        this.capabilities = source["capabilities"];
+	        this.details = source["details"];
+	        this.registeredAt = source["registeredAt"];
+	        this.lastSeenAt = source["lastSeenAt"];
+	        this.hasToken = source["hasToken"];
+	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
+	        this.availability = source["availability"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class AgentCounts {
+	    total: number;
+	    online: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentCounts(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.total = source["total"];
+	        this.online = source["online"];
+	    }
+	}
+	export class CreateAgentInput {
+	    slug: string;
+	    displayName: string;
+	    modelSlug: string;
+	    capabilities: string[];
+	    details?: string;
+	    kind?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new CreateAgentInput(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.displayName = source["displayName"];
+	        this.modelSlug = source["modelSlug"];
+	        this.capabilities = source["capabilities"];
+	        this.details = source["details"];
+	        this.kind = source["kind"];
+	    }
+	}
+	export class Event {
+	    sequence: number;
+	    recipientSlug: string;
+	    type: string;
+	    taskId: string;
+	    summary: string;
+	    createdAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Event(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.sequence = source["sequence"];
+	        this.recipientSlug = source["recipientSlug"];
+	        this.type = source["type"];
+	        this.taskId = source["taskId"];
+	        this.summary = source["summary"];
+	        this.createdAt = source["createdAt"];
+	    }
+	}
+	export class EventFilter {
+	    agent?: string;
+	    before?: number;
+	    limit?: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new EventFilter(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.agent = source["agent"];
+	        this.before = source["before"];
+	        this.limit = source["limit"];
+	    }
+	}
+	export class FirstTask {
+	    title: string;
+	    instructions: string;
+	    priority: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new FirstTask(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.title = source["title"];
+	        this.instructions = source["instructions"];
+	        this.priority = source["priority"];
+	    }
+	}
+	export class Invite {
+	    id: string;
+	    label?: string;
+	    createdAt: string;
+	    expiresAt: string;
+	    maxUses?: number;
+	    uses: number;
+	    revoked: boolean;
+	    active: boolean;
+	    agents: string[];
+	    displayName?: string;
+	    role?: string;
+	    firstTask?: FirstTask;
+	
+	    static createFrom(source: any = {}) {
+	        return new Invite(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.label = source["label"];
+	        this.createdAt = source["createdAt"];
+	        this.expiresAt = source["expiresAt"];
+	        this.maxUses = source["maxUses"];
+	        this.uses = source["uses"];
+	        this.revoked = source["revoked"];
+	        this.active = source["active"];
+	        this.agents = source["agents"];
+	        this.displayName = source["displayName"];
+	        this.role = source["role"];
+	        this.firstTask = this.convertValues(source["firstTask"], FirstTask);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class InviteInput {
+	    label?: string;
+	    expiresInHours: number;
+	    maxUses?: number;
+	    displayName?: string;
+	    role?: string;
+	    firstTask?: FirstTask;
+	
+	    static createFrom(source: any = {}) {
+	        return new InviteInput(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.label = source["label"];
+	        this.expiresInHours = source["expiresInHours"];
+	        this.maxUses = source["maxUses"];
+	        this.displayName = source["displayName"];
+	        this.role = source["role"];
+	        this.firstTask = this.convertValues(source["firstTask"], FirstTask);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
+	export class ProfileUpdate {
+	    displayName?: string;
+	    details?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ProfileUpdate(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.displayName = source["displayName"];
+	        this.details = source["details"];
+	    }
+	}
+	export class ReportExcerpt {
+	    kind: string;
+	    message: string;
+	    createdAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ReportExcerpt(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.kind = source["kind"];
+	        this.message = source["message"];
+	        this.createdAt = source["createdAt"];
+	    }
+	}
+	export class TaskSummary {
+	    id: string;
+	    senderSlug: string;
+	    recipientSlug: string;
+	    title: string;
+	    requiredCapabilities: string[];
+	    priority: number;
+	    status: string;
+	    createdAt: string;
+	    updatedAt: string;
+	    claimedAt?: string;
+	    leaseExpiresAt?: string;
+	    parentTaskId?: string;
+	    depth: number;
+	    claimedVia?: string;
+	    reportCount: number;
+	    latestReport?: ReportExcerpt;
+	
+	    static createFrom(source: any = {}) {
+	        return new TaskSummary(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.senderSlug = source["senderSlug"];
+	        this.recipientSlug = source["recipientSlug"];
+	        this.title = source["title"];
+	        this.requiredCapabilities = source["requiredCapabilities"];
+	        this.priority = source["priority"];
+	        this.status = source["status"];
+	        this.createdAt = source["createdAt"];
+	        this.updatedAt = source["updatedAt"];
+	        this.claimedAt = source["claimedAt"];
+	        this.leaseExpiresAt = source["leaseExpiresAt"];
+	        this.parentTaskId = source["parentTaskId"];
+	        this.depth = source["depth"];
+	        this.claimedVia = source["claimedVia"];
+	        this.reportCount = source["reportCount"];
+	        this.latestReport = this.convertValues(source["latestReport"], ReportExcerpt);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class RelatedTasks {
+	    parent?: TaskSummary;
+	    children: TaskSummary[];
+	
+	    static createFrom(source: any = {}) {
+	        return new RelatedTasks(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.parent = this.convertValues(source["parent"], TaskSummary);
+	        this.children = this.convertValues(source["children"], TaskSummary);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class Report {
+	    id: string;
+	    kind: string;
+	    message: string;
+	    result?: string;
+	    createdAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Report(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.kind = source["kind"];
+	        this.message = source["message"];
+	        this.result = source["result"];
+	        this.createdAt = source["createdAt"];
+	    }
+	}
+	
+	export class Settings {
+	    maxChainDepth: number;
+	    workersPaused: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new Settings(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.maxChainDepth = source["maxChainDepth"];
+	        this.workersPaused = source["workersPaused"];
+	    }
+	}
+	export class Setup {
+	    claudeCode: string;
+	    codex: string;
+	    json: {[key: string]: any};
+	    generic: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Setup(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.claudeCode = source["claudeCode"];
+	        this.codex = source["codex"];
+	        this.json = source["json"];
+	        this.generic = source["generic"];
+	    }
+	}
+	export class TaskCounts {
+	    queued: number;
+	    claimed: number;
+	    blocked: number;
+	    completed: number;
+	    cancelled: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new TaskCounts(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.queued = source["queued"];
+	        this.claimed = source["claimed"];
+	        this.blocked = source["blocked"];
+	        this.completed = source["completed"];
+	        this.cancelled = source["cancelled"];
+	    }
+	}
+	export class Stats {
+	    tasks: TaskCounts;
+	    agents: AgentCounts;
+	    doneToday: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new Stats(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.tasks = this.convertValues(source["tasks"], TaskCounts);
+	        this.agents = this.convertValues(source["agents"], AgentCounts);
+	        this.doneToday = source["doneToday"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class Task {
+	    id: string;
+	    senderSlug: string;
+	    recipientSlug: string;
+	    title: string;
+	    instructions: string;
+	    requiredCapabilities: string[];
+	    priority: number;
+	    status: string;
+	    createdAt: string;
+	    updatedAt: string;
+	    claimedAt?: string;
+	    leaseExpiresAt?: string;
+	    parentTaskId?: string;
+	    depth: number;
+	    claimedVia?: string;
+	    reports: Report[];
+	
+	    static createFrom(source: any = {}) {
+	        return new Task(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.senderSlug = source["senderSlug"];
+	        this.recipientSlug = source["recipientSlug"];
+	        this.title = source["title"];
+	        this.instructions = source["instructions"];
+	        this.requiredCapabilities = source["requiredCapabilities"];
+	        this.priority = source["priority"];
+	        this.status = source["status"];
+	        this.createdAt = source["createdAt"];
+	        this.updatedAt = source["updatedAt"];
+	        this.claimedAt = source["claimedAt"];
+	        this.leaseExpiresAt = source["leaseExpiresAt"];
+	        this.parentTaskId = source["parentTaskId"];
+	        this.depth = source["depth"];
+	        this.claimedVia = source["claimedVia"];
+	        this.reports = this.convertValues(source["reports"], Report);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
+	export class TaskFilter {
+	    statuses?: string[];
+	    agent?: string;
+	    query?: string;
+	    limit?: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new TaskFilter(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.statuses = source["statuses"];
+	        this.agent = source["agent"];
+	        this.query = source["query"];
+	        this.limit = source["limit"];
+	    }
+	}
+
+}
+
