@@ -1,0 +1,365 @@
+// End to end: the real dashboard in Debian's Chromium against a real
+// `crosschat-relay serve`. Starts the relay itself on a free port with a
+// throwaway data dir, signs in with the admin token, and walks the operator
+// scenario: invite → enroll → live agent → new task → MCP claim/complete →
+// live Done + alert → request changes → the agent sees the task again.
+// Screenshots of every page go to the output folder.
+//
+//   node e2e/dashboard.mjs <relay-binary> [screenshot-dir]
+//
+// Env: CROSSCHAT_SCREENSHOTS (screenshot dir, default ../.ci/out/dashboard
+// relative to frontend/), CHROMIUM (default /usr/bin/chromium),
+// E2E_HEADFUL=1 to watch. Exits non-zero with a message on any failure.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, createWriteStream, existsSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FRONTEND = resolve(HERE, "..");
+const bin = process.argv[2] || process.env.CROSSCHAT_BIN;
+if (!bin || !existsSync(bin)) {
+  console.error(`usage: node e2e/dashboard.mjs <relay-binary> [screenshot-dir]  (got ${bin ?? "nothing"})`);
+  process.exit(2);
+}
+const OUT = resolve(process.argv[3] || process.env.CROSSCHAT_SCREENSHOTS || join(FRONTEND, "../.ci/out/dashboard"));
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+mkdirSync(OUT, { recursive: true });
+
+const tmp = mkdtempSync(join(tmpdir(), "ccr-dash-"));
+const dataDir = join(tmp, "data");
+let relay = null;
+let browser = null;
+let step = "setup";
+const logPath = join(OUT, "relay.log");
+const log = createWriteStream(logPath);
+const t0 = Date.now();
+
+function say(msg) {
+  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
+}
+async function cleanup() {
+  try {
+    await browser?.close();
+  } catch {}
+  if (relay && relay.exitCode === null) {
+    relay.kill("SIGTERM");
+    await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
+    if (relay.exitCode === null) relay.kill("SIGKILL");
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.on("SIGINT", async () => {
+  await cleanup();
+  process.exit(130);
+});
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+/** poll calls fn until it returns a truthy value or the deadline passes. */
+async function poll(what, fn, timeoutMs = 10000, everyMs = 100) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+// --- MCP over plain fetch ---------------------------------------------------
+let rpcId = 0;
+async function mcp(base, token, name, args) {
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      Authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args } }),
+  });
+  const text = await res.text();
+  check(res.ok, `MCP ${name}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  let msg;
+  if ((res.headers.get("content-type") || "").includes("text/event-stream")) {
+    const line = text.split("\n").find((l) => l.startsWith("data:"));
+    check(line, `MCP ${name}: no data line in SSE answer: ${text.slice(0, 300)}`);
+    msg = JSON.parse(line.slice(5).trim());
+  } else msg = JSON.parse(text);
+  check(!msg.error, `MCP ${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
+  const out = msg.result?.content?.[0]?.text;
+  check(!msg.result?.isError, `MCP ${name}: tool error: ${out}`);
+  return JSON.parse(out);
+}
+
+async function shot(page, name) {
+  await page.waitForTimeout(150); // let transitions and fonts settle
+  const file = join(OUT, `${name}.png`);
+  await page.screenshot({ path: file });
+  say(`screenshot ${file}`);
+}
+
+async function main() {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+
+  step = "start relay";
+  relay = spawn(bin, ["serve", "--port", String(port), "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
+  relay.stdout.pipe(log);
+  relay.stderr.pipe(log);
+  let exited = null;
+  relay.once("exit", (code, sig) => (exited = `exit ${code ?? sig}`));
+  await poll(
+    "GET /health",
+    async () => {
+      if (exited) throw new Error(`relay ${exited} before /health answered (log: ${logPath})`);
+      return (await fetch(`${base}/health`)).ok;
+    },
+    30000,
+  );
+  const adminToken = execFileSync(bin, ["token", "--data-dir", dataDir], { encoding: "utf8" }).trim();
+  check(adminToken.length >= 20 && !/\s/.test(adminToken), `unexpected admin token output: ${JSON.stringify(adminToken)}`);
+  say(`relay up at ${base}`);
+
+  step = "launch chromium";
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: !process.env.E2E_HEADFUL,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ].filter((a) => a !== "--headless" || !process.env.E2E_HEADFUL),
+  });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
+  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  const page = await ctx.newPage();
+  const consoleErrors = [];
+  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+
+  step = "sign in";
+  await page.goto(base + "/");
+  await page.getByLabel("Admin token").waitFor();
+  await shot(page, "01-sign-in");
+  await page.getByLabel("Admin token").fill("not-the-token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: "not the admin token" }).waitFor();
+  consoleErrors.length = 0; // the refused sign-in logs its 401
+  await page.getByLabel("Admin token").fill(adminToken);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+  await page.getByText("No tasks yet").waitFor();
+  say("signed in; empty Tasks page");
+
+  step = "create invite";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Connect" }).click();
+  await page.getByRole("heading", { name: "Connect", level: 1 }).waitFor();
+  await page.getByLabel("Label").fill("E2E laptop");
+  await page.getByLabel("Role").fill("Writes end-to-end tests.");
+  await page.getByRole("button", { name: "Create invite" }).click();
+  const message = await page.locator('[data-test="invite-message"]').innerText({ timeout: 10000 });
+  const code = /cci_[A-Za-z0-9_-]+/.exec(message)?.[0];
+  check(code, `no invite code in the message on the page:\n${message.slice(0, 400)}`);
+  check(message.includes(`${base}/api/enroll`) || message.includes("/api/enroll"), "invite message does not tell how to enroll");
+  await page.getByText("Waiting for an agent to join").waitFor();
+  await shot(page, "04-connect-invite");
+  say(`invite created (${code.slice(0, 8)}…)`);
+
+  step = "enroll agent over HTTP";
+  const slug = "e2e-agent";
+  const enrollRes = await fetch(`${base}/api/enroll`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ invite: code, slug, displayName: "E2E Agent", modelSlug: "test-model", capabilities: ["text-input", "text-output", "code-execution"] }),
+  });
+  const enrolled = await enrollRes.json();
+  check(enrollRes.status === 201, `enroll: HTTP ${enrollRes.status}: ${JSON.stringify(enrolled)}`);
+  const agentToken = enrolled.token;
+  check(/^cca_/.test(agentToken), "enroll gave no agent token");
+
+  step = "agent appears live";
+  await page.locator('[data-test="invite-status"]').getByText(slug).waitFor({ timeout: 10000 });
+  await page.locator(`[data-invite-id]`).first().getByText("Used up").waitFor();
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Agents" }).click();
+  await page.locator(`[data-agent="${slug}"]`).waitFor({ timeout: 10000 });
+  say("enrolled agent appeared live on Connect and Agents");
+
+  step = "post a task from the New task dialog";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click();
+  await page.getByRole("button", { name: "New task" }).click();
+  const dlg = page.getByRole("dialog", { name: "New task" });
+  await dlg.waitFor();
+  await dlg.getByRole("button", { name: "Send task" }).click();
+  await dlg.getByText("Choose who should do this.").waitFor(); // validation before any request
+  await dlg.getByLabel("Recipient").selectOption(slug);
+  await dlg.getByLabel("Title").fill("Write the release notes");
+  await dlg.getByLabel("Instructions").fill("Summarize the changes since the last tag in five bullets.");
+  await dlg.getByRole("button", { name: "Urgent" }).click();
+  await dlg.getByRole("button", { name: "code-execution" }).click();
+  await dlg.getByRole("button", { name: "Send task" }).click();
+  await dlg.waitFor({ state: "detached" });
+  const queuedCard = page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Write the release notes" });
+  await queuedCard.waitFor();
+  const taskId = await queuedCard.getAttribute("data-task-id");
+  say(`task ${taskId} queued`);
+
+  step = "MCP client claims the task";
+  const claim = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  check(claim.status === "task" && claim.task?.id === taskId, `claim_next_task gave ${JSON.stringify(claim).slice(0, 300)}`);
+  await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
+  await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"] [data-test="lease"]`).getByText("left").waitFor();
+  say("card moved to In progress live");
+  await mcp(base, agentToken, "report_task", { taskId, kind: "progress", message: "Collected 14 commits since v0.3.0." });
+  await page.locator(`[data-task-id="${taskId}"]`).getByText("Collected 14 commits").waitFor({ timeout: 10000 });
+
+  step = "MCP client completes the task";
+  await mcp(base, agentToken, "report_task", {
+    taskId,
+    kind: "completed",
+    message: "Release notes are ready.",
+    result: "- Faster claims\n- Invites with first tasks\n- Dark mode\n- Request changes\n- Live board",
+  });
+  await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
+  await page.locator('[data-test="toast"]').filter({ hasText: "Done: Write the release notes" }).waitFor({ timeout: 10000 });
+  say("card moved to Done live; alert shown");
+  await shot(page, "02-tasks-board");
+
+  step = "request changes from the drawer";
+  await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).click();
+  const drawer = page.getByRole("dialog", { name: "Write the release notes" });
+  await drawer.waitFor();
+  await drawer.locator('[data-test="result"]').getByText("Faster claims").waitFor();
+  check(page.url().includes(`task=${taskId}`), `drawer did not put ?task= in the URL: ${page.url()}`);
+  await shot(page, "03-task-drawer");
+  await drawer.getByRole("button", { name: "Request changes" }).click();
+  const note = page.getByRole("dialog", { name: "Request changes" });
+  await note.getByLabel("What to change").fill("Add a line about the new Settings page.");
+  await note.getByRole("button", { name: "Request changes" }).click();
+  await note.waitFor({ state: "detached" });
+  await drawer.getByText("Add a line about the new Settings page.").first().waitFor({ timeout: 10000 });
+  await page.keyboard.press("Escape");
+  await drawer.waitFor({ state: "detached" });
+  await page.locator(`[data-column="queued"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
+
+  step = "the agent sees the task again";
+  const again = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  check(again.status === "task" && again.task?.id === taskId, `second claim_next_task gave ${JSON.stringify(again).slice(0, 300)}`);
+  await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
+  say("agent claimed the same task again after Request changes");
+
+  step = "block a second task (attention list)";
+  const second = await (async () => {
+    await page.getByRole("button", { name: "New task" }).click();
+    const d = page.getByRole("dialog", { name: "New task" });
+    await d.getByLabel("Recipient").selectOption(slug);
+    await d.getByLabel("Title").fill("Rotate the staging certificate");
+    await d.getByLabel("Instructions").fill("Renew it before Friday.");
+    await d.getByRole("button", { name: "Send task" }).click();
+    await d.waitFor({ state: "detached" });
+    return page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Rotate the staging" }).getAttribute("data-task-id");
+  })();
+  await mcp(base, agentToken, "report_task", { taskId, kind: "progress", message: "Adding the Settings line." });
+  const c2 = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  check(c2.task?.id === second, `expected to claim ${second}, got ${JSON.stringify(c2).slice(0, 200)}`);
+  await mcp(base, agentToken, "report_task", { taskId: second, kind: "blocked", message: "I have no access to the staging DNS account." });
+  await page.getByRole("heading", { name: "Needs your attention" }).waitFor({ timeout: 10000 });
+  await page.locator('[data-test="toast"]').filter({ hasText: "Blocked: Rotate the staging certificate" }).waitFor({ timeout: 10000 });
+  await poll("window title with the attention count", async () => /^\(1\) /.test(await page.title()), 5000);
+  await shot(page, "02b-tasks-attention");
+  await page.getByRole("button", { name: "List" }).click();
+  await page.locator("table [data-task-id]").first().waitFor();
+  await shot(page, "02c-tasks-list");
+  await page.getByRole("button", { name: "Board" }).click();
+
+  step = "agents page";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Agents" }).click();
+  await page.locator(`[data-agent="${slug}"]`).getByText("online", { exact: false }).first().waitFor();
+  await shot(page, "05-agents");
+
+  step = "activity page";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Activity" }).click();
+  await page.getByRole("heading", { name: "Activity", level: 1 }).waitFor();
+  await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
+  await shot(page, "06-activity");
+
+  step = "settings page";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings" }).click();
+  await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
+  await page.getByText(dataDir).waitFor();
+  await shot(page, "07-settings");
+
+  step = "small window (1024×700)";
+  await page.setViewportSize({ width: 1024, height: 700 });
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click();
+  await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+  await shot(page, "08-tasks-1024x700");
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+  check(!overflow, "the Tasks page scrolls sideways at 1024×700");
+
+  step = "dark mode";
+  const dark = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
+  await dark.addCookies(await ctx.cookies());
+  const dpage = await dark.newPage();
+  await dpage.goto(base + "/#/tasks");
+  await dpage.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+  await dpage.locator(`[data-task-id="${taskId}"]`).first().waitFor();
+  const bg = await dpage.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  check(bg !== "rgb(246, 247, 249)", `dark mode did not change the background (${bg})`);
+  await shot(dpage, "09-tasks-dark");
+  await dpage.goto(base + `/#/tasks?task=${taskId}`);
+  await dpage.getByRole("dialog").waitFor();
+  await shot(dpage, "10-task-drawer-dark");
+  await dark.close();
+
+  check(!consoleErrors.length, `console errors in the page:\n${consoleErrors.join("\n")}`);
+}
+
+main()
+  .then(async () => {
+    await cleanup();
+    say(`PASS dashboard e2e; screenshots in ${OUT}`);
+  })
+  .catch(async (e) => {
+    console.error(`FAIL dashboard e2e at step "${step}": ${e?.message ?? e}`);
+    try {
+      const pages = browser?.contexts().flatMap((c) => c.pages()) ?? [];
+      if (pages.length) {
+        await pages[pages.length - 1].screenshot({ path: join(OUT, "failure.png") });
+        console.error(`screenshot of the failure: ${join(OUT, "failure.png")}`);
+      }
+    } catch {}
+    try {
+      const tail = readFileSync(logPath, "utf8").split("\n").slice(-30).join("\n");
+      console.error(`--- relay log (tail, ${logPath}) ---\n${tail}`);
+    } catch {}
+    await cleanup();
+    process.exit(1);
+  });
