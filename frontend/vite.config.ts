@@ -13,6 +13,6 @@ export default defineConfig({
   },
   test: {
     include: ["src/**/*.test.ts"],
-    environment: "node",
+    environment: "happy-dom",
   },
 });

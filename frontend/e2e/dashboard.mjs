@@ -164,6 +164,11 @@ async function main() {
   const consoleErrors = [];
   page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
+  if (process.env.E2E_TRACE) {
+    page.on("request", (r) => r.url().includes("/bridge/") && say(`→ ${r.method()} ${r.url().replace(base, "")}`));
+    page.on("requestfinished", (r) => r.url().includes("/bridge/") && say(`← ${r.url().replace(base, "")}`));
+    page.on("requestfailed", (r) => r.url().includes("/bridge/") && say(`✗ ${r.url().replace(base, "")} ${r.failure()?.errorText}`));
+  }
 
   step = "sign in";
   await page.goto(base + "/");
@@ -274,6 +279,7 @@ async function main() {
   check(again.status === "task" && again.task?.id === taskId, `second claim_next_task gave ${JSON.stringify(again).slice(0, 300)}`);
   await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
   say("agent claimed the same task again after Request changes");
+  await poll("the In progress tile to show 1", async () => (await page.locator('[data-tile="claimed"]').innerText()).includes("1"), 5000);
 
   step = "block a second task (attention list)";
   const second = await (async () => {

@@ -114,7 +114,6 @@ export function createBridge(deps: BridgeDeps): Bridge {
   // Runtime events: local listeners, fed by the SSE stream for relay:change.
   const listeners = new Map<string, Listener[]>();
   let es: EventSourceLike | null = null;
-  let everOpened = false;
   let connected = false;
   let retryTimer: unknown = null;
   let retryDelay = retryFirst;
@@ -165,10 +164,10 @@ export function createBridge(deps: BridgeDeps): Bridge {
     src.onopen = () => {
       retryDelay = retryFirst;
       setConnected(true);
-      // Changes may have been missed while disconnected: tell the stores
-      // to reload a snapshot, as the native window does after falling behind.
-      if (everOpened) dispatch(CHANGE_EVENT, [{ type: "resync" }]);
-      everOpened = true;
+      // Changes committed before this subscription (the first time) or while
+      // disconnected are not in the stream: tell the stores to reload a
+      // snapshot, as the native window does after falling behind.
+      dispatch(CHANGE_EVENT, [{ type: "resync" }]);
     };
     src.onerror = () => {
       // The server ends the stream on purpose when a client falls behind;

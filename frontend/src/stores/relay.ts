@@ -59,6 +59,8 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
   let buffered: Change[] | null = null;
   let statsTimer: ReturnType<typeof setTimeout> | null = null;
   let generation = 0;
+  let statsSeq = 0;
+  let statsApplied = 0;
 
   const operatorSlug = computed(() => state.info?.operatorSlug ?? "");
 
@@ -75,8 +77,14 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     if (statsTimer) clearTimeout(statsTimer);
     statsTimer = setTimeout(async () => {
       statsTimer = null;
+      const seq = ++statsSeq;
       try {
-        state.stats = await api.overview.stats();
+        const s = await api.overview.stats();
+        // Answers can overtake each other: keep only the latest request's.
+        if (seq > statsApplied) {
+          statsApplied = seq;
+          state.stats = s;
+        }
       } catch {
         /* keep the last counts; the next change retries */
       }
@@ -162,6 +170,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
       ]);
       if (gen !== generation) return;
       state.info = info;
+      statsApplied = ++statsSeq;
       state.stats = stats;
       state.settings = settings;
       state.agents = new Map((agents ?? []).map((a) => [a.slug, a]));
@@ -217,6 +226,14 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     }),
   );
   const inviteList = computed(() => [...state.invites.values()].sort((a, b) => ms(b.createdAt) - ms(a.createdAt)));
+  /** counts of open tasks: exact from the snapshot unless it hit its limit, else the relay's. */
+  const counts = computed(() => {
+    const c = { queued: 0, claimed: 0, blocked: 0 };
+    for (const t of taskList.value) if (t.status in c) c[t.status as keyof typeof c]++;
+    const st = state.stats?.tasks;
+    if (st && c.queued + c.claimed + c.blocked >= OPEN_LIMIT) return { queued: st.queued, claimed: st.claimed, blocked: st.blocked };
+    return c;
+  });
   const onlineCount = computed(() => agentList.value.filter((a) => isOnline(a, now.value)).length);
 
   function workOf(slug: string) {
@@ -323,6 +340,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     attention,
     agentList,
     inviteList,
+    counts,
     onlineCount,
     workOf,
     apply,

@@ -19,7 +19,7 @@ export function createToasts(opts: { timeoutMs?: number } = {}) {
     const id = next++;
     list.push({ ...t, id });
     while (list.length > 5) list.shift();
-    const ms = opts.timeoutMs ?? (t.kind === "error" ? 12000 : 8000);
+    const ms = opts.timeoutMs ?? (t.kind === "error" ? 12000 : t.kind === "info" ? 4000 : 10000);
     if (ms > 0) setTimeout(() => dismiss(id), ms);
     return id;
   }

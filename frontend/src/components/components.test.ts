@@ -1,0 +1,212 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { flushPromises, mount } from "@vue/test-utils";
+import { ApiError } from "../api";
+import TaskCard from "./TaskCard.vue";
+import NewTaskDialog from "./NewTaskDialog.vue";
+import TokenRevealDialog from "./TokenRevealDialog.vue";
+import Modal from "./Modal.vue";
+import ConnectPage from "../pages/ConnectPage.vue";
+import { agent, invite, iso, summary, T0 } from "../test/fakes";
+import { withStores } from "../test/mount";
+
+afterEach(() => {
+  document.body.innerHTML = "";
+});
+
+describe("TaskCard", () => {
+  it("shows state, priority, sender → recipient, latest update and lease time left", async () => {
+    const t = summary({
+      status: "claimed",
+      priority: 3,
+      leaseExpiresAt: iso(90_000),
+      reportCount: 2,
+      latestReport: { kind: "progress", message: "Half way there", createdAt: iso() },
+    });
+    const w = mount(TaskCard, { props: { task: t, now: T0, recipientOnline: true, operatorSlug: "operator" } });
+    expect(w.text()).toContain("In progress");
+    expect(w.text()).toContain("Urgent");
+    expect(w.text()).toContain("Fix the build");
+    expect(w.findAll(".route .slug").map((s) => s.text())).toEqual(["you", "bob"]);
+    expect(w.find('[data-test="latest"]').text()).toContain("Half way there");
+    const lease = w.find('[data-test="lease"]');
+    expect(lease.text()).toBe("1m 30s left");
+    expect(lease.classes()).toContain("warn");
+    expect(w.text()).toContain("2 updates");
+    await w.trigger("click");
+    expect(w.emitted("open")).toEqual([["t1"]]);
+  });
+
+  it("hides normal priority, marks an expired lease and shows no lease for queued tasks", () => {
+    const w = mount(TaskCard, { props: { task: summary({ status: "claimed", leaseExpiresAt: iso(-5) }), now: T0 } });
+    expect(w.text()).not.toContain("Normal");
+    expect(w.find('[data-test="lease"]').text()).toBe("Lease expired");
+    const q = mount(TaskCard, { props: { task: summary(), now: T0 } });
+    expect(q.find('[data-test="lease"]').exists()).toBe(false);
+    expect(q.find('[data-test="latest"]').exists()).toBe(false);
+  });
+
+  it("gives plenty of lease no warning", () => {
+    const w = mount(TaskCard, { props: { task: summary({ status: "claimed", leaseExpiresAt: iso(600_000) }), now: T0 } });
+    expect(w.find('[data-test="lease"]').classes()).not.toContain("warn");
+    expect(w.find('[data-test="lease"]').text()).toBe("10m 00s left");
+  });
+});
+
+describe("NewTaskDialog", () => {
+  const data = {
+    agents: [
+      agent({ slug: "operator", kind: "human", displayName: "Operator", capabilities: ["text-input"] }),
+      agent({ slug: "bob", capabilities: ["code-execution", "text-input", "web-search"] }),
+    ],
+  };
+
+  it("validates before sending and offers only other agents as recipients", async () => {
+    const s = await withStores(data);
+    const w = s.mount(NewTaskDialog);
+    const options = w.findAll("#nt-recipient option").map((o) => o.attributes("value"));
+    expect(options).toEqual(["", "bob"]);
+    await w.find("form").trigger("submit");
+    expect(w.text()).toContain("Choose who should do this.");
+    expect(w.text()).toContain("Title is required.");
+    expect(w.text()).toContain("Instructions is required.");
+    expect(s.api.tasks.post).not.toHaveBeenCalled();
+    await w.find("#nt-title").setValue("x".repeat(501));
+    expect(w.text()).toContain("Title must be at most 500 characters");
+  });
+
+  it("sends recipient, title, instructions, priority and capabilities from the recipient's own", async () => {
+    const s = await withStores(data);
+    const w = s.mount(NewTaskDialog);
+    await w.find("#nt-recipient").setValue("bob");
+    const caps = w.findAll(".chips .chip");
+    expect(caps.map((c) => c.text())).toEqual(["code-execution", "text-input", "web-search"]);
+    await caps[2].trigger("click");
+    await caps[0].trigger("click");
+    await w.find("#nt-title").setValue("  Ship it  ");
+    await w.find("#nt-instructions").setValue("Tag and release.");
+    await w.findAll(".seg button").find((b) => b.text() === "Urgent")!.trigger("click");
+    await w.find("form").trigger("submit");
+    await flushPromises();
+    expect(s.api.tasks.post).toHaveBeenCalledWith({
+      recipientSlug: "bob",
+      title: "Ship it",
+      instructions: "Tag and release.",
+      priority: 3,
+      requiredCapabilities: ["code-execution", "web-search"],
+    });
+    expect(w.emitted("close")).toBeTruthy();
+    expect(s.relay.state.tasks.has("new")).toBe(true);
+  });
+
+  it("shows the relay's refusal and stays open", async () => {
+    const s = await withStores(data);
+    vi.mocked(s.api.tasks.post).mockRejectedValueOnce(new ApiError("recipient_lacks_capability", "bob lacks web-search."));
+    const w = s.mount(NewTaskDialog, { props: { recipient: "bob" } });
+    await w.find("#nt-title").setValue("T");
+    await w.find("#nt-instructions").setValue("I");
+    await w.find("form").trigger("submit");
+    await flushPromises();
+    expect(w.find('[role="alert"]').text()).toBe("bob lacks web-search.");
+    expect(w.emitted("close")).toBeFalsy();
+  });
+});
+
+describe("TokenRevealDialog", () => {
+  it("shows the token once with copy and Claude Code / Codex / JSON / instructions snippets", async () => {
+    const s = await withStores();
+    const reveal = {
+      agent: agent({ slug: "bob", displayName: "Bob" }),
+      token: "cca_abc123",
+      mcpUrl: "http://127.0.0.1:4318/mcp",
+      setup: {
+        claudeCode: 'claude mcp add --transport http crosschat http://127.0.0.1:4318/mcp --header "Authorization: Bearer cca_abc123"',
+        codex: "export CROSSCHAT_TOKEN=cca_abc123\ncodex mcp add crosschat --url http://127.0.0.1:4318/mcp --bearer-token-env-var CROSSCHAT_TOKEN",
+        json: { mcpServers: { crosschat: { url: "http://127.0.0.1:4318/mcp", headers: { Authorization: "Bearer cca_abc123" } } } },
+        generic: "Add a server.",
+      },
+      instructions: "Your slug is bob.",
+    };
+    const w = s.mount(TokenRevealDialog, { props: { reveal } });
+    expect(w.find('[data-test="token"]').text()).toBe("cca_abc123");
+    expect(w.text()).toContain("Shown once");
+    expect(w.find('[data-test="snippet-claude"]').text()).toContain("claude mcp add");
+    const tabs = w.findAll('[role="tab"]');
+    expect(tabs.map((t) => t.text())).toEqual(["Claude Code", "Codex", "JSON", "Agent instructions"]);
+    await tabs[2].trigger("click");
+    expect(JSON.parse(w.find('[data-test="snippet-json"]').text()).mcpServers.crosschat.headers.Authorization).toBe("Bearer cca_abc123");
+    await tabs[3].trigger("click");
+    expect(w.find('[data-test="snippet-instructions"]').text()).toBe("Your slug is bob.");
+    await w.findAll("button").find((b) => b.text() === "Copy token")!.trigger("click");
+    expect(s.api.copy).toHaveBeenCalledWith("cca_abc123");
+  });
+});
+
+describe("Connect page: invite form → message", () => {
+  it("creates an invite from the form, shows the message and who joined, live", async () => {
+    const s = await withStores();
+    vi.mocked(s.api.invites.create).mockResolvedValueOnce({
+      invite: invite({ id: "inv1", label: "Laptop", maxUses: 5 }),
+      code: "cci_xyz",
+      message: "# Join the Crosschat relay\nInvite code: cci_xyz",
+    });
+    const w = s.mount(ConnectPage);
+    await w.find("#inv-label").setValue("Laptop");
+    await w.find("#inv-role").setValue("Reviews PRs");
+    await w.findAll("button").find((b) => b.text() === "7 days")!.trigger("click");
+    await w.findAll("button").find((b) => b.text() === "5 agents")!.trigger("click");
+    await w.find('input[type="checkbox"]').setValue(true);
+    await w.find("#inv-task-title").setValue("Say hello");
+    await w.find("#inv-task-instr").setValue("Post a greeting.");
+    await w.find('[data-test="invite-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.invites.create).toHaveBeenCalledWith({
+      label: "Laptop",
+      expiresInHours: 168,
+      maxUses: 5,
+      role: "Reviews PRs",
+      firstTask: { title: "Say hello", instructions: "Post a greeting.", priority: 2 },
+    });
+    expect(w.find('[data-test="invite-message"]').text()).toContain("cci_xyz");
+    expect(w.find('[data-test="invite-status"]').text()).toContain("Waiting for an agent");
+    expect(w.find('[data-invite-id="inv1"]').text()).toContain("0 of 5");
+    s.api.emit({ type: "agent", agent: agent({ slug: "carol", displayName: "Carol" }) });
+    s.api.emit({ type: "invite", invite: invite({ id: "inv1", label: "Laptop", maxUses: 5, uses: 1, agents: ["carol"] }) });
+    await flushPromises();
+    expect(w.find('[data-test="invite-status"]').text()).toContain("Carol (carol)");
+    expect(w.find('[data-invite-id="inv1"]').text()).toContain("1 of 5");
+  });
+
+  it("requires a title and instructions for a first task", async () => {
+    const s = await withStores();
+    const w = s.mount(ConnectPage);
+    await w.find('input[type="checkbox"]').setValue(true);
+    await w.find('[data-test="invite-form"]').trigger("submit");
+    expect(w.text()).toContain("Task title is required.");
+    expect(s.api.invites.create).not.toHaveBeenCalled();
+  });
+});
+
+describe("Modal", () => {
+  it("closes on Escape and keeps Tab inside", async () => {
+    const outside = document.createElement("button");
+    document.body.appendChild(outside);
+    outside.focus();
+    const w = mount(Modal, {
+      props: { title: "Hello" },
+      slots: { default: '<input id="first" /><button id="last">Go</button>' },
+      attachTo: document.body,
+      global: { stubs: { teleport: true } },
+    });
+    await flushPromises();
+    expect(document.activeElement?.id).toBe("first");
+    (document.getElementById("last") as HTMLElement).focus();
+    document.dispatchEvent(new KeyboardEvent("keydown", { key: "Tab", bubbles: true, cancelable: true }));
+    expect(document.activeElement?.getAttribute("aria-label")).toBe("Close"); // wraps to the first focusable (the close button)
+    document.dispatchEvent(new KeyboardEvent("keydown", { key: "Tab", shiftKey: true, bubbles: true, cancelable: true }));
+    expect(document.activeElement?.id).toBe("last");
+    document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(w.emitted("close")).toHaveLength(1);
+    w.unmount();
+    expect(document.activeElement).toBe(outside);
+  });
+});

@@ -1,0 +1,161 @@
+// Test doubles: a fake Api with controllable answers and a change emitter.
+import { vi } from "vitest";
+import type { Agent, Api, Change, Invite, RelayEvent, Settings, Stats, Task, TaskSummary } from "../api";
+
+export const T0 = Date.parse("2026-03-01T12:00:00.000Z");
+export const iso = (offsetMs = 0) => new Date(T0 + offsetMs).toISOString();
+
+export function summary(p: Partial<TaskSummary> = {}): TaskSummary {
+  return {
+    id: "t1",
+    senderSlug: "operator",
+    recipientSlug: "bob",
+    title: "Fix the build",
+    requiredCapabilities: [],
+    priority: 2,
+    status: "queued",
+    createdAt: iso(-60_000),
+    updatedAt: iso(-60_000),
+    depth: 0,
+    reportCount: 0,
+    ...p,
+  };
+}
+
+export function task(p: Partial<Task> = {}): Task {
+  return {
+    id: "t1",
+    senderSlug: "operator",
+    recipientSlug: "bob",
+    title: "Fix the build",
+    instructions: "Make CI green.",
+    requiredCapabilities: [],
+    priority: 2,
+    status: "queued",
+    createdAt: iso(-60_000),
+    updatedAt: iso(-60_000),
+    depth: 0,
+    reports: [],
+    ...p,
+  };
+}
+
+export function agent(p: Partial<Agent> = {}): Agent {
+  return {
+    slug: "bob",
+    kind: "agent",
+    displayName: "Bob",
+    modelSlug: "model-x",
+    capabilities: ["text-input", "text-output", "code-execution"],
+    registeredAt: iso(-86_400_000),
+    lastSeenAt: iso(-30_000),
+    hasToken: true,
+    ownerSet: { displayName: false, details: false },
+    availability: "online",
+    ...p,
+  };
+}
+
+export function invite(p: Partial<Invite> = {}): Invite {
+  return {
+    id: "i1",
+    createdAt: iso(-1000),
+    expiresAt: iso(3_600_000),
+    maxUses: 1,
+    uses: 0,
+    revoked: false,
+    active: true,
+    agents: [],
+    ...p,
+  };
+}
+
+export function event(seq: number, p: Partial<RelayEvent> = {}): RelayEvent {
+  return { sequence: seq, recipientSlug: "operator", type: "task-progress", taskId: "t1", summary: `event ${seq}`, createdAt: iso(seq), ...p };
+}
+
+export const stats = (p: Partial<Stats["tasks"]> = {}, doneToday = 0): Stats => ({
+  tasks: { queued: 0, claimed: 0, blocked: 0, completed: 0, cancelled: 0, ...p },
+  agents: { total: 2, online: 1 },
+  doneToday,
+});
+
+export interface FakeApi extends Api {
+  emit(c: Change): void;
+  connection(on: boolean): void;
+  listeners: number;
+}
+
+export function fakeApi(data: {
+  agents?: Agent[];
+  open?: TaskSummary[];
+  done?: TaskSummary[];
+  events?: RelayEvent[];
+  invites?: Invite[];
+  settings?: Settings;
+  stats?: Stats;
+} = {}): FakeApi {
+  const subs = new Set<(c: Change) => void>();
+  const conn = new Set<(on: boolean) => void>();
+  const api: FakeApi = {
+    tasks: {
+      list: vi.fn(async (f) => (f.statuses?.includes("queued") ? data.open ?? [] : data.done ?? [])),
+      get: vi.fn(async (id: string) => ({ task: task({ id }), related: { children: [] } })),
+      post: vi.fn(async (t) => task({ id: "new", ...t, status: "queued", createdAt: iso(), updatedAt: iso() })),
+      cancel: vi.fn(async (id) => task({ id, status: "cancelled", updatedAt: iso(1) })),
+      requeue: vi.fn(async (id) => task({ id, status: "queued", updatedAt: iso(1) })),
+      requestChanges: vi.fn(async (id) => task({ id, status: "queued", updatedAt: iso(1) })),
+    },
+    agents: {
+      list: vi.fn(async () => data.agents ?? []),
+      create: vi.fn(async (a) => ({
+        agent: agent({ slug: a.slug, displayName: a.displayName }),
+        token: "cca_secret",
+        mcpUrl: "http://127.0.0.1:4318/mcp",
+        setup: { claudeCode: "claude mcp add …cca_secret", codex: "codex …", json: { mcpServers: {} }, generic: "Add it." },
+        instructions: `Your slug is ${a.slug}.`,
+      })),
+      update: vi.fn(async (slug, p) => agent({ slug, displayName: p.displayName ?? "Bob" })),
+      rotateToken: vi.fn(),
+      revokeToken: vi.fn(async (slug) => agent({ slug, hasToken: false })),
+      remove: vi.fn(async () => undefined),
+    },
+    invites: {
+      create: vi.fn(async (i) => ({ invite: invite({ id: "new", label: i.label }), code: "cci_abc", message: "# Join\nInvite code: cci_abc" })),
+      list: vi.fn(async () => data.invites ?? []),
+      revoke: vi.fn(async (id) => invite({ id, revoked: true, active: false })),
+    },
+    overview: {
+      info: vi.fn(async () => ({ version: "1.0", operatorSlug: "operator", dashboardUrl: "", mcpUrl: "http://x/mcp", dataDir: "/d", retentionDays: 30 })),
+      stats: vi.fn(async () => data.stats ?? stats()),
+    },
+    events: { list: vi.fn(async () => data.events ?? []) },
+    settings: {
+      get: vi.fn(async () => data.settings ?? { maxChainDepth: 3, workersPaused: false }),
+      update: vi.fn(async (s) => s),
+    },
+    system: {
+      startsAtLogin: vi.fn(async () => false),
+      setStartAtLogin: vi.fn(async (on) => on),
+      revealDataFolder: vi.fn(async () => undefined),
+      adminToken: vi.fn(async () => "admin"),
+    },
+    onChange(cb) {
+      subs.add(cb);
+      return () => subs.delete(cb);
+    },
+    onConnection(cb) {
+      conn.add(cb);
+      return () => conn.delete(cb);
+    },
+    setTitle: vi.fn(),
+    copy: vi.fn(async () => true),
+    openURL: vi.fn(),
+    emit: (c) => subs.forEach((s) => s(c)),
+    connection: (on) => conn.forEach((s) => s(on)),
+    get listeners() {
+      return subs.size;
+    },
+  };
+  return api;
+}
