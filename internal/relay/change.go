@@ -23,6 +23,11 @@ type Change struct {
 	Event    *Event       `json:"event,omitempty"`
 	Invite   *Invite      `json:"invite,omitempty"`
 	Settings *Settings    `json:"settings,omitempty"`
+	// TaskID and Entries carry new run activity (type "activity").
+	TaskID  string          `json:"taskId,omitempty"`
+	Entries []ActivityEntry `json:"entries,omitempty"`
+	// Worker carries a worker's status (type "worker").
+	Worker *WorkerStatus `json:"worker,omitempty"`
 }
 
 // Broker fans changes out to subscribers. A subscriber that falls behind by

@@ -40,6 +40,7 @@ var statusByCode = map[string]int{
 	EUnknownAgent:             http.StatusNotFound,
 	EUnknownTask:              http.StatusNotFound,
 	EUnknownInvite:            http.StatusNotFound,
+	EUnknownWorker:            http.StatusNotFound,
 	ETaskAccessDenied:         http.StatusForbidden,
 	EChainLimit:               http.StatusConflict,
 	ERecipientLacksCapability: http.StatusConflict,

@@ -1,0 +1,75 @@
+package relay
+
+// RunRequest is what a harness needs to build the command of one worker run.
+type RunRequest struct {
+	Config WorkerConfig
+	// RunDir is the run's private folder; the paths below are inside it.
+	RunDir        string
+	PromptFile    string
+	ResultFile    string
+	MCPConfigFile string
+	// MCPURL is the relay's MCP endpoint for this computer.
+	MCPURL string
+	// Prompt is the task prompt (see PromptInput).
+	Prompt string
+	// ExtraDirs are the configured extra folders that exist.
+	ExtraDirs []string
+	// ResumeSession is the CLI's own session to resume, "" for a fresh one.
+	ResumeSession string
+}
+
+// Stream formats of agent CLIs' output.
+const (
+	EventsPlain        = "plain"
+	EventsClaudeStream = "claude-stream"
+	EventsCodexJSON    = "codex-json"
+	EventsGeminiStream = "gemini-stream"
+)
+
+// RunSpec is a command ready to start. It never carries the run token in
+// Args or Files: the token reaches the CLI only through the worker's
+// environment (CROSSCHAT_TOKEN) or the MCP config file the worker writes.
+type RunSpec struct {
+	Program string
+	Args    []string
+	// Stdin is written to the CLI's standard input, which is then closed.
+	Stdin string
+	// Env holds preset-specific variables added to the minimal environment.
+	Env map[string]string
+	// ResultFile, when set, is where the CLI writes its final answer.
+	ResultFile string
+	// Files are written into the run dir before the start (name → content).
+	Files map[string]string
+	// Events is the output format: EventsPlain, EventsClaudeStream, …
+	Events string
+	// RelayServer is the MCP server name under which the run sees the
+	// relay's tools, "" when the CLI gets none.
+	RelayServer string
+}
+
+// StreamParser turns an agent CLI's output, line by line, into activity steps.
+type StreamParser interface {
+	// Line parses one line of standard output.
+	Line(line string) []ActivityEntry
+	// Answer is the final answer found in the stream, "" if none.
+	Answer() string
+	// SessionID is the CLI's own session id, for resuming; "" if unknown.
+	SessionID() string
+}
+
+// PromptInput is everything a task prompt is built from.
+type PromptInput struct {
+	Task   Task
+	Agent  Agent
+	Sender Agent
+	// ParentTitle is the title of the task this one is part of, if any.
+	ParentTitle string
+	// HandOffsLeft is the chain limit minus the task's depth.
+	HandOffsLeft int
+	// ExtraDirs are the folders the run may use besides the working folder.
+	ExtraDirs []string
+	// RelayServer is the MCP server name of the relay's tools in this run, "" for none.
+	RelayServer string
+	// Resumed tells that the CLI resumes its own earlier session of this task.
+	Resumed bool
+}

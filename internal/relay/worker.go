@@ -1,0 +1,282 @@
+package relay
+
+import (
+	"context"
+	"regexp"
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// PromptMode tells how a run's prompt reaches the agent CLI.
+type PromptMode string
+
+// Prompt delivery modes.
+const (
+	PromptStdin    PromptMode = "stdin"
+	PromptFile     PromptMode = "file"
+	PromptArgument PromptMode = "argument"
+)
+
+// Worker defaults and limits.
+const (
+	DefaultWorkerTimeoutMinutes = 30
+	MaxWorkerTimeoutMinutes     = 1440
+	DefaultRunsPerHour          = 20
+	MaxRunsPerHour              = 500
+	MaxWorkerArgs               = 64
+	MaxWorkerExtraDirs          = 20
+	MaxWorkerSenders            = 100
+	MaxWorkerEnv                = 50
+	// HarnessCustom is the harness id of "other command-line agent".
+	HarnessCustom = "custom"
+)
+
+// WorkerConfig makes an agent run its tasks unattended: the agent CLI
+// (a harness preset or a custom program) runs headless in Workdir for each
+// task from AllowedSenders.
+type WorkerConfig struct {
+	AgentSlug string `json:"agentSlug"`
+	// Harness is a preset id (claude-code, codex, gemini, …) or "custom".
+	Harness string `json:"harness"`
+	// Command is the program's absolute path.
+	Command string `json:"command"`
+	// Args is the custom program's argument template ({prompt_file},
+	// {result_file}, {mcp_config}, {mcp_url}, {workdir}); presets ignore it.
+	Args       []string   `json:"args"`
+	PromptMode PromptMode `json:"promptMode"`
+	Workdir    string     `json:"workdir"`
+	ExtraDirs  []string   `json:"extraDirs"`
+	// AllowedSenders are the slugs whose tasks the worker takes.
+	AllowedSenders []string `json:"allowedSenders"`
+	TimeoutMinutes int      `json:"timeoutMinutes"`
+	RunsPerHour    int      `json:"runsPerHour"`
+	// Exclusive ("only this worker"): chat sessions of the agent get no tasks.
+	Exclusive bool `json:"exclusive"`
+	Enabled   bool `json:"enabled"`
+	// Env names extra variables of the relay's environment passed to the CLI.
+	Env       []string `json:"env"`
+	CreatedAt string   `json:"createdAt,omitempty"`
+	UpdatedAt string   `json:"updatedAt,omitempty"`
+}
+
+// WorkerState is what a worker is doing.
+type WorkerState string
+
+// Worker states, in precedence order.
+const (
+	WorkerDisabled WorkerState = "disabled"
+	WorkerRunning  WorkerState = "running"
+	WorkerPaused   WorkerState = "paused"
+	WorkerLimited  WorkerState = "limited"
+	WorkerError    WorkerState = "error"
+	WorkerIdle     WorkerState = "idle"
+)
+
+// RunningTask is the task a worker is running.
+type RunningTask struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	StartedAt string `json:"startedAt"`
+}
+
+// LastRun summarizes a worker's latest finished run.
+type LastRun struct {
+	TaskID     string `json:"taskId"`
+	Title      string `json:"title"`
+	Outcome    string `json:"outcome"` // completed, blocked or cancelled
+	FinishedAt string `json:"finishedAt"`
+	Summary    string `json:"summary"`
+}
+
+// WorkerStatus is a worker's configuration and live state.
+type WorkerStatus struct {
+	WorkerConfig
+	State       WorkerState  `json:"state"`
+	ResumesAt   string       `json:"resumesAt,omitempty"`
+	CurrentTask *RunningTask `json:"currentTask,omitempty"`
+	LastRun     *LastRun     `json:"lastRun,omitempty"`
+	Error       string       `json:"error,omitempty"`
+}
+
+// Activity entry kinds (the live run view's steps).
+const (
+	StepStart    = "start"
+	StepMessage  = "message"
+	StepThinking = "thinking"
+	StepPlan     = "plan"
+	StepCommand  = "command"
+	StepTool     = "tool"
+	StepFile     = "file"
+	StepFiles    = "files"
+	StepOutput   = "output"
+	StepError    = "error"
+	StepEnd      = "end"
+)
+
+// Step states.
+const (
+	StepRunning = "running"
+	StepOK      = "ok"
+	StepFailed  = "failed"
+)
+
+// File changes.
+const (
+	FileAdded   = "added"
+	FileChanged = "changed"
+	FileDeleted = "deleted"
+)
+
+// ChangedFile is a file a run added, changed or deleted.
+type ChangedFile struct {
+	// Path is absolute.
+	Path   string `json:"path"`
+	Change string `json:"change"`
+	Size   int64  `json:"size,omitempty"`
+}
+
+// ActivityEntry is one step of a worker run, shown live on the task page.
+type ActivityEntry struct {
+	// Seq numbers entries per task from 1; the store assigns it.
+	Seq    int    `json:"seq"`
+	At     string `json:"at"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Detail string `json:"detail,omitempty"`
+	Status string `json:"status,omitempty"`
+	// Ref ties updates of the same step together (a later entry with the
+	// same ref replaces the earlier one in the view).
+	Ref   string        `json:"ref,omitempty"`
+	Files []ChangedFile `json:"files,omitempty"`
+}
+
+// RunSession remembers the agent CLI's own session of a task's latest run,
+// so a later round (after request_changes) resumes it.
+type RunSession struct {
+	TaskID    string `json:"taskId"`
+	Harness   string `json:"harness"`
+	SessionID string `json:"sessionId"`
+	Workdir   string `json:"workdir"`
+}
+
+// WorkerService stores worker configurations, run activity and CLI sessions.
+type WorkerService interface {
+	// SaveWorker creates or replaces the worker of an agent (keeping
+	// CreatedAt). Errors: unknown_agent, invalid_agent_kind, invalid_request.
+	SaveWorker(ctx context.Context, c WorkerConfig) (WorkerConfig, error)
+	// Worker returns one worker. Errors: unknown_worker.
+	Worker(ctx context.Context, slug string) (WorkerConfig, error)
+	// ListWorkers returns every worker by agent slug.
+	ListWorkers(ctx context.Context) ([]WorkerConfig, error)
+	// DeleteWorker removes a worker; removing a missing one is harmless.
+	DeleteWorker(ctx context.Context, slug string) error
+	// WorkerOnly reports whether the agent's tasks go only to its enabled,
+	// exclusive worker, so chat claims get none.
+	WorkerOnly(ctx context.Context, slug string) (bool, error)
+	// AppendActivity adds entries to a task's run log, numbering them, and
+	// publishes an activity change. Errors: unknown_task.
+	AppendActivity(ctx context.Context, taskID string, entries []ActivityEntry) ([]ActivityEntry, error)
+	// Activity returns a task's run log in order. Errors: unknown_task.
+	Activity(ctx context.Context, taskID string) ([]ActivityEntry, error)
+	// TaskChangedFile reports whether a run of the task recorded path as changed.
+	TaskChangedFile(ctx context.Context, taskID, path string) (bool, error)
+	// SaveRunSession remembers the CLI session of a task's run.
+	SaveRunSession(ctx context.Context, s RunSession) error
+	// RunSession returns the remembered session; ok is false when there is none.
+	RunSession(ctx context.Context, taskID string) (RunSession, bool, error)
+}
+
+// EUnknownWorker means the agent has no worker.
+const EUnknownWorker = "unknown_worker"
+
+// ChangeActivity carries new activity entries of a task (Change.TaskID, Change.Entries).
+const ChangeActivity = "activity"
+
+// ChangeWorker carries a worker's status (Change.Worker).
+const ChangeWorker = "worker"
+
+// Validate checks and normalizes a worker configuration (filesystem checks
+// are the worker's). AllowedSenders may be empty only when the worker is
+// disabled (the upstream relay refused that even when disabled).
+func (c WorkerConfig) Validate() (WorkerConfig, error) {
+	var err error
+	if c.AgentSlug, err = NormalizeSlug("agentSlug", c.AgentSlug); err != nil {
+		return c, err
+	}
+	if c.Harness, err = Text("harness", c.Harness, 1, MaxCapability); err != nil {
+		return c, err
+	}
+	if c.Command, err = Text("command", c.Command, 0, 1000); err != nil {
+		return c, err
+	}
+	if len(c.Args) > MaxWorkerArgs {
+		return c, Errorf(EInvalidRequest, "args: at most %d.", MaxWorkerArgs)
+	}
+	for i, a := range c.Args {
+		if len(a) > 2000 {
+			return c, Errorf(EInvalidRequest, "args[%d]: at most 2000 characters.", i)
+		}
+	}
+	switch c.PromptMode {
+	case "":
+		c.PromptMode = PromptStdin
+	case PromptStdin, PromptFile, PromptArgument:
+	default:
+		return c, Errorf(EInvalidRequest, "promptMode: must be stdin, file or argument.")
+	}
+	if c.Workdir, err = Text("workdir", c.Workdir, 1, 1000); err != nil {
+		return c, err
+	}
+	if len(c.ExtraDirs) > MaxWorkerExtraDirs {
+		return c, Errorf(EInvalidRequest, "extraDirs: at most %d.", MaxWorkerExtraDirs)
+	}
+	if len(c.AllowedSenders) > MaxWorkerSenders {
+		return c, Errorf(EInvalidRequest, "allowedSenders: at most %d.", MaxWorkerSenders)
+	}
+	senders := make([]string, 0, len(c.AllowedSenders))
+	seen := map[string]bool{}
+	for _, s := range c.AllowedSenders {
+		n, err := NormalizeSlug("allowedSenders", s)
+		if err != nil {
+			return c, err
+		}
+		if !seen[n] {
+			seen[n] = true
+			senders = append(senders, n)
+		}
+	}
+	c.AllowedSenders = senders
+	if c.Enabled && len(senders) == 0 {
+		return c, Errorf(EInvalidRequest, "allowedSenders: name at least one sender whose tasks this worker takes, or turn the worker off.")
+	}
+	if c.TimeoutMinutes == 0 {
+		c.TimeoutMinutes = DefaultWorkerTimeoutMinutes
+	}
+	if c.TimeoutMinutes < 1 || c.TimeoutMinutes > MaxWorkerTimeoutMinutes {
+		return c, Errorf(EInvalidRequest, "timeoutMinutes: must be 1..%d.", MaxWorkerTimeoutMinutes)
+	}
+	if c.RunsPerHour == 0 {
+		c.RunsPerHour = DefaultRunsPerHour
+	}
+	if c.RunsPerHour < 1 || c.RunsPerHour > MaxRunsPerHour {
+		return c, Errorf(EInvalidRequest, "runsPerHour: must be 1..%d.", MaxRunsPerHour)
+	}
+	if len(c.Env) > MaxWorkerEnv {
+		return c, Errorf(EInvalidRequest, "env: at most %d names.", MaxWorkerEnv)
+	}
+	for _, name := range c.Env {
+		if !envName.MatchString(name) {
+			return c, Errorf(EInvalidRequest, "env: %q is not a variable name.", name)
+		}
+	}
+	if c.Args == nil {
+		c.Args = []string{}
+	}
+	if c.ExtraDirs == nil {
+		c.ExtraDirs = []string{}
+	}
+	if c.Env == nil {
+		c.Env = []string{}
+	}
+	return c, nil
+}
