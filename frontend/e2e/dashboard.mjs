@@ -114,7 +114,11 @@ async function mcp(base, token, name, args) {
   return JSON.parse(out);
 }
 
-async function shot(page, name) {
+async function shot(page, name, { keepToasts = false } = {}) {
+  if (!keepToasts) {
+    // Alerts are checked where they matter; elsewhere they would hide the page.
+    for (const b of await page.getByRole("button", { name: "Dismiss" }).all()) await b.click({ timeout: 1000 }).catch(() => {});
+  }
   await page.waitForTimeout(150); // let transitions and fonts settle
   const file = join(OUT, `${name}.png`);
   await page.screenshot({ path: file });
@@ -255,7 +259,7 @@ async function main() {
   await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
   await page.locator('[data-test="toast"]').filter({ hasText: "Done: Write the release notes" }).waitFor({ timeout: 10000 });
   say("card moved to Done live; alert shown");
-  await shot(page, "02-tasks-board");
+  await shot(page, "02-tasks-board", { keepToasts: true });
 
   step = "request changes from the drawer";
   await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).click();
