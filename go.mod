@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/emersion/go-autostart v0.0.0-20250403115856-34830d6457d2
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/wailsapp/wails/v2 v2.9.2
