@@ -242,7 +242,14 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 type claimResult struct {
 	Status string      `json:"status"`
 	Task   *relay.Task `json:"task,omitempty"`
+	// Note explains an idle answer that is not for lack of tasks.
+	Note string `json:"note,omitempty"`
 }
+
+// workerOnlyNote is claim_next_task's note for an agent whose tasks go only
+// to its worker.
+const workerOnlyNote = "This agent's tasks run in its worker on the relay's computer, so chat sessions don't receive them. " +
+	"There is nothing to claim here; the operator can turn off \"only this worker\" in the dashboard to take tasks in chat again."
 
 // maxWaitMs is the longest claim_next_task long-poll.
 const maxWaitMs = int(relay.MaxWait / time.Millisecond)
@@ -265,6 +272,18 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		slug, err := p.ActingSlug("recipientSlug", supplied)
 		if err != nil {
 			return nil, err
+		}
+		// An agent whose enabled worker is exclusive gets nothing in chat,
+		// even through the admin token: it is only marked present.
+		only, err := svc.WorkerOnly(ctx, slug)
+		if err != nil {
+			return nil, fmt.Errorf("claim next task for %s: %w", slug, err)
+		}
+		if only {
+			if _, err := svc.Heartbeat(ctx, slug); err != nil {
+				return nil, fmt.Errorf("claim next task for %s: heartbeat: %w", slug, err)
+			}
+			return success(claimResult{Status: "idle", Note: workerOnlyNote})
 		}
 		// ctx is the request's: the wait ends when the client goes away.
 		task, err := svc.ClaimNext(ctx, relay.ClaimInput{

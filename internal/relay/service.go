@@ -65,6 +65,7 @@ type Service interface {
 	EventService
 	InviteService
 	AdminService
+	WorkerService
 }
 
 // Validate checks settings.

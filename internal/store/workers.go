@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+var _ relay.WorkerService = (*DB)(nil)
+
+const workerColumns = `agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
+	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at`
+
+// scanWorker reads one workers row selected with workerColumns.
+func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
+	var (
+		c                             relay.WorkerConfig
+		mode                          string
+		args, extra, senders, envJSON string
+	)
+	if err := row.Scan(&c.AgentSlug, &c.Harness, &c.Command, &args, &mode, &c.Workdir, &extra, &senders,
+		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return c, err
+	}
+	c.PromptMode = relay.PromptMode(mode)
+	for _, f := range []struct {
+		name string
+		raw  string
+		dst  *[]string
+	}{
+		{"args", args, &c.Args},
+		{"extra_dirs", extra, &c.ExtraDirs},
+		{"allowed_senders", senders, &c.AllowedSenders},
+		{"env", envJSON, &c.Env},
+	} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return c, fmt.Errorf("worker %s %s: %w", c.AgentSlug, f.name, err)
+		}
+		if *f.dst == nil {
+			*f.dst = []string{}
+		}
+	}
+	return c, nil
+}
+
+// getWorker reads the worker of slug (unknown_worker when there is none).
+func getWorker(ctx context.Context, q queryer, slug string) (relay.WorkerConfig, error) {
+	c, err := scanWorker(q.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE agent_slug = ?`, slug))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, unknownWorker(slug)
+	}
+	if err != nil {
+		return c, fmt.Errorf("get worker: %w", err)
+	}
+	return c, nil
+}
+
+// stringsJSON encodes a list of strings as a JSON array ([] for nil).
+func stringsJSON(s []string) string { return capsJSON(s) }
+
+func unknownWorker(slug string) error {
+	return relay.Errorf(relay.EUnknownWorker, "“%s” has no worker.", slug).WithDetails(map[string]any{"slug": slug})
+}
+
+// SaveWorker validates c and creates or replaces the worker of c.AgentSlug,
+// keeping the original created_at. The agent must exist and not be a
+// person. It publishes nothing: the worker manager publishes the status.
+func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.WorkerConfig, error) {
+	c, err := c.Validate()
+	if err != nil {
+		return relay.WorkerConfig{}, err
+	}
+	var out relay.WorkerConfig
+	err = db.write(ctx, "save worker", func(t *tx) error {
+		var kind string
+		err := t.tx.QueryRowContext(t.ctx, `SELECT kind FROM agents WHERE slug = ?`, c.AgentSlug).Scan(&kind)
+		if errors.Is(err, sql.ErrNoRows) {
+			return unknownAgent(c.AgentSlug)
+		}
+		if err != nil {
+			return fmt.Errorf("find agent: %w", err)
+		}
+		if relay.AgentKind(kind) != relay.KindAgent {
+			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; only agents can have a worker.", c.AgentSlug).
+				WithDetails(map[string]any{"kind": kind})
+		}
+		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (agent_slug) DO UPDATE SET
+				harness = excluded.harness, command = excluded.command, args = excluded.args,
+				prompt_mode = excluded.prompt_mode, workdir = excluded.workdir, extra_dirs = excluded.extra_dirs,
+				allowed_senders = excluded.allowed_senders, timeout_minutes = excluded.timeout_minutes,
+				runs_per_hour = excluded.runs_per_hour, exclusive = excluded.exclusive, enabled = excluded.enabled,
+				env = excluded.env, updated_at = excluded.updated_at`,
+			c.AgentSlug, c.Harness, c.Command, stringsJSON(c.Args), string(c.PromptMode), c.Workdir, stringsJSON(c.ExtraDirs),
+			stringsJSON(c.AllowedSenders), c.TimeoutMinutes, c.RunsPerHour, c.Exclusive, c.Enabled, stringsJSON(c.Env),
+			t.ts, t.ts); err != nil {
+			return fmt.Errorf("upsert worker: %w", err)
+		}
+		out, err = getWorker(t.ctx, t.tx, c.AgentSlug)
+		return err
+	})
+	if err != nil {
+		return relay.WorkerConfig{}, err
+	}
+	return out, nil
+}
+
+// Worker returns the worker of slug. Errors: unknown_worker.
+func (db *DB) Worker(ctx context.Context, slug string) (relay.WorkerConfig, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return relay.WorkerConfig{}, err
+	}
+	return getWorker(ctx, db.r, slug)
+}
+
+// ListWorkers returns every worker ordered by agent slug.
+func (db *DB) ListWorkers(ctx context.Context) ([]relay.WorkerConfig, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+workerColumns+` FROM workers ORDER BY agent_slug`)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	defer rows.Close()
+	out := []relay.WorkerConfig{}
+	for rows.Next() {
+		c, err := scanWorker(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteWorker removes the worker of slug; removing a missing one is
+// harmless. It publishes nothing.
+func (db *DB) DeleteWorker(ctx context.Context, slug string) error {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, "delete worker", func(t *tx) error {
+		if _, err := t.exec(`DELETE FROM workers WHERE agent_slug = ?`, slug); err != nil {
+			return fmt.Errorf("delete worker row: %w", err)
+		}
+		return nil
+	})
+}
+
+// WorkerOnly reports whether slug has a worker that is both enabled and
+// exclusive, so its tasks go to that worker and chat claims get none.
+func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
+	slug, err := relay.NormalizeSlug("slug", slug)
+	if err != nil {
+		return false, err
+	}
+	var only bool
+	err = db.r.QueryRowContext(ctx, `SELECT enabled AND exclusive FROM workers WHERE agent_slug = ?`, slug).Scan(&only)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("worker only: %w", err)
+	}
+	return only, nil
+}
+
+// taskExists fails with unknown_task unless id is a task.
+func taskExists(ctx context.Context, q queryer, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return unknownTask(id)
+	}
+	if err != nil {
+		return fmt.Errorf("find task: %w", err)
+	}
+	return nil
+}
+
+// AppendActivity adds entries to the run log of a task in one transaction,
+// numbering them on from the task's highest seq and stamping At with the
+// transaction's time where it is empty. After commit it publishes one
+// activity change carrying the numbered entries, which it also returns.
+// Errors: unknown_task.
+func (db *DB) AppendActivity(ctx context.Context, taskID string, entries []relay.ActivityEntry) ([]relay.ActivityEntry, error) {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return []relay.ActivityEntry{}, nil
+	}
+	out := make([]relay.ActivityEntry, len(entries))
+	copy(out, entries)
+	err = db.write(ctx, "append activity", func(t *tx) error {
+		if err := taskExists(t.ctx, t.tx, taskID); err != nil {
+			return err
+		}
+		var last int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(MAX(seq), 0) FROM task_activity WHERE task_id = ?`, taskID).Scan(&last); err != nil {
+			return fmt.Errorf("read last activity seq: %w", err)
+		}
+		for i := range out {
+			e := &out[i]
+			e.Seq = last + 1 + i
+			if e.At == "" {
+				e.At = t.ts
+			}
+			var files any
+			if len(e.Files) > 0 {
+				b, err := json.Marshal(e.Files)
+				if err != nil {
+					return fmt.Errorf("activity files: %w", err)
+				}
+				files = string(b)
+			}
+			if _, err := t.exec(`INSERT INTO task_activity (task_id, seq, at, kind, text, detail, status, ref, files)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				taskID, e.Seq, e.At, e.Kind, e.Text, nullString(e.Detail), nullString(e.Status), nullString(e.Ref), files); err != nil {
+				return fmt.Errorf("insert activity: %w", err)
+			}
+		}
+		published := make([]relay.ActivityEntry, len(out))
+		copy(published, out)
+		t.publish(relay.Change{Type: relay.ChangeActivity, TaskID: taskID, Entries: published})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Activity returns the run log of a task ordered by seq. Errors: unknown_task.
+func (db *DB) Activity(ctx context.Context, taskID string) ([]relay.ActivityEntry, error) {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := []relay.ActivityEntry{}
+	err = db.read(ctx, "activity", func(tx *sql.Tx) error {
+		if err := taskExists(ctx, tx, taskID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, text, detail, status, ref, files
+			FROM task_activity WHERE task_id = ? ORDER BY seq`, taskID)
+		if err != nil {
+			return fmt.Errorf("activity: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				e                          relay.ActivityEntry
+				detail, status, ref, files sql.NullString
+			)
+			if err := rows.Scan(&e.Seq, &e.At, &e.Kind, &e.Text, &detail, &status, &ref, &files); err != nil {
+				return fmt.Errorf("activity: %w", err)
+			}
+			e.Detail, e.Status, e.Ref = detail.String, status.String, ref.String
+			if files.Valid {
+				if err := json.Unmarshal([]byte(files.String), &e.Files); err != nil {
+					return fmt.Errorf("activity %d files: %w", e.Seq, err)
+				}
+			}
+			out = append(out, e)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("activity: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// TaskChangedFile reports whether any activity entry of the task lists
+// exactly path among its changed files. A missing task has none.
+func (db *DB) TaskChangedFile(ctx context.Context, taskID, path string) (bool, error) {
+	taskID, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return false, err
+	}
+	if path == "" {
+		return false, nil
+	}
+	var found bool
+	err = db.r.QueryRowContext(ctx, `SELECT EXISTS (
+		SELECT 1 FROM task_activity AS a, json_each(a.files) AS f
+		WHERE a.task_id = ? AND a.files IS NOT NULL AND json_extract(f.value, '$.path') = ?)`, taskID, path).Scan(&found)
+	if err != nil {
+		return false, fmt.Errorf("task changed file: %w", err)
+	}
+	return found, nil
+}
+
+// SaveRunSession creates or replaces the remembered CLI session of a task.
+// Errors: unknown_task.
+func (db *DB) SaveRunSession(ctx context.Context, s relay.RunSession) error {
+	id, err := relay.TaskID("taskId", s.TaskID)
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, "save run session", func(t *tx) error {
+		if err := taskExists(t.ctx, t.tx, id); err != nil {
+			return err
+		}
+		if _, err := t.exec(`INSERT INTO run_sessions (task_id, harness, session_id, workdir, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (task_id) DO UPDATE SET harness = excluded.harness, session_id = excluded.session_id,
+				workdir = excluded.workdir, updated_at = excluded.updated_at`,
+			id, s.Harness, s.SessionID, s.Workdir, t.ts); err != nil {
+			return fmt.Errorf("upsert run session: %w", err)
+		}
+		return nil
+	})
+}
+
+// RunSession returns the remembered CLI session of a task; ok is false
+// when there is none.
+func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, bool, error) {
+	id, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return relay.RunSession{}, false, err
+	}
+	s := relay.RunSession{TaskID: id}
+	err = db.r.QueryRowContext(ctx, `SELECT harness, session_id, workdir FROM run_sessions WHERE task_id = ?`, id).
+		Scan(&s.Harness, &s.SessionID, &s.Workdir)
+	if errors.Is(err, sql.ErrNoRows) {
+		return relay.RunSession{}, false, nil
+	}
+	if err != nil {
+		return relay.RunSession{}, false, fmt.Errorf("run session: %w", err)
+	}
+	return s, true, nil
+}
