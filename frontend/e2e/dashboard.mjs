@@ -258,7 +258,8 @@ async function main() {
   });
   await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
   await page.locator('[data-test="toast"]').filter({ hasText: "Done: Write the release notes" }).waitFor({ timeout: 10000 });
-  say("card moved to Done live; alert shown");
+  await page.locator('[data-tile="done"] .tile-value').filter({ hasText: /^1$/ }).waitFor({ timeout: 10000 });
+  say("card moved to Done live; alert shown; Done today counts it");
   await shot(page, "02-tasks-board", { keepToasts: true });
 
   step = "request changes from the drawer";

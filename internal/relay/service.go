@@ -29,7 +29,7 @@ type AgentCounts struct {
 type Stats struct {
 	Tasks  TaskCounts  `json:"tasks"`
 	Agents AgentCounts `json:"agents"`
-	// DoneToday counts tasks completed since local midnight (UTC here).
+	// DoneToday counts tasks completed since local midnight.
 	DoneToday int `json:"doneToday"`
 }
 

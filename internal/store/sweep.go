@@ -56,7 +56,7 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 }
 
 // Stats returns task counts by state, agent counts and the tasks completed
-// since midnight UTC, from one consistent snapshot.
+// since local midnight, from one consistent snapshot.
 func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
 	now := db.now().UTC()
 	var out relay.Stats
@@ -95,7 +95,9 @@ func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
 			Scan(&out.Agents.Total, &out.Agents.Online); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
-		midnight := relay.FormatTime(time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC))
+		// "Today" is the day of the person at this computer.
+		local := now.In(time.Local)
+		midnight := relay.FormatTime(time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, time.Local))
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'completed' AND updated_at >= ?`, midnight).
 			Scan(&out.DoneToday); err != nil {
 			return fmt.Errorf("stats: %w", err)

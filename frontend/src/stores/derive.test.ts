@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attentionReason, inviteState, inviteUses, isOnline, leaseLeft, matches, summarize } from "./derive";
+import { attentionReason, countDoneToday, inviteState, inviteUses, isOnline, leaseLeft, matches, summarize } from "./derive";
 import { agent, invite, iso, summary, task, T0 } from "../test/fakes";
 
 describe("derive", () => {
@@ -63,5 +63,17 @@ describe("derive", () => {
     expect(matches(t, "deploy", "")).toBe(false);
     expect(matches(t, "", "bob")).toBe(true);
     expect(matches(t, "", "carol")).toBe(false);
+  });
+
+  it("counts tasks completed since local midnight", () => {
+    const now = new Date(2026, 10, 29, 15, 0, 0).getTime();
+    const at = (h: number) => new Date(2026, 10, 29, h, 0, 0).toISOString();
+    const tasks = [
+      { status: "completed" as const, updatedAt: at(9) },
+      { status: "completed" as const, updatedAt: new Date(2026, 10, 28, 23, 0, 0).toISOString() },
+      { status: "cancelled" as const, updatedAt: at(10) },
+      { status: "completed" as const, updatedAt: at(14) },
+    ];
+    expect(countDoneToday(tasks, now)).toBe(2);
   });
 });

@@ -131,3 +131,11 @@ export function matches(t: TaskSummary, query: string, agent: string): boolean {
     t.id.toLowerCase().includes(q)
   );
 }
+
+/** countDoneToday counts tasks completed since local midnight of now. */
+export function countDoneToday(tasks: Pick<TaskSummary, "status" | "updatedAt">[], now: number): number {
+  const midnight = new Date(now);
+  midnight.setHours(0, 0, 0, 0);
+  const from = midnight.getTime();
+  return tasks.filter((t) => t.status === "completed" && Date.parse(t.updatedAt) >= from).length;
+}
