@@ -1,0 +1,219 @@
+package harness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Fixed prompts of presets whose task text arrives on stdin or in a file.
+const (
+	geminiPrompt   = "Complete the task described above."
+	attachedPrompt = "Complete the task described in the attached file."
+	filePrompt     = "Complete the task described in this file:"
+)
+
+// CodewhaleMCPFile is the run-dir file Codewhale reads its MCP servers from
+// (through DEEPSEEK_MCP_CONFIG). It names the token's variable, never the token.
+const CodewhaleMCPFile = "codewhale-mcp.json"
+
+// ErrCannotRun is returned (wrapped) by Build for presets a worker cannot run.
+var ErrCannotRun = errors.New("this agent can't run tasks unattended")
+
+// Build returns the command of one run of req.Config.Harness on goos: the
+// exact arguments of the preset (or the custom template with its
+// placeholders substituted), how the prompt reaches the CLI, where its
+// answer is, its output format and the MCP server name of the relay's tools.
+//
+// Presets never put the task text on the command line: it goes to standard
+// input or stays in req.PromptFile. When req.ResumeSession is set, Claude
+// Code (--resume), Codex (exec resume) and Gemini CLI (--resume) continue
+// that session; other presets start afresh.
+//
+// Scripts (.js, .cjs, .mjs) run with node from PATH, the script first. On
+// Windows, a .cmd or .bat npm shim runs as the program it wraps, or Build
+// fails when the wrapped program can't be found in the shim.
+func Build(req relay.RunRequest, goos string) (relay.RunSpec, error) {
+	c := req.Config
+	p, ok := Lookup(c.Harness)
+	if !ok {
+		return relay.RunSpec{}, fmt.Errorf("build %q: unknown harness", c.Harness)
+	}
+	if !p.CanRun {
+		return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, ErrCannotRun)
+	}
+	if strings.TrimSpace(c.Command) == "" {
+		return relay.RunSpec{}, fmt.Errorf("build %s: no command", p.Name)
+	}
+	spec := relay.RunSpec{Events: p.Events, RelayServer: p.RelayServer}
+	var args []string
+	switch p.ID {
+	case ClaudeCode:
+		args = []string{"-p", "--output-format", "stream-json", "--verbose",
+			"--permission-mode", "acceptEdits",
+			"--mcp-config", req.MCPConfigFile,
+			"--allowedTools", "mcp__" + RunServer}
+		for _, d := range req.ExtraDirs {
+			args = append(args, "--add-dir", d)
+		}
+		if req.ResumeSession != "" {
+			args = append(args, "--resume", req.ResumeSession)
+		}
+		spec.Stdin = req.Prompt
+	case Codex:
+		args = []string{"exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", c.Workdir}
+		for _, d := range req.ExtraDirs {
+			args = append(args, "--add-dir", d)
+		}
+		if req.ResumeSession != "" {
+			// exec resume has no --sandbox, --cd or --add-dir of its own:
+			// they stay on exec, before the subcommand.
+			args = append(args, "resume", req.ResumeSession)
+		}
+		args = append(args, "--output-last-message", req.ResultFile, "--json",
+			"-c", `mcp_servers.`+UserServer+`.url=`+tomlString(req.MCPURL),
+			"-c", `mcp_servers.`+UserServer+`.bearer_token_env_var="CROSSCHAT_TOKEN"`,
+			"-c", `mcp_servers.`+UserServer+`.http_headers={}`,
+			"-c", `mcp_servers.`+UserServer+`.default_tools_approval_mode="approve"`,
+			"-")
+		spec.Stdin = req.Prompt
+		spec.ResultFile = req.ResultFile
+	case Gemini:
+		args = []string{"-p", geminiPrompt, "--approval-mode", "auto_edit"}
+		if len(req.ExtraDirs) > 0 {
+			args = append(args, "--include-directories", strings.Join(req.ExtraDirs, ","))
+		}
+		if req.ResumeSession != "" {
+			args = append(args, "--resume", req.ResumeSession)
+		}
+		args = append(args, "--output-format", "stream-json")
+		spec.Stdin = req.Prompt
+	case OpenCode:
+		args = []string{"run", "--dir", c.Workdir, "-f", req.PromptFile, attachedPrompt}
+	case ZCode:
+		args = []string{"--prompt", attachedPrompt, "--attach", req.PromptFile, "--cwd", c.Workdir, "--mode", "edit"}
+	case Codewhale:
+		args = []string{"exec", "--auto", "--sandbox", "workspace-write", filePrompt, req.PromptFile}
+		cfg, err := json.Marshal(map[string]any{"servers": map[string]any{UserServer: map[string]any{
+			"url": req.MCPURL, "bearer_token_env_var": "CROSSCHAT_TOKEN"}}})
+		if err != nil {
+			return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+		}
+		spec.Files = map[string]string{CodewhaleMCPFile: string(cfg)}
+		spec.Env = map[string]string{"DEEPSEEK_MCP_CONFIG": joinPath(goos, req.RunDir, CodewhaleMCPFile)}
+	case Custom:
+		var err error
+		if args, spec, err = buildCustom(req, spec); err != nil {
+			return relay.RunSpec{}, err
+		}
+	}
+	program, pre, err := resolveProgram(c.Command, goos)
+	if err != nil {
+		return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+	}
+	spec.Program = program
+	spec.Args = append(pre, args...)
+	return spec, nil
+}
+
+func buildCustom(req relay.RunRequest, spec relay.RunSpec) ([]string, relay.RunSpec, error) {
+	c := req.Config
+	r := strings.NewReplacer(
+		"{prompt_file}", req.PromptFile,
+		"{result_file}", req.ResultFile,
+		"{mcp_config}", req.MCPConfigFile,
+		"{mcp_url}", req.MCPURL,
+		"{workdir}", c.Workdir,
+	)
+	args := make([]string, 0, len(c.Args)+1)
+	for _, a := range c.Args {
+		if strings.Contains(a, "{result_file}") {
+			spec.ResultFile = req.ResultFile
+		}
+		if strings.Contains(a, "{mcp_config}") {
+			spec.RelayServer = RunServer
+		}
+		args = append(args, r.Replace(a))
+	}
+	switch c.PromptMode {
+	case relay.PromptStdin, "":
+		spec.Stdin = req.Prompt
+	case relay.PromptFile:
+	case relay.PromptArgument:
+		args = append(args, req.Prompt)
+	default:
+		return nil, spec, fmt.Errorf("build custom: unknown prompt mode %q", c.PromptMode)
+	}
+	return args, spec, nil
+}
+
+func isScript(path string) bool {
+	l := strings.ToLower(path)
+	return strings.HasSuffix(l, ".js") || strings.HasSuffix(l, ".cjs") || strings.HasSuffix(l, ".mjs")
+}
+
+// shimTarget finds the program an npm .cmd shim runs: "%dp0%\…" %* or "%~dp0\…" %*.
+var shimTarget = regexp.MustCompile(`(?i)"%~?dp0%?\\?([^"%]+)"\s+%\*`)
+
+// resolveProgram returns the program to start and the arguments that go
+// before the preset's own.
+func resolveProgram(command, goos string) (string, []string, error) {
+	if isScript(command) {
+		return "node", []string{command}, nil
+	}
+	l := strings.ToLower(command)
+	if goos != "windows" || !(strings.HasSuffix(l, ".cmd") || strings.HasSuffix(l, ".bat")) {
+		return command, nil, nil
+	}
+	b, err := os.ReadFile(command)
+	if err != nil {
+		return "", nil, fmt.Errorf("can't run %s safely: %w", command, err)
+	}
+	m := shimTarget.FindAllStringSubmatch(string(b), -1)
+	if len(m) == 0 {
+		return "", nil, fmt.Errorf("can't run %s safely: it is not an npm shim whose program could be found", command)
+	}
+	dir := command[:strings.LastIndexAny(command, `\/`)+1]
+	target := dir + strings.TrimLeft(m[len(m)-1][1], `\`)
+	lt := strings.ToLower(target)
+	switch {
+	case isScript(target):
+		return "node", []string{target}, nil
+	case strings.HasSuffix(lt, ".exe"):
+		return target, nil, nil
+	}
+	return "", nil, fmt.Errorf("can't run %s safely: it wraps %s, which is neither a program nor a script", command, target)
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,309 @@
+package harness_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+const taskText = "Draw a map of the harbour"
+
+// request returns a run request with paths in the style of goos.
+func request(goos, preset string, extra, resume bool) relay.RunRequest {
+	home, sep := "/home/ada", "/"
+	switch goos {
+	case "darwin":
+		home = "/Users/ada"
+	case "windows":
+		home, sep = `C:\Users\ada`, `\`
+	}
+	j := func(p ...string) string { return strings.Join(p, sep) }
+	cmd := map[string]string{
+		harness.ClaudeCode: j(home, ".local", "bin", "claude"),
+		harness.Codex:      j(home, "bin", "codex"),
+		harness.Gemini:     j(home, "bin", "gemini"),
+		harness.OpenCode:   j(home, "bin", "opencode"),
+		harness.ZCode:      j(home, "bin", "zcode"),
+		harness.Codewhale:  j(home, ".cargo", "bin", "codewhale"),
+		harness.Custom:     j(home, "bin", "agent"),
+	}[preset]
+	if goos == "windows" {
+		cmd += ".exe"
+	}
+	run := j(home, "data", "runs", "t_123")
+	req := relay.RunRequest{
+		Config: relay.WorkerConfig{
+			AgentSlug: "builder", Harness: preset, Command: cmd,
+			Workdir: j(home, "work", "harbour"), PromptMode: relay.PromptStdin,
+		},
+		RunDir:        run,
+		PromptFile:    j(run, "task.md"),
+		ResultFile:    j(run, "result.md"),
+		MCPConfigFile: j(run, "mcp.json"),
+		MCPURL:        "http://127.0.0.1:4318/mcp",
+		Prompt:        "## Task: " + taskText + "\n",
+	}
+	if extra {
+		req.ExtraDirs = []string{j(home, "assets"), j(home, "shared docs")}
+	}
+	if resume {
+		req.ResumeSession = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+	}
+	return req
+}
+
+// Ensure every runnable preset gets its exact command on every OS, with and
+// without extra folders and a session to resume.
+func TestBuildPresets(t *testing.T) {
+	for _, p := range harness.Presets() {
+		if !p.CanRun || p.ID == harness.Custom {
+			continue
+		}
+		t.Run(p.ID, func(t *testing.T) {
+			var out bytes.Buffer
+			for _, goos := range []string{"linux", "darwin", "windows"} {
+				for _, v := range []struct {
+					name          string
+					extra, resume bool
+				}{{"plain", false, false}, {"extra dirs", true, false}, {"resume", false, true}, {"extra dirs and resume", true, true}} {
+					spec, err := harness.Build(request(goos, p.ID, v.extra, v.resume), goos)
+					if err != nil {
+						t.Fatalf("%s %s: %v", goos, v.name, err)
+					}
+					for _, a := range spec.Args {
+						if strings.Contains(a, taskText) {
+							t.Errorf("%s %s: task text on the command line: %q", goos, v.name, a)
+						}
+					}
+					if spec.Events != p.Events || spec.RelayServer != p.RelayServer {
+						t.Errorf("%s %s: events %q server %q, want %q %q", goos, v.name, spec.Events, spec.RelayServer, p.Events, p.RelayServer)
+					}
+					fmt.Fprintf(&out, "## %s, %s\n", goos, v.name)
+					out.Write(mustJSON(t, spec))
+				}
+			}
+			golden(t, "build/"+p.ID+".golden", out.Bytes())
+		})
+	}
+}
+
+// Ensure the exact upstream argv of Claude Code and its stdin prompt.
+func TestBuildClaudeExact(t *testing.T) {
+	spec, err := harness.Build(request("linux", harness.ClaudeCode, true, false), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
+	if got := strings.Join(spec.Args, " "); got != want {
+		t.Errorf("args\n got %s\nwant %s", got, want)
+	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != relay.EventsClaudeStream || spec.ResultFile != "" {
+		t.Errorf("spec = %+v", spec)
+	}
+}
+
+// Ensure Codex starts with exec --sandbox workspace-write, ends with "-",
+// reads its answer from the result file, and resumes with exec … resume <id>.
+func TestBuildCodex(t *testing.T) {
+	spec, err := harness.Build(request("linux", harness.Codex, false, true), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(spec.Args, " ")
+	for _, want := range []string{
+		"exec --sandbox workspace-write --skip-git-repo-check --cd /home/ada/work/harbour resume 0199a213-81c0-7800-8aa1-bbab2a035a53 --output-last-message",
+		`-c mcp_servers.crosschat.url="http://127.0.0.1:4318/mcp"`,
+		`-c mcp_servers.crosschat.bearer_token_env_var="CROSSCHAT_TOKEN"`,
+		`-c mcp_servers.crosschat.http_headers={}`,
+		`-c mcp_servers.crosschat.default_tools_approval_mode="approve"`,
+		" --json ",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if spec.Args[len(spec.Args)-1] != "-" {
+		t.Errorf("last arg %q, want -", spec.Args[len(spec.Args)-1])
+	} else if spec.ResultFile != "/home/ada/data/runs/t_123/result.md" {
+		t.Errorf("result file %q", spec.ResultFile)
+	}
+}
+
+// Ensure Codewhale's MCP file names the token's variable and never the token.
+func TestBuildCodewhaleFile(t *testing.T) {
+	spec, err := harness.Build(request("linux", harness.Codewhale, false, false), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := spec.Files[harness.CodewhaleMCPFile], `{"servers":{"crosschat":{"bearer_token_env_var":"CROSSCHAT_TOKEN","url":"http://127.0.0.1:4318/mcp"}}}`; got != want {
+		t.Errorf("file = %s, want %s", got, want)
+	} else if got := spec.Env["DEEPSEEK_MCP_CONFIG"]; got != "/home/ada/data/runs/t_123/codewhale-mcp.json" {
+		t.Errorf("DEEPSEEK_MCP_CONFIG = %q", got)
+	}
+}
+
+// Ensure the custom template substitutes every placeholder and delivers the
+// prompt per mode; the result file and relay tools follow the placeholders.
+func TestBuildCustom(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode relay.PromptMode
+		args []string
+	}{
+		{"stdin", relay.PromptStdin, []string{"--mcp", "{mcp_config}", "--url={mcp_url}", "--cwd", "{workdir}"}},
+		{"file", relay.PromptFile, []string{"run", "{prompt_file}", "--out", "{result_file}"}},
+		{"argument", relay.PromptArgument, []string{"--quiet"}},
+		{"default mode", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			for _, goos := range []string{"linux", "windows"} {
+				req := request(goos, harness.Custom, true, true)
+				req.Config.PromptMode = tc.mode
+				req.Config.Args = tc.args
+				spec, err := harness.Build(req, goos)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&out, "## %s\n", goos)
+				out.Write(mustJSON(t, spec))
+			}
+			golden(t, "build/custom-"+strings.ReplaceAll(tc.name, " ", "-")+".golden", out.Bytes())
+		})
+	}
+}
+
+// Ensure scripts run with node, a plain program is left alone, and presets
+// a worker cannot run or unknown ids fail.
+func TestBuildPrograms(t *testing.T) {
+	for _, tc := range []struct {
+		command, goos, program string
+		pre                   []string
+	}{
+		{"/usr/local/bin/claude", "linux", "/usr/local/bin/claude", nil},
+		{"/opt/ZCode/resources/glm/zcode.cjs", "linux", "node", []string{"/opt/ZCode/resources/glm/zcode.cjs"}},
+		{"/home/ada/agent.mjs", "darwin", "node", []string{"/home/ada/agent.mjs"}},
+		{`C:\tools\agent.JS`, "windows", "node", []string{`C:\tools\agent.JS`}},
+		{"/home/ada/run.cmd", "linux", "/home/ada/run.cmd", nil},
+	} {
+		req := request(tc.goos, harness.Custom, false, false)
+		req.Config.Command = tc.command
+		req.Config.Args = []string{"x"}
+		spec, err := harness.Build(req, tc.goos)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.command, err)
+		}
+		want := append(append([]string{}, tc.pre...), "x")
+		if spec.Program != tc.program || strings.Join(spec.Args, "|") != strings.Join(want, "|") {
+			t.Errorf("%s: %s %q, want %s %q", tc.command, spec.Program, spec.Args, tc.program, want)
+		}
+	}
+	req := request("linux", harness.Cursor, false, false)
+	req.Config.Command = "/usr/bin/cursor"
+	if _, err := harness.Build(req, "linux"); !errors.Is(err, harness.ErrCannotRun) {
+		t.Errorf("cursor: err = %v, want ErrCannotRun", err)
+	}
+	req.Config.Harness = "nope"
+	if _, err := harness.Build(req, "linux"); err == nil {
+		t.Error("unknown harness: no error")
+	}
+	req = request("linux", harness.ClaudeCode, false, false)
+	req.Config.Command = " "
+	if _, err := harness.Build(req, "linux"); err == nil {
+		t.Error("empty command: no error")
+	}
+}
+
+// Ensure Windows npm shims run the program they wrap, and an opaque shim
+// is refused as unsafe.
+func TestBuildWindowsShims(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(body, "\n", "\r\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const shim = "@ECHO off\nGOTO start\n:find_dp0\nSET dp0=%%~dp0\nEXIT /b\n:start\nSETLOCAL\nCALL :find_dp0\n\nIF EXIST \"%%dp0%%\\node.exe\" (\n  SET \"_prog=%%dp0%%\\node.exe\"\n) ELSE (\n  SET \"_prog=node\"\n  SET PATHEXT=%%PATHEXT:;.JS;=;%%\n)\n\nendLocal & goto #_undefined_# 2>NUL || title %%COMSPEC%% & \"%%_prog%%\"  \"%%dp0%%\\%s\" %%*\n"
+	for _, tc := range []struct {
+		name, body, program string
+		pre                 []string
+		err                 string
+	}{
+		{"gemini.cmd", fmt.Sprintf(shim, `node_modules\@google\gemini-cli\bundle\gemini.js`), "node", []string{dir + `/node_modules\@google\gemini-cli\bundle\gemini.js`}, ""},
+		{"claude.cmd", "@ECHO off\r\n\"%dp0%\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe\"   %*\r\n", dir + `/node_modules\@anthropic-ai\claude-code\bin\claude.exe`, nil, ""},
+		{"opaque.bat", "@echo off\r\npython -m agent %*\r\n", "", nil, "can't run"},
+		{"weird.cmd", "\"%dp0%\\tool.ps1\" %*\r\n", "", nil, "can't run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request("windows", harness.Gemini, false, false)
+			req.Config.Command = write(tc.name, tc.body)
+			spec, err := harness.Build(req, "windows")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(strings.ToLower(err.Error()), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Program != tc.program || len(spec.Args) < len(tc.pre) || strings.Join(spec.Args[:len(tc.pre)], "|") != strings.Join(tc.pre, "|") || spec.Args[len(tc.pre)] != "-p" {
+				t.Errorf("got %s %q, want %s %q then the preset's args", spec.Program, spec.Args, tc.program, tc.pre)
+			}
+		})
+	}
+	req := request("windows", harness.Gemini, false, false)
+	req.Config.Command = filepath.Join(dir, "missing.cmd")
+	if _, err := harness.Build(req, "windows"); err == nil || !strings.Contains(err.Error(), "can't run") {
+		t.Errorf("missing shim: err = %v", err)
+	}
+}
+
+// Ensure Lookup finds every preset, custom is last and each has a safety note.
+func TestPresets(t *testing.T) {
+	ps := harness.Presets()
+	want := []string{"claude-code", "codex", "gemini", "opencode", "zcode", "codewhale", "cursor", "custom"}
+	if len(ps) != len(want) {
+		t.Fatalf("%d presets, want %d", len(ps), len(want))
+	}
+	for i, p := range ps {
+		if p.ID != want[i] {
+			t.Errorf("preset %d = %s, want %s", i, p.ID, want[i])
+		}
+		if q, ok := harness.Lookup(p.ID); !ok || q.Name != p.Name {
+			t.Errorf("Lookup(%s) = %v, %v", p.ID, q.Name, ok)
+		}
+		if p.Safety == "" || p.Name == "" {
+			t.Errorf("%s: no name or safety note", p.ID)
+		}
+	}
+	if _, ok := harness.Lookup("nope"); ok {
+		t.Error("Lookup(nope) found something")
+	}
+	if c, _ := harness.Lookup(harness.Cursor); c.CanRun {
+		t.Error("cursor can run")
+	}
+	zc, _ := harness.Lookup(harness.ZCode)
+	for goos, want := range map[string]string{
+		"linux":   "/opt/ZCode/resources/glm/zcode.cjs",
+		"darwin":  "/Users/ada/Applications/ZCode.app/Contents/Resources/glm/zcode.cjs",
+		"windows": `C:\Users\ada\AppData\Local\Programs\ZCode\resources\glm\zcode.cjs`,
+	} {
+		home := "/Users/ada"
+		if goos == "windows" {
+			home = `C:\Users\ada`
+		}
+		locs := strings.Join(zc.KnownLocations(home, goos), "\n")
+		if !strings.Contains(locs, want) {
+			t.Errorf("%s: zcode locations %q lack %q", goos, locs, want)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package harness_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// step is an activity entry in a compact form for comparisons.
+type step struct{ Kind, Text, Detail, Status, Ref string }
+
+func parseAll(events string, lines ...string) ([]step, relay.StreamParser) {
+	p := harness.NewParser(events)
+	var out []step
+	for _, l := range lines {
+		for _, e := range p.Line(l) {
+			out = append(out, step{e.Kind, e.Text, e.Detail, e.Status, e.Ref})
+		}
+	}
+	return out, p
+}
+
+func sameSteps(t *testing.T, got, want []step) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d steps, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// Ensure the upstream Codex stream: message, command running then ok with
+// the PowerShell wrapper removed, file change, final message as the answer.
+func TestCodexStream(t *testing.T) {
+	got, p := parseAll(relay.EventsCodexJSON,
+		`{"type":"thread.started","thread_id":"th_1"}`,
+		`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Looking."}}`,
+		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"\"C:\\\\WINDOWS\\\\System32\\\\WindowsPowerShell\\\\v1.0\\\\powershell.exe\" -Command 'Get-ChildItem .'","aggregated_output":"","exit_code":null,"status":"in_progress"}}`,
+		`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"\"C:\\\\WINDOWS\\\\System32\\\\WindowsPowerShell\\\\v1.0\\\\powershell.exe\" -Command 'Get-ChildItem .'","aggregated_output":"note.txt\n","exit_code":0,"status":"completed"}}`,
+		`{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[{"path":"a.png","kind":"add"},{"path":"b.txt","kind":"update"},{"path":"c.txt","kind":"delete"}],"status":"completed"}}`,
+		`{"type":"item.updated","item":{"id":"item_3","type":"todo_list","items":[{"text":"Draw","completed":true},{"text":"Check","completed":false}]}}`,
+		`{"type":"item.completed","item":{"id":"item_4","type":"web_search","query":"harbour map"}}`,
+		`{"type":"item.completed","item":{"id":"item_5","type":"reasoning","text":"**Thinking**"}}`,
+		`{"type":"item.completed","item":{"id":"item_6","type":"mcp_tool_call","server":"crosschat","tool":"post_task","arguments":{},"result":null,"error":{"message":"chain_limit"},"status":"failed"}}`,
+		`{"type":"item.completed","item":{"id":"item_7","type":"agent_message","text":"Done: a.png"}}`,
+	)
+	sameSteps(t, got, []step{
+		{relay.StepMessage, "Looking.", "", "", "item_0"},
+		{relay.StepCommand, "Get-ChildItem .", "", relay.StepRunning, "item_1"},
+		{relay.StepCommand, "Get-ChildItem .", "note.txt", relay.StepOK, "item_1"},
+		{relay.StepFile, "Added a.png\nUpdated b.txt\nDeleted c.txt", "", relay.StepOK, "item_2"},
+		{relay.StepPlan, "☑ Draw\n☐ Check", "", relay.StepRunning, "item_3"},
+		{relay.StepTool, "Web search: harbour map", "", relay.StepOK, "item_4"},
+		{relay.StepThinking, "**Thinking**", "", "", "item_5"},
+		{relay.StepTool, "crosschat › post_task", "chain_limit", relay.StepFailed, "item_6"},
+		{relay.StepMessage, "Done: a.png", "", "", "item_7"},
+	})
+	if p.Answer() != "Done: a.png" || p.SessionID() != "th_1" {
+		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
+	}
+}
+
+// Ensure a failed command is failed and turn and stream errors become error steps.
+func TestCodexFailures(t *testing.T) {
+	got, _ := parseAll(relay.EventsCodexJSON,
+		`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"/bin/bash -lc 'npm test'","aggregated_output":"1 failing","exit_code":1,"status":"completed"}}`,
+		`{"type":"item.completed","item":{"id":"i2","type":"command_execution","command":"rm -rf /","status":"declined"}}`,
+		`{"type":"item.completed","item":{"id":"i3","type":"file_change","changes":[],"status":"failed"}}`,
+		`{"type":"turn.failed","error":{"message":"rate limited"}}`,
+		`{"type":"error","message":"stream disconnected"}`,
+	)
+	sameSteps(t, got, []step{
+		{relay.StepCommand, "npm test", "1 failing", relay.StepFailed, "i1"},
+		{relay.StepCommand, "rm -rf /", "", relay.StepFailed, "i2"},
+		{relay.StepFile, "Changed files", "", relay.StepFailed, "i3"},
+		{relay.StepError, "rate limited", "", relay.StepFailed, ""},
+		{relay.StepError, "stream disconnected", "", relay.StepFailed, ""},
+	})
+}
+
+// Ensure the upstream Claude stream: message, Read running then ok, an MCP
+// tool labelled by server that fails, and the permission denials.
+func TestClaudeStream(t *testing.T) {
+	got, p := parseAll(relay.EventsClaudeStream,
+		`{"type":"system","subtype":"init","session_id":"s-1","tools":[]}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"Reading."},{"type":"tool_use","id":"tu1","name":"Read","input":{"file_path":"/w/a.txt"}}]},"session_id":"s-1"}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"1\thello\n"}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"Now delegate."},{"type":"tool_use","id":"tu2","name":"mcp__crosschat-run__post_task","input":{"title":"Draw a map","recipientSlug":"x"}}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu2","is_error":true,"content":[{"type":"text","text":"not allowed"}]}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"tu3","name":"Bash","input":{"command":"ls"}},{"type":"tool_use","id":"tu4","name":"Write","input":{"file_path":"/w/b.txt"}},{"type":"tool_use","id":"tu5","name":"NotebookEdit","input":{"notebook_path":"/w/n.ipynb"}},{"type":"tool_use","id":"tu6","name":"Bash","input":{}}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"hello","session_id":"s-1","permission_denials":[{"tool_name":"Bash","tool_use_id":"tu3"},{"tool_name":"mcp__crosschat-run__post_task"}]}`,
+	)
+	sameSteps(t, got, []step{
+		{relay.StepMessage, "Reading.", "", "", ""},
+		{relay.StepTool, "Read: /w/a.txt", "", relay.StepRunning, "tu1"},
+		{relay.StepTool, "Read: /w/a.txt", "1\thello", relay.StepOK, "tu1"},
+		{relay.StepThinking, "Now delegate.", "", "", ""},
+		{relay.StepTool, "crosschat-run › post_task: Draw a map", "", relay.StepRunning, "tu2"},
+		{relay.StepTool, "crosschat-run › post_task: Draw a map", "not allowed", relay.StepFailed, "tu2"},
+		{relay.StepCommand, "ls", "", relay.StepRunning, "tu3"},
+		{relay.StepFile, "Write /w/b.txt", "", relay.StepRunning, "tu4"},
+		{relay.StepFile, "Edit /w/n.ipynb", "", relay.StepRunning, "tu5"},
+		{relay.StepCommand, "Bash", "", relay.StepRunning, "tu6"},
+		{relay.StepError, "Claude Code refused 2 tool calls that needed approval.", "Bash\ncrosschat-run › post_task", relay.StepFailed, ""},
+	})
+	if p.Answer() != "hello" || p.SessionID() != "s-1" {
+		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
+	}
+	got, _ = parseAll(relay.EventsClaudeStream, `{"type":"result","subtype":"error_max_turns","is_error":true,"result":"too many turns"}`)
+	sameSteps(t, got, []step{{relay.StepError, "Claude Code stopped: error_max_turns", "too many turns", relay.StepFailed, ""}})
+}
+
+// Ensure plain output makes a step of each non-empty line and has no answer.
+func TestPlain(t *testing.T) {
+	got, p := parseAll(relay.EventsPlain, "step one", "", "   ", "All done.\r")
+	sameSteps(t, got, []step{{relay.StepOutput, "step one", "", "", ""}, {relay.StepOutput, "All done.", "", "", ""}})
+	if p.Answer() != "" || p.SessionID() != "" {
+		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
+	}
+}
+
+// Ensure shell wrappers are removed and other commands kept.
+func TestUnwrapShell(t *testing.T) {
+	for in, want := range map[string]string{
+		"/bin/bash -lc 'ls -la'":          "ls -la",
+		`bash -c "echo hi"`:               "echo hi",
+		"/usr/bin/zsh -lc git status":     "git status",
+		"sh -c 'a' 'b'":                   "'a' 'b'",
+		`pwsh -NoProfile -Command 'dir'`:  "dir",
+		`cmd.exe /c dir`:                  "dir",
+		"npm test":                        "npm test",
+		"bash script.sh":                  "bash script.sh",
+		"":                                "",
+		`"C:\Program Files\PowerShell\7\pwsh.exe" -Command 'Get-Item x'`: "Get-Item x",
+	} {
+		if got := harness.UnwrapShell(in); got != want {
+			t.Errorf("UnwrapShell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Ensure odd input never breaks a parser: non-JSON lines are output,
+// truncated JSON too, unknown types and wrong field types are skipped.
+func TestParserEdgeCases(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	for _, events := range []string{relay.EventsClaudeStream, relay.EventsCodexJSON, relay.EventsGeminiStream} {
+		t.Run(events, func(t *testing.T) {
+			got, p := parseAll(events,
+				"warning: something on stdout",
+				`{"type":"assistant","message":{"content":[{"type":"text","te`,
+				`{"type":"no-such-type","x":1}`,
+				`[1,2,3]`,
+				`null`,
+				`{"type":"assistant","message":"nope"}`,
+				`{"type":"item.completed","item":"nope"}`,
+				`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"missing","content":"x"}]}}`,
+				`{"type":"item.completed","item":{"type":"command_execution","exit_code":"1","command":7}}`,
+				`{"type":"tool_use","parameters":"x","tool_name":3}`,
+				`{"type":"result","permission_denials":"x","is_error":"yes","result":5}`,
+				"",
+				huge,
+			)
+			if len(got) < 4 {
+				t.Fatalf("got %+v", got)
+			}
+			want := []step{
+				{relay.StepOutput, "warning: something on stdout", "", "", ""},
+				{relay.StepOutput, `{"type":"assistant","message":{"content":[{"type":"text","te`, "", "", ""},
+				{relay.StepOutput, "[1,2,3]", "", "", ""},
+				{relay.StepOutput, "null", "", "", ""},
+			}
+			sameSteps(t, got[:4], want)
+			if last := got[len(got)-1]; last.Kind != relay.StepOutput || len(last.Text) != len(huge) {
+				t.Errorf("huge line: %s of %d bytes", last.Kind, len(last.Text))
+			}
+			_ = p.Answer()
+			_ = p.SessionID()
+		})
+	}
+	if _, ok := harness.NewParser("unknown").(interface{ Answer() string }); !ok {
+		t.Error("unknown format has no parser")
+	}
+}
+
+// goldenStep is an activity entry without the fields the recorder sets.
+type goldenStep struct {
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Detail string `json:"detail,omitempty"`
+	Status string `json:"status,omitempty"`
+	Ref    string `json:"ref,omitempty"`
+}
+
+// parsed is the golden form of a parsed stream.
+type parsed struct {
+	Steps     []goldenStep `json:"steps"`
+	Answer    string                `json:"answer"`
+	SessionID string                `json:"sessionId"`
+}
+
+// Ensure the streams captured from the real CLIs (testdata/streams/*.jsonl)
+// parse into their golden steps, answer and session id.
+func TestCapturedStreams(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "streams", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no captured streams")
+	}
+	formats := map[string]string{"claude": relay.EventsClaudeStream, "codex": relay.EventsCodexJSON, "gemini": relay.EventsGeminiStream}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		cli, _, _ := strings.Cut(name, "-")
+		events, ok := formats[cli]
+		if !ok {
+			t.Fatalf("%s: unknown CLI %q", f, cli)
+		}
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := harness.NewParser(events)
+			res := parsed{Steps: []goldenStep{}}
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+			for sc.Scan() {
+				for _, e := range p.Line(sc.Text()) {
+					if e.Seq != 0 || e.At != "" || e.Files != nil {
+						t.Errorf("parser set recorder fields: %+v", e)
+					}
+					res.Steps = append(res.Steps, goldenStep{e.Kind, e.Text, e.Detail, e.Status, e.Ref})
+				}
+			}
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+			res.Answer, res.SessionID = p.Answer(), p.SessionID()
+			if res.Answer == "" || res.SessionID == "" {
+				t.Errorf("answer %q, session %q", res.Answer, res.SessionID)
+			}
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(res); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "streams/"+name+".golden", out.Bytes())
+		})
+	}
+}
