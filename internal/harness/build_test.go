@@ -184,7 +184,7 @@ func TestBuildCustom(t *testing.T) {
 func TestBuildPrograms(t *testing.T) {
 	for _, tc := range []struct {
 		command, goos, program string
-		pre                   []string
+		pre                    []string
 	}{
 		{"/usr/local/bin/claude", "linux", "/usr/local/bin/claude", nil},
 		{"/opt/ZCode/resources/glm/zcode.cjs", "linux", "node", []string{"/opt/ZCode/resources/glm/zcode.cjs"}},

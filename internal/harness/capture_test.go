@@ -95,8 +95,8 @@ func TestCaptureStreams(t *testing.T) {
 					in.Task.Reports = []relay.Report{{Kind: relay.ReportCompleted, Message: "Done."}, {Kind: relay.ReportChanges, Message: "Say hello twice."}}
 				}
 				req := relay.RunRequest{
-					Config:     relay.WorkerConfig{AgentSlug: "builder", Harness: tc.preset, Command: filepath.Join(clis, tc.bin), Workdir: wd},
-					RunDir:     run, PromptFile: filepath.Join(run, "task.md"), ResultFile: filepath.Join(run, "result.md"),
+					Config: relay.WorkerConfig{AgentSlug: "builder", Harness: tc.preset, Command: filepath.Join(clis, tc.bin), Workdir: wd},
+					RunDir: run, PromptFile: filepath.Join(run, "task.md"), ResultFile: filepath.Join(run, "result.md"),
 					MCPConfigFile: mcpFile, MCPURL: mcpURL, ExtraDirs: in.ExtraDirs, ResumeSession: session,
 				}
 				spec, err := harness.Build(req, "linux")

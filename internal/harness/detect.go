@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,18 +76,25 @@ type Detected struct {
 // a version that can't be read never fails detection. Custom is listed too,
 // without a path.
 func Detect(ctx context.Context, env Env) []Detected {
-	var out []Detected
-	for _, p := range Presets() {
+	presets := Presets()
+	out := make([]Detected, len(presets))
+	var wg sync.WaitGroup
+	for i, p := range presets {
 		d := Detected{ID: p.ID, Name: p.Name, CanRun: p.CanRun, ExtraDirs: p.ExtraDirs, Safety: p.Safety}
 		if p.ID != Custom {
 			d.Path = find(p, env)
 		}
-		if d.Path != "" {
-			d.Version = version(ctx, env, d.Path)
-		}
 		d.Note = note(p, env, d.Path)
-		out = append(out, d)
+		out[i] = d
+		if d.Path != "" {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i].Version = version(ctx, env, d.Path)
+			}()
+		}
 	}
+	wg.Wait()
 	return out
 }
 

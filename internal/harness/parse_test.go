@@ -132,15 +132,15 @@ func TestPlain(t *testing.T) {
 // Ensure shell wrappers are removed and other commands kept.
 func TestUnwrapShell(t *testing.T) {
 	for in, want := range map[string]string{
-		"/bin/bash -lc 'ls -la'":          "ls -la",
-		`bash -c "echo hi"`:               "echo hi",
-		"/usr/bin/zsh -lc git status":     "git status",
-		"sh -c 'a' 'b'":                   "'a' 'b'",
-		`pwsh -NoProfile -Command 'dir'`:  "dir",
-		`cmd.exe /c dir`:                  "dir",
-		"npm test":                        "npm test",
-		"bash script.sh":                  "bash script.sh",
-		"":                                "",
+		"/bin/bash -lc 'ls -la'":         "ls -la",
+		`bash -c "echo hi"`:              "echo hi",
+		"/usr/bin/zsh -lc git status":    "git status",
+		"sh -c 'a' 'b'":                  "'a' 'b'",
+		`pwsh -NoProfile -Command 'dir'`: "dir",
+		`cmd.exe /c dir`:                 "dir",
+		"npm test":                       "npm test",
+		"bash script.sh":                 "bash script.sh",
+		"":                               "",
 		`"C:\Program Files\PowerShell\7\pwsh.exe" -Command 'Get-Item x'`: "Get-Item x",
 	} {
 		if got := harness.UnwrapShell(in); got != want {
@@ -204,8 +204,8 @@ type goldenStep struct {
 // parsed is the golden form of a parsed stream.
 type parsed struct {
 	Steps     []goldenStep `json:"steps"`
-	Answer    string                `json:"answer"`
-	SessionID string                `json:"sessionId"`
+	Answer    string       `json:"answer"`
+	SessionID string       `json:"sessionId"`
 }
 
 // Ensure the streams captured from the real CLIs (testdata/streams/*.jsonl)
