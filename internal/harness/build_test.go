@@ -224,6 +224,7 @@ func TestBuildPrograms(t *testing.T) {
 // is refused as unsafe.
 func TestBuildWindowsShims(t *testing.T) {
 	dir := t.TempDir()
+	sep := string(filepath.Separator)
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(strings.ReplaceAll(body, "\n", "\r\n")), 0o644); err != nil {
@@ -237,8 +238,8 @@ func TestBuildWindowsShims(t *testing.T) {
 		pre                 []string
 		err                 string
 	}{
-		{"gemini.cmd", fmt.Sprintf(shim, `node_modules\@google\gemini-cli\bundle\gemini.js`), "node", []string{dir + `/node_modules\@google\gemini-cli\bundle\gemini.js`}, ""},
-		{"claude.cmd", "@ECHO off\r\n\"%dp0%\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe\"   %*\r\n", dir + `/node_modules\@anthropic-ai\claude-code\bin\claude.exe`, nil, ""},
+		{"gemini.cmd", fmt.Sprintf(shim, `node_modules\@google\gemini-cli\bundle\gemini.js`), "node", []string{dir + sep + `node_modules\@google\gemini-cli\bundle\gemini.js`}, ""},
+		{"claude.cmd", "@ECHO off\r\n\"%dp0%\\node_modules\\@anthropic-ai\\claude-code\\bin\\claude.exe\"   %*\r\n", dir + sep + `node_modules\@anthropic-ai\claude-code\bin\claude.exe`, nil, ""},
 		{"opaque.bat", "@echo off\r\npython -m agent %*\r\n", "", nil, "can't run"},
 		{"weird.cmd", "\"%dp0%\\tool.ps1\" %*\r\n", "", nil, "can't run"},
 	} {

@@ -407,7 +407,14 @@ type geminiParser struct {
 	tools map[string]relay.ActivityEntry
 }
 
-func (p *geminiParser) Answer() string    { return strings.TrimSpace(p.answer) }
+// Answer is the last assistant message, including one still streaming
+// when the output ended without a closing event.
+func (p *geminiParser) Answer() string {
+	if t := strings.TrimSpace(p.delta.String()); t != "" {
+		return t
+	}
+	return strings.TrimSpace(p.answer)
+}
 func (p *geminiParser) SessionID() string { return p.session }
 
 func (p *geminiParser) flush() []relay.ActivityEntry {

@@ -261,3 +261,41 @@ func TestCapturedStreams(t *testing.T) {
 		})
 	}
 }
+
+// Ensure Gemini's stream-json: streamed message deltas join into one
+// message and the answer, tools are labelled (MCP by server), results
+// close their step, and errors and a failed result become error steps.
+func TestGeminiStream(t *testing.T) {
+	got, p := parseAll(relay.EventsGeminiStream,
+		`{"type":"init","session_id":"g-1","model":"auto"}`,
+		`{"type":"message","role":"user","content":"the prompt"}`,
+		`{"type":"message","role":"assistant","content":"Let me ","delta":true}`,
+		`{"type":"message","role":"assistant","content":"look.","delta":true}`,
+		`{"type":"tool_use","tool_name":"mcp_crosschat_post_task","tool_id":"t1","parameters":{"title":"Draw"}}`,
+		`{"type":"tool_result","tool_id":"t1","status":"error","output":"","error":{"type":"x","message":"chain_limit"}}`,
+		`{"type":"tool_use","tool_name":"replace","tool_id":"t2","parameters":{"file_path":"/w/a.txt"}}`,
+		`{"type":"tool_use","tool_name":"read_file","tool_id":"t3","parameters":{"absolute_path":"/w/b.txt"}}`,
+		`{"type":"tool_result","tool_id":"t3","status":"success","output":"hello\n"}`,
+		`{"type":"error","severity":"warning","message":"Loop detected"}`,
+		`{"type":"message","role":"assistant","content":"Done.","delta":true}`,
+		`{"type":"result","status":"error","error":{"type":"FatalToolExecutionError","message":"disk full"}}`,
+	)
+	sameSteps(t, got, []step{
+		{relay.StepMessage, "Let me look.", "", "", ""},
+		{relay.StepTool, "crosschat › post_task: Draw", "", relay.StepRunning, "t1"},
+		{relay.StepTool, "crosschat › post_task: Draw", "chain_limit", relay.StepFailed, "t1"},
+		{relay.StepFile, "Edit /w/a.txt", "", relay.StepRunning, "t2"},
+		{relay.StepTool, "read_file: /w/b.txt", "", relay.StepRunning, "t3"},
+		{relay.StepTool, "read_file: /w/b.txt", "hello", relay.StepOK, "t3"},
+		{relay.StepError, "Loop detected", "", "", ""},
+		{relay.StepMessage, "Done.", "", "", ""},
+		{relay.StepError, "Gemini CLI stopped: error", "disk full", relay.StepFailed, ""},
+	})
+	if p.Answer() != "Done." || p.SessionID() != "g-1" {
+		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
+	}
+	_, p = parseAll(relay.EventsGeminiStream, `{"type":"message","role":"assistant","content":"Cut ","delta":true}`, `{"type":"message","role":"assistant","content":"short","delta":true}`)
+	if p.Answer() != "Cut short" {
+		t.Errorf("unfinished stream: answer %q", p.Answer())
+	}
+}
