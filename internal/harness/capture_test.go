@@ -27,9 +27,12 @@ import (
 //	CROSSCHAT_CAPTURE_MODEL  a fake model endpoint (Anthropic Messages, OpenAI
 //	                         Responses and Gemini APIs) on loopback that scripts
 //	                         a shell command, a file write, one MCP call
-//	                         (list_agents) and a final answer
+//	                         (list_agents) and a final answer:
+//	                         testdata/capture/fake-model.mjs, http://127.0.0.1:47319
 //	CROSSCHAT_CAPTURE_MCP    an MCP endpoint accepting "Bearer tok-…" tokens
+//	                         (the same script: http://127.0.0.1:47320/mcp)
 //	CROSSCHAT_CAPTURE_WORKDIR_FILE  where to tell the fake model the workdir
+//	                         (its FAKE_WORKDIR_FILE)
 //
 // Each CLI runs with the exact command Build returns, once fresh and once
 // resuming the session the parser found.
