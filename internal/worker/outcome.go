@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// outcome is what the worker reports for a run.
+type outcome struct {
+	kind    string // relay.ReportCompleted or relay.ReportBlocked
+	message string
+	result  string
+}
+
+// decideInput is how a CLI ended.
+type decideInput struct {
+	name           string
+	timeoutMinutes int
+	timedOut       bool
+	exitCode       int
+	answer         string
+	stdout         string // tail of standard output
+	stderr         string // tail of standard error
+	authHint       string
+}
+
+var blockedPrefix = regexp.MustCompile(`(?i)^\s*BLOCKED:`)
+
+// decide turns a CLI's end into a report (§6.5 step 9, §6.9): a timeout, a
+// non-zero exit or an empty answer is a blocker with the last output; an
+// answer starting with BLOCKED: is a blocker with the rest as its message;
+// anything else completes the task with the answer as its result.
+func decide(in decideInput) outcome {
+	blocked := func(msg string) outcome {
+		if in.authHint != "" {
+			msg += "\n\n" + in.authHint
+		}
+		return outcome{kind: relay.ReportBlocked, message: msg}
+	}
+	switch {
+	case in.timedOut:
+		out := in.stdout
+		if strings.TrimSpace(out) == "" {
+			out = in.stderr
+		}
+		return outcome{kind: relay.ReportBlocked, message: fmt.Sprintf("The %s worker stopped this task after %s without finishing.",
+			in.name, plural(in.timeoutMinutes, "minute")) + tail(out)}
+	case in.exitCode != 0:
+		out := in.stderr
+		if strings.TrimSpace(out) == "" {
+			out = in.answer
+		}
+		return blocked(fmt.Sprintf("%s exited with code %d before finishing.", capitalize(in.name), in.exitCode) + tail(out))
+	case strings.TrimSpace(in.answer) == "":
+		return blocked(fmt.Sprintf("%s finished but gave no answer.", capitalize(in.name)) + tail(in.stderr))
+	case blockedPrefix.MatchString(in.answer):
+		msg := strings.TrimSpace(blockedPrefix.ReplaceAllString(in.answer, ""))
+		if msg == "" {
+			msg = "The agent is blocked."
+		}
+		return outcome{kind: relay.ReportBlocked, message: clipRunes(msg, maxMsgRunes)}
+	default:
+		result := strings.TrimSpace(in.answer)
+		if utf8.RuneCountInString(result) > maxMsgRunes {
+			result = string([]rune(result)[:maxMsgRunes]) + "\n\n[Output shortened by the worker.]"
+		}
+		return outcome{kind: relay.ReportCompleted, message: clipRunes(firstNonBlank(result), firstLine), result: result}
+	}
+}
+
+// tail is "\n\nLast output:\n" and the end of text, or "" without text.
+func tail(text string) string {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return ""
+	}
+	if r := []rune(t); len(r) > tailRunes {
+		t = strings.TrimSpace(string(r[len(r)-tailRunes:]))
+	}
+	return "\n\nLast output:\n" + t
+}
+
+// firstNonBlank is the first line of s with text in it.
+func firstNonBlank(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(line); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// capture is an io.Writer for one output stream of the CLI: it calls line
+// for each complete line (long lines in pieces), keeps the first maxCapture
+// bytes for the answer and the last tailBytes for messages.
+type capture struct {
+	line func(string)
+
+	mu        sync.Mutex
+	partial   []byte
+	head      []byte
+	last      []byte
+	truncated bool
+}
+
+func newCapture(line func(string)) *capture {
+	return &capture{line: line}
+}
+
+// Write implements io.Writer.
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	take := min(max(maxCapture-len(c.head), 0), len(p))
+	c.head = append(c.head, p[:take]...)
+	if take < len(p) {
+		c.truncated = true
+	}
+	c.last = append(c.last, p...)
+	if len(c.last) > tailBytes {
+		c.last = append(c.last[:0:0], c.last[len(c.last)-tailBytes:]...)
+	}
+	data := p
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			c.partial = append(c.partial, data...)
+			if len(c.partial) >= maxLine {
+				c.emit(c.partial)
+				c.partial = c.partial[:0]
+			}
+			break
+		}
+		c.partial = append(c.partial, data[:i]...)
+		c.emit(c.partial)
+		c.partial = c.partial[:0]
+		data = data[i+1:]
+	}
+	return len(p), nil
+}
+
+func (c *capture) emit(b []byte) {
+	s := strings.TrimRight(string(b), "\r")
+	c.line(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// flush hands over the last line if it had no newline.
+func (c *capture) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.partial) > 0 {
+		c.emit(c.partial)
+		c.partial = nil
+	}
+}
+
+// text is the start of the stream (up to maxCapture bytes).
+func (c *capture) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.ToValidUTF8(string(c.head), "\uFFFD")
+}
+
+// tail is the end of the stream.
+func (c *capture) tail() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.ToValidUTF8(string(c.last), "\uFFFD")
+}

@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Recover cleans up after runs a previous relay process left behind (it
+// crashed or was killed mid-run), per run folder in RunRoot (§6.10): the
+// CLI recorded in its process file is stopped with its tree, but only if
+// that pid still runs the same program (and, where known, started at the
+// same time), so an unrelated process that reuses the pid is left alone;
+// a task still claimed by a worker goes back to the queue with a report
+// telling the sender why; the run tokens are revoked and the folder is
+// deleted. Start calls it before any loop runs.
+func (m *Manager) Recover(ctx context.Context) error {
+	entries, err := os.ReadDir(m.opts.RunRoot)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read run folder: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if err := m.recoverRun(ctx, e.Name()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
+	dir := filepath.Join(m.opts.RunRoot, taskID)
+	var errs []error
+	if b, err := os.ReadFile(filepath.Join(dir, processFileName)); err == nil {
+		pid, image, start := parseProcessFile(string(b))
+		if pid > 0 && processMatches(pid, image) && (start == "" || processStart(pid) == start) {
+			killLeftover(pid, m.opts.KillGrace)
+		}
+	}
+	if _, err := relay.TaskID("taskId", taskID); err == nil {
+		t, err := m.opts.Relay.Task(ctx, taskID)
+		switch {
+		case relay.ErrorCode(err) == relay.EUnknownTask:
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read task %s: %w", taskID, err))
+		case t.Status == relay.StatusClaimed && t.ClaimedVia == relay.ViaWorker:
+			if _, err := m.opts.Relay.ReleaseTask(ctx, t.RecipientSlug, taskID, restartReason); err != nil {
+				errs = append(errs, fmt.Errorf("requeue task %s: %w", taskID, err))
+			}
+		}
+		if err := m.opts.Relay.RevokeRunTokens(ctx, taskID); err != nil {
+			errs = append(errs, fmt.Errorf("revoke run tokens of %s: %w", taskID, err))
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove run folder: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// parseProcessFile reads "<pid>\n<program base name>[\n<start time>]".
+func parseProcessFile(s string) (pid int, image, start string) {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) < 2 {
+		return 0, "", ""
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+	if err != nil {
+		return 0, "", ""
+	}
+	image = strings.TrimSpace(lines[1])
+	if len(lines) > 2 {
+		start = strings.TrimSpace(lines[2])
+	}
+	return pid, image, start
+}

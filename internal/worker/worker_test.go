@@ -1,0 +1,471 @@
+//go:build unix
+
+package worker_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/worker"
+)
+
+// Ensures a run reports the CLI's answer as the result, with the run token
+// in its environment, and records start and end steps.
+func TestRunCompletes(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Build the thing", "done")
+	got := e.finished(task.ID)
+	r := lastReport(got)
+	if got.Status != relay.StatusCompleted {
+		t.Fatalf("status = %s (%q), want completed", got.Status, r.Message)
+	}
+	for _, want := range []string{"Done by builder in", e.workdir, "token:run", "prompt-has-title:true"} {
+		if !strings.Contains(r.Result, want) {
+			t.Errorf("result %q lacks %q", r.Result, want)
+		}
+	}
+	if !strings.HasPrefix(r.Message, "Done by builder") {
+		t.Errorf("message = %q, want the first line", r.Message)
+	}
+	a := e.activity(task.ID)
+	if len(a) < 2 || a[0].Kind != relay.StepStart || a[0].Seq != 1 || !strings.Contains(a[0].Text, "harness started in "+e.workdir) {
+		t.Fatalf("first entry = %+v", a)
+	}
+	if end := a[len(a)-1]; end.Kind != relay.StepEnd || end.Status != relay.StepOK {
+		t.Fatalf("last entry = %+v", end)
+	}
+	s := e.status()
+	if s.State != relay.WorkerIdle || s.LastRun.Outcome != relay.ReportCompleted || s.LastRun.Summary == "" {
+		t.Fatalf("status = %+v, lastRun %+v", s.State, s.LastRun)
+	}
+	// The run token was revoked and the run folder deleted.
+	tok, err := os.ReadFile(e.tokFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Authenticate(e.ctx, string(tok)); relay.ErrorCode(err) != relay.EUnauthorized {
+		t.Fatalf("Authenticate(run token) after the run: %v, want unauthorized", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.opts.RunRoot, task.ID)); !os.IsNotExist(err) {
+		t.Fatalf("run folder still there: %v", err)
+	}
+	// Hand-offs left come from the chain limit and the depth.
+	_, in := e.harness.lastRequest(t)
+	if in.HandOffsLeft != relay.DefaultChainLimit || in.Resumed {
+		t.Fatalf("prompt input: handOffsLeft %d resumed %v", in.HandOffsLeft, in.Resumed)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	tests := []struct {
+		name, mode string
+		status     relay.TaskStatus
+		message    []string
+		result     string
+	}{
+		{"blocked answer", "block", relay.StatusBlocked, []string{"I need the API key."}, ""},
+		{"non-zero exit with the tail", "fail", relay.StatusBlocked, []string{"Harness exited with code 3 before finishing.", "Last output:", "out of memory"}, ""},
+		{"empty answer", "empty", relay.StatusBlocked, []string{"finished but gave no answer", "nothing to say"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.start()
+			task := e.post(operator, "Try "+tt.mode, tt.mode)
+			got := e.finished(task.ID)
+			r := lastReport(got)
+			if got.Status != tt.status {
+				t.Fatalf("status = %s (%q), want %s", got.Status, r.Message, tt.status)
+			}
+			for _, m := range tt.message {
+				if !strings.Contains(r.Message, m) {
+					t.Errorf("message %q lacks %q", r.Message, m)
+				}
+			}
+			if tt.mode == "block" && r.Message != "I need the API key." {
+				t.Errorf("message = %q, want exactly the text after BLOCKED:", r.Message)
+			}
+			if tt.mode == "fail" && !strings.Contains(r.Message, "ANTHROPIC_API_KEY") {
+				t.Errorf("message %q does not name the withheld *_API_KEY", r.Message)
+			}
+			a := e.activity(task.ID)
+			if end := a[len(a)-1]; end.Kind != relay.StepEnd || end.Status != relay.StepFailed || !strings.HasPrefix(end.Text, "Stopped: ") {
+				t.Errorf("end = %+v", end)
+			}
+			if s := e.status(); s.LastRun.Outcome != relay.ReportBlocked {
+				t.Errorf("lastRun = %+v", s.LastRun)
+			}
+		})
+	}
+}
+
+// Ensures the answer is read from the result file when the command names it.
+func TestResultFile(t *testing.T) {
+	e := newEnv(t, func(c *relay.WorkerConfig, _ *worker.Options) {
+		c.PromptMode = relay.PromptFile
+		c.Args = []string{"-test.run=^TestHelperProcess$", "--", "{prompt_file}", "--out", "{result_file}"}
+	})
+	e.start()
+	task := e.post(operator, "Answer in a file", "file")
+	got := e.finished(task.ID)
+	if r := lastReport(got); got.Status != relay.StatusCompleted || r.Result != "Answer from the file." {
+		t.Fatalf("status %s result %q", got.Status, r.Result)
+	}
+}
+
+// Ensures a run past its time limit is stopped, its whole tree killed, and
+// reported as a blocker.
+func TestTimeout(t *testing.T) {
+	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.MinuteLength = 1500 * time.Millisecond })
+	e.start()
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	got := e.finished(task.ID)
+	if r := lastReport(got); got.Status != relay.StatusBlocked || !strings.Contains(r.Message, "stopped this task after 1 minute without finishing") ||
+		!strings.Contains(r.Message, "working") {
+		t.Fatalf("status %s message %q", got.Status, r.Message)
+	}
+	waitGone(t, child, grandchild)
+}
+
+// Ensures cancelling the task kills the whole process tree, and the worker
+// then shows the run as cancelled, not running.
+func TestCancelKillsTree(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	if s := e.status(); s.State != relay.WorkerRunning || s.CurrentTask == nil || s.CurrentTask.ID != task.ID {
+		t.Fatalf("status while running = %+v", s)
+	}
+	// The run folder holds the MCP config with the run token (0600) and the process file.
+	runDir := filepath.Join(e.opts.RunRoot, task.ID)
+	mcp, err := os.ReadFile(filepath.Join(runDir, "mcp.json"))
+	if err != nil || !strings.Contains(string(mcp), `"Bearer ccr_`) || !strings.Contains(string(mcp), `"crosschat-run"`) {
+		t.Fatalf("mcp.json = %s, %v", mcp, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(runDir, "mcp.json")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mcp.json mode %v", fi.Mode())
+	}
+	proc, _ := os.ReadFile(filepath.Join(runDir, "process"))
+	if !strings.HasPrefix(string(proc), strconv.Itoa(child)+"\n"+filepath.Base(e.cfg.Command)) {
+		t.Fatalf("process file = %q (child %d)", proc, child)
+	}
+	req, _ := e.harness.lastRequest(t)
+	for _, a := range append([]string{req.Config.Command}, req.Config.Args...) {
+		if strings.Contains(a, "ccr_") {
+			t.Fatalf("run token in argv: %q", a)
+		}
+	}
+	if _, err := e.db.CancelTask(e.ctx, operator, task.ID, "Not needed."); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	waitFor(t, "the worker to leave running", 15*time.Second, func() bool {
+		s := e.status()
+		return s.State != relay.WorkerRunning && s.CurrentTask == nil && s.LastRun != nil
+	})
+	s := e.status()
+	if s.LastRun.Outcome != "cancelled" || s.LastRun.TaskID != task.ID {
+		t.Fatalf("lastRun = %+v", s.LastRun)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCancelled || len(got.Reports) != 1 {
+		t.Fatalf("task %s with %d reports, want cancelled with only the cancel note", got.Status, len(got.Reports))
+	}
+	a := e.activity(task.ID)
+	if end := a[len(a)-1]; end.Kind != relay.StepEnd || end.Text != "Stopped: the task was cancelled." {
+		t.Fatalf("end = %+v", end)
+	}
+	if _, err := os.Stat(runDir); !os.IsNotExist(err) {
+		t.Fatalf("run folder still there: %v", err)
+	}
+}
+
+// Ensures tasks from senders the worker does not take stay queued.
+func TestSendersNotAllowed(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	other := e.post(stranger, "From a stranger", "done")
+	mine := e.post(operator, "From the operator", "done")
+	if got := e.finished(mine.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("allowed task: %s", got.Status)
+	}
+	holds(t, "the stranger's task queued", 2*e.opts.Poll, func() bool { return e.task(other.ID).Status == relay.StatusQueued })
+}
+
+// Ensures the runs-per-hour limit holds tasks and shows when it resumes.
+func TestRunsPerHour(t *testing.T) {
+	e := newEnv(t, func(c *relay.WorkerConfig, _ *worker.Options) { c.RunsPerHour = 1 })
+	e.start()
+	first := e.post(operator, "First", "done")
+	e.finished(first.ID)
+	second := e.post(operator, "Second", "done")
+	waitFor(t, "limited", 10*time.Second, func() bool { return e.status().State == relay.WorkerLimited })
+	s := e.status()
+	at, err := relay.ParseTime(s.ResumesAt)
+	if err != nil {
+		t.Fatalf("resumesAt %q: %v", s.ResumesAt, err)
+	}
+	if d := time.Until(at); d < 55*time.Minute || d > 61*time.Minute {
+		t.Fatalf("resumes in %v, want about an hour", d)
+	}
+	holds(t, "the second task queued", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+}
+
+// Ensures pausing stops claims and resuming takes the queued task.
+func TestPauseResume(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	m.SetPaused(true)
+	waitFor(t, "paused", 5*time.Second, func() bool { return e.status().State == relay.WorkerPaused })
+	task := e.post(operator, "Later", "done")
+	holds(t, "the task queued while paused", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+	m.SetPaused(false)
+	if got := e.finished(task.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("status %s", got.Status)
+	}
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	var sawPaused bool
+	for _, s := range e.statuses {
+		sawPaused = sawPaused || s.State == relay.WorkerPaused
+	}
+	if !sawPaused {
+		t.Fatal("no paused status was published")
+	}
+}
+
+// Ensures a new manager after a crash stops the leftover CLI tree only if
+// it is still ours, requeues the task and tells the sender.
+func TestRestartRecovery(t *testing.T) {
+	e := newEnv(t, nil)
+	crashed, err := worker.NewManager(e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crashed.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	task := e.post(operator, "Sleep through a crash", "sleep")
+	child, grandchild := e.pids()
+	crashed.AbandonForTest()
+
+	// A run folder whose process file names a pid that is not our program.
+	unrelated := exec.Command("sleep", "60")
+	if err := unrelated.Start(); err != nil {
+		t.Skipf("no sleep program: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = unrelated.Process.Kill()
+		_ = unrelated.Wait()
+	})
+	other := e.post(stranger, "Not running", "done")
+	fake := filepath.Join(e.opts.RunRoot, other.ID)
+	if err := os.MkdirAll(fake, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fake, "process"), []byte(strconv.Itoa(unrelated.Process.Pid)+"\nclaude\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(child) || !alive(grandchild) {
+		t.Fatal("the abandoned CLI should still run")
+	}
+
+	// The new relay must not run the task again before we look.
+	cfg := e.cfg
+	cfg.Enabled = false
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	waitGone(t, child, grandchild)
+	if !alive(unrelated.Process.Pid) {
+		t.Fatal("recovery killed an unrelated process")
+	}
+	got := e.task(task.ID)
+	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "relay restarted") {
+		t.Fatalf("task %s, last report %q", got.Status, lastReport(got).Message)
+	}
+	updates, err := e.db.ReadUpdates(e.ctx, operator, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told bool
+	for _, u := range updates.Updates {
+		told = told || (u.TaskID == task.ID && u.Type == relay.EventTaskRequeued && strings.Contains(u.Summary, "relay restarted"))
+	}
+	if !told {
+		t.Fatalf("sender not told: %+v", updates.Updates)
+	}
+	entries, _ := os.ReadDir(e.opts.RunRoot)
+	if len(entries) != 0 {
+		t.Fatalf("run folders left: %v", entries)
+	}
+	if s := e.status(); s.State != relay.WorkerDisabled {
+		t.Fatalf("state %s, want disabled", s.State)
+	}
+}
+
+// Ensures the CLI gets the minimal environment: no secrets, no proxy with
+// credentials, but the variables the worker names and the run's own.
+func TestChildEnvironment(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Print the environment", "env")
+	got := e.finished(task.ID)
+	r := lastReport(got).Result
+	for _, want := range []string{"MY_NAMED=passed", "CROSSCHAT_AGENT=builder", "CROSSCHAT_TOKEN=[hidden]", "CROSSCHAT_TASK_ID=" + task.ID,
+		"CROSSCHAT_EXTRA_DIRS=" + e.extra, "CROSSCHAT_MCP_URL=http://127.0.0.1:4318/mcp", "PATH="} {
+		if !strings.Contains(r, want) {
+			t.Errorf("environment lacks %q:\n%s", want, r)
+		}
+	}
+	for _, bad := range []string{"s3cr3t", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK", "HTTPS_PROXY", "user:pw", "ANTHROPIC_API_KEY"} {
+		if strings.Contains(r, bad) {
+			t.Errorf("environment has %q", bad)
+		}
+	}
+}
+
+// Ensures the run token never reaches the activity log or the report, and
+// output lines and stderr are recorded.
+func TestTokenHidden(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Chat", "chatty")
+	got := e.finished(task.ID)
+	r := lastReport(got)
+	if got.Status != relay.StatusCompleted || strings.Contains(r.Result+r.Message, "ccr_") || !strings.Contains(r.Result, "[hidden]") {
+		t.Fatalf("status %s report %+v", got.Status, r)
+	}
+	a := e.activity(task.ID)
+	if !contains(a, "step one") || !contains(a, "warning: token [hidden]") {
+		t.Fatalf("activity lacks the output: %+v", a)
+	}
+	for _, entry := range a {
+		if strings.Contains(entry.Text+entry.Detail+entry.Ref, "ccr_") {
+			t.Fatalf("token in activity: %+v", entry)
+		}
+	}
+}
+
+// Ensures the files a run writes in the working and extra folders are listed.
+func TestChangedFiles(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Write", "write")
+	e.finished(task.ID)
+	var files []relay.ChangedFile
+	for _, entry := range e.activity(task.ID) {
+		if entry.Kind == relay.StepFiles {
+			files = entry.Files
+			if entry.Text != "Files: 2 added" {
+				t.Errorf("files text %q", entry.Text)
+			}
+		}
+	}
+	want := map[string]bool{filepath.Join(e.workdir, "made-by-run.txt"): true, filepath.Join(e.extra, "delivered.png"): true}
+	if len(files) != 2 {
+		t.Fatalf("files = %+v", files)
+	}
+	for _, f := range files {
+		if !want[f.Path] || f.Change != relay.FileAdded {
+			t.Errorf("unexpected %+v", f)
+		}
+		if ok, err := e.db.TaskChangedFile(e.ctx, task.ID, f.Path); err != nil || !ok {
+			t.Errorf("TaskChangedFile(%s) = %v, %v", f.Path, ok, err)
+		}
+	}
+}
+
+// Ensures a later round resumes the CLI's own session and sees the
+// requested changes.
+func TestResumeSession(t *testing.T) {
+	e := newEnv(t, nil)
+	e.start()
+	task := e.post(operator, "Remember", "remember")
+	if got := e.finished(task.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("round 1: %s", got.Status)
+	}
+	s, ok, err := e.db.RunSession(e.ctx, task.ID)
+	if err != nil || !ok || s.SessionID != "sess-1" || s.Harness != relay.HarnessCustom || s.Workdir != e.workdir {
+		t.Fatalf("RunSession = %+v, %v, %v", s, ok, err)
+	}
+	if _, err := e.db.RequestChanges(e.ctx, operator, task.ID, "Shorter, please."); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "round 2", 30*time.Second, func() bool {
+		got := e.task(task.ID)
+		return got.Status == relay.StatusCompleted && len(got.Reports) >= 3
+	})
+	req, in := e.harness.lastRequest(t)
+	if req.ResumeSession != "sess-1" || !in.Resumed {
+		t.Fatalf("round 2: resume %q resumed %v", req.ResumeSession, in.Resumed)
+	}
+	if !strings.Contains(req.Prompt, "Changes requested: Shorter, please.") {
+		t.Fatalf("round 2 prompt lacks the changes:\n%s", req.Prompt)
+	}
+}
+
+// Ensures Stop kills a running CLI's tree and puts its task back.
+func TestStopReleases(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	if err := m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	got := e.task(task.ID)
+	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "relay stopped") {
+		t.Fatalf("task %s, %q", got.Status, lastReport(got).Message)
+	}
+}
+
+// Ensures Reload applies a disabled or deleted configuration.
+func TestReload(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	waitFor(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
+	cfg := e.cfg
+	cfg.Enabled = false
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.status(); s.State != relay.WorkerDisabled {
+		t.Fatalf("state %s", s.State)
+	}
+	task := e.post(operator, "Nobody runs this", "done")
+	holds(t, "queued while disabled", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+	cfg.Enabled = true
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	e.finished(task.ID)
+	if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Statuses()) != 0 {
+		t.Fatalf("statuses after delete: %+v", m.Statuses())
+	}
+}
