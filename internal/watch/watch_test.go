@@ -254,3 +254,39 @@ func TestChanges(t *testing.T) {
 		t.Fatalf("complete: Changes = %+v, want %+v", got, want)
 	}
 }
+
+// Ensures a Tracker lists what a run made, from the snapshots when they are
+// complete and with the watcher and the CLI's own report when they are not.
+func TestTracker(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	end, err := watch.Tracker{}.Begin(ctx, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := filepath.Join(dir, "made.txt")
+	write(t, made, "m")
+	want := []relay.ChangedFile{{Path: made, Change: relay.FileAdded, Size: 1}}
+	if got := end(ctx, []relay.ChangedFile{{Path: filepath.Join(dir, "claimed.txt"), Change: relay.FileAdded}}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("complete: %+v, want %+v", got, want)
+	}
+
+	big := t.TempDir()
+	for i := range 5 {
+		write(t, filepath.Join(big, "old", string(rune('a'+i))), "x")
+	}
+	end, err = watch.Tracker{Limits: watch.Limits{MaxFiles: 2}}.Begin(ctx, []string{big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := filepath.Join(big, "old", "a")
+	write(t, reported, "changed by the run")
+	got := end(ctx, []relay.ChangedFile{{Path: reported, Change: relay.FileChanged}})
+	var found bool
+	for _, f := range got {
+		found = found || (f.Path == reported && f.Change == relay.FileChanged)
+	}
+	if !found {
+		t.Fatalf("incomplete: %+v lacks %s", got, reported)
+	}
+}

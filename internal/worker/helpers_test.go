@@ -21,6 +21,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/watch"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -268,7 +269,7 @@ func newEnv(t *testing.T, mutate func(*relay.WorkerConfig, *worker.Options)) *en
 		Env: []string{helperEnv, "CCR_PID_FILE", "CCR_TOKEN_FILE", "MY_NAMED"},
 	}
 	e.opts = worker.Options{
-		Relay: db, Harness: e.harness, RunRoot: filepath.Join(dir, "data", "runs"),
+		Relay: db, Harness: e.harness, Tracker: watch.Tracker{}, RunRoot: filepath.Join(dir, "data", "runs"),
 		MCPURL: "http://127.0.0.1:4318/mcp",
 		Env: func() []string {
 			return append(os.Environ(), helperEnv+"=1", "CCR_PID_FILE="+e.pidFile, "CCR_TOKEN_FILE="+e.tokFile,

@@ -76,6 +76,16 @@ type Harness interface {
 	Name(id string) string
 }
 
+// Tracker lists the files a run adds, changes and deletes in its folders;
+// the app passes internal/watch's Tracker.
+type Tracker interface {
+	// Begin starts tracking dirs before the CLI starts. end, called after
+	// it ended, lists the changes; reported are the files the CLI itself
+	// said it wrote, for when the tracker alone could not see everything.
+	// end must be called, and is, even when err is not nil.
+	Begin(ctx context.Context, dirs []string) (end func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile, err error)
+}
+
 // Defaults for Options.
 const (
 	DefaultRenewEvery       = 5 * time.Minute
@@ -98,6 +108,8 @@ type Options struct {
 	RunRoot string
 	// MCPURL is the relay's MCP endpoint the runs talk to.
 	MCPURL string
+	// Tracker lists each run's changed files; nil records none.
+	Tracker Tracker
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
-	"github.com/crosschat/crosschat-relay/internal/watch"
 )
 
 // Run folder files.
@@ -39,6 +39,7 @@ const (
 	firstLine   = 300
 	summaryLen  = 200
 	waitDelay   = 3 * time.Second
+	maxReported = 5000 // files the CLI says it wrote, kept per run
 )
 
 // Reasons given to the sender when a run's task goes back to the queue.
@@ -61,8 +62,8 @@ type runState struct {
 	runDir string
 	rec    *recorder
 
-	mu      sync.Mutex    // guards touches (the stdout goroutine adds)
-	touches []watch.Touch // files the CLI says it wrote
+	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
+	reported []relay.ChangedFile // files the CLI says it wrote
 }
 
 // run runs one claimed task to the end (§6.5) and always leaves the worker
@@ -204,15 +205,22 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			Text: fmt.Sprintf("The extra folder %s does not exist, so this run can't use it.", d)})
 	}
 	dirs := append([]string{r.cfg.Workdir}, extra...)
-	before, _ := watch.Snapshot(ctx, dirs, watch.Limits{})  // an error leaves it incomplete
-	watcher, _ := watch.NewWatcher(dirs, watch.Limits{}, 0) // without it, the snapshots alone count
+	var endTracking func(context.Context, []relay.ChangedFile) []relay.ChangedFile
+	if o.Tracker != nil {
+		end, err := o.Tracker.Begin(ctx, dirs)
+		if err != nil {
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
+				Text: "The worker can't list the files this run changes: " + err.Error()})
+		}
+		endTracking = end
+	}
 
 	ex := r.spawnAndWait(ctx, extra)
 	if ex.abandoned {
 		// Leave the CLI and its folder as a crash would; only stop our goroutines.
 		res.abandoned = true
-		if watcher != nil {
-			_ = watcher.Close()
+		if endTracking != nil {
+			endTracking(bg, nil) // stops the watcher
 		}
 		_ = r.rec.close()
 		return res
@@ -221,18 +229,14 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	res.errs = append(res.errs, ex.errs...)
 
 	// Files the run made.
-	var touched []watch.Touch
-	watcherComplete := true
-	if watcher != nil {
-		touched, watcherComplete = watcher.Touched()
-	}
-	after, _ := watch.Snapshot(bg, dirs, watch.Limits{})
-	if !watcherComplete || !before.Complete || !after.Complete {
+	var files []relay.ChangedFile
+	if endTracking != nil {
 		r.mu.Lock()
-		touched = append(touched, r.touches...)
+		reported := slices.Clone(r.reported)
 		r.mu.Unlock()
+		files = endTracking(bg, reported)
 	}
-	if files := watch.Changes(before, after, touched); len(files) > 0 {
+	if len(files) > 0 {
 		r.rec.add(relay.ActivityEntry{Kind: relay.StepFiles, Status: relay.StepOK, Text: filesText(files), Files: files})
 	}
 
@@ -597,16 +601,16 @@ func (r *runState) noteFiles(entries []relay.ActivityEntry) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(r.cfg.Workdir, p)
 			}
-			op := watch.OpWrite
+			change := relay.FileChanged
 			switch mt[1] {
 			case "Added":
-				op = watch.OpCreate
+				change = relay.FileAdded
 			case "Deleted":
-				op = watch.OpRemove
+				change = relay.FileDeleted
 			}
 			r.mu.Lock()
-			if len(r.touches) < watch.DefaultMaxTouched {
-				r.touches = append(r.touches, watch.Touch{Path: filepath.Clean(p), Op: op})
+			if len(r.reported) < maxReported {
+				r.reported = append(r.reported, relay.ChangedFile{Path: filepath.Clean(p), Change: change})
 			}
 			r.mu.Unlock()
 		}
