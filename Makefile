@@ -2,8 +2,9 @@
 #
 #   make build           the desktop app (Wails, webkit2gtk-4.1) in build/bin/crosschat-relay
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
+#   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
 #   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
-#   make e2e             MCP Inspector CLI + TypeScript SDK against a real `serve`
+#   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`
 #   make fuzz            every Fuzz target for $(FUZZTIME)
 #   make bench           Go benchmarks
 #   make clean           remove build outputs (keeps the wails CLI and node_modules)
@@ -24,7 +25,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help build build-headless frontend test vet test-go test-frontend e2e fuzz bench clean distclean
+.PHONY: help build build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -58,6 +59,9 @@ frontend: frontend/node_modules/.package-lock.json
 build-headless: frontend
 	go build -ldflags "$(LDFLAGS)" -o $(HEADLESS) .
 
+run: build-headless
+	$(HEADLESS) serve $(RUN_ARGS)
+
 # --- tests -------------------------------------------------------------------
 
 test: vet test-go test-frontend e2e
@@ -71,8 +75,15 @@ test-go:
 test-frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck
 
-e2e: build-headless .ci/e2e/node_modules/.package-lock.json
+e2e: e2e-mcp e2e-dashboard
+
+# Real MCP clients: the Inspector CLI and the TypeScript SDK (.ci/e2e).
+e2e-mcp: build-headless .ci/e2e/node_modules/.package-lock.json
 	bash .ci/e2e/run.sh $(HEADLESS)
+
+# The dashboard in Debian's Chromium (playwright-core); screenshots in .ci/out/dashboard.
+e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
+	cd frontend && node e2e/dashboard.mjs $(CURDIR)/$(HEADLESS) $(CURDIR)/.ci/out/dashboard
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:
