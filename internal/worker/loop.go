@@ -64,7 +64,9 @@ func (w *worker) runLoop(ctx context.Context) {
 		if task == nil {
 			continue
 		}
-		if err := w.run(ctx, cfg, *task); err != nil {
+		// The run lives on the manager's context: Reload ends only the
+		// claiming, Stop ends the run too.
+		if err := w.run(w.m.ctx, cfg, *task); err != nil {
 			w.m.log.Error("worker: run", "agent", slug, "task", task.ID, "err", err)
 		}
 	}

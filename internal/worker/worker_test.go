@@ -469,3 +469,32 @@ func TestReload(t *testing.T) {
 		t.Fatalf("statuses after delete: %+v", m.Statuses())
 	}
 }
+
+// Ensures a Reload while a task runs lets the CLI go on, and the new
+// configuration applies to the next task.
+func TestReloadWhileRunning(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	cfg := e.cfg
+	cfg.TimeoutMinutes = 5
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, "the run going on", time.Second, func() bool {
+		s := e.status()
+		return alive(child) && s.State == relay.WorkerRunning && s.TimeoutMinutes == 5 && e.task(task.ID).Status == relay.StatusClaimed
+	})
+	if _, err := e.db.CancelTask(e.ctx, operator, task.ID, "Enough."); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	next := e.post(operator, "Next", "done")
+	if got := e.finished(next.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("next task: %s", got.Status)
+	}
+}
