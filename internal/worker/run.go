@@ -341,6 +341,9 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 		if !filepath.IsLocal(name) {
 			return nil, spec, nil, nil, fmt.Errorf("the harness asked for a file outside the run folder: %q", name)
 		}
+		if _, reserved := files[name]; reserved || name == processFileName {
+			return nil, spec, nil, nil, fmt.Errorf("the harness asked for the worker's own file %q", name)
+		}
 		files[name] = content
 	}
 	for name, content := range files {
