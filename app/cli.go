@@ -28,6 +28,11 @@ Usage:
   crosschat-relay invites create [--uses N] [--expires 1h|24h|168h] [--name N] [--role R]
                                  [--first-task-title T --first-task-instructions I]
   crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
+  crosschat-relay workers list|remove <slug>|pause|resume
+  crosschat-relay workers set <slug> --harness ID --workdir DIR [--extra-dir D]... [--command PATH]
+                 [--arg A]... [--prompt stdin|file|argument] [--allow-sender S]... [--timeout 30m]
+                 [--runs-per-hour 20] [--exclusive=true] [--env NAME]...
+  crosschat-relay harnesses                  the agent CLIs found on this computer
   crosschat-relay token                      print the admin token
   crosschat-relay quit                       stop the running relay (window app or serve)
   crosschat-relay open                       open the dashboard in a browser
@@ -36,7 +41,7 @@ Usage:
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay version
 
-The agents, invites and tasks verbs talk to the running relay, found with
+The agents, invites, tasks, workers and harnesses verbs talk to the running relay, found with
 --host/--port (CROSSCHAT_HOST/CROSSCHAT_PORT) and authenticated with the admin
 token from CROSSCHAT_API_TOKEN or the api-token file in --data-dir. Each takes
 --json for machine-readable output. Run a verb with --help for its flags.
@@ -146,6 +151,10 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return autostartCmd(args[1:], stdout, stderr)
 	case args[0] == "open":
 		return openCmd(args[1:], stdout, stderr)
+	case args[0] == "workers":
+		return workersCmd(args[1:], stdout, stderr)
+	case args[0] == "harnesses":
+		return harnessesCmd(args[1:], stdout, stderr)
 	case args[0] == "quit":
 		return quitCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":

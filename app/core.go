@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -16,6 +17,14 @@ type core struct {
 	cfg     config.Config
 	ctx     context.Context
 	version string
+	// onPause tells the workers about a pause or resume.
+	onPause func(bool)
+}
+
+func (c *core) pauseHook() func(bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.onPause
 }
 
 var errNotStarted = relay.Errorf(relay.EInternal, "The relay has not started yet.")
@@ -53,6 +62,7 @@ type Services struct {
 	Events   *Events
 	Settings *Settings
 	System   *System
+	Workers  *Workers
 
 	core *core
 }
@@ -69,6 +79,7 @@ func NewServices(version string) *Services {
 		Events:   &Events{c},
 		Settings: &Settings{c},
 		System:   &System{c: c, autostart: defaultAutostart},
+		Workers:  &Workers{c: c, detect: func(ctx context.Context) []harness.Detected { return harness.Detect(ctx, harness.SystemEnv()) }, env: harness.SystemEnv()},
 		core:     c,
 	}
 }
@@ -83,10 +94,11 @@ func (s *Services) Bound() map[string]any {
 		"Events":   s.Events,
 		"Settings": s.Settings,
 		"System":   s.System,
+		"Workers":  s.Workers,
 	}
 }
 
 // List returns the services in a stable order, for Wails' Bind option.
 func (s *Services) List() []any {
-	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System}
+	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers}
 }

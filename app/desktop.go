@@ -133,6 +133,7 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	d.cancel = cancel
 	d.services.System.setQuit(d.quit)
 	d.services.System.setShow(d.show)
+	d.services.System.setRuntime(d.rt)
 	d.win = &window{rt: d.rt, dataDir: d.cfg.DataDir}
 	d.win.restore(geom)
 	go forward(bg, r.Service(), d.rt)

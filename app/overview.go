@@ -59,11 +59,18 @@ func (s *Settings) Get() (relay.Settings, error) {
 	return svc.Settings(ctx)
 }
 
-// Update stores new settings.
+// Update stores new settings; pausing takes effect on the workers at once.
 func (s *Settings) Update(in relay.Settings) (relay.Settings, error) {
 	svc, ctx, err := s.c.get()
 	if err != nil {
 		return relay.Settings{}, err
 	}
-	return svc.UpdateSettings(ctx, in)
+	out, err := svc.UpdateSettings(ctx, in)
+	if err != nil {
+		return relay.Settings{}, err
+	}
+	if f := s.c.pauseHook(); f != nil {
+		f(out.WorkersPaused)
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/watch"
 	"github.com/crosschat/crosschat-relay/internal/web"
+	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
 // SweepInterval is how often expired leases are requeued and old tasks pruned.
@@ -36,6 +39,7 @@ type Relay struct {
 	cancelBg   context.CancelFunc
 	wg         sync.WaitGroup
 	served     chan error
+	workers    *worker.Manager
 }
 
 // StartOptions are the parts of a relay that come from the binary.
@@ -46,6 +50,8 @@ type StartOptions struct {
 	Logger *slog.Logger
 	// Services to attach; nil creates new ones.
 	Services *Services
+	// WorkerMinute is the length of a worker time-limit minute; tests shrink it.
+	WorkerMinute time.Duration
 }
 
 // Start opens the database, listens on cfg's address and serves. It
@@ -123,7 +129,38 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	go func() { r.served <- r.srv.Serve(ln) }()
 	r.wg.Add(1)
 	go r.sweep(bg)
+	if err := r.startWorkers(bg, opts); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, r.Shutdown(sctx))
+	}
 	return r, nil
+}
+
+// startWorkers starts the worker manager: it first recovers runs a crash
+// interrupted, then runs a loop per enabled worker.
+func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
+	m, err := worker.NewManager(worker.Options{
+		Relay:   r.db,
+		Harness: harnessAdapter{},
+		Tracker: watch.Tracker{},
+		RunRoot: filepath.Join(r.cfg.DataDir, "runs"),
+		MCPURL:  r.cfg.MCPURL(),
+		Logger:  r.log,
+		OnStatus: func(s relay.WorkerStatus) {
+			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})
+		},
+		MinuteLength: opts.WorkerMinute,
+	})
+	if err != nil {
+		return fmt.Errorf("workers: %w", err)
+	}
+	if err := m.Start(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	r.workers = m
+	r.Services.Workers.setManager(m)
+	return nil
 }
 
 // Addr is the address the relay listens on (useful with port 0).
@@ -170,10 +207,15 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if errors.Is(errHTTP, context.DeadlineExceeded) {
 		errHTTP = r.srv.Close()
 	}
+	var errWorkers error
+	if r.workers != nil {
+		// Stops the CLIs' process trees and puts their tasks back in the queue.
+		errWorkers = r.workers.Stop(ctx)
+	}
 	r.cancelBg()
 	r.wg.Wait()
 	errDB := r.db.Close()
-	return errors.Join(errHTTP, errDB)
+	return errors.Join(errHTTP, errWorkers, errDB)
 }
 
 // Config is the configuration the relay runs with (the actual port when 0 was asked).

@@ -20,6 +20,10 @@ type Runtime interface {
 	SetSize(w, h int)
 	SetPosition(x, y int)
 	ExecJS(js string)
+	// PickFolder shows the native folder picker; "" when cancelled.
+	PickFolder(title, start string) (string, error)
+	// PickFile shows the native file picker; "" when cancelled.
+	PickFile(title, start string) (string, error)
 }
 
 // wailsRuntime is Runtime over the real Wails runtime and its context.
@@ -37,3 +41,9 @@ func (r wailsRuntime) Position() (int, int)  { return wruntime.WindowGetPosition
 func (r wailsRuntime) SetSize(w, h int)      { wruntime.WindowSetSize(r.ctx, w, h) }
 func (r wailsRuntime) SetPosition(x, y int)  { wruntime.WindowSetPosition(r.ctx, x, y) }
 func (r wailsRuntime) ExecJS(js string)      { wruntime.WindowExecJS(r.ctx, js) }
+func (r wailsRuntime) PickFolder(title, start string) (string, error) {
+	return wruntime.OpenDirectoryDialog(r.ctx, wruntime.OpenDialogOptions{Title: title, DefaultDirectory: start, CanCreateDirectories: true})
+}
+func (r wailsRuntime) PickFile(title, start string) (string, error) {
+	return wruntime.OpenFileDialog(r.ctx, wruntime.OpenDialogOptions{Title: title, DefaultDirectory: start})
+}

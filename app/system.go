@@ -17,6 +17,7 @@ type System struct {
 	mu   sync.Mutex
 	quit func()
 	show func()
+	rt   Runtime
 	// autostart is replaced in tests.
 	autostart func() autostarter
 }
@@ -64,6 +65,41 @@ func (s *System) Show() error {
 	return nil
 }
 
+func (s *System) setRuntime(rt Runtime) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rt = rt
+}
+
+func (s *System) window() (Runtime, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rt == nil {
+		return nil, relay.Errorf(relay.EInvalidRequest, "The folder picker needs the Crosschat Relay window; type the path instead.")
+	}
+	return s.rt, nil
+}
+
+// PickFolder shows the native folder picker (window app only) and returns
+// the chosen folder, or "" when cancelled.
+func (s *System) PickFolder(title, start string) (string, error) {
+	rt, err := s.window()
+	if err != nil {
+		return "", err
+	}
+	return rt.PickFolder(title, start)
+}
+
+// PickProgram shows the native file picker for a program (window app
+// only) and returns its path, or "" when cancelled.
+func (s *System) PickProgram(title, start string) (string, error) {
+	rt, err := s.window()
+	if err != nil {
+		return "", err
+	}
+	return rt.PickFile(title, start)
+}
+
 // StartsAtLogin reports whether the app starts (hidden) when the user logs in.
 func (s *System) StartsAtLogin() (bool, error) {
 	return s.autostart().Enabled()
@@ -106,7 +142,13 @@ func (s *System) Quit() error {
 	return nil
 }
 
-// localOnly names the bridge methods allowed only from this computer.
+// localOnly names the bridge methods allowed only from this computer:
+// everything that touches this computer's files, programs and settings.
 func localOnly(service, method string) bool {
+	switch service + "." + method {
+	case "Workers.Save", "Workers.Remove", "Workers.Connect", "Workers.Local",
+		"Tasks.FilePreview", "Tasks.RevealFile":
+		return true
+	}
 	return service == "System"
 }

@@ -41,6 +41,10 @@ func (f *fakeRuntime) Position() (int, int) {
 func (f *fakeRuntime) SetSize(w, h int)     { f.mu.Lock(); f.w, f.h = w, h; f.mu.Unlock() }
 func (f *fakeRuntime) SetPosition(x, y int) { f.mu.Lock(); f.x, f.y = x, y; f.mu.Unlock() }
 func (f *fakeRuntime) ExecJS(js string)     { f.mu.Lock(); f.js = append(f.js, js); f.mu.Unlock() }
+func (f *fakeRuntime) PickFolder(title, start string) (string, error) {
+	return filepath.Join(start, "picked"), nil
+}
+func (f *fakeRuntime) PickFile(title, start string) (string, error) { return "", nil }
 
 func (f *fakeRuntime) eventTypes() []string {
 	f.mu.Lock()
@@ -133,5 +137,17 @@ func TestSystemShow(t *testing.T) {
 	s.setShow(rt.Show)
 	if err := s.Show(); err != nil || rt.shown != 1 {
 		t.Fatalf("show: %v, shown %d", err, rt.shown)
+	}
+}
+
+// Ensure the folder picker works only in the window and returns its choice.
+func TestSystemPickFolder(t *testing.T) {
+	s := &System{c: &core{}}
+	if _, err := s.PickFolder("Working folder", "/tmp"); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("without window: %v", err)
+	}
+	s.setRuntime(&fakeRuntime{})
+	if got, err := s.PickFolder("Working folder", "/tmp"); err != nil || got != "/tmp/picked" {
+		t.Fatalf("picked %q %v", got, err)
 	}
 }

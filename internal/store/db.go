@@ -266,3 +266,7 @@ func IntegrityCheck(path string) (err error) {
 	}
 	return fmt.Errorf("integrity check of %s failed: %s", path, strings.Join(problems, "; "))
 }
+
+// Publish sends changes that are not database writes (worker status) to the
+// same subscribers as committed changes.
+func (db *DB) Publish(changes ...relay.Change) { db.broker.Publish(changes...) }

@@ -1,0 +1,172 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// workersCmd runs `crosschat-relay workers list|set|remove|pause|resume`.
+func workersCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: workers needs list, set, remove, pause or resume", errUsage)
+	}
+	action, rest := args[0], args[1:]
+	c, err := newCommand("workers "+action, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "list":
+		if err := c.parse(rest); err != nil {
+			return err
+		}
+		var out WorkersOverview
+		if err := c.call("Workers", "List", &out); err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(out)
+		}
+		state := "running"
+		if out.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(stdout, "Workers are %s; hand-off limit %d.\n", state, out.MaxChainDepth)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AGENT\tHARNESS\tSTATE\tWORKDIR\tSENDERS\tLIMITS\tLAST RUN")
+		for _, w := range out.Workers {
+			last := "—"
+			if w.LastRun != nil {
+				last = w.LastRun.Outcome + ": " + w.LastRun.Title
+			}
+			st := string(w.State)
+			if w.ResumesAt != "" {
+				st += " until " + w.ResumesAt
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, w.Harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
+		}
+		return tw.Flush()
+	case "set":
+		return workersSet(c, rest)
+	case "remove":
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return fmt.Errorf("%w: workers remove needs the agent's slug", errUsage)
+		}
+		if err := c.parse(rest[1:]); err != nil {
+			return err
+		}
+		if err := c.call("Workers", "Remove", nil, rest[0]); err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]bool{"removed": true})
+		}
+		fmt.Fprintf(stdout, "The worker of %s is removed; its chat sessions get its tasks again.\n", rest[0])
+		return nil
+	case "pause", "resume":
+		if err := c.parse(rest); err != nil {
+			return err
+		}
+		var paused bool
+		if err := c.call("Workers", "SetPaused", &paused, action == "pause"); err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]bool{"paused": paused})
+		}
+		if paused {
+			fmt.Fprintln(stdout, "Workers are paused: no new tasks are claimed (a running task finishes).")
+		} else {
+			fmt.Fprintln(stdout, "Workers resumed.")
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: workers needs list, set, remove, pause or resume, not %q", errUsage, action)
+}
+
+func workersSet(c *command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: workers set needs the agent's slug: crosschat-relay workers set <slug> --harness ID --workdir DIR", errUsage)
+	}
+	cfg := relay.WorkerConfig{AgentSlug: args[0], Enabled: true}
+	var extra, argv, senders, env stringList
+	var prompt string
+	var timeout time.Duration
+	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
+	c.fs.StringVar(&cfg.Workdir, "workdir", "", "working folder the CLI runs in (absolute)")
+	c.fs.Var(&extra, "extra-dir", "another folder the CLI may use, repeatable")
+	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the detected one)")
+	c.fs.Var(&argv, "arg", "argument of a custom program, repeatable; placeholders {prompt_file} {result_file} {mcp_config} {mcp_url} {workdir}")
+	c.fs.StringVar(&prompt, "prompt", "stdin", "how a custom program gets the prompt: stdin, file or argument")
+	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator)")
+	c.fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per task")
+	c.fs.IntVar(&cfg.RunsPerHour, "runs-per-hour", relay.DefaultRunsPerHour, "at most this many runs per hour")
+	c.fs.BoolVar(&cfg.Exclusive, "exclusive", true, "only this worker gets the agent's tasks (chat sessions get none)")
+	c.fs.BoolVar(&cfg.Enabled, "enabled", true, "run tasks (false keeps the setup but stops claiming)")
+	c.fs.Var(&env, "env", "name of a variable of the relay's environment to pass to the CLI, repeatable")
+	if err := c.parse(args[1:]); err != nil {
+		return err
+	}
+	if cfg.Harness == "" || cfg.Workdir == "" {
+		return fmt.Errorf("%w: workers set needs --harness and --workdir", errUsage)
+	}
+	cfg.ExtraDirs, cfg.Args, cfg.Env = extra, argv, env
+	cfg.PromptMode = relay.PromptMode(prompt)
+	cfg.TimeoutMinutes = int(timeout.Minutes())
+	if timeout > 0 && cfg.TimeoutMinutes == 0 {
+		cfg.TimeoutMinutes = 1
+	}
+	cfg.AllowedSenders = senders
+	if len(cfg.AllowedSenders) == 0 {
+		var info Info
+		if err := c.call("Overview", "Info", &info); err != nil {
+			return err
+		}
+		cfg.AllowedSenders = []string{info.OperatorSlug}
+	}
+	var st relay.WorkerStatus
+	if err := c.call("Workers", "Save", &st, cfg); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st)
+	}
+	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", st.AgentSlug, st.Harness, st.Workdir, strings.Join(st.AllowedSenders, ", "), st.State)
+	return nil
+}
+
+// harnessesCmd runs `crosschat-relay harnesses`: the agent CLIs found here.
+func harnessesCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("harnesses", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	var info LocalInfo
+	if err := c.call("Workers", "Local", &info); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(info.Harnesses)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tFOUND\tCAN RUN\tVERSION\tPATH")
+	for _, h := range info.Harnesses {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", h.ID, h.Name, yesNo(h.Found), yesNo(h.CanRun), h.Version, h.Path)
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,410 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/crosschat/crosschat-relay/internal/desktop"
+	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/worker"
+)
+
+// Workers configures and watches the workers that run agents' tasks with
+// an agent CLI on this computer. Setting them up is allowed only from this
+// computer (see localOnly).
+type Workers struct {
+	c *core
+
+	mu  sync.RWMutex
+	mgr *worker.Manager
+	// detect is replaced in tests.
+	detect func(context.Context) []harness.Detected
+	env    harness.Env
+}
+
+func (w *Workers) manager() (*worker.Manager, error) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.mgr == nil {
+		return nil, errNotStarted
+	}
+	return w.mgr, nil
+}
+
+func (w *Workers) setManager(m *worker.Manager) {
+	w.mu.Lock()
+	w.mgr = m
+	w.mu.Unlock()
+	w.c.mu.Lock()
+	w.c.onPause = m.SetPaused
+	w.c.mu.Unlock()
+}
+
+// WorkersOverview is every worker's status with the relay-wide worker settings.
+type WorkersOverview struct {
+	Paused        bool                 `json:"paused"`
+	MaxChainDepth int                  `json:"maxChainDepth"`
+	Workers       []relay.WorkerStatus `json:"workers"`
+}
+
+// List returns every worker's configuration and live state.
+func (w *Workers) List() (WorkersOverview, error) {
+	svc, ctx, err := w.c.get()
+	if err != nil {
+		return WorkersOverview{}, err
+	}
+	m, err := w.manager()
+	if err != nil {
+		return WorkersOverview{}, err
+	}
+	set, err := svc.Settings(ctx)
+	if err != nil {
+		return WorkersOverview{}, err
+	}
+	statuses := m.Statuses()
+	sort.Slice(statuses, func(i, j int) bool { return statuses[i].AgentSlug < statuses[j].AgentSlug })
+	if statuses == nil {
+		statuses = []relay.WorkerStatus{}
+	}
+	return WorkersOverview{Paused: set.WorkersPaused, MaxChainDepth: set.MaxChainDepth, Workers: statuses}, nil
+}
+
+// Harness is an agent CLI found on this computer, or a preset that was not.
+type Harness struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Path      string `json:"path,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Found     bool   `json:"found"`
+	CanRun    bool   `json:"canRun"`
+	ExtraDirs bool   `json:"extraDirs"`
+	Safety    string `json:"safety,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
+// LocalInfo describes this computer for the Connect page.
+type LocalInfo struct {
+	Hostname  string    `json:"hostname"`
+	Home      string    `json:"home"`
+	MCPURL    string    `json:"mcpUrl"`
+	Harnesses []Harness `json:"harnesses"`
+}
+
+// Local lists the agent CLIs detected on this computer (and "other
+// command-line agent"), with the hostname used for default slugs.
+func (w *Workers) Local() (LocalInfo, error) {
+	_, ctx, err := w.c.get()
+	if err != nil {
+		return LocalInfo{}, err
+	}
+	host, _ := os.Hostname()
+	home, _ := os.UserHomeDir()
+	found := map[string]harness.Detected{}
+	for _, d := range w.detect(ctx) {
+		found[d.ID] = d
+	}
+	var out []Harness
+	for _, p := range harness.Presets() {
+		h := Harness{ID: p.ID, Name: p.Name, CanRun: p.CanRun, ExtraDirs: p.ExtraDirs, Safety: p.Safety}
+		if d, ok := found[p.ID]; ok {
+			h.Path, h.Version, h.Found, h.Note = d.Path, d.Version, d.Path != "", d.Note
+		}
+		if p.ID == harness.Custom {
+			h.Found = true
+		}
+		out = append(out, h)
+	}
+	return LocalInfo{Hostname: host, Home: home, MCPURL: w.c.config().MCPURL(), Harnesses: out}, nil
+}
+
+// checkFiles checks what Validate cannot: the program and the folders exist.
+func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error) {
+	p, known := harness.Lookup(cfg.Harness)
+	if !known || !p.CanRun {
+		return cfg, relay.Errorf(relay.EInvalidRequest, "harness: %q cannot run tasks; choose a detected agent CLI or \"custom\".", cfg.Harness)
+	}
+	if cfg.Command == "" && cfg.Harness != harness.Custom {
+		cfg.Command = harness.Find(cfg.Harness, w.env)
+	}
+	if cfg.Command == "" {
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: choose the program to run (%s was not found on this computer).", p.Name)
+	}
+	if !filepath.IsAbs(cfg.Command) {
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: must be an absolute path, got %q.", cfg.Command)
+	}
+	if st, err := os.Stat(cfg.Command); err != nil || st.IsDir() {
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: %s is not a program on this computer.", cfg.Command)
+	}
+	for i, dir := range append([]string{cfg.Workdir}, cfg.ExtraDirs...) {
+		field := "workdir"
+		if i > 0 {
+			field = fmt.Sprintf("extraDirs[%d]", i-1)
+		}
+		if !filepath.IsAbs(dir) {
+			return cfg, relay.Errorf(relay.EInvalidRequest, "%s: must be an absolute path, got %q.", field, dir)
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return cfg, relay.Errorf(relay.EInvalidRequest, "%s: %s is not a folder on this computer.", field, dir)
+		}
+	}
+	if cfg.Harness == harness.Custom && cfg.PromptMode == relay.PromptFile && !strings.Contains(strings.Join(cfg.Args, "\x00"), "{prompt_file}") {
+		return cfg, relay.Errorf(relay.EInvalidRequest, "args: with the prompt in a file, one argument must contain {prompt_file}.")
+	}
+	return cfg, nil
+}
+
+// Save creates or replaces an agent's worker and (re)starts it.
+func (w *Workers) Save(cfg relay.WorkerConfig) (relay.WorkerStatus, error) {
+	svc, ctx, err := w.c.get()
+	if err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	m, err := w.manager()
+	if err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	if cfg, err = cfg.Validate(); err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	if cfg, err = w.checkFiles(cfg); err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	if _, err := svc.SaveWorker(ctx, cfg); err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	if err := m.Reload(ctx, cfg.AgentSlug); err != nil {
+		return relay.WorkerStatus{}, err
+	}
+	st, _ := m.Status(cfg.AgentSlug)
+	return st, nil
+}
+
+// Remove deletes an agent's worker; its chat sessions get its tasks again.
+func (w *Workers) Remove(slug string) error {
+	svc, ctx, err := w.c.get()
+	if err != nil {
+		return err
+	}
+	m, err := w.manager()
+	if err != nil {
+		return err
+	}
+	if err := svc.DeleteWorker(ctx, slug); err != nil {
+		return err
+	}
+	return m.Reload(ctx, slug)
+}
+
+// SetPaused pauses or resumes every worker (running CLIs finish their task).
+func (w *Workers) SetPaused(paused bool) (bool, error) {
+	svc, ctx, err := w.c.get()
+	if err != nil {
+		return false, err
+	}
+	set, err := svc.Settings(ctx)
+	if err != nil {
+		return false, err
+	}
+	set.WorkersPaused = paused
+	if _, err := svc.UpdateSettings(ctx, set); err != nil {
+		return false, err
+	}
+	if f := w.c.pauseHook(); f != nil {
+		f(paused)
+	}
+	return paused, nil
+}
+
+// ConnectInput sets up an agent CLI on this computer in one step.
+type ConnectInput struct {
+	Harness     string `json:"harness"`
+	Slug        string `json:"slug"`
+	DisplayName string `json:"displayName"`
+	ModelSlug   string `json:"modelSlug,omitempty"`
+	Role        string `json:"role,omitempty"`
+	// ConfigureClient adds the relay to the tool's own settings so its chats can use it too.
+	ConfigureClient bool `json:"configureClient"`
+	// Worker, when set, runs the agent's tasks automatically (AgentSlug and Harness are filled in).
+	Worker *relay.WorkerConfig `json:"worker,omitempty"`
+}
+
+// ConnectResult tells what Connect did.
+type ConnectResult struct {
+	Agent      relay.Agent         `json:"agent"`
+	Connection harness.Connection  `json:"connection"`
+	Token      string              `json:"token,omitempty"`
+	Worker     *relay.WorkerStatus `json:"worker,omitempty"`
+}
+
+// Connect creates the agent and its token, adds the relay to the tool's
+// settings, and starts its worker. The worker is checked before anything is
+// created, so a refused setup leaves nothing half made.
+func (w *Workers) Connect(in ConnectInput) (ConnectResult, error) {
+	svc, ctx, err := w.c.get()
+	if err != nil {
+		return ConnectResult{}, err
+	}
+	p, ok := harness.Lookup(in.Harness)
+	if !ok {
+		return ConnectResult{}, relay.Errorf(relay.EInvalidRequest, "harness: unknown agent CLI %q.", in.Harness)
+	}
+	slug, err := relay.NormalizeSlug("slug", in.Slug)
+	if err != nil {
+		return ConnectResult{}, err
+	}
+	var wc relay.WorkerConfig
+	if in.Worker != nil {
+		wc = *in.Worker
+		wc.AgentSlug, wc.Harness = slug, p.ID
+		if wc, err = wc.Validate(); err != nil {
+			return ConnectResult{}, err
+		}
+		if wc, err = w.checkFiles(wc); err != nil {
+			return ConnectResult{}, err
+		}
+	}
+	model := in.ModelSlug
+	if model == "" {
+		model = p.Name
+	}
+	agent, token, err := svc.CreateAgent(ctx, relay.CreateAgentInput{
+		Slug: slug, DisplayName: in.DisplayName, ModelSlug: model,
+		Capabilities: []string{"code-execution", "file-system", "text-input", "text-output"},
+	})
+	if err != nil {
+		return ConnectResult{}, err
+	}
+	upd := relay.ProfileUpdate{DisplayName: &agent.DisplayName}
+	if strings.TrimSpace(in.Role) != "" {
+		upd.Details = &in.Role
+	}
+	if agent, err = svc.UpdateProfile(ctx, slug, upd); err != nil {
+		return ConnectResult{}, err
+	}
+	mcpURL := w.c.config().MCPURL()
+	snippet := relay.SetupFor(mcpURL, token).JSONSnippet()
+	res := ConnectResult{Agent: agent, Connection: harness.Connection{Message: "Add the relay to the tool's MCP settings with this snippet.", Snippet: snippet}}
+	if in.ConfigureClient && p.ID != harness.Custom {
+		conn, err := harness.Connect(ctx, p.ID, w.env, mcpURL, token)
+		if err != nil {
+			conn = harness.Connection{Message: "Could not update the tool's settings: " + err.Error(), Snippet: snippet}
+		}
+		res.Connection = conn
+	}
+	if !res.Connection.Configured {
+		res.Token = token
+	}
+	if in.Worker != nil {
+		st, err := w.Save(wc)
+		if err != nil {
+			return res, err
+		}
+		res.Worker = &st
+	}
+	return res, nil
+}
+
+// Activity returns the steps of a task's worker runs, oldest first.
+func (t *Tasks) Activity(id string) ([]relay.ActivityEntry, error) {
+	svc, ctx, err := t.c.get()
+	if err != nil {
+		return nil, err
+	}
+	if id, err = relay.TaskID("id", id); err != nil {
+		return nil, err
+	}
+	return svc.Activity(ctx, id)
+}
+
+// maxPreview bounds a previewed picture.
+const maxPreview = 8 << 20
+
+// FilePreview is a picture a run made, as a data URL.
+type FilePreview struct {
+	Path    string `json:"path"`
+	Type    string `json:"type"`
+	Size    int64  `json:"size"`
+	DataURL string `json:"dataUrl"`
+}
+
+// changedFile checks that path is a file a run of the task recorded.
+func (t *Tasks) changedFile(id, path string) (string, error) {
+	svc, ctx, err := t.c.get()
+	if err != nil {
+		return "", err
+	}
+	if id, err = relay.TaskID("id", id); err != nil {
+		return "", err
+	}
+	ok, err := svc.TaskChangedFile(ctx, id, path)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", relay.Errorf(relay.EInvalidRequest, "path: %s is not a file this task's runs changed.", path)
+	}
+	return path, nil
+}
+
+// FilePreview returns a picture a run of the task made (PNG, JPEG, GIF,
+// WebP; at most 8 MiB). Other files are refused.
+func (t *Tasks) FilePreview(id, path string) (FilePreview, error) {
+	path, err := t.changedFile(id, path)
+	if err != nil {
+		return FilePreview{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s can no longer be read.", path)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() > maxPreview {
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is too large to preview.", path)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return FilePreview{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	typ := http.DetectContentType(b)
+	switch typ {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is not a picture (%s).", path, typ)
+	}
+	return FilePreview{Path: path, Type: typ, Size: st.Size(), DataURL: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b)}, nil
+}
+
+// RevealFile shows a file a run of the task made in the system's file manager.
+func (t *Tasks) RevealFile(id, path string) error {
+	path, err := t.changedFile(id, path)
+	if err != nil {
+		return err
+	}
+	return desktop.Reveal(path)
+}
+
+// harnessAdapter adapts internal/harness to the worker's Harness.
+type harnessAdapter struct{}
+
+func (harnessAdapter) Build(req relay.RunRequest) (relay.RunSpec, error) {
+	return harness.Build(req, runtime.GOOS)
+}
+func (harnessAdapter) Parser(events string) relay.StreamParser { return harness.NewParser(events) }
+func (harnessAdapter) Prompt(in relay.PromptInput) string      { return harness.Prompt(in) }
+func (harnessAdapter) Name(id string) string {
+	if p, ok := harness.Lookup(id); ok && id != harness.Custom {
+		return p.Name
+	}
+	return "harness"
+}
