@@ -1,5 +1,129 @@
 export namespace app {
 	
+	export class ConnectInput {
+	    harness: string;
+	    slug: string;
+	    displayName: string;
+	    modelSlug?: string;
+	    role?: string;
+	    configureClient: boolean;
+	    worker?: relay.WorkerConfig;
+	
+	    static createFrom(source: any = {}) {
+	        return new ConnectInput(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.harness = source["harness"];
+	        this.slug = source["slug"];
+	        this.displayName = source["displayName"];
+	        this.modelSlug = source["modelSlug"];
+	        this.role = source["role"];
+	        this.configureClient = source["configureClient"];
+	        this.worker = this.convertValues(source["worker"], relay.WorkerConfig);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class ConnectResult {
+	    agent: relay.Agent;
+	    connection: harness.Connection;
+	    token?: string;
+	    worker?: relay.WorkerStatus;
+	
+	    static createFrom(source: any = {}) {
+	        return new ConnectResult(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.agent = this.convertValues(source["agent"], relay.Agent);
+	        this.connection = this.convertValues(source["connection"], harness.Connection);
+	        this.token = source["token"];
+	        this.worker = this.convertValues(source["worker"], relay.WorkerStatus);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class FilePreview {
+	    path: string;
+	    type: string;
+	    size: number;
+	    dataUrl: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new FilePreview(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.path = source["path"];
+	        this.type = source["type"];
+	        this.size = source["size"];
+	        this.dataUrl = source["dataUrl"];
+	    }
+	}
+	export class Harness {
+	    id: string;
+	    name: string;
+	    path?: string;
+	    version?: string;
+	    found: boolean;
+	    canRun: boolean;
+	    extraDirs: boolean;
+	    safety?: string;
+	    note?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Harness(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.name = source["name"];
+	        this.path = source["path"];
+	        this.version = source["version"];
+	        this.found = source["found"];
+	        this.canRun = source["canRun"];
+	        this.extraDirs = source["extraDirs"];
+	        this.safety = source["safety"];
+	        this.note = source["note"];
+	    }
+	}
 	export class Info {
 	    version: string;
 	    operatorSlug: string;
@@ -36,6 +160,42 @@ export namespace app {
 	        this.invite = this.convertValues(source["invite"], relay.Invite);
 	        this.code = source["code"];
 	        this.message = source["message"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class LocalInfo {
+	    hostname: string;
+	    home: string;
+	    mcpUrl: string;
+	    harnesses: Harness[];
+	
+	    static createFrom(source: any = {}) {
+	        return new LocalInfo(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.hostname = source["hostname"];
+	        this.home = source["home"];
+	        this.mcpUrl = source["mcpUrl"];
+	        this.harnesses = this.convertValues(source["harnesses"], Harness);
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {
@@ -146,11 +306,128 @@ export namespace app {
 		    return a;
 		}
 	}
+	export class WorkersOverview {
+	    paused: boolean;
+	    maxChainDepth: number;
+	    workers: relay.WorkerStatus[];
+	
+	    static createFrom(source: any = {}) {
+	        return new WorkersOverview(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.paused = source["paused"];
+	        this.maxChainDepth = source["maxChainDepth"];
+	        this.workers = this.convertValues(source["workers"], relay.WorkerStatus);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+
+}
+
+export namespace harness {
+	
+	export class Connection {
+	    configured: boolean;
+	    message: string;
+	    file?: string;
+	    snippet?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Connection(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.configured = source["configured"];
+	        this.message = source["message"];
+	        this.file = source["file"];
+	        this.snippet = source["snippet"];
+	    }
+	}
 
 }
 
 export namespace relay {
 	
+	export class ChangedFile {
+	    path: string;
+	    change: string;
+	    size?: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new ChangedFile(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.path = source["path"];
+	        this.change = source["change"];
+	        this.size = source["size"];
+	    }
+	}
+	export class ActivityEntry {
+	    seq: number;
+	    at: string;
+	    kind: string;
+	    text: string;
+	    detail?: string;
+	    status?: string;
+	    ref?: string;
+	    files?: ChangedFile[];
+	
+	    static createFrom(source: any = {}) {
+	        return new ActivityEntry(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.seq = source["seq"];
+	        this.at = source["at"];
+	        this.kind = source["kind"];
+	        this.text = source["text"];
+	        this.detail = source["detail"];
+	        this.status = source["status"];
+	        this.ref = source["ref"];
+	        this.files = this.convertValues(source["files"], ChangedFile);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
 	export class OwnerSet {
 	    displayName: boolean;
 	    details: boolean;
@@ -229,6 +506,7 @@ export namespace relay {
 	        this.online = source["online"];
 	    }
 	}
+	
 	export class CreateAgentInput {
 	    slug: string;
 	    displayName: string;
@@ -397,6 +675,26 @@ export namespace relay {
 		    return a;
 		}
 	}
+	export class LastRun {
+	    taskId: string;
+	    title: string;
+	    outcome: string;
+	    finishedAt: string;
+	    summary: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new LastRun(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.taskId = source["taskId"];
+	        this.title = source["title"];
+	        this.outcome = source["outcome"];
+	        this.finishedAt = source["finishedAt"];
+	        this.summary = source["summary"];
+	    }
+	}
 	
 	export class ProfileUpdate {
 	    displayName?: string;
@@ -541,6 +839,22 @@ export namespace relay {
 	    }
 	}
 	
+	export class RunningTask {
+	    id: string;
+	    title: string;
+	    startedAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new RunningTask(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.title = source["title"];
+	        this.startedAt = source["startedAt"];
+	    }
+	}
 	export class Settings {
 	    maxChainDepth: number;
 	    workersPaused: boolean;
@@ -705,6 +1019,115 @@ export namespace relay {
 	        this.query = source["query"];
 	        this.limit = source["limit"];
 	    }
+	}
+	
+	export class WorkerConfig {
+	    agentSlug: string;
+	    harness: string;
+	    command: string;
+	    args: string[];
+	    promptMode: string;
+	    workdir: string;
+	    extraDirs: string[];
+	    allowedSenders: string[];
+	    timeoutMinutes: number;
+	    runsPerHour: number;
+	    exclusive: boolean;
+	    enabled: boolean;
+	    env: string[];
+	    createdAt?: string;
+	    updatedAt?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new WorkerConfig(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.agentSlug = source["agentSlug"];
+	        this.harness = source["harness"];
+	        this.command = source["command"];
+	        this.args = source["args"];
+	        this.promptMode = source["promptMode"];
+	        this.workdir = source["workdir"];
+	        this.extraDirs = source["extraDirs"];
+	        this.allowedSenders = source["allowedSenders"];
+	        this.timeoutMinutes = source["timeoutMinutes"];
+	        this.runsPerHour = source["runsPerHour"];
+	        this.exclusive = source["exclusive"];
+	        this.enabled = source["enabled"];
+	        this.env = source["env"];
+	        this.createdAt = source["createdAt"];
+	        this.updatedAt = source["updatedAt"];
+	    }
+	}
+	export class WorkerStatus {
+	    agentSlug: string;
+	    harness: string;
+	    command: string;
+	    args: string[];
+	    promptMode: string;
+	    workdir: string;
+	    extraDirs: string[];
+	    allowedSenders: string[];
+	    timeoutMinutes: number;
+	    runsPerHour: number;
+	    exclusive: boolean;
+	    enabled: boolean;
+	    env: string[];
+	    createdAt?: string;
+	    updatedAt?: string;
+	    state: string;
+	    resumesAt?: string;
+	    currentTask?: RunningTask;
+	    lastRun?: LastRun;
+	    error?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new WorkerStatus(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.agentSlug = source["agentSlug"];
+	        this.harness = source["harness"];
+	        this.command = source["command"];
+	        this.args = source["args"];
+	        this.promptMode = source["promptMode"];
+	        this.workdir = source["workdir"];
+	        this.extraDirs = source["extraDirs"];
+	        this.allowedSenders = source["allowedSenders"];
+	        this.timeoutMinutes = source["timeoutMinutes"];
+	        this.runsPerHour = source["runsPerHour"];
+	        this.exclusive = source["exclusive"];
+	        this.enabled = source["enabled"];
+	        this.env = source["env"];
+	        this.createdAt = source["createdAt"];
+	        this.updatedAt = source["updatedAt"];
+	        this.state = source["state"];
+	        this.resumesAt = source["resumesAt"];
+	        this.currentTask = this.convertValues(source["currentTask"], RunningTask);
+	        this.lastRun = this.convertValues(source["lastRun"], LastRun);
+	        this.error = source["error"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
 	}
 
 }

@@ -3,10 +3,18 @@
 
 export function AdminToken():Promise<string>;
 
+export function PickFolder(arg1:string,arg2:string):Promise<string>;
+
+export function PickProgram(arg1:string,arg2:string):Promise<string>;
+
 export function Quit():Promise<void>;
+
+export function ReportSelfTest(arg1:string):Promise<void>;
 
 export function RevealDataFolder():Promise<void>;
 
 export function SetStartAtLogin(arg1:boolean):Promise<boolean>;
+
+export function Show():Promise<void>;
 
 export function StartsAtLogin():Promise<boolean>;

@@ -6,8 +6,20 @@ export function AdminToken() {
   return window['go']['app']['System']['AdminToken']();
 }
 
+export function PickFolder(arg1, arg2) {
+  return window['go']['app']['System']['PickFolder'](arg1, arg2);
+}
+
+export function PickProgram(arg1, arg2) {
+  return window['go']['app']['System']['PickProgram'](arg1, arg2);
+}
+
 export function Quit() {
   return window['go']['app']['System']['Quit']();
+}
+
+export function ReportSelfTest(arg1) {
+  return window['go']['app']['System']['ReportSelfTest'](arg1);
 }
 
 export function RevealDataFolder() {
@@ -16,6 +28,10 @@ export function RevealDataFolder() {
 
 export function SetStartAtLogin(arg1) {
   return window['go']['app']['System']['SetStartAtLogin'](arg1);
+}
+
+export function Show() {
+  return window['go']['app']['System']['Show']();
 }
 
 export function StartsAtLogin() {

@@ -3,7 +3,11 @@
 import {relay} from '../models';
 import {app} from '../models';
 
+export function Activity(arg1:string):Promise<Array<relay.ActivityEntry>>;
+
 export function Cancel(arg1:string,arg2:string):Promise<relay.Task>;
+
+export function FilePreview(arg1:string,arg2:string):Promise<app.FilePreview>;
 
 export function Get(arg1:string):Promise<app.TaskDetail>;
 
@@ -14,3 +18,5 @@ export function Post(arg1:app.NewTask):Promise<relay.Task>;
 export function RequestChanges(arg1:string,arg2:string):Promise<relay.Task>;
 
 export function Requeue(arg1:string,arg2:string):Promise<relay.Task>;
+
+export function RevealFile(arg1:string,arg2:string):Promise<void>;
