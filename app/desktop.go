@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,18 +37,9 @@ type DesktopOptions struct {
 // stops it. Nothing is opened before wails.Run (binding generation runs the
 // binary); the relay starts in OnStartup.
 func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
-	cfg, err := parseServe("desktop", args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "crosschat-relay:", err)
-		return 2
-	}
-	log, closer, err := openLog(cfg.LogFile, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "crosschat-relay:", err)
-		return 1
+	cfg, log, closer, code := prepare("desktop", args, stderr)
+	if closer == nil {
+		return code
 	}
 	defer closer.Close()
 
@@ -61,7 +51,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	m.AddSeparator()
 	m.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { d.quit() })
 
-	err = wails.Run(&options.App{
+	err := wails.Run(&options.App{
 		Title:             "Crosschat Relay",
 		Width:             geom.Width,
 		Height:            geom.Height,

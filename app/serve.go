@@ -68,20 +68,32 @@ func openLog(path string, stderr io.Writer) (*slog.Logger, io.Closer, error) {
 	return slog.New(slog.NewTextHandler(io.MultiWriter(stderr, f), nil)), f, nil
 }
 
+// prepare parses the flags of the serve or desktop command and opens the
+// log. When it cannot go on, closer is nil and code is the exit code (0 for
+// --help, 2 for bad flags, 1 for a log file that cannot be opened).
+func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, log *slog.Logger, closer io.Closer, code int) {
+	prefix := "crosschat-relay " + name + ":"
+	cfg, err := parseServe(name, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return cfg, nil, nil, 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, prefix, err)
+		return cfg, nil, nil, 2
+	}
+	log, closer, err = openLog(cfg.LogFile, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, prefix, err)
+		return cfg, nil, nil, 1
+	}
+	return cfg, log, closer, 0
+}
+
 // Serve runs `crosschat-relay serve` until SIGINT or SIGTERM.
 func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer) int {
-	cfg, err := parseServe("serve", args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "crosschat-relay serve:", err)
-		return 2
-	}
-	log, closer, err := openLog(cfg.LogFile, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "crosschat-relay serve:", err)
-		return 1
+	cfg, log, closer, code := prepare("serve", args, stderr)
+	if closer == nil {
+		return code
 	}
 	defer closer.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,7 +107,7 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 	defer quit()
 	r.Services.System.setQuit(quit)
 	printBanner(stdout, r.Config(), version)
-	code := 0
+	code = 0
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
