@@ -1,0 +1,465 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/e2e"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// EnvCLIs names the folder with the installed CLIs' programs (claude, codex,
+// gemini): .ci/clis/node_modules/.bin after `npm ci` in .ci/clis.
+const EnvCLIs = "CROSSCHAT_E2E_CLIS"
+
+// EnvRoot optionally names a folder for the CLIs' homes and working
+// folders; by default one under the user's cache folder. It must not be
+// under /tmp: Codex refuses to create its sandbox helpers there.
+const EnvRoot = "CROSSCHAT_E2E_ROOT"
+
+// runDeadline bounds one round of one CLI, from posting to the result.
+const runDeadline = 120 * time.Second
+
+// runTokenPattern matches a relay run token.
+var runTokenPattern = regexp.MustCompile(regexp.QuoteMeta(relay.RunTokenPrefix) + `[A-Za-z0-9_-]{20,}`)
+
+// cliCase is one agent CLI driven end to end.
+type cliCase struct {
+	name    string // subtest and program name
+	harness string // relay preset id
+	api     string // fake model API
+	// env are the variables the CLI needs to use the fake model (url is its
+	// base URL); they are set in the test's environment and named in the
+	// worker's Env.
+	env func(url string) map[string]string
+	// setup writes the CLI's settings into its home.
+	setup func(home, url string) error
+	// command is the shell step of the script ("" for none).
+	command string
+	// mcpNote explains a CLI that is not offered the relay's tools.
+	mcpNote string
+}
+
+func cases() []cliCase {
+	return []cliCase{
+		{
+			name: "claude", harness: "claude-code", api: e2e.Anthropic,
+			env: func(url string) map[string]string {
+				return map[string]string{
+					"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e-fake",
+					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+				}
+			},
+		},
+		{
+			name: "codex", harness: "codex", api: e2e.Responses,
+			env: func(url string) map[string]string { return map[string]string{"E2E_FAKE_MODEL_KEY": "fake"} },
+			setup: func(home, url string) error {
+				return writeFile(filepath.Join(home, ".codex", "config.toml"),
+					"model = \"fake-model\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\n"+
+						"base_url = \""+url+"/v1\"\nwire_api = \"responses\"\nenv_key = \"E2E_FAKE_MODEL_KEY\"\n")
+			},
+			// Prints the run token, which the activity must hide.
+			command: `echo "token: $CROSSCHAT_TOKEN"`,
+		},
+		{
+			name: "gemini", harness: "gemini", api: e2e.Gemini,
+			env: func(url string) map[string]string {
+				return map[string]string{
+					"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-fake", "GEMINI_CLI_TRUST_WORKSPACE": "true",
+				}
+			},
+			// The Gemini preset gives the CLI no MCP config of its own: the
+			// relay's server comes from the user's settings. This one uses the
+			// run's own URL and token (${…} is expanded from the CLI's
+			// environment) and trusts the server, without which Gemini's
+			// headless policy denies MCP tools in auto_edit mode.
+			setup: func(home, url string) error {
+				return writeFile(filepath.Join(home, ".gemini", "settings.json"), `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "mcpServers": {"crosschat": {
+    "httpUrl": "${CROSSCHAT_MCP_URL}",
+    "headers": {"Authorization": "Bearer ${CROSSCHAT_TOKEN}"},
+    "trust": true
+  }}
+}
+`)
+			},
+		},
+	}
+}
+
+// TestRealCLIs runs each real agent CLI as a relay worker against a scripted
+// fake model: a task from the operator makes it list the relay's agents and
+// hand a review off over MCP with its run token, write a file and answer;
+// the answer is the task's result and the steps and the file are on the
+// task. A request-changes round then resumes the CLI's own session.
+func TestRealCLIs(t *testing.T) {
+	bin := os.Getenv(EnvCLIs)
+	if bin == "" {
+		t.Skipf("set %s to the folder with the claude, codex and gemini programs (cd .ci/clis && npm ci; %s=$PWD/node_modules/.bin) to run the real agent CLIs end to end", EnvCLIs, EnvCLIs)
+	}
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot(t)
+	for _, tc := range cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			program := filepath.Join(bin, tc.name)
+			if _, err := os.Stat(program); err != nil {
+				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
+			}
+			runCLI(t, tc, program, filepath.Join(root, tc.name))
+		})
+	}
+}
+
+func runCLI(t *testing.T, tc cliCase, program, base string) {
+	start := time.Now()
+	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeFile(filepath.Join(work, "README.md"), "# Harbour\n"); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("e2e-%s-%d", tc.name, time.Now().UnixNano()%1e6)
+	file := "REVIEW-" + tc.name + ".md"
+	fm, err := e2e.StartFakeModel(tc.api, e2e.Script{
+		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: tc.command,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fm.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	// The CLI's environment: its own home, and the fake model.
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+	var names []string
+	for k, v := range tc.env(fm.URL()) {
+		t.Setenv(k, v)
+		names = append(names, k)
+	}
+	if tc.setup != nil {
+		if err := tc.setup(home, fm.URL()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r := startRelay(t, filepath.Join(base, "data"))
+	for _, a := range []relay.CreateAgentInput{
+		{Slug: "builder", DisplayName: "Builder", ModelSlug: tc.name, Capabilities: []string{"file-system"}},
+		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
+	} {
+		if _, err := r.Services.Agents.Create(a); err != nil {
+			t.Fatalf("create agent %s: %v", a.Slug, err)
+		}
+	}
+	if _, err := r.Services.Workers.Save(relay.WorkerConfig{
+		AgentSlug: "builder", Harness: tc.harness, Command: program, Workdir: work,
+		AllowedSenders: []string{"operator"}, TimeoutMinutes: 5, Enabled: true, Exclusive: true, Env: names,
+	}); err != nil {
+		t.Fatalf("save worker: %v", err)
+	}
+	task, err := r.Services.Tasks.Post(app.NewTask{
+		RecipientSlug: "builder", Title: "Review notes " + marker,
+		Instructions: "Write " + file + " with a short review, and hand the review itself to the reviewer agent.",
+	})
+	if err != nil {
+		t.Fatalf("post task: %v", err)
+	}
+	dataDir := r.Config().DataDir
+	t.Cleanup(func() {
+		if t.Failed() {
+			logFailure(t, r, task.ID, fm)
+		}
+	})
+
+	// Round 1.
+	tokens := map[string]bool{}
+	d := waitDone(t, r, task.ID, 1, dataDir, tokens)
+	steps := activity(t, r, task.ID)
+	seen := fm.Seen()
+	if len(seen.Problems) > 0 {
+		t.Errorf("the fake model got unexpected requests: %v", seen.Problems)
+	}
+	last := d.Task.Reports[len(d.Task.Reports)-1]
+	if d.Task.Status != relay.StatusCompleted || !strings.Contains(last.Result, e2e.FinalPrefix+marker) {
+		t.Fatalf("round 1: task %s, last report %s: %q / result %q", d.Task.Status, last.Kind, last.Message, last.Result)
+	}
+	t.Logf("round 1 done in %s: result %q", time.Since(start).Round(time.Millisecond), last.Result)
+
+	// The relay's tools, called with the run token.
+	if seen.MCPOffered {
+		agents := seen.Results["list_agents"]
+		if !strings.Contains(agents, `reviewer`) || !strings.Contains(agents, `builder`) {
+			t.Errorf("the model did not get the relay's agents from list_agents: %q", agents)
+		}
+		child := e2e.TaskID(seen.Results["post_task"])
+		if child == "" {
+			t.Errorf("the model did not get a task from post_task: %q", seen.Results["post_task"])
+		}
+		var handedOff bool
+		for _, c := range d.Related.Children {
+			if c.ID == child && c.RecipientSlug == "reviewer" && c.SenderSlug == "builder" {
+				handedOff = true
+			}
+		}
+		if !handedOff {
+			t.Errorf("the hand-off %s is not a child of the task from builder to reviewer: %+v", child, d.Related.Children)
+		}
+		wantStep(t, steps, "a tool step for list_agents", func(e relay.ActivityEntry) bool {
+			return e.Kind == relay.StepTool && strings.Contains(e.Text, "› list_agents") && e.Status == relay.StepOK
+		})
+		wantStep(t, steps, "a tool step for post_task", func(e relay.ActivityEntry) bool {
+			return e.Kind == relay.StepTool && strings.Contains(e.Text, "› post_task") && e.Status == relay.StepOK
+		})
+	} else {
+		t.Errorf("the relay's MCP tools were not offered to the model (%s); tools: %v", tc.mcpNote, seen.ToolsOffered)
+	}
+
+	// The file: a step from the CLI's stream and the files entry.
+	path := filepath.Join(work, file)
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), marker) {
+		t.Errorf("the CLI did not write %s: %q, %v", path, b, err)
+	}
+	wantStep(t, steps, "a file step for "+file, func(e relay.ActivityEntry) bool {
+		return e.Kind == relay.StepFile && strings.Contains(e.Text, file) && e.Status == relay.StepOK
+	})
+	wantStep(t, steps, "a files entry with "+file, func(e relay.ActivityEntry) bool {
+		for _, f := range e.Files {
+			if e.Kind == relay.StepFiles && f.Path == path && f.Change == relay.FileAdded {
+				return true
+			}
+		}
+		return false
+	})
+	if tc.command != "" {
+		wantStep(t, steps, "a command step with the run token hidden", func(e relay.ActivityEntry) bool {
+			return e.Kind == relay.StepCommand && strings.Contains(e.Detail, "token: [hidden]")
+		})
+		if got := seen.Results["command"]; runTokenPattern.FindString(got) == "" {
+			t.Errorf("the command did not see a run token: %q", got)
+		} else {
+			tokens[runTokenPattern.FindString(got)] = true
+		}
+	}
+	wantStep(t, steps, "the final message", func(e relay.ActivityEntry) bool {
+		return e.Kind == relay.StepMessage && strings.Contains(e.Text, e2e.FinalPrefix+marker)
+	})
+	wantStep(t, steps, "a successful end", func(e relay.ActivityEntry) bool {
+		return e.Kind == relay.StepEnd && e.Status == relay.StepOK
+	})
+
+	// Round 2: request changes; the worker resumes the CLI's session.
+	if _, err := r.Services.Tasks.RequestChanges(task.ID, "Please also mention "+marker+" in the summary."); err != nil {
+		t.Fatalf("request changes: %v", err)
+	}
+	mid := time.Now()
+	d = waitDone(t, r, task.ID, 2, dataDir, tokens)
+	steps = activity(t, r, task.ID)
+	seen = fm.Seen()
+	last = d.Task.Reports[len(d.Task.Reports)-1]
+	if d.Task.Status != relay.StatusCompleted || !strings.Contains(last.Result, e2e.Round2Prefix+marker) {
+		t.Fatalf("round 2: task %s, last report %s: %q / result %q", d.Task.Status, last.Kind, last.Message, last.Result)
+	}
+	t.Logf("round 2 done in %s: result %q", time.Since(mid).Round(time.Millisecond), last.Result)
+	if !seen.Round2History {
+		t.Errorf("round 2 did not resume the first round's session: %s", seen.Round2Detail)
+	}
+	if n := countKind(steps, relay.StepStart); n != 2 {
+		t.Errorf("%d start steps after two rounds, want 2", n)
+	}
+
+	// No run token in any step.
+	for _, e := range steps {
+		s := e.Text + "\n" + e.Detail
+		for tok := range tokens {
+			if strings.Contains(s, tok) {
+				t.Errorf("step %d (%s) shows the run token", e.Seq, e.Kind)
+			}
+		}
+		if m := runTokenPattern.FindString(s); m != "" {
+			t.Errorf("step %d (%s) shows a run token: %q", e.Seq, e.Kind, m[:8]+"…")
+		}
+	}
+	if len(tokens) == 0 {
+		t.Log("note: no run token was caught to compare; only the token pattern was checked")
+	}
+	t.Logf("%s: %d steps, %d model requests, %s in all", tc.name, len(steps), len(seen.Requests), time.Since(start).Round(time.Millisecond))
+}
+
+// newRoot makes the folder for the CLIs' homes and working folders, outside
+// /tmp, and removes it when the test ends.
+func newRoot(t *testing.T) string {
+	t.Helper()
+	parent := os.Getenv(EnvRoot)
+	if parent == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatalf("no folder for the CLIs (set %s): %v", EnvRoot, err)
+		}
+		parent = filepath.Join(cache, "crosschat-e2e")
+	}
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("CROSSCHAT_E2E_KEEP") != "" {
+			t.Logf("kept %s", root)
+			return
+		}
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("remove %s: %v", root, err)
+		}
+	})
+	return root
+}
+
+// startRelay runs a whole relay in-process on a free loopback port.
+func startRelay(t *testing.T, dataDir string) *app.Relay {
+	t.Helper()
+	cfg := config.Config{
+		Host: "127.0.0.1", Port: 0, DataDir: dataDir, OperatorSlug: "operator", TaskRetentionDays: 30,
+		AllowedHosts:   []string{"localhost", "127.0.0.1", "[::1]"},
+		AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
+	}
+	r, err := app.Start(cfg, app.StartOptions{Version: "e2e"})
+	if err != nil {
+		t.Fatalf("start relay: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := r.Shutdown(ctx); err != nil {
+			t.Errorf("shut the relay down: %v", err)
+		}
+	})
+	return r
+}
+
+// waitDone polls the task until it is completed or blocked with at least
+// rounds final reports, failing after runDeadline. While it waits it picks
+// up the run token from the run folder's mcp.json, for the token checks.
+func waitDone(t *testing.T, r *app.Relay, id string, rounds int, dataDir string, tokens map[string]bool) app.TaskDetail {
+	t.Helper()
+	deadline := time.Now().Add(runDeadline)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	mcpFile := filepath.Join(dataDir, "runs", id, "mcp.json")
+	for {
+		if b, err := os.ReadFile(mcpFile); err == nil {
+			if tok := runTokenPattern.FindString(string(b)); tok != "" {
+				tokens[tok] = true
+			}
+		}
+		d, err := r.Services.Tasks.Get(id)
+		if err != nil {
+			t.Fatalf("get task: %v", err)
+		}
+		finals := 0
+		for _, rep := range d.Task.Reports {
+			if rep.Kind == relay.ReportCompleted || rep.Kind == relay.ReportBlocked {
+				finals++
+			}
+		}
+		if (d.Task.Status == relay.StatusCompleted || d.Task.Status == relay.StatusBlocked) && finals >= rounds {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("round %d: task still %s after %s", rounds, d.Task.Status, runDeadline)
+		}
+		<-tick.C
+	}
+}
+
+func activity(t *testing.T, r *app.Relay, id string) []relay.ActivityEntry {
+	t.Helper()
+	steps, err := r.Services.Tasks.Activity(id)
+	if err != nil {
+		t.Fatalf("activity: %v", err)
+	}
+	return steps
+}
+
+// wantStep fails unless some step matches.
+func wantStep(t *testing.T, steps []relay.ActivityEntry, what string, match func(relay.ActivityEntry) bool) {
+	t.Helper()
+	for _, e := range steps {
+		if match(e) {
+			return
+		}
+	}
+	t.Errorf("no %s among the steps", what)
+}
+
+func countKind(steps []relay.ActivityEntry, kind string) int {
+	n := 0
+	for _, e := range steps {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// logFailure logs the task, its steps (the CLI's stderr shows up in the
+// end step's message) and what the fake model saw.
+func logFailure(t *testing.T, r *app.Relay, id string, fm *e2e.FakeModel) {
+	t.Helper()
+	if d, err := r.Services.Tasks.Get(id); err == nil {
+		for _, rep := range d.Task.Reports {
+			t.Logf("report %s: %s\n%s", rep.Kind, rep.Message, rep.Result)
+		}
+	}
+	if steps, err := r.Services.Tasks.Activity(id); err == nil {
+		for _, e := range steps {
+			b, _ := json.Marshal(e)
+			t.Logf("step %s", b)
+		}
+	}
+	if fm != nil {
+		s := fm.Seen()
+		t.Logf("fake model: requests %v\ntools %v\nresults %v\nround 2: %v %s\nproblems %v",
+			s.Requests, s.ToolsOffered, s.Results, s.Round2History, s.Round2Detail, s.Problems)
+		body := s.LastBody
+		if len(body) > 6000 {
+			body = body[:6000] + "…"
+		}
+		t.Logf("last model request: %s", body)
+	}
+}
+
+func writeFile(path, s string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
