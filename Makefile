@@ -1,6 +1,7 @@
 # Crosschat Relay: build, test and release entry points.
 #
 #   make build           the desktop app (Wails, webkit2gtk-4.1) in build/bin/crosschat-relay
+#   make bindings        regenerate frontend/wailsjs after a bound Go method changed
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
 #   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
 #   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
@@ -25,7 +26,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help build build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard fuzz bench clean distclean
+.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -50,6 +51,10 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 build: $(WAILS_DEP)
 	$(WAILS) build -tags webkit2_41 -trimpath -ldflags "$(LDFLAGS)"
 
+# The TypeScript wrappers and models of the bound Go services (frontend/wailsjs).
+bindings: $(WAILS_DEP)
+	$(WAILS) generate module -tags webkit2_41
+
 frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm run build
 
@@ -72,7 +77,11 @@ vet:
 test-go:
 	go test -race -count=1 ./...
 
-test-frontend: frontend/node_modules/.package-lock.json
+test-# The TypeScript wrappers and models of the bound Go services (frontend/wailsjs).
+bindings: $(WAILS_DEP)
+	$(WAILS) generate module -tags webkit2_41
+
+frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck
 
 e2e: e2e-mcp e2e-dashboard
