@@ -86,6 +86,9 @@ func cases() []cliCase {
 			setup: func(home, url string) error {
 				return writeFile(filepath.Join(home, ".gemini", "settings.json"), `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
   "mcpServers": {"crosschat": {
     "httpUrl": "${CROSSCHAT_MCP_URL}",
     "headers": {"Authorization": "Bearer ${CROSSCHAT_TOKEN}"},

@@ -28,9 +28,10 @@ const (
 	Gemini = "gemini"
 )
 
-// ChangesMarker is the text of the relay's prompt that starts a
-// request-changes round ("<sender> asked for changes. Changes requested: …").
-const ChangesMarker = "asked for changes"
+// ChangesMarker is the text of the relay's prompt in a request-changes
+// round: "… asked for changes. Changes requested: …" when the CLI resumes
+// its session, "- Changes requested: …" among the earlier rounds when not.
+const ChangesMarker = "Changes requested:"
 
 // FinalPrefix and Round2Prefix start the fake model's final answers of the
 // first round and of the request-changes round.
@@ -503,8 +504,12 @@ func (f *FakeModel) gemini(w http.ResponseWriter, req map[string]any, body strin
 				t.items = append(t.items, item{role: role, kind: "call", name: str(asObj(po["functionCall"]), "name")})
 			case po["functionResponse"] != nil:
 				fr := asObj(po["functionResponse"])
-				b, _ := json.Marshal(fr["response"])
-				t.items = append(t.items, item{role: role, kind: "result", name: str(fr, "name"), text: string(b)})
+				text := str(asObj(fr["response"]), "output")
+				if text == "" {
+					b, _ := json.Marshal(fr["response"])
+					text = string(b)
+				}
+				t.items = append(t.items, item{role: role, kind: "result", name: str(fr, "name"), text: text})
 			case po["text"] != nil:
 				if thought, _ := po["thought"].(bool); !thought {
 					t.items = append(t.items, item{role: role, kind: "text", text: str(po, "text")})
