@@ -45,8 +45,6 @@ type cliCase struct {
 	setup func(home, url string) error
 	// command is the shell step of the script ("" for none).
 	command string
-	// mcpNote explains a CLI that is not offered the relay's tools.
-	mcpNote string
 }
 
 func cases() []cliCase {
@@ -218,6 +216,8 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 		if !strings.Contains(agents, `reviewer`) || !strings.Contains(agents, `builder`) {
 			t.Errorf("the model did not get the relay's agents from list_agents: %q", agents)
 		}
+		// The hand-off names no parent: only a run token makes it a child
+		// of the run's task, so this also proves the CLI used that token.
 		child := e2e.TaskID(seen.Results["post_task"])
 		if child == "" {
 			t.Errorf("the model did not get a task from post_task: %q", seen.Results["post_task"])
@@ -238,7 +238,7 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 			return e.Kind == relay.StepTool && strings.Contains(e.Text, "› post_task") && e.Status == relay.StepOK
 		})
 	} else {
-		t.Errorf("the relay's MCP tools were not offered to the model (%s); tools: %v", tc.mcpNote, seen.ToolsOffered)
+		t.Errorf("the relay's MCP tools were not offered to the model; tools: %v", seen.ToolsOffered)
 	}
 
 	// The file: a step from the CLI's stream and the files entry.
@@ -294,21 +294,26 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 		t.Errorf("%d start steps after two rounds, want 2", n)
 	}
 
-	// No run token in any step.
+	// No run token in any step or report.
+	texts := make([]string, 0, len(steps)+len(d.Task.Reports))
 	for _, e := range steps {
-		s := e.Text + "\n" + e.Detail
+		texts = append(texts, fmt.Sprintf("step %d (%s): %s\n%s", e.Seq, e.Kind, e.Text, e.Detail))
+	}
+	for _, rep := range d.Task.Reports {
+		texts = append(texts, fmt.Sprintf("report %s: %s\n%s", rep.Kind, rep.Message, rep.Result))
+	}
+	for _, s := range texts {
+		where, _, _ := strings.Cut(s, ":")
 		for tok := range tokens {
 			if strings.Contains(s, tok) {
-				t.Errorf("step %d (%s) shows the run token", e.Seq, e.Kind)
+				t.Errorf("%s shows the run token", where)
 			}
 		}
 		if m := runTokenPattern.FindString(s); m != "" {
-			t.Errorf("step %d (%s) shows a run token: %q", e.Seq, e.Kind, m[:8]+"…")
+			t.Errorf("%s shows a run token: %q", where, m[:8]+"…")
 		}
 	}
-	if len(tokens) == 0 {
-		t.Log("note: no run token was caught to compare; only the token pattern was checked")
-	}
+	t.Logf("%d run token(s) caught and checked against the activity and reports", len(tokens))
 	t.Logf("%s: %d steps, %d model requests, %s in all", tc.name, len(steps), len(seen.Requests), time.Since(start).Round(time.Millisecond))
 }
 
