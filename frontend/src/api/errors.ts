@@ -21,6 +21,8 @@ export class ApiError extends Error {
 export const ErrUnauthorized = "unauthorized";
 export const ErrNetwork = "network";
 export const ErrInternal = "internal_error";
+/** The bridge refused an action that is only allowed from this computer. */
+export const ErrLocalOnly = "local_only";
 
 const GENERIC = "The relay could not complete this request.";
 

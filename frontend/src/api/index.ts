@@ -9,12 +9,13 @@ import * as OverviewB from "../../wailsjs/go/app/Overview";
 import * as SettingsB from "../../wailsjs/go/app/Settings";
 import * as SystemB from "../../wailsjs/go/app/System";
 import * as TasksB from "../../wailsjs/go/app/Tasks";
+import * as WorkersB from "../../wailsjs/go/app/Workers";
 import type { app, relay } from "../../wailsjs/go/models";
 import * as rt from "../../wailsjs/runtime/runtime";
 import { CHANGE_EVENT, CONNECTION_EVENT, createBridge, createSessionClient, type SessionState } from "./bridge";
 import { toApiError } from "./errors";
 
-export { ApiError, errorMessage, toApiError, ErrNetwork, ErrUnauthorized } from "./errors";
+export { ApiError, errorMessage, toApiError, ErrLocalOnly, ErrNetwork, ErrUnauthorized } from "./errors";
 export type { SessionState } from "./bridge";
 
 /** Data strips the generated classes' helper methods: the plain JSON shape. */
@@ -43,10 +44,25 @@ export type EventFilter = Data<relay.EventFilter>;
 export type Info = Data<app.Info>;
 export type Stats = Data<relay.Stats>;
 export type Settings = Data<relay.Settings>;
+export type WorkerState = "idle" | "running" | "paused" | "disabled" | "error" | "limited";
+export type PromptMode = "stdin" | "file" | "argument";
+export type WorkerConfig = Data<relay.WorkerConfig> & { promptMode: PromptMode };
+export type WorkerStatus = Data<relay.WorkerStatus> & { state: WorkerState; promptMode: PromptMode };
+export type WorkersOverview = { paused: boolean; maxChainDepth: number; workers: WorkerStatus[] };
+export type Harness = Data<app.Harness>;
+export type LocalInfo = Data<app.LocalInfo>;
+export type ConnectInput = Omit<Data<app.ConnectInput>, "worker"> & { worker?: WorkerConfig };
+export type ConnectResult = Omit<Data<app.ConnectResult>, "worker"> & { worker?: WorkerStatus };
+export type StepKind = "start" | "message" | "thinking" | "plan" | "command" | "tool" | "file" | "files" | "output" | "error" | "end";
+export type StepStatus = "running" | "ok" | "failed";
+export type FileChange = "added" | "changed" | "deleted";
+export type ChangedFile = Data<relay.ChangedFile> & { change: FileChange };
+export type ActivityEntry = Omit<Data<relay.ActivityEntry>, "files"> & { kind: StepKind; status?: StepStatus; files?: ChangedFile[] };
+export type FilePreview = Data<app.FilePreview>;
 
 /** A relay.Change as delivered by the window or the SSE stream. "resync" asks for a snapshot reload. */
 export interface Change {
-  type: "task" | "tasks-removed" | "agent" | "agent-removed" | "event" | "invite" | "settings" | "resync";
+  type: "task" | "tasks-removed" | "agent" | "agent-removed" | "event" | "invite" | "settings" | "activity" | "worker" | "resync";
   task?: TaskSummary;
   ids?: string[];
   agent?: Agent;
@@ -54,10 +70,24 @@ export interface Change {
   event?: RelayEvent;
   invite?: Invite;
   settings?: Settings;
+  taskId?: string;
+  entries?: ActivityEntry[];
+  worker?: WorkerStatus;
 }
 // Keep Change in step with the generated model (if it is ever bound).
 type _ChangeKeys = keyof Omit<Change, "type">;
-const _changeKeys: Record<_ChangeKeys, true> = { task: true, ids: true, agent: true, slug: true, event: true, invite: true, settings: true };
+const _changeKeys: Record<_ChangeKeys, true> = {
+  task: true,
+  ids: true,
+  agent: true,
+  slug: true,
+  event: true,
+  invite: true,
+  settings: true,
+  taskId: true,
+  entries: true,
+  worker: true,
+};
 void _changeKeys;
 
 /** Api is everything the UI may ask of the relay. Stores take it as a parameter, so tests pass fakes. */
@@ -69,6 +99,21 @@ export interface Api {
     cancel(id: string, reason: string): Promise<Task>;
     requeue(id: string, note: string): Promise<Task>;
     requestChanges(id: string, note: string): Promise<Task>;
+    /** The steps of the task's worker runs, oldest first. */
+    activity(id: string): Promise<ActivityEntry[]>;
+    /** A picture a run made, as a data URL (this computer only). */
+    filePreview(id: string, path: string): Promise<FilePreview>;
+    /** Shows a file a run made in the file manager (this computer only). */
+    revealFile(id: string, path: string): Promise<void>;
+  };
+  /** Workers run agents' tasks with an agent CLI; setting them up is for this computer only. */
+  workers: {
+    list(): Promise<WorkersOverview>;
+    local(): Promise<LocalInfo>;
+    connect(i: ConnectInput): Promise<ConnectResult>;
+    save(c: WorkerConfig): Promise<WorkerStatus>;
+    remove(slug: string): Promise<void>;
+    setPaused(paused: boolean): Promise<boolean>;
   };
   agents: {
     list(): Promise<Agent[]>;
@@ -91,6 +136,10 @@ export interface Api {
     setStartAtLogin(on: boolean): Promise<boolean>;
     revealDataFolder(): Promise<void>;
     adminToken(): Promise<string>;
+    /** The native folder picker (window only; "" when cancelled). */
+    pickFolder(title: string, start: string): Promise<string>;
+    /** The native file picker for a program (window only; "" when cancelled). */
+    pickProgram(title: string, start: string): Promise<string>;
   };
   /** Subscribes to relay changes; returns the unsubscribe function. */
   onChange(cb: (c: Change) => void): () => void;
@@ -120,6 +169,17 @@ export const api: Api = {
     cancel: norm((id, reason) => TasksB.Cancel(id, reason) as Promise<Task>),
     requeue: norm((id, note) => TasksB.Requeue(id, note) as Promise<Task>),
     requestChanges: norm((id, note) => TasksB.RequestChanges(id, note) as Promise<Task>),
+    activity: norm(async (id) => ((await TasksB.Activity(id)) ?? []) as ActivityEntry[]),
+    filePreview: norm((id, path) => TasksB.FilePreview(id, path)),
+    revealFile: norm((id, path) => TasksB.RevealFile(id, path)),
+  },
+  workers: {
+    list: norm(() => WorkersB.List() as Promise<WorkersOverview>),
+    local: norm(() => WorkersB.Local()),
+    connect: norm((i) => WorkersB.Connect(i as app.ConnectInput) as Promise<ConnectResult>),
+    save: norm((c) => WorkersB.Save(c as relay.WorkerConfig) as Promise<WorkerStatus>),
+    remove: norm((slug) => WorkersB.Remove(slug)),
+    setPaused: norm((p) => WorkersB.SetPaused(p)),
   },
   agents: {
     list: norm(() => AgentsB.List()),
@@ -142,6 +202,8 @@ export const api: Api = {
     setStartAtLogin: norm((on) => SystemB.SetStartAtLogin(on)),
     revealDataFolder: norm(() => SystemB.RevealDataFolder()),
     adminToken: norm(() => SystemB.AdminToken()),
+    pickFolder: norm((title, start) => SystemB.PickFolder(title, start)),
+    pickProgram: norm((title, start) => SystemB.PickProgram(title, start)),
   },
   onChange: (cb) => rt.EventsOn(CHANGE_EVENT, (c: Change) => cb(c)),
   onConnection: (cb) => rt.EventsOn(CONNECTION_EVENT, (on: boolean) => cb(on)),

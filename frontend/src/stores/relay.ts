@@ -2,9 +2,11 @@
 // events (from Go in the window, SSE over the bridge in a browser).
 import { computed, reactive, ref, type Ref } from "vue";
 import type {
+  ActivityEntry,
   Agent,
   Api,
   Change,
+  ConnectInput,
   CreateAgentInput,
   Info,
   Invite,
@@ -16,11 +18,14 @@ import type {
   Stats,
   Task,
   TaskSummary,
+  WorkerConfig,
+  WorkerStatus,
 } from "../api";
 import { errorMessage } from "../api";
 import { ms } from "../lib/time";
 import { attentionReason, byNewest, byUrgency, isOnline, summarize, type AttentionReason } from "./derive";
 import type { Toasts } from "./toasts";
+import { applyWorker, mergeSteps, runState, type RunStep } from "./workers";
 
 /** Sizes of the snapshot, as the upstream dashboard loads it. */
 export const OPEN_LIMIT = 500;
@@ -53,6 +58,9 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     eventsLoading: false,
     eventsExhausted: false,
     eventsError: "",
+    workers: new Map<string, WorkerStatus>(),
+    /** False when the relay could not list workers (it runs none). */
+    workersAvailable: false,
   });
 
   // Changes that arrive while a snapshot loads are applied after it.
@@ -139,6 +147,12 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
       case "settings":
         if (c.settings) state.settings = c.settings;
         break;
+      case "worker":
+        if (c.worker) applyWorker(state.workers, c.worker);
+        break;
+      case "activity":
+        if (c.taskId && c.entries?.length) for (const w of runWatchers.get(c.taskId) ?? []) w.push(c.entries);
+        break;
       case "resync":
         void load();
         break;
@@ -158,7 +172,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     if (state.status !== "ready") state.status = "loading";
     buffered = [];
     try {
-      const [info, stats, agents, open, done, events, invites, settings] = await Promise.all([
+      const [info, stats, agents, open, done, events, invites, settings, workers] = await Promise.all([
         api.overview.info(),
         api.overview.stats(),
         api.agents.list(),
@@ -167,6 +181,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
         api.events.list({ agent: state.eventsAgent || undefined, limit: EVENTS_PAGE }),
         api.invites.list(),
         api.settings.get(),
+        api.workers.list().catch(() => null),
       ]);
       if (gen !== generation) return;
       state.info = info;
@@ -178,11 +193,17 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
       state.invites = new Map((invites ?? []).map((i) => [i.id, i]));
       state.events = events ?? [];
       state.eventsExhausted = (events?.length ?? 0) < EVENTS_PAGE;
+      const ws = new Map<string, WorkerStatus>();
+      for (const w of workers?.workers ?? []) applyWorker(ws, w);
+      state.workers = ws;
+      state.workersAvailable = !!workers;
       state.error = "";
       const pending = buffered ?? [];
       buffered = null;
       for (const c of pending) applyNow(c);
       state.status = "ready";
+      // Run steps sent while the stream was down are only in the log.
+      for (const ws of runWatchers.values()) for (const w of ws) w.reload();
     } catch (e) {
       if (gen !== generation) return;
       buffered = null;
@@ -241,6 +262,64 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     const queued = taskList.value.filter((t) => t.recipientSlug === slug && t.status === "queued").length;
     return { claimed, queued };
   }
+
+  // --- worker runs ----------------------------------------------------------
+
+  interface RunWatcher {
+    push(entries: ActivityEntry[]): void;
+    reload(): void;
+  }
+  const runWatchers = new Map<string, Set<RunWatcher>>();
+
+  /**
+   * watchRun loads a task's run steps and keeps them current from activity
+   * changes (entries arriving during the load are merged after it).
+   */
+  function watchRun(taskId: string) {
+    const run = reactive({ steps: [] as RunStep[], loading: true, error: "" });
+    let pending: ActivityEntry[] | null = null;
+    let seq = 0;
+    async function reload() {
+      const mine = ++seq;
+      pending = pending ?? [];
+      try {
+        const list = await api.tasks.activity(taskId);
+        if (mine !== seq) return;
+        run.steps = mergeSteps(mergeSteps([], list), pending);
+        run.error = "";
+      } catch (e) {
+        if (mine !== seq) return;
+        run.steps = mergeSteps(run.steps, pending);
+        run.error = errorMessage(e);
+      } finally {
+        if (mine === seq) {
+          pending = null;
+          run.loading = false;
+        }
+      }
+    }
+    const w: RunWatcher = {
+      push(entries) {
+        if (pending) pending.push(...entries);
+        else run.steps = mergeSteps(run.steps, entries);
+      },
+      reload: () => void reload(),
+    };
+    const set = runWatchers.get(taskId) ?? new Set<RunWatcher>();
+    set.add(w);
+    runWatchers.set(taskId, set);
+    void reload();
+    return {
+      run,
+      state: computed(() => runState(run.steps)),
+      stop() {
+        set.delete(w);
+        if (!set.size) runWatchers.delete(taskId);
+      },
+    };
+  }
+
+  const workersPaused = computed(() => !!state.settings?.workersPaused);
 
   // --- events paging --------------------------------------------------------
 
@@ -330,6 +409,26 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
       state.settings = await api.settings.update(s);
       return state.settings;
     },
+    setWorkersPaused: async (paused: boolean) => {
+      const p = await api.workers.setPaused(paused);
+      if (state.settings) state.settings = { ...state.settings, workersPaused: p };
+      return p;
+    },
+    saveWorker: async (c: WorkerConfig) => {
+      const w = await api.workers.save(c);
+      applyWorker(state.workers, w);
+      return w;
+    },
+    removeWorker: async (slug: string) => {
+      await api.workers.remove(slug);
+      state.workers.delete(slug);
+    },
+    connectLocal: async (i: ConnectInput) => {
+      const r = await api.workers.connect(i);
+      state.agents.set(r.agent.slug, r.agent);
+      if (r.worker) applyWorker(state.workers, r.worker);
+      return r;
+    },
   };
 
   return {
@@ -343,6 +442,8 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     counts,
     onlineCount,
     workOf,
+    workersPaused,
+    watchRun,
     apply,
     load,
     start,

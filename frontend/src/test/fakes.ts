@@ -1,6 +1,20 @@
 // Test doubles: a fake Api with controllable answers and a change emitter.
 import { vi } from "vitest";
-import type { Agent, Api, Change, Invite, RelayEvent, Settings, Stats, Task, TaskSummary } from "../api";
+import type {
+  ActivityEntry,
+  Agent,
+  Api,
+  Change,
+  Harness,
+  Invite,
+  LocalInfo,
+  RelayEvent,
+  Settings,
+  Stats,
+  Task,
+  TaskSummary,
+  WorkerStatus,
+} from "../api";
 
 export const T0 = Date.parse("2026-03-01T12:00:00.000Z");
 export const iso = (offsetMs = 0) => new Date(T0 + offsetMs).toISOString();
@@ -74,6 +88,41 @@ export function event(seq: number, p: Partial<RelayEvent> = {}): RelayEvent {
   return { sequence: seq, recipientSlug: "operator", type: "task-progress", taskId: "t1", summary: `event ${seq}`, createdAt: iso(seq), ...p };
 }
 
+export function worker(p: Partial<WorkerStatus> = {}): WorkerStatus {
+  return {
+    agentSlug: "bob",
+    harness: "custom",
+    command: "/usr/local/bin/agent",
+    args: ["{prompt_file}"],
+    promptMode: "file",
+    workdir: "/home/me/project",
+    extraDirs: [],
+    allowedSenders: ["operator"],
+    timeoutMinutes: 30,
+    runsPerHour: 20,
+    exclusive: true,
+    enabled: true,
+    env: [],
+    state: "idle",
+    ...p,
+  };
+}
+
+export function step(seq: number, p: Partial<ActivityEntry> = {}): ActivityEntry {
+  return { seq, at: iso(seq * 1000), kind: "output", text: `line ${seq}`, ...p };
+}
+
+export function harness(p: Partial<Harness> = {}): Harness {
+  return { id: "claude-code", name: "Claude Code", found: true, canRun: true, extraDirs: true, path: "/usr/bin/claude", version: "2.1.0", ...p };
+}
+
+export const localInfo = (harnesses: Harness[] = [harness(), harness({ id: "cursor", name: "Cursor", found: false, canRun: false, path: undefined, version: undefined }), harness({ id: "custom", name: "Other command-line agent", path: undefined, version: undefined })]): LocalInfo => ({
+  hostname: "Laptop.local",
+  home: "/home/me",
+  mcpUrl: "http://127.0.0.1:4318/mcp",
+  harnesses,
+});
+
 export const stats = (p: Partial<Stats["tasks"]> = {}, doneToday = 0): Stats => ({
   tasks: { queued: 0, claimed: 0, blocked: 0, completed: 0, cancelled: 0, ...p },
   agents: { total: 2, online: 1 },
@@ -94,6 +143,9 @@ export function fakeApi(data: {
   invites?: Invite[];
   settings?: Settings;
   stats?: Stats;
+  workers?: WorkerStatus[];
+  activity?: ActivityEntry[];
+  local?: LocalInfo;
 } = {}): FakeApi {
   const subs = new Set<(c: Change) => void>();
   const conn = new Set<(on: boolean) => void>();
@@ -105,6 +157,22 @@ export function fakeApi(data: {
       cancel: vi.fn(async (id) => task({ id, status: "cancelled", updatedAt: iso(1) })),
       requeue: vi.fn(async (id) => task({ id, status: "queued", updatedAt: iso(1) })),
       requestChanges: vi.fn(async (id) => task({ id, status: "queued", updatedAt: iso(1) })),
+      activity: vi.fn(async () => data.activity ?? []),
+      filePreview: vi.fn(async (_id, path) => ({ path, type: "image/png", size: 68, dataUrl: "data:image/png;base64,iVBORw0KGgo=" })),
+      revealFile: vi.fn(async () => undefined),
+    },
+    workers: {
+      list: vi.fn(async () => ({ paused: data.settings?.workersPaused ?? false, maxChainDepth: 3, workers: data.workers ?? [] })),
+      local: vi.fn(async () => data.local ?? localInfo()),
+      connect: vi.fn(async (i) => ({
+        agent: agent({ slug: i.slug, displayName: i.displayName }),
+        connection: { configured: false, message: "Add the relay to the tool's MCP settings with this snippet.", snippet: '{"mcpServers":{}}' },
+        token: "cca_new",
+        worker: i.worker ? worker({ ...i.worker }) : undefined,
+      })),
+      save: vi.fn(async (c) => worker({ ...c })),
+      remove: vi.fn(async () => undefined),
+      setPaused: vi.fn(async (p) => p),
     },
     agents: {
       list: vi.fn(async () => data.agents ?? []),
@@ -139,6 +207,8 @@ export function fakeApi(data: {
       setStartAtLogin: vi.fn(async (on) => on),
       revealDataFolder: vi.fn(async () => undefined),
       adminToken: vi.fn(async () => "admin"),
+      pickFolder: vi.fn(async () => "/home/me/picked"),
+      pickProgram: vi.fn(async () => "/usr/local/bin/picked"),
     },
     onChange(cb) {
       subs.add(cb);
