@@ -48,9 +48,18 @@ cp "$REPORT" "$OUT/gui-page.txt" 2>/dev/null
 sleep 2 # let WebKit finish painting
 import -window root "$OUT/gui.png" || fail "screenshot"
 
+# Launching the app again must bring the running one forward and exit, not
+# start a second relay (with no D-Bus session it asks the running relay).
+HOME=$WORK XDG_CONFIG_HOME=$WORK/config XDG_DATA_HOME=$WORK/share \
+  timeout 60 "$APP" --port "$PORT" --data-dir "$DATA" >"$OUT/gui-second.log" 2>&1 </dev/null
+second=$?
+[ "$second" -eq 0 ] || fail "a second launch exited with $second (log: $OUT/gui-second.log)"
+kill -0 "$PID" 2>/dev/null || fail "the first instance died when a second one was launched"
+curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || fail "the first instance's relay stopped answering"
+
 "$CLI" quit --port "$PORT" --data-dir "$DATA" >/dev/null || fail "quit verb"
 for _ in $(seq 150); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$PID" 2>/dev/null && fail "the app did not quit"
 wait "$PID"; rc=$?; PID=""
 [ "$rc" -eq 0 ] || fail "the app exited with $rc"
-echo "gui: the window rendered its relay's data ($OUT/gui.png) and quit cleanly"
+echo "gui: the window rendered its relay's data ($OUT/gui.png), a second launch deferred to it, and it quit cleanly"

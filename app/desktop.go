@@ -67,6 +67,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 		},
 		ErrorFormatter: func(err error) any { return relay.AsError(err) },
 		OnStartup:      func(ctx context.Context) { d.startup(ctx, geom) },
+		OnDomReady:     d.domReady,
 		OnBeforeClose:  func(ctx context.Context) bool { d.beforeQuit(); return false },
 		OnShutdown:     func(ctx context.Context) { d.shutdown() },
 		Bind:           d.services.List(),
@@ -90,6 +91,18 @@ type desktopApp struct {
 	relay    *Relay
 	cancel   context.CancelFunc
 	exitCode int
+	// startErr is why the relay did not start; shown once the window is up.
+	startErr error
+}
+
+// domReady tells the person why the relay could not start, then quits.
+func (d *desktopApp) domReady(ctx context.Context) {
+	if d.startErr == nil {
+		return
+	}
+	d.rt.Show()
+	d.rt.Alert("Crosschat Relay could not start", d.startErr.Error())
+	d.rt.Quit()
 }
 
 func (d *desktopApp) show() {
@@ -109,13 +122,14 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) && d.showRunning() {
+			// Nothing of ours is open yet, and GTK cannot quit before its
+			// main loop runs: leave at once.
 			d.log.Info("another Crosschat Relay is already running; showed its window")
-			d.rt.Quit()
-			return
+			os.Exit(0)
 		}
 		d.log.Error("relay failed to start", "err", err)
 		d.exitCode = 1
-		d.rt.Quit()
+		d.startErr = err
 		return
 	}
 	d.relay = r

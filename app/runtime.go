@@ -20,6 +20,8 @@ type Runtime interface {
 	SetSize(w, h int)
 	SetPosition(x, y int)
 	ExecJS(js string)
+	// Alert shows a native error dialog and waits for it to be closed.
+	Alert(title, message string)
 	// PickFolder shows the native folder picker; "" when cancelled.
 	PickFolder(title, start string) (string, error)
 	// PickFile shows the native file picker; "" when cancelled.
@@ -46,4 +48,7 @@ func (r wailsRuntime) PickFolder(title, start string) (string, error) {
 }
 func (r wailsRuntime) PickFile(title, start string) (string, error) {
 	return wruntime.OpenFileDialog(r.ctx, wruntime.OpenDialogOptions{Title: title, DefaultDirectory: start})
+}
+func (r wailsRuntime) Alert(title, message string) {
+	_, _ = wruntime.MessageDialog(r.ctx, wruntime.MessageDialogOptions{Type: wruntime.ErrorDialog, Title: title, Message: message})
 }

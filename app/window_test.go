@@ -45,6 +45,7 @@ func (f *fakeRuntime) PickFolder(title, start string) (string, error) {
 	return filepath.Join(start, "picked"), nil
 }
 func (f *fakeRuntime) PickFile(title, start string) (string, error) { return "", nil }
+func (f *fakeRuntime) Alert(title, message string)                  {}
 
 func (f *fakeRuntime) eventTypes() []string {
 	f.mu.Lock()
