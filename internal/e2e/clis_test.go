@@ -76,22 +76,15 @@ func cases() []cliCase {
 					"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-fake", "GEMINI_CLI_TRUST_WORKSPACE": "true",
 				}
 			},
-			// The Gemini preset gives the CLI no MCP config of its own: the
-			// relay's server comes from the user's settings. This one uses the
-			// run's own URL and token (${…} is expanded from the CLI's
-			// environment) and trusts the server, without which Gemini's
-			// headless policy denies MCP tools in auto_edit mode.
+			// The relay's tools come from the preset's run settings file
+			// (GEMINI_CLI_SYSTEM_SETTINGS_PATH, server trusted); the user
+			// settings here only choose the fake API key and quiet the CLI.
 			setup: func(home, url string) error {
 				return writeFile(filepath.Join(home, ".gemini", "settings.json"), `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
   "privacy": {"usageStatisticsEnabled": false},
-  "telemetry": {"enabled": false},
-  "mcpServers": {"crosschat": {
-    "httpUrl": "${CROSSCHAT_MCP_URL}",
-    "headers": {"Authorization": "Bearer ${CROSSCHAT_TOKEN}"},
-    "trust": true
-  }}
+  "telemetry": {"enabled": false}
 }
 `)
 			},

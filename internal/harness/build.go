@@ -22,6 +22,10 @@ const (
 // (through DEEPSEEK_MCP_CONFIG). It names the token's variable, never the token.
 const CodewhaleMCPFile = "codewhale-mcp.json"
 
+// GeminiSettingsFile is the run-folder settings file that gives a Gemini run
+// the relay's tools (as Gemini's system settings, with the server trusted).
+const GeminiSettingsFile = "gemini-settings.json"
+
 // ErrCannotRun is returned (wrapped) by Build for presets a worker cannot run.
 var ErrCannotRun = errors.New("this agent can't run tasks unattended")
 
@@ -93,6 +97,17 @@ func Build(req relay.RunRequest, goos string) (relay.RunSpec, error) {
 		}
 		args = append(args, "--output-format", "stream-json")
 		spec.Stdin = req.Prompt
+		// Headless Gemini refuses MCP tools unless their server is trusted.
+		// The run's server lives in a settings file of its own run folder,
+		// read as Gemini's system settings; the token stays a reference to
+		// the run's environment, never written to disk.
+		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{RunServer: map[string]any{
+			"httpUrl": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"}, "trust": true}}})
+		if err != nil {
+			return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+		}
+		spec.Files = map[string]string{GeminiSettingsFile: string(cfg)}
+		spec.Env = map[string]string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH": joinPath(goos, req.RunDir, GeminiSettingsFile)}
 	case OpenCode:
 		args = []string{"run", "--dir", c.Workdir, "-f", req.PromptFile, attachedPrompt}
 	case ZCode:

@@ -96,8 +96,8 @@ func Presets() []Preset {
 			ID: Gemini, Name: "Gemini CLI", Binaries: []string{"gemini"},
 			KnownLocations: func(home, goos string) []string { return nil },
 			CanRun:         true, ExtraDirs: true, Resume: true,
-			Events: relay.EventsGeminiStream,
-			Safety: "Gemini CLI runs with approval mode auto_edit: it may edit files; other actions that need approval are refused.",
+			Events: relay.EventsGeminiStream, RelayServer: RunServer,
+			Safety: "Gemini CLI runs with approval mode auto_edit: it may edit files; other actions that need approval are refused. The relay's own tools are trusted for the run.",
 		},
 		{
 			ID: OpenCode, Name: "OpenCode", Binaries: []string{"opencode"},
