@@ -5,7 +5,8 @@
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
 #   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
 #   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
-#   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`
+#   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`;
+#                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
 #   make fuzz            every Fuzz target for $(FUZZTIME)
 #   make bench           Go benchmarks
 #   make clean           remove build outputs (keeps the wails CLI and node_modules)
@@ -26,7 +27,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard fuzz bench clean distclean
+.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -44,6 +45,10 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 
 .ci/e2e/node_modules/.package-lock.json: .ci/e2e/package-lock.json
 	cd .ci/e2e && $(NPM_CI)
+	@touch $@
+
+.ci/clis/node_modules/.package-lock.json: .ci/clis/package-lock.json
+	cd .ci/clis && $(NPM_CI)
 	@touch $@
 
 # --- builds ------------------------------------------------------------------
@@ -77,14 +82,10 @@ vet:
 test-go:
 	go test -race -count=1 ./...
 
-test-# The TypeScript wrappers and models of the bound Go services (frontend/wailsjs).
-bindings: $(WAILS_DEP)
-	$(WAILS) generate module -tags webkit2_41
-
-frontend: frontend/node_modules/.package-lock.json
+test-frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck
 
-e2e: e2e-mcp e2e-dashboard
+e2e: e2e-mcp e2e-dashboard e2e-clis
 
 # Real MCP clients: the Inspector CLI and the TypeScript SDK (.ci/e2e).
 e2e-mcp: build-headless .ci/e2e/node_modules/.package-lock.json
@@ -93,6 +94,12 @@ e2e-mcp: build-headless .ci/e2e/node_modules/.package-lock.json
 # The dashboard in Debian's Chromium (playwright-core); screenshots in .ci/out/dashboard.
 e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 	cd frontend && node e2e/dashboard.mjs $(CURDIR)/$(HEADLESS) $(CURDIR)/.ci/out/dashboard
+
+# The real Claude Code, Codex and Gemini CLIs run as relay workers against a
+# scripted fake model on loopback (internal/e2e); the variable is set here
+# only, so test-go does not run them twice.
+e2e-clis: .ci/clis/node_modules/.package-lock.json
+	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run TestRealCLIs -timeout 10m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:
@@ -115,4 +122,4 @@ clean:
 	find frontend/dist -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 
 distclean: clean
-	rm -rf .ci/bin frontend/node_modules .ci/e2e/node_modules
+	rm -rf .ci/bin frontend/node_modules .ci/e2e/node_modules .ci/clis/node_modules
