@@ -2,8 +2,9 @@
 // `crosschat-relay serve`. Starts the relay itself on a free port with a
 // throwaway data dir, signs in with the admin token, and walks the operator
 // scenario: invite → enroll → live agent → new task → MCP claim/complete →
-// live Done + alert → request changes → the agent sees the task again.
-// Screenshots of every page go to the output folder.
+// live Done + alert → request changes → the agent sees the task again; then
+// workers (e2e/workers.mjs): connect a local agent program, its run live on
+// the task page, the files it made. Screenshots of every page go to the output folder.
 //
 //   node e2e/dashboard.mjs <relay-binary> [screenshot-dir]
 //
@@ -17,6 +18,7 @@ import { dirname, join, resolve } from "node:path";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { runWorkers } from "./workers.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = resolve(HERE, "..");
@@ -349,6 +351,8 @@ async function main() {
   await dpage.getByRole("dialog").waitFor();
   await shot(dpage, "10-task-drawer-dark");
   await dark.close();
+
+  await runWorkers({ page, tmp, shot, say, check, setStep: (s) => (step = s) });
 
   check(!consoleErrors.length, `console errors in the page:\n${consoleErrors.join("\n")}`);
 }
