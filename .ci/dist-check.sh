@@ -41,6 +41,17 @@ exec </dev/null
 
 T0=$(date +%s)
 PASS=0 FAIL=0
+
+# Tools the checks use (Debian 12 names); installed when missing.
+TOOLS=(xvfb xauth x11-utils imagemagick python3 curl file iproute2 binutils util-linux rpm)
+[ $SKIP_WINDOWS = yes ] || TOOLS+=(7zip binutils-mingw-w64-x86-64)
+missing=()
+for p in "${TOOLS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  { apt-get update -q && "${APT[@]}" install --no-install-recommends "${missing[@]}"; } >"$OUT/apt.log" 2>&1 \
+    || echo "     note: could not install ${missing[*]} (see .ci/out/dist/apt.log); the checks needing them fall back or fail"
+fi
 WORK=$(mktemp -d /tmp/crosschat-dist-check.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
@@ -284,7 +295,6 @@ check "apt-get purge crosschat-relay: the data dir is still there" \
   bash -c "$(printf '%q ' "${APT[@]}") purge crosschat-relay && ! dpkg-query -W -f='\${Status}' crosschat-relay 2>/dev/null | grep -q 'install ok' && test -s '$DATA/relay.db'"
 
 # --- 4. the other artifacts ----------------------------------------------------------
-if ! command -v rpm >/dev/null; then "${APT[@]}" install --no-install-recommends rpm >/dev/null 2>&1; fi
 if command -v rpm >/dev/null; then
   check "rpm -qpi/-qpR/-qpl: $(basename "$RPM") (requires gtk3, webkit2gtk4.1)" bash -c "
     set -e; rpm -qpi '$RPM'; rpm -qpR '$RPM' | tee /dev/stderr | grep -qx gtk3; rpm -qpR '$RPM' | grep -qx webkit2gtk4.1
@@ -333,7 +343,6 @@ if [ $SKIP_WINDOWS = no ]; then
     SETUP=${setups[0]}
     check "Windows installer: PE executable, Nullsoft installer, 3-40 MB" bash -c "
       file '$SETUP' | tee /dev/stderr | grep -q 'PE32 executable (GUI).*Nullsoft Installer'; $(declare -f size_between); size_between '$SETUP' 3 40"
-    command -v 7zz >/dev/null || "${APT[@]}" install --no-install-recommends 7zip >/dev/null 2>&1
     inner_exe() (
       set -e
       local x=$WORK/nsis
