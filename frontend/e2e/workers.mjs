@@ -73,7 +73,9 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   check((await dlg.getByLabel("Time limit").inputValue()) === "30", "time limit does not default to 30");
   check((await dlg.getByLabel("Runs per hour").inputValue()) === "20", "runs per hour does not default to 20");
   await dlg.locator('[data-test="safety"]').waitFor();
+  await page.setViewportSize({ width: 1280, height: 1000 }); // the whole dialog, as in a taller window
   await shot(page, "12-connect-dialog");
+  await page.setViewportSize({ width: 1280, height: 800 });
   await dlg.getByRole("button", { name: "Connect", exact: true }).click();
   const result = page.getByRole("dialog", { name: "Connected Build bot" }).locator('[data-test="connect-result"]');
   await result.waitFor({ timeout: 15000 });
@@ -94,7 +96,9 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   await wd.locator('[data-test="worker-form"]').waitFor();
   await wd.getByLabel("Working folder", { exact: true }).waitFor();
   check((await wd.getByLabel("Working folder", { exact: true }).inputValue()) === work, "the worker form does not show the saved working folder");
+  await page.setViewportSize({ width: 1280, height: 1000 });
   await shot(page, "14-worker-form");
+  await page.setViewportSize({ width: 1280, height: 800 });
   await wd.getByRole("button", { name: "Cancel" }).click();
   await wd.waitFor({ state: "detached" });
   say("agent card shows the worker listening; worker form opens with its settings");

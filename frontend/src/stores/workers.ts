@@ -46,7 +46,7 @@ export function mergeSteps(steps: readonly RunStep[], incoming: readonly Activit
     const key = e.ref ? `r:${Math.max(run, 1)}:${e.ref}` : `s:${e.seq}`;
     const i = out.findIndex((s) => s.key === key);
     if (i >= 0) {
-      if (e.seq >= out[i].entry.seq) out[i] = { ...out[i], entry: e };
+      if (e.seq > out[i].entry.seq) out[i] = { ...out[i], entry: e };
       continue;
     }
     const step: RunStep = { key, first: e.seq, run: Math.max(run, 1), entry: e };

@@ -1,0 +1,226 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { flushPromises, mount } from "@vue/test-utils";
+import { ApiError } from "../api";
+import RunView from "./RunView.vue";
+import ChangedFiles from "./ChangedFiles.vue";
+import ConnectDialog from "./ConnectDialog.vue";
+import LocalAgents from "./LocalAgents.vue";
+import AgentCard from "./AgentCard.vue";
+import WorkerDialog from "./WorkerDialog.vue";
+import PathField from "./PathField.vue";
+import { mergeSteps } from "../stores/workers";
+import { T0, agent, harness, localInfo, step, worker } from "../test/fakes";
+import { withStores } from "../test/mount";
+
+afterEach(() => {
+  document.body.innerHTML = "";
+  vi.unstubAllGlobals();
+});
+
+const operator = agent({ slug: "operator", kind: "human", displayName: "Operator" });
+
+describe("RunView", () => {
+  const all = mergeSteps(
+    [],
+    [
+      step(1, { kind: "start", text: "claude code started in /w" }),
+      step(2, { kind: "message", text: "I will run the tests." }),
+      step(3, { kind: "thinking", text: "The failing test is flaky." }),
+      step(4, { kind: "plan", text: "1. Run tests\n2. Fix" }),
+      step(5, { kind: "command", text: "npm test", status: "running", ref: "c1" }),
+      step(6, { kind: "tool", text: "crosschat · report_task", status: "ok", ref: "t1" }),
+      step(7, { kind: "file", text: "Edit src/a.ts", status: "ok" }),
+      step(8, { kind: "output", text: "compiling\ndone" }),
+      step(9, { kind: "error", text: "Rate limited", status: "failed" }),
+      step(10, { kind: "command", text: "npm test", status: "failed", detail: "1 failed\nexit 1", ref: "c1" }),
+      step(11, { kind: "files", text: "Files: 1 changed", status: "ok", files: [{ path: "/w/src/a.ts", change: "changed", size: 10 }] }),
+      step(12, { kind: "end", text: "Stopped: tests fail", status: "failed" }),
+    ],
+  );
+
+  it("renders each step kind with its label, text and status, collapsed by ref", () => {
+    const w = mount(RunView, { props: { steps: all, state: "failed" } });
+    const rows = w.findAll("li.step");
+    expect(rows.map((r) => r.attributes("data-kind"))).toEqual(["start", "message", "thinking", "plan", "command", "tool", "file", "output", "error", "files", "end"]);
+    expect(rows.map((r) => r.find(".kind").text())).toEqual(["Start", "Message", "Thinking", "Plan", "Command", "Tool", "File", "Output", "Error", "Files", "End"]);
+    expect(rows[0].text()).toContain("Claude code started in /w");
+    const cmd = w.find('[data-kind="command"]');
+    expect(cmd.attributes("data-status")).toBe("failed");
+    expect(cmd.find(".st").text()).toBe("failed");
+    expect(w.find('[data-kind="tool"] .st').attributes("aria-label")).toBe("ok");
+    expect(w.find('[data-kind="output"] .text').text()).toBe("compiling\ndone");
+    expect(w.find('[data-test="run-state"]').text()).toBe("Stopped");
+    // A failed command's output is open; clicking closes it.
+    expect(cmd.find("pre.detail").text()).toBe("1 failed\nexit 1");
+  });
+
+  it("expands and collapses a step's detail", async () => {
+    const steps = mergeSteps([], [step(1, { kind: "start" }), step(2, { kind: "command", text: "ls", status: "ok", detail: "a\nb", ref: "x" })]);
+    const w = mount(RunView, { props: { steps, state: "running" } });
+    expect(w.find("pre.detail").exists()).toBe(false);
+    await w.find("button.text").trigger("click");
+    expect(w.find("pre.detail").text()).toBe("a\nb");
+    expect(w.find("button.text").attributes("aria-expanded")).toBe("true");
+    await w.find("button.text").trigger("click");
+    expect(w.find("pre.detail").exists()).toBe(false);
+    expect(w.find('[data-test="run-state"]').text()).toBe("Running");
+  });
+
+  it("says so when there is no run", () => {
+    const w = mount(RunView, { props: { steps: [], state: "none" } });
+    expect(w.text()).toContain("No worker run for this task yet.");
+  });
+});
+
+describe("ChangedFiles", () => {
+  const files = [
+    { path: "/w/out/made.txt", change: "added" as const, size: 38 },
+    { path: "/w/pixel.png", change: "added" as const, size: 2048 },
+    { path: "/w/old.png", change: "deleted" as const },
+  ];
+
+  it("lists added, changed and deleted files with sizes, previews pictures and shows them in the folder", async () => {
+    vi.stubGlobal("IntersectionObserver", undefined);
+    const s = await withStores();
+    const w = s.mount(ChangedFiles, { props: { taskId: "t1", files } });
+    await flushPromises();
+    const rows = w.findAll("li.file");
+    expect(rows.map((r) => [r.find(".chg").text(), r.find(".name").text()])).toEqual([
+      ["Added", "made.txt"],
+      ["Added", "pixel.png"],
+      ["Deleted", "old.png"],
+    ]);
+    expect(rows[0].find(".size").text()).toBe("38 B");
+    expect(rows[1].find(".size").text()).toBe("2.0 KB");
+    expect(rows[2].find("button").exists()).toBe(false);
+    expect(s.api.tasks.filePreview).toHaveBeenCalledTimes(1);
+    expect(s.api.tasks.filePreview).toHaveBeenCalledWith("t1", "/w/pixel.png");
+    expect(rows[1].find(".board img").attributes("src")).toMatch(/^data:image\/png;base64,/);
+    await rows[0].find("button").trigger("click");
+    expect(s.api.tasks.revealFile).toHaveBeenCalledWith("t1", "/w/out/made.txt");
+  });
+
+  it("shows why a preview or Show in folder is not available from a remote browser", async () => {
+    vi.stubGlobal("IntersectionObserver", undefined);
+    const s = await withStores();
+    const remote = new ApiError("local_only", "This action is only available from this computer.");
+    vi.mocked(s.api.tasks.filePreview).mockRejectedValueOnce(remote);
+    vi.mocked(s.api.tasks.revealFile).mockRejectedValueOnce(remote);
+    const w = s.mount(ChangedFiles, { props: { taskId: "t1", files } });
+    await flushPromises();
+    expect(w.find(".perr").text()).toBe("This action is only available from this computer.");
+    await w.find("li.file button").trigger("click");
+    await flushPromises();
+    expect(w.find('[role="alert"]').text()).toBe("This action is only available from this computer.");
+  });
+});
+
+describe("Agents on this computer", () => {
+  it("shows found programs first with version and path, dims the missing, and connects with a worker", async () => {
+    const s = await withStores({ agents: [operator, agent({ slug: "claude-code-laptop" })] });
+    const w = s.mount(LocalAgents);
+    await flushPromises();
+    const cards = w.findAll("[data-harness]");
+    expect(cards.map((c) => c.attributes("data-harness"))).toEqual(["claude-code", "cursor", "custom"]);
+    expect(cards[0].text()).toContain("2.1.0");
+    expect(cards[0].text()).toContain("/usr/bin/claude");
+    expect(cards[1].classes()).toContain("missing");
+    expect(cards[1].text()).toContain("not found");
+    expect(cards[1].find("button").attributes("disabled")).toBeDefined();
+
+    await cards[0].find("button").trigger("click");
+    const dlg = w.findComponent(ConnectDialog);
+    expect((dlg.find("#cn-slug").element as HTMLInputElement).value).toBe("claude-code-laptop-2");
+    expect(dlg.text()).toContain("Add to Claude Code's own settings");
+    await dlg.find('[data-test="connect-form"]').trigger("submit");
+    expect(dlg.text()).toContain("Choose the folder it works in.");
+    expect(s.api.workers.connect).not.toHaveBeenCalled();
+    await dlg.find("#cn-workdir").setValue("/home/me/project");
+    await dlg.find('[data-test="connect-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.connect).toHaveBeenCalledWith(
+      expect.objectContaining({
+        harness: "claude-code",
+        slug: "claude-code-laptop-2",
+        configureClient: true,
+        worker: expect.objectContaining({ command: "/usr/bin/claude", workdir: "/home/me/project", allowedSenders: ["operator"], exclusive: true }),
+      }),
+    );
+    const result = w.find('[data-test="connect-result"]');
+    expect(result.text()).toContain("Worker started in");
+    expect(result.find('[data-test="token"]').text()).toBe("cca_new");
+    expect(s.relay.state.agents.has("claude-code-laptop-2")).toBe(true);
+    expect(s.relay.state.workers.has("claude-code-laptop-2")).toBe(true);
+  });
+
+  it("offers no picker button in a browser, and says setup is only for this computer when remote", async () => {
+    const s = await withStores();
+    vi.mocked(s.api.workers.local).mockRejectedValueOnce(new ApiError("local_only", "This action is only available from this computer."));
+    const w = s.mount(LocalAgents);
+    await flushPromises();
+    expect(w.text()).toContain("Only available from this computer");
+    expect(w.find("[data-harness]").exists()).toBe(false);
+  });
+
+  it("uses the native folder picker in the window, and shows its refusal", async () => {
+    const s = await withStores();
+    const w = s.mount(PathField, { props: { id: "p", modelValue: "", picker: true, title: "Choose the working folder", start: "/home/me", "onUpdate:modelValue": (v: string) => w.setProps({ modelValue: v }) } });
+    await w.find("button").trigger("click");
+    await flushPromises();
+    expect(s.api.system.pickFolder).toHaveBeenCalledWith("Choose the working folder", "/home/me");
+    expect((w.find("input").element as HTMLInputElement).value).toBe("/home/me/picked");
+    vi.mocked(s.api.system.pickFolder).mockRejectedValueOnce(new ApiError("invalid_request", "The folder picker needs the Crosschat Relay window; type the path instead."));
+    await w.find("button").trigger("click");
+    await flushPromises();
+    expect(w.find(".err").text()).toContain("type the path instead");
+  });
+
+  it("types paths in a browser: custom programs get {prompt_file} and no settings checkbox", async () => {
+    const s = await withStores({ agents: [operator] });
+    const w = s.mount(ConnectDialog, { props: { harness: harness({ id: "custom", name: "Other command-line agent", path: undefined }), local: localInfo() } });
+    // In tests there is no Wails runtime: PathField shows no "Choose…" unless asked.
+    expect(w.findAll("button").some((b) => b.text() === "Choose…")).toBe(false);
+    expect(w.text()).not.toContain("own settings");
+    expect((w.find("#cn-args").element as HTMLTextAreaElement).value).toBe("{prompt_file}");
+  });
+});
+
+describe("Agent card and worker dialog", () => {
+  it("shows the worker line and opens the worker form", async () => {
+    const w = mount(AgentCard, {
+      props: {
+        agent: agent(),
+        now: T0,
+        isOperator: false,
+        work: { claimed: [], queued: 0 },
+        worker: worker({ state: "running", currentTask: { id: "t1", title: "Fix the build", startedAt: "" } }),
+      },
+    });
+    expect(w.find('[data-test="worker-line"]').text()).toContain("Working on “Fix the build”");
+    await w.findAll("button").find((b) => b.text() === "Worker settings…")!.trigger("click");
+    expect(w.emitted("worker")).toHaveLength(1);
+    const none = mount(AgentCard, { props: { agent: agent(), now: T0, isOperator: false, work: { claimed: [], queued: 0 } } });
+    expect(none.find('[data-test="worker-line"]').exists()).toBe(false);
+    expect(none.findAll("button").some((b) => b.text() === "Run automatically…")).toBe(true);
+  });
+
+  it("saves and removes a worker", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect((w.find("#wd-workdir").element as HTMLInputElement).value).toBe("/home/me/project");
+    await w.find("#wd-timeout").setValue(45);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ agentSlug: "bob", timeoutMinutes: 45, harness: "custom" }));
+    expect(w.emitted("close")).toHaveLength(1);
+
+    const w2 = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w2.findAll("button").find((b) => b.text() === "Remove worker")!.trigger("click");
+    await w2.findAll("button").find((b) => b.text() === "Remove worker" && b.classes().includes("solid"))!.trigger("click");
+    await flushPromises();
+    expect(s.api.workers.remove).toHaveBeenCalledWith("bob");
+    expect(s.relay.state.workers.has("bob")).toBe(false);
+  });
+});
