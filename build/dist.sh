@@ -219,8 +219,8 @@ cd "$DIST"
 sha256sum -- *.deb *.rpm *.tar.gz $(ls -- *.exe 2>/dev/null) > SHA256SUMS
 echo
 echo "artifacts in build/dist/ (version $VERSION, package version $PKG_VERSION):"
-row() { printf '  %-58s %10d %7.1f\n' "$1" "$2" "$(awk -v b="$2" 'BEGIN{print b/1048576}')"; }
-printf '  %-58s %10s %7s\n' file bytes MB
+row() { printf '  %-68s %10d %7.1f\n' "$1" "$2" "$(awk -v b="$2" 'BEGIN{print b/1048576}')"; }
+printf '  %-68s %10s %7s\n' file bytes MB
 for f in *.deb *.rpm *.tar.gz $(ls -- *.exe 2>/dev/null); do row "$f" "$(stat -c %s "$f")"; done
 row "(linux desktop binary, unpacked)" "$(stat -c %s "$STAGE/linux/crosschat-relay")"
 row "(linux headless binary, unpacked)" "$(stat -c %s "$STAGE/headless/crosschat-relay")"
