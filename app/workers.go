@@ -406,5 +406,5 @@ func (harnessAdapter) Name(id string) string {
 	if p, ok := harness.Lookup(id); ok && id != harness.Custom {
 		return p.Name
 	}
-	return "harness"
+	return "Your program"
 }
