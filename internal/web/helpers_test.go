@@ -224,9 +224,7 @@ func (s *testService) Three() (int, int, error) { return 1, 2, nil }
 
 // Explode panics; the handler recovers.
 func (s *testService) Explode() string {
-	var m map[string]int
-	m["boom"]++
-	return "unreachable"
+	panic("boom")
 }
 
 // Local is marked local-only in the tests.
@@ -313,19 +311,6 @@ func (e *env) do(tb testing.TB, req request) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// call posts args to a bridge method with the admin bearer token.
-func (e *env) call(tb testing.TB, target string, args ...any) response {
-	tb.Helper()
-	b, err := json.Marshal(args)
-	if err != nil {
-		tb.Fatalf("marshal args: %v", err)
-	}
-	if args == nil {
-		b = []byte("[]")
-	}
-	return e.do(tb, request{method: http.MethodPost, path: "/bridge/" + target, body: string(b), bearer: adminToken})
-}
-
 // signIn signs in with the admin token and returns the session cookie.
 func (e *env) signIn(tb testing.TB) *http.Cookie {
 	tb.Helper()
@@ -371,14 +356,4 @@ func enrollBody(code, slug string) string {
 		"modelSlug": "test-model", "capabilities": []string{"text-input", "code-execution"},
 	})
 	return string(b)
-}
-
-// mustJSON encodes v or fails.
-func mustJSON(tb testing.TB, v any) string {
-	tb.Helper()
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		tb.Fatalf("encode: %v", err)
-	}
-	return buf.String()
 }
