@@ -81,9 +81,11 @@ FunctionEnd
 # or removed. Best effort: `quit` needs the relay to be reachable with the
 # current user's token; if it is not running this does nothing.
 !macro crosschat.quitRunning
-    IfFileExists "$INSTDIR\${PRODUCT_EXECUTABLE}" 0 +3
+    ${If} ${FileExists} "$INSTDIR\${PRODUCT_EXECUTABLE}"
         nsExec::Exec '"$INSTDIR\${PRODUCT_EXECUTABLE}" quit'
+        Pop $0 # exit code: non-zero when nothing was running
         Sleep 1500
+    ${EndIf}
 !macroend
 
 Section "!${INFO_PRODUCTNAME} (required)" SecMain
