@@ -76,8 +76,14 @@ run: build-headless
 
 test: vet test-go test-frontend e2e
 
-vet:
+vet: .ci/bin/staticcheck
 	go vet ./...
+	.ci/bin/staticcheck ./...
+
+# staticcheck, pinned, built from the Go module proxy into .ci/bin.
+.ci/bin/staticcheck:
+	@mkdir -p $(@D)
+	GOBIN=$(CURDIR)/.ci/bin go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 test-go:
 	go test -race -count=1 ./...
