@@ -1,4 +1,4 @@
-package main
+package e2e_test
 
 import (
 	"bytes"
@@ -57,7 +57,7 @@ func relayBinary(t *testing.T) string {
 			goTool = "go"
 		}
 		buildBin = filepath.Join(buildDir, "crosschat-relay")
-		out, err := exec.Command(goTool, "build", "-o", buildBin, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-o", buildBin, "github.com/crosschat/crosschat-relay").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -140,9 +140,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startRelay starts `serve` on dataDir and waits for /health 200. It
+// startProcess starts `serve` on dataDir and waits for /health 200. It
 // retries on another port if the chosen one was taken in between.
-func startRelay(t *testing.T, dataDir string) *relayProc {
+func startProcess(t *testing.T, dataDir string) *relayProc {
 	t.Helper()
 	bin := relayBinary(t)
 	var last string
@@ -265,7 +265,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Skip("builds and runs the relay binary")
 	}
 	dataDir := t.TempDir()
-	p := startRelay(t, dataDir)
+	p := startProcess(t, dataDir)
 	admin := adminToken(t, dataDir)
 	alice := addAgent(t, p, dataDir, "alice")
 	bob := addAgent(t, p, dataDir, "bob")
@@ -409,7 +409,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 
 	// Restart on the same data directory and check what survived.
-	p2 := startRelay(t, dataDir)
+	p2 := startProcess(t, dataDir)
 	c2 := bench.NewClient(p2.url, 4)
 	defer c2.Close()
 	bctx, bcancel := context.WithTimeout(context.Background(), time.Minute)
@@ -558,7 +558,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Skip("builds and runs the relay binary")
 	}
 	dataDir := t.TempDir()
-	p := startRelay(t, dataDir)
+	p := startProcess(t, dataDir)
 	admin := adminToken(t, dataDir)
 	carol := addAgent(t, p, dataDir, "carol")
 	c := bench.NewClient(p.url, 4)
