@@ -7,6 +7,8 @@
 #   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
 #   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`;
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
+#   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
+#   make dist-check      build and check them (as root: installs, upgrades and removes the .deb)
 #   make fuzz            every Fuzz target for $(FUZZTIME)
 #   make bench           Go benchmarks
 #   make clean           remove build outputs (keeps the wails CLI and node_modules)
@@ -27,7 +29,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis fuzz bench clean distclean
+.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -121,10 +123,18 @@ fuzz:
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
+# --- release packages --------------------------------------------------------
+
+dist:
+	bash build/dist.sh $(DIST_ARGS)
+
+dist-check:
+	bash .ci/dist-check.sh $(DIST_ARGS)
+
 # --- housekeeping ------------------------------------------------------------
 
 clean:
-	rm -rf build/bin .ci/out
+	rm -rf build/bin build/dist .ci/out
 	find frontend/dist -mindepth 1 ! -name .gitkeep -exec rm -rf {} +
 
 distclean: clean
