@@ -29,7 +29,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -76,7 +76,12 @@ run: build-headless
 
 # --- tests -------------------------------------------------------------------
 
-test: vet test-go test-frontend e2e
+test: deps vet test-go test-frontend e2e
+
+# System packages the tests need besides Go, gcc and node (installed as root,
+# or named for you to install).
+deps:
+	bash .ci/deps.sh chromium
 
 vet: .ci/bin/staticcheck
 	go vet ./...
