@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -20,24 +19,11 @@ type enrollResponse struct {
 // serveEnroll lets an agent enroll itself with an invite code. It is public:
 // the invite code is the credential.
 func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		writeBodyError(w, err)
-		return
-	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	if !json.Valid(body) {
-		writeInvalidJSON(w)
-		return
-	}
 	var in relay.EnrollInput
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, jsonFieldError("body", err))
+	if !h.decodeBody(w, r, &in) {
 		return
 	}
-	in, err = in.Validate()
+	in, err := in.Validate()
 	if err != nil {
 		h.writeDomainError(w, r, "enroll", err)
 		return

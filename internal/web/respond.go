@@ -146,3 +146,25 @@ func isSecure(r *http.Request) bool {
 	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
 	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
+
+// decodeBody reads a JSON object body (an empty one counts as {}) into v.
+// On a bad body it writes the error response and returns false.
+func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		writeBodyError(w, err)
+		return false
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if !json.Valid(body) {
+		writeInvalidJSON(w)
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, jsonFieldError("body", err))
+		return false
+	}
+	return true
+}

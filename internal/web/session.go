@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -112,23 +111,10 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request) {
 
 // signIn checks {token} against the admin token and sets the session cookie.
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
-	body, err := h.readBody(w, r)
-	if err != nil {
-		writeBodyError(w, err)
-		return
-	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	if !json.Valid(body) {
-		writeInvalidJSON(w)
-		return
-	}
 	var in struct {
 		Token string `json:"token"`
 	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, jsonFieldError("body", err))
+	if !h.decodeBody(w, r, &in) {
 		return
 	}
 	tok := strings.TrimSpace(in.Token)
