@@ -152,3 +152,33 @@ func TestSystemPickFolder(t *testing.T) {
 		t.Fatalf("picked %q %v", got, err)
 	}
 }
+
+// Ensure the program picker also needs the window.
+func TestSystemPickProgram(t *testing.T) {
+	s := &System{c: &core{}}
+	if _, err := s.PickProgram("Program", "/usr/bin"); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("without window: %v", err)
+	}
+	s.setRuntime(&fakeRuntime{})
+	if got, err := s.PickProgram("Program", "/usr/bin"); err != nil || got != "" {
+		t.Fatalf("cancelled pick %q %v", got, err)
+	}
+}
+
+// Ensure Show in folder only reveals files a run of the task recorded.
+func TestRevealFileRefusesOtherFiles(t *testing.T) {
+	r := startInternal(t)
+	if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := r.Services.Tasks.Post(NewTask{RecipientSlug: "bob", Title: "T", Instructions: "I"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Services.Tasks.RevealFile(task.ID, "/etc/passwd"); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("reveal of a file no run made: %v", err)
+	}
+	if err := r.Services.Tasks.RevealFile("nope", "/etc/passwd"); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("bad task id: %v", err)
+	}
+}
