@@ -1,8 +1,11 @@
 // Package store is the SQLite implementation of relay.Service.
 //
-// Every state change is one BEGIN IMMEDIATE transaction on a single writer
-// connection; its journal events are written in the same transaction, and
-// its relay.Changes are published and its waiters woken only after commit.
+// Every state change is one write on a single writer connection, run in its
+// own SAVEPOINT; the writer goroutine commits all writes waiting at one
+// moment in one BEGIN IMMEDIATE transaction (group commit: one fsync per
+// batch). A write's journal events are written in the same savepoint, and
+// its relay.Changes are published, its waiters woken and its caller
+// answered only after the commit.
 // Reads go through a separate read-only connection pool.
 package store
 
@@ -79,6 +82,14 @@ type DB struct {
 
 	presenceMu sync.Mutex
 	presence   map[string]time.Time // slug → when its agent change was last published
+
+	// The writer goroutine (group commit, see write).
+	queue      chan *writeReq // unbuffered: a sender is a waiting write
+	quit       chan struct{}  // closed by Close
+	writerDone chan struct{}  // closed when the writer has stopped
+	waiting    atomic.Int64   // writes handed to write and not yet answered
+	batches    atomic.Int64
+	writes     atomic.Int64
 }
 
 var _ relay.Service = (*DB)(nil)
@@ -122,13 +133,16 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 
 	db := &DB{
-		path:      abs,
-		operator:  operator,
-		retention: time.Duration(opts.RetentionDays * float64(24*time.Hour)),
-		maxEvents: int64(opts.MaxEvents),
-		now:       opts.Now,
-		log:       opts.Logger,
-		presence:  make(map[string]time.Time),
+		path:       abs,
+		operator:   operator,
+		retention:  time.Duration(opts.RetentionDays * float64(24*time.Hour)),
+		maxEvents:  int64(opts.MaxEvents),
+		now:        opts.Now,
+		log:        opts.Logger,
+		presence:   make(map[string]time.Time),
+		queue:      make(chan *writeReq),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
 	}
 	db.healthy.Store(true)
 
@@ -157,8 +171,9 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, errors.Join(fmt.Errorf("open store: readers: %w", err), db.r.Close(), db.w.Close())
 	}
 
+	go db.writer()
 	if err := db.ensureOperator(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.r.Close(), db.w.Close())
+		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.Close())
 	}
 	return db, nil
 }
@@ -206,6 +221,10 @@ func (db *DB) Close() error {
 		db.closed.Store(true)
 		db.waiters.Close()
 		db.broker.Close()
+		if db.quit != nil {
+			close(db.quit)
+			<-db.writerDone // the batch in progress commits and answers first
+		}
 		var errs []error
 		if db.r != nil {
 			errs = append(errs, db.r.Close())

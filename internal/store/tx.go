@@ -30,37 +30,194 @@ type tx struct {
 	agents  []string // agents whose change this transaction publishes
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction. On success it commits,
-// then publishes the collected changes and wakes the collected waiters; on
-// error it rolls back and discards them. A failure that is not a domain
-// refusal marks the store unhealthy until the next successful write.
+// Group commit bounds: a batch takes at most maxBatch writes, and stops
+// taking more once it has run for maxBatchTime, so a write's latency stays
+// flat under load.
+// They are variables only so that tests can hold a batch open.
+var (
+	maxBatch     = 128
+	maxBatchTime = 5 * time.Millisecond
+)
+
+// writeReq is one write waiting for the writer goroutine.
+type writeReq struct {
+	ctx  context.Context
+	op   string
+	fn   func(t *tx) error
+	done chan error // buffered; gets exactly one answer, after the commit
+}
+
+// WriteStats counts the writer's work since Open.
+type WriteStats struct {
+	// Batches is how many transactions were committed (one fsync each).
+	Batches int64
+	// Writes is how many writes those batches held.
+	Writes int64
+}
+
+// WriteStats reports how many batches and writes have been committed.
+func (db *DB) WriteStats() WriteStats {
+	return WriteStats{Batches: db.batches.Load(), Writes: db.writes.Load()}
+}
+
+// write runs fn as one write: the single writer goroutine runs it in its
+// own SAVEPOINT inside a BEGIN IMMEDIATE transaction that it shares with
+// every other write waiting at that moment (group commit), and commits
+// them together: one fsync for the batch. A write whose fn fails is rolled
+// back to its savepoint alone and gets its own error; the others commit.
+// The answer, the publishing of the collected changes and the wake-ups all
+// happen only after the commit has returned. A failure that is not a
+// domain refusal marks the store unhealthy until the next successful write.
 func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error {
 	if db.closed.Load() {
 		return fmt.Errorf("%s: %w", op, ErrClosed)
 	}
-	sqlTx, err := db.w.BeginTx(ctx, nil)
+	req := &writeReq{ctx: ctx, op: op, fn: fn, done: make(chan error, 1)}
+	db.waiting.Add(1)
+	defer db.waiting.Add(-1)
+	select {
+	case db.queue <- req:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	case <-db.quit:
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	// Once taken, a write is always answered, and within one bounded batch.
+	return <-req.done
+}
+
+// writer runs batches until Close. The queue is unbuffered, so "waiting"
+// means a caller blocked in write; a lone write starts a batch at once.
+func (db *DB) writer() {
+	defer close(db.writerDone)
+	for {
+		select {
+		case req := <-db.queue:
+			db.batch(req)
+		case <-db.quit:
+			return
+		}
+	}
+}
+
+// pending is one write of a batch, with the result of its fn.
+type pending struct {
+	req *writeReq
+	t   *tx
+	err error
+}
+
+// batch runs first and every write that is waiting (up to the bounds) in
+// one transaction, commits it, then publishes, wakes and answers.
+func (db *DB) batch(first *writeReq) {
+	started := time.Now()
+	sqlTx, err := db.w.BeginTx(context.Background(), nil)
 	if err != nil {
-		return db.fail(op, err)
+		first.done <- db.fail(first.op, err)
+		return
+	}
+	var (
+		list   []pending
+		broken error // the transaction can no longer commit
+	)
+	for req := first; req != nil; {
+		p := pending{req: req}
+		if err := req.ctx.Err(); err != nil {
+			p.err = fmt.Errorf("%s: %w", req.op, err)
+		} else {
+			p.t, p.err, broken = db.runOne(sqlTx, req)
+		}
+		list = append(list, p)
+		if broken != nil || len(list) >= maxBatch || time.Since(started) >= maxBatchTime {
+			break
+		}
+		select {
+		case req = <-db.queue:
+		default:
+			req = nil
+		}
+	}
+	if broken == nil {
+		if err := sqlTx.Commit(); err != nil {
+			broken = fmt.Errorf("commit: %w", err)
+		}
+	} else if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+		broken = errors.Join(broken, fmt.Errorf("rollback: %w", rbErr))
+	}
+	if broken != nil {
+		// Nothing of this batch is in the database: every write that had
+		// succeeded so far fails with the reason.
+		for _, p := range list {
+			if p.err == nil {
+				p.err = db.fail(p.req.op, broken)
+			}
+			p.req.done <- p.err
+		}
+		return
+	}
+	db.batches.Add(1)
+	db.writes.Add(int64(len(list)))
+	ok := false
+	for _, p := range list {
+		if p.err == nil {
+			ok = true
+			db.committed(p.t)
+		}
+	}
+	if ok {
+		db.healthy.Store(true)
+	}
+	for _, p := range list {
+		p.req.done <- p.err
+	}
+}
+
+// runOne runs one write's fn in its own savepoint. It returns the write's
+// transaction state and its error, and broken when the savepoint could not
+// be undone (the whole transaction is then lost).
+func (db *DB) runOne(sqlTx *sql.Tx, req *writeReq) (t *tx, err, broken error) {
+	// The shared transaction must not be interrupted when one caller gives
+	// up (SQLite may roll back the whole transaction on an interrupt), so
+	// statements run without the caller's cancellation.
+	ctx := context.WithoutCancel(req.ctx)
+	if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		return nil, db.fail(req.op, fmt.Errorf("savepoint: %w", err)), fmt.Errorf("savepoint: %w", err)
 	}
 	now := db.now().UTC()
-	t := &tx{ctx: ctx, tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
-	if err := fn(t); err != nil {
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return db.fail(op, errors.Join(err, fmt.Errorf("rollback: %w", rbErr)))
+	t = &tx{ctx: ctx, tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
+	if err = callFn(req.fn, t); err == nil {
+		if _, rerr := sqlTx.ExecContext(ctx, "RELEASE w"); rerr != nil {
+			return nil, db.fail(req.op, fmt.Errorf("release savepoint: %w", rerr)), fmt.Errorf("release savepoint: %w", rerr)
 		}
-		if relay.IsDomain(err) {
-			return err
+		return t, nil, nil
+	}
+	if _, rbErr := sqlTx.ExecContext(ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
+		rbErr = fmt.Errorf("rollback to savepoint: %w", rbErr)
+		return nil, db.fail(req.op, errors.Join(err, rbErr)), rbErr
+	}
+	if relay.IsDomain(err) {
+		return nil, err, nil
+	}
+	return nil, db.fail(req.op, err), nil
+}
+
+// callFn runs fn, turning a panic into an error so that one bad write
+// cannot take the writer goroutine (and every other caller) down.
+func callFn(fn func(t *tx) error, t *tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in write: %v", r)
 		}
-		return db.fail(op, err)
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return db.fail(op, fmt.Errorf("commit: %w", err))
-	}
-	db.healthy.Store(true)
+	}()
+	return fn(t)
+}
+
+// committed publishes a committed write's changes and wakes its waiters.
+func (db *DB) committed(t *tx) {
 	if len(t.agents) > 0 {
 		db.presenceMu.Lock()
 		for _, s := range t.agents {
-			db.presence[s] = now
+			db.presence[s] = t.now
 		}
 		db.presenceMu.Unlock()
 	}
@@ -70,7 +227,6 @@ func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error 
 	if len(t.wake) > 0 {
 		db.waiters.Wake(t.wake...)
 	}
-	return nil
 }
 
 // read runs fn in one read transaction on the reader pool, so its queries
