@@ -39,6 +39,7 @@ Usage:
   crosschat-relay autostart enable|disable|status
                                              start the app (hidden) when you log in
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
+  crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
   crosschat-relay version
 
 The agents, invites, tasks, workers and harnesses verbs talk to the running relay, found with
@@ -159,6 +160,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return quitCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":
 		return benchCmd(args[1:], version, stdout, stderr)
+	case args[0] == "monitor":
+		return monitorCmd(args[1:], stdout, stderr)
 	case verb == "agents add":
 		return agentsAdd(args[2:], stdout, stderr)
 	case verb == "agents list":

@@ -101,6 +101,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		Assets:         opts.Assets,
 		Version:        opts.Version,
 		Logger:         log,
+		Push:           db,
 	})
 	if err != nil {
 		cancelBg()

@@ -543,8 +543,8 @@ func TestMigrateVersion1InPlace(t *testing.T) {
 	defer db.Close()
 	ctx := t.Context()
 	var version int
-	if err := rawDB(t, path).QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 2 || store.SchemaVersion != 2 {
-		t.Fatalf("user_version = %d (%v), SchemaVersion %d; want 2", version, err, store.SchemaVersion)
+	if err := rawDB(t, path).QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != store.SchemaVersion {
+		t.Fatalf("user_version = %d (%v), want SchemaVersion %d", version, err, store.SchemaVersion)
 	}
 	a, err := db.GetAgent(ctx, "builder")
 	if err != nil || a.DisplayName != "Builder" || a.Details != "Builds things." || !equalStrings(a.Capabilities, []string{"code-execution"}) {

@@ -59,6 +59,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Now is the clock for session cookies; nil means time.Now.
 	Now func() time.Time
+	// Push serves GET /api/push, the agents' push streams; nil answers 404.
+	Push relay.PushSource
+	// PushHeartbeat spaces the push stream's heartbeats; 0 means DefaultPushHeartbeat.
+	PushHeartbeat time.Duration
 }
 
 // handler is the http.Handler built by NewHandler.
@@ -75,6 +79,9 @@ type handler struct {
 	log            *slog.Logger
 	maxBody        int64
 	now            func() time.Time
+	push           relay.PushSource
+	pushBeat       time.Duration
+	pushHub        *pushHub
 }
 
 // NewHandler validates cfg and returns the relay's HTTP handler.
@@ -84,6 +91,7 @@ type handler struct {
 //	GET|HEAD /health                 public, no Host/Origin check
 //	/mcp                             Host, Origin, bearer (admin, agent or run token)
 //	POST /api/enroll                 public (Host, Origin)
+//	GET /api/push                    Host, Origin, bearer: an agent's push stream (SSE)
 //	GET|POST|DELETE /bridge/session  sign-in state, sign in, sign out
 //	GET /bridge/events               admin; server-sent relay:change events
 //	POST /bridge/<Service>.<Method>  admin; JSON array of arguments
@@ -115,6 +123,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		log:        cfg.Logger,
 		maxBody:    cfg.MaxBodyBytes,
 		now:        cfg.Now,
+		push:       cfg.Push,
+		pushBeat:   cfg.PushHeartbeat,
+		pushHub:    &pushHub{subscribe: cfg.Service.Subscribe},
+	}
+	if h.pushBeat <= 0 {
+		h.pushBeat = DefaultPushHeartbeat
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -213,8 +227,13 @@ func (h *handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "degraded"})
 }
 
-// serveAPI serves the public REST routes: only POST /api/enroll is left.
+// serveAPI serves the public REST routes: POST /api/enroll and the push
+// stream, GET /api/push.
 func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == PushPath {
+		h.servePush(w, r)
+		return
+	}
 	if r.URL.Path != "/api/enroll" {
 		writeError(w, http.StatusNotFound, "not_found", "Nothing is served here.")
 		return

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Environment variables of the live-session verbs (monitor, channel). A
+// worker run already has CROSSCHAT_TOKEN and CROSSCHAT_MCP_URL.
+const (
+	envAgentToken = "CROSSCHAT_TOKEN"
+	envRelayURL   = "CROSSCHAT_URL"
+	envMCPURL     = "CROSSCHAT_MCP_URL"
+)
+
+// Monitor line prefixes: crosschat's wake contract.
+const (
+	MonitorTaskPrefix   = "CROSSCHAT_TASK "
+	MonitorUpdatePrefix = "CROSSCHAT_UPDATE "
+)
+
+// maxMonitorMessage bounds the message in one monitor line (runes).
+const maxMonitorMessage = 2000
+
+// liveFlags are the flags monitor and channel share: which relay, which
+// agent, where to resume.
+type liveFlags struct {
+	token string
+	url   string
+	agent string
+	after int64
+	state string
+}
+
+func (c *command) liveFlags() *liveFlags {
+	f := &liveFlags{after: -1}
+	c.fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
+	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
+	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
+	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
+	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
+	return f
+}
+
+// stream builds the push stream client from the flags, the environment and
+// the location flags.
+func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStream, error) {
+	token := strings.TrimSpace(f.token)
+	if token == "" {
+		token = strings.TrimSpace(env(envAgentToken))
+	}
+	if token == "" && f.agent != "" {
+		tok, err := c.cfg.AdminToken(false)
+		if err != nil {
+			return nil, err
+		}
+		token = tok
+	}
+	if token == "" {
+		return nil, fmt.Errorf("%w: give the agent's token with --token or %s", errUsage, envAgentToken)
+	}
+	base := strings.TrimSpace(f.url)
+	if base == "" {
+		base = strings.TrimSpace(env(envRelayURL))
+	}
+	if base == "" {
+		base = strings.TrimSpace(env(envMCPURL))
+	}
+	if base == "" {
+		cfg := c.cfg
+		if cfg.Host == "0.0.0.0" || cfg.Host == "::" {
+			cfg.Host = "127.0.0.1"
+		}
+		base = "http://" + cfg.Addr()
+	}
+	after := f.after
+	if after < 0 && f.state != "" {
+		saved, err := readCursor(f.state)
+		if err != nil {
+			return nil, err
+		}
+		after = saved
+	}
+	return &client.PushStream{BaseURL: base, Token: token, Agent: f.agent, After: after}, nil
+}
+
+// readCursor reads a state file; a missing file is "no cursor" (-1).
+func readCursor(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read --state: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--state %s: not a cursor: %q", path, strings.TrimSpace(string(b)))
+	}
+	return n, nil
+}
+
+// writeCursor replaces the state file atomically.
+func writeCursor(path string, n int64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cursor-*")
+	if err != nil {
+		return fmt.Errorf("write --state: %w", err)
+	}
+	_, werr := tmp.WriteString(strconv.FormatInt(n, 10) + "\n")
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write --state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write --state: %w", err)
+	}
+	return nil
+}
+
+// MonitorLine is the one stdout line monitor prints for a push event.
+func MonitorLine(e relay.PushEvent) string {
+	type task struct {
+		TaskID   string `json:"taskId"`
+		Title    string `json:"title"`
+		Sender   string `json:"sender"`
+		Priority int    `json:"priority,omitempty"`
+		Message  string `json:"message"`
+	}
+	type update struct {
+		TaskID  string `json:"taskId"`
+		Title   string `json:"title"`
+		Sender  string `json:"sender"`
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+	msg := shorten(e.Message, maxMonitorMessage)
+	if e.IsTask() {
+		b, _ := json.Marshal(task{e.TaskID, e.Title, e.From, e.Priority, msg})
+		return MonitorTaskPrefix + string(b)
+	}
+	b, _ := json.Marshal(update{e.TaskID, e.Title, e.From, e.Kind, msg})
+	return MonitorUpdatePrefix + string(b)
+}
+
+// shorten cuts s to at most n runes, marking the cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// monitorCmd prints one line per push event until stopped:
+// CROSSCHAT_TASK {json} or CROSSCHAT_UPDATE {json}. Nothing else goes to
+// stdout; diagnostics go to stderr.
+func monitorCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("monitor", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	f := c.liveFlags()
+	c.fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: crosschat-relay monitor --token cca_… [--url URL] [--state FILE]
+
+Follows the agent's push stream and prints exactly one line per event:
+  CROSSCHAT_TASK {"taskId","title","sender","priority","message"}   a task queued for the agent
+  CROSSCHAT_UPDATE {"taskId","title","sender","kind","message"}     an update on a task it sent
+It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
+
+Flags:
+`)
+		c.fs.PrintDefaults()
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	ps, err := f.stream(c, os.Getenv)
+	if err != nil {
+		return err
+	}
+	ps.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "crosschat-relay monitor: "+format+"\n", a...) }
+	ps.OnMissed = func(cursor int64) {
+		fmt.Fprintf(stderr, "crosschat-relay monitor: the relay trimmed events after %d; some may be missing (call read_updates)\n", cursor)
+	}
+	ps.OnEvent = func(e relay.PushEvent) error {
+		if _, err := io.WriteString(stdout, MonitorLine(e)+"\n"); err != nil {
+			return fmt.Errorf("write stdout: %w", err)
+		}
+		if f.state != "" {
+			return writeCursor(f.state, e.Sequence)
+		}
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return ps.Run(ctx)
+}

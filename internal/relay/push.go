@@ -1,0 +1,60 @@
+package relay
+
+import "context"
+
+// Push event kinds. An update carries the journal event type instead
+// (task-claimed, task-completed, …).
+const (
+	// PushTask is a task queued for the stream's agent.
+	PushTask = "task"
+)
+
+// Push stream limits.
+const (
+	// DefaultPushBatch is how many push events one read returns at most.
+	DefaultPushBatch = 100
+	// DefaultMaxPushEvents is how many push events the relay keeps; a
+	// stream whose cursor is older is told it may have missed some.
+	DefaultMaxPushEvents = 20000
+)
+
+// PushEvent is one entry of an agent's push stream: a task queued for the
+// agent (Kind "task") or an update addressed to it (Kind is the journal
+// event type). Sequences increase across all agents and never repeat.
+type PushEvent struct {
+	Sequence int64  `json:"sequence"`
+	Agent    string `json:"agent"`
+	Kind     string `json:"kind"`
+	TaskID   string `json:"taskId"`
+	Title    string `json:"title"`
+	// From is the task's sender for a task, the other party for an update.
+	From string `json:"from"`
+	// Priority is the task's priority (1..3), 0 when unknown.
+	Priority int `json:"priority,omitempty"`
+	// Message is the task's instructions (possibly shortened) or the
+	// update's summary.
+	Message   string `json:"message"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// IsTask reports whether the event is a task queued for the agent.
+func (e PushEvent) IsTask() bool { return e.Kind == PushTask }
+
+// PushBatch is the result of one push read.
+type PushBatch struct {
+	Events []PushEvent `json:"events"`
+	// Cursor is the sequence to resume after.
+	Cursor int64 `json:"cursor"`
+	// MayHaveMissed is set when events after the given cursor were already trimmed.
+	MayHaveMissed bool `json:"mayHaveMissed,omitempty"`
+}
+
+// PushSource reads agents' push streams; internal/store implements it.
+type PushSource interface {
+	// PushCursor is the newest push sequence: a stream that starts "now"
+	// resumes after it.
+	PushCursor(ctx context.Context) (int64, error)
+	// PushEvents returns the agent's push events after the cursor, oldest
+	// first, at most limit (clamped to 1..DefaultPushBatch).
+	PushEvents(ctx context.Context, slug string, after int64, limit int) (PushBatch, error)
+}

@@ -1,0 +1,233 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Push stream parameters.
+const (
+	// PushPath is the push stream's route.
+	PushPath = "/api/push"
+	// DefaultPushHeartbeat spaces the heartbeat comments; proxies commonly
+	// close connections idle for 60 s.
+	DefaultPushHeartbeat = 20 * time.Second
+	// pushHubBuffer is the hub's change subscription buffer.
+	pushHubBuffer = 4096
+)
+
+// SSE event names of the push stream.
+const (
+	PushEventReady  = "ready"  // data {"agent","cursor"}: the stream is open
+	PushEventTask   = "task"   // data relay.PushEvent: a task queued for the agent
+	PushEventUpdate = "update" // data relay.PushEvent: an update addressed to it
+	PushEventMissed = "missed" // data {"cursor"}: events after the cursor were trimmed
+)
+
+// pushHub wakes push streams in process when a change for their agent
+// commits. One broker subscription serves every stream, so a stream costs a
+// goroutine, its connection and a timer, not a subscription buffer.
+type pushHub struct {
+	subscribe func(buffer int) (<-chan relay.Change, func())
+	start     sync.Once
+	mu        sync.Mutex
+	chans     map[string]chan struct{}
+}
+
+// watch returns a channel closed at the next change for slug. Take it
+// before reading, so no change is missed.
+func (p *pushHub) watch(slug string) <-chan struct{} {
+	p.start.Do(func() {
+		ch, cancel := p.subscribe(pushHubBuffer)
+		go p.run(ch, cancel)
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.chans == nil {
+		p.chans = make(map[string]chan struct{})
+	}
+	c, ok := p.chans[slug]
+	if !ok {
+		c = make(chan struct{})
+		p.chans[slug] = c
+	}
+	return c
+}
+
+func (p *pushHub) wake(slug string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.chans[slug]; ok {
+		close(c)
+		delete(p.chans, slug)
+	}
+}
+
+func (p *pushHub) wakeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s, c := range p.chans {
+		close(c)
+		delete(p.chans, s)
+	}
+}
+
+// run routes changes to watchers. When the broker drops the subscription
+// (the hub fell behind) it subscribes again and wakes every stream, which
+// then re-reads from its cursor: a wake-up may be spurious, never lost.
+func (p *pushHub) run(ch <-chan relay.Change, cancel func()) {
+	for {
+		for c := range ch {
+			switch {
+			case c.Type == relay.ChangeTask && c.Task != nil:
+				p.wake(c.Task.RecipientSlug)
+			case c.Type == relay.ChangeEvent && c.Event != nil:
+				p.wake(c.Event.RecipientSlug)
+			}
+		}
+		cancel()
+		ch, cancel = p.subscribe(pushHubBuffer)
+		p.wakeAll()
+	}
+}
+
+// servePush streams an agent's push events as server-sent events: each
+// task queued for it and each journal update addressed to it, in order,
+// starting after the cursor given as ?after=N or Last-Event-ID (without
+// one, after the newest event: only what arrives from now on). Every event
+// carries its sequence as the SSE id, so a client resumes exactly where it
+// stopped, across reconnects and relay restarts. The admin token names the
+// agent with ?agent=slug; agent and run tokens stream their own agent.
+func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		methodNotAllowed(w, "GET")
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	if h.push == nil {
+		writeError(w, http.StatusNotFound, "not_found", "This relay has no push stream.")
+		return
+	}
+	p, err := h.authenticate(r)
+	if err != nil {
+		if relay.ErrorCode(err) == relay.EUnauthorized {
+			hdr.Set("WWW-Authenticate", `Bearer realm="crosschat-relay"`)
+			writeJSON(w, http.StatusUnauthorized, unauthorizedMCP)
+			return
+		}
+		h.writeDomainError(w, r, "push auth", err)
+		return
+	}
+	slug, err := p.ActingSlug("agent", r.URL.Query().Get("agent"))
+	if err != nil {
+		h.writeDomainError(w, r, "push", err)
+		return
+	}
+	if p.Kind == relay.PrincipalAdmin {
+		if _, err := h.svc.GetAgent(r.Context(), slug); err != nil {
+			h.writeDomainError(w, r, "push", err)
+			return
+		}
+	}
+	after, err := pushCursor(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, err.Error())
+		return
+	}
+	if after < 0 {
+		if after, err = h.push.PushCursor(r.Context()); err != nil {
+			h.writeDomainError(w, r, "push cursor", err)
+			return
+		}
+	}
+
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.log.Warn("web: push stream: clear write deadline", "err", err)
+	}
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(format string, args ...any) bool {
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
+	if !send("retry: 2000\nevent: %s\ndata: %s\n\n", PushEventReady, ready) {
+		return
+	}
+	beat := time.NewTicker(h.pushBeat)
+	defer beat.Stop()
+	for {
+		woken := h.pushHub.watch(slug)
+		batch, err := h.push.PushEvents(r.Context(), slug, after, relay.DefaultPushBatch)
+		if err != nil {
+			if r.Context().Err() == nil {
+				h.log.Error("web: push stream: read", "agent", slug, "err", err)
+			}
+			return
+		}
+		if batch.MayHaveMissed {
+			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", PushEventMissed, after) {
+				return
+			}
+		}
+		for _, e := range batch.Events {
+			name := PushEventUpdate
+			if e.IsTask() {
+				name = PushEventTask
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				h.log.Error("web: push stream: encode", "err", err)
+				return
+			}
+			if !send("id: %d\nevent: %s\ndata: %s\n\n", e.Sequence, name, b) {
+				return
+			}
+		}
+		after = batch.Cursor
+		if len(batch.Events) == relay.DefaultPushBatch {
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-woken:
+		case <-beat.C:
+			// The heartbeat keeps proxies from closing the stream; the
+			// read that follows is a safety net behind the wake-ups.
+			if !send(": heartbeat\n\n") {
+				return
+			}
+		}
+	}
+}
+
+// pushCursor reads ?after= or Last-Event-ID; -1 means neither was given.
+func pushCursor(r *http.Request) (int64, error) {
+	raw := strings.TrimSpace(r.URL.Query().Get("after"))
+	if raw == "" {
+		raw = strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	}
+	if raw == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("after: must be a non-negative sequence number, not %q.", raw)
+	}
+	return n, nil
+}

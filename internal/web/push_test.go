@@ -1,0 +1,224 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
+)
+
+// pushEnv is a relay handler with the push stream on a loopback server.
+func pushEnv(t *testing.T) (*httptest.Server, relay.Service) {
+	t.Helper()
+	db := openStore(t, nil)
+	h, err := web.NewHandler(web.Config{
+		Service:       db,
+		AdminToken:    adminToken,
+		MCP:           echoPrincipal(),
+		Push:          db,
+		PushHeartbeat: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, db
+}
+
+func TestPushRefusals(t *testing.T) {
+	srv, db := pushEnv(t)
+	tok := createAgent(t, db, "alice")
+	for _, tc := range []struct {
+		name, method, query, token string
+		status                     int
+		code                       string
+	}{
+		{"no token", "GET", "", "", http.StatusUnauthorized, relay.EUnauthorized},
+		{"unknown token", "GET", "", "cca_nope", http.StatusUnauthorized, relay.EUnauthorized},
+		{"post", "POST", "", tok, http.StatusMethodNotAllowed, ""},
+		{"bad cursor", "GET", "?after=-3", tok, http.StatusBadRequest, relay.EInvalidRequest},
+		{"other agent", "GET", "?agent=bob", tok, http.StatusForbidden, relay.EIdentityMismatch},
+		{"admin without agent", "GET", "", adminToken, http.StatusBadRequest, relay.ESlugRequired},
+		{"admin, unknown agent", "GET", "?agent=nobody", adminToken, http.StatusNotFound, relay.EUnknownAgent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+web.PushPath+tc.query, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Error string `json:"error"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			if resp.StatusCode != tc.status || (tc.code != "" && body.Error != tc.code) {
+				t.Fatalf("status %d code %q, want %d %q", resp.StatusCode, body.Error, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct{ id, name, data string }
+
+// openPush opens a stream and returns a channel of its events; a heartbeat
+// comes as an event named "heartbeat".
+func openPush(t *testing.T, ctx context.Context, url, token string, header map[string]string) <-chan sseEvent {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("push stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan sseEvent, 100)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var e sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if e.name != "" {
+					out <- e
+				}
+				e = sseEvent{}
+			case strings.HasPrefix(line, ": heartbeat"):
+				out <- sseEvent{name: "heartbeat"}
+			case strings.HasPrefix(line, "id: "):
+				e.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				e.name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				e.data = line[6:]
+			}
+		}
+	}()
+	return out
+}
+
+// next returns the next event that is not a heartbeat, or fails after 10 s.
+func next(t *testing.T, events <-chan sseEvent) sseEvent {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("push stream ended")
+			}
+			if e.name == "heartbeat" {
+				continue
+			}
+			return e
+		case <-timeout:
+			t.Fatal("no push event within 10 s")
+		}
+	}
+}
+
+func TestPushStreamOrderAndResume(t *testing.T) {
+	srv, db := pushEnv(t)
+	aliceTok := createAgent(t, db, "alice")
+	createAgent(t, db, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	post := func(title string) relay.Task {
+		t.Helper()
+		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: title, Instructions: "Do " + title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+
+	// Without a cursor: only what arrives from now on.
+	post("before")
+	live := openPush(t, ctx, srv.URL+web.PushPath, aliceTok, nil)
+	ready := next(t, live)
+	if ready.name != web.PushEventReady {
+		t.Fatalf("first event %+v, want ready", ready)
+	}
+	var r struct {
+		Agent  string `json:"agent"`
+		Cursor int64  `json:"cursor"`
+	}
+	if err := json.Unmarshal([]byte(ready.data), &r); err != nil || r.Agent != "alice" || r.Cursor < 1 {
+		t.Fatalf("ready %s: %v", ready.data, err)
+	}
+	t1 := post("one")
+	t2 := post("two")
+	// An update for alice: bob cancels the task he sent her.
+	if _, err := db.CancelTask(ctx, "bob", t1.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, want := range []struct{ name, kind, id string }{
+		{web.PushEventTask, relay.PushTask, t1.ID},
+		{web.PushEventTask, relay.PushTask, t2.ID},
+		{web.PushEventUpdate, relay.EventTaskCancelled, t1.ID},
+	} {
+		e := next(t, live)
+		var pe relay.PushEvent
+		if err := json.Unmarshal([]byte(e.data), &pe); err != nil {
+			t.Fatal(err)
+		}
+		if e.name != want.name || pe.Kind != want.kind || pe.TaskID != want.id || e.id != strconv.FormatInt(pe.Sequence, 10) || pe.From != "bob" || pe.Agent != "alice" {
+			t.Fatalf("event %+v %+v, want %+v", e, pe, want)
+		}
+		seqs = append(seqs, pe.Sequence)
+	}
+	if !(seqs[0] < seqs[1] && seqs[1] < seqs[2]) {
+		t.Fatalf("sequences %v not increasing", seqs)
+	}
+	// Idle: heartbeats arrive.
+	select {
+	case e := <-live:
+		if e.name != "heartbeat" {
+			t.Fatalf("idle stream sent %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat")
+	}
+
+	// Resume after the first event, by query and by Last-Event-ID: the rest, once.
+	for _, how := range []struct {
+		url    string
+		header map[string]string
+	}{
+		{srv.URL + web.PushPath + "?after=" + strconv.FormatInt(seqs[0], 10), nil},
+		{srv.URL + web.PushPath, map[string]string{"Last-Event-ID": strconv.FormatInt(seqs[0], 10)}},
+	} {
+		events := openPush(t, ctx, how.url, aliceTok, how.header)
+		if e := next(t, events); e.name != web.PushEventReady {
+			t.Fatalf("first %+v", e)
+		}
+		for _, want := range seqs[1:] {
+			e := next(t, events)
+			if e.id != strconv.FormatInt(want, 10) {
+				t.Fatalf("resumed event %+v, want id %d", e, want)
+			}
+		}
+	}
+}
