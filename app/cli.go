@@ -38,6 +38,14 @@ Usage:
   crosschat-relay open                       open the dashboard in a browser
   crosschat-relay autostart enable|disable|status
                                              start the app (hidden) when you log in
+  crosschat-relay status                     is the relay running: pid, version, uptime, address, counts
+                                             (exit code 0 running, 3 not running)
+  crosschat-relay logs [-f] [-n N]           the log file in the data folder (-f follows it)
+  crosschat-relay service install|uninstall|status [--system] [--write-only]
+                                             run "serve" as a service: systemd unit (Linux),
+                                             launchd agent (macOS), scheduled task (Windows)
+  crosschat-relay import-upstream [--from PATH]
+                                             import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
   crosschat-relay version
@@ -120,6 +128,10 @@ func Command(args []string, version string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, new(exitCode)):
+		var ec exitCode
+		errors.As(err, &ec)
+		return int(ec)
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(stderr, "crosschat-relay:", err)
 		fmt.Fprint(stderr, "\n"+Usage)
@@ -158,6 +170,14 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return harnessesCmd(args[1:], stdout, stderr)
 	case args[0] == "quit":
 		return quitCmd(args[1:], stdout, stderr)
+	case args[0] == "status":
+		return statusCmd(args[1:], stdout, stderr)
+	case args[0] == "logs":
+		return logsCmd(args[1:], stdout, stderr)
+	case args[0] == "service":
+		return serviceCmd(args[1:], stdout, stderr)
+	case args[0] == "import-upstream":
+		return importCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":
 		return benchCmd(args[1:], version, stdout, stderr)
 	case args[0] == "monitor":

@@ -119,7 +119,7 @@ func (d *desktopApp) quit() {
 
 func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	d.rt = wailsRuntime{ctx}
-	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services})
+	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services, Mode: "app"})
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) && d.showRunning() {
 			// Nothing of ours is open yet, and GTK cannot quit before its

@@ -52,6 +52,8 @@ type StartOptions struct {
 	Services *Services
 	// WorkerMinute is the length of a worker time-limit minute; tests shrink it.
 	WorkerMinute time.Duration
+	// Mode is "app" or "serve", as `status` reports it; default "serve".
+	Mode string
 }
 
 // Start opens the database, listens on cfg's address and serves. It
@@ -131,6 +133,11 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	r.wg.Add(1)
 	go r.sweep(bg)
 	if err := r.startWorkers(bg, opts); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, r.Shutdown(sctx))
+	}
+	if err := writeRunFile(cfg.DataDir, newRunInfo(r, opts)); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		return nil, errors.Join(err, r.Shutdown(sctx))
@@ -216,7 +223,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	r.cancelBg()
 	r.wg.Wait()
 	errDB := r.db.Close()
-	return errors.Join(errHTTP, errWorkers, errDB)
+	return errors.Join(errHTTP, errWorkers, errDB, removeRunFile(r.cfg.DataDir))
 }
 
 // Config is the configuration the relay runs with (the actual port when 0 was asked).

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -51,21 +52,28 @@ func parseServe(name string, args []string, stderr io.Writer) (config.Config, er
 }
 
 // openLog returns a logger writing to stderr and, when path is set, to the
-// log file (rotated to <path>.1 when over 5 MB at start-up).
+// log file (rotated to <path>.1 whenever it would pass 5 MB).
 func openLog(path string, stderr io.Writer) (*slog.Logger, io.Closer, error) {
 	if path == "" {
 		return slog.New(slog.NewTextHandler(stderr, nil)), io.NopCloser(nil), nil
 	}
-	if st, err := os.Stat(path); err == nil && st.Size() > maxLogSize {
-		if err := os.Rename(path, path+".1"); err != nil {
-			return nil, nil, fmt.Errorf("rotate log file: %w", err)
-		}
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := openRotating(path, maxLogSize)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open log file: %w", err)
+		return nil, nil, err
 	}
 	return slog.New(slog.NewTextHandler(io.MultiWriter(stderr, f), nil)), f, nil
+}
+
+// logPath is the log file of cfg: --log-file, or crosschat-relay.log in
+// the data folder; "none" writes no file.
+func logPath(cfg config.Config) string {
+	switch cfg.LogFile {
+	case "none":
+		return ""
+	case "":
+		return filepath.Join(cfg.DataDir, LogFileName)
+	}
+	return cfg.LogFile
 }
 
 // prepare parses the flags of the serve or desktop command and opens the
@@ -81,7 +89,11 @@ func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, l
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 2
 	}
-	log, closer, err = openLog(cfg.LogFile, stderr)
+	if err := cfg.EnsureDataDir(); err != nil {
+		fmt.Fprintln(stderr, prefix, err)
+		return cfg, nil, nil, 1
+	}
+	log, closer, err = openLog(logPath(cfg), stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 1
@@ -107,6 +119,7 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 	defer quit()
 	r.Services.System.setQuit(quit)
 	printBanner(stdout, r.Config(), version)
+	log.Info("relay started", "version", version, "dashboard", r.Config().BaseURL(), "data", cfg.DataDir, "pid", os.Getpid())
 	code = 0
 	select {
 	case <-ctx.Done():

@@ -163,7 +163,7 @@ func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *fla
 	c.AllowedOrigins = splitList(envOr(env, EnvAllowedOrigins, ""))
 	fs.StringVar(&c.OperatorSlug, "operator-slug", envOr(env, EnvOperatorSlug, DefaultOperatorSlug), "slug of the human operator (env "+EnvOperatorSlug+")")
 	fs.Float64Var(&c.TaskRetentionDays, "task-retention-days", c.envFloat(env, EnvRetentionDays, DefaultRetentionDays), "days to keep completed and cancelled tasks; fractions allowed (env "+EnvRetentionDays+")")
-	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr (env "+EnvLogFile+")")
+	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr; default crosschat-relay.log in the data folder, \"none\" for no file (env "+EnvLogFile+")")
 	fs.BoolVar(&c.Hidden, "hidden", false, "start the desktop app without showing its window")
 	return fs
 }

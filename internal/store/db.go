@@ -178,25 +178,22 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// refuseNewer reads the schema version of an existing file through a
-// read-only connection, so a newer database is never touched (not even
-// switched to WAL).
+// refuseNewer reads the schema version and shape of an existing file
+// through a read-only connection, so a newer database, or one written by
+// the upstream relay (UpstreamError), is never touched (not even switched
+// to WAL).
 func refuseNewer(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	ro, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	v, upstream, err := inspect(ctx, path)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	v, err := userVersion(ctx, ro)
-	if cerr := ro.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+	if upstream {
+		return &UpstreamError{Path: path, SchemaVersion: v}
 	}
 	if v > SchemaVersion {
 		return newerSchemaError(path, v)

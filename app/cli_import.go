@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// importCmd is `import-upstream [--from PATH]`: the upstream relay's
+// relay.db (by default the one in the data folder) becomes this relay's.
+func importCmd(args []string, stdout, stderr io.Writer) error {
+	c, err := newCommand("import-upstream", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var from string
+	c.fs.StringVar(&from, "from", "", "the upstream relay.db; default relay.db in the data folder")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	st, err := relayStatus(c)
+	if err != nil {
+		return err
+	}
+	if st.Running {
+		return errRelayRunning
+	}
+	if from == "" {
+		from = c.cfg.DatabasePath()
+	}
+	res, err := importUpstream(from, c.cfg.DatabasePath(), c.cfg.OperatorSlug)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(res)
+	}
+	printImport(stdout, res)
+	return nil
+}
+
+// importUpstream imports with the harnesses this build knows.
+func importUpstream(from, to, operator string) (store.ImportResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if operator == "" {
+		operator = store.DefaultOperatorSlug
+	}
+	return store.ImportUpstream(ctx, from, to, store.ImportOptions{
+		Store: store.Options{OperatorSlug: operator},
+		KnownHarness: func(id string) bool {
+			if id == relay.HarnessCustom {
+				return true
+			}
+			_, ok := harness.Lookup(id)
+			return ok
+		},
+	})
+}
+
+func printImport(w io.Writer, res store.ImportResult) {
+	if res.AlreadyImported {
+		fmt.Fprintf(w, "Already imported from %s; nothing changed.\n", res.Kept)
+		return
+	}
+	fmt.Fprintf(w, "Imported the upstream Crosschat Relay's database (schema %d).\n", res.UpstreamVersion)
+	var parts []string
+	for _, t := range []string{"agents", "tasks", "reports", "events", "invites", "workers", "task_activity"} {
+		parts = append(parts, fmt.Sprintf("%d %s", res.Counts[t], strings.ReplaceAll(t, "_", " ")))
+	}
+	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", res.Kept, res.Backup)
+	for _, s := range res.SkippedWorkers {
+		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", s)
+	}
+	fmt.Fprintln(w, "Agents keep their tokens. Start the relay as usual.")
+}

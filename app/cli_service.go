@@ -1,0 +1,91 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/desktop"
+)
+
+// serviceCmd is `service install|uninstall|status`: the headless relay
+// (`serve`, with this command's --host, --port and --data-dir) run by the
+// system's service manager, restarted when it fails.
+func serviceCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("%w: service needs install, uninstall or status", errUsage)
+	}
+	action := args[0]
+	c, err := newCommand("service "+action, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var system, writeOnly bool
+	var account string
+	c.fs.BoolVar(&system, "system", false, "a system-wide service (systemd system unit, launchd daemon, task at boot) instead of the user's")
+	c.fs.StringVar(&account, "user", "", "the account a --system unit runs as (Linux); default $SUDO_USER or the current user")
+	c.fs.BoolVar(&writeOnly, "write-only", false, "only write or remove the service file; do not call systemctl/launchctl/schtasks")
+	if err := c.parse(args[1:]); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("service: find this program: %w", err)
+	}
+	svc := desktop.Service{
+		Exec:   []string{exe, "serve", "--host", c.cfg.Host, "--port", strconv.Itoa(c.cfg.Port), "--data-dir", c.cfg.DataDir},
+		System: system,
+		User:   account,
+	}
+	if system && svc.User == "" {
+		svc.User = os.Getenv("SUDO_USER")
+		if svc.User == "" {
+			if u, err := user.Current(); err == nil {
+				svc.User = u.Username
+			}
+		}
+	}
+	var ran []string
+	switch action {
+	case "install":
+		ran, err = svc.Install(writeOnly)
+	case "uninstall":
+		ran, err = svc.Uninstall(writeOnly)
+	case "status":
+	default:
+		return fmt.Errorf("%w: service needs install, uninstall or status, not %q", errUsage, action)
+	}
+	if err != nil {
+		return err
+	}
+	installed, err := svc.Installed()
+	if err != nil {
+		return err
+	}
+	state := ""
+	if installed && !writeOnly {
+		state = svc.ManagerState()
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"installed": installed, "path": svc.Path(), "state": state, "ran": ran, "command": svc.Exec})
+	}
+	for _, r := range ran {
+		fmt.Fprintln(stdout, "ran:", r)
+	}
+	where := svc.Path()
+	if where == "" {
+		where = "the task scheduler"
+	}
+	if installed {
+		fmt.Fprintf(stdout, "The relay service is installed (%s).\n", where)
+		if state != "" {
+			fmt.Fprintf(stdout, "State: %s\n", state)
+		}
+	} else {
+		fmt.Fprintf(stdout, "The relay service is not installed (%s).\n", where)
+	}
+	return nil
+}
