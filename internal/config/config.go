@@ -26,7 +26,10 @@ const (
 	DefaultRetentionDays = 30
 	DefaultOperatorSlug  = "operator"
 	TokenFile            = "api-token"
-	DatabaseFile         = "relay.db"
+	// MinRemoteTokenLen is the shortest admin token accepted from the
+	// environment when the relay listens beyond loopback.
+	MinRemoteTokenLen = 32
+	DatabaseFile      = "relay.db"
 )
 
 // Config is everything `serve` and the desktop app need to start the relay.
@@ -193,6 +196,9 @@ func (c *Config) Finish() error {
 	}
 	if !IsLoopback(c.Host) && len(c.AllowedHosts) == 0 {
 		return fmt.Errorf("--host %s is not a loopback address: name the host names clients will use with --allowed-hosts (or %s)", c.Host, EnvAllowedHosts)
+	}
+	if !IsLoopback(c.Host) && c.APIToken != "" && len(c.APIToken) < MinRemoteTokenLen {
+		return fmt.Errorf("%s is %d characters: a relay listening beyond loopback (--host %s) needs an admin token of at least %d random characters (or unset it to use the generated one)", EnvAPIToken, len(c.APIToken), c.Host, MinRemoteTokenLen)
 	}
 	if len(c.AllowedOrigins) == 0 {
 		c.AllowedOrigins = append([]string(nil), c.AllowedHosts...)

@@ -200,6 +200,35 @@ func (db *DB) Enroll(ctx context.Context, in relay.EnrollInput) (relay.Enrollmen
 	if err != nil {
 		return relay.Enrollment{}, err
 	}
+	// Refuse unknown, spent and expired invites on the reader pool, so a
+	// flood of bad enrollments never queues for the single writer. The
+	// write below checks again: the invite may change in between.
+	err = db.read(ctx, "enroll check", func(q *sql.Tx) error {
+		var (
+			expires string
+			maxUses sql.NullInt64
+			uses    int
+			revoked bool
+		)
+		err := q.QueryRowContext(ctx, `SELECT expires_at, max_uses, uses, revoked FROM invites WHERE code_hash = ?`,
+			relay.HashToken(in.Invite)).Scan(&expires, &maxUses, &uses, &revoked)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return invalidInvite("This invite code is not valid.")
+		case err != nil:
+			return fmt.Errorf("find invite: %w", err)
+		case revoked:
+			return invalidInvite("This invite was revoked.")
+		case expires <= relay.FormatTime(db.now().UTC()):
+			return invalidInvite("This invite has expired.")
+		case maxUses.Valid && int64(uses) >= maxUses.Int64:
+			return invalidInvite("This invite has already been used.")
+		}
+		return nil
+	})
+	if err != nil {
+		return relay.Enrollment{}, err
+	}
 	var out relay.Enrollment
 	err = db.write(ctx, "enroll", func(t *tx) error {
 		var (

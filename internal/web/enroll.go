@@ -19,6 +19,9 @@ type enrollResponse struct {
 // serveEnroll lets an agent enroll itself with an invite code. It is public:
 // the invite code is the credential.
 func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
+	if !h.attempts.allow(w, r) {
+		return
+	}
 	var in relay.EnrollInput
 	if !h.decodeBody(w, r, &in) {
 		return
@@ -33,6 +36,7 @@ func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
 		h.writeDomainError(w, r, "enroll", err)
 		return
 	}
+	h.attempts.refund(clientAddr(r))
 	scheme := "http"
 	if isSecure(r) {
 		scheme = "https"

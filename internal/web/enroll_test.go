@@ -90,7 +90,7 @@ func TestEnroll(t *testing.T) {
 // using the invite up, and bad bodies 400 or 413.
 func TestEnrollRefused(t *testing.T) {
 	clock := newClock()
-	e := newEnv(t, envOptions{maxBody: 4096, clock: clock})
+	e := newEnv(t, envOptions{maxBody: 4096, clock: clock, rateLimit: noRateLimit})
 	ctx := context.Background()
 
 	revoked, revokedCode := createInvite(t, e.svc, relay.InviteInput{ExpiresInHours: 1})

@@ -18,7 +18,7 @@ const inviteMarker = "$INVITE"
 // anything but 201 or a JSON error with a code.
 func FuzzEnroll(f *testing.F) {
 	db := openStore(f, nil)
-	h := newHandler(f, db, envOptions{maxBody: 8 << 10})
+	h := newHandler(f, db, envOptions{maxBody: 8 << 10, rateLimit: noRateLimit})
 	_, code := createInvite(f, db, relay.InviteInput{ExpiresInHours: 24})
 	for _, seed := range []string{
 		enrollBody(inviteMarker, "fuzz-seed"),

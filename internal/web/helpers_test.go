@@ -50,6 +50,10 @@ type envOptions struct {
 	logs *syncBuffer
 	// clock, when set, is the store's and the handler's clock.
 	clock *testClock
+	// rateLimit overrides Config.RateLimit.
+	rateLimit *web.RateLimit
+	// mcp replaces the stand-in MCP handler.
+	mcp http.Handler
 }
 
 // testClock is a clock the test moves by hand.
@@ -126,17 +130,22 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 	if o.clock != nil {
 		now = o.clock.Now
 	}
+	mcpHandler := o.mcp
+	if mcpHandler == nil {
+		mcpHandler = echoPrincipal()
+	}
 	h, err := web.NewHandler(web.Config{
 		Logger:       logger,
 		Now:          now,
 		Service:      svc,
 		AdminToken:   adminToken,
-		MCP:          echoPrincipal(),
+		MCP:          mcpHandler,
 		Services:     map[string]any{"Tests": &testService{svc: svc}},
 		LocalOnly:    o.localOnly,
 		Assets:       o.assets,
 		Version:      "1.2.3-test",
 		MaxBodyBytes: o.maxBody,
+		RateLimit:    o.rateLimit,
 	})
 	if err != nil {
 		tb.Fatalf("NewHandler: %v", err)
@@ -357,3 +366,7 @@ func enrollBody(code, slug string) string {
 	})
 	return string(b)
 }
+
+// noRateLimit turns the sign-in and enroll rate limit off, for tests that
+// make many refused attempts on purpose.
+var noRateLimit = &web.RateLimit{Burst: -1}

@@ -1,7 +1,11 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -73,6 +77,21 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		h.writeDomainError(w, r, "mcp auth", err)
 		return
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		body, err := h.readBody(w, r)
+		if err != nil {
+			if errors.Is(err, errTooLarge) {
+				writeJSONRPCErrorStatus(w, http.StatusRequestEntityTooLarge, -32600,
+					fmt.Sprintf("Request body too large: the limit is %d bytes.", h.maxBody))
+				return
+			}
+			writeJSONRPCErrorStatus(w, http.StatusBadRequest, -32700, "The request body could not be read.")
+			return
+		}
+		// The MCP library reads the whole body; it gets the bounded copy.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
 	h.mcp.ServeHTTP(w, r.WithContext(relay.WithPrincipal(r.Context(), p)))
 }
 
@@ -97,6 +116,12 @@ func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 // writeJSONRPCError writes the 403 JSON-RPC error the MCP SDK uses for
 // failed Host and Origin checks.
 func writeJSONRPCError(w http.ResponseWriter, message string) {
+	writeJSONRPCErrorStatus(w, http.StatusForbidden, -32000, message)
+}
+
+// writeJSONRPCErrorStatus writes a JSON-RPC error object (id null) with an
+// HTTP status.
+func writeJSONRPCErrorStatus(w http.ResponseWriter, status, code int, message string) {
 	type rpcErr struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -105,6 +130,6 @@ func writeJSONRPCError(w http.ResponseWriter, message string) {
 		JSONRPC string          `json:"jsonrpc"`
 		Error   rpcErr          `json:"error"`
 		ID      json.RawMessage `json:"id"`
-	}{"2.0", rpcErr{-32000, message}, json.RawMessage("null")})
-	writeRawJSON(w, http.StatusForbidden, b)
+	}{"2.0", rpcErr{code, message}, json.RawMessage("null")})
+	writeRawJSON(w, status, b)
 }

@@ -111,6 +111,9 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request) {
 
 // signIn checks {token} against the admin token and sets the session cookie.
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
+	if !h.attempts.allow(w, r) {
+		return
+	}
 	var in struct {
 		Token string `json:"token"`
 	}
@@ -126,6 +129,7 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_token", "That is not the admin token.")
 		return
 	}
+	h.attempts.refund(clientAddr(r))
 	expires := h.now().Add(sessionMaxAge).UnixMilli()
 	http.SetCookie(w, &http.Cookie{
 		Name:     sessionCookie,

@@ -63,6 +63,9 @@ type Config struct {
 	Push relay.PushSource
 	// PushHeartbeat spaces the push stream's heartbeats; 0 means DefaultPushHeartbeat.
 	PushHeartbeat time.Duration
+	// RateLimit bounds sign-in and enroll attempts per client address; nil
+	// means DefaultRateLimit.
+	RateLimit *RateLimit
 }
 
 // handler is the http.Handler built by NewHandler.
@@ -82,6 +85,7 @@ type handler struct {
 	push           relay.PushSource
 	pushBeat       time.Duration
 	pushHub        *pushHub
+	attempts       *limiter
 }
 
 // NewHandler validates cfg and returns the relay's HTTP handler.
@@ -139,6 +143,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	rl := DefaultRateLimit
+	if cfg.RateLimit != nil {
+		rl = *cfg.RateLimit
+	}
+	h.attempts = newLimiter(rl, h.now)
 	if h.localOnly == nil {
 		h.localOnly = func(string, string) bool { return false }
 	}
