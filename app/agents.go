@@ -1,6 +1,10 @@
 package app
 
-import "github.com/crosschat/crosschat-relay/internal/relay"
+import (
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
 
 // Agents manages agents and their tokens for the operator.
 type Agents struct{ c *core }
@@ -76,13 +80,26 @@ func (a *Agents) RevokeToken(slug string) (relay.Agent, error) {
 	return svc.GetAgent(ctx, slug)
 }
 
-// Delete removes an agent that has no open tasks.
+// Delete removes an agent that has no open tasks. Its worker stops and is
+// removed at once, and every worker that took tasks from it no longer does
+// (so whoever enrolls under the slug next inherits neither).
 func (a *Agents) Delete(slug string) error {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return err
 	}
-	return svc.DeleteAgent(ctx, slug)
+	if slug, err = relay.NormalizeSlug("slug", slug); err != nil {
+		return err
+	}
+	if err := svc.DeleteAgent(ctx, slug); err != nil {
+		return err
+	}
+	if reload := a.c.agentDeletedHook(); reload != nil {
+		if err := reload(ctx, slug); err != nil {
+			return fmt.Errorf("agent %s deleted, but its workers did not reload: %w", slug, err)
+		}
+	}
+	return nil
 }
 
 func (a *Agents) reveal(agent relay.Agent, token string) TokenReveal {

@@ -19,6 +19,14 @@ type core struct {
 	version string
 	// onPause tells the workers about a pause or resume.
 	onPause func(bool)
+	// onAgentDeleted reloads the workers a deleted agent's removal changed.
+	onAgentDeleted func(ctx context.Context, slug string) error
+}
+
+func (c *core) agentDeletedHook() func(context.Context, string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.onAgentDeleted
 }
 
 func (c *core) pauseHook() func(bool) {

@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +49,19 @@ func (w *Workers) setManager(m *worker.Manager) {
 	w.mu.Unlock()
 	w.c.mu.Lock()
 	w.c.onPause = m.SetPaused
+	w.c.onAgentDeleted = func(ctx context.Context, slug string) error {
+		// The running loops' own configurations say which are stale: the
+		// agent's worker, and every worker that took tasks from it.
+		var errs []error
+		for _, st := range m.Statuses() {
+			if st.AgentSlug == slug || slices.Contains(st.AllowedSenders, slug) {
+				if err := m.Reload(ctx, st.AgentSlug); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
 	w.c.mu.Unlock()
 }
 

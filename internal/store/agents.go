@@ -313,8 +313,9 @@ func (db *DB) RevokeToken(ctx context.Context, slug string) error {
 	})
 }
 
-// DeleteAgent removes an agent that has no open task, with its run tokens.
-// Finished tasks and journal events stay.
+// DeleteAgent removes an agent that has no open task, with its run tokens
+// and its worker, and takes it off every worker's allowed senders in the
+// same transaction. Finished tasks and journal events stay.
 func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -335,6 +336,12 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 		if open > 0 {
 			return relay.Errorf(relay.EAgentHasOpenTasks, "“%s” still has %d open task(s); cancel or finish them first.", slug, open).
 				WithDetails(map[string]any{"openTasks": open})
+		}
+		// The agent's own worker goes with it (ON DELETE CASCADE); no
+		// worker may keep taking tasks from its slug, which someone could
+		// enroll under next.
+		if err := dropSender(t, slug); err != nil {
+			return err
 		}
 		if _, err := t.exec(`DELETE FROM agents WHERE slug = ?`, slug); err != nil {
 			return fmt.Errorf("delete agent row: %w", err)

@@ -68,7 +68,7 @@ func unknownWorker(slug string) error {
 
 // SaveWorker validates c and creates or replaces the worker of c.AgentSlug,
 // keeping the original created_at. The agent must exist and not be a
-// person. It publishes nothing: the worker manager publishes the status.
+// person, and every allowed sender must be an existing agent or person. It publishes nothing: the worker manager publishes the status.
 func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.WorkerConfig, error) {
 	c, err := c.Validate()
 	if err != nil {
@@ -87,6 +87,9 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 		if relay.AgentKind(kind) != relay.KindAgent {
 			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; only agents can have a worker.", c.AgentSlug).
 				WithDetails(map[string]any{"kind": kind})
+		}
+		if err := sendersExist(t, c.AllowedSenders); err != nil {
+			return err
 		}
 		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (agent_slug) DO UPDATE SET
@@ -341,4 +344,71 @@ func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, 
 		return relay.RunSession{}, false, fmt.Errorf("run session: %w", err)
 	}
 	return s, true, nil
+}
+
+// sendersExist fails with unknown_agent naming the first allowed sender
+// that is not an agent: a worker must never wait for tasks from a slug that
+// someone could later enroll under.
+func sendersExist(t *tx, senders []string) error {
+	for _, s := range senders {
+		var one int
+		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, s).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return relay.Errorf(relay.EUnknownAgent, "allowedSenders: “%s” is not an agent on this relay.", s).
+				WithDetails(map[string]any{"slug": s, "field": "allowedSenders"})
+		}
+		if err != nil {
+			return fmt.Errorf("find allowed sender: %w", err)
+		}
+	}
+	return nil
+}
+
+// dropSender removes slug from every worker's allowed senders, inside the
+// transaction that deletes the agent. A worker left with nobody to take
+// tasks from is turned off (an enabled worker must name a sender).
+func dropSender(t *tx, slug string) error {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT w.agent_slug, w.allowed_senders FROM workers AS w
+		WHERE EXISTS (SELECT 1 FROM json_each(w.allowed_senders) AS s WHERE s.value = ?)`, slug)
+	if err != nil {
+		return fmt.Errorf("find workers allowing %s: %w", slug, err)
+	}
+	type change struct {
+		worker  string
+		senders []string
+	}
+	var changes []change
+	for rows.Next() {
+		var worker, raw string
+		if err := rows.Scan(&worker, &raw); err != nil {
+			rows.Close()
+			return fmt.Errorf("find workers allowing %s: %w", slug, err)
+		}
+		var senders []string
+		if err := json.Unmarshal([]byte(raw), &senders); err != nil {
+			rows.Close()
+			return fmt.Errorf("worker %s allowed_senders: %w", worker, err)
+		}
+		keep := senders[:0]
+		for _, s := range senders {
+			if s != slug {
+				keep = append(keep, s)
+			}
+		}
+		changes = append(changes, change{worker, keep})
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return fmt.Errorf("find workers allowing %s: %w", slug, err)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("find workers allowing %s: %w", slug, err)
+	}
+	for _, c := range changes {
+		if _, err := t.exec(`UPDATE workers SET allowed_senders = ?, enabled = enabled AND ?, updated_at = ? WHERE agent_slug = ?`,
+			stringsJSON(c.senders), len(c.senders) > 0, t.ts, c.worker); err != nil {
+			return fmt.Errorf("drop sender %s from worker %s: %w", slug, c.worker, err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,97 @@
+package store_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// Ensure a worker cannot be told to take tasks from a slug nobody holds:
+// whoever enrolled under it later would make the worker run.
+func TestWorkerAllowingUnknownSenderIsRefused(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("builder")
+	c := workerConfig("builder")
+	c.AllowedSenders = []string{"operator", "not-yet-here"}
+	_, err := e.db.SaveWorker(e.ctx, c)
+	wantCode(t, err, relay.EUnknownAgent)
+	if n := count(t, e.path, "workers", "1"); n != 0 {
+		t.Fatalf("a refused save left %d worker rows", n)
+	}
+}
+
+// Ensure deleting a sender takes it off every worker's allowed list in the
+// same transaction, turns off a worker left with nobody, and removes the
+// agent's own worker.
+func TestDeletedSenderLeavesEveryAllowedList(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	for _, s := range []string{"boss", "builder", "tester", "lonely"} {
+		e.register(s)
+	}
+	both := workerConfig("builder")
+	both.AllowedSenders = []string{"boss", "operator"}
+	e.saveWorker(both)
+	only := workerConfig("lonely")
+	only.AllowedSenders = []string{"boss"}
+	e.saveWorker(only)
+	own := workerConfig("boss")
+	e.saveWorker(own)
+	e.saveWorker(workerConfig("tester"))
+
+	if err := e.db.DeleteAgent(e.ctx, "boss"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		slug    string
+		senders []string
+		enabled bool
+	}{
+		{"builder", []string{"operator"}, true},
+		{"lonely", []string{}, false},
+		{"tester", []string{"operator"}, true},
+	} {
+		w, err := e.db.Worker(e.ctx, tc.slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(w.AllowedSenders, tc.senders) || w.Enabled != tc.enabled {
+			t.Errorf("worker %s: senders %v enabled %v, want %v %v", tc.slug, w.AllowedSenders, w.Enabled, tc.senders, tc.enabled)
+		}
+	}
+	_, err := e.db.Worker(e.ctx, "boss")
+	wantCode(t, err, relay.EUnknownWorker)
+
+	// Someone enrolls under the freed slug: no worker takes its tasks.
+	e.register("boss")
+	e.post("boss", "builder", "Run this", 2)
+	task, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "builder", FromSenders: mustWorker(t, e, "builder").AllowedSenders, Via: relay.ViaWorker})
+	if err != nil || task != nil {
+		t.Fatalf("claim for builder: %v %v", task, err)
+	}
+}
+
+func mustWorker(t *testing.T, e *env, slug string) relay.WorkerConfig {
+	t.Helper()
+	w, err := e.db.Worker(e.ctx, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Ensure a refused deletion (open tasks) leaves the allowed lists as they were.
+func TestRefusedAgentDeleteKeepsAllowedLists(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("boss")
+	e.register("builder")
+	c := workerConfig("builder")
+	c.AllowedSenders = []string{"boss"}
+	e.saveWorker(c)
+	e.post("boss", "builder", "Open", 2)
+	wantCode(t, e.db.DeleteAgent(e.ctx, "boss"), relay.EAgentHasOpenTasks)
+	if w := mustWorker(t, e, "builder"); !reflect.DeepEqual(w.AllowedSenders, []string{"boss"}) || !w.Enabled {
+		t.Fatalf("worker after refused delete: %+v", w)
+	}
+}
