@@ -326,6 +326,30 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// raiseOpenTaskCap lifts the relay's per-sender open-task cap (the queue
+// phase's one sender leaves every seeded task open) through the bridge,
+// when the queue sizes need more than it allows.
+func (r *runner) raiseOpenTaskCap(ctx context.Context) error {
+	need := 1000 // the lifecycle phases' open tasks, with room to spare
+	for _, size := range r.o.QueueSizes {
+		need += size
+	}
+	need = min(need, relay.MaxOpenTasksLimit)
+	var set relay.Settings
+	if err := r.c.Bridge(ctx, r.o.AdminToken, "Settings", "Get", &set); err != nil {
+		return fmt.Errorf("bench: read settings: %w", err)
+	}
+	if set.MaxOpenTasksPerSender >= need {
+		return nil
+	}
+	set.MaxOpenTasksPerSender = need
+	if err := r.c.Bridge(ctx, r.o.AdminToken, "Settings", "Update", nil, set); err != nil {
+		return fmt.Errorf("bench: raise the open-task cap to %d: %w", need, err)
+	}
+	r.pr.linef("bench: raised the relay's open-task cap per sender to %d for the queue phase", need)
+	return nil
+}
+
 // setup creates the bench agents through the bridge, each with its own
 // token, under a fresh random prefix so runs never collide.
 func (r *runner) setup(ctx context.Context) (Setup, error) {
@@ -372,6 +396,9 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 			return Setup{}, err
 		}
 		r.queue = append(r.queue, a)
+	}
+	if err := r.raiseOpenTaskCap(ctx); err != nil {
+		return Setup{}, err
 	}
 	n := len(r.agent) + 2 + len(r.queue)
 	r.pr.linef("bench: created %d agents (%s-*) with their own tokens", n, prefix)

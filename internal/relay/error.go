@@ -28,6 +28,7 @@ const (
 	EInvalidAgentKind         = "invalid_agent_kind"
 	EOperatorProtected        = "operator_protected"
 	EAgentHasOpenTasks        = "agent_has_open_tasks"
+	ETooManyOpenTasks         = "too_many_open_tasks"
 	EInternal                 = "internal_error"
 )
 
@@ -54,6 +55,7 @@ var statusByCode = map[string]int{
 	EInvalidAgentKind:         http.StatusConflict,
 	EOperatorProtected:        http.StatusConflict,
 	EAgentHasOpenTasks:        http.StatusConflict,
+	ETooManyOpenTasks:         http.StatusTooManyRequests,
 	EInternal:                 http.StatusInternalServerError,
 }
 

@@ -8,7 +8,17 @@ type Settings struct {
 	MaxChainDepth int `json:"maxChainDepth"`
 	// WorkersPaused stops every worker from claiming new tasks.
 	WorkersPaused bool `json:"workersPaused"`
+	// MaxOpenTasksPerSender caps the open (queued, claimed, blocked) tasks
+	// one sender may have; post_task past it fails with too_many_open_tasks.
+	// 1..MaxOpenTasksLimit; 0 in an update keeps the current value.
+	MaxOpenTasksPerSender int `json:"maxOpenTasksPerSender,omitempty"`
 }
+
+// Open-task cap per sender.
+const (
+	DefaultMaxOpenTasksPerSender = 1000
+	MaxOpenTasksLimit            = 1_000_000
+)
 
 // TaskCounts counts tasks by state.
 type TaskCounts struct {
@@ -72,6 +82,9 @@ type Service interface {
 func (s Settings) Validate() (Settings, error) {
 	if s.MaxChainDepth < 0 || s.MaxChainDepth > MaxChainLimit {
 		return s, Errorf(EInvalidRequest, "maxChainDepth: must be 0..%d.", MaxChainLimit)
+	}
+	if s.MaxOpenTasksPerSender < 0 || s.MaxOpenTasksPerSender > MaxOpenTasksLimit {
+		return s, Errorf(EInvalidRequest, "maxOpenTasksPerSender: must be 1..%d (0 keeps the current value).", MaxOpenTasksLimit)
 	}
 	return s, nil
 }

@@ -95,3 +95,47 @@ func TestRefusedAgentDeleteKeepsAllowedLists(t *testing.T) {
 		t.Fatalf("worker after refused delete: %+v", w)
 	}
 }
+
+// Ensure one sender cannot flood the queue: past the open-task cap (a
+// setting, 1,000 by default) post_task fails with too_many_open_tasks, and
+// a finished task makes room again.
+func TestSenderFloodingOpenTasksIsCapped(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("flooder")
+	e.register("victim")
+	set, err := e.db.Settings(e.ctx)
+	if err != nil || set.MaxOpenTasksPerSender != relay.DefaultMaxOpenTasksPerSender || relay.DefaultMaxOpenTasksPerSender != 1000 {
+		t.Fatalf("default cap %+v, %v", set, err)
+	}
+	set.MaxOpenTasksPerSender = 3
+	if _, err := e.db.UpdateSettings(e.ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	var first relay.Task
+	for i := range 3 {
+		task := e.post("flooder", "victim", "flood", 2)
+		if i == 0 {
+			first = task
+		}
+	}
+	_, err = e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "flooder", RecipientSlug: "victim", Title: "one more", Instructions: "x"})
+	wantCode(t, err, relay.ETooManyOpenTasks)
+	if relay.HTTPStatus(err) != 429 {
+		t.Fatalf("status %d", relay.HTTPStatus(err))
+	}
+	// Another sender is not held back by the flooder.
+	e.post("victim", "flooder", "unrelated", 2)
+	if _, err := e.db.CancelTask(e.ctx, "flooder", first.ID, "enough"); err != nil {
+		t.Fatal(err)
+	}
+	e.post("flooder", "victim", "room again", 2)
+
+	// An update that leaves the cap out keeps it.
+	set.MaxOpenTasksPerSender = 0
+	if set, err = e.db.UpdateSettings(e.ctx, set); err != nil || set.MaxOpenTasksPerSender != 3 {
+		t.Fatalf("update without the cap: %+v, %v", set, err)
+	}
+	set.MaxOpenTasksPerSender = relay.MaxOpenTasksLimit + 1
+	_, err = e.db.UpdateSettings(e.ctx, set)
+	wantCode(t, err, relay.EInvalidRequest)
+}

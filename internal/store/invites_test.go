@@ -204,13 +204,13 @@ func TestInviteNameRoleAndFirstTask(t *testing.T) {
 func TestSettings(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	s, err := e.db.Settings(e.ctx)
-	if err != nil || s != (relay.Settings{MaxChainDepth: relay.DefaultChainLimit}) {
+	if err != nil || s != (relay.Settings{MaxChainDepth: relay.DefaultChainLimit, MaxOpenTasksPerSender: relay.DefaultMaxOpenTasksPerSender}) {
 		t.Fatalf("default settings = %+v, %v", s, err)
 	}
 	changes, stop := e.db.Subscribe(8)
 	defer stop()
 	s, err = e.db.UpdateSettings(e.ctx, relay.Settings{MaxChainDepth: 0, WorkersPaused: true})
-	if err != nil || s != (relay.Settings{MaxChainDepth: 0, WorkersPaused: true}) {
+	if err != nil || s != (relay.Settings{MaxChainDepth: 0, WorkersPaused: true, MaxOpenTasksPerSender: relay.DefaultMaxOpenTasksPerSender}) {
 		t.Fatalf("updated = %+v, %v", s, err)
 	}
 	if got := drain(changes, 30*time.Millisecond); len(got) != 1 || got[0].Type != relay.ChangeSettings || *got[0].Settings != s {

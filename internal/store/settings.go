@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -12,6 +14,7 @@ import (
 const (
 	keyChainMaxDepth = "chain.maxDepth"
 	keyWorkersPaused = "workers.paused"
+	keyMaxOpenTasks  = "tasks.maxOpenPerSender"
 )
 
 // Settings returns the operator's relay-wide settings, with defaults for
@@ -21,7 +24,7 @@ func (db *DB) Settings(ctx context.Context) (relay.Settings, error) {
 }
 
 func readSettings(ctx context.Context, q queryer) (relay.Settings, error) {
-	out := relay.Settings{MaxChainDepth: relay.DefaultChainLimit}
+	out := relay.Settings{MaxChainDepth: relay.DefaultChainLimit, MaxOpenTasksPerSender: relay.DefaultMaxOpenTasksPerSender}
 	rows, err := q.QueryContext(ctx, `SELECT key, value FROM settings`)
 	if err != nil {
 		return out, fmt.Errorf("read settings: %w", err)
@@ -39,6 +42,10 @@ func readSettings(ctx context.Context, q queryer) (relay.Settings, error) {
 			}
 		case keyWorkersPaused:
 			out.WorkersPaused = v == "true"
+		case keyMaxOpenTasks:
+			if out.MaxOpenTasksPerSender, err = strconv.Atoi(v); err != nil {
+				return out, fmt.Errorf("read settings: %s = %q: %w", k, v, err)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -55,10 +62,14 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 	}
 	var out relay.Settings
 	err = db.write(ctx, "update settings", func(t *tx) error {
-		for k, v := range map[string]string{
+		values := map[string]string{
 			keyChainMaxDepth: strconv.Itoa(s.MaxChainDepth),
 			keyWorkersPaused: strconv.FormatBool(s.WorkersPaused),
-		} {
+		}
+		if s.MaxOpenTasksPerSender > 0 { // 0: a client that does not know the setting keeps it
+			values[keyMaxOpenTasks] = strconv.Itoa(s.MaxOpenTasksPerSender)
+		}
+		for k, v := range values {
 			if _, err := t.exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
 				return fmt.Errorf("store setting %s: %w", k, err)
 			}
@@ -71,4 +82,33 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 		return nil
 	})
 	return out, err
+}
+
+// checkOpenTasks fails with too_many_open_tasks when sender already has the
+// configured number of open tasks (queued, claimed or blocked), so one
+// sender cannot flood the queue and the database.
+func checkOpenTasks(t *tx, sender string) error {
+	limit := relay.DefaultMaxOpenTasksPerSender
+	var v string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT value FROM settings WHERE key = ?`, keyMaxOpenTasks).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("read open-task cap: %w", err)
+	default:
+		if limit, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("read open-task cap: setting %s = %q: %w", keyMaxOpenTasks, v, err)
+		}
+	}
+	var open int
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks
+		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked') LIMIT ?)`, sender, limit).Scan(&open); err != nil {
+		return fmt.Errorf("count open tasks of %s: %w", sender, err)
+	}
+	if open >= limit {
+		return relay.Errorf(relay.ETooManyOpenTasks,
+			"You already have %d open tasks, the most one sender may have. Wait for some to finish, or cancel ones that are no longer needed.", limit).
+			WithDetails(map[string]any{"openTasks": open, "limit": limit})
+	}
+	return nil
 }

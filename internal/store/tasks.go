@@ -172,6 +172,9 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err := t.mustExist(in.SenderSlug); err != nil {
 			return err
 		}
+		if err := checkOpenTasks(t, in.SenderSlug); err != nil {
+			return err
+		}
 		recipient, err := getAgent(t.ctx, t.tx, in.RecipientSlug, t.now)
 		if err != nil {
 			return err
