@@ -858,6 +858,7 @@ export namespace relay {
 	export class Settings {
 	    maxChainDepth: number;
 	    workersPaused: boolean;
+	    maxOpenTasksPerSender?: number;
 	
 	    static createFrom(source: any = {}) {
 	        return new Settings(source);
@@ -867,6 +868,7 @@ export namespace relay {
 	        if ('string' === typeof source) source = JSON.parse(source);
 	        this.maxChainDepth = source["maxChainDepth"];
 	        this.workersPaused = source["workersPaused"];
+	        this.maxOpenTasksPerSender = source["maxOpenTasksPerSender"];
 	    }
 	}
 	export class Setup {
