@@ -38,6 +38,68 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(helperMain())
 }
 
+// relayEnv names the data folder of a relay that TestHelperRelay runs in a
+// process of its own until it is killed: the relay that crashes mid-run in
+// TestRestartRecovery.
+const relayEnv = "CCR_WORKER_RELAY"
+
+func TestHelperRelay(t *testing.T) {
+	dir := os.Getenv(relayEnv)
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	os.Exit(relayMain(dir))
+}
+
+// relayMain runs a worker manager on the env of dir until the process is
+// killed, and returns an exit code if it cannot start.
+func relayMain(dir string) int {
+	db, err := store.Open(filepath.Join(dir, "data", "relay.db"), store.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	m, err := worker.NewManager(envIn(dir, db).opts)
+	if err == nil {
+		err = m.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	time.Sleep(5 * time.Minute) // the test kills the process long before
+	return 0
+}
+
+// relayProcess starts a relay in a process of its own on the env's data
+// folder (see TestHelperRelay); cleanup kills it if it still runs and shows
+// its output when the test failed.
+func (e *env) relayProcess() *exec.Cmd {
+	e.t.Helper()
+	logPath := filepath.Join(e.dir, "relay.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRelay$")
+	cmd.Env = append(os.Environ(), relayEnv+"="+e.dir)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		e.t.Fatalf("start the relay process: %v", err)
+	}
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = log.Close()
+		if e.t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			e.t.Logf("relay process output:\n%s", b)
+		}
+	})
+	return cmd
+}
+
 // helperMain behaves like an agent CLI and returns its exit code.
 func helperMain() int {
 	if os.Getenv("CCR_HELPER_MODE") == "grandchild" {
@@ -212,6 +274,7 @@ type env struct {
 	t        *testing.T
 	ctx      context.Context
 	db       *store.DB
+	dir      string // the test's folder: data/relay.db, data/runs, work, extra
 	cfg      relay.WorkerConfig
 	opts     worker.Options
 	harness  *testHarness
@@ -253,9 +316,8 @@ func newEnv(t *testing.T, mutate func(*relay.WorkerConfig, *worker.Options)) *en
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: ctx, db: db, harness: &testHarness{},
-		workdir: filepath.Join(dir, "work"), extra: filepath.Join(dir, "extra"),
-		pidFile: filepath.Join(dir, "pids"), tokFile: filepath.Join(dir, "token")}
+	e := envIn(dir, db)
+	e.t, e.ctx = t, ctx
 	for _, d := range []string{e.workdir, e.extra} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -268,6 +330,21 @@ func newEnv(t *testing.T, mutate func(*relay.WorkerConfig, *worker.Options)) *en
 		TimeoutMinutes: 1, RunsPerHour: 20, Enabled: true,
 		Env: []string{helperEnv, "CCR_PID_FILE", "CCR_TOKEN_FILE", "MY_NAMED"},
 	}
+	if mutate != nil {
+		mutate(&e.cfg, &e.opts)
+	}
+	if _, err := db.SaveWorker(ctx, e.cfg); err != nil {
+		t.Fatalf("SaveWorker: %v", err)
+	}
+	return e
+}
+
+// envIn is the env of the data folder dir with its default options, without
+// a test (a relay process of its own uses it too, see TestHelperRelay).
+func envIn(dir string, db *store.DB) *env {
+	e := &env{ctx: context.Background(), db: db, dir: dir, harness: &testHarness{},
+		workdir: filepath.Join(dir, "work"), extra: filepath.Join(dir, "extra"),
+		pidFile: filepath.Join(dir, "pids"), tokFile: filepath.Join(dir, "token")}
 	e.opts = worker.Options{
 		Relay: db, Harness: e.harness, Tracker: watch.Tracker{}, RunRoot: filepath.Join(dir, "data", "runs"),
 		MCPURL: "http://127.0.0.1:4318/mcp",
@@ -284,12 +361,6 @@ func newEnv(t *testing.T, mutate func(*relay.WorkerConfig, *worker.Options)) *en
 		RenewEvery: 300 * time.Millisecond, CancelCheckEvery: 300 * time.Millisecond,
 		KillGrace: 300 * time.Millisecond, Poll: time.Second, ErrorBackoff: 200 * time.Millisecond,
 		FlushEvery: 50 * time.Millisecond,
-	}
-	if mutate != nil {
-		mutate(&e.cfg, &e.opts)
-	}
-	if _, err := db.SaveWorker(ctx, e.cfg); err != nil {
-		t.Fatalf("SaveWorker: %v", err)
 	}
 	return e
 }

@@ -15,7 +15,7 @@ func (w *worker) runLoop(ctx context.Context) {
 	var lastLogged string
 	o := w.m.opts
 	for {
-		if ctx.Err() != nil || w.m.isAbandoned() {
+		if ctx.Err() != nil {
 			return
 		}
 		cfg := w.config()
@@ -107,8 +107,6 @@ func (w *worker) claim(ctx context.Context, cfg relay.WorkerConfig, wake <-chan 
 		select {
 		case <-wake:
 			cancel()
-		case <-w.m.abandoned:
-			cancel()
 		case <-cctx.Done():
 		}
 	}()
@@ -133,15 +131,5 @@ func (m *Manager) sleep(ctx context.Context, wake <-chan struct{}, d time.Durati
 	case <-t.C:
 	case <-wake:
 	case <-ctx.Done():
-	case <-m.abandoned:
-	}
-}
-
-func (m *Manager) isAbandoned() bool {
-	select {
-	case <-m.abandoned:
-		return true
-	default:
-		return false
 	}
 }

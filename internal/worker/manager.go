@@ -152,10 +152,6 @@ type Manager struct {
 	wg      sync.WaitGroup
 	started bool
 	stopped bool
-
-	// abandoned, closed by a test, makes loops and runs quit at once and
-	// leave their CLI and run folder behind, as a crash would.
-	abandoned chan struct{}
 }
 
 // NewManager returns a stopped Manager.
@@ -185,11 +181,10 @@ func NewManager(opts Options) (*Manager, error) {
 	def(&opts.FlushEvery, DefaultFlushEvery)
 	def(&opts.MinuteLength, time.Minute)
 	return &Manager{
-		opts:      opts,
-		log:       opts.Logger,
-		workers:   make(map[string]*worker),
-		wake:      make(chan struct{}),
-		abandoned: make(chan struct{}),
+		opts:    opts,
+		log:     opts.Logger,
+		workers: make(map[string]*worker),
+		wake:    make(chan struct{}),
 	}, nil
 }
 

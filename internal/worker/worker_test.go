@@ -244,19 +244,19 @@ func TestPauseResume(t *testing.T) {
 }
 
 // Ensures a new manager after a crash stops the leftover CLI tree only if
-// it is still ours, requeues the task and tells the sender.
+// it is still ours, requeues the task and tells the sender. The relay that
+// crashes is a real process of its own, killed with SIGKILL mid-run.
 func TestRestartRecovery(t *testing.T) {
 	e := newEnv(t, nil)
-	crashed, err := worker.NewManager(e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crashed.Start(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	crashed := e.relayProcess()
 	task := e.post(operator, "Sleep through a crash", "sleep")
 	child, grandchild := e.pids()
-	crashed.AbandonForTest()
+	if err := crashed.Process.Kill(); err != nil {
+		t.Fatalf("kill the relay process: %v", err)
+	}
+	if err := crashed.Wait(); err == nil {
+		t.Fatal("the relay process should have died of the kill")
+	}
 
 	// A run folder whose process file names a pid that is not our program.
 	unrelated := exec.Command("sleep", "60")

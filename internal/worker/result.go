@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// readResult fills ex from the ended CLI: its exit code, its answer (the
+// result file, else the parser's, else plain stdout), the tails of its
+// output and the CLI session to resume.
+func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec relay.RunSpec,
+	parser relay.StreamParser, plain bool, stdout, stderr *capture) {
+	ex.exitCode = -1
+	if cmd.ProcessState != nil {
+		ex.exitCode = cmd.ProcessState.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		ex.errs = append(ex.errs, fmt.Errorf("wait for %s: %w", filepath.Base(cmd.Path), waitErr))
+	}
+	if spec.ResultFile != "" {
+		if b, err := os.ReadFile(spec.ResultFile); err == nil {
+			ex.answer = strings.TrimSpace(string(b))
+		}
+	}
+	if ex.answer == "" {
+		ex.answer = strings.TrimSpace(parser.Answer())
+	}
+	if ex.answer == "" && plain {
+		ex.answer = strings.TrimSpace(stdout.text())
+	}
+	ex.answer = strings.ToValidUTF8(ex.answer, "\uFFFD")
+	ex.stdoutTail = stdout.tail()
+	ex.stderrTail = stderr.tail()
+	ex.sessionID = parser.SessionID()
+}
+
+// fileLine is a harness-reported file step line ("Added /x", "Edit y").
+var fileLine = regexp.MustCompile(`^\s*(Added|Updated|Deleted|Write|Edit)\s+(.+?)\s*$`)
+
+// noteFiles remembers the files the CLI says it wrote, for when a snapshot
+// was incomplete.
+func (r *runState) noteFiles(entries []relay.ActivityEntry) {
+	for _, e := range entries {
+		if e.Kind != relay.StepFile {
+			continue
+		}
+		for _, line := range strings.Split(e.Text, "\n") {
+			mt := fileLine.FindStringSubmatch(line)
+			if mt == nil {
+				continue
+			}
+			p := mt[2]
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(r.cfg.Workdir, p)
+			}
+			change := relay.FileChanged
+			switch mt[1] {
+			case "Added":
+				change = relay.FileAdded
+			case "Deleted":
+				change = relay.FileDeleted
+			}
+			r.mu.Lock()
+			if len(r.reported) < maxReported {
+				r.reported = append(r.reported, relay.ChangedFile{Path: filepath.Clean(p), Change: change})
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// filesText is the files entry's text: "Files: 2 added, 1 changed".
+func filesText(files []relay.ChangedFile) string {
+	n := map[string]int{}
+	for _, f := range files {
+		n[f.Change]++
+	}
+	var parts []string
+	for _, c := range []string{relay.FileAdded, relay.FileChanged, relay.FileDeleted} {
+		if n[c] > 0 {
+			parts = append(parts, strconv.Itoa(n[c])+" "+c)
+		}
+	}
+	return "Files: " + strings.Join(parts, ", ")
+}
+
+// errorText is an error's text for a person.
+func errorText(err error) string {
+	if relay.IsDomain(err) {
+		return relay.ErrorMessage(err)
+	}
+	return err.Error()
+}

@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Run folder files.
+const (
+	promptFileName  = "task.md"
+	resultFileName  = "result.md"
+	mcpFileName     = "mcp.json"
+	processFileName = "process"
+	// RunServerName is the MCP server name of the relay's tools in mcp.json.
+	RunServerName = "crosschat-run"
+)
+
+// prepareRun writes the run folder and builds the command.
+func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, relay.RunSpec, relay.StreamParser, []string, error) {
+	o := r.w.m.opts
+	if err := os.MkdirAll(o.RunRoot, 0o700); err != nil {
+		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
+	}
+	if err := os.RemoveAll(r.runDir); err != nil {
+		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("clear the run folder: %w", err)
+	}
+	if err := os.Mkdir(r.runDir, 0o700); err != nil {
+		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
+	}
+	req := relay.RunRequest{
+		Config:        r.cfg,
+		RunDir:        r.runDir,
+		PromptFile:    filepath.Join(r.runDir, promptFileName),
+		ResultFile:    filepath.Join(r.runDir, resultFileName),
+		MCPConfigFile: filepath.Join(r.runDir, mcpFileName),
+		MCPURL:        o.MCPURL,
+		ExtraDirs:     extra,
+	}
+	in, resume := r.promptInput(ctx, extra)
+	req.ResumeSession = resume
+	// First without the prompt, to learn whether the run gets the relay's tools.
+	spec, err := o.Harness.Build(req)
+	if err != nil {
+		return nil, spec, nil, nil, err
+	}
+	in.RelayServer = spec.RelayServer
+	req.Prompt = o.Harness.Prompt(in)
+	if spec, err = o.Harness.Build(req); err != nil {
+		return nil, spec, nil, nil, err
+	}
+	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{RunServerName: map[string]any{
+		"type": "http", "url": o.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + r.token},
+	}}}, "", "  ")
+	if err != nil {
+		return nil, spec, nil, nil, fmt.Errorf("write %s: %w", mcpFileName, err)
+	}
+	files := map[string]string{promptFileName: req.Prompt, mcpFileName: string(mcp)}
+	for name, content := range spec.Files {
+		if !filepath.IsLocal(name) {
+			return nil, spec, nil, nil, fmt.Errorf("the harness asked for a file outside the run folder: %q", name)
+		}
+		if _, reserved := files[name]; reserved || name == processFileName {
+			return nil, spec, nil, nil, fmt.Errorf("the harness asked for the worker's own file %q", name)
+		}
+		files[name] = content
+	}
+	for name, content := range files {
+		p := filepath.Join(r.runDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, spec, nil, nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return nil, spec, nil, nil, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+
+	program := spec.Program
+	if program == "" {
+		return nil, spec, nil, nil, errors.New("the harness gave no program to run")
+	}
+	if !filepath.IsAbs(program) {
+		if program, err = exec.LookPath(program); err != nil {
+			return nil, spec, nil, nil, fmt.Errorf("find the program: %w", err)
+		}
+	}
+	resultFile := req.ResultFile
+	if spec.ResultFile != "" {
+		resultFile = spec.ResultFile
+	}
+	runEnv := map[string]string{
+		"CROSSCHAT_MCP_URL":     o.MCPURL,
+		"CROSSCHAT_TOKEN":       r.token,
+		"CROSSCHAT_AGENT":       r.cfg.AgentSlug,
+		"CROSSCHAT_TASK_ID":     r.task.ID,
+		"CROSSCHAT_TASK_FILE":   req.PromptFile,
+		"CROSSCHAT_RESULT_FILE": resultFile,
+		"CROSSCHAT_EXTRA_DIRS":  strings.Join(extra, string(os.PathListSeparator)),
+	}
+	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
+	cmd := &exec.Cmd{
+		Path:      program,
+		Args:      append([]string{program}, spec.Args...),
+		Dir:       r.cfg.Workdir,
+		Env:       env,
+		WaitDelay: waitDelay,
+	}
+	if spec.Stdin != "" {
+		cmd.Stdin = strings.NewReader(spec.Stdin)
+	}
+	prepare(cmd)
+	events := spec.Events
+	if events == "" {
+		events = relay.EventsPlain
+	}
+	return cmd, spec, o.Harness.Parser(events), withheld, nil
+}
+
+// promptInput gathers what the prompt is built from, and the CLI session to
+// resume.
+func (r *runState) promptInput(ctx context.Context, extra []string) (relay.PromptInput, string) {
+	o := r.w.m.opts
+	agentOf := func(slug string) relay.Agent {
+		a, err := o.Relay.GetAgent(ctx, slug)
+		if err != nil {
+			return relay.Agent{Slug: slug, DisplayName: slug}
+		}
+		return a
+	}
+	in := relay.PromptInput{
+		Task:      r.task,
+		Agent:     agentOf(r.cfg.AgentSlug),
+		Sender:    agentOf(r.task.SenderSlug),
+		ExtraDirs: extra,
+	}
+	if r.task.ParentTaskID != "" {
+		if p, err := o.Relay.Task(ctx, r.task.ParentTaskID); err == nil {
+			in.ParentTitle = p.Title
+		}
+	}
+	limit := relay.DefaultChainLimit
+	if s, err := o.Relay.Settings(ctx); err == nil {
+		limit = s.MaxChainDepth
+	}
+	in.HandOffsLeft = max(limit-r.task.Depth, 0)
+	var resume string
+	if s, ok, err := o.Relay.RunSession(ctx, r.task.ID); err == nil && ok && s.SessionID != "" &&
+		s.Harness == r.cfg.Harness && filepath.Clean(s.Workdir) == filepath.Clean(r.cfg.Workdir) {
+		resume = s.SessionID
+		in.Resumed = true
+	}
+	return in, resume
+}
+
+// writeProcessFile records the started CLI in the run folder (pid, program
+// and, where known, start time), so a relay that crashed can stop it on
+// its next start (see Recover).
+func (r *runState) writeProcessFile(cmd *exec.Cmd) error {
+	proc := fmt.Sprintf("%d\n%s\n", cmd.Process.Pid, filepath.Base(cmd.Path))
+	if st := processStart(cmd.Process.Pid); st != "" {
+		proc += st + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(r.runDir, processFileName), []byte(proc), 0o600); err != nil {
+		return fmt.Errorf("write the process file: %w", err)
+	}
+	return nil
+}
