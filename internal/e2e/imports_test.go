@@ -21,6 +21,8 @@ var homes = map[string]string{
 	"github.com/emersion/go-autostart":  "internal/desktop",
 	"github.com/wailsapp/wails":         "app",
 	"golang.org/x/sys/windows/registry": "internal/desktop",
+	"github.com/nats-io/nats.go":        "internal/mesh",
+	"github.com/nats-io/nats-server":    "internal/mesh",
 }
 
 // Ensure the layering of DESIGN.md: relay imports only the standard

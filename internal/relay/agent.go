@@ -42,6 +42,8 @@ type Agent struct {
 	OwnerSet     OwnerSet `json:"ownerSet"`
 	// Availability is "online" when LastSeenAt is within OnlineWindow.
 	Availability string `json:"availability"`
+	// Relay names the relay that owns the agent; set only in a mesh.
+	Relay string `json:"relay,omitempty"`
 }
 
 // RegisterInput is what an agent sends to register_agent.

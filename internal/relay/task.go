@@ -96,6 +96,9 @@ type Task struct {
 	Depth                int        `json:"depth"`
 	ClaimedVia           string     `json:"claimedVia,omitempty"`
 	Reports              []Report   `json:"reports"`
+	// Signature is the mark of a task another relay told this one about
+	// (MarkVerified, MarkUnverified, MarkMismatch); empty for a local task.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ReportExcerpt is the shortened latest report shown on task cards.

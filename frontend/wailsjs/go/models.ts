@@ -454,6 +454,7 @@ export namespace relay {
 	    hasToken: boolean;
 	    ownerSet: OwnerSet;
 	    availability: string;
+	    relay?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new Agent(source);
@@ -472,6 +473,7 @@ export namespace relay {
 	        this.hasToken = source["hasToken"];
 	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
 	        this.availability = source["availability"];
+	        this.relay = source["relay"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {
@@ -960,6 +962,7 @@ export namespace relay {
 	    depth: number;
 	    claimedVia?: string;
 	    reports: Report[];
+	    signature?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new Task(source);
@@ -983,6 +986,7 @@ export namespace relay {
 	        this.depth = source["depth"];
 	        this.claimedVia = source["claimedVia"];
 	        this.reports = this.convertValues(source["reports"], Report);
+	        this.signature = source["signature"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {

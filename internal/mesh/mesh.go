@@ -1,0 +1,544 @@
+// Package mesh federates relays over NATS JetStream: a directory of relays
+// and agents in a KV bucket, a publisher that sends the store's outbox to a
+// stream with de-duplication ids, a durable consumer per relay that applies
+// what arrives idempotently and acknowledges after the commit, and Ed25519
+// envelope signatures. It is the only importer of nats.go and nats-server.
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Names on the NATS side.
+const (
+	StreamName    = "CROSSCHAT_MESH"
+	subjectPrefix = "crosschat.mesh."
+	BucketName    = "crosschat_directory"
+)
+
+// Defaults for Options.
+const (
+	DefaultRefresh = 60 * time.Second
+	opTimeout      = 5 * time.Second
+	outboxBatch    = 100
+)
+
+// Options configure Start.
+type Options struct {
+	// URLs are NATS server URLs; empty with Embed set uses the embedded server.
+	URLs []string
+	// CredsFile, NKeyFile and TLSCAFile are optional client credentials.
+	CredsFile, NKeyFile, TLSCAFile string
+	// Embed, when set (HOST:PORT), runs a NATS server with JetStream in this
+	// process, storing in DataDir/nats.
+	Embed string
+	// DataDir holds the relay identity, its key and the embedded server's store.
+	DataDir string
+	// Name is the relay's name in the directory; default the stored one, else the host name.
+	Name string
+	// Address is what the directory shows as this relay's address (its MCP URL).
+	Address string
+	// Replicas is the stream and bucket replica count (1 for one server, 3 for a cluster).
+	Replicas int
+	// Store is the relay's database.
+	Store relay.MeshStore
+	// Changes subscribes to the store's committed changes (kicks the publisher
+	// and re-advertises changed agents).
+	Changes func(buffer int) (<-chan relay.Change, func())
+	// Refresh is how often the directory entries are written again; their
+	// TTL is three times as long. Default DefaultRefresh.
+	Refresh time.Duration
+	Logger  *slog.Logger
+}
+
+// Node is one relay's membership of the mesh.
+type Node struct {
+	opts Options
+	id   Identity
+	log  *slog.Logger
+	srv  *server.Server
+	nc   *nats.Conn
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+	ready  chan struct{}
+
+	mu        sync.Mutex
+	js        jetstream.JetStream
+	kv        jetstream.KeyValue
+	cons      jetstream.Consumer
+	watcher   jetstream.KeyWatcher
+	agents    map[string]dirAgent
+	relays    map[string]dirRelay
+	conflicts []string
+	lastErr   string
+
+	published, applied, duplicates, failures atomic.Int64
+}
+
+// Start joins the mesh. It returns once the relay's identity is loaded, the
+// embedded server (if any) runs and a NATS connection is being made; the
+// stream, bucket and consumer are set up in the background, retried until
+// NATS answers, so a relay starts (and works locally) while NATS is down.
+func Start(opts Options) (*Node, error) {
+	if opts.Store == nil {
+		return nil, errors.New("mesh: a store is required")
+	}
+	if len(opts.URLs) == 0 && opts.Embed == "" {
+		return nil, errors.New("mesh: give NATS URLs or an embedded server address")
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.Replicas <= 0 {
+		opts.Replicas = 1
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	id, err := LoadIdentity(opts.DataDir, opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}),
+		agents: map[string]dirAgent{}, relays: map[string]dirRelay{}}
+	urls := opts.URLs
+	if opts.Embed != "" {
+		if n.srv, err = startEmbedded(opts.Embed, filepath.Join(opts.DataDir, "nats"), "crosschat-"+id.ID); err != nil {
+			return nil, err
+		}
+		if len(urls) == 0 {
+			urls = []string{n.srv.ClientURL()}
+		}
+	}
+	copts := []nats.Option{
+		nats.Name("crosschat-relay " + id.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				n.log.Warn("mesh: disconnected from NATS", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			n.log.Info("mesh: reconnected to NATS", "url", c.ConnectedUrlRedacted())
+			n.poke()
+		}),
+	}
+	if opts.CredsFile != "" {
+		copts = append(copts, nats.UserCredentials(opts.CredsFile))
+	}
+	if opts.NKeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(opts.NKeyFile)
+		if err != nil {
+			n.shutdownServer()
+			return nil, fmt.Errorf("mesh: nkey %s: %w", opts.NKeyFile, err)
+		}
+		copts = append(copts, o)
+	}
+	if opts.TLSCAFile != "" {
+		copts = append(copts, nats.RootCAs(opts.TLSCAFile))
+	}
+	n.nc, err = nats.Connect(strings.Join(urls, ","), copts...)
+	if err != nil {
+		n.shutdownServer()
+		return nil, fmt.Errorf("mesh: connect to NATS: %w", err)
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.wg.Add(1)
+	go n.run()
+	return n, nil
+}
+
+// Identity returns this relay's identity.
+func (n *Node) Identity() Identity { return n.id }
+
+// ClientURL is the embedded server's client URL, "" without one.
+func (n *Node) ClientURL() string {
+	if n.srv == nil {
+		return ""
+	}
+	return n.srv.ClientURL()
+}
+
+// Ready is closed once the stream, directory and consumer are set up.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Close leaves the mesh: it stops the loops, drains the connection and stops
+// the embedded server. Directory entries expire on their own.
+func (n *Node) Close() error {
+	n.cancel()
+	n.wg.Wait()
+	n.nc.Close()
+	n.shutdownServer()
+	return nil
+}
+
+func (n *Node) shutdownServer() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	}
+}
+
+// poke wakes the publisher without blocking.
+func (n *Node) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) setErr(op string, err error) {
+	n.failures.Add(1)
+	n.mu.Lock()
+	n.lastErr = op + ": " + err.Error()
+	n.mu.Unlock()
+	n.log.Warn("mesh: "+op, "err", err)
+}
+
+// run sets up the JetStream side (retrying until NATS answers), then runs
+// the directory, the consumer and the publisher until Close.
+func (n *Node) run() {
+	defer n.wg.Done()
+	for {
+		err := n.setup()
+		if err == nil {
+			break
+		}
+		n.setErr("setup", err)
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	close(n.ready)
+	n.wg.Add(3)
+	go n.watchDirectory()
+	go n.refreshLoop()
+	go n.publishLoop()
+	n.consumeLoop()
+}
+
+func (n *Node) setup() error {
+	ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
+	defer cancel()
+	js, err := jetstream.New(n.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       StreamName,
+		Subjects:   []string{subjectPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		Replicas:   n.opts.Replicas,
+		MaxAge:     14 * 24 * time.Hour,
+		Duplicates: 10 * time.Minute,
+	}); err != nil {
+		return fmt.Errorf("create stream %s: %w", StreamName, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      BucketName,
+		Description: "Crosschat Relay mesh directory: relays and agents",
+		TTL:         3 * n.opts.Refresh,
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    n.opts.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("create directory bucket %s: %w", BucketName, err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
+		Durable:       "relay-" + n.id.ID,
+		Description:   "Crosschat Relay " + n.id.Name,
+		FilterSubject: subjectPrefix + n.id.ID,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		// One at a time: a message is applied and acknowledged before the
+		// next is delivered, so redelivery never reorders a task's updates.
+		MaxAckPending: 1,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		Replicas:      n.opts.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer: %w", err)
+	}
+	n.mu.Lock()
+	n.js, n.kv, n.cons = js, kv, cons
+	n.mu.Unlock()
+	if err := n.loadDirectory(ctx); err != nil {
+		return err
+	}
+	if err := n.advertise(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+func subject(relayID string) string { return subjectPrefix + relayID }
+
+// publishLoop sends the outbox whenever the store commits a change, and
+// retries every second while NATS does not acknowledge.
+func (n *Node) publishLoop() {
+	defer n.wg.Done()
+	changes, stop := n.subscribe()
+	defer func() { stop() }()
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case c, ok := <-changes:
+			if !ok { // fell behind: subscribe again and look at the outbox
+				changes, stop = n.subscribe()
+				n.poke()
+				continue
+			}
+			switch c.Type {
+			case relay.ChangeTask, relay.ChangeEvent:
+				n.poke()
+			case relay.ChangeAgent:
+				if c.Agent != nil && n.isLocal(c.Agent.Slug) {
+					n.advertiseAgent(*c.Agent)
+				}
+			}
+			continue
+		case <-n.kick:
+		case <-retry.C:
+		}
+		wait := 5 * time.Second
+		if err := n.flush(); err != nil {
+			n.setErr("publish", err)
+			wait = time.Second
+		}
+		retry.Reset(wait)
+	}
+}
+
+func (n *Node) subscribe() (<-chan relay.Change, func()) {
+	if n.opts.Changes == nil {
+		return nil, func() {}
+	}
+	return n.opts.Changes(1024)
+}
+
+// flush publishes the outbox in order, one acknowledged message at a time,
+// and deletes what NATS stored. It stops at the first failure, so nothing
+// later overtakes a message that did not go out.
+func (n *Node) flush() error {
+	for n.ctx.Err() == nil {
+		items, err := n.opts.Store.PendingOutbox(n.ctx, outboxBatch)
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		var done []int64
+		var pubErr error
+		for _, it := range items {
+			data, err := seal(n.id, it.MsgID, it.ToRelay, it.Change)
+			if err != nil {
+				pubErr = err
+				break
+			}
+			ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+			_, err = n.js.Publish(ctx, subject(it.ToRelay), data, jetstream.WithMsgID(it.MsgID))
+			cancel()
+			if err != nil {
+				pubErr = fmt.Errorf("publish to %s: %w", it.ToRelay, err)
+				break
+			}
+			n.published.Add(1)
+			done = append(done, it.Seq)
+		}
+		if err := n.opts.Store.DeleteOutbox(context.WithoutCancel(n.ctx), done...); err != nil {
+			return errors.Join(pubErr, err)
+		}
+		if pubErr != nil {
+			return pubErr
+		}
+	}
+	return nil
+}
+
+// consumeLoop applies what other relays send this one until Close.
+func (n *Node) consumeLoop() {
+	cc, err := n.cons.Consume(n.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if n.ctx.Err() == nil {
+			n.log.Debug("mesh: consume", "err", err)
+		}
+	}))
+	if err != nil {
+		n.setErr("consume", err)
+		return
+	}
+	<-n.ctx.Done()
+	cc.Stop()
+	<-cc.Closed()
+}
+
+// handle applies one message and acknowledges it after the commit. A
+// message that cannot be decoded is terminated (redelivery would not help);
+// a store failure leaves it to be delivered again.
+func (n *Node) handle(msg jetstream.Msg) {
+	e, change, err := decode(msg.Data())
+	if err != nil {
+		n.setErr("drop undecodable message", err)
+		if err := msg.Term(); err != nil {
+			n.setErr("terminate message", err)
+		}
+		return
+	}
+	mark, err := n.markOf(e)
+	if err != nil {
+		n.setErr("verify", err)
+		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		return
+	}
+	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, Mark: mark, Change: change})
+	if err != nil {
+		n.setErr("apply", err)
+		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		return
+	}
+	if applied {
+		n.applied.Add(1)
+	} else {
+		n.duplicates.Add(1)
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+	defer cancel()
+	if err := msg.DoubleAck(ctx); err != nil {
+		// Applied already: a redelivery is recognised by its id and acknowledged.
+		n.setErr("ack", err)
+	}
+}
+
+// markOf judges an envelope's signature against the sender's key.
+func (n *Node) markOf(e envelope) (string, error) {
+	r, ok := n.relay(e.From)
+	if !ok {
+		// The watch may not have shown a new relay yet: ask the bucket.
+		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+		r, ok = n.fetchRelay(ctx, e.From)
+		cancel()
+	}
+	dirKey := ""
+	if ok {
+		dirKey = r.PublicKey
+	}
+	pinned, err := n.opts.Store.PinRelayKey(n.ctx, e.From, dirKey)
+	if err != nil {
+		return "", err
+	}
+	return verify(e, dirKey, pinned), nil
+}
+
+// Status is the mesh as this relay sees it.
+type Status struct {
+	RelayID   string `json:"relayId"`
+	RelayName string `json:"relayName"`
+	PublicKey string `json:"publicKey"`
+	// Link is connected, connecting, reconnecting or closed.
+	Link string `json:"link"`
+	// Ready is false until the stream, directory and consumer are set up.
+	Ready      bool   `json:"ready"`
+	Server     string `json:"server,omitempty"`
+	Embedded   string `json:"embedded,omitempty"`
+	Outbox     int    `json:"outboxDepth"`
+	Lag        uint64 `json:"consumerLag"`
+	AckPending int    `json:"consumerAckPending"`
+	Published  int64  `json:"published"`
+	Applied    int64  `json:"applied"`
+	Duplicates int64  `json:"duplicates"`
+	Failures   int64  `json:"failures"`
+	LastError  string `json:"lastError,omitempty"`
+	// Conflicts are local slugs another relay holds in the directory.
+	Conflicts []string    `json:"conflicts,omitempty"`
+	Relays    []RelayInfo `json:"relays"`
+}
+
+// RelayInfo is one relay of the directory.
+type RelayInfo struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Address  string `json:"address,omitempty"`
+	Online   bool   `json:"online"`
+	LastSeen string `json:"lastSeen"`
+	Agents   int    `json:"agents"`
+	Outbox   int    `json:"outboxDepth"`
+	Self     bool   `json:"self"`
+}
+
+// Link names the NATS connection state.
+func (n *Node) Link() string {
+	switch n.nc.Status() {
+	case nats.CONNECTED:
+		return "connected"
+	case nats.RECONNECTING:
+		return "reconnecting"
+	case nats.CONNECTING:
+		return "connecting"
+	default:
+		return "closed"
+	}
+}
+
+// Status reports the link, the outbox, the consumer and the directory.
+func (n *Node) Status(ctx context.Context) (Status, error) {
+	s := Status{RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Link: n.Link(),
+		Published: n.published.Load(), Applied: n.applied.Load(), Duplicates: n.duplicates.Load(), Failures: n.failures.Load()}
+	if n.nc.IsConnected() {
+		s.Server = n.nc.ConnectedUrlRedacted()
+	}
+	if n.srv != nil {
+		s.Embedded = n.srv.ClientURL()
+	}
+	depth, err := n.opts.Store.OutboxDepth(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Outbox = depth
+	select {
+	case <-n.ready:
+		s.Ready = true
+		if n.nc.IsConnected() {
+			cctx, cancel := context.WithTimeout(ctx, opTimeout)
+			info, err := n.cons.Info(cctx)
+			cancel()
+			if err == nil {
+				s.Lag, s.AckPending = info.NumPending, info.NumAckPending
+			}
+		}
+	default:
+	}
+	n.mu.Lock()
+	s.LastError = n.lastErr
+	s.Conflicts = append([]string(nil), n.conflicts...)
+	n.mu.Unlock()
+	s.Relays = n.Relays()
+	return s, nil
+}

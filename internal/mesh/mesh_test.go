@@ -1,0 +1,519 @@
+package mesh
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// testRelay is one relay of a test mesh: a real SQLite store and a mesh node.
+type testRelay struct {
+	name string
+	dir  string
+	db   *store.DB
+	node *Node
+	svc  relay.Service
+}
+
+// startRelay opens a store in a fresh folder (or dir) and joins the mesh at
+// urls, or embeds a server when urls is empty.
+func startRelay(t *testing.T, name, dir string, urls ...string) *testRelay {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	db, err := store.Open(filepath.Join(dir, "relay.db"), store.Options{})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
+	if len(urls) == 0 {
+		opts.Embed = "127.0.0.1:-1"
+	}
+	node, err := Start(opts)
+	if err != nil {
+		db.Close()
+		t.Fatalf("start mesh %s: %v", name, err)
+	}
+	r := &testRelay{name: name, dir: dir, db: db, node: node, svc: relay.WithMesh(db, node)}
+	t.Cleanup(r.stop)
+	select {
+	case <-node.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("mesh %s not ready", name)
+	}
+	return r
+}
+
+func (r *testRelay) stop() {
+	if r.node != nil {
+		r.node.Close()
+		r.node = nil
+	}
+	if r.db != nil {
+		r.db.Close()
+		r.db = nil
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: not reached before the deadline; last: %s", what, last)
+}
+
+func createAgent(t *testing.T, r *testRelay, slug string) {
+	t.Helper()
+	if _, _, err := r.svc.CreateAgent(t.Context(), relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
+		t.Fatalf("create %s on %s: %v", slug, r.name, err)
+	}
+	if _, err := r.svc.Heartbeat(t.Context(), slug); err != nil {
+		t.Fatalf("heartbeat %s: %v", slug, err)
+	}
+}
+
+// knows waits until r lists slug as an agent of relay owner.
+func knows(t *testing.T, r *testRelay, slug, owner string) {
+	t.Helper()
+	eventually(t, r.name+" lists "+slug, func() (bool, string) {
+		as, err := r.svc.ListAgents(t.Context(), true)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range as {
+			if a.Slug == slug {
+				return a.Relay == owner, fmt.Sprintf("%s on relay %q", slug, a.Relay)
+			}
+		}
+		return false, fmt.Sprintf("%d agents, no %s", len(as), slug)
+	})
+}
+
+func TestIdentityIsStableAndPrivate(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadIdentity(dir, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadIdentity(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != b.ID || a.PublicKey != b.PublicKey || b.Name != "laptop" || !validRelayID(a.ID) {
+		t.Fatalf("identity changed: %+v then %+v", a, b)
+	}
+	c, err := LoadIdentity(dir, "build-box")
+	if err != nil || c.ID != a.ID || c.Name != "build-box" {
+		t.Fatalf("renamed identity = %+v, %v", c, err)
+	}
+	for _, f := range []string{identityFile, keyFile} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v, %v; want 0600", f, st.Mode().Perm(), err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIdentity(dir, ""); err == nil {
+		t.Fatal("a damaged key file was accepted")
+	}
+}
+
+func TestVerifyMarks(t *testing.T) {
+	dir := t.TempDir()
+	id, err := LoadIdentity(dir, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := LoadIdentity(t.TempDir(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := seal(id, "m1", "0123456789abcdef", relay.MeshChange{Task: relay.Task{ID: relay.NewID(), Title: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := e
+	tampered.To = "fedcba9876543210"
+	for _, tc := range []struct {
+		name           string
+		e              envelope
+		dirKey, pinned string
+		want           string
+	}{
+		{"good", e, id.PublicKey, id.PublicKey, relay.MarkVerified},
+		{"pinned only (directory entry expired)", e, "", id.PublicKey, relay.MarkVerified},
+		{"no key known", e, "", "", relay.MarkUnverified},
+		{"key changed", e, other.PublicKey, id.PublicKey, relay.MarkMismatch},
+		{"signed by another key", e, other.PublicKey, other.PublicKey, relay.MarkMismatch},
+		{"altered after signing", tampered, id.PublicKey, id.PublicKey, relay.MarkMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verify(tc.e, tc.dirKey, tc.pinned); got != tc.want {
+				t.Fatalf("verify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"", "{}", `{"v":1,"id":"x","from":"nothex"}`, "[1,2]"} {
+		if _, _, err := decode([]byte(bad)); err == nil {
+			t.Errorf("decode(%q) accepted", bad)
+		}
+	}
+}
+
+func TestDirectoryAndSlugClaim(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.ClientURL())
+	createAgent(t, b, "bob")
+	createAgent(t, a, "alice")
+	knows(t, a, "bob", "relay-b")
+	knows(t, b, "alice", "relay-a")
+	knows(t, a, "alice", "relay-a")
+
+	// A slug another relay owns is refused, naming that relay.
+	_, _, err := a.svc.CreateAgent(t.Context(), relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m"})
+	var de *relay.Error
+	if !errors.As(err, &de) || de.Code != relay.EAgentExists || de.Details["relay"] != "relay-b" {
+		t.Fatalf("CreateAgent bob on A = %v; want agent_exists naming relay-b", err)
+	}
+	if _, err := a.svc.RegisterAgent(t.Context(), relay.RegisterInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}}); !errors.As(err, &de) || de.Code != relay.EAgentExists {
+		t.Fatalf("RegisterAgent bob on A = %v; want agent_exists", err)
+	}
+	// The compare-and-set create: a slug nobody holds is taken by exactly one relay.
+	errs := make(chan error, 2)
+	for _, r := range []*testRelay{a, b} {
+		go func() { errs <- r.node.ClaimSlug(context.Background(), "carol") }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) {
+		t.Fatalf("racing claims of carol: %v and %v; want exactly one to win", e1, e2)
+	}
+	// Registering again on the owning relay is fine.
+	if _, err := b.svc.RegisterAgent(t.Context(), relay.RegisterInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
+		t.Fatalf("RegisterAgent bob on B: %v", err)
+	}
+	st, err := a.node.Status(t.Context())
+	if err != nil || st.Link != "connected" || len(st.Relays) != 2 || !st.Relays[0].Self {
+		t.Fatalf("status = %+v, %v", st, err)
+	}
+	as := a.node.Agents()
+	if len(as) < 2 {
+		t.Fatalf("directory agents = %+v", as)
+	}
+}
+
+// readAll reads every unread update of slug.
+func readAll(t *testing.T, r *testRelay, slug string) []relay.Event {
+	t.Helper()
+	u, err := r.svc.ReadUpdates(t.Context(), slug, 100)
+	if err != nil {
+		t.Fatalf("read updates of %s: %v", slug, err)
+	}
+	return u.Updates
+}
+
+// collect reads slug's updates on r until n have arrived.
+func collect(t *testing.T, r *testRelay, slug string, n int) []relay.Event {
+	t.Helper()
+	var got []relay.Event
+	eventually(t, fmt.Sprintf("%d updates for %s", n, slug), func() (bool, string) {
+		got = append(got, readAll(t, r, slug)...)
+		return len(got) >= n, fmt.Sprintf("%d updates: %+v", len(got), got)
+	})
+	time.Sleep(0) // yield; extra updates are checked by the caller's next read
+	return got
+}
+
+func types(evs []relay.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func TestCrossRelayLifecycle(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.ClientURL())
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+
+	// A claim waiting on B is woken by a task posted on A.
+	claimed := make(chan *relay.Task, 1)
+	go func() {
+		task, err := b.svc.ClaimNext(context.Background(), relay.ClaimInput{RecipientSlug: "bob", Wait: 20 * time.Second, Via: relay.ViaChat})
+		if err != nil {
+			t.Errorf("claim on B: %v", err)
+		}
+		claimed <- task
+	}()
+	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Build it", Instructions: "Please build."})
+	if err != nil {
+		t.Fatalf("post on A: %v", err)
+	}
+	task := <-claimed
+	if task == nil || task.ID != posted.ID || task.Title != "Build it" || task.SenderSlug != "alice" {
+		t.Fatalf("claimed on B = %+v; want the task posted on A (%s)", task, posted.ID)
+	}
+	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportProgress, Message: "half way"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done", Result: "42"}); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, a, "alice", 3)
+	if want := []string{relay.EventTaskClaimed, relay.EventTaskProgress, relay.EventTaskCompleted}; fmt.Sprint(types(got)) != fmt.Sprint(want) {
+		t.Fatalf("alice's updates = %v; want %v once each, in order", types(got), want)
+	}
+	eventually(t, "A's mirror completed", func() (bool, string) {
+		m, err := a.svc.GetTask(ctx, "alice", posted.ID)
+		return err == nil && m.Status == relay.StatusCompleted && len(m.Reports) == 2 && m.Reports[1].Result == "42" && m.Signature == relay.MarkVerified,
+			fmt.Sprintf("%+v %v", m, err)
+	})
+	owned, err := b.svc.GetTask(ctx, "bob", posted.ID)
+	if err != nil || owned.Signature != relay.MarkVerified {
+		t.Fatalf("B's task = %+v, %v; want signature verified", owned, err)
+	}
+
+	// Sender actions are commands to the owner: request changes reopens it on B.
+	if _, err := a.svc.RequestChanges(ctx, "alice", posted.ID, "add tests"); err != nil {
+		t.Fatalf("request changes on A: %v", err)
+	}
+	again, err := b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Wait: 20 * time.Second, Via: relay.ViaChat})
+	if err != nil || again == nil || again.ID != posted.ID || again.Reports[len(again.Reports)-1].Kind != relay.ReportChanges {
+		t.Fatalf("claim after changes on B = %+v, %v", again, err)
+	}
+	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: posted.ID, Kind: relay.ReportBlocked, Message: "need a key"}); err != nil {
+		t.Fatal(err)
+	}
+	got = collect(t, a, "alice", 2)
+	if want := []string{relay.EventTaskClaimed, relay.EventTaskBlocked}; fmt.Sprint(types(got)) != fmt.Sprint(want) {
+		t.Fatalf("alice's updates after changes = %v; want %v", types(got), want)
+	}
+	// Cancel on A cancels the task on B and tells bob there.
+	if _, err := a.svc.CancelTask(ctx, "alice", posted.ID, "not needed"); err != nil {
+		t.Fatalf("cancel on A: %v", err)
+	}
+	eventually(t, "B's task cancelled", func() (bool, string) {
+		o, err := b.svc.Task(ctx, posted.ID)
+		return err == nil && o.Status == relay.StatusCancelled, fmt.Sprintf("%s %v", o.Status, err)
+	})
+	bobs := collect(t, b, "bob", 2) // requeued (changes), cancelled
+	if want := []string{relay.EventTaskRequeued, relay.EventTaskCancelled}; fmt.Sprint(types(bobs)) != fmt.Sprint(want) {
+		t.Fatalf("bob's updates = %v; want %v", types(bobs), want)
+	}
+	// Nothing more arrives: every update was delivered once.
+	eventually(t, "outboxes empty", func() (bool, string) {
+		da, _ := a.db.OutboxDepth(ctx)
+		db, _ := b.db.OutboxDepth(ctx)
+		return da == 0 && db == 0, fmt.Sprintf("A %d, B %d", da, db)
+	})
+	if extra := readAll(t, a, "alice"); len(extra) != 0 {
+		t.Fatalf("alice got extra updates: %+v", extra)
+	}
+	// A sender action the owner's state no longer allows changes nothing
+	// there, and the owner's state comes back to the mirror.
+	m, err := a.svc.Task(ctx, posted.ID)
+	if err != nil || m.Status != relay.StatusCancelled {
+		t.Fatalf("A's mirror = %+v, %v", m, err)
+	}
+}
+
+// startServer runs a JetStream server the test controls, on port (0: any).
+func startServer(t *testing.T, dir string, port int) *server.Server {
+	t.Helper()
+	if port == 0 {
+		port = -1
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	return s
+}
+
+func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
+	sdir := t.TempDir()
+	srv := startServer(t, sdir, 0)
+	url := srv.ClientURL()
+	port := srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { srv.Shutdown() })
+	a := startRelay(t, "relay-a", "", url)
+	b := startRelay(t, "relay-b", "", url)
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	const n = 20
+	var ids []string
+	for i := range n {
+		task, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "T" + strconv.Itoa(i), Instructions: "x"})
+		if err != nil {
+			t.Fatalf("post while NATS is down: %v", err)
+		}
+		ids = append(ids, task.ID)
+	}
+	if d, err := a.db.OutboxDepth(ctx); err != nil || d != n {
+		t.Fatalf("outbox depth while down = %d, %v; want %d", d, err, n)
+	}
+	srv = startServer(t, sdir, port)
+	eventually(t, "all tasks on B", func() (bool, string) {
+		ts, err := b.svc.ListTasks(ctx, relay.TaskFilter{Agent: "bob", Limit: 500})
+		return err == nil && len(ts) == n, fmt.Sprintf("%d tasks, %v", len(ts), err)
+	})
+	// In order: B's queue gives them back oldest first.
+	for i := range n {
+		task, err := b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaChat})
+		if err != nil || task == nil || task.ID != ids[i] {
+			t.Fatalf("claim %d on B = %+v, %v; want %s", i, task, err, ids[i])
+		}
+	}
+	eventually(t, "A's outbox empty", func() (bool, string) {
+		d, err := a.db.OutboxDepth(ctx)
+		return err == nil && d == 0, fmt.Sprint(d, err)
+	})
+}
+
+func TestRedeliveryChangesNothing(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.ClientURL())
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+	task, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Once", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "task on B", func() (bool, string) {
+		_, err := b.svc.Task(ctx, task.ID)
+		return err == nil, fmt.Sprint(err)
+	})
+	// The same envelope again under a new JetStream id (past de-duplication)
+	// and under its own id: applied zero more times.
+	nc, err := nats.Connect(a.node.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.db.Task(ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := b.db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
+	if err != nil || !applied {
+		t.Fatalf("first direct apply = %v, %v", applied, err)
+	}
+	applied, err = b.db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
+	if err != nil || applied {
+		t.Fatalf("second direct apply = %v, %v; want not applied", applied, err)
+	}
+	data, err := seal(a.node.id, "dup-1", b.node.id.ID, relay.MeshChange{Task: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.node.duplicates.Load()
+	for _, id := range []string{"js-1", "js-2"} {
+		if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "second copy recognised", func() (bool, string) {
+		return b.node.duplicates.Load() == before+1, fmt.Sprint(b.node.duplicates.Load() - before)
+	})
+	ts, err := b.svc.ListTasks(ctx, relay.TaskFilter{Agent: "bob"})
+	if err != nil || len(ts) != 1 || ts[0].Status != relay.StatusQueued {
+		t.Fatalf("B's tasks = %+v, %v; want the one queued task", ts, err)
+	}
+}
+
+func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.ClientURL())
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, b, "alice", "relay-a")
+	ctx := t.Context()
+	// A third party signs a task "from" relay A with its own key.
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger := Identity{ID: a.node.id.ID, Name: "relay-a", priv: priv, PublicKey: base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))}
+	now := relay.FormatTime(time.Now())
+	forged := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: "Forged", Instructions: "rm -rf",
+		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, RequiredCapabilities: []string{}}
+	data, err := seal(forger, "forged-1", b.node.id.ID, relay.MeshChange{Task: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(a.node.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID("forged-1")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "forged task stored on B", func() (bool, string) {
+		got, err := b.svc.GetTask(ctx, "bob", forged.ID)
+		return err == nil && got.Signature == relay.MarkMismatch, fmt.Sprintf("%+v %v", got.Signature, err)
+	})
+	// A genuine task from A is still verified.
+	real, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Real", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "real task verified on B", func() (bool, string) {
+		got, err := b.svc.GetTask(ctx, "bob", real.ID)
+		return err == nil && got.Signature == relay.MarkVerified, fmt.Sprintf("%+v %v", got.Signature, err)
+	})
+}

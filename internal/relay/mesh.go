@@ -1,0 +1,221 @@
+package relay
+
+import (
+	"context"
+	"strings"
+)
+
+// Signature marks on remote tasks and updates. A mark is recorded, never a
+// reason to drop what arrived.
+const (
+	// MarkVerified: the envelope's signature checks against the sending
+	// relay's key in the directory, which matches the key first seen for it.
+	MarkVerified = "verified"
+	// MarkUnverified: no key is known for the sending relay.
+	MarkUnverified = "unverified"
+	// MarkMismatch: the signature is bad, or the relay's key changed.
+	MarkMismatch = "mismatch"
+)
+
+// MeshEvent is one journal entry carried between relays. ID is unique across
+// the mesh (the origin relay's id and its journal sequence), so applying it
+// twice changes nothing.
+type MeshEvent struct {
+	ID            string `json:"id"`
+	RecipientSlug string `json:"recipientSlug"`
+	Type          string `json:"type"`
+	Summary       string `json:"summary"`
+	CreatedAt     string `json:"createdAt"`
+}
+
+// MeshChange is what one relay tells another about a task: the task as the
+// sending relay has it (with its whole timeline) and, optionally, one new
+// journal entry. From the sender's relay to the owner it is a new task or a
+// sender action (cancel, requeue, request changes); from the owner back it
+// is the task's new state.
+type MeshChange struct {
+	Task  Task       `json:"task"`
+	Event *MeshEvent `json:"event,omitempty"`
+}
+
+// OutboxItem is one change waiting to leave for another relay.
+type OutboxItem struct {
+	// Seq orders the outbox; DeleteOutbox takes it.
+	Seq int64
+	// MsgID is the JetStream de-duplication id, fixed when the row was written.
+	MsgID string
+	// ToRelay is the id of the relay that must receive it.
+	ToRelay string
+	// Change is the body, built from the current state of the task.
+	Change MeshChange
+}
+
+// RemoteApply is one change received from another relay.
+type RemoteApply struct {
+	// MsgID is the sender's de-duplication id: a message applied once is
+	// acknowledged again without changing anything.
+	MsgID string
+	// FromRelay is the id of the relay that sent it.
+	FromRelay string
+	// Mark is the signature mark (MarkVerified, MarkUnverified, MarkMismatch).
+	Mark   string
+	Change MeshChange
+}
+
+// RemoteAgent is an agent another relay owns, as the directory lists it.
+type RemoteAgent struct {
+	Slug         string   `json:"slug"`
+	DisplayName  string   `json:"displayName"`
+	ModelSlug    string   `json:"modelSlug"`
+	Capabilities []string `json:"capabilities"`
+	Details      string   `json:"details,omitempty"`
+	Kind         string   `json:"kind,omitempty"`
+	Online       bool     `json:"online"`
+	RelayID      string   `json:"relayId"`
+	RelayName    string   `json:"relayName"`
+}
+
+// MeshStore is what the mesh needs from the store. Every method is one
+// transaction; ApplyRemote commits before it returns, so the message may be
+// acknowledged after it.
+type MeshStore interface {
+	// PendingOutbox returns up to limit outbox rows, oldest first.
+	PendingOutbox(ctx context.Context, limit int) ([]OutboxItem, error)
+	// DeleteOutbox removes published rows.
+	DeleteOutbox(ctx context.Context, seqs ...int64) error
+	// OutboxDepth counts the rows not yet published.
+	OutboxDepth(ctx context.Context) (int, error)
+	// ApplyRemote stores a change idempotently (by message id, task id and
+	// event id) and wakes waiters. It reports false when the message had
+	// been applied before.
+	ApplyRemote(ctx context.Context, in RemoteApply) (bool, error)
+	// SyncRemoteAgents makes the local placeholders of remote agents match
+	// the directory: new ones are added, changed ones updated, and ones no
+	// longer listed kept (their tasks still name them) but marked offline.
+	// A slug that is a local agent is skipped and returned.
+	SyncRemoteAgents(ctx context.Context, agents []RemoteAgent) (conflicts []string, err error)
+	// LocalAgents returns this relay's own software agents, which it
+	// advertises in the directory (no placeholders, no human operator).
+	LocalAgents(ctx context.Context) ([]Agent, error)
+	// RemoteRelayOf returns the id of the relay owning slug, "" when slug is local or unknown.
+	RemoteRelayOf(ctx context.Context, slug string) (string, error)
+	// PinRelayKey records key as relayID's public key the first time it is
+	// seen and returns the pinned key.
+	PinRelayKey(ctx context.Context, relayID, key string) (string, error)
+	// TaskMark returns the signature mark of a remote task, "" for a local one.
+	TaskMark(ctx context.Context, taskID string) (string, error)
+}
+
+// Mesh is the federation as the domain sees it; internal/mesh implements it.
+type Mesh interface {
+	// ClaimSlug takes slug for this relay across the mesh. A slug another
+	// relay owns is refused with agent_exists naming that relay.
+	ClaimSlug(ctx context.Context, slug string) error
+	// ReleaseSlug gives up a slug this relay owns.
+	ReleaseSlug(ctx context.Context, slug string) error
+	// AgentRelay names the relay that owns slug: this relay's name for a local agent.
+	AgentRelay(slug string) string
+	// TaskMark returns the signature mark of a remote task, "" for a local one.
+	TaskMark(ctx context.Context, taskID string) (string, error)
+}
+
+// MeshService is a Service joined to a mesh: slugs are claimed mesh-wide,
+// agents carry their relay and remote tasks their signature mark. Remote
+// routing itself happens in the store (outbox rows written in the same
+// transaction as the task) and in the mesh (publisher, consumer).
+type MeshService struct {
+	Service
+	Mesh Mesh
+}
+
+// WithMesh joins svc to m; a nil m returns svc unchanged.
+func WithMesh(svc Service, m Mesh) Service {
+	if m == nil {
+		return svc
+	}
+	return &MeshService{Service: svc, Mesh: m}
+}
+
+func (s *MeshService) agent(a Agent) Agent {
+	a.Relay = s.Mesh.AgentRelay(a.Slug)
+	return a
+}
+
+func (s *MeshService) task(ctx context.Context, t Task, err error) (Task, error) {
+	if err != nil {
+		return t, err
+	}
+	mark, err := s.Mesh.TaskMark(ctx, t.ID)
+	if err != nil {
+		return t, err
+	}
+	t.Signature = mark
+	return t, nil
+}
+
+// RegisterAgent claims the slug mesh-wide first.
+func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agent, error) {
+	slug, err := NormalizeSlug("agentSlug", in.Slug)
+	if err != nil {
+		return Agent{}, err
+	}
+	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {
+		return Agent{}, err
+	}
+	a, err := s.Service.RegisterAgent(ctx, in)
+	return s.agent(a), err
+}
+
+// CreateAgent claims the slug mesh-wide first.
+func (s *MeshService) CreateAgent(ctx context.Context, in CreateAgentInput) (Agent, string, error) {
+	slug, err := NormalizeSlug("slug", in.Slug)
+	if err != nil {
+		return Agent{}, "", err
+	}
+	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {
+		return Agent{}, "", err
+	}
+	a, tok, err := s.Service.CreateAgent(ctx, in)
+	return s.agent(a), tok, err
+}
+
+// DeleteAgent releases the slug mesh-wide after the local delete.
+func (s *MeshService) DeleteAgent(ctx context.Context, slug string) error {
+	if err := s.Service.DeleteAgent(ctx, slug); err != nil {
+		return err
+	}
+	return s.Mesh.ReleaseSlug(ctx, strings.ToLower(strings.TrimSpace(slug)))
+}
+
+// Heartbeat adds the agent's relay.
+func (s *MeshService) Heartbeat(ctx context.Context, slug string) (Agent, error) {
+	a, err := s.Service.Heartbeat(ctx, slug)
+	return s.agent(a), err
+}
+
+// GetAgent adds the agent's relay.
+func (s *MeshService) GetAgent(ctx context.Context, slug string) (Agent, error) {
+	a, err := s.Service.GetAgent(ctx, slug)
+	return s.agent(a), err
+}
+
+// ListAgents lists the whole mesh, each agent with its relay.
+func (s *MeshService) ListAgents(ctx context.Context, includeOffline bool) ([]Agent, error) {
+	as, err := s.Service.ListAgents(ctx, includeOffline)
+	for i := range as {
+		as[i] = s.agent(as[i])
+	}
+	return as, err
+}
+
+// GetTask adds the signature mark of a remote task.
+func (s *MeshService) GetTask(ctx context.Context, requester, taskID string) (Task, error) {
+	t, err := s.Service.GetTask(ctx, requester, taskID)
+	return s.task(ctx, t, err)
+}
+
+// Task adds the signature mark of a remote task.
+func (s *MeshService) Task(ctx context.Context, taskID string) (Task, error) {
+	t, err := s.Service.Task(ctx, taskID)
+	return s.task(ctx, t, err)
+}

@@ -1,0 +1,451 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// The mesh side of the store (relay.MeshStore). The outbox rows themselves
+// are written by triggers (migration 0003) in the transaction of the change
+// they carry, so every existing code path (post, claim, report, sweep,
+// cancel, …) feeds the mesh without knowing about it.
+
+var _ relay.MeshStore = (*DB)(nil)
+
+// PendingOutbox returns up to limit outbox rows, oldest first, each with the
+// task's current state. A row whose task is gone carries only the task id.
+func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]relay.OutboxItem, error) {
+	limit = relay.Clamp(limit, 100, 1, 1000)
+	var out []relay.OutboxItem
+	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT seq, msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at
+			FROM mesh_outbox ORDER BY seq LIMIT ?`, limit)
+		if err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		type row struct {
+			item                    relay.OutboxItem
+			taskID                  string
+			recipient, typ, sum, at sql.NullString
+		}
+		var rs []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.item.Seq, &r.item.MsgID, &r.item.ToRelay, &r.taskID, &r.recipient, &r.typ, &r.sum, &r.at); err != nil {
+				rows.Close()
+				return fmt.Errorf("read outbox: %w", err)
+			}
+			rs = append(rs, r)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read outbox: %w", err)
+		}
+		tasks := map[string]relay.Task{}
+		for _, r := range rs {
+			task, ok := tasks[r.taskID]
+			if !ok {
+				t, err := getTask(ctx, tx, r.taskID)
+				var de *relay.Error
+				switch {
+				case errors.As(err, &de) && de.Code == relay.EUnknownTask:
+					t = relay.Task{ID: r.taskID}
+				case err != nil:
+					return err
+				}
+				task, tasks[r.taskID] = t, t
+			}
+			r.item.Change.Task = task
+			if r.typ.Valid {
+				r.item.Change.Event = &relay.MeshEvent{ID: r.item.MsgID, RecipientSlug: r.recipient.String,
+					Type: r.typ.String, Summary: r.sum.String, CreatedAt: r.at.String}
+			}
+			out = append(out, r.item)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DeleteOutbox removes published outbox rows.
+func (db *DB) DeleteOutbox(ctx context.Context, seqs ...int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(seqs)), ",")
+	args := make([]any, len(seqs))
+	for i, s := range seqs {
+		args[i] = s
+	}
+	return db.write(ctx, "delete outbox", func(t *tx) error {
+		if _, err := t.exec(`DELETE FROM mesh_outbox WHERE seq IN (`+marks+`)`, args...); err != nil {
+			return fmt.Errorf("delete outbox: %w", err)
+		}
+		return nil
+	})
+}
+
+// OutboxDepth counts outbox rows not yet published.
+func (db *DB) OutboxDepth(ctx context.Context) (int, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM mesh_outbox`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count outbox: %w", err)
+	}
+	return n, nil
+}
+
+// RemoteRelayOf returns the id of the relay owning slug, "" when slug is local or unknown.
+func (db *DB) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
+	var id string
+	err := db.r.QueryRowContext(ctx, `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find agent relay: %w", err)
+	}
+	return id, nil
+}
+
+// LocalAgents returns this relay's own software agents (no placeholders, no
+// human operator), ordered by slug: what it advertises in the directory.
+func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents
+		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
+	if err != nil {
+		return nil, fmt.Errorf("list local agents: %w", err)
+	}
+	defer rows.Close()
+	now := db.now().UTC()
+	var out []relay.Agent
+	for rows.Next() {
+		a, err := scanAgent(rows, now)
+		if err != nil {
+			return nil, fmt.Errorf("list local agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list local agents: %w", err)
+	}
+	return out, nil
+}
+
+// SyncRemoteAgents adds and updates the placeholders of remote agents.
+// Placeholders no longer listed stay (their tasks name them); they go
+// offline on their own as their last-seen time ages.
+func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) ([]string, error) {
+	var conflicts []string
+	err := db.write(ctx, "sync remote agents", func(t *tx) error {
+		conflicts = conflicts[:0]
+		for _, a := range agents {
+			slug, err := relay.NormalizeSlug("slug", a.Slug)
+			if err != nil || a.RelayID == "" {
+				continue // a bad directory entry is skipped, not fatal
+			}
+			var (
+				remote                      sql.NullString
+				name, model, caps, lastSeen string
+				details                     sql.NullString
+				relayName                   sql.NullString
+			)
+			err = t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id, m.relay_name, a.display_name, a.model_slug, a.capabilities, a.details, a.last_seen_at
+				FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).
+				Scan(&remote, &relayName, &name, &model, &caps, &details, &lastSeen)
+			exists := err == nil
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("find agent %s: %w", slug, err)
+			}
+			if exists && !remote.Valid {
+				conflicts = append(conflicts, slug)
+				continue
+			}
+			display := a.DisplayName
+			if display == "" {
+				display = slug
+			}
+			capsJ := capsJSON(a.Capabilities)
+			seen := lastSeen
+			if a.Online || !exists {
+				seen = t.ts
+				if !a.Online {
+					seen = relay.FormatTime(t.now.Add(-relay.OnlineWindow - 1))
+				}
+			}
+			if exists && remote.String == a.RelayID && relayName.String == a.RelayName && name == display && model == a.ModelSlug &&
+				caps == capsJ && details.String == a.Details && availability(seen, t.now) == availability(lastSeen, t.now) {
+				continue
+			}
+			if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
+				VALUES (?, 'agent', ?, ?, ?, ?, ?, ?, 0)
+				ON CONFLICT (slug) DO UPDATE SET display_name = excluded.display_name, model_slug = excluded.model_slug,
+					capabilities = excluded.capabilities, details = excluded.details, last_seen_at = excluded.last_seen_at`,
+				slug, display, a.ModelSlug, capsJ, nullString(a.Details), t.ts, seen); err != nil {
+				return fmt.Errorf("store remote agent %s: %w", slug, err)
+			}
+			if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)
+				ON CONFLICT (slug) DO UPDATE SET relay_id = excluded.relay_id, relay_name = excluded.relay_name`,
+				slug, a.RelayID, a.RelayName); err != nil {
+				return fmt.Errorf("store remote agent %s: %w", slug, err)
+			}
+			if err := t.agentChanged(slug); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return conflicts, err
+}
+
+// PinRelayKey records key as relayID's public key the first time one is
+// seen, and returns the pinned key ("" when none is known and key is "").
+func (db *DB) PinRelayKey(ctx context.Context, relayID, key string) (string, error) {
+	var pinned string
+	err := db.write(ctx, "pin relay key", func(t *tx) error {
+		if key != "" {
+			if _, err := t.exec(`INSERT INTO mesh_relays (relay_id, public_key, first_seen) VALUES (?, ?, ?) ON CONFLICT (relay_id) DO NOTHING`,
+				relayID, key, t.ts); err != nil {
+				return fmt.Errorf("pin relay key: %w", err)
+			}
+		}
+		err := t.tx.QueryRowContext(t.ctx, `SELECT public_key FROM mesh_relays WHERE relay_id = ?`, relayID).Scan(&pinned)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read relay key: %w", err)
+		}
+		return nil
+	})
+	return pinned, err
+}
+
+// TaskMark returns the signature mark of a remote task, "" for a local one.
+func (db *DB) TaskMark(ctx context.Context, taskID string) (string, error) {
+	var mark string
+	err := db.r.QueryRowContext(ctx, `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID).Scan(&mark)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read task mark: %w", err)
+	}
+	return mark, nil
+}
+
+// isLocalAgent reports whether slug is an agent of this relay (not a placeholder).
+func (t *tx) isLocalAgent(slug string) (bool, error) {
+	var remote sql.NullString
+	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).Scan(&remote)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find agent %s: %w", slug, err)
+	}
+	return !remote.Valid, nil
+}
+
+// ensurePlaceholder makes slug a placeholder agent of relayID unless it is
+// an agent here already (local or remote).
+func (t *tx) ensurePlaceholder(slug, relayID string) error {
+	res, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, registered_at, last_seen_at, last_read_sequence)
+		VALUES (?, 'agent', ?, '', '[]', ?, ?, 0) ON CONFLICT (slug) DO NOTHING`, slug, slug, t.ts, t.ts)
+	if err != nil {
+		return fmt.Errorf("store remote agent %s: %w", slug, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+	if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)`, slug, relayID, relayID); err != nil {
+		return fmt.Errorf("store remote agent %s: %w", slug, err)
+	}
+	return t.agentChanged(slug)
+}
+
+// copyReports appends the reports of task that are not on the local timeline yet.
+func (t *tx) copyReports(task relay.Task) error {
+	for _, r := range task.Reports {
+		kind := r.Kind
+		switch kind {
+		case relay.ReportProgress, relay.ReportCompleted, relay.ReportBlocked, relay.ReportChanges:
+		default:
+			continue
+		}
+		if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, r.ID, task.ID, kind, r.Message, nullString(r.Result), r.CreatedAt); err != nil {
+			return fmt.Errorf("copy report: %w", err)
+		}
+	}
+	return nil
+}
+
+// ApplyRemote stores a change from another relay once: a new task for a
+// local recipient, a sender's action on a task owned here, or a task's new
+// state for the mirror of a task a local agent sent. It commits before it
+// returns and reports false when the message was applied before.
+func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
+	switch in.Mark {
+	case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:
+	default:
+		return false, fmt.Errorf("apply remote: mark %q", in.Mark)
+	}
+	if in.MsgID == "" || in.FromRelay == "" {
+		return false, fmt.Errorf("apply remote: message id and relay are required")
+	}
+	applied := false
+	err := db.write(ctx, "apply remote", func(t *tx) error {
+		var one int
+		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM mesh_applied WHERE msg_id = ?`, in.MsgID).Scan(&one)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("find applied message: %w", err)
+		}
+		applied = true
+		rt := in.Change.Task
+		if _, err := t.exec(`INSERT INTO mesh_applied (msg_id, from_relay, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)`,
+			in.MsgID, in.FromRelay, rt.ID, in.Mark, t.ts); err != nil {
+			return fmt.Errorf("record applied message: %w", err)
+		}
+		if _, err := relay.TaskID("taskId", rt.ID); err != nil || !rt.Status.Valid() {
+			return nil // nothing this relay can store; recorded as applied
+		}
+		known, err := t.isLocalAgent(rt.RecipientSlug)
+		if err != nil {
+			return err
+		}
+		senderLocal, err := t.isLocalAgent(rt.SenderSlug)
+		if err != nil {
+			return err
+		}
+		local, err := getTask(t.ctx, t.tx, rt.ID)
+		var de *relay.Error
+		exists := err == nil
+		if err != nil && !(errors.As(err, &de) && de.Code == relay.EUnknownTask) {
+			return err
+		}
+		switch {
+		case known && !exists:
+			err = t.applyNewTask(in.FromRelay, rt)
+		case known:
+			err = t.applyCommand(in.FromRelay, local, in.Change)
+		case senderLocal:
+			err = t.applyState(in.FromRelay, exists, rt, in.Change.Event)
+		default:
+			return nil // neither side of the task is here
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(`INSERT INTO mesh_tasks (task_id, relay_id, mark) VALUES (?, ?, ?)
+			ON CONFLICT (task_id) DO UPDATE SET relay_id = excluded.relay_id, mark = excluded.mark`, rt.ID, in.FromRelay, in.Mark); err != nil {
+			return fmt.Errorf("mark remote task: %w", err)
+		}
+		_, err = t.taskChanged(rt.ID)
+		return err
+	})
+	return applied, err
+}
+
+// applyNewTask stores a task a remote agent posted to a local one, with the
+// same id, and wakes the recipient's waiting claims.
+func (t *tx) applyNewTask(from string, rt relay.Task) error {
+	if err := t.ensurePlaceholder(rt.SenderSlug, from); err != nil {
+		return err
+	}
+	var parent any
+	if rt.ParentTaskID != "" {
+		var one int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, rt.ParentTaskID).Scan(&one); err == nil {
+			parent = rt.ParentTaskID
+		}
+	}
+	prio, err := relay.Priority("priority", rt.Priority)
+	if err != nil {
+		prio = relay.PriorityNormal
+	}
+	if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
+			created_at, updated_at, parent_task_id, depth)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
+		rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
+		rt.CreatedAt, t.ts, parent, rt.Depth); err != nil {
+		return fmt.Errorf("insert remote task: %w", err)
+	}
+	if err := t.copyReports(rt); err != nil {
+		return err
+	}
+	t.wakeUp(rt.RecipientSlug)
+	return nil
+}
+
+// applyCommand carries out a remote sender's action on a task owned here:
+// cancel an open task, or requeue a blocked or completed one. An action the
+// task's state no longer allows changes nothing here; the sender's relay is
+// sent the task's true state instead.
+func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
+	ev := c.Event
+	if ev == nil || ev.RecipientSlug != local.RecipientSlug || c.Task.SenderSlug != local.SenderSlug {
+		return nil
+	}
+	var q string
+	switch {
+	case ev.Type == relay.EventTaskCancelled && local.Status.Open():
+		q = `UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`
+	case ev.Type == relay.EventTaskRequeued && (local.Status == relay.StatusBlocked || local.Status == relay.StatusCompleted):
+		q = `UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?`
+		t.wakeUp(local.RecipientSlug)
+	default:
+		if _, err := t.exec(`INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at) VALUES (lower(hex(randomblob(16))), ?, ?, ?)`,
+			from, local.ID, t.ts); err != nil {
+			return fmt.Errorf("queue task state: %w", err)
+		}
+		return nil
+	}
+	if _, err := t.exec(q, t.ts, local.ID); err != nil {
+		return fmt.Errorf("apply sender action: %w", err)
+	}
+	if err := t.copyReports(c.Task); err != nil {
+		return err
+	}
+	return t.event(local.RecipientSlug, ev.Type, local.ID, ev.Summary)
+}
+
+// applyState brings the mirror of a task a local agent sent to the owner's
+// state and adds the owner's journal entry for the sender. The mirror keeps
+// no lease: only the owner requeues expired claims.
+func (t *tx) applyState(from string, exists bool, rt relay.Task, ev *relay.MeshEvent) error {
+	if err := t.ensurePlaceholder(rt.RecipientSlug, from); err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
+				created_at, updated_at, depth) VALUES (?, ?, ?, ?, ?, ?, 2, 'queued', ?, ?, ?)`,
+			rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), rt.CreatedAt, t.ts, rt.Depth); err != nil {
+			return fmt.Errorf("insert mirror task: %w", err)
+		}
+	}
+	via := nullString(rt.ClaimedVia)
+	if rt.ClaimedVia != relay.ViaChat && rt.ClaimedVia != relay.ViaWorker {
+		via = nil
+	}
+	if _, err := t.exec(`UPDATE tasks SET status = ?, claimed_at = ?, claimed_via = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
+		string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, rt.ID); err != nil {
+		return fmt.Errorf("update mirror task: %w", err)
+	}
+	if err := t.copyReports(rt); err != nil {
+		return err
+	}
+	if ev != nil && ev.RecipientSlug == rt.SenderSlug {
+		return t.event(rt.SenderSlug, ev.Type, rt.ID, ev.Summary)
+	}
+	return nil
+}
