@@ -11,7 +11,7 @@ import (
 )
 
 // The mesh side of the store (relay.MeshStore). The outbox rows themselves
-// are written by triggers (migration 0004) in the transaction of the change
+// are written by triggers (migration 0005) in the transaction of the change
 // they carry, so every existing code path (post, claim, report, sweep,
 // cancel, …) feeds the mesh without knowing about it.
 

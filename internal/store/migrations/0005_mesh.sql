@@ -1,4 +1,4 @@
--- 0004: the mesh (federation over NATS JetStream). Without --nats these
+-- 0005: the mesh (federation over NATS JetStream). Without --nats these
 -- tables stay empty and the triggers never fire.
 
 -- Placeholders of agents another relay owns: each also has a row in agents
