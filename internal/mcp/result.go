@@ -27,23 +27,34 @@ func compactJSON(v any) (string, error) {
 }
 
 // success is a result whose text is the compact JSON of v and whose
-// structured content is v itself. v must encode as a JSON object.
+// structured content is v itself. v must encode as a JSON object. It is
+// encoded once: the structured content is the same bytes as the text.
 func success(v any) (*mcp.CallToolResult, error) {
-	return successAs(v, v)
-}
-
-// successAs is a result whose text is the compact JSON of text and whose
-// structured content is structured. It serves results that are arrays: the
-// text keeps the bare array (as the upstream relay sends it) while the
-// structured content, which MCP requires to be an object, wraps it.
-func successAs(text, structured any) (*mcp.CallToolResult, error) {
-	s, err := compactJSON(text)
+	s, err := compactJSON(v)
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(s)},
-		StructuredContent: structured,
+		StructuredContent: json.RawMessage(s),
+	}, nil
+}
+
+// successWrapped serves results that are arrays: the text keeps the bare
+// array (as the upstream relay sends it) while the structured content,
+// which MCP requires to be an object, wraps it as {key: array}.
+func successWrapped(v any, key string) (*mcp.CallToolResult, error) {
+	s, err := compactJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	k, err := compactJSON(key)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(s)},
+		StructuredContent: json.RawMessage("{" + k + ":" + s + "}"),
 	}, nil
 }
 

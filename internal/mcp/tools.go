@@ -138,10 +138,6 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 	})
 }
 
-type agentList struct {
-	Agents []relay.Agent `json:"agents"`
-}
-
 func listAgents(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 	t := newTool("list_agents", "List agents",
 		"List the agents on the relay, ordered by slug, with their capabilities, role and availability, so you can pick a recipient for post_task. Only online agents unless includeOffline is true. The text result is the array; structuredContent wraps it as {agents}.",
@@ -161,7 +157,7 @@ func listAgents(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		for _, ag := range agents {
 			out = append(out, agentOut(ag))
 		}
-		return successAs(out, agentList{Agents: out})
+		return successWrapped(out, "agents")
 	})
 }
 

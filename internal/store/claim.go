@@ -113,32 +113,35 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest) (*relay.Task, error)
 		if c.filter && len(c.senders) == 0 {
 			return nil
 		}
-		query := `SELECT id FROM tasks WHERE recipient_slug = ? AND status = 'queued'`
+		query := `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = ? AND t.status = 'queued'`
 		args := []any{c.recipient}
 		if c.filter {
-			query += ` AND sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`
+			query += ` AND t.sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`
 			for _, s := range c.senders {
 				args = append(args, s)
 			}
 		}
-		query += ` ORDER BY priority DESC, created_at ASC, rowid ASC LIMIT 1`
-		var id string
-		err := t.tx.QueryRowContext(t.ctx, query, args...).Scan(&id)
+		query += ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
+		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("find next task: %w", err)
 		}
+		id := task.ID
 		lease := relay.FormatTime(t.now.Add(c.lease))
 		if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?
 			WHERE id = ?`, t.ts, c.via, lease, t.ts, id); err != nil {
 			return fmt.Errorf("claim task %s: %w", id, err)
 		}
-		task, err := t.taskChanged(id)
-		if err != nil {
+		// The row is known; only its timeline is read, then the claim's
+		// changes are applied in memory.
+		if err := loadReports(t.ctx, t.tx, &task); err != nil {
 			return err
 		}
+		task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = relay.StatusClaimed, t.ts, c.via, lease, t.ts
+		t.taskKnown(task)
 		summary := fmt.Sprintf("%s claimed “%s”.", c.recipient, task.Title)
 		if c.via == relay.ViaWorker {
 			summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)

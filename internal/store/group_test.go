@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -37,14 +38,23 @@ func openGroup(t *testing.T) *DB {
 // returned release is called; it returns once that write is running.
 func holdWriter(t *testing.T, db *DB) (release func() error) {
 	t.Helper()
+	return holdWriterFailing(t, db, nil)
+}
+
+// holdWriterFailing is holdWriter whose held write then fails with fail
+// (when not nil), after writing a row that must not survive.
+func holdWriterFailing(t *testing.T, db *DB, fail error) (release func() error) {
+	t.Helper()
 	running, hold := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		done <- db.write(context.Background(), "hold", func(t *tx) error {
 			close(running)
 			<-hold
-			_, err := t.exec(`UPDATE agents SET last_seen_at = last_seen_at WHERE 0`)
-			return err
+			if _, err := t.exec(`UPDATE agents SET display_name = 'held' WHERE slug = 'bob'`); err != nil {
+				return err
+			}
+			return fail
 		})
 	}()
 	<-running
@@ -83,6 +93,18 @@ func countRows(t *testing.T, db *DB, query string, args ...any) int {
 // writer so they commit as one batch; the failing ones are rolled back to
 // their savepoints alone and only their callers see an error.
 func TestBatchFailureStaysWithItsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		firstFail error // the held write, first of the batch, fails too
+	}{
+		{"first write commits", nil},
+		{"first write fails", errors.New("the first write's own failure")},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBatchFailure(t, tc.firstFail) })
+	}
+}
+
+func testBatchFailure(t *testing.T, firstFail error) {
 	old := maxBatchTime
 	maxBatchTime = time.Hour // the batch must not close early while held
 	defer func() { maxBatchTime = old }()
@@ -142,7 +164,7 @@ func TestBatchFailureStaysWithItsWrite(t *testing.T) {
 		})
 	}
 
-	release := holdWriter(t, db)
+	release := holdWriterFailing(t, db, firstFail)
 	before := db.WriteStats()
 	errs := make([]error, len(writes))
 	var wg sync.WaitGroup
@@ -155,8 +177,8 @@ func TestBatchFailureStaysWithItsWrite(t *testing.T) {
 	if n := countRows(t, db, `SELECT COUNT(*) FROM tasks`); n != 0 {
 		t.Fatalf("%d tasks committed before the batch ran", n)
 	}
-	if err := release(); err != nil {
-		t.Fatalf("held write: %v", err)
+	if err := release(); !errors.Is(err, firstFail) {
+		t.Fatalf("held write: %v, want %v", err, firstFail)
 	}
 	wg.Wait()
 
@@ -169,8 +191,19 @@ func TestBatchFailureStaysWithItsWrite(t *testing.T) {
 	if got := after.Batches - before.Batches; got != 1 {
 		t.Errorf("%d batches committed for one held batch, want 1", got)
 	}
-	if got := after.Writes - before.Writes; got != int64(1+len(writes)) {
-		t.Errorf("the batch counted %d writes, want %d", got, 1+len(writes))
+	committed := int64(posts)
+	if firstFail == nil {
+		committed++
+	}
+	if got := after.Writes - before.Writes; got != committed {
+		t.Errorf("the batch committed %d writes, want %d", got, committed)
+	}
+	held := 0
+	if firstFail == nil {
+		held = 1
+	}
+	if n := countRows(t, db, `SELECT COUNT(*) FROM agents WHERE display_name = 'held'`); n != held {
+		t.Errorf("the held write's update is committed %d times, want %d", n, held)
 	}
 	if n := countRows(t, db, `SELECT COUNT(*) FROM tasks WHERE title LIKE 'batched %'`); n != posts {
 		t.Errorf("%d batched posts committed, want %d", n, posts)
@@ -351,5 +384,71 @@ func TestCloseAnswersWaitingWrites(t *testing.T) {
 	}
 	if _, err := db.Heartbeat(context.Background(), "alice"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after Close: %v", err)
+	}
+}
+
+// TestAnswersMatchTheStoredTask: the answers built in memory from what the
+// transaction wrote (post, claim, holder actions) equal the task read back.
+func TestAnswersMatchTheStoredTask(t *testing.T) {
+	db := openGroup(t)
+	ctx := context.Background()
+	stored := func(id string) relay.Task {
+		t.Helper()
+		var task relay.Task
+		if err := db.read(ctx, "read back", func(tx *sql.Tx) (err error) {
+			task, err = getTask(ctx, tx, id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	parent, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "parent", Instructions: "i"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		run  func() (relay.Task, error)
+	}{
+		{"post", func() (relay.Task, error) { return parent, nil }},
+		{"post with everything", func() (relay.Task, error) {
+			return db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "child <&>", Instructions: "“quoted”",
+				RequiredCapabilities: []string{"text-input"}, Priority: 3, ParentTaskID: parent.ID})
+		}},
+		{"claim", func() (relay.Task, error) {
+			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", LeaseSeconds: 60})
+			if task == nil {
+				return relay.Task{}, errors.Join(err, errors.New("nothing claimed"))
+			}
+			return *task, err
+		}},
+		{"renew lease", func() (relay.Task, error) { return db.RenewLease(ctx, "bob", parent.ID, 120) }},
+		{"progress", func() (relay.Task, error) {
+			return db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: parent.ID, Kind: relay.ReportProgress, Message: "half"})
+		}},
+		{"release", func() (relay.Task, error) { return db.ReleaseTask(ctx, "bob", parent.ID, "later") }},
+		{"claim again (with reports)", func() (relay.Task, error) {
+			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaWorker})
+			if task == nil {
+				return relay.Task{}, errors.Join(err, errors.New("nothing claimed"))
+			}
+			return *task, err
+		}},
+		{"completed", func() (relay.Task, error) {
+			return db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: parent.ID, Kind: relay.ReportCompleted, Message: "done", Result: "42"})
+		}},
+	}
+	for _, st := range steps {
+		got, err := st.run()
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		want := stored(got.ID)
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("%s answered\n%s\nstored\n%s", st.name, gj, wj)
+		}
 	}
 }

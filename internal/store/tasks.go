@@ -112,9 +112,15 @@ func getTask(ctx context.Context, q queryer, id string) (relay.Task, error) {
 	if err != nil {
 		return t, fmt.Errorf("get task: %w", err)
 	}
+	return t, loadReports(ctx, q, &t)
+}
+
+// loadReports reads the task's timeline into t.Reports.
+func loadReports(ctx context.Context, q queryer, t *relay.Task) error {
+	id := t.ID
 	rows, err := q.QueryContext(ctx, `SELECT id, kind, message, result, created_at FROM reports WHERE task_id = ? ORDER BY rowid`, id)
 	if err != nil {
-		return t, fmt.Errorf("get task reports: %w", err)
+		return fmt.Errorf("get task reports: %w", err)
 	}
 	defer rows.Close()
 	t.Reports = []relay.Report{}
@@ -124,15 +130,15 @@ func getTask(ctx context.Context, q queryer, id string) (relay.Task, error) {
 			result sql.NullString
 		)
 		if err := rows.Scan(&r.ID, &r.Kind, &r.Message, &result, &r.CreatedAt); err != nil {
-			return t, fmt.Errorf("get task reports: %w", err)
+			return fmt.Errorf("get task reports: %w", err)
 		}
 		r.Result = result.String
 		t.Reports = append(t.Reports, r)
 	}
 	if err := rows.Err(); err != nil {
-		return t, fmt.Errorf("get task reports: %w", err)
+		return fmt.Errorf("get task reports: %w", err)
 	}
-	return t, nil
+	return nil
 }
 
 // byOperator appends " (via dashboard)" to text when the operator acts on an
@@ -216,9 +222,12 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err := t.touch(in.SenderSlug); err != nil {
 			return err
 		}
-		if out, err = t.taskChanged(id); err != nil {
-			return err
-		}
+		// The answer is the row just inserted; no need to read it back.
+		caps := append([]string{}, in.RequiredCapabilities...)
+		out = relay.Task{ID: id, SenderSlug: in.SenderSlug, RecipientSlug: in.RecipientSlug, Title: in.Title,
+			Instructions: in.Instructions, RequiredCapabilities: caps, Priority: in.Priority, Status: relay.StatusQueued,
+			CreatedAt: t.ts, UpdatedAt: t.ts, ParentTaskID: in.ParentTaskID, Depth: depth, Reports: []relay.Report{}}
+		t.taskKnown(out)
 		t.wakeUp(in.RecipientSlug)
 		return nil
 	})
@@ -241,7 +250,9 @@ func missingCapabilities(have, need []string) []string {
 
 // holderAction runs fn on a task that reporter currently holds (recipient,
 // status claimed), then refreshes reporter's presence and publishes the task.
-func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task relay.Task) error) (relay.Task, error) {
+// fn keeps task in step with what it writes (fields and reports), so the
+// answer needs no re-read.
+func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task *relay.Task) error) (relay.Task, error) {
 	reporter, err := relay.NormalizeSlug("reporterSlug", reporter)
 	if err != nil {
 		return relay.Task{}, err
@@ -259,14 +270,15 @@ func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn 
 			return relay.Errorf(relay.ETaskUpdateDenied, "Only the recipient that currently holds a claimed task may update it.").
 				WithDetails(map[string]any{"taskStatus": string(task.Status)})
 		}
-		if err := fn(t, task); err != nil {
+		if err := fn(t, &task); err != nil {
 			return err
 		}
 		if err := t.touch(reporter); err != nil {
 			return err
 		}
-		out, err = t.taskChanged(taskID)
-		return err
+		t.taskKnown(task)
+		out = task
+		return nil
 	})
 	return out, err
 }
@@ -278,11 +290,12 @@ func (db *DB) RenewLease(ctx context.Context, reporter, taskID string, leaseSeco
 	if err != nil {
 		return relay.Task{}, err
 	}
-	return db.holderAction(ctx, "renew lease", reporter, taskID, func(t *tx, task relay.Task) error {
+	return db.holderAction(ctx, "renew lease", reporter, taskID, func(t *tx, task *relay.Task) error {
 		lease := relay.FormatTime(t.now.Add(time.Duration(secs) * time.Second))
 		if _, err := t.exec(`UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?`, lease, t.ts, task.ID); err != nil {
 			return fmt.Errorf("update lease: %w", err)
 		}
+		task.LeaseExpiresAt, task.UpdatedAt = lease, t.ts
 		return nil
 	})
 }
@@ -293,7 +306,7 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 	if err != nil {
 		return relay.Task{}, err
 	}
-	return db.holderAction(ctx, "report task", in.ReporterSlug, in.TaskID, func(t *tx, task relay.Task) error {
+	return db.holderAction(ctx, "report task", in.ReporterSlug, in.TaskID, func(t *tx, task *relay.Task) error {
 		var (
 			q   string
 			typ string
@@ -303,13 +316,16 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 			q, typ = `UPDATE tasks SET updated_at = ? WHERE id = ?`, relay.EventTaskProgress
 		case relay.ReportCompleted:
 			q, typ = `UPDATE tasks SET status = 'completed', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, relay.EventTaskCompleted
+			task.Status, task.LeaseExpiresAt = relay.StatusCompleted, ""
 		case relay.ReportBlocked:
 			q, typ = `UPDATE tasks SET status = 'blocked', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, relay.EventTaskBlocked
+			task.Status, task.LeaseExpiresAt = relay.StatusBlocked, ""
 		}
 		if _, err := t.exec(q, t.ts, task.ID); err != nil {
 			return fmt.Errorf("update task: %w", err)
 		}
-		if err := t.report(task.ID, in.Kind, in.Message, in.Result); err != nil {
+		task.UpdatedAt = t.ts
+		if err := t.addReport(task, in.Kind, in.Message, in.Result); err != nil {
 			return err
 		}
 		return t.event(task.SenderSlug, typ, task.ID, task.RecipientSlug+": "+in.Message)
@@ -323,11 +339,12 @@ func (db *DB) ReleaseTask(ctx context.Context, reporter, taskID, reason string) 
 		return relay.Task{}, err
 	}
 	reason = byOperator(ctx, reason)
-	return db.holderAction(ctx, "release task", reporter, taskID, func(t *tx, task relay.Task) error {
+	return db.holderAction(ctx, "release task", reporter, taskID, func(t *tx, task *relay.Task) error {
 		if err := requeue(t, task.ID); err != nil {
 			return err
 		}
-		if err := t.report(task.ID, relay.ReportProgress, "Released: "+reason, ""); err != nil {
+		task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = relay.StatusQueued, "", "", "", t.ts
+		if err := t.addReport(task, relay.ReportProgress, "Released: "+reason, ""); err != nil {
 			return err
 		}
 		t.wakeUp(task.RecipientSlug)

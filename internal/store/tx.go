@@ -100,35 +100,52 @@ func (db *DB) writer() {
 	}
 }
 
-// pending is one write of a batch, with the result of its fn.
-type pending struct {
-	req *writeReq
-	t   *tx
-	err error
-}
-
 // batch runs first and every write that is waiting (up to the bounds) in
 // one transaction, commits it, then publishes, wakes and answers.
+//
+// The first write of a transaction runs without a savepoint (a lone write
+// costs no more than before group commit): if it fails, the transaction,
+// which holds nothing else, is rolled back and the next write starts a new
+// one. Every later write runs in its own savepoint.
 func (db *DB) batch(first *writeReq) {
 	started := time.Now()
-	sqlTx, err := db.w.BeginTx(context.Background(), nil)
-	if err != nil {
-		first.done <- db.fail(first.op, err)
-		return
-	}
 	var (
-		list   []pending
-		broken error // the transaction can no longer commit
+		sqlTx  *sql.Tx
+		list   []pending // writes that succeeded in sqlTx
+		taken  int
+		broken error // sqlTx can no longer commit
 	)
 	for req := first; req != nil; {
-		p := pending{req: req}
-		if err := req.ctx.Err(); err != nil {
-			p.err = fmt.Errorf("%s: %w", req.op, err)
-		} else {
-			p.t, p.err, broken = db.runOne(sqlTx, req)
+		taken++
+		switch {
+		case req.ctx.Err() != nil:
+			// Nothing of it was written, so it can be answered now.
+			req.done <- fmt.Errorf("%s: %w", req.op, req.ctx.Err())
+		case sqlTx == nil:
+			tx, err := db.w.BeginTx(context.Background(), nil)
+			if err != nil {
+				req.done <- db.fail(req.op, err)
+				break
+			}
+			t, err := db.runFirst(tx, req)
+			if err != nil {
+				req.done <- err // runFirst rolled tx back
+				break
+			}
+			sqlTx, list = tx, append(list, pending{req: req, t: t})
+		default:
+			var (
+				t   *tx
+				err error
+			)
+			t, err, broken = db.runSaved(sqlTx, req)
+			if err != nil {
+				req.done <- err
+			} else {
+				list = append(list, pending{req: req, t: t})
+			}
 		}
-		list = append(list, p)
-		if broken != nil || len(list) >= maxBatch || time.Since(started) >= maxBatchTime {
+		if broken != nil || taken >= maxBatch || time.Since(started) >= maxBatchTime {
 			break
 		}
 		select {
@@ -136,6 +153,9 @@ func (db *DB) batch(first *writeReq) {
 		default:
 			req = nil
 		}
+	}
+	if sqlTx == nil {
+		return
 	}
 	if broken == nil {
 		if err := sqlTx.Commit(); err != nil {
@@ -145,60 +165,83 @@ func (db *DB) batch(first *writeReq) {
 		broken = errors.Join(broken, fmt.Errorf("rollback: %w", rbErr))
 	}
 	if broken != nil {
-		// Nothing of this batch is in the database: every write that had
-		// succeeded so far fails with the reason.
+		// Nothing of this transaction is in the database: every write that
+		// had succeeded in it fails with the reason.
 		for _, p := range list {
-			if p.err == nil {
-				p.err = db.fail(p.req.op, broken)
-			}
-			p.req.done <- p.err
+			p.req.done <- db.fail(p.req.op, broken)
 		}
 		return
 	}
 	db.batches.Add(1)
 	db.writes.Add(int64(len(list)))
-	ok := false
+	db.healthy.Store(true)
 	for _, p := range list {
-		if p.err == nil {
-			ok = true
-			db.committed(p.t)
-		}
-	}
-	if ok {
-		db.healthy.Store(true)
+		db.committed(p.t)
 	}
 	for _, p := range list {
-		p.req.done <- p.err
+		p.req.done <- nil
 	}
 }
 
-// runOne runs one write's fn in its own savepoint. It returns the write's
-// transaction state and its error, and broken when the savepoint could not
-// be undone (the whole transaction is then lost).
-func (db *DB) runOne(sqlTx *sql.Tx, req *writeReq) (t *tx, err, broken error) {
-	// The shared transaction must not be interrupted when one caller gives
-	// up (SQLite may roll back the whole transaction on an interrupt), so
-	// statements run without the caller's cancellation.
-	ctx := context.WithoutCancel(req.ctx)
-	if _, err := sqlTx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-		return nil, db.fail(req.op, fmt.Errorf("savepoint: %w", err)), fmt.Errorf("savepoint: %w", err)
-	}
+// pending is a write that succeeded in the open transaction.
+type pending struct {
+	req *writeReq
+	t   *tx
+}
+
+// newTx is the state of one write in sqlTx. The shared transaction must not
+// be interrupted when one caller gives up (SQLite may roll back the whole
+// transaction on an interrupt), so statements run without the caller's
+// cancellation.
+func (db *DB) newTx(sqlTx *sql.Tx, req *writeReq) *tx {
 	now := db.now().UTC()
-	t = &tx{ctx: ctx, tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
+	return &tx{ctx: context.WithoutCancel(req.ctx), tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
+}
+
+// runFirst runs the first write of a fresh transaction. On failure it rolls
+// the transaction back and returns the write's error.
+func (db *DB) runFirst(sqlTx *sql.Tx, req *writeReq) (*tx, error) {
+	t := db.newTx(sqlTx, req)
+	err := callFn(req.fn, t)
+	if err == nil {
+		return t, nil
+	}
+	if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+		return nil, db.fail(req.op, errors.Join(err, fmt.Errorf("rollback: %w", rbErr)))
+	}
+	return nil, db.writeErr(req.op, err)
+}
+
+// runSaved runs a later write of a batch in its own savepoint. It returns
+// the write's state or its error, and broken when the savepoint could not
+// be undone or released (the whole transaction is then lost).
+func (db *DB) runSaved(sqlTx *sql.Tx, req *writeReq) (t *tx, err, broken error) {
+	t = db.newTx(sqlTx, req)
+	if _, err := sqlTx.ExecContext(t.ctx, "SAVEPOINT w"); err != nil {
+		broken = fmt.Errorf("savepoint: %w", err)
+		return nil, db.fail(req.op, broken), broken
+	}
 	if err = callFn(req.fn, t); err == nil {
-		if _, rerr := sqlTx.ExecContext(ctx, "RELEASE w"); rerr != nil {
-			return nil, db.fail(req.op, fmt.Errorf("release savepoint: %w", rerr)), fmt.Errorf("release savepoint: %w", rerr)
+		if _, err := sqlTx.ExecContext(t.ctx, "RELEASE w"); err != nil {
+			broken = fmt.Errorf("release savepoint: %w", err)
+			return nil, db.fail(req.op, broken), broken
 		}
 		return t, nil, nil
 	}
-	if _, rbErr := sqlTx.ExecContext(ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
-		rbErr = fmt.Errorf("rollback to savepoint: %w", rbErr)
-		return nil, db.fail(req.op, errors.Join(err, rbErr)), rbErr
+	if _, rbErr := sqlTx.ExecContext(t.ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
+		broken = fmt.Errorf("rollback to savepoint: %w", rbErr)
+		return nil, db.fail(req.op, errors.Join(err, broken)), broken
 	}
+	return nil, db.writeErr(req.op, err), nil
+}
+
+// writeErr is a failed write's answer: a domain refusal as it is, anything
+// else wrapped and counted against the store's health.
+func (db *DB) writeErr(op string, err error) error {
 	if relay.IsDomain(err) {
-		return nil, err, nil
+		return err
 	}
-	return nil, db.fail(req.op, err), nil
+	return db.fail(op, err)
 }
 
 // callFn runs fn, turning a panic into an error so that one bad write
@@ -287,6 +330,13 @@ func (t *tx) taskChanged(id string) (relay.Task, error) {
 	return task, nil
 }
 
+// taskKnown publishes the summary of a task that the transaction has
+// brought up to date in memory, so it needs no re-read.
+func (t *tx) taskKnown(task relay.Task) {
+	s := summarize(task)
+	t.publish(relay.Change{Type: relay.ChangeTask, Task: &s})
+}
+
 // touch refreshes slug's presence (unknown_agent if it does not exist).
 // Actions the operator takes on an agent's behalf leave presence alone.
 // A presence-only agent change is published at most once per
@@ -356,11 +406,28 @@ func (t *tx) event(recipient, typ, taskID, summary string) error {
 
 // report appends a report to a task's timeline.
 func (t *tx) report(taskID, kind, message, result string) error {
-	if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		relay.NewID(), taskID, kind, message, nullString(result), t.ts); err != nil {
-		return fmt.Errorf("insert report: %w", err)
+	_, err := t.insertReport(taskID, kind, message, result)
+	return err
+}
+
+// addReport appends a report to the task's timeline, in the database and
+// in task.
+func (t *tx) addReport(task *relay.Task, kind, message, result string) error {
+	r, err := t.insertReport(task.ID, kind, message, result)
+	if err != nil {
+		return err
 	}
+	task.Reports = append(task.Reports, r)
 	return nil
+}
+
+func (t *tx) insertReport(taskID, kind, message, result string) (relay.Report, error) {
+	r := relay.Report{ID: relay.NewID(), Kind: kind, Message: message, Result: result, CreatedAt: t.ts}
+	if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, taskID, kind, message, nullString(result), t.ts); err != nil {
+		return r, fmt.Errorf("insert report: %w", err)
+	}
+	return r, nil
 }
 
 // maxSequence is the newest journal sequence, 0 when the journal is empty.
