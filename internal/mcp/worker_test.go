@@ -37,6 +37,7 @@ func TestClaimLeavesWorkerOnlyTasksToTheWorker(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t)
 			tok := e.agent("builder")
+			e.agent("other") // the worker's only allowed sender, not the operator
 			task, err := e.svc.PostTask(ctx, relay.PostTaskInput{
 				SenderSlug: e.svc.OperatorSlug(), RecipientSlug: "builder", Title: "Build", Instructions: "Build it.",
 			})
@@ -45,7 +46,7 @@ func TestClaimLeavesWorkerOnlyTasksToTheWorker(t *testing.T) {
 			}
 			if _, err := e.svc.SaveWorker(ctx, relay.WorkerConfig{
 				AgentSlug: "builder", Harness: relay.HarnessCustom, Command: "/bin/true", Workdir: t.TempDir(),
-				AllowedSenders: []string{"nobody"}, Enabled: tc.enabled, Exclusive: tc.exclusive,
+				AllowedSenders: []string{"other"}, Enabled: tc.enabled, Exclusive: tc.exclusive,
 			}); err != nil {
 				t.Fatal(err)
 			}
