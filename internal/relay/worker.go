@@ -5,7 +5,10 @@ import (
 	"regexp"
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// EnvNamePattern is what a name in WorkerConfig.Env must match.
+const EnvNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
+
+var envName = regexp.MustCompile(EnvNamePattern)
 
 // PromptMode tells how a run's prompt reaches the agent CLI.
 type PromptMode string

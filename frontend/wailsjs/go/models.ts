@@ -306,6 +306,34 @@ export namespace app {
 		    return a;
 		}
 	}
+	export class WorkerLimits {
+	    defaultTimeoutMinutes: number;
+	    maxTimeoutMinutes: number;
+	    defaultRunsPerHour: number;
+	    maxRunsPerHour: number;
+	    maxArgs: number;
+	    maxExtraDirs: number;
+	    maxSenders: number;
+	    maxEnv: number;
+	    envNamePattern: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new WorkerLimits(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.defaultTimeoutMinutes = source["defaultTimeoutMinutes"];
+	        this.maxTimeoutMinutes = source["maxTimeoutMinutes"];
+	        this.defaultRunsPerHour = source["defaultRunsPerHour"];
+	        this.maxRunsPerHour = source["maxRunsPerHour"];
+	        this.maxArgs = source["maxArgs"];
+	        this.maxExtraDirs = source["maxExtraDirs"];
+	        this.maxSenders = source["maxSenders"];
+	        this.maxEnv = source["maxEnv"];
+	        this.envNamePattern = source["envNamePattern"];
+	    }
+	}
 	export class WorkersOverview {
 	    paused: boolean;
 	    maxChainDepth: number;

@@ -5,6 +5,8 @@ import {relay} from '../models';
 
 export function Connect(arg1:app.ConnectInput):Promise<app.ConnectResult>;
 
+export function Limits():Promise<app.WorkerLimits>;
+
 export function List():Promise<app.WorkersOverview>;
 
 export function Local():Promise<app.LocalInfo>;

@@ -6,6 +6,10 @@ export function Connect(arg1) {
   return window['go']['app']['Workers']['Connect'](arg1);
 }
 
+export function Limits() {
+  return window['go']['app']['Workers']['Limits']();
+}
+
 export function List() {
   return window['go']['app']['Workers']['List']();
 }
