@@ -48,6 +48,7 @@ export type WorkerState = "idle" | "running" | "paused" | "disabled" | "error" |
 export type PromptMode = "stdin" | "file" | "argument";
 export type WorkerConfig = Data<relay.WorkerConfig> & { promptMode: PromptMode };
 export type WorkerStatus = Data<relay.WorkerStatus> & { state: WorkerState; promptMode: PromptMode };
+export type WorkerLimits = Data<app.WorkerLimits>;
 export type WorkersOverview = { paused: boolean; maxChainDepth: number; workers: WorkerStatus[] };
 export type Harness = Data<app.Harness>;
 export type LocalInfo = Data<app.LocalInfo>;
@@ -109,6 +110,8 @@ export interface Api {
   /** Workers run agents' tasks with an agent CLI; setting them up is for this computer only. */
   workers: {
     list(): Promise<WorkersOverview>;
+    /** The bounds and defaults the relay enforces on a worker's settings. */
+    limits(): Promise<WorkerLimits>;
     local(): Promise<LocalInfo>;
     connect(i: ConnectInput): Promise<ConnectResult>;
     save(c: WorkerConfig): Promise<WorkerStatus>;
@@ -147,7 +150,6 @@ export interface Api {
   onConnection(cb: (connected: boolean) => void): () => void;
   setTitle(title: string): void;
   copy(text: string): Promise<boolean>;
-  openURL(url: string): void;
 }
 
 // norm wraps a binding so every rejection (and a missing runtime) becomes an ApiError.
@@ -175,6 +177,7 @@ export const api: Api = {
   },
   workers: {
     list: norm(() => WorkersB.List() as Promise<WorkersOverview>),
+    limits: norm(() => WorkersB.Limits()),
     local: norm(() => WorkersB.Local()),
     connect: norm((i) => WorkersB.Connect(i as app.ConnectInput) as Promise<ConnectResult>),
     save: norm((c) => WorkersB.Save(c as relay.WorkerConfig) as Promise<WorkerStatus>),
@@ -215,7 +218,6 @@ export const api: Api = {
       return false;
     }
   },
-  openURL: (url) => rt.BrowserOpenURL(url),
 };
 
 type Win = Window & { go?: unknown; runtime?: unknown };

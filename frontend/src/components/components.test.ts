@@ -6,7 +6,8 @@ import NewTaskDialog from "./NewTaskDialog.vue";
 import TokenRevealDialog from "./TokenRevealDialog.vue";
 import Modal from "./Modal.vue";
 import ConnectPage from "../pages/ConnectPage.vue";
-import { agent, invite, iso, summary, T0 } from "../test/fakes";
+import TaskDrawer from "./TaskDrawer.vue";
+import { agent, invite, iso, summary, task, T0 } from "../test/fakes";
 import { withStores } from "../test/mount";
 
 afterEach(() => {
@@ -208,5 +209,60 @@ describe("Modal", () => {
     expect(w.emitted("close")).toHaveLength(1);
     w.unmount();
     expect(document.activeElement).toBe(outside);
+  });
+});
+
+describe("TaskDrawer", () => {
+  const report = (id: string, kind: string, message: string, result?: string) => ({ id, kind, message, result, createdAt: iso(), authorSlug: "bob" });
+
+  it("shows a blocked task's reason with Resolve and requeue, and sends the note", async () => {
+    const s = await withStores({ agents: [agent({ slug: "operator", kind: "human", displayName: "Operator" }), agent()] });
+    const blocked = task({
+      status: "blocked",
+      claimedAt: iso(-1000),
+      claimedVia: "worker",
+      reports: [report("r1", "progress", "Looking."), report("r2", "blocked", "No access to DNS.")],
+    });
+    vi.mocked(s.api.tasks.get).mockResolvedValue({ task: blocked, related: { children: [] } });
+    const w = s.mount(TaskDrawer, { props: { taskId: "t1" } });
+    await flushPromises();
+    expect(w.findAll(".stepper li").map((l) => [l.text(), l.classes()[0]])).toEqual([
+      ["Queued", "done"],
+      ["Blocked", "problem"],
+      ["Done", "todo"],
+    ]);
+    expect(w.find(".route").text()).toContain("From You operator");
+    expect(w.find(".route").text()).toContain("To Bob bob");
+    expect(w.find('[data-test="blocked-callout"]').text()).toContain("No access to DNS.");
+    expect(w.find('[data-test="result"]').exists()).toBe(false);
+    expect(w.find(".facts").text()).toContain("by worker");
+    expect(w.findAll(".timeline li").map((l) => l.find(".tl-kind").text())).toEqual(["Blocked", "Progress"]);
+    expect(w.text()).toContain("Not part of a hand-off.");
+    await w.find('[data-test="blocked-callout"] .btn.primary').trigger("click");
+    await w.find("#note-input").setValue("Granted access.");
+    await w.find("#note-form").trigger("submit");
+    await flushPromises();
+    expect(s.api.tasks.requeue).toHaveBeenCalledWith("t1", "Granted access.");
+  });
+
+  it("shows a completed task's result once, earlier results in the timeline, and related tasks", async () => {
+    const s = await withStores({ agents: [agent()] });
+    const done = task({
+      status: "completed",
+      reports: [report("r1", "completed", "First try.", "v1"), report("r2", "changes", "Add tests."), report("r3", "completed", "Done.", "v2 with tests")],
+    });
+    vi.mocked(s.api.tasks.get).mockResolvedValue({
+      task: done,
+      related: { parent: summary({ id: "p1", title: "The release" }), children: [summary({ id: "c1", title: "Write docs", recipientSlug: "carol" })] },
+    });
+    const w = s.mount(TaskDrawer, { props: { taskId: "t1" } });
+    await flushPromises();
+    expect(w.find('[data-test="result"] pre').text()).toBe("v2 with tests");
+    expect(w.findAll(".timeline details pre").map((p) => p.text())).toEqual(["v1"]);
+    expect(w.findAll(".timeline li").map((l) => l.find(".tl-kind").text())).toEqual(["Completed", "Changes requested", "Completed"]);
+    expect(w.findAll(".rel").map((b) => b.text())).toEqual([expect.stringContaining("The release"), expect.stringContaining("Write docs → carol")]);
+    await w.findAll('[data-test="result"] button').find((b) => b.text() === "Request changes")!.trigger("click");
+    expect(w.find("#note-input").exists()).toBe(true);
+    expect(w.text()).toContain("What to change");
   });
 });

@@ -8,8 +8,9 @@ import LocalAgents from "./LocalAgents.vue";
 import AgentCard from "./AgentCard.vue";
 import WorkerDialog from "./WorkerDialog.vue";
 import PathField from "./PathField.vue";
-import { mergeSteps } from "../stores/workers";
-import { T0, agent, harness, localInfo, step, worker } from "../test/fakes";
+import AgentsPage from "../pages/AgentsPage.vue";
+import { mergeSteps } from "../stores/workers/state";
+import { T0, agent, harness, limits, localInfo, step, worker } from "../test/fakes";
 import { withStores } from "../test/mount";
 
 afterEach(() => {
@@ -222,5 +223,51 @@ describe("Agent card and worker dialog", () => {
     await flushPromises();
     expect(s.api.workers.remove).toHaveBeenCalledWith("bob");
     expect(s.relay.state.workers.has("bob")).toBe(false);
+  });
+
+  it("edits the environment variable names, checked before saving", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ env: ["OPENAI_API_KEY"] })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    const env = w.find("#wd-env");
+    expect((env.element as HTMLInputElement).value).toBe("OPENAI_API_KEY");
+    expect(w.find('label[for="wd-env"]').text()).toContain("Environment variables");
+    await env.setValue("OPENAI_API_KEY, MY-TOKEN");
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.text()).toContain("Not a variable name: MY-TOKEN.");
+    expect(s.api.workers.save).not.toHaveBeenCalled();
+    await env.setValue("OPENAI_API_KEY GH_TOKEN");
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ agentSlug: "bob", env: ["OPENAI_API_KEY", "GH_TOKEN"] }));
+  });
+
+  it("bounds the time limit and runs per hour by the relay's limits", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()], limits: limits({ maxTimeoutMinutes: 90, maxRunsPerHour: 7 }) });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(w.find("#wd-timeout").attributes("max")).toBe("90");
+    expect(w.find("#wd-runs").attributes("max")).toBe("7");
+    await w.find("#wd-timeout").setValue(91);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.text()).toContain("Time limit: 1 to 90 minutes.");
+    expect(s.api.workers.save).not.toHaveBeenCalled();
+  });
+});
+
+describe("Agents page", () => {
+  it("counts in its header the agents its cards show", async () => {
+    const seen = new Date(T0 - 10_000).toISOString();
+    const s = await withStores({
+      agents: [operator, agent({ slug: "bob", lastSeenAt: seen }), agent({ slug: "carol", displayName: "Carol", lastSeenAt: "2026-01-01T00:00:00Z" })],
+    });
+    const w = s.mount(AgentsPage);
+    await flushPromises();
+    const cards = w.findAll("[data-agent]");
+    const online = cards.filter((c) => c.find(".presence").text() === "online");
+    expect(cards).toHaveLength(3);
+    expect(w.find('[data-test="agents-count"]').text()).toBe(`${online.length} of ${cards.length} online`);
   });
 });

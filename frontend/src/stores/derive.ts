@@ -1,6 +1,6 @@
 // Pure rules the dashboard derives on the client, with a ticking clock:
 // presence, what needs the operator's attention, lease time left, invite state.
-import type { Agent, Invite, Task, TaskStatus, TaskSummary } from "../api";
+import type { Agent, Invite, Report, Task, TaskStatus, TaskSummary } from "../api";
 import { ms } from "../lib/time";
 
 /** An agent is online when it was seen within this window (as the relay says). */
@@ -138,4 +138,10 @@ export function countDoneToday(tasks: Pick<TaskSummary, "status" | "updatedAt">[
   midnight.setHours(0, 0, 0, 0);
   const from = midnight.getTime();
   return tasks.filter((t) => t.status === "completed" && Date.parse(t.updatedAt) >= from).length;
+}
+
+/** outcomeReport is the report that settled the task's current state: the latest "blocked" report of a blocked task, the latest "completed" report of a completed one. */
+export function outcomeReport(task: Pick<Task, "status" | "reports">): Report | undefined {
+  if (task.status !== "blocked" && task.status !== "completed") return undefined;
+  return [...(task.reports ?? [])].reverse().find((r) => r.kind === task.status);
 }

@@ -19,13 +19,14 @@ import type {
   Task,
   TaskSummary,
   WorkerConfig,
+  WorkerLimits,
   WorkerStatus,
 } from "../api";
 import { errorMessage } from "../api";
 import { ms } from "../lib/time";
 import { attentionReason, byNewest, byUrgency, isOnline, summarize, type AttentionReason } from "./derive";
 import type { Toasts } from "./toasts";
-import { applyWorker, mergeSteps, runState, type RunStep } from "./workers";
+import { applyWorker, mergeSteps, runState, type RunStep } from "./workers/state";
 
 /** Sizes of the snapshot, as the upstream dashboard loads it. */
 export const OPEN_LIMIT = 500;
@@ -61,6 +62,8 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     workers: new Map<string, WorkerStatus>(),
     /** False when the relay could not list workers (it runs none). */
     workersAvailable: false,
+    /** The relay's bounds for worker settings (Workers.Limits), for the forms. */
+    workerLimits: null as WorkerLimits | null,
   });
 
   // Changes that arrive while a snapshot loads are applied after it.
@@ -172,7 +175,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     if (state.status !== "ready") state.status = "loading";
     buffered = [];
     try {
-      const [info, stats, agents, open, done, events, invites, settings, workers] = await Promise.all([
+      const [info, stats, agents, open, done, events, invites, settings, workers, workerLimits] = await Promise.all([
         api.overview.info(),
         api.overview.stats(),
         api.agents.list(),
@@ -182,6 +185,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
         api.invites.list(),
         api.settings.get(),
         api.workers.list().catch(() => null),
+        api.workers.limits(),
       ]);
       if (gen !== generation) return;
       state.info = info;
@@ -197,6 +201,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
       for (const w of workers?.workers ?? []) applyWorker(ws, w);
       state.workers = ws;
       state.workersAvailable = !!workers;
+      state.workerLimits = workerLimits;
       state.error = "";
       const pending = buffered ?? [];
       buffered = null;
@@ -256,6 +261,11 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     return c;
   });
   const onlineCount = computed(() => agentList.value.filter((a) => isOnline(a, now.value)).length);
+  /** workerLimits are the relay's bounds for worker settings; the snapshot loads them, so they are there once the store is ready. */
+  const workerLimits = computed(() => {
+    if (!state.workerLimits) throw new Error("The worker limits are not loaded yet.");
+    return state.workerLimits;
+  });
 
   function workOf(slug: string) {
     const claimed = taskList.value.filter((t) => t.recipientSlug === slug && t.status === "claimed").sort(byNewest);
@@ -438,6 +448,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     taskList,
     attention,
     agentList,
+    workerLimits,
     inviteList,
     counts,
     onlineCount,

@@ -2,21 +2,10 @@ import { describe, expect, it, vi } from "vitest";
 import { ref } from "vue";
 import { createRelayStore } from "./relay";
 import { createToasts } from "./toasts";
-import {
-  applyWorker,
-  changedFiles,
-  connectPayload,
-  defaultSlug,
-  mergeSteps,
-  newConnectForm,
-  runState,
-  validateConnect,
-  validateWorker,
-  workerFormFrom,
-  workerLine,
-  workerPayload,
-} from "./workers";
-import { T0, agent, fakeApi, harness, step, worker } from "../test/fakes";
+import { applyWorker, changedFiles, mergeSteps, runState } from "./workers/state";
+import { workerLine } from "./workers/format";
+import { connectPayload, defaultSlug, envNames, newConnectForm, validateConnect, validateWorker, workerFormFrom, workerPayload } from "./workers/forms";
+import { T0, agent, fakeApi, harness, limits, step, worker } from "../test/fakes";
 import type { WorkerStatus } from "../api";
 
 describe("run steps", () => {
@@ -153,6 +142,8 @@ describe("worker statuses", () => {
   });
 });
 
+const L = limits();
+
 describe("connect form", () => {
   it("defaults the slug to <harness>-<hostname>, lowercased, made unique", () => {
     expect(defaultSlug("claude-code", "Laptop.local", [])).toBe("claude-code-laptop");
@@ -161,7 +152,7 @@ describe("connect form", () => {
   });
 
   it("starts with the defaults: only you, only this worker, 30 min, 20 per hour, enabled; custom gets {prompt_file} in a file", () => {
-    const f = newConnectForm(harness({ id: "custom", name: "Other command-line agent", path: undefined }), "box", ["custom-box"], "operator");
+    const f = newConnectForm(harness({ id: "custom", name: "Other command-line agent", path: undefined }), "box", ["custom-box"], "operator", L);
     expect(f).toMatchObject({ slug: "custom-box-2", configureClient: false, runWorker: true });
     expect(f.worker).toMatchObject({
       command: "",
@@ -173,38 +164,38 @@ describe("connect form", () => {
       runsPerHour: 20,
       enabled: true,
     });
-    const p = newConnectForm(harness(), "box", [], "operator");
+    const p = newConnectForm(harness(), "box", [], "operator", L);
     expect(p).toMatchObject({ slug: "claude-code-box", displayName: "Claude Code on box", configureClient: true });
     expect(p.worker).toMatchObject({ command: "/usr/bin/claude", promptMode: "stdin", args: "" });
   });
 
   it("validates before sending", () => {
-    const f = newConnectForm(harness({ id: "custom", name: "Other", path: undefined }), "box", [], "operator");
+    const f = newConnectForm(harness({ id: "custom", name: "Other", path: undefined }), "box", [], "operator", L);
     f.slug = "Bad Slug";
     f.displayName = " ";
     f.worker.args = "--quiet";
     f.worker.allowedSenders = [];
     f.worker.timeoutMinutes = 0;
-    const e = validateConnect(f, ["taken"]);
+    const e = validateConnect(f, L, ["taken"]);
     expect(Object.keys(e).sort()).toEqual(["allowedSenders", "args", "command", "displayName", "slug", "timeoutMinutes", "workdir"]);
     expect(e.args).toContain("{prompt_file}");
     f.slug = "taken";
-    expect(validateConnect(f, ["taken"]).slug).toContain("taken");
+    expect(validateConnect(f, L, ["taken"]).slug).toContain("taken");
     f.worker.command = "agent";
     f.worker.workdir = "relative/dir";
-    expect(validateConnect(f).command).toContain("full path");
-    expect(validateConnect(f).workdir).toContain("full path");
+    expect(validateConnect(f, L).command).toContain("full path");
+    expect(validateConnect(f, L).workdir).toContain("full path");
     f.runWorker = false;
-    expect(Object.keys(validateConnect(f))).toEqual(["displayName"]);
+    expect(Object.keys(validateConnect(f, L))).toEqual(["displayName"]);
     // A preset may leave the program empty: the relay uses the one it finds.
-    const p = newConnectForm(harness({ path: undefined }), "box", [], "operator");
+    const p = newConnectForm(harness({ path: undefined }), "box", [], "operator", L);
     p.worker.workdir = "C:\\work";
-    expect(validateConnect(p)).toEqual({});
-    expect(validateWorker({ ...p.worker, enabled: false, allowedSenders: [] })).toEqual({});
+    expect(validateConnect(p, L)).toEqual({});
+    expect(validateWorker({ ...p.worker, enabled: false, allowedSenders: [] }, L)).toEqual({});
   });
 
   it("builds the Connect payload", () => {
-    const f = newConnectForm(harness({ id: "custom", name: "Other", path: undefined }), "box", [], "operator");
+    const f = newConnectForm(harness({ id: "custom", name: "Other", path: undefined }), "box", [], "operator", L);
     f.displayName = " Build bot ";
     f.slug = "Build-Bot";
     f.configureClient = true; // not offered for custom programs
@@ -238,9 +229,42 @@ describe("connect form", () => {
     expect(connectPayload(f)).toEqual({ harness: "custom", slug: "build-bot", displayName: "Build bot", configureClient: false, role: "Builds" });
   });
 
+  it("checks against the limits the relay reports, not a copy of its own", () => {
+    const tight = limits({ defaultTimeoutMinutes: 5, maxTimeoutMinutes: 10, defaultRunsPerHour: 2, maxRunsPerHour: 3, maxExtraDirs: 1, maxEnv: 2 });
+    const f = newConnectForm(harness(), "box", [], "operator", tight);
+    expect(f.worker).toMatchObject({ timeoutMinutes: 5, runsPerHour: 2 });
+    f.worker.workdir = "/w";
+    expect(validateConnect(f, tight)).toEqual({});
+    f.worker.timeoutMinutes = 11;
+    f.worker.runsPerHour = 4;
+    f.worker.extraDirs = ["/a", "/b"];
+    f.worker.env = "A B C";
+    expect(validateConnect(f, tight)).toEqual({
+      timeoutMinutes: "1 to 10 minutes.",
+      runsPerHour: "1 to 3 runs.",
+      extraDirs: "At most 1 extra folders.",
+      env: "At most 2 names.",
+    });
+    expect(validateConnect(f, L).timeoutMinutes).toBeUndefined(); // 11 minutes is fine by the default limits
+  });
+
+  it.each([
+    ["", [], undefined],
+    ["OPENAI_API_KEY", ["OPENAI_API_KEY"], undefined],
+    [" A_1,B\n_c ; A_1 ", ["A_1", "B", "_c"], undefined],
+    ["MY-VAR 1ABC OK", ["MY-VAR", "1ABC", "OK"], "Not a variable name: MY-VAR, 1ABC."],
+  ])("reads the environment names %j as %j (error %s)", (input, names, err) => {
+    const f = newConnectForm(harness(), "box", [], "operator", L);
+    f.worker.workdir = "/w";
+    f.worker.env = input;
+    expect(validateConnect(f, L).env).toBe(err);
+    expect(envNames(input)).toEqual(names);
+    if (!err) expect(connectPayload(f).worker?.env).toEqual(names);
+  });
+
   it("round-trips a saved worker through the form, keeping its env", () => {
     const w = worker({ harness: "codex", args: [], promptMode: "stdin", env: ["OPENAI_API_KEY"], extraDirs: ["/x"] });
-    const p = workerPayload("bob", workerFormFrom(w));
+    const p = workerPayload("bob", workerFormFrom(w, L));
     expect(p).toMatchObject({ agentSlug: "bob", harness: "codex", args: [], promptMode: "stdin", env: ["OPENAI_API_KEY"], extraDirs: ["/x"] });
   });
 });

@@ -13,6 +13,7 @@ import type {
   Stats,
   Task,
   TaskSummary,
+  WorkerLimits,
   WorkerStatus,
 } from "../api";
 
@@ -108,6 +109,22 @@ export function worker(p: Partial<WorkerStatus> = {}): WorkerStatus {
   };
 }
 
+/** limits are the relay's worker limits (Workers.Limits) as the Go side reports them. */
+export function limits(p: Partial<WorkerLimits> = {}): WorkerLimits {
+  return {
+    defaultTimeoutMinutes: 30,
+    maxTimeoutMinutes: 1440,
+    defaultRunsPerHour: 20,
+    maxRunsPerHour: 500,
+    maxArgs: 64,
+    maxExtraDirs: 20,
+    maxSenders: 100,
+    maxEnv: 50,
+    envNamePattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+    ...p,
+  };
+}
+
 export function step(seq: number, p: Partial<ActivityEntry> = {}): ActivityEntry {
   return { seq, at: iso(seq * 1000), kind: "output", text: `line ${seq}`, ...p };
 }
@@ -146,6 +163,7 @@ export function fakeApi(data: {
   workers?: WorkerStatus[];
   activity?: ActivityEntry[];
   local?: LocalInfo;
+  limits?: WorkerLimits;
 } = {}): FakeApi {
   const subs = new Set<(c: Change) => void>();
   const conn = new Set<(on: boolean) => void>();
@@ -163,6 +181,7 @@ export function fakeApi(data: {
     },
     workers: {
       list: vi.fn(async () => ({ paused: data.settings?.workersPaused ?? false, maxChainDepth: 3, workers: data.workers ?? [] })),
+      limits: vi.fn(async () => data.limits ?? limits()),
       local: vi.fn(async () => data.local ?? localInfo()),
       connect: vi.fn(async (i) => ({
         agent: agent({ slug: i.slug, displayName: i.displayName }),
@@ -220,7 +239,6 @@ export function fakeApi(data: {
     },
     setTitle: vi.fn(),
     copy: vi.fn(async () => true),
-    openURL: vi.fn(),
     emit: (c) => subs.forEach((s) => s(c)),
     connection: (on) => conn.forEach((s) => s(on)),
     get listeners() {
