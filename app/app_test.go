@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -261,8 +263,21 @@ func TestBridgeServesBoundMethods(t *testing.T) {
 	if len(direct) != 2 || len(viaBridge) != 2 || viaBridge[1].Slug != "viahttp" {
 		t.Fatalf("direct %d, bridge %+v", len(direct), viaBridge)
 	}
+	// An agent token is not an admin credential on the bridge. (The client
+	// would not even send it: the relay cannot prove it holds it.)
 	err = client.New(r.Config().BaseURL(), rev.Token).Call(context.Background(), "Agents", "List", nil)
-	wantCode(t, err, relay.EUnauthorized)
+	if !errors.Is(err, client.ErrNotOurRelay) {
+		t.Fatalf("client with an agent token: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, r.Config().BaseURL()+"/bridge/Agents.List", strings.NewReader("[]"))
+	noErr(t, err)
+	req.Header.Set("Authorization", "Bearer "+rev.Token)
+	resp, err := http.DefaultClient.Do(req)
+	noErr(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("agent token on the bridge: %d", resp.StatusCode)
+	}
 }
 
 func run(t *testing.T, args ...string) (string, string, int) {

@@ -54,6 +54,8 @@ The agents, invites, tasks, workers and harnesses verbs talk to the running rela
 --host/--port (CROSSCHAT_HOST/CROSSCHAT_PORT) and authenticated with the admin
 token from CROSSCHAT_API_TOKEN or the api-token file in --data-dir. Each takes
 --json for machine-readable output. Run a verb with --help for its flags.
+No verb reads a .env file. The admin token is sent only after the relay has
+proved it holds it, and over plain HTTP only to this computer.
 `
 
 // stringList is a repeatable string flag.

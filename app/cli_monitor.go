@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"syscall"
 	"unicode/utf8"
 
@@ -62,12 +63,13 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 	if token == "" {
 		token = strings.TrimSpace(env(envAgentToken))
 	}
+	adminTok := false
 	if token == "" && f.agent != "" {
 		tok, err := c.cfg.AdminToken(false)
 		if err != nil {
 			return nil, err
 		}
-		token = tok
+		token, adminTok = tok, true
 	}
 	if token == "" {
 		return nil, fmt.Errorf("%w: give the agent's token with --token or %s", errUsage, envAgentToken)
@@ -85,6 +87,15 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 			cfg.Host = "127.0.0.1"
 		}
 		base = "http://" + cfg.Addr()
+	}
+	if adminTok {
+		// The admin token goes only to a relay that proves it holds it.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := client.New(strings.TrimSuffix(strings.TrimRight(base, "/"), "/mcp"), token).Verify(ctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 	after := f.after
 	if after < 0 && f.state != "" {

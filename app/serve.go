@@ -20,10 +20,12 @@ import (
 // maxLogSize is the size past which the log file is rotated at start-up.
 const maxLogSize = 5 << 20
 
-// Env is the process environment with the working directory's .env file
-// behind it.
+// Env is the process environment. No command reads a .env file by
+// itself: a cloned repository's .env must not redirect the admin token or
+// reconfigure the relay. serve and the window read one only when named
+// with --env-file.
 func Env() (config.Env, error) {
-	return config.WithDotEnv(os.LookupEnv, ".env")
+	return os.LookupEnv, nil
 }
 
 // parseServe parses the serve (and desktop) flags.
@@ -32,14 +34,20 @@ func parseServe(name string, args []string, stderr io.Writer) (config.Config, er
 	if err != nil {
 		return config.Config{}, err
 	}
+	if path, ok := config.EnvFileArg(args); ok {
+		if env, err = config.WithDotEnv(env, path); err != nil {
+			return config.Config{}, err
+		}
+	}
 	var cfg config.Config
 	fs := cfg.NewFlagSet(name, env, true, stderr)
+	fs.String(config.EnvFileFlag, "", "read CROSSCHAT_* settings from this .env file (the environment and flags win over it)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: crosschat-relay %s [flags]\n\nRuns the relay", name)
 		if name == "serve" {
 			fmt.Fprint(stderr, " without a window (servers, containers, CI); the dashboard is served to browsers at /")
 		}
-		fmt.Fprint(stderr, ".\nFlags win over CROSSCHAT_* environment variables, which win over a .env file in the working directory.\n\nFlags:\n")
+		fmt.Fprint(stderr, ".\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,6 +29,16 @@ type Client struct {
 	Token string
 	// HTTP defaults to a client with a 30 s timeout.
 	HTTP *http.Client
+
+	verifyMu sync.Mutex
+	verified bool
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
 }
 
 // New returns a client for baseURL with the admin token.
@@ -39,8 +50,12 @@ func New(baseURL, token string) *Client {
 var ErrNotRunning = errors.New("relay is not running")
 
 // Call invokes Service.Method on the bridge with args and decodes the result
-// into out (which may be nil). Refusals come back as *relay.Error.
+// into out (which may be nil). Refusals come back as *relay.Error. The
+// first call verifies the relay (see Verify) before the token is sent.
 func (c *Client) Call(ctx context.Context, service, method string, out any, args ...any) error {
+	if err := c.Verify(ctx); err != nil {
+		return err
+	}
 	if args == nil {
 		args = []any{}
 	}
@@ -54,7 +69,7 @@ func (c *Client) Call(ctx context.Context, service, method string, out any, args
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%w at %s: start it with `crosschat-relay` or `crosschat-relay serve`, or pass --port/--host", ErrNotRunning, c.BaseURL)

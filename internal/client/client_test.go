@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/client"
@@ -17,10 +18,14 @@ import (
 // Ensure a call sends the admin token and positional arguments, decodes the
 // result, and turns refusals into *relay.Error.
 func TestCall(t *testing.T) {
+	var sawWrong atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		switch {
+		case r.URL.Path == "/bridge/identity":
+			io.WriteString(w, `{"proof":"`+relay.IdentityProof("admin", r.URL.Query().Get("challenge"))+`"}`)
 		case r.Header.Get("Authorization") != "Bearer admin":
+			sawWrong.Store(true)
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"error":"unauthorized","message":"Sign in with the admin token."}`)
 		case r.URL.Path == "/bridge/Agents.Get" && string(body) == `["bob"]`:
@@ -44,9 +49,10 @@ func TestCall(t *testing.T) {
 	if relay.ErrorCode(err) != relay.EOperatorProtected {
 		t.Fatalf("refusal: %v", err)
 	}
+	// A token the relay does not hold is never sent: the relay cannot prove it.
 	err = client.New(srv.URL, "wrong").Call(ctx, "Agents", "Get", nil, "bob")
-	if relay.ErrorCode(err) != relay.EUnauthorized || !strings.Contains(err.Error(), "api-token") {
-		t.Fatalf("unauthorized: %v", err)
+	if !errors.Is(err, client.ErrNotOurRelay) || sawWrong.Load() {
+		t.Fatalf("wrong token: %v (sent: %v)", err, sawWrong.Load())
 	}
 	err = client.New(srv.URL, "admin").Call(ctx, "Other", "Thing", nil)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 502") || relay.IsDomain(err) {

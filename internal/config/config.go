@@ -1,5 +1,6 @@
 // Package config resolves the relay's settings from command-line flags, the
-// environment, a .env file and defaults, in that order of precedence.
+// environment, a .env file named with --env-file (serve and the window
+// only) and defaults, in that order of precedence.
 //
 // It imports only the standard library and internal/relay.
 package config
@@ -68,9 +69,12 @@ const (
 )
 
 // WithDotEnv returns an Env that consults base first and then the KEY=VALUE
-// lines of the file at path (if it exists), so the file never overrides the
-// real environment.
+// lines of the file at path, so the file never overrides the real
+// environment. The file was named by the user: a missing one is an error.
 func WithDotEnv(base Env, path string) (Env, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--env-file: %w", err)
+	}
 	vals, err := ReadDotEnv(path)
 	if err != nil {
 		return nil, err
@@ -104,6 +108,7 @@ func ReadDotEnv(path string) (map[string]string, error) {
 		line = strings.TrimPrefix(line, "export ")
 		k, v, ok := strings.Cut(line, "=")
 		if !ok || strings.TrimSpace(k) == "" {
+			// The line itself is not quoted: it may hold a secret.
 			return nil, fmt.Errorf("%s:%d: expected KEY=VALUE", path, i+1)
 		}
 		v = strings.TrimSpace(v)
@@ -297,4 +302,29 @@ func (c *Config) envFloat(env Env, k string, def float64) float64 {
 		return n
 	}
 	return def
+}
+
+// EnvFileFlag is the flag of serve and the window app that names a .env file.
+const EnvFileFlag = "env-file"
+
+// EnvFileArg finds --env-file PATH (or --env-file=PATH, one dash or two) in
+// args before they are parsed: the file supplies the flags' defaults, so it
+// is read first. It stops at "--".
+func EnvFileArg(args []string) (path string, found bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name := strings.TrimLeft(a, "-")
+		if v, ok := strings.CutPrefix(name, EnvFileFlag+"="); ok {
+			path, found = v, true
+			continue
+		}
+		if name == EnvFileFlag && i+1 < len(args) {
+			path, found = args[i+1], true
+			i++
+		}
+	}
+	return path, found
 }

@@ -3,6 +3,8 @@ package config_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
 )
 
 // TestShortEnvAdminTokenRefusedBeyondLoopback ensures a guessable admin
@@ -35,5 +37,28 @@ func TestShortEnvAdminTokenRefusedBeyondLoopback(t *testing.T) {
 				t.Fatalf("unclear error: %v", err)
 			}
 		})
+	}
+}
+
+// TestEnvFileArg ensures --env-file is found before parsing in every
+// spelling, and nothing after the flags counts.
+func TestEnvFileArg(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		want  string
+		found bool
+	}{
+		{[]string{"--env-file", "a.env"}, "a.env", true},
+		{[]string{"-env-file=b.env", "--port", "1"}, "b.env", true},
+		{[]string{"--port", "1", "--env-file", "c.env"}, "c.env", true},
+		{[]string{"--port", "1"}, "", false},
+		{[]string{"--host", "::1", "--env-file", "x"}, "x", true},
+		{[]string{"--", "--env-file", "x"}, "", false},
+		{[]string{"--env-file"}, "", false},
+	} {
+		got, found := config.EnvFileArg(tc.args)
+		if got != tc.want || found != tc.found {
+			t.Errorf("EnvFileArg(%q) = %q %v, want %q %v", tc.args, got, found, tc.want, tc.found)
+		}
 	}
 }

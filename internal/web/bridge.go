@@ -123,6 +123,8 @@ func (h *handler) serveBridge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "Nothing is served here.")
 	case rest == "session":
 		h.serveSession(w, r)
+	case rest == "identity":
+		h.serveIdentity(w, r)
 	case rest == "events":
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, "GET")
