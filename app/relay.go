@@ -63,7 +63,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := cfg.EnsureDataDir(); err != nil {
+	if err := ensureDataDir(cfg); err != nil {
 		return nil, err
 	}
 	token, err := cfg.AdminToken(true)

@@ -97,7 +97,7 @@ func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, l
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 2
 	}
-	if err := cfg.EnsureDataDir(); err != nil {
+	if err := ensureDataDir(cfg); err != nil {
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 1
 	}

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// ownFile reports whether name is a file the relay keeps in its data
+// folder: the database and its WAL files, the admin token, run folders,
+// the log, the run and window files (and their temporaries).
+func ownFile(name string) bool {
+	switch name {
+	case "runs", config.TokenFile:
+		return true
+	}
+	for _, prefix := range []string{config.DatabaseFile, "crosschat-relay.", "window.json", config.TokenFile + "."} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDataDir refuses a data folder that is not the relay's own: a
+// filesystem root, the home folder, or an existing folder holding other
+// files. The relay makes its data folder owner-only (0700), and must never
+// do that to a folder the user keeps other things in. A folder that already
+// holds relay.db is the relay's, whatever else is in it.
+func checkDataDir(dir, home string) error {
+	if dir == "" {
+		return errors.New("data folder: no folder given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	real := abs
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		real = r
+	}
+	if isRoot(abs) || isRoot(real) {
+		return fmt.Errorf("data folder %s is the root of a filesystem; choose a folder of its own, for example %s", dir, filepath.Join(home, ".crosschat"))
+	}
+	if home != "" {
+		h, err := filepath.Abs(home)
+		if err == nil {
+			if r, err := filepath.EvalSymlinks(h); err == nil {
+				h = r
+			}
+			if real == h || abs == filepath.Clean(home) {
+				return fmt.Errorf("data folder %s is the home folder; choose a folder of its own, for example %s", dir, filepath.Join(home, ".crosschat"))
+			}
+		}
+	}
+	f, err := os.Open(real)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // the relay creates it
+	}
+	if err != nil {
+		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data folder %s is a file, not a folder", dir)
+	}
+	if _, err := os.Lstat(filepath.Join(real, config.DatabaseFile)); err == nil {
+		return nil
+	}
+	for {
+		names, err := f.Readdirnames(64)
+		for _, n := range names {
+			if !ownFile(n) {
+				return fmt.Errorf("data folder %s already holds other files (%s); the relay makes its data folder private, so give it an empty or new folder of its own", dir, n)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("data folder %s: %w", dir, err)
+		}
+	}
+}
+
+// isRoot reports whether p is a filesystem root ("/", "C:\").
+func isRoot(p string) bool {
+	p = filepath.Clean(p)
+	return filepath.Dir(p) == p
+}
+
+// ensureDataDir checks that cfg's data folder is the relay's own, then
+// creates it owner-only.
+func ensureDataDir(cfg config.Config) error {
+	home, _ := os.UserHomeDir()
+	if err := checkDataDir(cfg.DataDir, home); err != nil {
+		return err
+	}
+	return cfg.EnsureDataDir()
+}

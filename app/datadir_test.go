@@ -1,0 +1,82 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// Ensure a data folder that is not the relay's own is refused before the
+// relay makes it owner-only: a filesystem root, the home folder (also
+// through a symlink), or a folder holding the user's other files, whose
+// permissions stay as they were.
+func TestDataDirOfOtherFilesIsRefusedNotChmodded(t *testing.T) {
+	home := t.TempDir()
+	link := filepath.Join(t.TempDir(), "home-link")
+	if err := os.Symlink(home, link); err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	used := t.TempDir()
+	for _, n := range []string{config.DatabaseFile, "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(used, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ownOnly := t.TempDir()
+	for _, n := range []string{"crosschat-relay.log", config.TokenFile, "runs"} {
+		if err := os.WriteFile(filepath.Join(ownOnly, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, dir, want string
+	}{
+		{"root", "/", "root of a filesystem"},
+		{"home", home, "home folder"},
+		{"home through a symlink", link, "home folder"},
+		{"a folder of other files", project, "already holds other files (notes.txt)"},
+		{"a file", filepath.Join(project, "notes.txt"), "is a file"},
+		{"new", filepath.Join(t.TempDir(), "data"), ""},
+		{"empty", t.TempDir(), ""},
+		{"only the relay's files", ownOnly, ""},
+		{"already the relay's", used, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDataDir(tc.dir, home)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+
+	// Through Start: refused, and the folder keeps its permissions.
+	cfg := config.Config{Host: "127.0.0.1", DataDir: project, OperatorSlug: "operator", TaskRetentionDays: 30}
+	if r, err := Start(cfg, StartOptions{Version: "test"}); err == nil {
+		r.Shutdown(t.Context())
+		t.Fatal("Start accepted a folder of other files as its data folder")
+	}
+	st, err := os.Stat(project)
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("the refused folder is now %v (%v)", st.Mode().Perm(), err)
+	}
+	if _, err := os.Stat(filepath.Join(project, config.TokenFile)); !os.IsNotExist(err) {
+		t.Fatalf("the refused folder got an admin token: %v", err)
+	}
+}
