@@ -196,10 +196,33 @@ func (r *Relay) sweep(ctx context.Context) {
 				}
 				continue
 			}
-			if res.Requeued > 0 || res.Pruned > 0 {
-				r.log.Info("maintenance sweep", "requeued", res.Requeued, "pruned", res.Pruned)
+			if res.Requeued > 0 || res.Pruned > 0 || res.PrunedInvites > 0 || res.PrunedActivity > 0 {
+				r.log.Info("maintenance sweep", "requeued", res.Requeued, "pruned", res.Pruned,
+					"prunedInvites", res.PrunedInvites, "prunedActivity", res.PrunedActivity)
+			}
+			r.pruneRuns()
+		}
+	}
+}
+
+// pruneRuns deletes run folders left behind for longer than the retention
+// period (at least a day and an hour: no run lasts longer than a day).
+func (r *Relay) pruneRuns() {
+	running := map[string]bool{}
+	if r.workers != nil {
+		for _, st := range r.workers.Statuses() {
+			if st.CurrentTask != nil {
+				running[st.CurrentTask.ID] = true
 			}
 		}
+	}
+	keep := max(time.Duration(r.cfg.TaskRetentionDays*float64(24*time.Hour)), 25*time.Hour)
+	n, err := pruneRunFolders(filepath.Join(r.cfg.DataDir, "runs"), keep, time.Now(), running)
+	if err != nil {
+		r.log.Error("maintenance sweep: run folders", "err", err)
+	}
+	if n > 0 {
+		r.log.Info("maintenance sweep", "runFoldersRemoved", n)
 	}
 }
 

@@ -47,6 +47,10 @@ type Stats struct {
 type SweepResult struct {
 	Requeued int `json:"requeued"`
 	Pruned   int `json:"pruned"`
+	// PrunedInvites are expired, revoked or used-up invites past retention.
+	PrunedInvites int `json:"prunedInvites,omitempty"`
+	// PrunedActivity are run-log entries of tasks idle past retention.
+	PrunedActivity int `json:"prunedActivity,omitempty"`
 }
 
 // AdminService holds settings, counts, maintenance and health.

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -138,4 +141,109 @@ func TestSenderFloodingOpenTasksIsCapped(t *testing.T) {
 	set.MaxOpenTasksPerSender = relay.MaxOpenTasksLimit + 1
 	_, err = e.db.UpdateSettings(e.ctx, set)
 	wantCode(t, err, relay.EInvalidRequest)
+}
+
+// Ensure an agent reporting progress in a loop cannot grow its task without
+// bound: the task keeps the newest MaxProgressReports progress reports.
+func TestProgressReportLoopIsCapped(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	e.register("bob")
+	task := e.post("alice", "bob", "loop", 2)
+	e.mustClaim("bob")
+	for i := range store.MaxProgressReports + 20 {
+		if _, err := e.db.ReportTask(e.ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportProgress, Message: "step " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.task(task.ID)
+	if len(got.Reports) != store.MaxProgressReports {
+		t.Fatalf("%d reports kept, want %d", len(got.Reports), store.MaxProgressReports)
+	}
+	newest := "step " + strconv.Itoa(store.MaxProgressReports+19)
+	found := false
+	for _, r := range got.Reports {
+		found = found || r.Message == newest
+		if r.Message == "step 0" {
+			t.Fatal("the oldest progress report was kept")
+		}
+	}
+	if !found {
+		t.Fatal("the newest progress report is missing")
+	}
+	e.report("bob", task.ID, relay.ReportCompleted, "Done")
+	if got := e.task(task.ID); got.Reports[len(got.Reports)-1].Kind != relay.ReportCompleted {
+		t.Fatalf("the result was dropped: %+v", got.Reports[len(got.Reports)-1])
+	}
+}
+
+// Ensure invites and run logs do not pile up forever: the sweep deletes
+// invites expired, revoked or used up past retention, and the run activity
+// of tasks idle that long, and keeps everything newer.
+func TestSweepPrunesStaleInvitesAndRunLogs(t *testing.T) {
+	e := newEnv(t, store.Options{RetentionDays: 1})
+	e.register("alice")
+	e.register("bob")
+	invite := func(hours float64, maxUses int) relay.Invite {
+		inv, _, err := e.db.CreateInvite(e.ctx, relay.InviteInput{ExpiresInHours: hours, MaxUses: maxUses})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inv
+	}
+	expired := invite(1, 0)
+	revoked := invite(72, 0)
+	if _, err := e.db.RevokeInvite(e.ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	unused := invite(72, 1)
+	_, code, err := e.db.CreateInvite(e.ctx, relay.InviteInput{ExpiresInHours: 72, MaxUses: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Enroll(e.ctx, relay.EnrollInput{Invite: code, Slug: "joiner", DisplayName: "J", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	active := invite(720, 0)
+	blocked := reach(e, relay.StatusBlocked)
+	if _, err := e.db.AppendActivity(e.ctx, blocked.ID, []relay.ActivityEntry{{Kind: relay.StepMessage, Text: "old step"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.clock.Advance(49 * time.Hour)
+	fresh := reach(e, relay.StatusBlocked)
+	if _, err := e.db.AppendActivity(e.ctx, fresh.ID, []relay.ActivityEntry{{Kind: relay.StepMessage, Text: "new step"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.db.Sweep(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// expired, revoked and the one the enrollment used up (unused has no use yet).
+	if res.PrunedInvites != 3 || res.PrunedActivity != 1 {
+		t.Fatalf("sweep %+v", res)
+	}
+	invs, err := e.db.ListInvites(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, inv := range invs {
+		left = append(left, inv.ID)
+	}
+	slices.Sort(left)
+	want := []string{active.ID, unused.ID}
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Fatalf("invites left %v, want %v (expired %s, revoked %s)", left, want, expired.ID, revoked.ID)
+	}
+	if a, err := e.db.Activity(e.ctx, blocked.ID); err != nil || len(a) != 0 {
+		t.Fatalf("old run log %+v, %v", a, err)
+	}
+	if a, err := e.db.Activity(e.ctx, fresh.ID); err != nil || len(a) != 1 {
+		t.Fatalf("new run log %+v, %v", a, err)
+	}
+	if got := e.task(blocked.ID); got.Status != relay.StatusBlocked {
+		t.Fatalf("the blocked task itself went: %s", got.Status)
+	}
 }

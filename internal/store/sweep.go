@@ -12,7 +12,8 @@ import (
 // Sweep is the periodic maintenance pass, in one transaction: it requeues
 // every expired lease (telling senders and waking recipients), deletes
 // expired run tokens, and deletes completed and cancelled tasks not updated
-// within the retention window (publishing tasks-removed).
+// within the retention window (publishing tasks-removed), old invites and
+// the run activity of tasks idle that long (see pruneOld).
 func (db *DB) Sweep(ctx context.Context) (relay.SweepResult, error) {
 	var out relay.SweepResult
 	err := db.write(ctx, "sweep", func(t *tx) error {
@@ -37,7 +38,8 @@ func (db *DB) Sweep(ctx context.Context) (relay.SweepResult, error) {
 		if len(ids) > 0 {
 			t.publish(relay.Change{Type: relay.ChangeTasksRemoved, IDs: ids})
 		}
-		return nil
+		out.PrunedInvites, out.PrunedActivity, err = pruneOld(t, cutoff)
+		return err
 	})
 	return out, err
 }

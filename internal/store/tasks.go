@@ -328,6 +328,11 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 		if err := t.addReport(task, in.Kind, in.Message, in.Result); err != nil {
 			return err
 		}
+		if in.Kind == relay.ReportProgress {
+			if err := capProgress(t, task.ID); err != nil {
+				return err
+			}
+		}
 		return t.event(task.SenderSlug, typ, task.ID, task.RecipientSlug+": "+in.Message)
 	})
 }

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"fmt"
+)
+
+// MaxProgressReports is how many progress reports a task keeps: past it,
+// each new one removes the oldest, so an agent reporting in a loop cannot
+// grow a task (and every read of it) without bound.
+const MaxProgressReports = 100
+
+// capProgress keeps the newest MaxProgressReports progress reports of a task.
+func capProgress(t *tx, taskID string) error {
+	if _, err := t.exec(`DELETE FROM reports WHERE task_id = ? AND kind = 'progress' AND rowid NOT IN (
+			SELECT rowid FROM reports WHERE task_id = ? AND kind = 'progress' ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
+		taskID, taskID, MaxProgressReports); err != nil {
+		return fmt.Errorf("cap progress reports: %w", err)
+	}
+	return nil
+}
+
+// pruneOld deletes what outlived the retention window, besides finished
+// tasks (Sweep): invites that expired before cutoff, or were revoked or
+// used up and created before it; and the run activity of tasks that have
+// not changed since cutoff (an open task left queued or blocked keeps its
+// row, not its whole run log). It returns the invites and activity
+// entries deleted.
+func pruneOld(t *tx, cutoff string) (invites, activity int, err error) {
+	res, err := t.exec(`DELETE FROM invites WHERE expires_at <= ?
+		OR (created_at <= ? AND (revoked OR (max_uses IS NOT NULL AND max_uses > 0 AND uses >= max_uses)))`, cutoff, cutoff)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune invites: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune invites: %w", err)
+	}
+	invites = int(n)
+	res, err = t.exec(`DELETE FROM task_activity WHERE task_id IN (
+		SELECT id FROM tasks WHERE status IN ('queued', 'blocked') AND updated_at <= ?)`, cutoff)
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune run activity: %w", err)
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("prune run activity: %w", err)
+	}
+	return invites, int(n), nil
+}
