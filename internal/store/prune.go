@@ -21,9 +21,10 @@ func capProgress(t *tx, taskID string) error {
 
 // pruneOld deletes what outlived the retention window, besides finished
 // tasks (Sweep): invites that expired before cutoff, or were revoked or
-// used up and created before it; and the run activity of tasks that have
-// not changed since cutoff (an open task left queued or blocked keeps its
-// row, not its whole run log). It returns the invites and activity
+// used up and created before it; and the run activity of blocked tasks
+// that have not changed since cutoff (a task left blocked keeps its row and
+// reports, not its whole run log; a queued one keeps the log of its earlier
+// runs for the next). It returns the invites and activity
 // entries deleted.
 func pruneOld(t *tx, cutoff string) (invites, activity int, err error) {
 	res, err := t.exec(`DELETE FROM invites WHERE expires_at <= ?
@@ -37,7 +38,7 @@ func pruneOld(t *tx, cutoff string) (invites, activity int, err error) {
 	}
 	invites = int(n)
 	res, err = t.exec(`DELETE FROM task_activity WHERE task_id IN (
-		SELECT id FROM tasks WHERE status IN ('queued', 'blocked') AND updated_at <= ?)`, cutoff)
+		SELECT id FROM tasks WHERE status = 'blocked' AND updated_at <= ?)`, cutoff)
 	if err != nil {
 		return 0, 0, fmt.Errorf("prune run activity: %w", err)
 	}
