@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,6 +49,7 @@ Usage:
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
+  crosschat-relay channel --token cca_…      stdio MCP server for Claude Code: relay tools + channel events
   crosschat-relay version
 
 The agents, invites, tasks, workers and harnesses verbs talk to the running relay, found with
@@ -184,6 +186,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return benchCmd(args[1:], version, stdout, stderr)
 	case args[0] == "monitor":
 		return monitorCmd(args[1:], stdout, stderr)
+	case args[0] == "channel":
+		return channelCmd(args[1:], version, os.Stdin, stdout, stderr)
 	case verb == "agents add":
 		return agentsAdd(args[2:], stdout, stderr)
 	case verb == "agents list":
@@ -248,6 +252,7 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
 		out.Agent.Slug, out.Agent.DisplayName, out.Token, out.Setup.ClaudeCode,
 		strings.ReplaceAll(out.Setup.Codex, "\n", "\n  "), out.Setup.JSONSnippet())
+	fmt.Fprint(stdout, "\n"+liveSetupText(out.Token, c.cfg.BaseURL()))
 	return nil
 }
 

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/crosschat/crosschat-relay/internal/mcp"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// channelCmd is `crosschat-relay channel`: a stdio MCP server for Claude
+// Code that serves the relay's tools by proxy and sends a
+// notifications/claude/channel for each event of the agent's push stream.
+// stdout carries MCP only; diagnostics go to stderr.
+func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := newCommand("channel", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	f := c.liveFlags()
+	c.fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: crosschat-relay channel --token cca_… [--url URL] [--state FILE]
+
+A stdio MCP server for Claude Code (.mcp.json). It serves the relay's tools and
+sends each task for the agent and each update on tasks it sent as a Claude Code
+channel event, so a live session sees new work without anyone typing. Start
+Claude Code with --dangerously-load-development-channels server:crosschat while
+channels are in preview. See docs/live-sessions.md.
+
+Flags:
+`)
+		c.fs.PrintDefaults()
+	}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if f.agent != "" {
+		return fmt.Errorf("%w: channel needs the agent's own token (--token), not --agent", errUsage)
+	}
+	ps, err := f.stream(c, os.Getenv)
+	if err != nil {
+		return err
+	}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "crosschat-relay channel: "+format+"\n", a...) }
+	ps.Logf = logf
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	mcpURL := strings.TrimSuffix(strings.TrimRight(ps.BaseURL, "/"), "/mcp") + "/mcp"
+	ch, err := mcp.NewChannel(ctx, mcp.ChannelOptions{MCPURL: mcpURL, Token: ps.Token, Version: version, Stderr: stderr})
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	ps.OnMissed = func(cursor int64) { logf("the relay trimmed events after %d; some may be missing", cursor) }
+	ps.OnEvent = func(e relay.PushEvent) error {
+		if err := ch.Notify(ctx, e); err != nil {
+			return err
+		}
+		if f.state != "" {
+			return writeCursor(f.state, e.Sequence)
+		}
+		return nil
+	}
+	streamDone := make(chan error, 1)
+	sctx, cancelStream := context.WithCancel(ctx)
+	go func() {
+		err := ps.Run(sctx)
+		if err != nil {
+			logf("push stream stopped: %v", err)
+		}
+		streamDone <- err
+	}()
+	logf("serving %d relay tools on stdio; push stream from %s", ch.ToolCount(), ps.BaseURL)
+
+	serveErr := ch.Serve(ctx, stdin, stdout)
+	cancelStream()
+	<-streamDone
+	if ctx.Err() != nil { // stopped by a signal
+		return nil
+	}
+	if serveErr != nil && serveErr != io.EOF && !strings.Contains(serveErr.Error(), "EOF") {
+		return fmt.Errorf("stdio: %w", serveErr)
+	}
+	return nil
+}
+
+// ChannelMCPJSON is the .mcp.json entry that starts `crosschat-relay
+// channel` for Claude Code with the agent's token and the relay's URL.
+func ChannelMCPJSON(token, baseURL string) string {
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
+		"command": "crosschat-relay",
+		"args":    []string{"channel"},
+		"env":     map[string]string{envAgentToken: token, envRelayURL: baseURL},
+	}}}, "", "  ")
+	return string(b)
+}
+
+// liveSetupText is the live-session part of `agents add`'s output.
+func liveSetupText(token, baseURL string) string {
+	return "Live sessions (work arrives in an open chat, docs/live-sessions.md):\n" +
+		"  Claude Code channel: put this in the project's .mcp.json, then start\n" +
+		"  claude --dangerously-load-development-channels server:crosschat\n  " +
+		strings.ReplaceAll(ChannelMCPJSON(token, baseURL), "\n", "\n  ") + "\n" +
+		"  Any session with a Monitor tool: CROSSCHAT_TOKEN=" + token + " crosschat-relay monitor --url " + baseURL + "\n"
+}

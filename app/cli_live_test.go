@@ -1,0 +1,80 @@
+package app_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// agents add prints the live-session setup: the channel's .mcp.json entry
+// with the new token, and the monitor command.
+func TestAgentsAddShowsLiveSetup(t *testing.T) {
+	r := startRelay(t)
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	out, errs, code := run(t, "agents", "add", "live-agent", "--name", "Live", "--model", "m", "--capability", "text-input",
+		"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir)
+	if code != 0 {
+		t.Fatalf("agents add: %d %s", code, errs)
+	}
+	_, rest, ok := strings.Cut(out, "Token (shown once): ")
+	token, _, _ := strings.Cut(rest, "\n")
+	if !ok || !strings.HasPrefix(token, relay.AgentTokenPrefix) {
+		t.Fatalf("no token in %s", out)
+	}
+	for _, want := range []string{"--dangerously-load-development-channels server:crosschat", `"channel"`, `"CROSSCHAT_TOKEN": "` + token + `"`, "crosschat-relay monitor"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agents add output lacks %q:\n%s", want, out)
+		}
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(app.ChannelMCPJSON(token, "http://127.0.0.1:1")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLiveVerbsRefuse(t *testing.T) {
+	t.Setenv("CROSSCHAT_TOKEN", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"monitor without token", []string{"monitor", "--url", "http://127.0.0.1:1"}, 2, "--token"},
+		{"channel without token", []string{"channel", "--url", "http://127.0.0.1:1"}, 2, "--token"},
+		{"channel as admin", []string{"channel", "--agent", "x", "--url", "http://127.0.0.1:1"}, 2, "own token"},
+		{"monitor bad state", []string{"monitor", "--token", "cca_x", "--state", "/dev/null/nope/x"}, 1, "--state"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs, code := run(t, tc.args...)
+			if code != tc.code || !strings.Contains(errs, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d with %q", code, errs, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// MonitorLine is one line: the prefix and compact JSON, newlines escaped.
+func TestMonitorLine(t *testing.T) {
+	for _, tc := range []struct {
+		e    relay.PushEvent
+		want string
+	}{
+		{relay.PushEvent{Kind: "task", TaskID: "t1", Title: "Fix", From: "alice", Priority: 3, Message: "Line one\nline two"},
+			`CROSSCHAT_TASK {"taskId":"t1","title":"Fix","sender":"alice","priority":3,"message":"Line one\nline two"}`},
+		{relay.PushEvent{Kind: relay.EventTaskCompleted, TaskID: "t2", Title: "Build", From: "bob", Message: "bob: done"},
+			`CROSSCHAT_UPDATE {"taskId":"t2","title":"Build","sender":"bob","kind":"task-completed","message":"bob: done"}`},
+	} {
+		if got := app.MonitorLine(tc.e); got != tc.want {
+			t.Errorf("MonitorLine = %s\nwant %s", got, tc.want)
+		}
+	}
+	long := app.MonitorLine(relay.PushEvent{Kind: "task", Message: strings.Repeat("é", 5000)})
+	if n := len([]rune(long)); n > 2200 || strings.Contains(long, "\n") {
+		t.Errorf("long message: %d runes", n)
+	}
+}

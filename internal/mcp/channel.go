@@ -1,0 +1,255 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"sync"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Claude Code channels: a stdio MCP server that declares this experimental
+// capability may send ChannelMethod notifications; Claude Code hands each
+// one to the model as a <channel source="…" key="value"…>content</channel>
+// user message, which starts a turn by itself.
+const (
+	ChannelCapability = "claude/channel"
+	ChannelMethod     = "notifications/claude/channel"
+	// ChannelServerName is the name `crosschat-relay channel` reports; the
+	// .mcp.json entry is usually called "crosschat" too.
+	ChannelServerName = "crosschat"
+)
+
+// channelInstructions reach the model through the initialize result.
+const channelInstructions = `This server is Crosschat Relay, a task inbox shared with other AI agents. Its tools are the relay's tools (your token names you, so leave every slug argument out).
+Events from the relay arrive by themselves as <channel source="crosschat" …> messages:
+- kind="task": a task another agent sent you. Call claim_next_task, do the work here with what you already know, then report_task (completed with the deliverable in result, or blocked with what you need).
+- any other kind: news on a task you sent (claimed, progress, completed, blocked, requeued, cancelled). Act only when it needs you; never acknowledge or thank.
+Never post a task to yourself.`
+
+// ChannelOptions configure NewChannel.
+type ChannelOptions struct {
+	// MCPURL is the relay's MCP endpoint, e.g. http://127.0.0.1:4318/mcp.
+	MCPURL string
+	// Token is the agent's token, sent to the relay as a bearer token.
+	Token string
+	// Version is reported in the handshake ("dev" when empty).
+	Version string
+	// Stderr receives the stdio transport's diagnostics; nil discards them.
+	Stderr io.Writer
+}
+
+// Channel is the stdio MCP server behind `crosschat-relay channel`: it
+// proxies the relay's tools and resources and turns push events into
+// Claude Code channel notifications.
+type Channel struct {
+	srv      *server.MCPServer
+	upstream *mcpclient.Client
+	stderr   io.Writer
+
+	readyOnce sync.Once
+	ready     chan struct{} // closed when the client sent notifications/initialized
+	mu        sync.Mutex
+	session   string
+}
+
+// NewChannel connects to the relay's MCP endpoint with the agent's token
+// and builds a server that offers the same tools (and the protocol
+// resource), each call forwarded to the relay.
+func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
+	if strings.TrimSpace(opts.Token) == "" {
+		return nil, errors.New("channel: an agent token is required")
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	up, err := mcpclient.NewStreamableHttpClient(opts.MCPURL,
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + opts.Token}),
+		transport.WithHTTPTimeout(60*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("channel: relay client: %w", err)
+	}
+	c := &Channel{upstream: up, ready: make(chan struct{}), stderr: opts.Stderr}
+	if c.stderr == nil {
+		c.stderr = io.Discard
+	}
+	if err := up.Start(ctx); err != nil {
+		return nil, fmt.Errorf("channel: connect to %s: %w", opts.MCPURL, err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "crosschat-relay-channel", Version: version}
+	if _, err := up.Initialize(ctx, init); err != nil {
+		up.Close()
+		return nil, fmt.Errorf("channel: initialize with %s: %w", opts.MCPURL, err)
+	}
+	tools, err := up.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		up.Close()
+		return nil, fmt.Errorf("channel: list the relay's tools: %w", err)
+	}
+	// The token identifies the agent: check it now rather than at the first tool call.
+	who, err := up.CallTool(ctx, callRequest("whoami", nil))
+	if err != nil {
+		up.Close()
+		return nil, fmt.Errorf("channel: whoami: %w", err)
+	}
+	if who.IsError {
+		up.Close()
+		return nil, fmt.Errorf("channel: the relay refused the token: %s", resultText(who))
+	}
+
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		c.mu.Lock()
+		c.session = s.SessionID()
+		c.mu.Unlock()
+	})
+	c.srv = server.NewMCPServer(ChannelServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithExperimental(map[string]any{ChannelCapability: map[string]any{}}),
+		server.WithInstructions(channelInstructions),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+	)
+	c.srv.AddNotificationHandler(string(mcp.MethodNotificationInitialized), func(context.Context, mcp.JSONRPCNotification) {
+		c.readyOnce.Do(func() { close(c.ready) })
+	})
+	for _, t := range tools.Tools {
+		c.srv.AddTool(t, c.forward(t.Name))
+	}
+	if res, err := up.ListResources(ctx, mcp.ListResourcesRequest{}); err == nil {
+		for _, r := range res.Resources {
+			c.srv.AddResource(r, c.forwardResource)
+		}
+	}
+	return c, nil
+}
+
+// ToolCount is how many relay tools the channel serves.
+func (c *Channel) ToolCount() int { return len(c.srv.ListTools()) }
+
+// callRequest builds a tools/call request.
+func callRequest(name string, args any) mcp.CallToolRequest {
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return req
+}
+
+// resultText joins a result's text content.
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// forward relays one tool call, keeping only its name and arguments.
+func (c *Channel) forward(name string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := c.upstream.CallTool(ctx, callRequest(name, req.Params.Arguments))
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf(`{"error":"relay_unreachable","message":"The relay did not answer %s: %s"}`, name, strings.ReplaceAll(err.Error(), `"`, `'`))), nil
+		}
+		return res, nil
+	}
+}
+
+// forwardResource relays a resource read.
+func (c *Channel) forwardResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	var up mcp.ReadResourceRequest
+	up.Params.URI = req.Params.URI
+	res, err := c.upstream.ReadResource(ctx, up)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from the relay: %w", req.Params.URI, err)
+	}
+	return res.Contents, nil
+}
+
+// Serve speaks MCP on stdin/stdout until stdin ends or ctx is cancelled.
+func (c *Channel) Serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	s := server.NewStdioServer(c.srv)
+	s.SetErrorLogger(log.New(c.stderr, "crosschat-relay channel: ", 0))
+	return s.Listen(ctx, stdin, stdout)
+}
+
+// Close ends the relay connection.
+func (c *Channel) Close() error { return c.upstream.Close() }
+
+// Notify sends one push event as a channel notification. It waits until
+// the client has finished the handshake (a notification sent before that
+// would be dropped) and while the client's notification queue is full; it
+// returns early only when ctx ends.
+func (c *Channel) Notify(ctx context.Context, e relay.PushEvent) error {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	params := ChannelParams(e)
+	for {
+		c.mu.Lock()
+		id := c.session
+		c.mu.Unlock()
+		err := c.srv.SendNotificationToSpecificClient(id, ChannelMethod, params)
+		if !errors.Is(err, server.ErrNotificationChannelBlocked) {
+			if err != nil {
+				return fmt.Errorf("channel notification: %w", err)
+			}
+			return nil
+		}
+		select { // the client is slow to read; back off briefly
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ChannelParams are the notification's params for a push event: content in
+// words the model can act on, and meta (task_id, sender, kind) that Claude
+// Code shows as attributes of the <channel> tag.
+func ChannelParams(e relay.PushEvent) map[string]any {
+	var content string
+	if e.IsTask() {
+		content = fmt.Sprintf("New task from %s (priority %s): “%s”\n\n%s\n\nTask id %s. Claim it with claim_next_task, do it, then report_task with the result.",
+			e.From, priorityWord(e.Priority), e.Title, e.Message, e.TaskID)
+	} else {
+		content = fmt.Sprintf("Update on the task “%s” (%s), from %s: %s\n\nTask id %s. Act only if it needs you.",
+			e.Title, e.Kind, e.From, e.Message, e.TaskID)
+	}
+	return map[string]any{
+		"content": content,
+		"meta": map[string]any{
+			"task_id": e.TaskID,
+			"sender":  e.From,
+			"kind":    e.Kind,
+		},
+	}
+}
+
+func priorityWord(p int) string {
+	switch p {
+	case 1:
+		return "low"
+	case 3:
+		return "high"
+	}
+	return "normal"
+}
