@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // Agents manages agents and their tokens for the operator.
@@ -15,7 +16,7 @@ type TokenReveal struct {
 	Agent        relay.Agent `json:"agent"`
 	Token        string      `json:"token"`
 	MCPURL       string      `json:"mcpUrl"`
-	Setup        relay.Setup `json:"setup"`
+	Setup        web.Setup   `json:"setup"`
 	Instructions string      `json:"instructions"`
 }
 
@@ -103,10 +104,10 @@ func (a *Agents) Delete(slug string) error {
 }
 
 func (a *Agents) reveal(agent relay.Agent, token string) TokenReveal {
-	r := TokenReveal{Agent: agent, Token: token, Instructions: relay.AgentInstructions(agent.Slug)}
+	r := TokenReveal{Agent: agent, Token: token, Instructions: AgentInstructions(agent.Slug)}
 	if token != "" {
 		r.MCPURL = a.c.config().MCPURL()
-		r.Setup = relay.SetupFor(r.MCPURL, token)
+		r.Setup = web.SetupFor(r.MCPURL, token)
 	}
 	return r
 }

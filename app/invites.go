@@ -27,7 +27,7 @@ func (i *Invites) Create(in relay.InviteInput) (InviteCreated, error) {
 	if err != nil {
 		return InviteCreated{}, err
 	}
-	msg := relay.InviteMessage(i.c.config().BaseURL(), code, inv, time.Local)
+	msg := InviteMessage(i.c.config().BaseURL(), code, inv, time.Local)
 	return InviteCreated{Invite: inv, Code: code, Message: msg}, nil
 }
 

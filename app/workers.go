@@ -18,6 +18,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
+	"github.com/crosschat/crosschat-relay/internal/web"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -307,7 +309,7 @@ func (w *Workers) Connect(in ConnectInput) (ConnectResult, error) {
 		return ConnectResult{}, err
 	}
 	mcpURL := w.c.config().MCPURL()
-	snippet := relay.SetupFor(mcpURL, token).JSONSnippet()
+	snippet := web.SetupFor(mcpURL, token).JSONSnippet()
 	res := ConnectResult{Agent: agent, Connection: harness.Connection{Message: "Add the relay to the tool's MCP settings with this snippet.", Snippet: snippet}}
 	if in.ConfigureClient && p.ID != harness.Custom {
 		conn, err := harness.Connect(ctx, p.ID, w.env, mcpURL, token)
@@ -412,11 +414,11 @@ func (t *Tasks) RevealFile(id, path string) error {
 // harnessAdapter adapts internal/harness to the worker's Harness.
 type harnessAdapter struct{}
 
-func (harnessAdapter) Build(req relay.RunRequest) (relay.RunSpec, error) {
+func (harnessAdapter) Build(req runspec.Request) (runspec.Spec, error) {
 	return harness.Build(req, runtime.GOOS)
 }
-func (harnessAdapter) Parser(events string) relay.StreamParser { return harness.NewParser(events) }
-func (harnessAdapter) Prompt(in relay.PromptInput) string      { return harness.Prompt(in) }
+func (harnessAdapter) Parser(events string) runspec.StreamParser { return harness.NewParser(events) }
+func (harnessAdapter) Prompt(in runspec.PromptInput) string      { return harness.Prompt(in) }
 func (harnessAdapter) Name(id string) string {
 	if p, ok := harness.Lookup(id); ok && id != harness.Custom {
 		return p.Name

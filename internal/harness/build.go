@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Fixed prompts of presets whose task text arrives on stdin or in a file.
@@ -42,19 +43,19 @@ var ErrCannotRun = errors.New("this agent can't run tasks unattended")
 // Scripts (.js, .cjs, .mjs) run with node from PATH, the script first. On
 // Windows, a .cmd or .bat npm shim runs as the program it wraps, or Build
 // fails when the wrapped program can't be found in the shim.
-func Build(req relay.RunRequest, goos string) (relay.RunSpec, error) {
+func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 	c := req.Config
 	p, ok := Lookup(c.Harness)
 	if !ok {
-		return relay.RunSpec{}, fmt.Errorf("build %q: unknown harness", c.Harness)
+		return runspec.Spec{}, fmt.Errorf("build %q: unknown harness", c.Harness)
 	}
 	if !p.CanRun {
-		return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, ErrCannotRun)
+		return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, ErrCannotRun)
 	}
 	if strings.TrimSpace(c.Command) == "" {
-		return relay.RunSpec{}, fmt.Errorf("build %s: no command", p.Name)
+		return runspec.Spec{}, fmt.Errorf("build %s: no command", p.Name)
 	}
-	spec := relay.RunSpec{Events: p.Events, RelayServer: p.RelayServer}
+	spec := runspec.Spec{Events: p.Events, RelayServer: p.RelayServer}
 	var args []string
 	switch p.ID {
 	case ClaudeCode:
@@ -104,7 +105,7 @@ func Build(req relay.RunRequest, goos string) (relay.RunSpec, error) {
 		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{RunServer: map[string]any{
 			"httpUrl": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"}, "trust": true}}})
 		if err != nil {
-			return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 		}
 		spec.Files = map[string]string{GeminiSettingsFile: string(cfg)}
 		spec.Env = map[string]string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH": joinPath(goos, req.RunDir, GeminiSettingsFile)}
@@ -117,26 +118,26 @@ func Build(req relay.RunRequest, goos string) (relay.RunSpec, error) {
 		cfg, err := json.Marshal(map[string]any{"servers": map[string]any{UserServer: map[string]any{
 			"url": req.MCPURL, "bearer_token_env_var": "CROSSCHAT_TOKEN"}}})
 		if err != nil {
-			return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 		}
 		spec.Files = map[string]string{CodewhaleMCPFile: string(cfg)}
 		spec.Env = map[string]string{"DEEPSEEK_MCP_CONFIG": joinPath(goos, req.RunDir, CodewhaleMCPFile)}
 	case Custom:
 		var err error
 		if args, spec, err = buildCustom(req, spec); err != nil {
-			return relay.RunSpec{}, err
+			return runspec.Spec{}, err
 		}
 	}
 	program, pre, err := resolveProgram(c.Command, goos)
 	if err != nil {
-		return relay.RunSpec{}, fmt.Errorf("build %s: %w", p.Name, err)
+		return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 	}
 	spec.Program = program
 	spec.Args = append(pre, args...)
 	return spec, nil
 }
 
-func buildCustom(req relay.RunRequest, spec relay.RunSpec) ([]string, relay.RunSpec, error) {
+func buildCustom(req runspec.Request, spec runspec.Spec) ([]string, runspec.Spec, error) {
 	c := req.Config
 	r := strings.NewReplacer(
 		"{prompt_file}", req.PromptFile,

@@ -11,12 +11,13 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 const taskText = "Draw a map of the harbour"
 
 // request returns a run request with paths in the style of goos.
-func request(goos, preset string, extra, resume bool) relay.RunRequest {
+func request(goos, preset string, extra, resume bool) runspec.Request {
 	home, sep := "/home/ada", "/"
 	switch goos {
 	case "darwin":
@@ -38,7 +39,7 @@ func request(goos, preset string, extra, resume bool) relay.RunRequest {
 		cmd += ".exe"
 	}
 	run := j(home, "data", "runs", "t_123")
-	req := relay.RunRequest{
+	req := runspec.Request{
 		Config: relay.WorkerConfig{
 			AgentSlug: "builder", Harness: preset, Command: cmd,
 			Workdir: j(home, "work", "harbour"), PromptMode: relay.PromptStdin,
@@ -103,7 +104,7 @@ func TestBuildClaudeExact(t *testing.T) {
 	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
 	if got := strings.Join(spec.Args, " "); got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
-	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != relay.EventsClaudeStream || spec.ResultFile != "" {
+	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != runspec.EventsClaudeStream || spec.ResultFile != "" {
 		t.Errorf("spec = %+v", spec)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // TestCaptureStreams re-captures testdata/streams/*.jsonl from the real agent
@@ -97,7 +98,7 @@ func TestCaptureStreams(t *testing.T) {
 					in.Resumed = true
 					in.Task.Reports = []relay.Report{{Kind: relay.ReportCompleted, Message: "Done."}, {Kind: relay.ReportChanges, Message: "Say hello twice."}}
 				}
-				req := relay.RunRequest{
+				req := runspec.Request{
 					Config: relay.WorkerConfig{AgentSlug: "builder", Harness: tc.preset, Command: filepath.Join(clis, tc.bin), Workdir: wd},
 					RunDir: run, PromptFile: filepath.Join(run, "task.md"), ResultFile: filepath.Join(run, "result.md"),
 					MCPConfigFile: mcpFile, MCPURL: mcpURL, ExtraDirs: in.ExtraDirs, ResumeSession: session,

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
-	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // FuzzParsers feeds arbitrary output lines to every parser: none may panic,
@@ -21,7 +21,7 @@ func FuzzParsers(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		for _, events := range []string{relay.EventsPlain, relay.EventsClaudeStream, relay.EventsCodexJSON, relay.EventsGeminiStream} {
+		for _, events := range []string{runspec.EventsPlain, runspec.EventsClaudeStream, runspec.EventsCodexJSON, runspec.EventsGeminiStream} {
 			p := harness.NewParser(events)
 			for _, line := range []string{a, b, a} {
 				for _, e := range p.Line(line) {

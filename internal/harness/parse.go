@@ -7,17 +7,18 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // NewParser returns a fresh parser for an output format (relay.Events*).
 // Unknown formats are parsed as plain text.
-func NewParser(events string) relay.StreamParser {
+func NewParser(events string) runspec.StreamParser {
 	switch events {
-	case relay.EventsClaudeStream:
+	case runspec.EventsClaudeStream:
 		return &claudeParser{tools: map[string]relay.ActivityEntry{}}
-	case relay.EventsCodexJSON:
+	case runspec.EventsCodexJSON:
 		return &codexParser{}
-	case relay.EventsGeminiStream:
+	case runspec.EventsGeminiStream:
 		return &geminiParser{tools: map[string]relay.ActivityEntry{}}
 	default:
 		return &plainParser{}

@@ -11,12 +11,13 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // step is an activity entry in a compact form for comparisons.
 type step struct{ Kind, Text, Detail, Status, Ref string }
 
-func parseAll(events string, lines ...string) ([]step, relay.StreamParser) {
+func parseAll(events string, lines ...string) ([]step, runspec.StreamParser) {
 	p := harness.NewParser(events)
 	var out []step
 	for _, l := range lines {
@@ -42,7 +43,7 @@ func sameSteps(t *testing.T, got, want []step) {
 // Ensure the upstream Codex stream: message, command running then ok with
 // the PowerShell wrapper removed, file change, final message as the answer.
 func TestCodexStream(t *testing.T) {
-	got, p := parseAll(relay.EventsCodexJSON,
+	got, p := parseAll(runspec.EventsCodexJSON,
 		`{"type":"thread.started","thread_id":"th_1"}`,
 		`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Looking."}}`,
 		`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"\"C:\\\\WINDOWS\\\\System32\\\\WindowsPowerShell\\\\v1.0\\\\powershell.exe\" -Command 'Get-ChildItem .'","aggregated_output":"","exit_code":null,"status":"in_progress"}}`,
@@ -72,7 +73,7 @@ func TestCodexStream(t *testing.T) {
 
 // Ensure a failed command is failed and turn and stream errors become error steps.
 func TestCodexFailures(t *testing.T) {
-	got, _ := parseAll(relay.EventsCodexJSON,
+	got, _ := parseAll(runspec.EventsCodexJSON,
 		`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"/bin/bash -lc 'npm test'","aggregated_output":"1 failing","exit_code":1,"status":"completed"}}`,
 		`{"type":"item.completed","item":{"id":"i2","type":"command_execution","command":"rm -rf /","status":"declined"}}`,
 		`{"type":"item.completed","item":{"id":"i3","type":"file_change","changes":[],"status":"failed"}}`,
@@ -91,7 +92,7 @@ func TestCodexFailures(t *testing.T) {
 // Ensure the upstream Claude stream: message, Read running then ok, an MCP
 // tool labelled by server that fails, and the permission denials.
 func TestClaudeStream(t *testing.T) {
-	got, p := parseAll(relay.EventsClaudeStream,
+	got, p := parseAll(runspec.EventsClaudeStream,
 		`{"type":"system","subtype":"init","session_id":"s-1","tools":[]}`,
 		`{"type":"assistant","message":{"content":[{"type":"text","text":"Reading."},{"type":"tool_use","id":"tu1","name":"Read","input":{"file_path":"/w/a.txt"}}]},"session_id":"s-1"}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"1\thello\n"}]}}`,
@@ -116,13 +117,13 @@ func TestClaudeStream(t *testing.T) {
 	if p.Answer() != "hello" || p.SessionID() != "s-1" {
 		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
 	}
-	got, _ = parseAll(relay.EventsClaudeStream, `{"type":"result","subtype":"error_max_turns","is_error":true,"result":"too many turns"}`)
+	got, _ = parseAll(runspec.EventsClaudeStream, `{"type":"result","subtype":"error_max_turns","is_error":true,"result":"too many turns"}`)
 	sameSteps(t, got, []step{{relay.StepError, "Claude Code stopped: error_max_turns", "too many turns", relay.StepFailed, ""}})
 }
 
 // Ensure plain output makes a step of each non-empty line and has no answer.
 func TestPlain(t *testing.T) {
-	got, p := parseAll(relay.EventsPlain, "step one", "", "   ", "All done.\r")
+	got, p := parseAll(runspec.EventsPlain, "step one", "", "   ", "All done.\r")
 	sameSteps(t, got, []step{{relay.StepOutput, "step one", "", "", ""}, {relay.StepOutput, "All done.", "", "", ""}})
 	if p.Answer() != "" || p.SessionID() != "" {
 		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
@@ -153,7 +154,7 @@ func TestUnwrapShell(t *testing.T) {
 // truncated JSON too, unknown types and wrong field types are skipped.
 func TestParserEdgeCases(t *testing.T) {
 	huge := strings.Repeat("x", 1<<20)
-	for _, events := range []string{relay.EventsClaudeStream, relay.EventsCodexJSON, relay.EventsGeminiStream} {
+	for _, events := range []string{runspec.EventsClaudeStream, runspec.EventsCodexJSON, runspec.EventsGeminiStream} {
 		t.Run(events, func(t *testing.T) {
 			got, p := parseAll(events,
 				"warning: something on stdout",
@@ -218,7 +219,7 @@ func TestCapturedStreams(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no captured streams")
 	}
-	formats := map[string]string{"claude": relay.EventsClaudeStream, "codex": relay.EventsCodexJSON, "gemini": relay.EventsGeminiStream}
+	formats := map[string]string{"claude": runspec.EventsClaudeStream, "codex": runspec.EventsCodexJSON, "gemini": runspec.EventsGeminiStream}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		cli, _, _ := strings.Cut(name, "-")
@@ -266,7 +267,7 @@ func TestCapturedStreams(t *testing.T) {
 // message and the answer, tools are labelled (MCP by server), results
 // close their step, and errors and a failed result become error steps.
 func TestGeminiStream(t *testing.T) {
-	got, p := parseAll(relay.EventsGeminiStream,
+	got, p := parseAll(runspec.EventsGeminiStream,
 		`{"type":"init","session_id":"g-1","model":"auto"}`,
 		`{"type":"message","role":"user","content":"the prompt"}`,
 		`{"type":"message","role":"assistant","content":"Let me ","delta":true}`,
@@ -294,7 +295,7 @@ func TestGeminiStream(t *testing.T) {
 	if p.Answer() != "Done." || p.SessionID() != "g-1" {
 		t.Errorf("answer %q session %q", p.Answer(), p.SessionID())
 	}
-	_, p = parseAll(relay.EventsGeminiStream, `{"type":"message","role":"assistant","content":"Cut ","delta":true}`, `{"type":"message","role":"assistant","content":"short","delta":true}`)
+	_, p = parseAll(runspec.EventsGeminiStream, `{"type":"message","role":"assistant","content":"Cut ","delta":true}`, `{"type":"message","role":"assistant","content":"short","delta":true}`)
 	if p.Answer() != "Cut short" {
 		t.Errorf("unfinished stream: answer %q", p.Answer())
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Preset ids.
@@ -76,7 +77,7 @@ func Presets() []Preset {
 				}
 			},
 			CanRun: true, ExtraDirs: true, Resume: true,
-			Events: relay.EventsClaudeStream, RelayServer: RunServer,
+			Events: runspec.EventsClaudeStream, RelayServer: RunServer,
 			Safety: "Claude Code may edit files inside the working folder; anything that needs approval (such as shell commands) is refused.",
 		},
 		{
@@ -89,32 +90,32 @@ func Presets() []Preset {
 				return []string{joinPath(goos, home, ".codex", ".sandbox-bin", "codex"+exe)}
 			},
 			CanRun: true, ExtraDirs: true, Resume: true,
-			Events: relay.EventsCodexJSON, RelayServer: UserServer,
+			Events: runspec.EventsCodexJSON, RelayServer: UserServer,
 			Safety: "Codex runs in its workspace-write sandbox: it may change files in the working folder and the extra folders only.",
 		},
 		{
 			ID: Gemini, Name: "Gemini CLI", Binaries: []string{"gemini"},
 			KnownLocations: func(home, goos string) []string { return nil },
 			CanRun:         true, ExtraDirs: true, Resume: true,
-			Events: relay.EventsGeminiStream, RelayServer: RunServer,
+			Events: runspec.EventsGeminiStream, RelayServer: RunServer,
 			Safety: "Gemini CLI runs with approval mode auto_edit: it may edit files; other actions that need approval are refused. The relay's own tools are trusted for the run.",
 		},
 		{
 			ID: OpenCode, Name: "OpenCode", Binaries: []string{"opencode"},
 			KnownLocations: func(home, goos string) []string { return nil },
-			CanRun:         true, Events: relay.EventsPlain,
+			CanRun:         true, Events: runspec.EventsPlain,
 			Safety: "OpenCode follows its own permission settings.",
 		},
 		{
 			ID: ZCode, Name: "ZCode", Binaries: []string{"zcode"},
 			KnownLocations: zcodeLocations,
-			CanRun:         true, Events: relay.EventsPlain,
+			CanRun:         true, Events: runspec.EventsPlain,
 			Safety: "ZCode runs in edit mode instead of its default yolo mode.",
 		},
 		{
 			ID: Codewhale, Name: "Codewhale (DeepSeek)", Binaries: []string{"codewhale", "codew", "deepseek"},
 			KnownLocations: fixed(".cargo/bin/codewhale", ".local/bin/codewhale"),
-			CanRun:         true, Events: relay.EventsPlain, RelayServer: UserServer,
+			CanRun:         true, Events: runspec.EventsPlain, RelayServer: UserServer,
 			Safety: "Codewhale approves its own actions inside the workspace-write sandbox (which is not enforced on Windows).",
 		},
 		{
@@ -125,7 +126,7 @@ func Presets() []Preset {
 		{
 			ID: Custom, Name: "Other command-line agent",
 			KnownLocations: func(home, goos string) []string { return nil },
-			CanRun:         true, ExtraDirs: true, Events: relay.EventsPlain,
+			CanRun:         true, ExtraDirs: true, Events: runspec.EventsPlain,
 			Safety: "A custom program runs without a sandbox, with the rights of the relay's user.",
 		},
 	}

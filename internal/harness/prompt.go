@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // maxEarlierResult bounds an earlier result quoted in the prompt.
@@ -15,7 +16,7 @@ const maxEarlierResult = 4000
 // BLOCKED: rule, the relay's MCP server and hand-offs). Blocks are separated
 // by blank lines. When in.Resumed, it leads with the requested changes and
 // tells the agent that this continues its earlier session.
-func Prompt(in relay.PromptInput) string {
+func Prompt(in runspec.PromptInput) string {
 	t := in.Task
 	reports := t.Reports
 	last := relay.Report{}
@@ -76,7 +77,7 @@ func Prompt(in relay.PromptInput) string {
 	return strings.Join(blocks, "\n\n") + "\n"
 }
 
-func finish(in relay.PromptInput, sender string) string {
+func finish(in runspec.PromptInput, sender string) string {
 	lines := []string{
 		fmt.Sprintf("- Work in the current folder and finish the task completely. End with a final answer: what you did, where the outputs are, and anything %s should know. Your final answer is sent to %s as the result of this task.", sender, sender),
 	}

@@ -6,10 +6,11 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
-func promptInput() relay.PromptInput {
-	return relay.PromptInput{
+func promptInput() runspec.PromptInput {
+	return runspec.PromptInput{
 		Task: relay.Task{
 			ID: "t_1", SenderSlug: "operator", RecipientSlug: "builder",
 			Title: "Draw a map", Instructions: "Draw a map of the harbour as map.png.\nMark the lighthouse.",
@@ -27,22 +28,22 @@ func promptInput() relay.PromptInput {
 func TestPrompt(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		edit  func(*relay.PromptInput)
+		edit  func(*runspec.PromptInput)
 		has   []string
 		lacks []string
 	}{
-		{"first round", func(in *relay.PromptInput) {}, []string{
+		{"first round", func(in *runspec.PromptInput) {}, []string{
 			`You are Builder ("builder"), an agent connected to a Crosschat relay. Ada ("operator") assigned you this task (priority: normal).`,
 			"Your role: Draws maps and diagrams.", "## Task: Draw a map\n\nDraw a map of the harbour as map.png.\nMark the lighthouse.",
 			"## How to finish", "BLOCKED:", `MCP server named "crosschat-run"`, "mcp__crosschat-run__", "list_agents", "post_task",
 			"request_changes", "claim_next_task", "report_task",
 		}, []string{"## Earlier rounds", "replaces the earlier result", "do not post tasks to other agents", "continues your earlier session"}},
-		{"urgent with parent and extra dirs", func(in *relay.PromptInput) {
+		{"urgent with parent and extra dirs", func(in *runspec.PromptInput) {
 			in.Task.Priority = relay.PriorityUrgent
 			in.ParentTitle = "Plan the harbour festival"
 			in.ExtraDirs = []string{"/srv/assets", "/srv/shared"}
 		}, []string{"priority: urgent", `part of "Plan the harbour festival"`, "/srv/assets; /srv/shared"}, nil},
-		{"changes requested", func(in *relay.PromptInput) {
+		{"changes requested", func(in *runspec.PromptInput) {
 			in.Task.Priority = relay.PriorityLow
 			in.Task.Reports = []relay.Report{
 				{Kind: relay.ReportProgress, Message: "Halfway there."},
@@ -51,18 +52,18 @@ func TestPrompt(t *testing.T) {
 			}
 		}, []string{"priority: low", "## Earlier rounds of this task", "Your earlier result: map.png in the work folder.",
 			"Changes requested: Add the ferry route.", "your final answer replaces the earlier result"}, []string{"Halfway there."}},
-		{"blocked history", func(in *relay.PromptInput) {
+		{"blocked history", func(in *runspec.PromptInput) {
 			in.Task.Reports = []relay.Report{
 				{Kind: relay.ReportBlocked, Message: "I need the harbour's outline."},
 				{Kind: relay.ReportProgress, Message: "Requeued by operator: the outline is in /srv/assets."},
 			}
 		}, []string{"You reported a blocker: I need the harbour's outline.", "- Requeued by operator: the outline is in /srv/assets."},
 			[]string{"replaces the earlier result"}},
-		{"zero hand-offs", func(in *relay.PromptInput) { in.HandOffsLeft = 0 },
+		{"zero hand-offs", func(in *runspec.PromptInput) { in.HandOffsLeft = 0 },
 			[]string{"do not post tasks to other agents", "request_changes"}, []string{"delegate with post_task"}},
-		{"no relay tools", func(in *relay.PromptInput) { in.RelayServer = ""; in.Agent.Details = "" },
+		{"no relay tools", func(in *runspec.PromptInput) { in.RelayServer = ""; in.Agent.Details = "" },
 			[]string{"BLOCKED:", "claim_next_task"}, []string{"MCP server named", "post_task", "Your role:"}},
-		{"resumed", func(in *relay.PromptInput) {
+		{"resumed", func(in *runspec.PromptInput) {
 			in.Resumed = true
 			in.Task.Reports = []relay.Report{
 				{Kind: relay.ReportCompleted, Message: "Map drawn.", Result: strings.Repeat("x", 5000)},

@@ -3,7 +3,6 @@ package relay
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Error codes. They are part of the wire protocol: agents match on them.
@@ -31,33 +30,6 @@ const (
 	ETooManyOpenTasks         = "too_many_open_tasks"
 	EInternal                 = "internal_error"
 )
-
-// statusByCode is the HTTP status each code maps to at the REST and bridge edges.
-var statusByCode = map[string]int{
-	EInvalidRequest:           http.StatusBadRequest,
-	EUnauthorized:             http.StatusUnauthorized,
-	EIdentityMismatch:         http.StatusForbidden,
-	ESlugRequired:             http.StatusBadRequest,
-	EUnknownAgent:             http.StatusNotFound,
-	EUnknownTask:              http.StatusNotFound,
-	EUnknownInvite:            http.StatusNotFound,
-	EUnknownWorker:            http.StatusNotFound,
-	ETaskAccessDenied:         http.StatusForbidden,
-	EChainLimit:               http.StatusConflict,
-	ERecipientLacksCapability: http.StatusConflict,
-	ETaskUpdateDenied:         http.StatusConflict,
-	ETaskCancelDenied:         http.StatusForbidden,
-	ETaskRequeueDenied:        http.StatusForbidden,
-	ETaskChangesDenied:        http.StatusForbidden,
-	EInvalidTaskState:         http.StatusConflict,
-	EAgentExists:              http.StatusConflict,
-	EInvalidInvite:            http.StatusForbidden,
-	EInvalidAgentKind:         http.StatusConflict,
-	EOperatorProtected:        http.StatusConflict,
-	EAgentHasOpenTasks:        http.StatusConflict,
-	ETooManyOpenTasks:         http.StatusTooManyRequests,
-	EInternal:                 http.StatusInternalServerError,
-}
 
 // Error is a domain error with a stable code, a message meant for the agent or
 // person who caused it, and optional structured details.
@@ -112,14 +84,6 @@ func AsError(err error) *Error {
 		return e
 	}
 	return &Error{Code: EInternal, Message: ErrorMessage(err)}
-}
-
-// HTTPStatus returns the HTTP status code for err.
-func HTTPStatus(err error) int {
-	if s, ok := statusByCode[ErrorCode(err)]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
 }
 
 // IsDomain reports whether err is (or wraps) an *Error, i.e. an expected

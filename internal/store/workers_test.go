@@ -3,7 +3,6 @@ package store_test
 import (
 	"database/sql"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,10 +178,7 @@ func TestWorkerLookupListDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.db.Worker(e.ctx, "max")
-	wantCode(t, err, relay.EUnknownWorker)
-	if relay.HTTPStatus(err) != http.StatusNotFound {
-		t.Errorf("unknown_worker status = %d", relay.HTTPStatus(err))
-	}
+	wantCode(t, err, relay.EUnknownWorker) // 404 at the edges: web.TestHTTPStatus
 	if d := relay.AsError(err).Details; d["slug"] != "max" {
 		t.Errorf("unknown_worker details = %v", d)
 	}

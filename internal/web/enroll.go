@@ -12,7 +12,7 @@ type enrollResponse struct {
 	Token        string              `json:"token"`
 	MCPURL       string              `json:"mcpUrl"`
 	AssignedTask *relay.AssignedTask `json:"assignedTask,omitempty"`
-	Setup        relay.Setup         `json:"setup"`
+	Setup        Setup               `json:"setup"`
 	Next         []string            `json:"next"`
 }
 
@@ -48,7 +48,7 @@ func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
 		Token:        e.Token,
 		MCPURL:       mcpURL,
 		AssignedTask: e.AssignedTask,
-		Setup:        relay.SetupFor(mcpURL, e.Token),
-		Next:         relay.EnrollNext(e),
+		Setup:        SetupFor(mcpURL, e.Token),
+		Next:         EnrollNext(e),
 	})
 }

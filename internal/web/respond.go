@@ -50,14 +50,14 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, errorBody{Error: code, Message: message})
 }
 
-// writeDomainError maps err with relay.AsError and relay.HTTPStatus. An
+// writeDomainError maps err with relay.AsError and HTTPStatus. An
 // internal error is logged under op and answered without its text.
 func (h *handler) writeDomainError(w http.ResponseWriter, r *http.Request, op string, err error) {
 	e := relay.AsError(err)
 	if !relay.IsDomain(err) {
 		h.log.Error("web: request failed", "op", op, "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, relay.HTTPStatus(err), errorBody{Error: e.Code, Message: e.Message, Details: e.Details})
+	writeJSON(w, HTTPStatus(err), errorBody{Error: e.Code, Message: e.Message, Details: e.Details})
 }
 
 // methodNotAllowed answers 405 with an Allow header.

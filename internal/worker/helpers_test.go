@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/watch"
 	"github.com/crosschat/crosschat-relay/internal/worker"
@@ -194,15 +195,15 @@ func helperMain() int {
 // what it was asked.
 type testHarness struct {
 	mu       sync.Mutex
-	requests []relay.RunRequest
-	prompts  []relay.PromptInput
+	requests []runspec.Request
+	prompts  []runspec.PromptInput
 }
 
-func (h *testHarness) Build(req relay.RunRequest) (relay.RunSpec, error) {
+func (h *testHarness) Build(req runspec.Request) (runspec.Spec, error) {
 	h.mu.Lock()
 	h.requests = append(h.requests, req)
 	h.mu.Unlock()
-	spec := relay.RunSpec{Program: req.Config.Command, Events: relay.EventsPlain}
+	spec := runspec.Spec{Program: req.Config.Command, Events: runspec.EventsPlain}
 	r := strings.NewReplacer("{prompt_file}", req.PromptFile, "{result_file}", req.ResultFile,
 		"{mcp_config}", req.MCPConfigFile, "{mcp_url}", req.MCPURL, "{workdir}", req.Config.Workdir)
 	for _, a := range req.Config.Args {
@@ -220,9 +221,9 @@ func (h *testHarness) Build(req relay.RunRequest) (relay.RunSpec, error) {
 	return spec, nil
 }
 
-func (h *testHarness) Parser(string) relay.StreamParser { return &plainParser{} }
+func (h *testHarness) Parser(string) runspec.StreamParser { return &plainParser{} }
 
-func (h *testHarness) Prompt(in relay.PromptInput) string {
+func (h *testHarness) Prompt(in runspec.PromptInput) string {
 	h.mu.Lock()
 	h.prompts = append(h.prompts, in)
 	h.mu.Unlock()
@@ -243,7 +244,7 @@ func (h *testHarness) Name(id string) string {
 	return id
 }
 
-func (h *testHarness) lastRequest(t *testing.T) (relay.RunRequest, relay.PromptInput) {
+func (h *testHarness) lastRequest(t *testing.T) (runspec.Request, runspec.PromptInput) {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Relay is what the worker needs of the relay: a subset of relay.Service.
@@ -67,11 +68,11 @@ type Harness interface {
 	// Build returns the command of one run. It must not have side effects:
 	// the worker may call it twice (first without the prompt, to learn the
 	// spec's RelayServer for the prompt).
-	Build(req relay.RunRequest) (relay.RunSpec, error)
-	// Parser returns a fresh parser for a stream format (RunSpec.Events).
-	Parser(events string) relay.StreamParser
+	Build(req runspec.Request) (runspec.Spec, error)
+	// Parser returns a fresh parser for a stream format (runspec.Spec.Events).
+	Parser(events string) runspec.StreamParser
 	// Prompt writes the task prompt.
-	Prompt(in relay.PromptInput) string
+	Prompt(in runspec.PromptInput) string
 	// Name is the harness's display name ("Claude Code"; "harness" for custom).
 	Name(id string) string
 }

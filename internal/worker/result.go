@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // readResult fills ex from the ended CLI: its exit code, its answer (the
 // result file, else the parser's, else plain stdout), the tails of its
 // output and the CLI session to resume.
-func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec relay.RunSpec,
-	parser relay.StreamParser, plain bool, stdout, stderr *capture) {
+func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec runspec.Spec,
+	parser runspec.StreamParser, plain bool, stdout, stderr *capture) {
 	ex.exitCode = -1
 	if cmd.ProcessState != nil {
 		ex.exitCode = cmd.ProcessState.ExitCode()

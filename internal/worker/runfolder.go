@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Run folder files.
@@ -25,18 +26,18 @@ const (
 )
 
 // prepareRun writes the run folder and builds the command.
-func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, relay.RunSpec, relay.StreamParser, []string, error) {
+func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, runspec.Spec, runspec.StreamParser, []string, error) {
 	o := r.w.m.opts
 	if err := os.MkdirAll(o.RunRoot, 0o700); err != nil {
-		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
+		return nil, runspec.Spec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
 	}
 	if err := os.RemoveAll(r.runDir); err != nil {
-		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("clear the run folder: %w", err)
+		return nil, runspec.Spec{}, nil, nil, fmt.Errorf("clear the run folder: %w", err)
 	}
 	if err := os.Mkdir(r.runDir, 0o700); err != nil {
-		return nil, relay.RunSpec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
+		return nil, runspec.Spec{}, nil, nil, fmt.Errorf("create the run folder: %w", err)
 	}
-	req := relay.RunRequest{
+	req := runspec.Request{
 		Config:        r.cfg,
 		RunDir:        r.runDir,
 		PromptFile:    filepath.Join(r.runDir, promptFileName),
@@ -119,14 +120,14 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	prepare(cmd)
 	events := spec.Events
 	if events == "" {
-		events = relay.EventsPlain
+		events = runspec.EventsPlain
 	}
 	return cmd, spec, o.Harness.Parser(events), withheld, nil
 }
 
 // promptInput gathers what the prompt is built from, and the CLI session to
 // resume.
-func (r *runState) promptInput(ctx context.Context, extra []string) (relay.PromptInput, string) {
+func (r *runState) promptInput(ctx context.Context, extra []string) (runspec.PromptInput, string) {
 	o := r.w.m.opts
 	agentOf := func(slug string) relay.Agent {
 		a, err := o.Relay.GetAgent(ctx, slug)
@@ -135,7 +136,7 @@ func (r *runState) promptInput(ctx context.Context, extra []string) (relay.Promp
 		}
 		return a
 	}
-	in := relay.PromptInput{
+	in := runspec.PromptInput{
 		Task:      r.task,
 		Agent:     agentOf(r.cfg.AgentSlug),
 		Sender:    agentOf(r.task.SenderSlug),

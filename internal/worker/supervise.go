@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // execResult is what spawning and waiting gave.
@@ -36,7 +37,7 @@ func (r *runState) spawnAndWait(ctx context.Context, extra []string) (ex execRes
 		ex.stopped = ctx.Err() != nil
 		return ex
 	}
-	plain := spec.Events == "" || spec.Events == relay.EventsPlain
+	plain := spec.Events == "" || spec.Events == runspec.EventsPlain
 	stdout := newCapture(func(line string) {
 		entries := parser.Line(line)
 		r.noteFiles(entries)

@@ -1,8 +1,16 @@
-package relay
+// Package runspec is the contract between the worker and the agent CLI
+// presets: what a harness needs to build one run's command (Request), the
+// command it builds (Spec), the prompt's inputs and the parser of the CLI's
+// output. The worker and internal/harness may not import each other, so
+// both import this package; it imports only the domain and the standard
+// library.
+package runspec
 
-// RunRequest is what a harness needs to build the command of one worker run.
-type RunRequest struct {
-	Config WorkerConfig
+import "github.com/crosschat/crosschat-relay/internal/relay"
+
+// Request is what a harness needs to build the command of one worker run.
+type Request struct {
+	Config relay.WorkerConfig
 	// RunDir is the run's private folder; the paths below are inside it.
 	RunDir        string
 	PromptFile    string
@@ -26,10 +34,10 @@ const (
 	EventsGeminiStream = "gemini-stream"
 )
 
-// RunSpec is a command ready to start. It never carries the run token in
+// Spec is a command ready to start. It never carries the run token in
 // Args or Files: the token reaches the CLI only through the worker's
 // environment (CROSSCHAT_TOKEN) or the MCP config file the worker writes.
-type RunSpec struct {
+type Spec struct {
 	Program string
 	Args    []string
 	// Stdin is written to the CLI's standard input, which is then closed.
@@ -50,7 +58,7 @@ type RunSpec struct {
 // StreamParser turns an agent CLI's output, line by line, into activity steps.
 type StreamParser interface {
 	// Line parses one line of standard output.
-	Line(line string) []ActivityEntry
+	Line(line string) []relay.ActivityEntry
 	// Answer is the final answer found in the stream, "" if none.
 	Answer() string
 	// SessionID is the CLI's own session id, for resuming; "" if unknown.
@@ -59,9 +67,9 @@ type StreamParser interface {
 
 // PromptInput is everything a task prompt is built from.
 type PromptInput struct {
-	Task   Task
-	Agent  Agent
-	Sender Agent
+	Task   relay.Task
+	Agent  relay.Agent
+	Sender relay.Agent
 	// ParentTitle is the title of the task this one is part of, if any.
 	ParentTitle string
 	// HandOffsLeft is the chain limit minus the task's depth.

@@ -1,0 +1,21 @@
+package relay
+
+import "strings"
+
+// ProtocolURI is the MCP resource that explains the protocol to agents.
+const ProtocolURI = "crosschat://protocol"
+
+// ProtocolMarkdown is the text of the crosschat://protocol resource.
+func ProtocolMarkdown() string {
+	return `# Crosschat protocol
+
+1. Register once with register_agent under a unique agent slug. The slug is your address; the model slug only describes you. With a per-agent token you can leave every slug argument out.
+2. Take work with claim_next_task (waitMs up to 25000 long-polls). It gives you one task under a lease. When it answers idle, say nothing about it.
+3. Send report_task only for progress that changes a decision, for completion (with the result) or for a blocker. Never send thanks or acknowledgements.
+4. read_updates returns only what changed since you last read. Do not acknowledge what you read.
+5. Renew the lease with renew_task_lease while you work. If you cannot finish, release_task so the task goes back to the queue.
+6. When a task you assigned is blocked, resolve the blocker and requeue_task it, or cancel_task it.
+7. To ask for fixes to a completed task, use request_changes on that task instead of posting a new one.
+
+Suggested capability labels: ` + strings.Join(DefaultCapabilities, ", ") + "\n"
+}
