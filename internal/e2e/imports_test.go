@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,8 +27,10 @@ var homes = map[string]string{
 }
 
 // Ensure the layering of DESIGN.md: relay imports only the standard
-// library; adapters import relay and their own library, never each other;
-// only app and main wire adapters together; each library has one home.
+// library, and none of its edges (net/http, os, database/sql, …); adapters
+// import relay and their own library, never each other (a contract package
+// such as internal/runspec carries what two of them share); only app and
+// main wire adapters together; each library has one home.
 func TestImportRules(t *testing.T) {
 	fset := token.NewFileSet()
 	checked := 0
@@ -68,25 +71,57 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// edgeStd are the standard-library packages of the edges (network, files,
+// processes, databases, markup, logging): the domain imports none of them,
+// a prefix covering its subpackages ("net" covers "net/http").
+var edgeStd = []string{"net", "os", "syscall", "database", "html", "log", "plugin", "unsafe"}
+
+// contracts are the packages that carry a contract between two adapters
+// that may not import each other: the contract imports only the domain,
+// and only the adapters named here (and the composition root) import it.
+var contracts = map[string][]string{
+	"internal/runspec": {"internal/worker", "internal/harness"},
+}
+
+// violation says why package pkg (a path from the module root) may not
+// import imp, or "" when it may.
 func violation(pkg, imp string) string {
 	std := !strings.Contains(strings.Split(imp, "/")[0], ".")
+	composition := pkg == "." || pkg == "app"
 	if std {
+		if pkg == "internal/relay" {
+			for _, e := range edgeStd {
+				if imp == e || strings.HasPrefix(imp, e+"/") {
+					return "the domain imports no edge of the standard library (" + e + ")"
+				}
+			}
+		}
 		return ""
 	}
-	composition := pkg == "." || pkg == "app"
 	if strings.HasPrefix(imp, module) {
 		target := strings.TrimPrefix(imp, module)
+		users, contract := contracts[target]
+		_, pkgContract := contracts[pkg]
 		switch {
 		case pkg == "internal/relay":
 			return "the domain imports only the standard library"
+		case pkgContract && target != "internal/relay":
+			return "a contract package imports only internal/relay"
 		case composition, target == "internal/relay":
 			return ""
+		case contract && slices.Contains(users, pkg):
+			return ""
+		case contract:
+			return "only " + strings.Join(users, " and ") + " import this contract"
 		default:
 			return "adapters import only internal/relay; app wires them together"
 		}
 	}
 	if pkg == "internal/relay" {
 		return "the domain imports only the standard library"
+	}
+	if _, ok := contracts[pkg]; ok {
+		return "a contract package imports only internal/relay and the standard library"
 	}
 	for lib, home := range homes {
 		if strings.HasPrefix(imp, lib) {
@@ -97,4 +132,57 @@ func violation(pkg, imp string) string {
 		}
 	}
 	return ""
+}
+
+// Ensures the rules themselves: each case is one import that must pass or
+// must be refused, so a rule that stops firing fails here even while the
+// tree itself is clean.
+func TestViolation(t *testing.T) {
+	tests := []struct {
+		pkg, imp string
+		refused  bool
+	}{
+		{"internal/relay", "strings", false},
+		{"internal/relay", "crypto/sha256", false},
+		{"internal/relay", "net/http", true},
+		{"internal/relay", "net", true},
+		{"internal/relay", "os", true},
+		{"internal/relay", "os/exec", true},
+		{"internal/relay", "database/sql", true},
+		{"internal/relay", "html/template", true},
+		{"internal/relay", "log/slog", true},
+		{"internal/relay", "syscall", true},
+		{"internal/relay", "network/fake", false}, // a prefix stops at a path element
+		{"internal/relay", module + "internal/store", true},
+		{"internal/relay", "github.com/mattn/go-sqlite3", true},
+		{"internal/web", "net/http", false},
+		{"internal/web", module + "internal/relay", false},
+		{"internal/web", module + "internal/store", true},
+		{"internal/worker", module + "internal/harness", true},
+		{"internal/harness", module + "internal/worker", true},
+		{"internal/worker", module + "internal/runspec", false},
+		{"internal/harness", module + "internal/runspec", false},
+		{"internal/web", module + "internal/runspec", true},
+		{"internal/runspec", module + "internal/relay", false},
+		{"internal/runspec", module + "internal/worker", true},
+		{"internal/runspec", "github.com/mattn/go-sqlite3", true},
+		{"internal/runspec", "os", false},
+		{"app", module + "internal/store", false},
+		{"app", module + "internal/runspec", false},
+		{".", module + "app", false},
+		{"internal/store", "github.com/mattn/go-sqlite3", false},
+		{"internal/web", "github.com/mattn/go-sqlite3", true},
+		{"internal/mcp", "github.com/mark3labs/mcp-go/server", false},
+		{"internal/web", "github.com/mark3labs/mcp-go/server", true},
+		{"app", "github.com/wailsapp/wails/v2", false},
+		{"internal/web", "github.com/wailsapp/wails/v2", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg+" imports "+tt.imp, func(t *testing.T) {
+			msg := violation(tt.pkg, tt.imp)
+			if refused := msg != ""; refused != tt.refused {
+				t.Fatalf("refused = %v (%q), want %v", refused, msg, tt.refused)
+			}
+		})
+	}
 }

@@ -272,7 +272,7 @@ export namespace app {
 	    agent: relay.Agent;
 	    token: string;
 	    mcpUrl: string;
-	    setup: relay.Setup;
+	    setup: web.Setup;
 	    instructions: string;
 	
 	    static createFrom(source: any = {}) {
@@ -284,7 +284,7 @@ export namespace app {
 	        this.agent = this.convertValues(source["agent"], relay.Agent);
 	        this.token = source["token"];
 	        this.mcpUrl = source["mcpUrl"];
-	        this.setup = this.convertValues(source["setup"], relay.Setup);
+	        this.setup = this.convertValues(source["setup"], web.Setup);
 	        this.instructions = source["instructions"];
 	    }
 	
@@ -901,24 +901,6 @@ export namespace relay {
 	        this.maxOpenTasksPerSender = source["maxOpenTasksPerSender"];
 	    }
 	}
-	export class Setup {
-	    claudeCode: string;
-	    codex: string;
-	    json: {[key: string]: any};
-	    generic: string;
-	
-	    static createFrom(source: any = {}) {
-	        return new Setup(source);
-	    }
-	
-	    constructor(source: any = {}) {
-	        if ('string' === typeof source) source = JSON.parse(source);
-	        this.claudeCode = source["claudeCode"];
-	        this.codex = source["codex"];
-	        this.json = source["json"];
-	        this.generic = source["generic"];
-	    }
-	}
 	export class TaskCounts {
 	    queued: number;
 	    claimed: number;
@@ -1162,6 +1144,29 @@ export namespace relay {
 		    }
 		    return a;
 		}
+	}
+
+}
+
+export namespace web {
+	
+	export class Setup {
+	    claudeCode: string;
+	    codex: string;
+	    json: {[key: string]: any};
+	    generic: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Setup(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.claudeCode = source["claudeCode"];
+	        this.codex = source["codex"];
+	        this.json = source["json"];
+	        this.generic = source["generic"];
+	    }
 	}
 
 }
