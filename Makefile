@@ -4,7 +4,7 @@
 #   make bindings        regenerate frontend/wailsjs after a bound Go method changed
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
 #   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
-#   make test            THE test command: vet, race tests, frontend tests and type-check, e2e
+#   make test            THE test command: vet, race tests, tray and notifications on D-Bus, frontend tests and type-check, e2e
 #   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`;
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
 #   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
@@ -29,7 +29,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet test-go test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -76,12 +76,12 @@ run: build-headless
 
 # --- tests -------------------------------------------------------------------
 
-test: deps vet test-go test-frontend e2e
+test: deps vet test-go test-desktop test-frontend e2e
 
 # System packages the tests need besides Go, gcc and node (installed as root,
 # or named for you to install).
 deps:
-	bash .ci/deps.sh chromium
+	bash .ci/deps.sh chromium dbus dbus-daemon systemd libglib2.0-bin
 
 vet: .ci/bin/staticcheck
 	go vet ./...
@@ -94,6 +94,12 @@ vet: .ci/bin/staticcheck
 
 test-go:
 	go test -race -count=1 ./...
+
+# The tray and OS notifications on a private D-Bus session bus: the tray's
+# StatusNotifierItem and menu, a Notify call captured by a fake
+# notifications service, Open and Quit clicked over D-Bus.
+test-desktop:
+	dbus-run-session -- env CROSSCHAT_REQUIRE_DBUS=1 go test -race -count=1 -run 'TestPresenceOverDBus' ./app/
 
 test-frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck

@@ -18,6 +18,9 @@ var dist embed.FS
 //go:embed build/appicon.png
 var icon []byte
 
+//go:embed build/linux/icons/32.png
+var trayIcon []byte
+
 // version is stamped at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
@@ -33,6 +36,6 @@ func main() {
 	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):
 		os.Exit(app.Command(args, version, os.Stdout, os.Stderr))
 	default:
-		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon}, os.Stderr))
+		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,8 @@ type DesktopOptions struct {
 	Assets  fs.FS
 	// Icon is the PNG window icon (Linux).
 	Icon []byte
+	// TrayIcon is the small PNG the tray icon is drawn from; nil uses Icon.
+	TrayIcon []byte
 }
 
 // Desktop runs the desktop app: a native window hosting the dashboard, with
@@ -93,11 +96,23 @@ type desktopApp struct {
 	exitCode int
 	// startErr is why the relay did not start; shown once the window is up.
 	startErr error
+	presence *presence
+}
+
+// openTask shows the window on one task (a tray item or a notification).
+func (d *desktopApp) openTask(id string) {
+	if d.rt == nil {
+		return
+	}
+	d.rt.Show()
+	hash, _ := json.Marshal("#/tasks?task=" + id)
+	d.rt.ExecJS("location.hash = " + string(hash))
 }
 
 // domReady tells the person why the relay could not start, then quits.
 func (d *desktopApp) domReady(ctx context.Context) {
 	if d.startErr == nil {
+		d.rt.ExecJS(focusJS)
 		return
 	}
 	d.rt.Show()
@@ -141,6 +156,11 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	d.win = &window{rt: d.rt, dataDir: d.cfg.DataDir}
 	d.win.restore(geom)
 	go forward(bg, r.Service(), d.rt)
+	icon := d.opts.TrayIcon
+	if icon == nil {
+		icon = d.opts.Icon
+	}
+	d.presence = startPresence(bg, r.Service(), d.services, d.cfg.DataDir, icon, d.log, presenceHooks{show: d.show, openTask: d.openTask, quit: d.quit})
 	go d.rememberLoop(bg)
 	if os.Getenv(selfTestEnv) != "" {
 		go selfTest(bg, d.rt)
@@ -189,6 +209,9 @@ func (d *desktopApp) beforeQuit() {
 func (d *desktopApp) shutdown() {
 	if d.cancel != nil {
 		d.cancel()
+	}
+	if d.presence != nil {
+		d.presence.stop()
 	}
 	if d.relay == nil {
 		return

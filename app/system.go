@@ -20,6 +20,8 @@ type System struct {
 	rt   Runtime
 	// autostart is replaced in tests.
 	autostart func() autostarter
+	// focus is the window's focus, for notifications (window app only).
+	focus *focusState
 }
 
 // autostarter is the part of desktop.Autostart System uses.

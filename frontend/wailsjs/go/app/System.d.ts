@@ -9,6 +9,8 @@ export function PickProgram(arg1:string,arg2:string):Promise<string>;
 
 export function Quit():Promise<void>;
 
+export function ReportFocus(arg1:boolean):Promise<void>;
+
 export function ReportSelfTest(arg1:string):Promise<void>;
 
 export function RevealDataFolder():Promise<void>;

@@ -18,6 +18,10 @@ export function Quit() {
   return window['go']['app']['System']['Quit']();
 }
 
+export function ReportFocus(arg1) {
+  return window['go']['app']['System']['ReportFocus'](arg1);
+}
+
 export function ReportSelfTest(arg1) {
   return window['go']['app']['System']['ReportSelfTest'](arg1);
 }
