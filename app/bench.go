@@ -22,14 +22,20 @@ import (
 const benchUsage = `Usage: crosschat-relay bench [flags]
 
 Measures a relay with MCP load over real HTTP, one token per agent: the full
-task lifecycle with N concurrent agents (tasks/s, ops/s, p50/p99 per tool),
-wake-up latency of a waiting claim_next_task, claim latency with short and
-long queues, start-up time and idle memory.
+task lifecycle with N concurrent agents (lifecycles/s, p50/p99 per tool),
+the relay's CPU time per tool call, fsyncs per lifecycle (commits of the
+group-committing writer per lifecycle), wake-up latency of a waiting
+claim_next_task, RSS after load, 1,000 parked claims at once (memory per
+waiter, wake-up latency among them), claim latency with short and long
+queues, and start-up time.
 
-Without --url it starts a relay in this process, in a temporary data
-directory on a random loopback port, and removes it afterwards. With --url
-it creates agents and tasks in that relay and leaves them there: point it
-at a scratch relay.
+Without --url it starts the relay twice, each time as a child process of
+its own (so CPU and memory are the relay's alone) in a temporary data
+directory on a random loopback port: once in --data-dir's folder (the
+disk), then in --tmpfs (where fsync is free), and prints both with their
+ratio. The directories are removed afterwards. With --url it creates
+agents and tasks in that relay and leaves them there: point it at a
+scratch relay.
 
 Flags:
 `
@@ -52,6 +58,9 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		jsonOut    bool
 		token      string
 		dataParent string
+		tmpfs      string
+		inProcess  bool
+		child      string
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
 	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
@@ -62,10 +71,20 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.ClaimSamples, "claim-samples", bench.DefaultClaimSamples, "claims timed at each queue depth")
 	fs.IntVar(&o.WakeSamples, "wake-samples", bench.DefaultWakeSamples, "wake-up samples (0 skips)")
 	fs.DurationVar(&o.Timeout, "timeout", bench.DefaultTimeout, "give up after this long")
-	fs.StringVar(&dataParent, "data-dir", "", "folder to create the in-process relay's temporary data dir in (default: the system temp dir)")
+	fs.StringVar(&dataParent, "data-dir", "", "folder to create the relay's temporary data dir in (default: the system temp dir)")
+	fs.StringVar(&tmpfs, "tmpfs", defaultTmpfs(), "tmpfs folder for the second run (\"\" skips it)")
+	fs.IntVar(&o.Waiters, "waiters", bench.DefaultWaiters, "waiting claims parked at once in the waiters phase (0 skips)")
+	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
+	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if child != "" {
+		return benchChild(child, version, os.Stdin, stdout, stderr)
+	}
+	if o.Waiters == 0 {
+		o.Waiters = -1
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: bench: unexpected argument %q", errUsage, fs.Arg(0))
@@ -92,8 +111,12 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		if rep, err = bench.Run(ctx, o); err != nil {
 			return err
 		}
-	} else if rep, err = benchInProcess(ctx, o, dataParent, version, stderr); err != nil {
-		return err
+	} else if inProcess {
+		if rep, err = benchInProcess(ctx, o, dataParent, version, stderr); err != nil {
+			return err
+		}
+	} else {
+		return benchChildren(ctx, o, dataParent, tmpfs, jsonOut, stdout, stderr)
 	}
 	if jsonOut {
 		return rep.WriteJSON(stdout)

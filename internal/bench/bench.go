@@ -78,6 +78,13 @@ type Options struct {
 	// InProcess says the relay runs in this process: its memory is read
 	// from /proc/self/status.
 	InProcess bool
+	// Probe, when set, reads the relay process's CPU, memory and commit
+	// counts: the bench then reports CPU per tool call, fsyncs per
+	// lifecycle, RSS after load and runs the waiters phase.
+	Probe Probe
+	// Waiters is how many waiting claims the waiters phase parks at once
+	// (needs Probe); 0 means DefaultWaiters, negative skips the phase.
+	Waiters int
 	// Startup is how long the relay took from start to /health 200, when the
 	// caller measured it.
 	Startup time.Duration
@@ -102,6 +109,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.Window, DefaultWindow)
 	def(&o.ClaimSamples, DefaultClaimSamples)
 	def(&o.WakeSamples, DefaultWakeSamples)
+	def(&o.Waiters, DefaultWaiters)
 	if o.QueueSizes == nil {
 		o.QueueSizes = DefaultQueueSizes
 	}
@@ -126,6 +134,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("bench: window must be 1..100, got %d", o.Window)
 	case o.ClaimSamples < 1 || o.ClaimSamples > MaxSamples:
 		return o, fmt.Errorf("bench: claim samples must be 1..%d, got %d", MaxSamples, o.ClaimSamples)
+	case o.Waiters > MaxWaiters:
+		return o, fmt.Errorf("bench: waiters must be at most %d, got %d", MaxWaiters, o.Waiters)
 	case o.WakeSamples > MaxSamples:
 		return o, fmt.Errorf("bench: wake samples must be at most %d, got %d", MaxSamples, o.WakeSamples)
 	}
@@ -148,9 +158,13 @@ type Report struct {
 	Setup     Setup           `json:"setup"`
 	Commits   *CommitResult   `json:"commits,omitempty"`
 	Lifecycle LifecycleResult `json:"lifecycle"`
-	Wake      *WakeResult     `json:"wake,omitempty"`
-	Queues    []QueueResult   `json:"queues"`
-	ElapsedMs float64         `json:"elapsedMs"`
+	// Relay is the relay process's own use during the lifecycle phase
+	// (only with a Probe).
+	Relay     *RelayUsage    `json:"relay,omitempty"`
+	Wake      *WakeResult    `json:"wake,omitempty"`
+	Waiters   *WaitersResult `json:"waiters,omitempty"`
+	Queues    []QueueResult  `json:"queues"`
+	ElapsedMs float64        `json:"elapsedMs"`
 }
 
 // Target says what was measured.
@@ -254,13 +268,14 @@ type agent struct {
 
 // runner holds one run's state.
 type runner struct {
-	o     Options
-	c     *Client
-	pr    *progress
-	agent []agent // lifecycle agents
-	wakeR agent   // wake-up recipient
-	wakeS agent   // wake-up sender
-	queue []agent // one recipient per queue size
+	o      Options
+	c      *Client
+	pr     *progress
+	agent  []agent // lifecycle agents
+	wakeR  agent   // wake-up recipient
+	wakeS  agent   // wake-up sender
+	queue  []agent // one recipient per queue size
+	prefix string
 }
 
 // Run performs every phase against the relay and returns the report.
@@ -280,7 +295,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		},
 		StartupMs: Ms(o.Startup),
 	}
-	if o.InProcess {
+	if o.Probe != nil {
+		if sm, err := o.Probe.Sample(ctx); err == nil {
+			rep.Memory = &Memory{IdleRSS: sm.RSS}
+		}
+	} else if o.InProcess {
 		if m, err := ReadMemory(); err == nil {
 			rep.Memory = &Memory{IdleRSS: m.RSS}
 		}
@@ -300,8 +319,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Commits = &c
 	}
+	var before Sample
+	if o.Probe != nil {
+		if before, err = o.Probe.Sample(ctx); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	if rep.Lifecycle, err = r.lifecycle(ctx); err != nil {
 		return nil, err
+	}
+	if o.Probe != nil {
+		after, err := o.Probe.Sample(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		u := usage(before, after, rep.Lifecycle)
+		rep.Relay = &u
+		if rep.Memory != nil {
+			rep.Memory.LoadRSS = after.RSS
+		}
+		r.pr.linef("bench: relay CPU %.3f ms per tool call, %.2f fsyncs per lifecycle, RSS after load %s", u.CPUPerCallMs, u.FsyncsPerLifecycle, mib(after.RSS))
 	}
 	if o.WakeSamples > 0 {
 		w, err := r.wake(ctx)
@@ -310,6 +347,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Wake = &w
 	}
+	if o.Probe != nil && o.Waiters > 0 {
+		w, err := r.waiters(ctx, o.Waiters)
+		if err != nil {
+			return nil, err
+		}
+		rep.Waiters = &w
+	}
 	for i, size := range o.QueueSizes {
 		q, err := r.queueClaims(ctx, r.queue[i], size)
 		if err != nil {
@@ -317,7 +361,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Queues = append(rep.Queues, q)
 	}
-	if rep.Memory != nil {
+	if rep.Memory != nil && o.Probe == nil {
 		if m, err := ReadMemory(); err == nil {
 			rep.Memory.LoadRSS, rep.Memory.PeakRSS = m.RSS, m.Peak
 		}
@@ -358,24 +402,8 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 		return Setup{}, fmt.Errorf("bench: random prefix: %w", err)
 	}
 	prefix := "bench-" + hex.EncodeToString(b[:])
-	create := func(name string) (agent, error) {
-		slug := prefix + "-" + name
-		var out struct {
-			Agent relay.Agent `json:"agent"`
-			Token string      `json:"token"`
-		}
-		in := relay.CreateAgentInput{
-			Slug: slug, DisplayName: "Bench " + name, ModelSlug: "bench",
-			Capabilities: []string{"text-input", "text-output"},
-		}
-		if err := r.c.Bridge(ctx, r.o.AdminToken, "Agents", "Create", &out, in); err != nil {
-			return agent{}, fmt.Errorf("bench: create agent %s: %w", slug, err)
-		}
-		if !strings.HasPrefix(out.Token, relay.AgentTokenPrefix) {
-			return agent{}, fmt.Errorf("bench: create agent %s: no agent token in the answer", slug)
-		}
-		return agent{slug: out.Agent.Slug, token: out.Token}, nil
-	}
+	r.prefix = prefix
+	create := func(name string) (agent, error) { return r.create(ctx, name) }
 	var err error
 	for i := range r.o.Agents {
 		a, err := create(fmt.Sprintf("a%d", i))
@@ -403,6 +431,26 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 	n := len(r.agent) + 2 + len(r.queue)
 	r.pr.linef("bench: created %d agents (%s-*) with their own tokens", n, prefix)
 	return Setup{Prefix: prefix, Agents: n, Via: "POST /bridge/Agents.Create (admin token) → per-agent cca_ tokens"}, nil
+}
+
+// create makes one bench agent through the bridge, with its own token.
+func (r *runner) create(ctx context.Context, name string) (agent, error) {
+	slug := r.prefix + "-" + name
+	var out struct {
+		Agent relay.Agent `json:"agent"`
+		Token string      `json:"token"`
+	}
+	in := relay.CreateAgentInput{
+		Slug: slug, DisplayName: "Bench " + name, ModelSlug: "bench",
+		Capabilities: []string{"text-input", "text-output"},
+	}
+	if err := r.c.Bridge(ctx, r.o.AdminToken, "Agents", "Create", &out, in); err != nil {
+		return agent{}, fmt.Errorf("bench: create agent %s: %w", slug, err)
+	}
+	if !strings.HasPrefix(out.Token, relay.AgentTokenPrefix) {
+		return agent{}, fmt.Errorf("bench: create agent %s: no agent token in the answer", slug)
+	}
+	return agent{slug: out.Agent.Slug, token: out.Token}, nil
 }
 
 // share is how many of total tasks sender i of n posts.

@@ -65,7 +65,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	if mem := rep.Memory; mem != nil {
 		fmt.Fprintf(tw, "  idle RSS (after start, before load)\t%s\n", mib(mem.IdleRSS))
-		fmt.Fprintf(tw, "  RSS after load / peak (bench client included)\t%s / %s\n", mib(mem.LoadRSS), mib(mem.PeakRSS))
+		if rep.Relay != nil {
+			fmt.Fprintf(tw, "  RSS after load (relay process alone)\t%s\n", mib(mem.LoadRSS))
+		} else {
+			fmt.Fprintf(tw, "  RSS after load / peak (bench client included)\t%s / %s\n", mib(mem.LoadRSS), mib(mem.PeakRSS))
+		}
 	} else {
 		fmt.Fprintf(tw, "  memory\tnot measured (relay in another process)\n")
 	}
@@ -86,7 +90,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	p("\nLifecycle: %d agents, %d tasks, up to %d open per sender (post → claim → progress → completed → read_updates)\n", l.Agents, l.Tasks, l.Window)
 	p("  %d/%d completed, %d events read, %d ops, %d errors in %.2f s\n", l.Completed, l.Tasks, l.EventsRead, l.Ops, l.Errors, l.DurationMs/1000)
 	p("  %.0f lifecycles/s, %.0f ops/s\n", l.LifecyclesPerSec, l.OpsPerSec)
-	p("  every op is one write transaction (%d per lifecycle, plus %d claims that found the queue empty): %.0f commits/s", CommitsPerLifecycle, l.IdleClaims, l.OpsPerSec)
+	p("  every op is one write (%d per lifecycle, plus %d claims that found the queue empty; the writer commits them in groups): %.0f writes/s", CommitsPerLifecycle, l.IdleClaims, l.OpsPerSec)
 	if c := rep.Commits; c != nil && c.ServicePerSec > 0 {
 		p(", %.0f%% of the back-to-back in-process rate above", 100*l.OpsPerSec/c.ServicePerSec)
 	}
@@ -99,6 +103,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	p("  (claim_next_task is the immediate claim, waitMs 0; \"(waitMs)\" claims waited up to %d ms for work and include that wait)\n", longPollMs)
+	if u := rep.Relay; u != nil {
+		p("  relay process: %.3f ms CPU per tool call (%.2f cores busy); %d writes in %d commits: %.2f fsyncs per lifecycle, %.1f writes per commit\n",
+			u.CPUPerCallMs, u.CPUCores, u.Writes, u.Batches, u.FsyncsPerLifecycle, float64(u.Writes)/float64(max(u.Batches, 1)))
+	}
 
 	if wk := rep.Wake; wk != nil {
 		p("\nWake-up: claim_next_task waiting (waitMs 20000), then post_task to it; from sending the post to the claim's answer\n")
@@ -107,6 +115,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  wake-up\t%d\t%s\t%s\t%s\t%s\t\n", wk.Samples, fmtDur(wk.Latency.P50), fmtDur(wk.Latency.P90), fmtDur(wk.Latency.P99), fmtDur(wk.Latency.Max))
 		fmt.Fprintf(tw, "  post_task itself\t%d\t%s\t%s\t%s\t%s\t\n", wk.Post.Count, fmtDur(wk.Post.P50), fmtDur(wk.Post.P90), fmtDur(wk.Post.P99), fmtDur(wk.Post.Max))
 		tw.Flush()
+	}
+
+	if w := rep.Waiters; w != nil {
+		p("\nWaiters: %d agents each holding a waiting claim_next_task at once\n", w.Waiters)
+		p("  relay RSS %s before, %s with all parked: %.1f KiB per parked claim\n", mib(w.RSSBefore), mib(w.RSSParked), float64(w.PerWaiterBytes)/1024)
+		p("  wake-up with the others parked (%d samples): p50 %s, p90 %s, p99 %s, max %s\n", w.Wake.Count, fmtDur(w.Wake.P50), fmtDur(w.Wake.P90), fmtDur(w.Wake.P99), fmtDur(w.Wake.Max))
 	}
 
 	if len(rep.Queues) > 0 {

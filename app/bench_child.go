@@ -1,0 +1,294 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// The bench runs each relay it measures as a child process of its own
+// (`bench --relay-child DIR`), so the CPU time and memory it reports are
+// the relay's alone. The child prints "ready <url> <admin token>" once it
+// answers /health, then answers each "sample" line on stdin with a JSON
+// bench.Sample line; at the end of stdin it shuts down.
+
+// benchRun is one measured relay in the combined report.
+type benchRun struct {
+	Label   string        `json:"label"`
+	Folder  string        `json:"folder"`
+	Report  *bench.Report `json:"report"`
+	Comment string        `json:"comment,omitempty"`
+}
+
+// benchSummary is the JSON of a run over several data folders.
+type benchSummary struct {
+	Runs []benchRun `json:"runs"`
+	// DiskToTmpfs is the data folder's lifecycles/s over tmpfs's.
+	DiskToTmpfs float64 `json:"diskToTmpfs,omitempty"`
+}
+
+// defaultTmpfs is /dev/shm when it exists.
+func defaultTmpfs() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return ""
+}
+
+// benchChildren measures a child relay in dataParent, then one in tmpfs.
+func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs string, jsonOut bool, stdout, stderr io.Writer) error {
+	folder := dataParent
+	if folder == "" {
+		folder = os.TempDir()
+	}
+	type target struct{ label, folder string }
+	targets := []target{{"data folder", folder}}
+	if tmpfs != "" {
+		targets = append(targets, target{"tmpfs", tmpfs})
+	}
+	var sum benchSummary
+	for i, t := range targets {
+		oo := o
+		if i > 0 {
+			// The crowd and the long queues are measured once, on the disk.
+			oo.Waiters, oo.QueueSizes = -1, []int{}
+		}
+		fmt.Fprintf(stderr, "bench: === %s: %s ===\n", t.label, t.folder)
+		rep, err := benchInChild(ctx, oo, t.folder, stderr)
+		if err != nil {
+			return fmt.Errorf("bench (%s %s): %w", t.label, t.folder, err)
+		}
+		sum.Runs = append(sum.Runs, benchRun{Label: t.label, Folder: t.folder, Report: rep})
+	}
+	if len(sum.Runs) == 2 {
+		if tm := sum.Runs[1].Report.Lifecycle.LifecyclesPerSec; tm > 0 {
+			sum.DiskToTmpfs = sum.Runs[0].Report.Lifecycle.LifecyclesPerSec / tm
+		}
+	}
+	if jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return fmt.Errorf("bench: write report: %w", err)
+		}
+		return nil
+	}
+	for _, r := range sum.Runs {
+		if _, err := fmt.Fprintf(stdout, "=== %s: %s ===\n", r.Label, r.Folder); err != nil {
+			return fmt.Errorf("bench: write report: %w", err)
+		}
+		if err := r.Report.WriteText(stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+	}
+	if len(sum.Runs) == 2 {
+		d, t := sum.Runs[0].Report, sum.Runs[1].Report
+		fmt.Fprintf(stdout, "Summary: %.0f lifecycles/s on the data folder, %.0f on tmpfs: %.0f%% of tmpfs\n",
+			d.Lifecycle.LifecyclesPerSec, t.Lifecycle.LifecyclesPerSec, 100*sum.DiskToTmpfs)
+		if d.Relay != nil && t.Relay != nil {
+			fmt.Fprintf(stdout, "  relay CPU per tool call %.3f ms (data folder), %.3f ms (tmpfs); fsyncs per lifecycle %.2f / %.2f\n",
+				d.Relay.CPUPerCallMs, t.Relay.CPUPerCallMs, d.Relay.FsyncsPerLifecycle, t.Relay.FsyncsPerLifecycle)
+		}
+	}
+	return nil
+}
+
+// benchInChild starts a child relay in a temporary data dir made in
+// parent, runs the bench against it, stops it and removes the dir.
+func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io.Writer) (rep *bench.Report, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "crosschat-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp data dir: %w", err)
+	}
+	defer func() {
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove %s: %w", dir, rmErr))
+		}
+	}()
+	t0 := time.Now()
+	cmd := exec.Command(self, "bench", "--relay-child", dir)
+	cmd.Env = childBenchEnv()
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("child relay: %w", err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("child relay: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start child relay: %w", err)
+	}
+	p := &childProbe{in: in, out: bufio.NewReader(outPipe)}
+	defer func() {
+		// End of stdin stops the child; it must exit on its own.
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case werr := <-done:
+			if werr != nil {
+				err = errors.Join(err, fmt.Errorf("child relay: %w", werr))
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			err = errors.Join(err, errors.New("child relay did not stop within 30 s; killed"))
+		}
+	}()
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("child relay did not start: %w", err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "ready" {
+		return nil, fmt.Errorf("child relay: unexpected first line %q", strings.TrimSpace(line))
+	}
+	o.URL, o.AdminToken = f[1], f[2]
+	o.Startup = time.Since(t0)
+	o.Probe = p
+	o.Progress = stderr
+	return bench.Run(ctx, o)
+}
+
+// childBenchEnv is the environment without CROSSCHAT_* settings.
+func childBenchEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CROSSCHAT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// childProbe asks the child relay for samples over its stdin and stdout.
+type childProbe struct {
+	mu  sync.Mutex
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// Sample implements bench.Probe.
+func (p *childProbe) Sample(context.Context) (bench.Sample, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var s bench.Sample
+	if _, err := io.WriteString(p.in, "sample\n"); err != nil {
+		return s, fmt.Errorf("sample the child relay: %w", err)
+	}
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		return s, fmt.Errorf("sample the child relay: %w", err)
+	}
+	if err := json.Unmarshal(line, &s); err != nil {
+		return s, fmt.Errorf("sample the child relay: %w", err)
+	}
+	return s, nil
+}
+
+// benchChild is the child side: serve a relay on dir, answer samples.
+func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	cfg, err := benchConfig(dir)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := Start(cfg, StartOptions{Version: version, Logger: log})
+	if err != nil {
+		return fmt.Errorf("bench child: start relay: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if shErr := r.Shutdown(sctx); shErr != nil {
+			err = errors.Join(err, fmt.Errorf("bench child: shut the relay down: %w", shErr))
+		}
+	}()
+	url := "http://" + r.Addr().String()
+	c := bench.NewClient(url, 2)
+	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, err = c.WaitHealthy(hctx)
+	cancel()
+	c.Close()
+	if err != nil {
+		return fmt.Errorf("bench child: %w", err)
+	}
+	token, err := cfg.AdminToken(false)
+	if err != nil {
+		return fmt.Errorf("bench child: admin token: %w", err)
+	}
+	if _, err := fmt.Fprintf(stdout, "ready %s %s\n", url, token); err != nil {
+		return fmt.Errorf("bench child: %w", err)
+	}
+	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		if sc.Text() != "sample" {
+			return fmt.Errorf("bench child: unknown request %q", sc.Text())
+		}
+		var s bench.Sample
+		s.CPU, _ = processCPU()
+		if m, err := bench.ReadMemory(); err == nil {
+			s.RSS = m.RSS
+		}
+		if stats != nil {
+			w := stats.WriteStats()
+			s.Batches, s.Writes = w.Batches, w.Writes
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("bench child: %w", err)
+		}
+		if _, err := stdout.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("bench child: %w", err)
+		}
+	}
+	return sc.Err()
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/self/stat's times.
+const clockTicks = 100
+
+// processCPU is this process's user + system CPU time from /proc/self/stat
+// (Linux only).
+func processCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, fmt.Errorf("process CPU: %w", err)
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("process CPU: malformed /proc/self/stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("process CPU: short /proc/self/stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("process CPU: %w", err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}

@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Probe reads the resource use of the relay under test, when the caller
+// started it in a process of its own (so the figures hold the relay alone,
+// not the bench's client).
+type Probe interface {
+	Sample(ctx context.Context) (Sample, error)
+}
+
+// Sample is the relay process's resource use so far.
+type Sample struct {
+	// CPU is the process's user + system CPU time.
+	CPU time.Duration `json:"cpuNs"`
+	// RSS is the process's resident memory (VmRSS), in bytes.
+	RSS int64 `json:"rssBytes"`
+	// Batches is how many write transactions were committed (one fsync
+	// each) and Writes how many writes they held (group commit).
+	Batches int64 `json:"batches"`
+	Writes  int64 `json:"writes"`
+}
+
+// RelayUsage is what the relay process spent on the lifecycle phase.
+type RelayUsage struct {
+	// CPUPerCallMs is the relay's CPU time per tool call during the phase.
+	CPUPerCallMs float64 `json:"cpuPerCallMs"`
+	// CPUCores is that CPU time over the phase's wall time.
+	CPUCores float64 `json:"cpuCores"`
+	// Batches and Writes committed during the phase.
+	Batches int64 `json:"batches"`
+	Writes  int64 `json:"writes"`
+	// FsyncsPerLifecycle is Batches / lifecycles (one commit, one fsync,
+	// per batch).
+	FsyncsPerLifecycle float64 `json:"fsyncsPerLifecycle"`
+	// RSSAfterLoad is the relay's resident memory right after the phase.
+	RSSAfterLoad int64 `json:"rssAfterLoadBytes"`
+}
+
+// WaitersResult is the crowd phase: many agents each holding a waiting
+// claim_next_task at once.
+type WaitersResult struct {
+	Waiters int `json:"waiters"`
+	// RSSBefore is the relay's memory before the claims were sent, RSSParked
+	// with all of them parked; PerWaiterBytes is the difference per claim.
+	RSSBefore      int64 `json:"rssBeforeBytes"`
+	RSSParked      int64 `json:"rssParkedBytes"`
+	PerWaiterBytes int64 `json:"perWaiterBytes"`
+	// Wake is the wake-up latency (post sent → that agent's claim answered)
+	// with the others still parked.
+	Wake Summary `json:"wake"`
+}
+
+// usage turns two samples around the lifecycle phase into RelayUsage.
+func usage(before, after Sample, l LifecycleResult) RelayUsage {
+	u := RelayUsage{Batches: after.Batches - before.Batches, Writes: after.Writes - before.Writes, RSSAfterLoad: after.RSS}
+	cpu := after.CPU - before.CPU
+	if l.Ops > 0 {
+		u.CPUPerCallMs = Ms(cpu) / float64(l.Ops)
+	}
+	if l.DurationMs > 0 {
+		u.CPUCores = Ms(cpu) / l.DurationMs
+	}
+	if l.Completed > 0 {
+		u.FsyncsPerLifecycle = float64(u.Batches) / float64(l.Completed)
+	}
+	return u
+}
+
+// waiters parks one waiting claim_next_task for each of n fresh agents,
+// measures the relay's memory with them parked, then times wake-ups of
+// some of them while the rest stay parked.
+func (r *runner) waiters(ctx context.Context, n int) (WaitersResult, error) {
+	res := WaitersResult{Waiters: n}
+	r.pr.linef("bench: waiters: creating %d agents", n)
+	agents := make([]agent, n)
+	g, gctx := newGroup(ctx)
+	var next atomic.Int64
+	for range 8 {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return nil
+				}
+				a, err := r.create(gctx, fmt.Sprintf("w%d", i))
+				if err != nil {
+					return err
+				}
+				agents[i] = a
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+	before, err := r.o.Probe.Sample(ctx)
+	if err != nil {
+		return res, fmt.Errorf("bench: waiters: %w", err)
+	}
+	res.RSSBefore = before.RSS
+
+	c := NewClient(r.o.URL, n+16)
+	defer c.Close()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make([]chan claimAnswer, n)
+	var wrote sync.WaitGroup
+	wrote.Add(n)
+	r.pr.linef("bench: waiters: parking %d claims (waitMs %d)", n, crowdWaitMs)
+	for i, a := range agents {
+		answers[i] = make(chan claimAnswer, 1)
+		var once sync.Once
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(wrote.Done) }}
+		go func() {
+			var ans claimAnswer
+			ans.err = c.Tool(httptrace.WithClientTrace(pctx, trace), a.token, "claim_next_task", map[string]any{"waitMs": crowdWaitMs}, &ans.res)
+			ans.at = time.Now()
+			once.Do(wrote.Done)
+			answers[i] <- ans
+		}()
+	}
+	wrote.Wait()
+	// Let the relay park them: the requests are written, not yet handled.
+	select {
+	case <-time.After(time.Second):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	for i := range answers {
+		select {
+		case a := <-answers[i]:
+			return res, fmt.Errorf("bench: waiters: claim %d answered early (%q, %v)", i, a.res.Status, a.err)
+		default:
+		}
+	}
+	parked, err := r.o.Probe.Sample(ctx)
+	if err != nil {
+		return res, fmt.Errorf("bench: waiters: %w", err)
+	}
+	res.RSSParked = parked.RSS
+	res.PerWaiterBytes = (parked.RSS - before.RSS) / int64(n)
+	r.pr.linef("bench: waiters: RSS %s → %s with %d parked (%.1f KiB each)", mib(before.RSS), mib(parked.RSS), n, float64(res.PerWaiterBytes)/1024)
+
+	samples := min(n, crowdWakeSamples)
+	lat := make([]time.Duration, 0, samples)
+	for i := range samples {
+		var t relay.Task
+		args := map[string]any{"recipientSlug": agents[i].slug, "title": fmt.Sprintf("crowd %d", i), "instructions": "Wake-up sample."}
+		sent := time.Now()
+		if err := r.c.Tool(ctx, r.wakeS.token, "post_task", args, &t); err != nil {
+			return res, fmt.Errorf("bench: waiters: post_task: %w", err)
+		}
+		var a claimAnswer
+		select {
+		case a = <-answers[i]:
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		if a.err != nil || a.res.Status != "task" || a.res.Task == nil || a.res.Task.ID != t.ID {
+			return res, fmt.Errorf("bench: waiters: claim %d answered %q (%v), not the task just posted", i, a.res.Status, a.err)
+		}
+		lat = append(lat, a.at.Sub(sent))
+	}
+	res.Wake = Summarize(lat)
+	r.pr.linef("bench: waiters: wake-up with %d parked: p50 %s, p99 %s", n-1, fmtDur(res.Wake.P50), fmtDur(res.Wake.P99))
+	cancel() // the rest give up; their connections close
+	return res, nil
+}
+
+// Crowd phase settings.
+const (
+	DefaultWaiters   = 1000
+	MaxWaiters       = 10_000
+	crowdWaitMs      = 25_000
+	crowdWakeSamples = 100
+)
