@@ -1,0 +1,95 @@
+package app
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/crosschat/crosschat-relay/internal/desktop"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// This file holds the Tasks methods about a task's worker runs: their
+// activity, and the files they made (previews, Show in folder).
+
+// Activity returns the steps of a task's worker runs, oldest first.
+func (t *Tasks) Activity(id string) ([]relay.ActivityEntry, error) {
+	svc, ctx, err := t.c.get()
+	if err != nil {
+		return nil, err
+	}
+	if id, err = relay.TaskID("id", id); err != nil {
+		return nil, err
+	}
+	return svc.Activity(ctx, id)
+}
+
+// maxPreview bounds a previewed picture.
+const maxPreview = 8 << 20
+
+// FilePreview is a picture a run made, as a data URL.
+type FilePreview struct {
+	Path    string `json:"path"`
+	Type    string `json:"type"`
+	Size    int64  `json:"size"`
+	DataURL string `json:"dataUrl"`
+}
+
+// changedFile checks that path is a file a run of the task recorded.
+func (t *Tasks) changedFile(id, path string) (string, error) {
+	svc, ctx, err := t.c.get()
+	if err != nil {
+		return "", err
+	}
+	if id, err = relay.TaskID("id", id); err != nil {
+		return "", err
+	}
+	ok, err := svc.TaskChangedFile(ctx, id, path)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", relay.Errorf(relay.EInvalidRequest, "path: %s is not a file this task's runs changed.", path)
+	}
+	return path, nil
+}
+
+// FilePreview returns a picture a run of the task made (PNG, JPEG, GIF,
+// WebP; at most 8 MiB). Other files are refused.
+func (t *Tasks) FilePreview(id, path string) (FilePreview, error) {
+	path, err := t.changedFile(id, path)
+	if err != nil {
+		return FilePreview{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s can no longer be read.", path)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() > maxPreview {
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is too large to preview.", path)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return FilePreview{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	typ := http.DetectContentType(b)
+	switch typ {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is not a picture (%s).", path, typ)
+	}
+	return FilePreview{Path: path, Type: typ, Size: st.Size(), DataURL: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b)}, nil
+}
+
+// RevealFile shows a file a run of the task made in the system's file manager.
+func (t *Tasks) RevealFile(id, path string) error {
+	path, err := t.changedFile(id, path)
+	if err != nil {
+		return err
+	}
+	return desktop.Reveal(path)
+}

@@ -1,0 +1,160 @@
+package harness
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// codexParser parses the JSONL of codex exec --json.
+type codexParser struct {
+	answer, session string
+}
+
+func (p *codexParser) Answer() string    { return p.answer }
+func (p *codexParser) SessionID() string { return p.session }
+
+func (p *codexParser) Line(line string) []relay.ActivityEntry {
+	m, ok := object(line)
+	if !ok {
+		return nonJSON(line)
+	}
+	typ := str(m, "type")
+	switch typ {
+	case "thread.started":
+		if s := str(m, "thread_id"); s != "" {
+			p.session = s
+		}
+		return nil
+	case "turn.failed":
+		msg := str(obj(m, "error"), "message")
+		if msg == "" {
+			msg = "Codex stopped the turn."
+		}
+		return []relay.ActivityEntry{{Kind: relay.StepError, Status: relay.StepFailed, Text: msg}}
+	case "error":
+		msg := str(m, "message")
+		if msg == "" {
+			msg = "Codex reported an error."
+		}
+		return []relay.ActivityEntry{{Kind: relay.StepError, Status: relay.StepFailed, Text: msg}}
+	case "item.started", "item.updated", "item.completed":
+	default:
+		return nil
+	}
+	item := obj(m, "item")
+	if item == nil {
+		return nil
+	}
+	done := typ == "item.completed"
+	status := relay.StepRunning
+	switch st := str(item, "status"); {
+	case st == "failed" || st == "declined":
+		status = relay.StepFailed
+	case exitFailed(item["exit_code"]):
+		status = relay.StepFailed
+	case done || st == "completed":
+		status = relay.StepOK
+	}
+	e := relay.ActivityEntry{Status: status, Ref: str(item, "id")}
+	switch str(item, "type") {
+	case "agent_message":
+		if !done {
+			return nil
+		}
+		t := str(item, "text")
+		p.answer = t
+		if strings.TrimSpace(t) == "" {
+			return nil
+		}
+		return []relay.ActivityEntry{{Kind: relay.StepMessage, Text: strings.TrimSpace(t), Ref: e.Ref}}
+	case "reasoning":
+		t := strings.TrimSpace(str(item, "text"))
+		if !done || t == "" {
+			return nil
+		}
+		return []relay.ActivityEntry{{Kind: relay.StepThinking, Text: t, Ref: e.Ref}}
+	case "command_execution":
+		e.Kind = relay.StepCommand
+		e.Text = UnwrapShell(str(item, "command"))
+		e.Detail = strings.TrimRight(str(item, "aggregated_output"), " \t\r\n")
+	case "file_change":
+		e.Kind = relay.StepFile
+		var lines []string
+		for _, c := range arr(item, "changes") {
+			co, _ := c.(map[string]any)
+			verb := "Updated"
+			switch str(co, "kind") {
+			case "add":
+				verb = "Added"
+			case "delete":
+				verb = "Deleted"
+			}
+			if path := str(co, "path"); path != "" {
+				lines = append(lines, verb+" "+path)
+			}
+		}
+		e.Text = strings.Join(lines, "\n")
+		if e.Text == "" {
+			e.Text = "Changed files"
+		}
+	case "mcp_tool_call":
+		e.Kind = relay.StepTool
+		e.Text = str(item, "server") + " › " + str(item, "tool")
+		if msg := str(obj(item, "error"), "message"); msg != "" {
+			e.Detail = msg
+		} else if msg := str(item, "error"); msg != "" {
+			e.Detail = msg
+		} else {
+			e.Detail = text(obj(item, "result"))
+		}
+	case "web_search":
+		e.Kind = relay.StepTool
+		e.Text = "Web search: " + str(item, "query")
+	case "todo_list":
+		e.Kind = relay.StepPlan
+		var lines []string
+		for _, it := range arr(item, "items") {
+			io, _ := it.(map[string]any)
+			mark := "☐"
+			if c, _ := io["completed"].(bool); c {
+				mark = "☑"
+			}
+			lines = append(lines, mark+" "+str(io, "text"))
+		}
+		e.Text = strings.Join(lines, "\n")
+	case "error":
+		e.Kind = relay.StepError
+		e.Status = relay.StepFailed
+		e.Text = str(item, "message")
+	default:
+		return nil
+	}
+	return []relay.ActivityEntry{e}
+}
+
+func exitFailed(v any) bool {
+	n, ok := v.(float64)
+	return ok && n != 0
+}
+
+// shellWrapper matches a command run through a shell: bash -lc '…',
+// powershell.exe -Command '…', cmd /c …
+var shellWrapper = regexp.MustCompile(`(?is)^\s*(?:"(?:[^"]*[/\\])?(?:bash|zsh|sh|powershell|pwsh|cmd)(?:\.exe)?"|(?:[^"\s]*[/\\])?(?:bash|zsh|sh|powershell|pwsh|cmd)(?:\.exe)?)(?:\s+-(?:NoProfile|NoLogo|NonInteractive))*\s+(?:-lc|-c|-Command|/c)\s+(.+?)\s*$`)
+
+// UnwrapShell returns the command inside a shell wrapper
+// ("/bin/bash -lc 'ls -la'" → "ls -la"), or cmd unchanged.
+func UnwrapShell(cmd string) string {
+	m := shellWrapper.FindStringSubmatch(cmd)
+	if m == nil {
+		return cmd
+	}
+	inner := m[1]
+	if len(inner) >= 2 {
+		if q := inner[0]; (q == '\'' || q == '"') && inner[len(inner)-1] == q && !strings.ContainsRune(inner[1:len(inner)-1], rune(q)) {
+			inner = inner[1 : len(inner)-1]
+		}
+	}
+	return inner
+}
