@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/client"

@@ -97,7 +97,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		AdminToken:     token,
 		MCP:            mcp.NewHandler(db, mcp.Options{Version: opts.Version, Logger: log}),
 		Services:       services.Bound(),
-		LocalOnly:      localOnly,
+		Access:         bridgeMethodAccess,
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Assets:         opts.Assets,

@@ -6,11 +6,12 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // System holds the actions that touch this computer rather than the relay:
 // start at login, the data folder, the admin token, quitting. Over the
-// bridge they are allowed only from loopback (see localOnly).
+// bridge they are allowed only from loopback (see bridgeAccess).
 type System struct {
 	c *core
 
@@ -144,13 +145,64 @@ func (s *System) Quit() error {
 	return nil
 }
 
-// localOnly names the bridge methods allowed only from this computer:
-// everything that touches this computer's files, programs and settings.
-func localOnly(service, method string) bool {
-	switch service + "." + method {
-	case "Workers.Save", "Workers.Remove", "Workers.Connect", "Workers.Local",
-		"Tasks.FilePreview", "Tasks.RevealFile":
-		return true
-	}
-	return service == "System"
+// bridgeAccess is every bound method a caller of the HTTP bridge may
+// reach, with who may reach it. Remote methods are the relay's own work
+// (tasks, agents, invites, the overview); everything that touches this
+// computer (its files, programs, start-up, the window, the admin token) or
+// the relay's limits is local-only: loopback and not proxied. A method that
+// is not listed cannot be called over the bridge at all (the window calls
+// bound methods directly and is not affected); TestBridgeAccessTable fails
+// when a new exported method of a bound service is missing here.
+var bridgeAccess = map[string]web.Access{
+	"Tasks.List":           web.Remote,
+	"Tasks.Get":            web.Remote,
+	"Tasks.Activity":       web.Remote,
+	"Tasks.Post":           web.Remote,
+	"Tasks.Cancel":         web.Remote,
+	"Tasks.Requeue":        web.Remote,
+	"Tasks.RequestChanges": web.Remote,
+	"Tasks.FilePreview":    web.LocalOnly,
+	"Tasks.RevealFile":     web.LocalOnly,
+
+	"Agents.List":        web.Remote,
+	"Agents.Create":      web.Remote,
+	"Agents.Update":      web.Remote,
+	"Agents.Delete":      web.Remote,
+	"Agents.RevokeToken": web.Remote,
+	"Agents.RotateToken": web.Remote,
+
+	"Invites.List":   web.Remote,
+	"Invites.Create": web.Remote,
+	"Invites.Revoke": web.Remote,
+
+	"Overview.Info":  web.Remote,
+	"Overview.Stats": web.Remote,
+	"Events.List":    web.Remote,
+
+	"Settings.Get":    web.Remote,
+	"Settings.Update": web.LocalOnly,
+
+	"Workers.List":      web.LocalOnly,
+	"Workers.Limits":    web.LocalOnly,
+	"Workers.Local":     web.LocalOnly,
+	"Workers.Save":      web.LocalOnly,
+	"Workers.Remove":    web.LocalOnly,
+	"Workers.SetPaused": web.LocalOnly,
+	"Workers.Connect":   web.LocalOnly,
+
+	"System.Show":             web.LocalOnly,
+	"System.PickFolder":       web.LocalOnly,
+	"System.PickProgram":      web.LocalOnly,
+	"System.StartsAtLogin":    web.LocalOnly,
+	"System.SetStartAtLogin":  web.LocalOnly,
+	"System.RevealDataFolder": web.LocalOnly,
+	"System.AdminToken":       web.LocalOnly,
+	"System.Quit":             web.LocalOnly,
+	"System.ReportSelfTest":   web.LocalOnly,
+}
+
+// bridgeMethodAccess looks a method up in bridgeAccess; unlisted methods
+// are web.NotCallable.
+func bridgeMethodAccess(service, method string) web.Access {
+	return bridgeAccess[service+"."+method]
 }

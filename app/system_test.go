@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"reflect"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 type fakeAutostart struct{ on bool }
@@ -99,3 +102,75 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestBridgeAccessTable: every exported method of every bound service is
+// classified in bridgeAccess, and every entry names a real method. The
+// test fails when a new method is added without deciding who may call it.
+func TestBridgeAccessTable(t *testing.T) {
+	bound := NewServices("test").Bound()
+	seen := map[string]bool{}
+	for name, svc := range bound {
+		typ := reflect.TypeOf(svc)
+		for i := 0; i < typ.NumMethod(); i++ {
+			key := name + "." + typ.Method(i).Name
+			seen[key] = true
+			if _, ok := bridgeAccess[key]; !ok {
+				t.Errorf("%s is not in bridgeAccess: mark it web.Remote or web.LocalOnly", key)
+			}
+		}
+	}
+	for key := range bridgeAccess {
+		if !seen[key] {
+			t.Errorf("bridgeAccess lists %s, which is not a bound method", key)
+		}
+	}
+	for _, key := range []string{"Settings.Update", "Tasks.FilePreview", "Tasks.RevealFile", "System.RevealDataFolder", "System.AdminToken"} {
+		if bridgeAccess[key] != web.LocalOnly {
+			t.Errorf("%s must be local-only", key)
+		}
+	}
+	for key, a := range bridgeAccess {
+		if strings.HasPrefix(key, "Workers.") || strings.HasPrefix(key, "System.") {
+			if a != web.LocalOnly {
+				t.Errorf("%s must be local-only", key)
+			}
+		}
+	}
+}
+
+// TestRemoteCallerCannotChangeLimitsOrWorkers: a caller behind a proxy (or
+// on another computer) with the admin token still cannot raise the hand-off
+// limit, set up a worker or preview files; it can do the relay's own work.
+func TestRemoteCallerCannotChangeLimitsOrWorkers(t *testing.T) {
+	r := startInternal(t)
+	token, err := r.Config().AdminToken(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, err := r.Services.Settings.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hdr := range []string{"X-Forwarded-For", "X-Real-IP", "Via", "X-Forwarded-Host", "Forwarded"} {
+		cl := client.New(r.Config().BaseURL(), token)
+		cl.HTTP = &http.Client{Transport: headerRT{hdr: "203.0.113.9"}}
+		for _, tc := range []struct {
+			service, method string
+			args            []any
+		}{
+			{"Settings", "Update", []any{settings}},
+			{"Workers", "List", nil},
+			{"Workers", "Save", []any{map[string]any{"agentSlug": "operator"}}},
+			{"Tasks", "FilePreview", []any{"t", "f"}},
+			{"System", "RevealDataFolder", nil},
+		} {
+			err := cl.Call(context.Background(), tc.service, tc.method, nil, tc.args...)
+			if !strings.Contains(fmt.Sprint(err), "local_only") {
+				t.Errorf("%s: %s.%s: %v, want local_only", hdr, tc.service, tc.method, err)
+			}
+		}
+		if err := cl.Call(context.Background(), "Tasks", "List", nil, relay.TaskFilter{}); err != nil {
+			t.Errorf("%s: Tasks.List: %v", hdr, err)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 
 // Workers configures and watches the workers that run agents' tasks with
 // an agent CLI on this computer. Setting them up is allowed only from this
-// computer (see localOnly).
+// computer (see bridgeAccess).
 type Workers struct {
 	c *core
 

@@ -157,11 +157,15 @@ func (h *handler) serveCall(w http.ResponseWriter, r *http.Request, target strin
 	if svc := h.bridge[svcName]; svc != nil {
 		m = svc.methods[methodName]
 	}
-	if m == nil {
+	access := NotCallable
+	if m != nil {
+		access = h.access(svcName, methodName)
+	}
+	if access == NotCallable {
 		writeError(w, http.StatusNotFound, "not_found", "There is no bound method "+quoteName(target)+".")
 		return
 	}
-	if h.localOnly(svcName, methodName) && !isLocalRequest(r) {
+	if access != Remote && !isLocalRequest(r) {
 		writeError(w, http.StatusForbidden, "local_only", "This action is only available from this computer.")
 		return
 	}

@@ -268,6 +268,9 @@ func TestBridgeLocalOnly(t *testing.T) {
 		{"Loopback", nil, 200},
 		{"XForwardedFor", map[string]string{"X-Forwarded-For": "127.0.0.1"}, 403},
 		{"Forwarded", map[string]string{"Forwarded": "for=127.0.0.1"}, 403},
+		{"XRealIP", map[string]string{"X-Real-IP": "127.0.0.1"}, 403},
+		{"Via", map[string]string{"Via": "1.1 proxy"}, 403},
+		{"XForwardedHost", map[string]string{"X-Forwarded-Host": "localhost"}, 403},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := e.do(t, request{method: http.MethodPost, path: "/bridge/Tests.Local", body: `[]`, bearer: adminToken, header: tc.header})

@@ -161,15 +161,18 @@ func (h *handler) checkHostOrigin(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// proxyHeaders are the headers a reverse proxy adds; a request carrying
+// any of them came from somewhere else, whatever the peer address says.
+var proxyHeaders = []string{"X-Forwarded-For", "Forwarded", "X-Real-Ip", "Via", "X-Forwarded-Host"}
+
 // isLocalRequest reports whether r came straight from this computer: a
 // loopback peer address (127.0.0.1, ::1 or ::ffff:127.0.0.1) and no proxy
 // headers.
 func isLocalRequest(r *http.Request) bool {
-	if _, ok := r.Header["X-Forwarded-For"]; ok {
-		return false
-	}
-	if _, ok := r.Header["Forwarded"]; ok {
-		return false
+	for _, h := range proxyHeaders {
+		if _, ok := r.Header[h]; ok {
+			return false
+		}
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

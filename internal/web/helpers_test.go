@@ -141,7 +141,7 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 		AdminToken:   adminToken,
 		MCP:          mcpHandler,
 		Services:     map[string]any{"Tests": &testService{svc: svc}},
-		LocalOnly:    o.localOnly,
+		Access:       accessFrom(o.localOnly),
 		Assets:       o.assets,
 		Version:      "1.2.3-test",
 		MaxBodyBytes: o.maxBody,
@@ -370,3 +370,13 @@ func enrollBody(code, slug string) string {
 // noRateLimit turns the sign-in and enroll rate limit off, for tests that
 // make many refused attempts on purpose.
 var noRateLimit = &web.RateLimit{Burst: -1}
+
+// accessFrom makes every test method callable, local-only where localOnly says so.
+func accessFrom(localOnly func(service, method string) bool) func(service, method string) web.Access {
+	return func(service, method string) web.Access {
+		if localOnly != nil && localOnly(service, method) {
+			return web.LocalOnly
+		}
+		return web.Remote
+	}
+}

@@ -39,9 +39,11 @@ type Config struct {
 	// usually a struct pointer. Its exported methods are callable as
 	// POST /bridge/<name>.<Method>.
 	Services map[string]any
-	// LocalOnly reports whether a bridge method may only be called from this
-	// computer (loopback, not proxied). Nil means no method is local-only.
-	LocalOnly func(service, method string) bool
+	// Access classifies each bridge method: Remote, LocalOnly (callable only
+	// from this computer: loopback, not proxied) or NotCallable (the zero
+	// value: answered like a method that does not exist). Nil makes every
+	// method Remote.
+	Access func(service, method string) Access
 	// AllowedHosts are the hostnames (no port; IPv6 with or without
 	// brackets) accepted in the Host header. Empty means DefaultAllowedHosts.
 	AllowedHosts []string
@@ -68,13 +70,24 @@ type Config struct {
 	RateLimit *RateLimit
 }
 
+// Access says who may call a bridge method.
+type Access int
+
+// Bridge method access levels; the zero value is NotCallable, so a method
+// nobody classified cannot be called.
+const (
+	NotCallable Access = iota
+	LocalOnly
+	Remote
+)
+
 // handler is the http.Handler built by NewHandler.
 type handler struct {
 	svc            relay.Service
 	adminToken     string
 	mcp            http.Handler
 	bridge         map[string]*boundService
-	localOnly      func(service, method string) bool
+	access         func(service, method string) Access
 	allowedHosts   map[string]bool
 	allowedOrigins map[string]bool
 	assets         fs.FS
@@ -121,7 +134,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		svc:        cfg.Service,
 		adminToken: token,
 		mcp:        cfg.MCP,
-		localOnly:  cfg.LocalOnly,
+		access:     cfg.Access,
 		assets:     cfg.Assets,
 		version:    cfg.Version,
 		log:        cfg.Logger,
@@ -148,8 +161,8 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		rl = *cfg.RateLimit
 	}
 	h.attempts = newLimiter(rl, h.now)
-	if h.localOnly == nil {
-		h.localOnly = func(string, string) bool { return false }
+	if h.access == nil {
+		h.access = func(string, string) Access { return Remote }
 	}
 	hosts := cfg.AllowedHosts
 	if len(hosts) == 0 {
