@@ -199,6 +199,7 @@ var bridgeAccess = map[string]web.Access{
 	"System.AdminToken":       web.LocalOnly,
 	"System.Quit":             web.LocalOnly,
 	"System.ReportSelfTest":   web.LocalOnly,
+	"System.ReportFocus":      web.LocalOnly,
 }
 
 // bridgeMethodAccess looks a method up in bridgeAccess; unlisted methods
