@@ -107,3 +107,28 @@ func ensureDataDir(cfg config.Config) error {
 	}
 	return cfg.EnsureDataDir()
 }
+
+// overlapsDataDir reports whether dir is the data folder, holds it or is
+// inside it (symlinks resolved): a run there could read the admin token and
+// the database, or change them.
+func overlapsDataDir(dir, dataDir string) bool {
+	if dataDir == "" {
+		return false
+	}
+	resolve := func(p string) string {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	a, d := resolve(dir), resolve(dataDir)
+	within := func(child, parent string) bool {
+		rel, err := filepath.Rel(parent, child)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+	}
+	return within(d, a) || within(a, d)
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,91 @@ func workerStatus(t *testing.T, r *app.Relay, slug string) (relay.WorkerStatus, 
 		}
 	}
 	return relay.WorkerStatus{}, false
+}
+
+// Ensure a run that prints the admin token, another agent's token and its
+// own run token (on stdout, stderr and in its answer) shows each of them
+// only as [hidden]: in the result, the reports and the run's activity.
+func TestRunPrintingAdminTokenIsScrubbed(t *testing.T) {
+	r := startRelay(t)
+	admin, err := r.Config().AdminToken(false)
+	noErr(t, err)
+	other, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "other", DisplayName: "Other", ModelSlug: "m", Capabilities: []string{"x"}})
+	noErr(t, err)
+	createAgent(t, r, "leaky")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	body := "#!/bin/sh\ncat >/dev/null\n" +
+		"echo \"admin $(cat '" + r.Config().TokenPath() + "')\"\n" +
+		"echo \"run $CROSSCHAT_TOKEN\" >&2\n" +
+		"echo \"other " + other.Token + "\"\n" +
+		"printf 'the keys: %s %s %s\\n' \"$(cat '" + r.Config().TokenPath() + "')\" \"$CROSSCHAT_TOKEN\" '" + other.Token + "'\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "leaky", Harness: "custom", Command: script,
+		Workdir: dir, AllowedSenders: []string{"operator"}, Enabled: true, TimeoutMinutes: 2})
+	noErr(t, err)
+	task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "leaky", Title: "Leak", Instructions: "Print every key you find."})
+	noErr(t, err)
+	done := waitStatus(t, r, task.ID, relay.StatusCompleted, relay.StatusBlocked)
+
+	var seen []string
+	for _, rep := range done.Reports {
+		seen = append(seen, rep.Message, rep.Result)
+	}
+	steps, err := r.Services.Tasks.Activity(task.ID)
+	noErr(t, err)
+	for _, s := range steps {
+		seen = append(seen, s.Text, s.Detail, s.Ref)
+	}
+	all := strings.Join(seen, "\n")
+	for name, secret := range map[string]string{"admin token": admin, "agent token": other.Token} {
+		if strings.Contains(all, secret) {
+			t.Errorf("the %s leaked into the task or its run view", name)
+		}
+	}
+	if strings.Contains(all, relay.RunTokenPrefix) {
+		t.Error("a run token leaked into the task or its run view")
+	}
+	if !strings.Contains(all, "the keys: [hidden] [hidden] [hidden]") || !strings.Contains(all, "admin [hidden]") {
+		t.Fatalf("want the keys shown as [hidden]:\n%s", all)
+	}
+}
+
+// Ensure a worker cannot be pointed at the relay's own data folder, a
+// folder holding it, or one inside it: a run there could read or change
+// the admin token and the database.
+func TestWorkdirHoldingDataFolderIsRefused(t *testing.T) {
+	r := startRelay(t)
+	createAgent(t, r, "coder")
+	data := r.Config().DataDir
+	inside := filepath.Join(data, "runs")
+	if err := os.MkdirAll(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name           string
+		workdir, extra string
+	}{
+		{"the data folder", data, ""},
+		{"its parent", filepath.Dir(data), ""},
+		{"inside it", inside, ""},
+		{"an extra folder holding it", t.TempDir(), filepath.Dir(data)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := relay.WorkerConfig{AgentSlug: "coder", Harness: "custom", Command: "/bin/sh", Workdir: tc.workdir,
+				AllowedSenders: []string{"operator"}, Enabled: true}
+			if tc.extra != "" {
+				cfg.ExtraDirs = []string{tc.extra}
+			}
+			_, err := r.Services.Workers.Save(cfg)
+			if relay.ErrorCode(err) != relay.EInvalidRequest || !strings.Contains(err.Error(), "data folder") {
+				t.Fatalf("saved a worker in %s: %v", tc.name, err)
+			}
+		})
+	}
+	_, err := r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "coder", Harness: "custom", Command: "/bin/sh", Workdir: t.TempDir(),
+		AllowedSenders: []string{"operator"}, Enabled: true})
+	noErr(t, err)
 }

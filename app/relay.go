@@ -40,6 +40,7 @@ type Relay struct {
 	wg         sync.WaitGroup
 	served     chan error
 	workers    *worker.Manager
+	adminToken string
 }
 
 // StartOptions are the parts of a relay that come from the binary.
@@ -86,6 +87,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		ln.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	db.SetSecrets(token)
 	services := opts.Services
 	if services == nil {
 		services = NewServices(opts.Version)
@@ -121,6 +123,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		cancelReqs: cancelReqs,
 		cancelBg:   cancelBg,
 		served:     make(chan error, 1),
+		adminToken: token,
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -159,6 +162,7 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})
 		},
 		MinuteLength: opts.WorkerMinute,
+		Secrets:      []string{r.adminToken},
 	})
 	if err != nil {
 		return fmt.Errorf("workers: %w", err)

@@ -167,6 +167,10 @@ func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return cfg, relay.Errorf(relay.EInvalidRequest, "%s: %s is not a folder on this computer.", field, dir)
 		}
+		if overlapsDataDir(dir, w.c.config().DataDir) {
+			return cfg, relay.Errorf(relay.EInvalidRequest,
+				"%s: %s holds the relay's data folder (or is inside it), where its database and admin token live; choose a project folder.", field, dir)
+		}
 	}
 	if cfg.Harness == harness.Custom && cfg.PromptMode == relay.PromptFile && !strings.Contains(strings.Join(cfg.Args, "\x00"), "{prompt_file}") {
 		return cfg, relay.Errorf(relay.EInvalidRequest, "args: with the prompt in a file, one argument must contain {prompt_file}.")

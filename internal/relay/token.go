@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -62,12 +63,26 @@ func NewID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// RedactSecrets replaces every occurrence of the given secrets in s with "[hidden]".
+// tokenShaped matches agent and run tokens and invite codes (a cca_, ccr_
+// or cci_ prefix and at least 20 base64url characters).
+var tokenShaped = regexp.MustCompile(`(?:cca|ccr|cci)_[A-Za-z0-9_-]{20,}`)
+
+// minSecret is the shortest secret RedactSecrets hides by value: a shorter
+// one would hide ordinary words.
+const minSecret = 8
+
+// RedactSecrets replaces every occurrence of the given secrets (those of
+// at least 8 characters), and anything shaped like an agent token, run
+// token or invite code, in s with "[hidden]". It is how a run's output and
+// reports are kept from leaking the keys of the relay.
 func RedactSecrets(s string, secrets ...string) string {
 	for _, sec := range secrets {
-		if sec != "" {
+		if len(sec) >= minSecret {
 			s = strings.ReplaceAll(s, sec, "[hidden]")
 		}
+	}
+	if strings.Contains(s, "_") {
+		s = tokenShaped.ReplaceAllString(s, "[hidden]")
 	}
 	return s
 }

@@ -83,6 +83,8 @@ type DB struct {
 	presenceMu sync.Mutex
 	presence   map[string]time.Time // slug → when its agent change was last published
 
+	secrets atomic.Pointer[[]string] // scrubbed from reports and posted tasks (SetSecrets)
+
 	// The writer goroutine (group commit, see write).
 	queue      chan *writeReq // unbuffered: a sender is a waiting write
 	quit       chan struct{}  // closed by Close

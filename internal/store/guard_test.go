@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,42 @@ func TestSweepPrunesStaleInvitesAndRunLogs(t *testing.T) {
 	}
 	if got := e.task(blocked.ID); got.Status != relay.StatusBlocked {
 		t.Fatalf("the blocked task itself went: %s", got.Status)
+	}
+}
+
+// Ensure an agent (a worker's CLI, say) that reports or hands off the
+// admin token or an agent token stores only [hidden].
+func TestReportCarryingTokensIsScrubbed(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	admin := relay.NewAdminToken()
+	e.db.SetSecrets(admin)
+	e.register("alice")
+	e.register("bob")
+	agentToken := relay.NewAgentToken()
+	task := e.post("alice", "bob", "work", 2)
+	e.mustClaim("bob")
+	if _, err := e.db.ReportTask(e.ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportProgress, Message: "found " + admin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.ReportTask(e.ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done", Result: "token=" + agentToken + " admin=" + admin}); err != nil {
+		t.Fatal(err)
+	}
+	handoff, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "use " + agentToken, Instructions: "The admin token is " + admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.task(task.ID)
+	var all []string
+	for _, r := range got.Reports {
+		all = append(all, r.Message, r.Result)
+	}
+	h := e.task(handoff.ID)
+	all = append(all, h.Title, h.Instructions)
+	text := strings.Join(all, "\n")
+	if strings.Contains(text, admin) || strings.Contains(text, agentToken) {
+		t.Fatalf("a token was stored:\n%s", text)
+	}
+	if !strings.Contains(text, "token=[hidden] admin=[hidden]") || !strings.Contains(text, "The admin token is [hidden]") {
+		t.Fatalf("want [hidden]:\n%s", text)
 	}
 }

@@ -173,6 +173,7 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 	if err != nil {
 		return relay.Task{}, err
 	}
+	in.Title, in.Instructions = db.scrub(in.Title), db.scrub(in.Instructions)
 	var out relay.Task
 	err = db.write(ctx, "post task", func(t *tx) error {
 		if err := t.mustExist(in.SenderSlug); err != nil {
@@ -306,6 +307,7 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 	if err != nil {
 		return relay.Task{}, err
 	}
+	in.Message, in.Result = db.scrub(in.Message), db.scrub(in.Result)
 	return db.holderAction(ctx, "report task", in.ReporterSlug, in.TaskID, func(t *tx, task *relay.Task) error {
 		var (
 			q   string

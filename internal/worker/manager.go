@@ -118,6 +118,10 @@ type Options struct {
 	// Env returns the relay's environment; default os.Environ. The CLI gets
 	// only part of it (see ChildEnv).
 	Env func() []string
+	// Secrets (the admin token) are hidden, with the run's own token and
+	// anything shaped like an agent token, from every run's activity,
+	// answer and report.
+	Secrets []string
 	// OnStatus is called with a worker's status whenever it changes (the
 	// app publishes it as a relay.Change of type "worker").
 	OnStatus func(relay.WorkerStatus)

@@ -159,7 +159,8 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		return res
 	}
 	r.token = token
-	r.rec = newRecorder(o.Relay, r.task.ID, r.runID, o.Now, o.FlushEvery, token)
+	secrets := append([]string{token}, o.Secrets...)
+	r.rec = newRecorder(o.Relay, r.task.ID, r.runID, o.Now, o.FlushEvery, secrets...)
 	defer func() {
 		if err := o.Relay.RevokeRunTokens(bg, r.task.ID); err != nil {
 			res.errs = append(res.errs, fmt.Errorf("revoke run tokens: %w", err))
@@ -219,8 +220,8 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			authHint: AuthHint(r.cfg.Harness, ex.withheld),
 		})
 	}
-	res.out.message = relay.RedactSecrets(res.out.message, token)
-	res.out.result = relay.RedactSecrets(res.out.result, token)
+	res.out.message = relay.RedactSecrets(res.out.message, secrets...)
+	res.out.result = relay.RedactSecrets(res.out.result, secrets...)
 
 	end := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
 	switch {
