@@ -115,10 +115,11 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 	cd frontend && node e2e/dashboard.mjs $(CURDIR)/$(HEADLESS) $(CURDIR)/.ci/out/dashboard
 
 # The real Claude Code, Codex and Gemini CLIs run as relay workers against a
-# scripted fake model on loopback (internal/e2e); the variable is set here
-# only, so test-go does not run them twice.
+# scripted fake model on loopback (internal/e2e), and Claude Code runs
+# interactive in tmux with the channel server (TestClaudeChannelLive); the
+# variable is set here only, so test-go does not run them twice.
 e2e-clis: .ci/clis/node_modules/.package-lock.json
-	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run TestRealCLIs -timeout 10m ./internal/e2e/
+	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run 'TestRealCLIs|TestClaudeChannelLive' -timeout 10m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:

@@ -84,6 +84,9 @@ type Seen struct {
 	Problems []string
 	// LastBody is the body of the last main-loop request (for failures).
 	LastBody string
+	// ChannelBodies are the bodies of requests that carry a Claude Code
+	// channel event (a "<channel source=" message).
+	ChannelBodies []string
 }
 
 // FakeModel is a scripted model endpoint on loopback.
@@ -136,6 +139,7 @@ func (f *FakeModel) Seen() Seen {
 	s.Requests = append([]string(nil), s.Requests...)
 	s.ToolsOffered = append([]string(nil), s.ToolsOffered...)
 	s.Problems = append([]string(nil), s.Problems...)
+	s.ChannelBodies = append([]string(nil), s.ChannelBodies...)
 	s.Results = make(map[string]string, len(f.seen.Results))
 	for k, v := range f.seen.Results {
 		s.Results[k] = v
@@ -180,6 +184,9 @@ func (f *FakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.seen.Requests = append(f.seen.Requests, r.Method+" "+r.URL.Path)
+	if strings.Contains(string(body), "<channel source=") {
+		f.seen.ChannelBodies = append(f.seen.ChannelBodies, string(body))
+	}
 	f.mu.Unlock()
 	if r.Method == http.MethodHead || r.Method == http.MethodGet {
 		w.WriteHeader(http.StatusOK)

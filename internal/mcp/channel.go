@@ -47,7 +47,17 @@ type ChannelOptions struct {
 	Version string
 	// Stderr receives the stdio transport's diagnostics; nil discards them.
 	Stderr io.Writer
+	// Settle is how long after the client's first tools/list the first
+	// notification waits; 0 means DefaultChannelSettle.
+	Settle time.Duration
 }
+
+// DefaultChannelSettle is the wait between the client's first tools/list
+// and the first channel notification. Claude Code registers its channel
+// handler only after it listed the server's tools (about half a second
+// later, measured with 2.1.197) and drops a notification that comes
+// before; the MCP handshake gives no signal for that moment.
+const DefaultChannelSettle = 2 * time.Second
 
 // Channel is the stdio MCP server behind `crosschat-relay channel`: it
 // proxies the relay's tools and resources and turns push events into
@@ -58,7 +68,8 @@ type Channel struct {
 	stderr   io.Writer
 
 	readyOnce sync.Once
-	ready     chan struct{} // closed when the client sent notifications/initialized
+	ready     chan struct{} // closed Settle after the client's first tools/list
+	settle    time.Duration
 	mu        sync.Mutex
 	session   string
 }
@@ -80,7 +91,10 @@ func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("channel: relay client: %w", err)
 	}
-	c := &Channel{upstream: up, ready: make(chan struct{}), stderr: opts.Stderr}
+	c := &Channel{upstream: up, ready: make(chan struct{}), stderr: opts.Stderr, settle: opts.Settle}
+	if c.settle <= 0 {
+		c.settle = DefaultChannelSettle
+	}
 	if c.stderr == nil {
 		c.stderr = io.Discard
 	}
@@ -124,8 +138,8 @@ func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 	)
-	c.srv.AddNotificationHandler(string(mcp.MethodNotificationInitialized), func(context.Context, mcp.JSONRPCNotification) {
-		c.readyOnce.Do(func() { close(c.ready) })
+	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
+		c.readyOnce.Do(func() { time.AfterFunc(c.settle, func() { close(c.ready) }) })
 	})
 	for _, t := range tools.Tools {
 		c.srv.AddTool(t, c.forward(t.Name))
@@ -193,9 +207,9 @@ func (c *Channel) Serve(ctx context.Context, stdin io.Reader, stdout io.Writer) 
 func (c *Channel) Close() error { return c.upstream.Close() }
 
 // Notify sends one push event as a channel notification. It waits until
-// the client has finished the handshake (a notification sent before that
-// would be dropped) and while the client's notification queue is full; it
-// returns early only when ctx ends.
+// the client is ready for one (Settle after its first tools/list: sent
+// earlier, it would be dropped) and while the client's notification queue
+// is full; it returns early only when ctx ends.
 func (c *Channel) Notify(ctx context.Context, e relay.PushEvent) error {
 	select {
 	case <-c.ready:
