@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Connection tells what Connect did to a tool's own settings.
@@ -40,7 +39,7 @@ func Connect(ctx context.Context, presetID string, env Env, mcpURL, token string
 	generic := jobj{{"mcpServers", jobj{{UserServer, jobj{{"url", mcpURL}, {"headers", headers}}}}}}
 	switch presetID {
 	case ClaudeCode:
-		return connectClaude(ctx, env, mcpURL, bearer)
+		return connectClaude(env, mcpURL, headers)
 	case Codex:
 		return connectCodex(joinPath(goos, home, ".codex", "config.toml"), mcpURL, bearer)
 	case Gemini:
@@ -72,25 +71,18 @@ func Connect(ctx context.Context, presetID string, env Env, mcpURL, token string
 	return Connection{}, fmt.Errorf("connect %q: unknown harness", presetID)
 }
 
-func connectClaude(ctx context.Context, env Env, mcpURL, bearer string) (Connection, error) {
+// connectClaude writes the user-scope server into ~/.claude.json itself,
+// as `claude mcp add --scope user` would. Running that command would put
+// the token on a command line, where every user of the computer can read
+// it (ps, /proc); the file is written owner-only instead.
+func connectClaude(env Env, mcpURL string, headers jobj) (Connection, error) {
 	file := joinPath(env.goos(), env.Home, ".claude.json")
-	add := []string{"mcp", "add", "--scope", "user", "--transport", "http", UserServer, mcpURL, "--header", "Authorization: " + bearer}
-	manual := `claude ` + strings.Join(add[:len(add)-1], " ") + ` "Authorization: ` + bearer + `"`
-	bin := Find(ClaudeCode, env)
-	if bin == "" {
-		return Connection{Message: "Claude Code was not found on this computer: run this command once it is installed.", File: file, Snippet: manual}, nil
+	c, err := editJSON("Claude Code", file, []string{"mcpServers", UserServer},
+		jobj{{"type", "http"}, {"url", mcpURL}, {"headers", headers}})
+	if err == nil && c.Configured {
+		c.Message = `Claude Code now has the MCP server "crosschat" for all your projects (user scope, in ` + file + `).`
 	}
-	program, pre, err := resolveProgram(bin, env.goos())
-	if err != nil {
-		return Connection{}, fmt.Errorf("connect Claude Code: %w", err)
-	}
-	// A server of the same name and scope makes add fail; its absence makes remove fail.
-	_, _ = env.run(ctx, program, append(pre, "mcp", "remove", UserServer, "--scope", "user")...)
-	if out, err := env.run(ctx, program, append(pre, add...)...); err != nil {
-		return Connection{}, fmt.Errorf("connect Claude Code: claude mcp add: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	return Connection{Configured: true, File: file,
-		Message: `Claude Code now has the MCP server "crosschat" for all your projects (user scope).`}, nil
+	return c, err
 }
 
 // writeSettings backs old up to file.bak (when there was a file) and

@@ -211,47 +211,57 @@ func TestReplaceTOMLTableEscapes(t *testing.T) {
 	}
 }
 
-// Ensure Claude Code is configured through its own CLI (remove, then add at
-// user scope), that a failing remove is ignored, a failing add reported,
-// and a missing claude gives the command to run.
-func TestConnectClaude(t *testing.T) {
+// TestConnectClaudeKeepsTokenOffCommandLine: the one-step Connect for
+// Claude Code runs no program with the agent's token in its arguments
+// (every user of the computer can read them); it writes the user-scope
+// server into ~/.claude.json (0600), keeping the file's other settings.
+func TestConnectClaudeKeepsTokenOffCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	claude := filepath.Join(dir, "claude")
 	if err := os.WriteFile(claude, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	file := filepath.Join(dir, ".claude.json")
+	if err := os.WriteFile(file, []byte(`{"hasCompletedOnboarding":true,"mcpServers":{"other":{"type":"stdio","command":"x"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var calls []string
-	failAdd := false
 	env := harness.Env{PATH: dir, Home: dir, GOOS: "linux", Run: func(ctx context.Context, program string, args ...string) ([]byte, error) {
 		calls = append(calls, program+" "+strings.Join(args, " "))
-		if args[1] == "remove" {
-			return []byte("No MCP server found"), fmt.Errorf("exit status 1")
-		}
-		if failAdd {
-			return []byte("boom"), fmt.Errorf("exit status 1")
-		}
 		return nil, nil
 	}}
 	c, err := harness.Connect(context.Background(), harness.ClaudeCode, env, testURL, testToken)
-	if err != nil || !c.Configured {
+	if err != nil || !c.Configured || c.File != file {
 		t.Fatalf("connection %+v, %v", c, err)
 	}
-	want := []string{
-		claude + " mcp remove crosschat --scope user",
-		claude + " mcp add --scope user --transport http crosschat " + testURL + " --header Authorization: Bearer " + testToken,
+	for _, call := range calls {
+		if strings.Contains(call, testToken) {
+			t.Fatalf("the token is on a command line: %s", call)
+		}
 	}
-	if strings.Join(calls, "\n") != strings.Join(want, "\n") {
-		t.Errorf("calls\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
+	got := readFile(t, file)
+	for _, want := range []string{`"hasCompletedOnboarding": true`, `"other"`, `"crosschat"`, `"type": "http"`, `"url": "` + testURL + `"`, `"Authorization": "Bearer ` + testToken + `"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("~/.claude.json lacks %s:\n%s", want, got)
+		}
 	}
-	failAdd = true
-	if _, err := harness.Connect(context.Background(), harness.ClaudeCode, env, testURL, testToken); err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("failing add: err = %v", err)
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("~/.claude.json mode %v, %v", fi.Mode(), err)
 	}
-	env.PATH = t.TempDir()
-	env.Home = env.PATH
+	// Run again: the entry is replaced, not duplicated.
+	if _, err := harness.Connect(context.Background(), harness.ClaudeCode, env, testURL, testToken); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(readFile(t, file), `"crosschat"`); n != 1 {
+		t.Errorf("%d crosschat entries", n)
+	}
+	// A file that is not plain JSON is left alone; the snippet is JSON, not a command.
+	if err := os.WriteFile(file, []byte("{ // comment\n}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c, err = harness.Connect(context.Background(), harness.ClaudeCode, env, testURL, testToken)
-	if err != nil || c.Configured || !strings.Contains(c.Snippet, `claude mcp add --scope user --transport http crosschat `+testURL+` --header "Authorization: Bearer `+testToken+`"`) {
-		t.Errorf("missing claude: %+v, %v", c, err)
+	if err != nil || c.Configured || !strings.Contains(c.Snippet, `"mcpServers"`) || strings.Contains(c.Snippet, "claude mcp add") {
+		t.Errorf("commented file: %+v, %v", c, err)
 	}
 	if _, err := harness.Connect(context.Background(), "nope", env, testURL, testToken); err == nil {
 		t.Error("unknown preset: no error")
