@@ -48,11 +48,12 @@ Usage:
   crosschat-relay import-upstream [--from PATH]
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
+  crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
   crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
   crosschat-relay channel --token cca_…      stdio MCP server for Claude Code: relay tools + channel events
   crosschat-relay version
 
-The agents, invites, tasks, workers and harnesses verbs talk to the running relay, found with
+The agents, invites, tasks, workers, harnesses and mesh verbs talk to the running relay, found with
 --host/--port (CROSSCHAT_HOST/CROSSCHAT_PORT) and authenticated with the admin
 token from CROSSCHAT_API_TOKEN or the api-token file in --data-dir. Each takes
 --json for machine-readable output. Run a verb with --help for its flags.
@@ -184,6 +185,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return importCmd(args[1:], stdout, stderr)
 	case args[0] == "bench":
 		return benchCmd(args[1:], version, stdout, stderr)
+	case args[0] == "mesh":
+		return meshCmd(args[1:], stdout, stderr)
 	case args[0] == "monitor":
 		return monitorCmd(args[1:], stdout, stderr)
 	case args[0] == "channel":

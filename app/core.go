@@ -71,6 +71,7 @@ type Services struct {
 	Settings *Settings
 	System   *System
 	Workers  *Workers
+	Mesh     *Mesh
 
 	core *core
 }
@@ -88,6 +89,7 @@ func NewServices(version string) *Services {
 		Settings: &Settings{c},
 		System:   &System{c: c, autostart: defaultAutostart},
 		Workers:  &Workers{c: c, detect: func(ctx context.Context) []harness.Detected { return harness.Detect(ctx, harness.SystemEnv()) }, env: harness.SystemEnv()},
+		Mesh:     &Mesh{c: c},
 		core:     c,
 	}
 }
@@ -103,10 +105,11 @@ func (s *Services) Bound() map[string]any {
 		"Settings": s.Settings,
 		"System":   s.System,
 		"Workers":  s.Workers,
+		"Mesh":     s.Mesh,
 	}
 }
 
 // List returns the services in a stable order, for Wails' Bind option.
 func (s *Services) List() []any {
-	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers}
+	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers, s.Mesh}
 }

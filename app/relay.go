@@ -14,6 +14,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/mcp"
+	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/watch"
@@ -41,6 +42,7 @@ type Relay struct {
 	served     chan error
 	workers    *worker.Manager
 	adminToken string
+	mesh       *mesh.Node // nil without --nats
 }
 
 // StartOptions are the parts of a relay that come from the binary.
@@ -88,16 +90,24 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	db.SetSecrets(token)
+	node, err := startMesh(cfg, db, log)
+	if err != nil {
+		ln.Close()
+		db.Close()
+		return nil, err
+	}
+	svc := meshService(db, node)
 	services := opts.Services
 	if services == nil {
 		services = NewServices(opts.Version)
 	}
 	bg, cancelBg := context.WithCancel(context.Background())
-	services.core.attach(bg, db, cfg)
+	services.core.attach(bg, svc, cfg)
+	services.Mesh.setNode(node)
 	handler, err := web.NewHandler(web.Config{
-		Service:        db,
+		Service:        svc,
 		AdminToken:     token,
-		MCP:            mcp.NewHandler(db, mcp.Options{Version: opts.Version, Logger: log}),
+		MCP:            mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log}),
 		Services:       services.Bound(),
 		Access:         bridgeMethodAccess,
 		AllowedHosts:   cfg.AllowedHosts,
@@ -110,6 +120,9 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if err != nil {
 		cancelBg()
 		ln.Close()
+		if node != nil {
+			node.Close()
+		}
 		db.Close()
 		return nil, fmt.Errorf("build http handler: %w", err)
 	}
@@ -119,6 +132,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		cfg:        cfg,
 		log:        log,
 		db:         db,
+		mesh:       node,
 		ln:         ln,
 		cancelReqs: cancelReqs,
 		cancelBg:   cancelBg,
@@ -249,6 +263,10 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	}
 	r.cancelBg()
 	r.wg.Wait()
+	if r.mesh != nil {
+		r.Services.Mesh.setNode(nil)
+		r.mesh.Close()
+	}
 	errDB := r.db.Close()
 	return errors.Join(errHTTP, errWorkers, errDB, removeRunFile(r.cfg.DataDir))
 }

@@ -48,6 +48,8 @@ type Config struct {
 	APIToken string
 	// Hidden starts the desktop app without a window.
 	Hidden bool
+	// Mesh joins other relays over NATS JetStream (docs/mesh.md).
+	Mesh Mesh
 
 	envErrs []error
 }
@@ -173,6 +175,7 @@ func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *fla
 	fs.Float64Var(&c.TaskRetentionDays, "task-retention-days", c.envFloat(env, EnvRetentionDays, DefaultRetentionDays), "days to keep completed and cancelled tasks; fractions allowed (env "+EnvRetentionDays+")")
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr; default crosschat-relay.log in the data folder, \"none\" for no file (env "+EnvLogFile+")")
 	fs.BoolVar(&c.Hidden, "hidden", false, "start the desktop app without showing its window")
+	c.meshFlags(fs, env)
 	return fs
 }
 
@@ -184,6 +187,9 @@ func (c *Config) Finish() error {
 	}
 	if c.Port < 1 || c.Port > 65535 {
 		return fmt.Errorf("--port: must be 1..65535, got %d", c.Port)
+	}
+	if err := c.Mesh.finish(); err != nil {
+		return err
 	}
 	if c.TaskRetentionDays <= 0 {
 		return fmt.Errorf("--task-retention-days: must be a positive number, got %v", c.TaskRetentionDays)

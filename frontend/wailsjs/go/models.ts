@@ -216,6 +216,70 @@ export namespace app {
 		    return a;
 		}
 	}
+	export class MeshStatus {
+	    enabled: boolean;
+	    relayId: string;
+	    relayName: string;
+	    publicKey: string;
+	    link: string;
+	    ready: boolean;
+	    server?: string;
+	    embedded?: string;
+	    outboxDepth: number;
+	    consumerLag: number;
+	    consumerAckPending: number;
+	    published: number;
+	    applied: number;
+	    duplicates: number;
+	    failures: number;
+	    lastError?: string;
+	    conflicts?: string[];
+	    relays: mesh.RelayInfo[];
+	
+	    static createFrom(source: any = {}) {
+	        return new MeshStatus(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.enabled = source["enabled"];
+	        this.relayId = source["relayId"];
+	        this.relayName = source["relayName"];
+	        this.publicKey = source["publicKey"];
+	        this.link = source["link"];
+	        this.ready = source["ready"];
+	        this.server = source["server"];
+	        this.embedded = source["embedded"];
+	        this.outboxDepth = source["outboxDepth"];
+	        this.consumerLag = source["consumerLag"];
+	        this.consumerAckPending = source["consumerAckPending"];
+	        this.published = source["published"];
+	        this.applied = source["applied"];
+	        this.duplicates = source["duplicates"];
+	        this.failures = source["failures"];
+	        this.lastError = source["lastError"];
+	        this.conflicts = source["conflicts"];
+	        this.relays = this.convertValues(source["relays"], mesh.RelayInfo);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
 	export class NewTask {
 	    recipientSlug: string;
 	    title: string;
@@ -389,6 +453,37 @@ export namespace harness {
 	        this.message = source["message"];
 	        this.file = source["file"];
 	        this.snippet = source["snippet"];
+	    }
+	}
+
+}
+
+export namespace mesh {
+	
+	export class AgentInfo {
+	    slug: string;
+	    displayName: string;
+	    modelSlug: string;
+	    capabilities: string[];
+	    online: boolean;
+	    relayId: string;
+	    relay: string;
+	    local: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentInfo(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.displayName = source["displayName"];
+	        this.modelSlug = source["modelSlug"];
+	        this.capabilities = source["capabilities"];
+	        this.online = source["online"];
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.local = source["local"];
 	    }
 	}
 

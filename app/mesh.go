@@ -1,0 +1,102 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/mesh"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// startMesh joins the mesh when cfg asks for it (--nats or --nats-embed); it
+// returns nil without those flags, and the relay is the single-machine product.
+func startMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, error) {
+	if !cfg.Mesh.Enabled() {
+		return nil, nil
+	}
+	node, err := mesh.Start(mesh.Options{
+		URLs:      cfg.Mesh.URLs,
+		CredsFile: cfg.Mesh.Creds,
+		NKeyFile:  cfg.Mesh.NKey,
+		TLSCAFile: cfg.Mesh.TLSCA,
+		Embed:     cfg.Mesh.Embed,
+		DataDir:   cfg.DataDir,
+		Name:      cfg.Mesh.Name,
+		Address:   cfg.MCPURL(),
+		Replicas:  cfg.Mesh.Replicas,
+		Store:     db,
+		Changes:   db.Subscribe,
+		Logger:    log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("join the mesh: %w", err)
+	}
+	return node, nil
+}
+
+// meshService is svc joined to node, or svc itself without a mesh.
+func meshService(svc relay.Service, node *mesh.Node) relay.Service {
+	if node == nil {
+		return svc
+	}
+	return relay.WithMesh(svc, node)
+}
+
+// MeshStatus is the mesh as this relay sees it; Enabled is false without --nats.
+type MeshStatus struct {
+	Enabled bool `json:"enabled"`
+	mesh.Status
+}
+
+// Mesh is the bound service of the Mesh page and the `mesh` CLI verb.
+type Mesh struct {
+	c *core
+
+	mu   sync.Mutex
+	node *mesh.Node
+}
+
+func (m *Mesh) setNode(n *mesh.Node) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.node = n
+}
+
+func (m *Mesh) get() (*mesh.Node, context.Context, error) {
+	_, ctx, err := m.c.get()
+	if err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node, ctx, nil
+}
+
+// Status returns the relays, the link to NATS, the outbox depth and the consumer lag.
+func (m *Mesh) Status() (MeshStatus, error) {
+	node, ctx, err := m.get()
+	if err != nil || node == nil {
+		return MeshStatus{Status: mesh.Status{Relays: []mesh.RelayInfo{}}}, err
+	}
+	st, err := node.Status(ctx)
+	if err != nil {
+		return MeshStatus{}, fmt.Errorf("mesh status: %w", err)
+	}
+	if st.Relays == nil {
+		st.Relays = []mesh.RelayInfo{}
+	}
+	return MeshStatus{Enabled: true, Status: st}, nil
+}
+
+// Agents lists every agent of the mesh directory with its relay.
+func (m *Mesh) Agents() ([]mesh.AgentInfo, error) {
+	node, _, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.AgentInfo{}, err
+	}
+	return node.Agents(), nil
+}

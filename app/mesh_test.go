@@ -1,0 +1,167 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
+func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
+	t.Helper()
+	cfg := config.Config{
+		Host: "127.0.0.1", DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator-" + name, TaskRetentionDays: 30,
+		AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]"}, AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
+		Mesh: config.Mesh{URLs: urls, Name: name, Replicas: 1},
+	}
+	if len(urls) == 0 {
+		cfg.Mesh.Embed = "127.0.0.1:-1"
+	}
+	r, err := app.Start(cfg, app.StartOptions{Version: "test"})
+	noErr(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown %s: %v", name, err)
+		}
+	})
+	waitFor(t, func() bool {
+		st, err := r.Services.Mesh.Status()
+		return err == nil && st.Ready
+	}, name+" joined the mesh")
+	return r
+}
+
+// mcpSession is a real MCP client for one agent token.
+type mcpSession struct {
+	t *testing.T
+	c *client.Client
+}
+
+func newSession(t *testing.T, r *app.Relay, token string) *mcpSession {
+	t.Helper()
+	trans, err := transport.NewStreamableHTTP("http://"+r.Addr().String()+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	noErr(t, err)
+	c := client.NewClient(trans)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	noErr(t, c.Start(ctx))
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "mesh-test", Version: "1"}
+	_, err = c.Initialize(ctx, req)
+	noErr(t, err)
+	return &mcpSession{t: t, c: c}
+}
+
+// call runs a tool and decodes its structured result into out.
+func (s *mcpSession) call(name string, args map[string]any, out any) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := s.c.CallTool(ctx, req)
+	noErr(s.t, err)
+	if res.IsError {
+		s.t.Fatalf("%s: %+v", name, res.Content)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	noErr(s.t, err)
+	if out != nil {
+		noErr(s.t, json.Unmarshal(b, out))
+	}
+}
+
+func TestMeshThroughMCP(t *testing.T) {
+	a := startMeshRelay(t, "relay-a")
+	st, err := a.Services.Mesh.Status()
+	noErr(t, err)
+	b := startMeshRelay(t, "relay-b", st.Embedded)
+	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	bob, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	// The dashboard's create claims the slug mesh-wide too.
+	if _, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob 2", ModelSlug: "m", Capabilities: []string{"text-output"}}); err == nil || !strings.Contains(err.Error(), "relay-b") {
+		t.Fatalf("creating bob on A = %v; want a refusal naming relay-b", err)
+	}
+	sa, sb := newSession(t, a, alice.Token), newSession(t, b, bob.Token)
+	sb.call("heartbeat", map[string]any{}, nil)
+
+	var listed struct{ Agents []relay.Agent }
+	waitFor(t, func() bool {
+		sa.call("list_agents", map[string]any{"includeOffline": true}, &listed)
+		for _, ag := range listed.Agents {
+			if ag.Slug == "bob" && ag.Relay == "relay-b" {
+				return true
+			}
+		}
+		return false
+	}, "list_agents on A shows bob on relay-b")
+
+	var posted relay.Task
+	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Across", "instructions": "Do it on B."}, &posted)
+	var claimed struct{ Task *relay.Task }
+	sb.call("claim_next_task", map[string]any{"waitMs": 20000}, &claimed)
+	if claimed.Task == nil || claimed.Task.ID != posted.ID {
+		t.Fatalf("claim on B = %+v; want %s", claimed.Task, posted.ID)
+	}
+	sb.call("report_task", map[string]any{"taskId": posted.ID, "kind": "completed", "message": "Done on B.", "result": "ok"}, nil)
+
+	var seen []string
+	waitFor(t, func() bool {
+		var u relay.Updates
+		sa.call("read_updates", map[string]any{}, &u)
+		for _, e := range u.Updates {
+			seen = append(seen, e.Type)
+		}
+		return len(seen) >= 2
+	}, "alice's updates on A")
+	if strings.Join(seen, ",") != relay.EventTaskClaimed+","+relay.EventTaskCompleted {
+		t.Fatalf("alice's updates = %v", seen)
+	}
+	var got relay.Task
+	sa.call("get_task", map[string]any{"taskId": posted.ID}, &got)
+	if got.Status != relay.StatusCompleted || got.Signature != relay.MarkVerified {
+		t.Fatalf("get_task on A = status %s, signature %q", got.Status, got.Signature)
+	}
+
+	loc := []string{"--port", strconv.Itoa(a.Config().Port), "--data-dir", a.Config().DataDir}
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	out, errs, code := run(t, append([]string{"mesh", "status", "--json"}, loc...)...)
+	var ms app.MeshStatus
+	if code != 0 || json.Unmarshal([]byte(out), &ms) != nil || !ms.Enabled || ms.RelayName != "relay-a" || len(ms.Relays) != 2 || ms.Link != "connected" {
+		t.Fatalf("mesh status: %d %s %s", code, out, errs)
+	}
+	out, _, code = run(t, append([]string{"mesh", "agents"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "bob") || !strings.Contains(out, "relay-b") || !strings.Contains(out, "alice") {
+		t.Fatalf("mesh agents: %d %s", code, out)
+	}
+}
+
+func TestNoMeshWithoutFlags(t *testing.T) {
+	r := startRelay(t)
+	st, err := r.Services.Mesh.Status()
+	if err != nil || st.Enabled {
+		t.Fatalf("mesh status without --nats = %+v, %v", st, err)
+	}
+	out, _, code := run(t, "mesh", "status", "--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir)
+	if code != 0 || !strings.Contains(out, "not in a mesh") {
+		t.Fatalf("mesh status: %d %s", code, out)
+	}
+}
