@@ -190,6 +190,9 @@ var bridgeAccess = map[string]web.Access{
 	"Workers.SetPaused": web.LocalOnly,
 	"Workers.Connect":   web.LocalOnly,
 
+	"Mesh.Status": web.Remote,
+	"Mesh.Agents": web.Remote,
+
 	"System.Show":             web.LocalOnly,
 	"System.PickFolder":       web.LocalOnly,
 	"System.PickProgram":      web.LocalOnly,
