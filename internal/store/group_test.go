@@ -435,6 +435,19 @@ func TestAnswersMatchTheStoredTask(t *testing.T) {
 			}
 			return *task, err
 		}},
+		{"progress past the cap", func() (relay.Task, error) {
+			var last relay.Task
+			for i := 0; i <= MaxProgressReports; i++ {
+				var err error
+				if last, err = db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: parent.ID, Kind: relay.ReportProgress, Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return last, err
+				}
+			}
+			if n := progressReports(last.Reports); n != MaxProgressReports {
+				return last, fmt.Errorf("%d progress reports after the cap", n)
+			}
+			return last, nil
+		}},
 		{"completed", func() (relay.Task, error) {
 			return db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: parent.ID, Kind: relay.ReportCompleted, Message: "done", Result: "42"})
 		}},

@@ -334,9 +334,26 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 			if err := capProgress(t, task.ID); err != nil {
 				return err
 			}
+			if progressReports(task.Reports) > MaxProgressReports {
+				// The cap deleted the oldest; read the timeline as it is now.
+				if err := loadReports(t.ctx, t.tx, task); err != nil {
+					return err
+				}
+			}
 		}
 		return t.event(task.SenderSlug, typ, task.ID, task.RecipientSlug+": "+in.Message)
 	})
+}
+
+// progressReports counts the progress reports in a timeline.
+func progressReports(rs []relay.Report) int {
+	n := 0
+	for _, r := range rs {
+		if r.Kind == relay.ReportProgress {
+			n++
+		}
+	}
+	return n
 }
 
 // ReleaseTask gives a claimed task back to the queue and tells the sender.
