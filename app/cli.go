@@ -51,6 +51,8 @@ Usage:
   crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
   crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
   crosschat-relay channel --token cca_…      stdio MCP server for Claude Code: relay tools + channel events
+  crosschat-relay sessions list|show <id or exact name> [--tool claude-code|codex]
+                                             Claude Code sessions and Codex threads on this computer
   crosschat-relay version
 
 The agents, invites, tasks, workers, harnesses and mesh verbs talk to the running relay, found with
@@ -189,6 +191,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return meshCmd(args[1:], stdout, stderr)
 	case args[0] == "monitor":
 		return monitorCmd(args[1:], stdout, stderr)
+	case args[0] == "sessions":
+		return sessionsCmd(args[1:], stdout, stderr)
 	case args[0] == "channel":
 		return channelCmd(args[1:], version, os.Stdin, stdout, stderr)
 	case verb == "agents add":

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,5 +77,28 @@ func TestMonitorLine(t *testing.T) {
 	long := app.MonitorLine(relay.PushEvent{Kind: "task", Message: strings.Repeat("é", 5000)})
 	if n := len([]rune(long)); n > 2200 || strings.Contains(long, "\n") {
 		t.Errorf("long message: %d runes", n)
+	}
+}
+
+func TestSessionsVerb(t *testing.T) {
+	home, err := filepath.Abs(filepath.Join("..", "internal", "session", "testdata", "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := run(t, "sessions", "list", "--home", home)
+	if code != 0 || !strings.Contains(out, "store refactor") || !strings.Contains(out, "(Changelog for 2.0 written)") || strings.Contains(out, "000000000007") {
+		t.Fatalf("sessions list: %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = run(t, "sessions", "show", "store refactor", "--home", home, "--json")
+	if code != 0 || !strings.Contains(out, `"id": "7f3e0000-aaaa-4bbb-8ccc-000000000005"`) {
+		t.Fatalf("sessions show: %d\n%s%s", code, out, errs)
+	}
+	_, errs, code = run(t, "sessions", "show", "release prep", "--home", home)
+	if code != 1 || !strings.Contains(errs, "0b6c1d2e-1111-4a5b-8c9d-000000000001") || !strings.Contains(errs, "0b6c1d2e-3333-4a5b-8c9d-000000000003") {
+		t.Fatalf("ambiguous name: %d %s", code, errs)
+	}
+	_, errs, code = run(t, "sessions", "show", "release", "--home", home)
+	if code != 1 || !strings.Contains(errs, "Similar: “release prep”") {
+		t.Fatalf("unknown name: %d %s", code, errs)
 	}
 }

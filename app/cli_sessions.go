@@ -1,0 +1,82 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/session"
+)
+
+// sessionsCmd is `crosschat-relay sessions list|show`: the Claude Code
+// sessions and Codex threads on this computer (read from their own files;
+// no relay needed).
+func sessionsCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
+		return fmt.Errorf("%w: sessions needs list or show", errUsage)
+	}
+	action := args[0]
+	c, err := newCommand("sessions "+action, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	var tool, home string
+	c.fs.StringVar(&tool, "tool", "", "only this CLI's sessions: claude-code or codex")
+	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours)")
+	rest := args[1:]
+	var ref string
+	if action == "show" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			if err := c.parse(rest); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: sessions show needs a session id or exact name", errUsage)
+		}
+		ref, rest = rest[0], rest[1:]
+	}
+	if err := c.parse(rest); err != nil {
+		return err
+	}
+	if home == "" {
+		if home, err = os.UserHomeDir(); err != nil {
+			return fmt.Errorf("find your home folder: %w", err)
+		}
+	}
+	st := session.Store{Home: home}
+	if action == "show" {
+		s, err := st.Lookup(tool, ref)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(s)
+		}
+		name := s.Name
+		if name == "" {
+			name = "(none; generated title: " + s.Title + ")"
+		}
+		fmt.Fprintf(stdout, "Tool:        %s\nID:          %s\nName:        %s\nTitle:       %s\nFolder:      %s\nLast active: %s (%s ago)\nTranscript:  %s\n",
+			s.Tool, s.ID, name, s.Title, s.Folder, s.LastActive.Local().Format(time.RFC3339), time.Since(s.LastActive).Round(time.Minute), s.Path)
+		return nil
+	}
+	list, err := st.List(tool)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(list)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tID\tLAST ACTIVE\tNAME OR TITLE\tFOLDER")
+	for _, s := range list {
+		label := s.Label()
+		if !s.Named() {
+			label = "(" + label + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Tool, s.ID, s.LastActive.Local().Format("2006-01-02 15:04"), label, s.Folder)
+	}
+	return tw.Flush()
+}

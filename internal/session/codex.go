@@ -1,0 +1,141 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CodexHome is Codex's folder under home.
+func CodexHome(home string) string { return filepath.Join(home, ".codex") }
+
+// codexLine is the part of a rollout line we read.
+type codexLine struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+func (st Store) listCodex() ([]Session, error) {
+	root := filepath.Join(CodexHome(st.Home), "sessions")
+	names, err := codexNames(filepath.Join(CodexHome(st.Home), "session_index.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	out := []Session{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasPrefix(d.Name(), "rollout-") || !strings.HasSuffix(d.Name(), ".jsonl") {
+			return nil
+		}
+		s, user, err := readCodex(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read Codex thread %s: %w", path, err)
+		}
+		if !user || s.ID == "" {
+			return nil
+		}
+		s.Name = names[s.ID]
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list Codex threads: %w", err)
+	}
+	return out, nil
+}
+
+// codexNames reads session_index.jsonl: the last thread_name per id wins.
+func codexNames(path string) (map[string]string, error) {
+	names := map[string]string{}
+	err := eachLine(path, func(line []byte) bool {
+		var e struct {
+			ID         string `json:"id"`
+			ThreadName string `json:"thread_name"`
+		}
+		if json.Unmarshal(line, &e) == nil && e.ID != "" {
+			names[e.ID] = strings.TrimSpace(e.ThreadName)
+		}
+		return true
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read Codex session index: %w", err)
+	}
+	return names, nil
+}
+
+// readCodex reads one rollout. user is false for threads a sub-agent
+// started (their source is an object, not "cli", "exec", "vscode"…).
+func readCodex(path string) (s Session, user bool, err error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return Session{}, false, err
+	}
+	s = Session{Tool: Codex, Path: path, LastActive: info.ModTime().UTC()}
+	user = true
+	var last string
+	err = eachLine(path, func(line []byte) bool {
+		var l codexLine
+		if json.Unmarshal(line, &l) != nil {
+			return true
+		}
+		if l.Timestamp != "" {
+			last = l.Timestamp
+		}
+		switch l.Type {
+		case "session_meta":
+			var m struct {
+				ID     string          `json:"id"`
+				Cwd    string          `json:"cwd"`
+				Source json.RawMessage `json:"source"`
+			}
+			if json.Unmarshal(l.Payload, &m) == nil && s.ID == "" {
+				s.ID, s.Folder = m.ID, m.Cwd
+				src := strings.TrimSpace(string(m.Source))
+				user = src == "" || strings.HasPrefix(src, `"`)
+			}
+		case "response_item":
+			if s.Title != "" {
+				return true
+			}
+			var m struct {
+				Type    string `json:"type"`
+				Role    string `json:"role"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			if json.Unmarshal(l.Payload, &m) != nil || m.Type != "message" || m.Role != "user" {
+				return true
+			}
+			for _, c := range m.Content {
+				t := strings.TrimSpace(c.Text)
+				if c.Type == "input_text" && t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "# AGENTS.md") {
+					s.Title = shortTitle(t)
+					break
+				}
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return Session{}, false, err
+	}
+	if t := parseTime(last); !t.IsZero() {
+		s.LastActive = t
+	}
+	return s, user, nil
+}

@@ -1,0 +1,270 @@
+// Package session reads the agent CLIs' own session stores on this
+// computer: Claude Code's transcripts (~/.claude/projects/<dir>/<id>.jsonl)
+// and Codex's threads (~/.codex/sessions/**/rollout-*.jsonl, named in
+// ~/.codex/session_index.jsonl). It lists sessions and finds one by id or
+// by exact name, refusing ambiguous or unknown names with the candidates
+// or similar names.
+//
+// It imports only the standard library.
+package session
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Tools whose sessions are read (the relay's harness ids).
+const (
+	ClaudeCode = "claude-code"
+	Codex      = "codex"
+)
+
+// maxLine bounds one transcript line that is parsed; longer lines (large
+// tool outputs) are skipped.
+const maxLine = 4 << 20
+
+// maxTitle bounds a title derived from the first prompt (runes).
+const maxTitle = 80
+
+// Session is one Claude Code session or Codex thread.
+type Session struct {
+	Tool string `json:"tool"`
+	ID   string `json:"id"`
+	// Folder is the working folder the session ran in.
+	Folder string `json:"folder"`
+	// Name is the name a person gave it (Claude Code /rename, Codex thread
+	// name); empty when it has none.
+	Name string `json:"name,omitempty"`
+	// Title is the generated title (or the first prompt, shortened).
+	Title string `json:"title,omitempty"`
+	// LastActive is the newest record's time (else the file's modification time).
+	LastActive time.Time `json:"lastActive"`
+	// Path is the transcript file.
+	Path string `json:"path"`
+}
+
+// Named reports whether a person named the session.
+func (s Session) Named() bool { return s.Name != "" }
+
+// Label is the name, else the title.
+func (s Session) Label() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.Title
+}
+
+// Store reads the session stores under one home folder.
+type Store struct {
+	// Home is the user's home folder (~).
+	Home string
+}
+
+// List returns the sessions of tool ("" for both), newest first.
+func (st Store) List(tool string) ([]Session, error) {
+	var out []Session
+	if tool == "" || tool == ClaudeCode {
+		s, err := st.listClaude()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+	}
+	if tool == "" || tool == Codex {
+		s, err := st.listCodex()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+	}
+	if tool != "" && tool != ClaudeCode && tool != Codex {
+		return nil, fmt.Errorf("sessions: unknown tool %q (want %s or %s)", tool, ClaudeCode, Codex)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].LastActive.Equal(out[j].LastActive) {
+			return out[i].LastActive.After(out[j].LastActive)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// AmbiguousError refuses a name that matches more than one session.
+type AmbiguousError struct {
+	Name       string
+	Candidates []Session
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d sessions are named “%s”; name one by id:", len(e.Candidates), e.Name)
+	for _, c := range e.Candidates {
+		kind := "named"
+		if !c.Named() {
+			kind = "generated title"
+		}
+		fmt.Fprintf(&b, "\n  %s %s  last active %s  (%s, %s)", c.Tool, c.ID, c.LastActive.Format(time.RFC3339), kind, c.Folder)
+	}
+	return b.String()
+}
+
+// NotFoundError refuses a name or id that matches no session.
+type NotFoundError struct {
+	Name    string
+	Similar []string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("No session is named “%s” (names match exactly).", e.Name)
+	if len(e.Similar) > 0 {
+		msg += " Similar: “" + strings.Join(e.Similar, "”, “") + "”."
+	}
+	return msg
+}
+
+// Lookup finds the session of tool ("" for both) whose id is ref, or whose
+// name (else generated title) is exactly ref. Several matches are an
+// *AmbiguousError with the candidates, none a *NotFoundError with similar
+// names.
+func (st Store) Lookup(tool, ref string) (Session, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return Session{}, errors.New("sessions: give a session id or name")
+	}
+	all, err := st.List(tool)
+	if err != nil {
+		return Session{}, err
+	}
+	for _, s := range all {
+		if s.ID == ref {
+			return s, nil
+		}
+	}
+	var hits []Session
+	for _, s := range all {
+		if s.Name == ref {
+			hits = append(hits, s)
+		}
+	}
+	if len(hits) == 0 { // a generated title counts only when no person's name matches
+		for _, s := range all {
+			if !s.Named() && s.Title == ref {
+				hits = append(hits, s)
+			}
+		}
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return Session{}, &NotFoundError{Name: ref, Similar: similar(ref, all)}
+	}
+	return Session{}, &AmbiguousError{Name: ref, Candidates: hits}
+}
+
+// similar returns up to five labels close to ref: containing it or it
+// containing them (case-insensitively), or a few edits away.
+func similar(ref string, all []Session) []string {
+	low := strings.ToLower(ref)
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range all {
+		l := s.Label()
+		if l == "" || seen[l] {
+			continue
+		}
+		ll := strings.ToLower(l)
+		if strings.Contains(ll, low) || strings.Contains(low, ll) || distance(low, ll) <= max(2, utf8.RuneCountInString(low)/4) {
+			seen[l] = true
+			out = append(out, l)
+			if len(out) == 5 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// distance is the Levenshtein distance in runes.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// eachLine calls fn with each line of the file that is at most maxLine
+// bytes; longer lines are skipped. fn returns false to stop.
+func eachLine(path string, fn func([]byte) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !tooLong {
+			line = append(line, chunk...)
+			if len(line) > maxLine {
+				tooLong, line = true, line[:0]
+			}
+		}
+		if isPrefix {
+			continue
+		}
+		if !tooLong && len(line) > 0 {
+			if !fn(line) {
+				return nil
+			}
+		}
+		line, tooLong = line[:0], false
+	}
+}
+
+// shortTitle makes a one-line title of a prompt.
+func shortTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= maxTitle {
+		return s
+	}
+	return string([]rune(s)[:maxTitle-1]) + "…"
+}
+
+// parseTime reads an RFC 3339 timestamp; zero when it is not one.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -1,0 +1,155 @@
+package session_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/session"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// fixtures is a home folder with Claude Code transcripts and Codex threads.
+func fixtures(t *testing.T) session.Store {
+	t.Helper()
+	home, err := filepath.Abs(filepath.Join("testdata", "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session.Store{Home: home}
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestListGolden(t *testing.T) {
+	st := fixtures(t)
+	for _, tool := range []string{"", session.ClaudeCode, session.Codex} {
+		name := tool
+		if name == "" {
+			name = "all"
+		}
+		t.Run(name, func(t *testing.T) {
+			list, err := st.List(tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range list { // paths relative to the home folder
+				list[i].Path, _ = filepath.Rel(st.Home, list[i].Path)
+			}
+			b, err := json.MarshalIndent(list, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "list-"+name+".golden", append(b, '\n'))
+		})
+	}
+	if _, err := st.List("gemini"); err == nil {
+		t.Error("an unknown tool was accepted")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	st := fixtures(t)
+	for _, tc := range []struct {
+		name, tool, ref string
+		wantID          string
+		ambiguous       []string // candidate ids
+		similar         []string
+	}{
+		{name: "by id", ref: "0b6c1d2e-2222-4a5b-8c9d-000000000002", wantID: "0b6c1d2e-2222-4a5b-8c9d-000000000002"},
+		{name: "by exact name", ref: "store refactor", wantID: "7f3e0000-aaaa-4bbb-8ccc-000000000005"},
+		{name: "earlier name no longer counts", ref: "parser work", similar: []string{}},
+		{name: "by generated title", ref: "Changelog for 2.0 written", wantID: "0b6c1d2e-2222-4a5b-8c9d-000000000002"},
+		{name: "names are exact", ref: "Store Refactor", similar: []string{"store refactor"}},
+		{name: "two sessions share a name", ref: "release prep",
+			ambiguous: []string{"0b6c1d2e-1111-4a5b-8c9d-000000000001", "0b6c1d2e-3333-4a5b-8c9d-000000000003"}},
+		{name: "one tool only", tool: session.ClaudeCode, ref: "store refactor", similar: []string{}},
+		{name: "none, similar names", ref: "release", similar: []string{"release prep"}},
+		{name: "sub-agent threads are not listed", ref: "7f3e0000-aaaa-4bbb-8ccc-000000000007", similar: []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := st.Lookup(tc.tool, tc.ref)
+			var amb *session.AmbiguousError
+			var nf *session.NotFoundError
+			switch {
+			case tc.wantID != "":
+				if err != nil || s.ID != tc.wantID {
+					t.Fatalf("Lookup(%q) = %s, %v; want %s", tc.ref, s.ID, err, tc.wantID)
+				}
+			case tc.ambiguous != nil:
+				if !errors.As(err, &amb) {
+					t.Fatalf("Lookup(%q) = %+v, %v; want ambiguous", tc.ref, s, err)
+				}
+				var ids []string
+				for _, c := range amb.Candidates {
+					ids = append(ids, c.ID)
+				}
+				if strings.Join(ids, ",") != strings.Join(tc.ambiguous, ",") {
+					t.Fatalf("candidates %v, want %v", ids, tc.ambiguous)
+				}
+				for _, id := range tc.ambiguous {
+					if !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "last active") {
+						t.Errorf("message %q lacks %s and its last activity", err, id)
+					}
+				}
+			default:
+				if !errors.As(err, &nf) {
+					t.Fatalf("Lookup(%q) = %+v, %v; want not found", tc.ref, s, err)
+				}
+				got := nf.Similar
+				if got == nil {
+					got = []string{}
+				}
+				if strings.Join(got, "|") != strings.Join(tc.similar, "|") {
+					t.Fatalf("similar %q, want %q", got, tc.similar)
+				}
+			}
+		})
+	}
+}
+
+func TestMissingStores(t *testing.T) {
+	list, err := session.Store{Home: t.TempDir()}.List("")
+	if err != nil || len(list) != 0 {
+		t.Fatalf("empty home: %v, %v", list, err)
+	}
+}
+
+// A transcript line longer than the parse bound is skipped, not fatal.
+func TestLongLineSkipped(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".claude", "projects", "-x")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 5<<20) + `"}}`
+	body := huge + "\n" + `{"type":"custom-title","customTitle":"after the long line","sessionId":"s1"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Store{Home: home}.Lookup("", "after the long line")
+	if err != nil || s.ID != "s1" {
+		t.Fatalf("Lookup = %+v, %v", s, err)
+	}
+}
