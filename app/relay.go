@@ -244,10 +244,28 @@ func (r *Relay) pruneRuns() {
 	}
 }
 
+// WorkerStopTimeout is how long Shutdown gives the running workers to stop
+// their CLIs (SIGTERM, then SIGKILL after the kill grace) and put their
+// tasks back in the queue. It is its own deadline: a slow HTTP client that
+// holds up draining must not leave a task claimed for a whole lease.
+const WorkerStopTimeout = 20 * time.Second
+
 // Shutdown stops accepting connections, wakes long-polls so they answer at
-// once, waits for requests in flight (up to ctx), stops the sweep and closes
-// the database cleanly.
+// once and waits for requests in flight (up to ctx); meanwhile it stops the
+// workers on their own deadline (WorkerStopTimeout), which puts every
+// claimed task of a stopped run back in the queue. Only then does it stop
+// the sweep and close the database.
 func (r *Relay) Shutdown(ctx context.Context) error {
+	workersDone := make(chan error, 1)
+	go func() {
+		if r.workers == nil {
+			workersDone <- nil
+			return
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WorkerStopTimeout)
+		defer cancel()
+		workersDone <- r.workers.Stop(wctx)
+	}()
 	shut := make(chan error, 1)
 	go func() { shut <- r.srv.Shutdown(ctx) }()
 	// Shutdown has closed the listener; end waiting claims so they return idle.
@@ -256,11 +274,7 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if errors.Is(errHTTP, context.DeadlineExceeded) {
 		errHTTP = r.srv.Close()
 	}
-	var errWorkers error
-	if r.workers != nil {
-		// Stops the CLIs' process trees and puts their tasks back in the queue.
-		errWorkers = r.workers.Stop(ctx)
-	}
+	errWorkers := <-workersDone
 	r.cancelBg()
 	r.wg.Wait()
 	if r.mesh != nil {

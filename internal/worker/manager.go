@@ -365,7 +365,8 @@ func (m *Manager) Status(slug string) (relay.WorkerStatus, bool) {
 }
 
 // Stop ends every loop, kills the running CLIs' process trees, puts their
-// tasks back in the queue and waits for all of it, or until ctx ends.
+// tasks back in the queue and waits for all of it, or until ctx ends; then
+// it releases the tasks of the runs still going itself.
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.started || m.stopped {
@@ -384,8 +385,34 @@ func (m *Manager) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("worker: stop: %w", ctx.Err())
+		// A run did not end in time: put its task back in the queue now,
+		// while the store is still open, instead of leaving it claimed
+		// until its lease runs out.
+		return errors.Join(fmt.Errorf("worker: stop: %w", ctx.Err()), m.releaseRunning())
 	}
+}
+
+// releaseRunning gives the task of every run still going back to the queue.
+func (m *Manager) releaseRunning() error {
+	m.mu.Lock()
+	ws := m.listLocked()
+	m.mu.Unlock()
+	var errs []error
+	for _, w := range ws {
+		w.mu.Lock()
+		slug, cur := w.cfg.AgentSlug, w.current
+		w.mu.Unlock()
+		if cur == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := m.opts.Relay.ReleaseTask(ctx, slug, cur.ID, shutdownReason)
+		cancel()
+		if err != nil && relay.ErrorCode(err) != relay.ETaskUpdateDenied {
+			errs = append(errs, fmt.Errorf("worker: release task %s of %s: %w", cur.ID, slug, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // loopHandle is one generation of a worker's loop.
