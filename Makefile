@@ -29,7 +29,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis dist dist-check fuzz bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-mesh dist dist-check fuzz bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -104,7 +104,7 @@ test-desktop:
 test-frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck
 
-e2e: e2e-mcp e2e-dashboard e2e-clis
+e2e: e2e-mcp e2e-dashboard e2e-clis e2e-mesh
 
 # Real MCP clients: the Inspector CLI and the TypeScript SDK (.ci/e2e).
 e2e-mcp: build-headless .ci/e2e/node_modules/.package-lock.json
@@ -120,6 +120,13 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 # variable is set here only, so test-go does not run them twice.
 e2e-clis: .ci/clis/node_modules/.package-lock.json
 	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run 'TestRealCLIs|TestClaudeChannelLive' -timeout 10m ./internal/e2e/
+
+# The mesh with real processes (internal/e2e): a three-node JetStream cluster
+# (nats-server built from the Go module go.mod pins) and three relays on
+# loopback; then SIGKILL of a relay, one NATS node stopped, a relay cut off
+# from NATS for 60 s through a TCP proxy, all of NATS restarted.
+e2e-mesh:
+	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run TestMeshEndToEnd -timeout 8m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:

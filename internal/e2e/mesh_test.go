@@ -1,0 +1,494 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// The mesh end to end, with real processes: a three-node JetStream cluster
+// (nats-server built from the Go module this repository pins) and three
+// relays on loopback, then faults. It runs when CROSSCHAT_E2E_MESH is set
+// (make e2e-mesh, part of make test); CROSSCHAT_E2E_MESH_CUT sets how long
+// relay A is cut off from NATS (default 60s).
+
+var (
+	natsOnce sync.Once
+	natsBin  string
+	natsErr  error
+)
+
+// natsServerBinary builds nats-server from the module pinned in go.mod.
+func natsServerBinary(t *testing.T) string {
+	t.Helper()
+	natsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "crosschat-nats-")
+		if err != nil {
+			natsErr = err
+			return
+		}
+		natsBin = filepath.Join(dir, "nats-server")
+		out, err := exec.Command("go", "build", "-o", natsBin, "github.com/nats-io/nats-server/v2").CombinedOutput()
+		if err != nil {
+			natsErr = fmt.Errorf("go build nats-server: %w\n%s", err, out)
+		}
+	})
+	if natsErr != nil {
+		t.Fatal(natsErr)
+	}
+	return natsBin
+}
+
+// natsNode is one nats-server process of the cluster.
+type natsNode struct {
+	name        string
+	port, route int
+	dir         string
+	routes      string
+	cmd         *exec.Cmd
+	done        chan struct{}
+	out         *lockedBuffer
+}
+
+func (n *natsNode) url() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
+
+func (n *natsNode) start(t *testing.T) {
+	t.Helper()
+	n.out = &lockedBuffer{}
+	n.cmd = exec.Command(natsServerBinary(t), "-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "--server_name", n.name,
+		"--js", "--store_dir", n.dir, "--cluster_name", "crosschat", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(n.route),
+		"--routes", n.routes, "--no_advertise")
+	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", n.name, err)
+	}
+	n.done = make(chan struct{})
+	go func() { _ = n.cmd.Wait(); close(n.done) }()
+	waitPort(t, n.port, n.name)
+}
+
+func (n *natsNode) stop(t *testing.T) {
+	t.Helper()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.done:
+	case <-time.After(20 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.done
+	}
+	n.cmd = nil
+}
+
+func waitPort(t *testing.T, port int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s did not listen on %d", what, port)
+}
+
+// proxy is a TCP proxy the test controls: while cut it drops every
+// connection and accepts none.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	go p.serve()
+	return p
+}
+
+func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[up] = true, true
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(up, c); up.Close(); c.Close() }()
+		go func() { _, _ = io.Copy(c, up); up.Close(); c.Close() }()
+	}
+}
+
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+		p.conns = map[net.Conn]bool{}
+	}
+}
+
+// meshProc is one relay process in the mesh.
+type meshProc struct {
+	name, dir, nats string
+	port            int
+	cmd             *exec.Cmd
+	done            chan struct{}
+	out             *lockedBuffer
+}
+
+func (r *meshProc) start(t *testing.T) {
+	t.Helper()
+	r.out = &lockedBuffer{}
+	r.cmd = exec.Command(relayBinary(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(r.port), "--data-dir", r.dir,
+		"--operator-slug", "operator-"+r.name, "--nats", r.nats, "--nats-name", r.name, "--nats-replicas", "3")
+	r.cmd.Env = childEnv()
+	r.cmd.Dir = r.dir
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", r.name, err)
+	}
+	r.done = make(chan struct{})
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() { r.kill() })
+	deadline := time.Now().Add(30 * time.Second)
+health:
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(r.port) + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break health
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start\n%s", r.name, r.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		var st struct{ Ready bool }
+		out := cli(t, "mesh", "status", "--json", "--port", strconv.Itoa(r.port), "--data-dir", r.dir)
+		if json.Unmarshal(out, &st) == nil && st.Ready {
+			return
+		}
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("%s did not join the mesh: %s\n%s", r.name, out, r.out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kill ends the relay with SIGKILL: no shutdown, no cleanup.
+func (r *meshProc) kill() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		r.cmd = nil
+	}
+}
+
+// agent is a real MCP client session of one agent on one relay.
+type meshAgent struct {
+	slug  string
+	token string
+	relay *meshProc
+}
+
+func (a meshAgent) call(t *testing.T, tool string, args map[string]any, out any) {
+	t.Helper()
+	trans, err := transport.NewStreamableHTTP("http://127.0.0.1:"+strconv.Itoa(a.relay.port)+"/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + a.token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(trans)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("%s: start MCP: %v", a.slug, err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mesh-e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("%s: initialize: %v", a.slug, err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", a.slug, tool, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s %s: %+v", a.slug, tool, res.Content)
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v", a.slug, tool, err)
+		}
+	}
+}
+
+func addMeshAgent(t *testing.T, r *meshProc, slug string) meshAgent {
+	t.Helper()
+	out := cli(t, "agents", "add", slug, "--name", slug, "--model", "test-model", "--capability", "text-output", "--json",
+		"--port", strconv.Itoa(r.port), "--data-dir", r.dir)
+	var reveal struct{ Token string }
+	if err := json.Unmarshal(out, &reveal); err != nil || reveal.Token == "" {
+		t.Fatalf("agents add %s on %s: %v %s", slug, r.name, err, out)
+	}
+	return meshAgent{slug: slug, token: reveal.Token, relay: r}
+}
+
+// inbox keeps every update alice has read, per task, to check each arrived
+// exactly once and in order.
+type inbox struct {
+	byTask map[string][]string
+}
+
+func (in *inbox) read(t *testing.T, a meshAgent) {
+	t.Helper()
+	var u relay.Updates
+	a.call(t, "read_updates", map[string]any{"limit": 100}, &u)
+	for _, e := range u.Updates {
+		in.byTask[e.TaskID] = append(in.byTask[e.TaskID], e.Type)
+	}
+}
+
+// await reads until task has at least n updates, then checks them.
+func (in *inbox) await(t *testing.T, a meshAgent, task string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for len(in.byTask[task]) < len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: updates %v; want %v", task, in.byTask[task], want)
+		}
+		in.read(t, a)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := strings.Join(in.byTask[task], ","); got != strings.Join(want, ",") {
+		t.Fatalf("task %s: updates %s; want %s exactly once, in order", task, got, strings.Join(want, ","))
+	}
+}
+
+func TestMeshEndToEnd(t *testing.T) {
+	if os.Getenv("CROSSCHAT_E2E_MESH") == "" {
+		t.Skip("set CROSSCHAT_E2E_MESH=1 (make e2e-mesh) to run the mesh with real processes")
+	}
+	cut := 60 * time.Second
+	if v := os.Getenv("CROSSCHAT_E2E_MESH_CUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut = d
+	}
+	relayBinary(t)
+	natsServerBinary(t)
+
+	// Three NATS nodes in one JetStream cluster.
+	nodes := make([]*natsNode, 3)
+	var routes []string
+	for i := range nodes {
+		nodes[i] = &natsNode{name: "n" + strconv.Itoa(i+1), port: freePort(t), route: freePort(t), dir: t.TempDir()}
+		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(nodes[i].route))
+	}
+	for _, n := range nodes {
+		n.routes = strings.Join(routes, ",")
+		n.start(t)
+		t.Cleanup(func() { n.stop(t) })
+	}
+	all := nodes[0].url() + "," + nodes[1].url() + "," + nodes[2].url()
+	// Relay A reaches NATS only through a proxy the test can cut.
+	px := newProxy(t, "127.0.0.1:"+strconv.Itoa(nodes[0].port))
+	ra := &meshProc{name: "relay-a", dir: t.TempDir(), nats: px.url(), port: freePort(t)}
+	rb := &meshProc{name: "relay-b", dir: t.TempDir(), nats: all, port: freePort(t)}
+	rc := &meshProc{name: "relay-c", dir: t.TempDir(), nats: all, port: freePort(t)}
+	for _, r := range []*meshProc{ra, rb, rc} {
+		r.start(t)
+	}
+	alice, bob, carol := addMeshAgent(t, ra, "alice"), addMeshAgent(t, rb, "bob"), addMeshAgent(t, rc, "carol")
+	for _, a := range []meshAgent{alice, bob, carol} {
+		a.call(t, "heartbeat", map[string]any{}, nil)
+	}
+
+	// list_agents on C shows every agent with its relay.
+	wantRelays := map[string]string{"alice": "relay-a", "bob": "relay-b", "carol": "relay-c"}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var l struct{ Agents []relay.Agent }
+		carol.call(t, "list_agents", map[string]any{"includeOffline": true}, &l)
+		found := 0
+		for _, ag := range l.Agents {
+			if wantRelays[ag.Slug] != "" && wantRelays[ag.Slug] == ag.Relay {
+				found++
+			}
+		}
+		if found == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list_agents on C: %+v", l.Agents)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A must know bob before posting to him.
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		var l struct{ Agents []relay.Agent }
+		alice.call(t, "list_agents", map[string]any{"includeOffline": true}, &l)
+		ok := false
+		for _, ag := range l.Agents {
+			ok = ok || (ag.Slug == "bob" && ag.Relay == "relay-b")
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("A never listed bob")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	in := &inbox{byTask: map[string][]string{}}
+	post := func(title string) string {
+		var task relay.Task
+		alice.call(t, "post_task", map[string]any{"recipientSlug": "bob", "title": title, "instructions": "Do " + title + "."}, &task)
+		return task.ID
+	}
+	claim := func(want string) {
+		t.Helper()
+		var got struct{ Task *relay.Task }
+		bob.call(t, "claim_next_task", map[string]any{"waitMs": 25000}, &got)
+		if got.Task == nil || got.Task.ID != want {
+			t.Fatalf("bob claimed %+v; want %s", got.Task, want)
+		}
+	}
+	report := func(id, kind, msg string) {
+		bob.call(t, "report_task", map[string]any{"taskId": id, "kind": kind, "message": msg}, nil)
+	}
+	full := []string{relay.EventTaskClaimed, relay.EventTaskProgress, relay.EventTaskCompleted}
+
+	// 1. Across relays: posted on A, claimed through B's /mcp, reported, completed.
+	start := time.Now()
+	id := post("plain")
+	claim(id)
+	report(id, "progress", "half")
+	report(id, "completed", "done")
+	in.await(t, alice, id, full...)
+	var got relay.Task
+	alice.call(t, "get_task", map[string]any{"taskId": id}, &got)
+	if got.Status != relay.StatusCompleted || got.Signature != relay.MarkVerified {
+		t.Fatalf("get_task on A: %s %q", got.Status, got.Signature)
+	}
+	t.Logf("plain lifecycle across relays: %s", time.Since(start))
+
+	// 2. SIGKILL relay B mid-task, restart it.
+	id = post("killed")
+	claim(id)
+	report(id, "progress", "before the kill")
+	rb.kill()
+	rb.start(t)
+	report(id, "completed", "after the restart")
+	in.await(t, alice, id, full...)
+
+	// 3. Stop one NATS node (not the one A's proxy leads to).
+	nodes[2].stop(t)
+	id = post("one node down")
+	claim(id)
+	report(id, "progress", "n3 down")
+	report(id, "completed", "done")
+	in.await(t, alice, id, full...)
+	nodes[2].start(t)
+
+	// 4. Cut A off from NATS while alice keeps posting.
+	px.setCut(true)
+	var cutIDs []string
+	for i := range 3 {
+		cutIDs = append(cutIDs, post("offline "+strconv.Itoa(i)))
+	}
+	time.Sleep(cut) // the fault itself lasts this long; nothing polls here
+	px.setCut(false)
+	for _, id := range cutIDs {
+		claim(id) // in the order posted
+		report(id, "progress", "after the cut")
+		report(id, "completed", "done")
+	}
+	for _, id := range cutIDs {
+		in.await(t, alice, id, full...)
+	}
+
+	// 5. Restart all of NATS; posts meanwhile wait in A's outbox.
+	for _, n := range nodes {
+		n.stop(t)
+	}
+	id = post("all down")
+	for _, n := range nodes {
+		n.start(t)
+	}
+	claim(id)
+	report(id, "progress", "after the restart")
+	report(id, "completed", "done")
+	in.await(t, alice, id, full...)
+
+	// Nothing extra arrives for any task.
+	time.Sleep(2 * time.Second) // lets any stray duplicate land before the last read
+	in.read(t, alice)
+	for task, evs := range in.byTask {
+		if strings.Join(evs, ",") != strings.Join(full, ",") {
+			t.Fatalf("task %s: updates %v; want %v", task, evs, full)
+		}
+	}
+	if len(in.byTask) != 7 {
+		t.Fatalf("alice read updates for %d tasks; want 7", len(in.byTask))
+	}
+}
