@@ -33,7 +33,7 @@ type testRelay struct {
 
 // startRelay opens a store in a fresh folder (or dir) and joins the mesh at
 // urls, or embeds a server when urls is empty.
-func startRelay(t *testing.T, name, dir string, urls ...string) *testRelay {
+func startRelay(t testing.TB, name, dir string, urls ...string) *testRelay {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

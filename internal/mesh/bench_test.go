@@ -1,0 +1,189 @@
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// The figures of docs/performance.md's mesh section, single relay beside
+// two relays over an embedded NATS server, in one run:
+//
+//	go test -run '^$' -bench . -benchtime 200x ./internal/mesh/
+
+// pair is where a sender posts and where the recipient claims.
+type pair struct {
+	sender, owner relay.Service
+	changes       func(int) (<-chan relay.Change, func())
+}
+
+func benchPairs(b *testing.B, mode string, n int) (pair, []string, []string) {
+	b.Helper()
+	a := startRelay(b, "relay-a", "")
+	p := pair{sender: a.svc, owner: a.svc, changes: a.db.Subscribe}
+	var senders, recipients []string
+	for i := range n {
+		senders = append(senders, fmt.Sprintf("sender-%d", i))
+		recipients = append(recipients, fmt.Sprintf("worker-%d", i))
+	}
+	for _, s := range senders {
+		createAgentB(b, a, s)
+	}
+	owner := a
+	if mode == "mesh" {
+		owner = startRelay(b, "relay-b", "", a.node.ClientURL())
+		p.owner = owner.svc
+	}
+	for _, r := range recipients {
+		createAgentB(b, owner, r)
+	}
+	if mode == "mesh" {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			as, err := a.svc.ListAgents(context.Background(), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			known := 0
+			for _, ag := range as {
+				if ag.Relay == "relay-b" {
+					known++
+				}
+			}
+			if known == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("A knows %d of %d remote agents", known, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return p, senders, recipients
+}
+
+func createAgentB(b *testing.B, r *testRelay, slug string) {
+	b.Helper()
+	if _, _, err := r.svc.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.svc.Heartbeat(context.Background(), slug); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	i := int(float64(len(d)-1) * p)
+	return float64(d[i].Microseconds()) / 1000
+}
+
+// BenchmarkWake times post_task on the sender's relay to a claim waiting on
+// the recipient's relay returning it.
+func BenchmarkWake(b *testing.B) {
+	for _, mode := range []string{"single", "mesh"} {
+		b.Run(mode, func(b *testing.B) {
+			p, senders, recipients := benchPairs(b, mode, 1)
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				got := make(chan time.Time, 1)
+				go func() {
+					task, err := p.owner.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: recipients[0], Wait: 20 * time.Second, Via: relay.ViaChat})
+					if err != nil || task == nil {
+						b.Errorf("claim: %v %v", task, err)
+					}
+					got <- time.Now()
+				}()
+				time.Sleep(25 * time.Millisecond) // let the claim park, as the bench's wake-up phase does
+				t0 := time.Now()
+				if _, err := p.sender.PostTask(ctx, relay.PostTaskInput{SenderSlug: senders[0], RecipientSlug: recipients[0], Title: "wake", Instructions: "x"}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, (<-got).Sub(t0))
+			}
+			b.StopTimer()
+			b.ReportMetric(percentile(lat, 0.5), "p50-ms")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkLifecycle runs full lifecycles with 8 sender/recipient pairs:
+// post on the sender's relay, claim and complete on the owner's, and the
+// sender's relay has the task-completed update.
+func BenchmarkLifecycle(b *testing.B) {
+	const pairs = 8
+	for _, mode := range []string{"single", "mesh"} {
+		b.Run(mode, func(b *testing.B) {
+			p, senders, recipients := benchPairs(b, mode, pairs)
+			ctx := context.Background()
+			changes, stop := p.changes(1 << 16)
+			defer stop()
+			var mu sync.Mutex
+			waiting := map[string]chan struct{}{}
+			go func() {
+				for c := range changes {
+					if c.Type == relay.ChangeEvent && c.Event.Type == relay.EventTaskCompleted {
+						mu.Lock()
+						if w, ok := waiting[c.Event.TaskID]; ok {
+							close(w)
+							delete(waiting, c.Event.TaskID)
+						}
+						mu.Unlock()
+					}
+				}
+			}()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range pairs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						done := make(chan struct{})
+						task, err := p.sender.PostTask(ctx, relay.PostTaskInput{SenderSlug: senders[i], RecipientSlug: recipients[i], Title: "life", Instructions: "x"})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						waiting[task.ID] = done
+						mu.Unlock()
+						got, err := p.owner.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: recipients[i], Wait: 20 * time.Second, Via: relay.ViaChat})
+						if err != nil || got == nil || got.ID != task.ID {
+							b.Errorf("claim: %v %v", got, err)
+							return
+						}
+						if _, err := p.owner.ReportTask(ctx, relay.ReportInput{ReporterSlug: recipients[i], TaskID: task.ID, Kind: relay.ReportCompleted, Message: "ok"}); err != nil {
+							b.Error(err)
+							return
+						}
+						select {
+						case <-done:
+						case <-time.After(30 * time.Second):
+							b.Errorf("task %s: no completed update on the sender's relay", task.ID)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/el.Seconds(), "lifecycles/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
