@@ -50,7 +50,7 @@ func importUpstream(from, to, operator string) (store.ImportResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if operator == "" {
-		operator = store.DefaultOperatorSlug
+		operator = relay.DefaultOperatorSlug
 	}
 	return store.ImportUpstream(ctx, from, to, store.ImportOptions{
 		Store: store.Options{OperatorSlug: operator},

@@ -22,6 +22,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/tick"
 )
 
 // DesktopOptions are the parts of the window app that come from the binary.
@@ -183,18 +184,11 @@ func (d *desktopApp) showRunning() bool {
 }
 
 func (d *desktopApp) rememberLoop(ctx context.Context) {
-	t := time.NewTicker(15 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := d.win.remember(); err != nil {
-				d.log.Warn("remember window position", "err", err)
-			}
+	tick.Every(ctx, 15*time.Second, func() {
+		if err := d.win.remember(); err != nil {
+			d.log.Warn("remember window position", "err", err)
 		}
-	}
+	})
 }
 
 func (d *desktopApp) beforeQuit() {

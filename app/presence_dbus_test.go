@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -165,17 +166,6 @@ func (m menuItem) find(label string) (menuItem, bool) {
 	return menuItem{}, false
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Ensure, on a real (private) D-Bus session bus, that the tray owns a
 // StatusNotifierItem name and exports its menu; that a task the operator
 // posted and an agent completed over MCP produces one Notify call naming
@@ -204,12 +194,12 @@ func TestPresenceOverDBus(t *testing.T) {
 
 	// The StatusNotifierItem name and its menu.
 	sni := "org.kde.StatusNotifierItem-" + itoa(os.Getpid()) + "-1"
-	waitUntil(t, "the tray owns "+sni, func() bool {
+	poll.Until(t, "the tray owns "+sni, 20*time.Second, func() bool {
 		var has bool
 		return busConn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, sni).Store(&has) == nil && has
 	})
 	var menu menuItem
-	waitUntil(t, "the menu lists its items", func() bool {
+	poll.Until(t, "the menu lists its items", 20*time.Second, func() bool {
 		menu = readMenu(t, busConn, sni)
 		_, ok := menu.find(desktop.TrayQuitTitle)
 		return ok
@@ -243,7 +233,7 @@ func TestPresenceOverDBus(t *testing.T) {
 	agent := mcpClient(t, "http://"+r.Addr().String()+"/mcp", rev.Token)
 	mcpCall(t, agent, "claim_next_task", map[string]any{})
 	mcpCall(t, agent, "report_task", map[string]any{"taskId": task.ID, "kind": "completed", "message": "Painted.", "result": "amber"})
-	waitUntil(t, "a Notify call", func() bool { return len(fake.snapshot()) > 0 })
+	poll.Until(t, "a Notify call", 20*time.Second, func() bool { return len(fake.snapshot()) > 0 })
 	call := fake.snapshot()[0]
 	if call.Summary != "Task finished" || !strings.Contains(call.Body, "Paint the tray icon") || call.App != desktop.DisplayName || len(call.Actions) < 2 || call.Actions[0] != "default" {
 		t.Fatalf("Notify %+v", call)
@@ -269,13 +259,13 @@ func TestPresenceOverDBus(t *testing.T) {
 	}
 	mcpCall(t, agent, "claim_next_task", map[string]any{})
 	mcpCall(t, agent, "report_task", map[string]any{"taskId": blocked.ID, "kind": "blocked", "message": "Which blue?"})
-	waitUntil(t, "the blocked task in the menu", func() bool {
+	poll.Until(t, "the blocked task in the menu", 20*time.Second, func() bool {
 		menu = readMenu(t, busConn, sni)
 		it, ok := menu.find("Choose the blue")
 		return ok && it.Visible
 	})
 	writeShot(t, "tray-menu.json", menu)
-	waitUntil(t, "a Notify call for the blocked task", func() bool {
+	poll.Until(t, "a Notify call for the blocked task", 20*time.Second, func() bool {
 		for _, c := range fake.snapshot() {
 			if c.Summary == "Task blocked" {
 				return true

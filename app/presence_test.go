@@ -20,6 +20,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 )
 
 // Ensure `status` says running (exit 0) with pid, address and counts for a
@@ -63,7 +64,7 @@ func TestServeLogsAndRunFile(t *testing.T) {
 	go func() {
 		done <- app.Serve([]string{"--port", strconv.Itoa(port), "--data-dir", dir}, nil, "test", &out, &errb)
 	}()
-	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, app.RunFileName)); return err == nil }, "run file")
+	waitFor(t, "run file", func() bool { _, err := os.Stat(filepath.Join(dir, app.RunFileName)); return err == nil })
 	if o, _, code := run(t, "logs", "--data-dir", dir, "-n", "1"); code != 0 || !strings.Contains(o, "relay started") {
 		t.Fatalf("logs: %d %q", code, o)
 	}
@@ -251,15 +252,9 @@ func freePort(t *testing.T) int {
 }
 
 // waitFor polls cond until it holds or 20 s pass.
-func waitFor(t *testing.T, cond func() bool, what string) {
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, 20*time.Second, cond)
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.

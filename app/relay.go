@@ -17,6 +17,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/tick"
 	"github.com/crosschat/crosschat-relay/internal/watch"
 	"github.com/crosschat/crosschat-relay/internal/web"
 	"github.com/crosschat/crosschat-relay/internal/worker"
@@ -200,27 +201,20 @@ func (r *Relay) Done() <-chan error { return r.served }
 
 func (r *Relay) sweep(ctx context.Context) {
 	defer r.wg.Done()
-	t := time.NewTicker(SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	tick.Every(ctx, SweepInterval, func() {
+		res, err := r.db.Sweep(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("maintenance sweep failed", "err", err)
+			}
 			return
-		case <-t.C:
-			res, err := r.db.Sweep(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.log.Error("maintenance sweep failed", "err", err)
-				}
-				continue
-			}
-			if res.Requeued > 0 || res.Pruned > 0 || res.PrunedInvites > 0 || res.PrunedActivity > 0 {
-				r.log.Info("maintenance sweep", "requeued", res.Requeued, "pruned", res.Pruned,
-					"prunedInvites", res.PrunedInvites, "prunedActivity", res.PrunedActivity)
-			}
-			r.pruneRuns()
 		}
-	}
+		if res.Requeued > 0 || res.Pruned > 0 || res.PrunedInvites > 0 || res.PrunedActivity > 0 {
+			r.log.Info("maintenance sweep", "requeued", res.Requeued, "pruned", res.Pruned,
+				"prunedInvites", res.PrunedInvites, "prunedActivity", res.PrunedActivity)
+		}
+		r.pruneRuns()
+	})
 }
 
 // pruneRuns deletes run folders left behind for longer than the retention

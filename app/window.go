@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/tick"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
-
-// ChangeEvent is the event name that carries a relay.Change to the window;
-// the bridge streams the same name to browsers.
-const ChangeEvent = "relay:change"
 
 // Default and minimum window sizes.
 const (
@@ -116,10 +114,10 @@ func forward(ctx context.Context, svc relay.Service, rt Runtime) {
 					return
 				case c, ok := <-ch:
 					if !ok {
-						rt.EventsEmit(ChangeEvent, relay.Change{Type: "resync"})
+						rt.EventsEmit(web.ChangeEvent, relay.Change{Type: "resync"})
 						return
 					}
-					rt.EventsEmit(ChangeEvent, c)
+					rt.EventsEmit(web.ChangeEvent, c)
 				}
 			}
 		}()
@@ -133,16 +131,9 @@ const selfTestEnv = "CROSSCHAT_SELFTEST"
 // selfTest asks the page for its text every second; the page answers
 // through System.ReportSelfTest, which writes it to the self-test file.
 func selfTest(ctx context.Context, rt Runtime) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rt.ExecJS(`window.go && window.go.app && window.go.app.System.ReportSelfTest(document.body.innerText)`)
-		}
-	}
+	tick.Every(ctx, time.Second, func() {
+		rt.ExecJS(`window.go && window.go.app && window.go.app.System.ReportSelfTest(document.body.innerText)`)
+	})
 }
 
 // ReportSelfTest records what the window shows, in self-test mode only

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // fakeRuntime records what the app asks of the window.
@@ -25,7 +26,7 @@ type fakeRuntime struct {
 func (f *fakeRuntime) EventsEmit(name string, data ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if name == ChangeEvent && len(data) == 1 {
+	if name == web.ChangeEvent && len(data) == 1 {
 		f.events = append(f.events, data[0].(relay.Change))
 	}
 }

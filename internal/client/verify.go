@@ -11,10 +11,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -38,21 +37,12 @@ func CheckAdminURL(base string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopbackHost(u.Hostname()) {
+		if loopback.Host(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("%w (%s): over plain HTTP the admin token goes only to this computer; use an https URL for a relay elsewhere", ErrInsecureURL, u.Host)
 	}
 	return fmt.Errorf("relay URL %q: not an http or https URL", base)
-}
-
-func isLoopbackHost(h string) bool {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	if h == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(strings.Trim(h, "[]"))
-	return err == nil && a.Unmap().IsLoopback()
 }
 
 // Verify checks, without sending the admin token, that the relay at

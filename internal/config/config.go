@@ -17,16 +17,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Defaults.
 const (
-	DefaultHost          = "127.0.0.1"
-	DefaultPort          = 4318
-	DefaultRetentionDays = 30
-	DefaultOperatorSlug  = "operator"
-	TokenFile            = "api-token"
+	DefaultHost = "127.0.0.1"
+	DefaultPort = 4318
+	TokenFile   = "api-token"
 	// MinRemoteTokenLen is the shortest admin token accepted from the
 	// environment when the relay listens beyond loopback.
 	MinRemoteTokenLen = 32
@@ -171,8 +170,8 @@ func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *fla
 		return nil
 	})
 	c.AllowedOrigins = splitList(envOr(env, EnvAllowedOrigins, ""))
-	fs.StringVar(&c.OperatorSlug, "operator-slug", envOr(env, EnvOperatorSlug, DefaultOperatorSlug), "slug of the human operator (env "+EnvOperatorSlug+")")
-	fs.Float64Var(&c.TaskRetentionDays, "task-retention-days", c.envFloat(env, EnvRetentionDays, DefaultRetentionDays), "days to keep completed and cancelled tasks; fractions allowed (env "+EnvRetentionDays+")")
+	fs.StringVar(&c.OperatorSlug, "operator-slug", envOr(env, EnvOperatorSlug, relay.DefaultOperatorSlug), "slug of the human operator (env "+EnvOperatorSlug+")")
+	fs.Float64Var(&c.TaskRetentionDays, "task-retention-days", c.envFloat(env, EnvRetentionDays, relay.DefaultRetentionDays), "days to keep completed and cancelled tasks; fractions allowed (env "+EnvRetentionDays+")")
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr; default crosschat-relay.log in the data folder, \"none\" for no file (env "+EnvLogFile+")")
 	fs.BoolVar(&c.Hidden, "hidden", false, "start the desktop app without showing its window")
 	c.meshFlags(fs, env)
@@ -205,10 +204,10 @@ func (c *Config) Finish() error {
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
-	if !IsLoopback(c.Host) && len(c.AllowedHosts) == 0 {
+	if !loopback.Host(c.Host) && len(c.AllowedHosts) == 0 {
 		return fmt.Errorf("--host %s is not a loopback address: name the host names clients will use with --allowed-hosts (or %s)", c.Host, EnvAllowedHosts)
 	}
-	if !IsLoopback(c.Host) && c.APIToken != "" && len(c.APIToken) < MinRemoteTokenLen {
+	if !loopback.Host(c.Host) && c.APIToken != "" && len(c.APIToken) < MinRemoteTokenLen {
 		return fmt.Errorf("%s is %d characters: a relay listening beyond loopback (--host %s) needs an admin token of at least %d random characters (or unset it to use the generated one)", EnvAPIToken, len(c.APIToken), c.Host, MinRemoteTokenLen)
 	}
 	if len(c.AllowedOrigins) == 0 {
@@ -217,16 +216,6 @@ func (c *Config) Finish() error {
 	c.AllowedHosts = withLoopback(c.AllowedHosts)
 	c.AllowedOrigins = withLoopback(c.AllowedOrigins)
 	return nil
-}
-
-// IsLoopback reports whether host is a loopback name or address.
-func IsLoopback(host string) bool {
-	h := strings.Trim(strings.ToLower(host), "[]")
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Addr is the listen address.

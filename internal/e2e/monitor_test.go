@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -137,16 +138,10 @@ func (m *monitorProc) snapshot() []string {
 	return append([]string(nil), m.lines...)
 }
 
-// waitFor polls until cond holds or 30 s pass.
+// waitFor polls until cond holds or 30 s pass, showing dump on failure.
 func waitFor(t *testing.T, what string, cond func() bool, dump func() string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s\n%s", what, dump())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, 30*time.Second, cond, dump)
 }
 
 // monitorEvent is one parsed stdout line.

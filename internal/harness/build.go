@@ -62,7 +62,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		args = []string{"-p", "--output-format", "stream-json", "--verbose",
 			"--permission-mode", "acceptEdits",
 			"--mcp-config", req.MCPConfigFile,
-			"--allowedTools", "mcp__" + RunServer}
+			"--allowedTools", "mcp__" + runspec.RunServer}
 		for _, d := range req.ExtraDirs {
 			args = append(args, "--add-dir", d)
 		}
@@ -102,7 +102,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		// The run's server lives in a settings file of its own run folder,
 		// read as Gemini's system settings; the token stays a reference to
 		// the run's environment, never written to disk.
-		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{RunServer: map[string]any{
+		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
 			"httpUrl": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"}, "trust": true}}})
 		if err != nil {
 			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
@@ -152,7 +152,7 @@ func buildCustom(req runspec.Request, spec runspec.Spec) ([]string, runspec.Spec
 			spec.ResultFile = req.ResultFile
 		}
 		if strings.Contains(a, "{mcp_config}") {
-			spec.RelayServer = RunServer
+			spec.RelayServer = runspec.RunServer
 		}
 		args = append(args, r.Replace(a))
 	}

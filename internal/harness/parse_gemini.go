@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // geminiParser parses Gemini CLI's --output-format stream-json.
@@ -138,7 +139,7 @@ func (p *geminiParser) Line(line string) []relay.ActivityEntry {
 // geminiLabel names Gemini's MCP tools (mcp_<server>_<tool>) "<server> › <tool>".
 func geminiLabel(name string) string {
 	if rest, ok := strings.CutPrefix(name, "mcp_"); ok {
-		for _, s := range []string{RunServer, UserServer} {
+		for _, s := range []string{runspec.RunServer, UserServer} {
 			if tool, ok := strings.CutPrefix(rest, s+"_"); ok && tool != "" {
 				return s + " › " + tool
 			}

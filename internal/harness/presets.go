@@ -19,14 +19,10 @@ const (
 	Custom     = relay.HarnessCustom
 )
 
-// MCP server names under which a run sees the relay's tools.
-const (
-	// RunServer is the server name of the per-run MCP config file.
-	RunServer = "crosschat-run"
-	// UserServer is the server name used in a tool's own settings and in
-	// presets that configure the server on the command line.
-	UserServer = "crosschat"
-)
+// UserServer is the MCP server name of the relay's tools in a tool's own
+// settings and in presets that configure the server on the command line
+// (a run's own configuration uses runspec.RunServer).
+const UserServer = "crosschat"
 
 // Preset describes one agent CLI the relay knows how to detect, run and connect.
 type Preset struct {
@@ -77,7 +73,7 @@ func Presets() []Preset {
 				}
 			},
 			CanRun: true, ExtraDirs: true, Resume: true,
-			Events: runspec.EventsClaudeStream, RelayServer: RunServer,
+			Events: runspec.EventsClaudeStream, RelayServer: runspec.RunServer,
 			Safety: "Claude Code may edit files inside the working folder; anything that needs approval (such as shell commands) is refused.",
 		},
 		{
@@ -97,7 +93,7 @@ func Presets() []Preset {
 			ID: Gemini, Name: "Gemini CLI", Binaries: []string{"gemini"},
 			KnownLocations: func(home, goos string) []string { return nil },
 			CanRun:         true, ExtraDirs: true, Resume: true,
-			Events: runspec.EventsGeminiStream, RelayServer: RunServer,
+			Events: runspec.EventsGeminiStream, RelayServer: runspec.RunServer,
 			Safety: "Gemini CLI runs with approval mode auto_edit: it may edit files; other actions that need approval are refused. The relay's own tools are trusted for the run.",
 		},
 		{

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/tick"
 )
 
 // dirAgent is an agent's directory entry.
@@ -148,23 +149,16 @@ func (n *Node) watchDirectory() {
 // recomputes which remote agents are online.
 func (n *Node) refreshLoop() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.opts.Refresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(n.ctx, n.opts.Refresh, func() {
 		ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
+		defer cancel()
 		if err := n.advertise(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("refresh directory", err)
 		}
 		if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("sync directory", err)
 		}
-		cancel()
-	}
+	})
 }
 
 // syncAgents gives the store the remote agents of the directory.

@@ -317,7 +317,7 @@ func (n *Node) publishLoop() {
 				continue
 			}
 			switch c.Type {
-			case relay.ChangeTask, relay.ChangeEvent:
+			case relay.ChangeTask, relay.ChangeJournal:
 				n.poke()
 			case relay.ChangeAgent:
 				if c.Agent != nil && n.isLocal(c.Agent.Slug) {

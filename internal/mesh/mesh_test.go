@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
@@ -72,20 +73,16 @@ func (r *testRelay) stop() {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond until it holds or 30 s pass; a failure shows what
+// cond said last.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	last := ""
-	for time.Now().Before(deadline) {
+	poll.Until(t, what, 30*time.Second, func() bool {
 		ok, msg := cond()
-		if ok {
-			return
-		}
 		last = msg
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not reached before the deadline; last: %s", what, last)
+		return ok
+	}, func() string { return "last: " + last })
 }
 
 func createAgent(t *testing.T, r *testRelay, slug string) {

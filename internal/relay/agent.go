@@ -17,6 +17,14 @@ const (
 	Offline = "offline"
 )
 
+// DefaultOperatorSlug is the slug of the human operator unless the
+// configuration names another.
+const DefaultOperatorSlug = "operator"
+
+// DefaultRetentionDays is how long completed and cancelled tasks are kept
+// unless the configuration says otherwise.
+const DefaultRetentionDays = 30
+
 // DefaultCapabilities are the suggested capability labels.
 var DefaultCapabilities = []string{"text-input", "text-output", "image-input", "image-output", "code-execution", "web-search", "file-system"}
 

@@ -8,7 +8,7 @@ const (
 	ChangeTasksRemoved = "tasks-removed"
 	ChangeAgent        = "agent"
 	ChangeAgentRemoved = "agent-removed"
-	ChangeEvent        = "event"
+	ChangeJournal      = "event" // a journal event (Change.Event)
 	ChangeInvite       = "invite"
 	ChangeSettings     = "settings"
 )

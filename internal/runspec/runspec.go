@@ -26,6 +26,10 @@ type Request struct {
 	ResumeSession string
 }
 
+// RunServer is the MCP server name of the relay's tools in a run's own MCP
+// configuration (the worker's mcp.json, a preset's settings file).
+const RunServer = "crosschat-run"
+
 // Stream formats of agent CLIs' output.
 const (
 	EventsPlain        = "plain"

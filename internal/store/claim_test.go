@@ -336,7 +336,7 @@ func TestLeaseExpiryBySweep(t *testing.T) {
 	var sawTask, sawEvent bool
 	for _, c := range drain(changes, 50*time.Millisecond) {
 		sawTask = sawTask || (c.Type == relay.ChangeTask && c.Task.ID == task.ID && c.Task.Status == relay.StatusQueued)
-		sawEvent = sawEvent || (c.Type == relay.ChangeEvent && c.Event.Type == relay.EventTaskRequeued)
+		sawEvent = sawEvent || (c.Type == relay.ChangeJournal && c.Event.Type == relay.EventTaskRequeued)
 	}
 	if !sawTask || !sawEvent {
 		t.Fatalf("sweep published task %v, event %v", sawTask, sawEvent)

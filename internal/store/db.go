@@ -29,12 +29,6 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// Defaults for Options.
-const (
-	DefaultOperatorSlug  = "operator"
-	DefaultRetentionDays = 30
-)
-
 // stmtCacheSize is how many prepared statements each connection keeps;
 // the store's queries are fixed strings, so re-preparing them is waste.
 const stmtCacheSize = "64"
@@ -102,14 +96,14 @@ var _ relay.Service = (*DB)(nil)
 func Open(path string, opts Options) (*DB, error) {
 	ctx := context.Background()
 	if opts.OperatorSlug == "" {
-		opts.OperatorSlug = DefaultOperatorSlug
+		opts.OperatorSlug = relay.DefaultOperatorSlug
 	}
 	operator, err := relay.NormalizeSlug("operator slug", opts.OperatorSlug)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if opts.RetentionDays == 0 {
-		opts.RetentionDays = DefaultRetentionDays
+		opts.RetentionDays = relay.DefaultRetentionDays
 	}
 	if opts.RetentionDays < 0 {
 		return nil, fmt.Errorf("open store: retention days must be positive, got %v", opts.RetentionDays)

@@ -398,7 +398,7 @@ func (t *tx) event(recipient, typ, taskID, summary string) error {
 			return fmt.Errorf("trim events: %w", err)
 		}
 	}
-	t.publish(relay.Change{Type: relay.ChangeEvent, Event: &relay.Event{
+	t.publish(relay.Change{Type: relay.ChangeJournal, Event: &relay.Event{
 		Sequence: seq, RecipientSlug: recipient, Type: typ, TaskID: taskID, Summary: summary, CreatedAt: t.ts,
 	}})
 	return nil

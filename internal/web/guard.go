@@ -14,21 +14,6 @@ func DefaultAllowedHosts() []string {
 	return []string{"localhost", "127.0.0.1", "[::1]"}
 }
 
-// IsLoopbackHost reports whether host names this computer: "localhost", a
-// loopback IP address (127.0.0.0/8, ::1, ::ffff:127.0.0.1), IPv6 with or
-// without brackets. A port is not allowed.
-func IsLoopbackHost(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	if h == "localhost" {
-		return true
-	}
-	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
-		h = h[1 : len(h)-1]
-	}
-	a, err := netip.ParseAddr(h)
-	return err == nil && a.Unmap().IsLoopback()
-}
-
 // normalizeHostname lowercases a configured hostname and strips IPv6
 // brackets and a trailing dot; it returns "" when raw is not a hostname.
 func normalizeHostname(raw string) string {

@@ -89,7 +89,7 @@ func (p *pushHub) run(ch <-chan relay.Change, cancel func()) {
 			switch {
 			case c.Type == relay.ChangeTask && c.Task != nil:
 				p.wake(c.Task.RecipientSlug)
-			case c.Type == relay.ChangeEvent && c.Event != nil:
+			case c.Type == relay.ChangeJournal && c.Event != nil:
 				p.wake(c.Event.RecipientSlug)
 			}
 		}

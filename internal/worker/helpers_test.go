@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -211,7 +212,7 @@ func (h *testHarness) Build(req runspec.Request) (runspec.Spec, error) {
 			spec.ResultFile = req.ResultFile
 		}
 		if strings.Contains(a, "{mcp_config}") {
-			spec.RelayServer = worker.RunServerName
+			spec.RelayServer = runspec.RunServer
 		}
 		spec.Args = append(spec.Args, r.Replace(a))
 	}
@@ -397,18 +398,6 @@ func (e *env) post(from, title, mode string) relay.Task {
 	return task
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // holds checks that cond stays true for d.
 func holds(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
@@ -435,7 +424,7 @@ func (e *env) task(id string) relay.Task {
 func (e *env) finished(id string) relay.Task {
 	e.t.Helper()
 	var task relay.Task
-	waitFor(e.t, "the task to finish", 30*time.Second, func() bool {
+	poll.Until(e.t, "the task to finish", 30*time.Second, func() bool {
 		task = e.task(id)
 		if task.Status == relay.StatusQueued || task.Status == relay.StatusClaimed {
 			return false
@@ -474,7 +463,7 @@ func lastReport(task relay.Task) relay.Report {
 // pids reads the helper's "child grandchild" pid file once it exists.
 func (e *env) pids() (child, grandchild int) {
 	e.t.Helper()
-	waitFor(e.t, "the helper's pid file", 30*time.Second, func() bool {
+	poll.Until(e.t, "the helper's pid file", 30*time.Second, func() bool {
 		_, err := os.Stat(e.pidFile)
 		return err == nil
 	})
@@ -506,7 +495,7 @@ func alive(pid int) bool {
 func waitGone(t *testing.T, pids ...int) {
 	t.Helper()
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("pid %d to end", pid), 15*time.Second, func() bool { return !alive(pid) })
+		poll.Until(t, fmt.Sprintf("pid %d to end", pid), 15*time.Second, func() bool { return !alive(pid) })
 	}
 }
 

@@ -21,8 +21,6 @@ const (
 	resultFileName  = "result.md"
 	mcpFileName     = "mcp.json"
 	processFileName = "process"
-	// RunServerName is the MCP server name of the relay's tools in mcp.json.
-	RunServerName = "crosschat-run"
 )
 
 // prepareRun writes the run folder and builds the command.
@@ -58,7 +56,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	if spec, err = o.Harness.Build(req); err != nil {
 		return nil, spec, nil, nil, err
 	}
-	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{RunServerName: map[string]any{
+	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
 		"type": "http", "url": o.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + r.token},
 	}}}, "", "  ")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
@@ -169,7 +170,7 @@ func TestCancelKillsTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, child, grandchild)
-	waitFor(t, "the worker to leave running", 15*time.Second, func() bool {
+	poll.Until(t, "the worker to leave running", 15*time.Second, func() bool {
 		s := e.status()
 		return s.State != relay.WorkerRunning && s.CurrentTask == nil && s.LastRun != nil
 	})
@@ -208,7 +209,7 @@ func TestRunsPerHour(t *testing.T) {
 	first := e.post(operator, "First", "done")
 	e.finished(first.ID)
 	second := e.post(operator, "Second", "done")
-	waitFor(t, "limited", 10*time.Second, func() bool { return e.status().State == relay.WorkerLimited })
+	poll.Until(t, "limited", 10*time.Second, func() bool { return e.status().State == relay.WorkerLimited })
 	s := e.status()
 	at, err := relay.ParseTime(s.ResumesAt)
 	if err != nil {
@@ -225,7 +226,7 @@ func TestPauseResume(t *testing.T) {
 	e := newEnv(t, nil)
 	m := e.start()
 	m.SetPaused(true)
-	waitFor(t, "paused", 5*time.Second, func() bool { return e.status().State == relay.WorkerPaused })
+	poll.Until(t, "paused", 5*time.Second, func() bool { return e.status().State == relay.WorkerPaused })
 	task := e.post(operator, "Later", "done")
 	holds(t, "the task queued while paused", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
 	m.SetPaused(false)
@@ -402,7 +403,7 @@ func TestResumeSession(t *testing.T) {
 	if _, err := e.db.RequestChanges(e.ctx, operator, task.ID, "Shorter, please."); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "round 2", 30*time.Second, func() bool {
+	poll.Until(t, "round 2", 30*time.Second, func() bool {
 		got := e.task(task.ID)
 		return got.Status == relay.StatusCompleted && len(got.Reports) >= 3
 	})
@@ -437,7 +438,7 @@ func TestStopReleases(t *testing.T) {
 func TestReload(t *testing.T) {
 	e := newEnv(t, nil)
 	m := e.start()
-	waitFor(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
+	poll.Until(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
 	cfg := e.cfg
 	cfg.Enabled = false
 	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {

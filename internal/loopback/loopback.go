@@ -1,0 +1,23 @@
+// Package loopback answers whether a host names this computer: the one
+// check the configuration, the HTTP guards and the CLI client share.
+package loopback
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Host reports whether host names this computer: "localhost", a loopback
+// IP address (127.0.0.0/8, ::1, ::ffff:127.0.0.1), IPv6 with or without
+// brackets, any case, a trailing dot allowed. A port is not allowed.
+func Host(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	if h == "localhost" {
+		return true
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Unmap().IsLoopback()
+}

@@ -1,0 +1,24 @@
+package loopback_test
+
+import (
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/loopback"
+)
+
+// Ensures which hosts count as this computer.
+func TestHost(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"localhost", true}, {"LOCALHOST", true}, {"localhost.", true}, {"127.0.0.1", true}, {"127.1.2.3", true},
+		{"::1", true}, {"[::1]", true}, {"::ffff:127.0.0.1", true}, {" 127.0.0.1 ", true},
+		{"0.0.0.0", false}, {"::", false}, {"192.168.1.2", false}, {"example.com", false}, {"localhost.example", false},
+		{"127.0.0.1:4318", false}, {"[::1", false}, {"", false},
+	} {
+		if got := loopback.Host(tc.host); got != tc.want {
+			t.Errorf("Host(%q) = %v, want %v", tc.host, got, tc.want)
+		}
+	}
+}
