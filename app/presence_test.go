@@ -64,7 +64,7 @@ func TestServeLogsAndRunFile(t *testing.T) {
 	go func() {
 		done <- app.Serve([]string{"--port", strconv.Itoa(port), "--data-dir", dir}, nil, "test", &out, &errb)
 	}()
-	waitFor(t, "run file", func() bool { _, err := os.Stat(filepath.Join(dir, app.RunFileName)); return err == nil })
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, app.RunFileName)); return err == nil }, "run file")
 	if o, _, code := run(t, "logs", "--data-dir", dir, "-n", "1"); code != 0 || !strings.Contains(o, "relay started") {
 		t.Fatalf("logs: %d %q", code, o)
 	}
@@ -252,7 +252,7 @@ func freePort(t *testing.T) int {
 }
 
 // waitFor polls cond until it holds or 20 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	poll.Until(t, what, 20*time.Second, cond)
 }
