@@ -398,6 +398,12 @@ func (e *env) post(from, title, mode string) relay.Task {
 	return task
 }
 
+// waitFor polls cond until it holds or d passes (poll.Until).
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	poll.Until(t, what, d, cond)
+}
+
 // holds checks that cond stays true for d.
 func holds(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
