@@ -132,7 +132,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			waiting := map[string]chan struct{}{}
 			go func() {
 				for c := range changes {
-					if c.Type == relay.ChangeEvent && c.Event.Type == relay.EventTaskCompleted {
+					if c.Type == relay.ChangeJournal && c.Event.Type == relay.EventTaskCompleted {
 						mu.Lock()
 						if w, ok := waiting[c.Event.TaskID]; ok {
 							close(w)
