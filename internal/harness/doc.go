@@ -5,5 +5,6 @@
 // (NewParser), and the writers that add the relay to each tool's own MCP
 // settings so its chats can use the relay too (Connect).
 //
-// It imports only the standard library and internal/relay.
+// It imports only the standard library, internal/relay and internal/runspec
+// (the contract it shares with the worker).
 package harness
