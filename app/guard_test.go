@@ -195,3 +195,37 @@ func TestWorkdirHoldingDataFolderIsRefused(t *testing.T) {
 		AllowedSenders: []string{"operator"}, Enabled: true})
 	noErr(t, err)
 }
+
+// Ensure a run that floods its output (20 MB on stdout) and writes a result
+// file past the limit (3 MB) ends cleanly: the task completes, the result
+// is cut with a visible marker, and the run view says where the output was
+// cut instead of keeping it all.
+func TestRunFloodingOutputIsCutAndEndsCleanly(t *testing.T) {
+	r := startRelay(t)
+	createAgent(t, r, "flood")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	body := "#!/bin/sh\ncat >/dev/null\nhead -c 20000000 /dev/zero | tr '\\0' 'x'\necho\nhead -c 3000000 /dev/zero | tr '\\0' 'y' > \"$1\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "flood", Harness: "custom", Command: script, Args: []string{"{result_file}"},
+		Workdir: dir, AllowedSenders: []string{"operator"}, Enabled: true, TimeoutMinutes: 5})
+	noErr(t, err)
+	task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "flood", Title: "Flood", Instructions: "Print a lot."})
+	noErr(t, err)
+	done := waitStatus(t, r, task.ID, relay.StatusCompleted, relay.StatusBlocked)
+	last := done.Reports[len(done.Reports)-1]
+	if done.Status != relay.StatusCompleted || !strings.HasSuffix(last.Result, "[The result file passed 2 MiB; the worker read only the start.]") {
+		t.Fatalf("task %s, result ending %q", done.Status, last.Result[max(0, len(last.Result)-200):])
+	}
+	steps, err := r.Services.Tasks.Activity(task.ID)
+	noErr(t, err)
+	cut := false
+	for _, s := range steps {
+		cut = cut || strings.Contains(s.Text, "The output passed 16 MiB")
+	}
+	if !cut || steps[len(steps)-1].Kind != relay.StepEnd {
+		t.Fatalf("no cut marker or no end step in %d steps", len(steps))
+	}
+}

@@ -29,6 +29,7 @@ type decideInput struct {
 	stdout         string // tail of standard output
 	stderr         string // tail of standard error
 	authHint       string
+	cut            string // marker for what the worker left out of the answer
 }
 
 var blockedPrefix = regexp.MustCompile(`(?i)^\s*BLOCKED:`)
@@ -70,6 +71,9 @@ func decide(in decideInput) outcome {
 		result := strings.TrimSpace(in.answer)
 		if utf8.RuneCountInString(result) > maxMsgRunes {
 			result = string([]rune(result)[:maxMsgRunes]) + "\n\n[Output shortened by the worker.]"
+		}
+		if in.cut != "" {
+			result += "\n\n" + in.cut
 		}
 		return outcome{kind: relay.ReportCompleted, message: clipRunes(firstNonBlank(result), firstLine), result: result}
 	}
@@ -117,12 +121,16 @@ func plural(n int, word string) string {
 // bytes for the answer and the last tailBytes for messages.
 type capture struct {
 	line func(string)
+	// onCut, if set, is called once when the stream passes maxStream.
+	onCut func()
 
 	mu        sync.Mutex
 	partial   []byte
 	head      []byte
 	last      []byte
 	truncated bool
+	seen      int  // bytes written
+	cut       bool // past maxStream: lines are no longer handed on
 }
 
 func newCapture(line func(string)) *capture {
@@ -138,11 +146,28 @@ func (c *capture) Write(p []byte) (int, error) {
 	if take < len(p) {
 		c.truncated = true
 	}
-	c.last = append(c.last, p...)
+	if len(p) > tailBytes {
+		c.last = append(c.last[:0], p[len(p)-tailBytes:]...)
+	} else {
+		c.last = append(c.last, p...)
+	}
 	if len(c.last) > tailBytes {
 		c.last = append(c.last[:0:0], c.last[len(c.last)-tailBytes:]...)
 	}
+	if c.cut {
+		return len(p), nil
+	}
 	data := p
+	if c.seen += len(p); c.seen > maxStream {
+		data = p[:len(p)-(c.seen-maxStream)]
+		c.cut = true
+		defer func() {
+			c.partial = c.partial[:0]
+			if c.onCut != nil {
+				c.onCut()
+			}
+		}()
+	}
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
@@ -181,6 +206,21 @@ func (c *capture) text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return strings.ToValidUTF8(string(c.head), "\uFFFD")
+}
+
+// cutMarker says how the stream was shortened, or "" when it was not.
+// With kept (the answer is the captured start of the stream), keeping only
+// the first maxCapture bytes counts too; else only the cut at maxStream.
+func (c *capture) cutMarker(kept bool) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.cut:
+		return fmt.Sprintf("[The output passed %d MiB; the worker cut it there.]", maxStream>>20)
+	case kept && c.truncated:
+		return fmt.Sprintf("[The output passed %d MiB; the worker kept the first %d MiB.]", maxCapture>>20, maxCapture>>20)
+	}
+	return ""
 }
 
 // tail is the end of the stream.

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,15 +29,22 @@ func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec
 		ex.errs = append(ex.errs, fmt.Errorf("wait for %s: %w", filepath.Base(cmd.Path), waitErr))
 	}
 	if spec.ResultFile != "" {
-		if b, err := os.ReadFile(spec.ResultFile); err == nil {
+		if b, cut, err := readLimited(spec.ResultFile, maxResultFile); err == nil {
 			ex.answer = strings.TrimSpace(string(b))
+			if cut && ex.answer != "" {
+				ex.cut = fmt.Sprintf("[The result file passed %d MiB; the worker read only the start.]", maxResultFile>>20)
+			}
 		}
 	}
 	if ex.answer == "" {
 		ex.answer = strings.TrimSpace(parser.Answer())
+		if ex.answer != "" {
+			ex.cut = stdout.cutMarker(false)
+		}
 	}
 	if ex.answer == "" && plain {
 		ex.answer = strings.TrimSpace(stdout.text())
+		ex.cut = stdout.cutMarker(true)
 	}
 	ex.answer = strings.ToValidUTF8(ex.answer, "\uFFFD")
 	ex.stdoutTail = stdout.tail()
@@ -100,4 +108,23 @@ func errorText(err error) string {
 		return relay.ErrorMessage(err)
 	}
 	return err.Error()
+}
+
+// readLimited reads at most limit bytes of the file at path; cut tells
+// whether there was more. A run's result file is the run's to make as
+// large as it likes, so it is never read whole.
+func readLimited(path string, limit int64) (b []byte, cut bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], true, nil
+	}
+	return b, false, nil
 }

@@ -25,6 +25,11 @@ const (
 	summaryLen  = 200
 	waitDelay   = 3 * time.Second
 	maxReported = 5000 // files the CLI says it wrote, kept per run
+	// maxStream is how much of each output stream the run view and the
+	// stream parser see; the rest is read and dropped, with a marker step.
+	maxStream = 16 << 20
+	// maxResultFile is how much of a result file is read.
+	maxResultFile = maxCapture
 )
 
 // Reasons given to the sender when a run's task goes back to the queue.
@@ -217,7 +222,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		res.out = decide(decideInput{
 			name: r.name, timeoutMinutes: r.cfg.TimeoutMinutes, timedOut: ex.timedOut,
 			exitCode: ex.exitCode, answer: ex.answer, stdout: ex.stdoutTail, stderr: ex.stderrTail,
-			authHint: AuthHint(r.cfg.Harness, ex.withheld),
+			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
 	}
 	res.out.message = relay.RedactSecrets(res.out.message, secrets...)

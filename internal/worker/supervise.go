@@ -24,6 +24,9 @@ type execResult struct {
 	sessionID  string
 	withheld   []string
 	errs       []error
+	// cut says what part of the answer the worker left out (a marker for
+	// the result), or "".
+	cut string
 }
 
 // spawnAndWait starts the CLI and waits for it, renewing the lease,
@@ -48,6 +51,15 @@ func (r *runState) spawnAndWait(ctx context.Context, extra []string) (ex execRes
 			r.rec.add(relay.ActivityEntry{Kind: relay.StepOutput, Text: line})
 		}
 	})
+	for _, c := range []struct {
+		c    *capture
+		name string
+	}{{stdout, "output"}, {stderr, "error output"}} {
+		c.c.onCut = func() {
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
+				Text: fmt.Sprintf("The %s passed %d MiB; the worker reads the rest but does not show or keep it.", c.name, maxStream>>20)})
+		}
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	// Subscribe before starting, so a cancellation is never missed.
