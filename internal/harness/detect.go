@@ -137,7 +137,10 @@ func searchPath(pathList, bin, goos string) string {
 	}
 	for _, dir := range strings.Split(pathList, sep) {
 		dir = strings.Trim(dir, `"`)
-		if dir == "" {
+		// A relative entry ("", ".", "bin") would find a program in
+		// whatever folder the relay was started from, a cloned repository
+		// say: skip it, as exec.LookPath does.
+		if dir == "" || !absDir(dir, goos) {
 			continue
 		}
 		for _, ext := range exts {
@@ -147,6 +150,22 @@ func searchPath(pathList, bin, goos string) string {
 		}
 	}
 	return ""
+}
+
+// absDir reports whether dir is an absolute folder, on this computer or
+// (for goos windows) in Windows' own form: C:\x, C:/x or \\server\share.
+func absDir(dir, goos string) bool {
+	if filepath.IsAbs(dir) {
+		return true
+	}
+	if goos != "windows" {
+		return false
+	}
+	if strings.HasPrefix(dir, `\\`) || strings.HasPrefix(dir, "//") {
+		return true
+	}
+	return len(dir) >= 3 && dir[1] == ':' && (dir[2] == '\\' || dir[2] == '/') &&
+		(dir[0] >= 'A' && dir[0] <= 'Z' || dir[0] >= 'a' && dir[0] <= 'z')
 }
 
 // isProgram reports whether path is a file that can be started: any file
