@@ -53,6 +53,8 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			in.ParentTaskID = p.RunTaskID
 			in.EnforceChainLimit = true
 		}
+		// An agent's hand-off linked to a task is bounded too, from a live session as from a run.
+		in.EnforceChainLimit = in.EnforceChainLimit || (p.Kind == relay.PrincipalAgent && in.ParentTaskID != "")
 		if in, err = in.Validate(); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,42 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Two live sessions (agent tokens, no worker) that hand a task back and
+// forth with parentTaskId stop at the hand-off limit, as worker runs do.
+func TestLiveSessionPingPongStopsAtLimit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	alice, bob := e.client(e.agent("alice")), e.client(e.agent("bob"))
+	s, err := e.svc.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MaxChainDepth = 2
+	if _, err := e.svc.UpdateSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var task relay.Task
+	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "t0", "instructions": "go"}), &task)
+	for depth, hop := range []string{"alice", "bob"} {
+		c := bob
+		if hop == "bob" {
+			c = alice
+		}
+		var child relay.Task
+		ok(t, call(t, c, "post_task", map[string]any{"recipientSlug": hop, "title": "back", "instructions": "again", "parentTaskId": task.ID}), &child)
+		if child.Depth != depth+1 || child.ParentTaskID != task.ID {
+			t.Fatalf("hop %d: depth %d parent %s", depth+1, child.Depth, child.ParentTaskID)
+		}
+		task = child
+	}
+	got := fails(t, call(t, bob, "post_task", map[string]any{"recipientSlug": "alice", "title": "again", "instructions": "again", "parentTaskId": task.ID}), relay.EChainLimit)
+	if got.Details["limit"] != float64(2) || got.Details["depth"] != float64(3) {
+		t.Fatalf("chain_limit details %v", got.Details)
+	}
+}
