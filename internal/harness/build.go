@@ -124,7 +124,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		spec.Env = map[string]string{"DEEPSEEK_MCP_CONFIG": joinPath(goos, req.RunDir, CodewhaleMCPFile)}
 	case Custom:
 		var err error
-		if args, spec, err = buildCustom(req, spec); err != nil {
+		if args, spec, err = buildCustom(req, spec, goos); err != nil {
 			return runspec.Spec{}, err
 		}
 	}
@@ -137,7 +137,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 	return spec, nil
 }
 
-func buildCustom(req runspec.Request, spec runspec.Spec) ([]string, runspec.Spec, error) {
+func buildCustom(req runspec.Request, spec runspec.Spec, goos string) ([]string, runspec.Spec, error) {
 	c := req.Config
 	r := strings.NewReplacer(
 		"{prompt_file}", req.PromptFile,
@@ -161,11 +161,51 @@ func buildCustom(req runspec.Request, spec runspec.Spec) ([]string, runspec.Spec
 		spec.Stdin = req.Prompt
 	case relay.PromptFile:
 	case relay.PromptArgument:
+		if promptTooLong(goos, c.Command, args, req.Prompt) {
+			// The system would refuse the command: the argument says where
+			// the task is, and standard input carries it too.
+			args = append(args, "The task is too long for a command line. Read it from the file "+req.PromptFile+
+				" (it is also on standard input).")
+			spec.Stdin = req.Prompt
+			break
+		}
 		args = append(args, req.Prompt)
 	default:
 		return nil, spec, fmt.Errorf("build custom: unknown prompt mode %q", c.PromptMode)
 	}
 	return args, spec, nil
+}
+
+// Command-line limits: Windows' CreateProcess takes at most 32,767 UTF-16
+// units for the whole command line; Linux takes at most 128 KiB per argument.
+const (
+	windowsCommandLine = 32767
+	unixArgument       = 128 << 10
+)
+
+// promptTooLong reports whether the prompt, as the last argument after
+// args, would pass goos's command-line limit (with room for quoting and
+// for a node launcher).
+func promptTooLong(goos, program string, args []string, prompt string) bool {
+	if goos != "windows" {
+		return len(prompt) >= unixArgument
+	}
+	n := len("node ") + utf16Len(program) + 3
+	for _, a := range append(args, prompt) {
+		n += utf16Len(a) + strings.Count(a, `"`) + strings.Count(a, `\`) + 3
+	}
+	return n > windowsCommandLine
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
 }
 
 func isScript(path string) bool {
