@@ -35,6 +35,9 @@ const (
 	DefaultRefresh = 60 * time.Second
 	opTimeout      = 5 * time.Second
 	outboxBatch    = 100
+	// streamMaxAge is how long the stream keeps a message; applied ids are
+	// remembered twice as long, so any redelivery is recognised.
+	streamMaxAge = 14 * 24 * time.Hour
 )
 
 // Options configure Start.
@@ -252,7 +255,7 @@ func (n *Node) setup() error {
 		Storage:    jetstream.FileStorage,
 		Retention:  jetstream.LimitsPolicy,
 		Replicas:   n.opts.Replicas,
-		MaxAge:     14 * 24 * time.Hour,
+		MaxAge:     streamMaxAge,
 		Duplicates: 10 * time.Minute,
 	}); err != nil {
 		return fmt.Errorf("create stream %s: %w", StreamName, err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -513,4 +514,44 @@ func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
 		got, err := b.svc.GetTask(ctx, "bob", real.ID)
 		return err == nil && got.Signature == relay.MarkVerified, fmt.Sprintf("%+v %v", got.Signature, err)
 	})
+}
+
+func TestApplyRefusesOutOfBoundsAndPrunes(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "relay.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	if _, _, err := db.CreateAgent(ctx, relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
+		t.Fatal(err)
+	}
+	now := relay.FormatTime(time.Now())
+	for _, tc := range []struct {
+		name  string
+		title string
+		store bool
+	}{
+		{"in bounds", "Fine", true},
+		{"title over the limit", strings.Repeat("x", relay.MaxShortText+1), false},
+		{"empty title", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: tc.title, Instructions: "x",
+				Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now}
+			applied, err := db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "m-" + task.ID, FromRelay: "0123456789abcdef", Mark: relay.MarkUnverified, Change: relay.MeshChange{Task: task}})
+			if err != nil || !applied {
+				t.Fatalf("apply = %v, %v; want applied (recorded)", applied, err)
+			}
+			_, err = db.Task(ctx, task.ID)
+			if stored := err == nil; stored != tc.store {
+				t.Fatalf("stored = %v (%v); want %v", stored, err, tc.store)
+			}
+		})
+	}
+	n, err := db.PruneApplied(ctx, -time.Hour)
+	if err != nil || n != 3 {
+		t.Fatalf("prune = %d, %v; want 3", n, err)
+	}
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // Signature marks on remote tasks and updates. A mark is recorded, never a
@@ -104,6 +105,8 @@ type MeshStore interface {
 	PinRelayKey(ctx context.Context, relayID, key string) (string, error)
 	// TaskMark returns the signature mark of a remote task, "" for a local one.
 	TaskMark(ctx context.Context, taskID string) (string, error)
+	// PruneApplied forgets applied message ids older than age.
+	PruneApplied(ctx context.Context, age time.Duration) (int, error)
 }
 
 // Mesh is the federation as the domain sees it; internal/mesh implements it.

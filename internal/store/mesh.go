@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -319,6 +320,10 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 		if _, err := relay.TaskID("taskId", rt.ID); err != nil || !rt.Status.Valid() {
 			return nil // nothing this relay can store; recorded as applied
 		}
+		if _, err := (relay.PostTaskInput{SenderSlug: rt.SenderSlug, RecipientSlug: rt.RecipientSlug, Title: rt.Title,
+			Instructions: rt.Instructions, RequiredCapabilities: rt.RequiredCapabilities}).Validate(); err != nil {
+			return nil // out of bounds: no relay of this build writes that; recorded as applied
+		}
 		known, err := t.isLocalAgent(rt.RecipientSlug)
 		if err != nil {
 			return err
@@ -448,4 +453,19 @@ func (t *tx) applyState(from string, exists bool, rt relay.Task, ev *relay.MeshE
 		return t.event(rt.SenderSlug, ev.Type, rt.ID, ev.Summary)
 	}
 	return nil
+}
+
+// PruneApplied forgets applied message ids older than age; age must exceed
+// the stream's retention, so a message still in the stream is always known.
+func (db *DB) PruneApplied(ctx context.Context, age time.Duration) (int, error) {
+	var n int64
+	err := db.write(ctx, "prune applied messages", func(t *tx) error {
+		res, err := t.exec(`DELETE FROM mesh_applied WHERE applied_at < ?`, relay.FormatTime(t.now.Add(-age)))
+		if err != nil {
+			return fmt.Errorf("prune applied messages: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }
