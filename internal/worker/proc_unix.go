@@ -120,13 +120,30 @@ func processAlive(pid int) bool {
 // for the recorded process; "" where unknown.
 func processStart(pid int) string {
 	if runtime.GOOS != "linux" {
-		return ""
+		// macOS and the BSDs have no /proc: ask ps, so a leftover is
+		// matched by its start time as well as its name.
+		return psStart(pid)
 	}
 	_, _, start, ok := linuxStat(strconv.Itoa(pid))
 	if !ok {
 		return ""
 	}
 	return start
+}
+
+// psStart is when pid started as ps tells it (lstart, to the second, in
+// the C locale), or "" when it does not run or ps cannot tell.
+func psStart(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	cmd := exec.Command("ps", "-o", "lstart=", "-p", strconv.Itoa(pid))
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(out)), " ")
 }
 
 // processMatches reports whether pid is still the program image: any word of
