@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -392,7 +393,19 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(args[1:]); err != nil {
 		return err
 	}
-	a := defaultAutostart()
+	// The location flags given here are repeated at login.
+	var flags []string
+	c.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "port", "host":
+			flags = append(flags, "--"+f.Name+"="+f.Value.String())
+		case "data-dir":
+			if abs, err := filepath.Abs(f.Value.String()); err == nil {
+				flags = append(flags, "--data-dir="+abs)
+			}
+		}
+	})
+	a := autostartWith(flags)
 	switch action {
 	case "enable":
 		err = a.Enable()

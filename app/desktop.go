@@ -48,6 +48,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	defer closer.Close()
 
 	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version)}
+	d.services.System.setLaunchArgs(args, cfg.DataDir)
 	geom := loadWindowState(cfg.DataDir)
 	appMenu := menu.NewMenu()
 	m := appMenu.AddSubmenu("Crosschat Relay")

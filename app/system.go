@@ -2,6 +2,7 @@ package app
 
 import (
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
@@ -32,12 +33,47 @@ type autostarter interface {
 	Disable() error
 }
 
-func defaultAutostart() autostarter {
+func defaultAutostart() autostarter { return autostartWith(nil) }
+
+// autostartWith is the login entry that starts this program hidden with args.
+func autostartWith(args []string) autostarter {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "crosschat-relay"
 	}
-	return desktop.Login(exe)
+	return desktop.Login(exe, args...)
+}
+
+// launchFlags are the flags of a launch to repeat at login: all but
+// --hidden (the entry adds it), with the data folder made absolute (a login
+// start runs in another working directory).
+func launchFlags(args []string, dataDir string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case !strings.HasPrefix(a, "-"):
+			out = append(out, a)
+		case name == "hidden":
+		case name == "data-dir":
+			if !hasValue && i+1 < len(args) {
+				i++
+			}
+			out = append(out, "--data-dir="+dataDir)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// setLaunchArgs makes start at login repeat the flags the app was started with.
+func (s *System) setLaunchArgs(args []string, dataDir string) {
+	flags := launchFlags(args, dataDir)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.autostart = func() autostarter { return autostartWith(flags) }
 }
 
 // setQuit sets what Quit does: quit the window app, or stop `serve`.
@@ -105,12 +141,19 @@ func (s *System) PickProgram(title, start string) (string, error) {
 
 // StartsAtLogin reports whether the app starts (hidden) when the user logs in.
 func (s *System) StartsAtLogin() (bool, error) {
-	return s.autostart().Enabled()
+	return s.entry().Enabled()
+}
+
+func (s *System) entry() autostarter {
+	s.mu.Lock()
+	f := s.autostart
+	s.mu.Unlock()
+	return f()
 }
 
 // SetStartAtLogin turns starting at login on or off and returns the new state.
 func (s *System) SetStartAtLogin(on bool) (bool, error) {
-	a := s.autostart()
+	a := s.entry()
 	var err error
 	if on {
 		err = a.Enable()

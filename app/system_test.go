@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
@@ -172,5 +173,30 @@ func TestRemoteCallerCannotChangeLimitsOrWorkers(t *testing.T) {
 		if err := cl.Call(context.Background(), "Tasks", "List", nil, relay.TaskFilter{}); err != nil {
 			t.Errorf("%s: Tasks.List: %v", hdr, err)
 		}
+	}
+}
+
+// Ensure start at login repeats the flags the app was started with
+// (without --hidden, which the entry adds), the data folder made absolute.
+func TestLaunchFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--hidden"}, ""},
+		{[]string{"--port", "5000", "--data-dir", "rel/dir", "--hidden"}, "--port 5000 --data-dir=/abs/dir"},
+		{[]string{"-hidden=true", "--data-dir=x", "--allowed-hosts=a,b"}, "--data-dir=/abs/dir --allowed-hosts=a,b"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(launchFlags(tt.args, "/abs/dir"), " "); got != tt.want {
+			t.Errorf("%q: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	s := &System{c: &core{}}
+	s.setLaunchArgs([]string{"--port", "5000"}, "/d")
+	a, ok := s.entry().(*desktop.Autostart)
+	if !ok || strings.Join(a.Exec[1:], " ") != "--hidden --port 5000" {
+		t.Fatalf("entry %+v", s.entry())
 	}
 }

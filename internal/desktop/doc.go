@@ -16,7 +16,9 @@ type Autostart struct {
 	Exec []string
 }
 
-// Login returns the autostart entry for the program at exe, started with --hidden.
-func Login(exe string) *Autostart {
-	return &Autostart{Exec: []string{exe, "--hidden"}}
+// Login returns the autostart entry for the program at exe, started with
+// --hidden and then args (the flags the app was started with, such as
+// --data-dir and --port, so the login start finds the same relay).
+func Login(exe string, args ...string) *Autostart {
+	return &Autostart{Exec: append([]string{exe, "--hidden"}, args...)}
 }

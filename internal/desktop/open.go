@@ -24,7 +24,7 @@ func opener(goos, target string, reveal bool) (string, []string) {
 		return "open", []string{target}
 	default:
 		if reveal {
-			// Most Linux file managers cannot select a file; open its folder.
+			// No file manager answered org.freedesktop.FileManager1: open the folder.
 			if st, err := os.Stat(target); err == nil && !st.IsDir() {
 				target = filepath.Dir(target)
 			}
@@ -36,10 +36,15 @@ func opener(goos, target string, reveal bool) (string, []string) {
 // Open opens a URL or file with the system's default handler.
 func Open(target string) error { return start(target, false) }
 
-// Reveal shows a file or folder in the system's file manager.
+// Reveal shows a file or folder in the system's file manager; on Linux a
+// file is selected where the file manager implements org.freedesktop.FileManager1.
 func Reveal(path string) error {
-	if _, err := os.Stat(path); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		return fmt.Errorf("reveal %s: %w", path, err)
+	}
+	if !st.IsDir() && revealNative(path) {
+		return nil
 	}
 	return start(path, true)
 }
