@@ -22,6 +22,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/tick"
 )
 
@@ -99,6 +100,7 @@ type desktopApp struct {
 	// startErr is why the relay did not start; shown once the window is up.
 	startErr error
 	presence *presence
+	geom     windowState
 }
 
 // openTask shows the window on one task (a tray item or a notification).
@@ -118,6 +120,19 @@ func (d *desktopApp) domReady(ctx context.Context) {
 		return
 	}
 	d.rt.Show()
+	if store.IsUpstream(d.startErr) {
+		// The data folder holds the upstream relay's database: offer to
+		// import it, then start on the result.
+		imported, err := offerImport(d.rt, d.cfg.DatabasePath(), d.cfg.OperatorSlug, d.startErr)
+		if imported {
+			if err = d.startRelay(); err == nil {
+				d.startErr, d.exitCode = nil, 0
+				d.rt.ExecJS("location.reload()")
+				return
+			}
+		}
+		d.startErr = err
+	}
 	d.rt.Alert("Crosschat Relay could not start", d.startErr.Error())
 	d.rt.Quit()
 }
@@ -136,8 +151,8 @@ func (d *desktopApp) quit() {
 
 func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	d.rt = wailsRuntime{ctx}
-	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services, Mode: "app"})
-	if err != nil {
+	d.geom = geom
+	if err := d.startRelay(); err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) && d.showRunning() {
 			// Nothing of ours is open yet, and GTK cannot quit before its
 			// main loop runs: leave at once.
@@ -147,7 +162,15 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 		d.log.Error("relay failed to start", "err", err)
 		d.exitCode = 1
 		d.startErr = err
-		return
+	}
+}
+
+// startRelay starts the relay and everything that hangs off it.
+func (d *desktopApp) startRelay() error {
+	geom := d.geom
+	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services, Mode: "app"})
+	if err != nil {
+		return err
 	}
 	d.relay = r
 	bg, cancel := context.WithCancel(context.Background())
@@ -168,6 +191,7 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 		go selfTest(bg, d.rt)
 	}
 	d.log.Info("relay started", "dashboard", r.Config().BaseURL(), "mcp", r.Config().MCPURL(), "data", d.cfg.DataDir)
+	return nil
 }
 
 // showRunning asks a relay already listening on our port (the first

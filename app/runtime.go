@@ -22,6 +22,10 @@ type Runtime interface {
 	ExecJS(js string)
 	// Alert shows a native error dialog and waits for it to be closed.
 	Alert(title, message string)
+	// Ask shows a native yes/no question and reports whether yes was chosen.
+	Ask(title, message string) bool
+	// Info shows a native information dialog and waits for it to be closed.
+	Info(title, message string)
 	// PickFolder shows the native folder picker; "" when cancelled.
 	PickFolder(title, start string) (string, error)
 	// PickFile shows the native file picker; "" when cancelled.
@@ -48,6 +52,14 @@ func (r wailsRuntime) PickFolder(title, start string) (string, error) {
 }
 func (r wailsRuntime) PickFile(title, start string) (string, error) {
 	return wruntime.OpenFileDialog(r.ctx, wruntime.OpenDialogOptions{Title: title, DefaultDirectory: start})
+}
+func (r wailsRuntime) Ask(title, message string) bool {
+	answer, err := wruntime.MessageDialog(r.ctx, wruntime.MessageDialogOptions{Type: wruntime.QuestionDialog, Title: title, Message: message,
+		Buttons: []string{"Yes", "No"}, DefaultButton: "Yes", CancelButton: "No"})
+	return err == nil && answer == "Yes"
+}
+func (r wailsRuntime) Info(title, message string) {
+	_, _ = wruntime.MessageDialog(r.ctx, wruntime.MessageDialogOptions{Type: wruntime.InfoDialog, Title: title, Message: message})
 }
 func (r wailsRuntime) Alert(title, message string) {
 	_, _ = wruntime.MessageDialog(r.ctx, wruntime.MessageDialogOptions{Type: wruntime.ErrorDialog, Title: title, Message: message})

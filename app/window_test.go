@@ -21,6 +21,9 @@ type fakeRuntime struct {
 	shown  int
 	quit   int
 	js     []string
+	// answer is what Ask returns; infos are the Info messages shown.
+	answer bool
+	infos  []string
 }
 
 func (f *fakeRuntime) EventsEmit(name string, data ...any) {
@@ -47,6 +50,8 @@ func (f *fakeRuntime) PickFolder(title, start string) (string, error) {
 }
 func (f *fakeRuntime) PickFile(title, start string) (string, error) { return "", nil }
 func (f *fakeRuntime) Alert(title, message string)                  {}
+func (f *fakeRuntime) Ask(title, message string) bool               { return f.answer }
+func (f *fakeRuntime) Info(title, message string)                   { f.infos = append(f.infos, message) }
 
 func (f *fakeRuntime) eventTypes() []string {
 	f.mu.Lock()
