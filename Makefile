@@ -10,6 +10,7 @@
 #   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
 #   make dist-check      build and check them (as root: installs, upgrades and removes the .deb)
 #   make fuzz            every Fuzz target for $(FUZZTIME)
+#   make fuzz-ci         every Fuzz target for 5 s (part of make test)
 #   make bench           Go benchmarks
 #   make clean           remove build outputs (keeps the wails CLI and node_modules)
 #
@@ -29,7 +30,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-mesh dist dist-check fuzz bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-mesh dist dist-check fuzz fuzz-ci bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -76,7 +77,7 @@ run: build-headless
 
 # --- tests -------------------------------------------------------------------
 
-test: deps vet test-go test-desktop test-frontend e2e
+test: deps vet test-go fuzz-ci test-desktop test-frontend e2e
 
 # System packages the tests need besides Go, gcc and node (installed as root,
 # or named for you to install).
@@ -138,6 +139,11 @@ fuzz:
 	  done; \
 	done; \
 	echo "fuzz: $$found target(s) run"
+
+# The short fuzz run of make test: every target crossing a trust boundary
+# (MCP and bridge arguments, enroll bodies, .env files, stream parsers).
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./...

@@ -339,7 +339,11 @@ async function main() {
 
   step = "dark mode";
   const dark = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
-  await dark.addCookies(await ctx.cookies());
+  // The session lives in the tab's sessionStorage (no cookie): carry it over.
+  const sessionValue = await page.evaluate(() => sessionStorage.getItem("crosschat.session"));
+  check(!!sessionValue, "sign-in kept no session in sessionStorage");
+  check((await ctx.cookies()).length === 0, "sign-in set a cookie (other ports of this host would receive it)");
+  await dark.addInitScript((v) => sessionStorage.setItem("crosschat.session", v), sessionValue);
   const dpage = await dark.newPage();
   await dpage.goto(base + "/#/tasks");
   await dpage.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();

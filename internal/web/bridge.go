@@ -125,12 +125,19 @@ func (h *handler) serveBridge(w http.ResponseWriter, r *http.Request) {
 		h.serveSession(w, r)
 	case rest == "identity":
 		h.serveIdentity(w, r)
+	case rest == "events/ticket":
+		h.serveTicket(w, r)
 	case rest == "events":
 		if r.Method != http.MethodGet {
 			methodNotAllowed(w, "GET")
 			return
 		}
-		if !h.requireAdmin(w, r) {
+		if t := r.URL.Query().Get("ticket"); t != "" {
+			if !h.tickets.valid(t, h.now(), true) {
+				writeError(w, http.StatusUnauthorized, relay.EUnauthorized, "Sign in with the admin token.")
+				return
+			}
+		} else if !h.requireAdmin(w, r) {
 			return
 		}
 		h.serveEvents(w, r)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // stream is an open /bridge/events response read line by line in the
@@ -26,7 +27,11 @@ func openStream(t *testing.T, e *env, req request) *stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/bridge/events", nil)
+	path := req.path
+	if path == "" {
+		path = "/bridge/events"
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
 	if err != nil {
 		t.Fatalf("new request: %v", err)
 	}
@@ -35,6 +40,9 @@ func openStream(t *testing.T, e *env, req request) *stream {
 	}
 	for _, c := range req.cookies {
 		r.AddCookie(c)
+	}
+	if req.session != "" {
+		r.Header.Set(web.SessionHeader, req.session)
 	}
 	resp, err := e.srv.Client().Do(r)
 	if err != nil {
@@ -87,7 +95,8 @@ func TestEvents(t *testing.T) {
 		req  func() request
 	}{
 		{"Bearer", func() request { return request{bearer: adminToken} }},
-		{"Cookie", func() request { return request{cookies: []*http.Cookie{e.signIn(t)}} }},
+		{"Session", func() request { return request{session: e.signIn(t)} }},
+		{"Ticket", func() request { return request{path: "/bridge/events?ticket=" + ticket(t, e, e.signIn(t))} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStream(t, e, tc.req())
@@ -116,6 +125,16 @@ func TestEvents(t *testing.T) {
 		})
 	}
 
+	t.Run("TicketIsOneTime", func(t *testing.T) {
+		tk := ticket(t, e, e.signIn(t))
+		s := openStream(t, e, request{path: "/bridge/events?ticket=" + tk})
+		if s.resp.StatusCode != http.StatusOK {
+			t.Fatalf("first use: %d", s.resp.StatusCode)
+		}
+		if resp := e.do(t, request{path: "/bridge/events?ticket=" + tk}); resp.status != http.StatusUnauthorized {
+			t.Fatalf("second use: %d", resp.status)
+		}
+	})
 	t.Run("Unauthorized", func(t *testing.T) {
 		resp := e.do(t, request{path: "/bridge/events", bearer: createAgent(t, e.svc, "stream-agent")})
 		if resp.status != http.StatusUnauthorized {
@@ -199,4 +218,15 @@ func TestEventsEnd(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ticket gets a one-time change-stream ticket with a session.
+func ticket(t *testing.T, e *env, session string) string {
+	t.Helper()
+	resp := e.do(t, request{method: http.MethodPost, path: "/bridge/events/ticket", session: session})
+	tk, _ := resp.json(t)["ticket"].(string)
+	if resp.status != http.StatusOK || tk == "" {
+		t.Fatalf("ticket: %d %s", resp.status, resp.body)
+	}
+	return tk
 }

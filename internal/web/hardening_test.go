@@ -1,13 +1,19 @@
 package web_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // TestHundredBadSignInsGet429WhileHealthAnswers floods sign-in and enroll
@@ -97,5 +103,125 @@ func TestRateLimitRefills(t *testing.T) {
 	clock.Advance(time.Duration(wait) * time.Second)
 	if resp := e.do(t, bad); resp.status != http.StatusUnauthorized {
 		t.Fatalf("after Retry-After: %d %s", resp.status, resp.body)
+	}
+}
+
+// browser is a minimal browser: one cookie jar for every origin (as real
+// browsers share cookies across the ports of a host) and, per origin, what
+// the page kept from the sign-in answer (sessionStorage).
+type browser struct {
+	client  *http.Client
+	storage map[string]string
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{client: &http.Client{Jar: jar}, storage: map[string]string{}}
+}
+
+// do sends a request from the page of origin, the way bridge.ts does.
+func (b *browser) do(t *testing.T, origin, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, origin+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Crosschat-Request", "1")
+	if v := b.storage[origin]; v != "" {
+		req.Header.Set(web.SessionHeader, v)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}
+
+func (b *browser) signIn(t *testing.T, origin string) {
+	t.Helper()
+	resp, data := b.do(t, origin, http.MethodPost, "/bridge/session", `{"token":"`+adminToken+`"}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign in at %s: %d %s", origin, resp.StatusCode, data)
+	}
+	var s struct {
+		Session string `json:"session"`
+	}
+	_ = json.Unmarshal(data, &s)
+	b.storage[origin] = s.Session
+}
+
+// TestSessionReplayedFromAnotherOriginIsRefused: the user signs in to the
+// dashboard, then opens another local web server (a dev server, an agent's
+// preview) on another port of the same host. Whatever the browser sends
+// there, replayed to the relay, must not authenticate.
+func TestSessionReplayedFromAnotherOriginIsRefused(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var mu sync.Mutex
+	var captured http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		captured = r.Header.Clone()
+		mu.Unlock()
+	}))
+	defer other.Close()
+
+	b := newBrowser(t)
+	b.signIn(t, e.srv.URL)
+	b.do(t, other.URL, http.MethodGet, "/", "")
+	mu.Lock()
+	stolen := captured
+	mu.Unlock()
+
+	replay, err := http.NewRequest(http.MethodPost, e.srv.URL+"/bridge/Tests.Sum", strings.NewReader(`[1,2]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range stolen {
+		for _, v := range vs {
+			replay.Header.Add(k, v)
+		}
+	}
+	replay.Header.Set("X-Crosschat-Request", "1")
+	resp, err := http.DefaultClient.Do(replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("what the other origin received (%v) works at the relay: %d", stolen, resp.StatusCode)
+	}
+	// The signed-in page itself still works.
+	if resp, data := b.do(t, e.srv.URL, http.MethodPost, "/bridge/Tests.Sum", `[1,2]`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the dashboard's own call: %d %s", resp.StatusCode, data)
+	}
+}
+
+// TestTwoRelaysOnOneHostDoNotSignEachOtherOut: one browser signed in to
+// two relays on two ports stays signed in to both, and signing out of one
+// leaves the other alone.
+func TestTwoRelaysOnOneHostDoNotSignEachOtherOut(t *testing.T) {
+	a, c := newEnv(t, envOptions{}), newEnv(t, envOptions{})
+	b := newBrowser(t)
+	b.signIn(t, a.srv.URL)
+	b.signIn(t, c.srv.URL)
+	for _, origin := range []string{a.srv.URL, c.srv.URL} {
+		if resp, data := b.do(t, origin, http.MethodPost, "/bridge/Tests.Sum", `[1,2]`); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s after signing in to both: %d %s", origin, resp.StatusCode, data)
+		}
+	}
+	if resp, _ := b.do(t, a.srv.URL, http.MethodDelete, "/bridge/session", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign out of the first: %d", resp.StatusCode)
+	}
+	if resp, _ := b.do(t, a.srv.URL, http.MethodPost, "/bridge/Tests.Sum", `[1,2]`); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the first still works after sign-out: %d", resp.StatusCode)
+	}
+	if resp, data := b.do(t, c.srv.URL, http.MethodPost, "/bridge/Tests.Sum", `[1,2]`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signing out of the first signed out the second: %d %s", resp.StatusCode, data)
 	}
 }

@@ -273,6 +273,8 @@ type request struct {
 	bearer string
 	// cookies are added as they are.
 	cookies []*http.Cookie
+	// session sets the X-Crosschat-Session header.
+	session string
 }
 
 // do sends req to the env's server and reads the whole answer.
@@ -308,6 +310,9 @@ func (e *env) do(tb testing.TB, req request) response {
 	for _, c := range req.cookies {
 		r.AddCookie(c)
 	}
+	if req.session != "" {
+		r.Header.Set(web.SessionHeader, req.session)
+	}
 	resp, err := e.srv.Client().Do(r)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, req.path, err)
@@ -320,20 +325,18 @@ func (e *env) do(tb testing.TB, req request) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// signIn signs in with the admin token and returns the session cookie.
-func (e *env) signIn(tb testing.TB) *http.Cookie {
+// signIn signs in with the admin token and returns the session value.
+func (e *env) signIn(tb testing.TB) string {
 	tb.Helper()
 	resp := e.do(tb, request{method: http.MethodPost, path: "/bridge/session", body: `{"token":"` + adminToken + `"}`})
 	if resp.status != http.StatusOK {
 		tb.Fatalf("sign in: status %d: %s", resp.status, resp.body)
 	}
-	for _, c := range (&http.Response{Header: resp.header}).Cookies() {
-		if c.Name == "crosschat_session" {
-			return &http.Cookie{Name: c.Name, Value: c.Value}
-		}
+	v, _ := resp.json(tb)["session"].(string)
+	if v == "" {
+		tb.Fatalf("sign in: no session value in %s", resp.body)
 	}
-	tb.Fatalf("sign in: no session cookie in %v", resp.header)
-	return nil
+	return v
 }
 
 // createAgent creates an agent through the store and returns its token.

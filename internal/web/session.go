@@ -1,87 +1,121 @@
 package web
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
+	"crypto/rand"
 	"encoding/base64"
 	"net/http"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// Session cookie parameters (§5.4).
+// Browser sessions. A sign-in returns a random session value that the
+// dashboard keeps in its origin's sessionStorage and sends back in the
+// X-Crosschat-Session header. No cookie is set: browsers send cookies to
+// every port of a host, so any other local web server (a dev server, an
+// agent's preview) would receive a cookie and could replay it; a header
+// value never leaves the origin that holds it. The relay keeps only a hash
+// of each value, in memory: sign-out revokes it, a restart (for example
+// with a rotated admin token) revokes them all, and each lives at most
+// sessionLifetime. The change stream, which EventSource cannot send
+// headers to, is opened with a one-time ticket.
 const (
-	sessionCookie = "crosschat_session"
-	sessionMaxAge = 7 * 24 * time.Hour
-	// csrfHeader must accompany cookie-authenticated writes.
-	csrfHeader = "X-Crosschat-Request"
+	// SessionHeader carries the session value.
+	SessionHeader = "X-Crosschat-Session"
+	// sessionLifetime bounds a session, however active.
+	sessionLifetime = 12 * time.Hour
+	// ticketLifetime bounds an unused change-stream ticket.
+	ticketLifetime = 30 * time.Second
+	// maxSessions bounds the session (and ticket) table; the oldest go first.
+	maxSessions = 1000
 )
 
 // sessionState is the body of the session endpoints.
 type sessionState struct {
 	Authenticated bool   `json:"authenticated"`
 	Version       string `json:"version,omitempty"`
+	// Session is the new session value (sign-in only).
+	Session string `json:"session,omitempty"`
 }
 
-// signSession returns the signature of a cookie that expires at expiresMs.
-func (h *handler) signSession(expiresMs int64) string {
-	mac := hmac.New(sha256.New, []byte(h.adminToken))
-	mac.Write([]byte("session:" + strconv.FormatInt(expiresMs, 10)))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+// secretSet is a bounded set of hashed random values with expiry times.
+type secretSet struct {
+	mu      sync.Mutex
+	expires map[string]time.Time // relay.HashToken(value) → expiry
 }
 
-// validSession reports whether value is an unexpired cookie value signed
-// with the admin token.
-func (h *handler) validSession(value string) bool {
-	exp, sig, ok := strings.Cut(value, ".")
-	if !ok || exp == "" || len(exp) > 19 {
-		return false
-	}
-	ms, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || ms < h.now().UnixMilli() {
-		return false
-	}
-	want := h.signSession(ms)
-	// hmac.Equal is constant-time for equal lengths, and the length of a
-	// valid signature is public.
-	return hmac.Equal([]byte(sig), []byte(want)) && strconv.FormatInt(ms, 10) == exp
-}
+func newSecretSet() *secretSet { return &secretSet{expires: map[string]time.Time{}} }
 
-// hasSession reports whether any crosschat_session cookie on r is valid.
-func (h *handler) hasSession(r *http.Request) bool {
-	for _, c := range r.Cookies() {
-		if c.Name == sessionCookie && h.validSession(c.Value) {
-			return true
+// issue returns a new random value that is valid until now+life.
+func (s *secretSet) issue(now time.Time, life time.Duration) string {
+	var raw [32]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails (Go 1.24+)
+	v := base64.RawURLEncoding.EncodeToString(raw[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.expires) >= maxSessions {
+		oldestKey, oldest := "", time.Time{}
+		for k, exp := range s.expires {
+			if !exp.After(now) {
+				delete(s.expires, k)
+				continue
+			}
+			if oldestKey == "" || exp.Before(oldest) {
+				oldestKey, oldest = k, exp
+			}
+		}
+		if len(s.expires) >= maxSessions {
+			delete(s.expires, oldestKey)
 		}
 	}
-	return false
+	s.expires[relay.HashToken(v)] = now.Add(life)
+	return v
 }
 
-// adminAuth tells how r authenticates as the admin: by bearer token, by
-// session cookie only, or not at all.
-func (h *handler) adminAuth(r *http.Request) (ok, byBearer bool) {
-	if tok := bearerToken(r); tok != "" && relay.TokensEqual(tok, h.adminToken) {
-		return true, true
+// valid reports whether v was issued, is unexpired and not revoked; consume
+// revokes it in the same step (one-time tickets).
+func (s *secretSet) valid(v string, now time.Time, consume bool) bool {
+	if v == "" || len(v) > maxTokenLen {
+		return false
 	}
-	return h.hasSession(r), false
+	k := relay.HashToken(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.expires[k]
+	if !ok {
+		return false
+	}
+	if !exp.After(now) || consume {
+		delete(s.expires, k)
+	}
+	return exp.After(now)
 }
 
-// requireAdmin checks admin auth and, for cookie-only writes, the CSRF
-// header. It answers the request itself and returns false on failure.
+// revoke forgets v.
+func (s *secretSet) revoke(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.expires, relay.HashToken(v))
+}
+
+// adminAuth tells whether r authenticates as the admin: by bearer token or
+// by a session header.
+func (h *handler) adminAuth(r *http.Request) bool {
+	if tok := bearerToken(r); tok != "" && relay.TokensEqual(tok, h.adminToken) {
+		return true
+	}
+	return h.sessions.valid(strings.TrimSpace(r.Header.Get(SessionHeader)), h.now(), false)
+}
+
+// requireAdmin checks admin auth. It answers the request itself and
+// returns false on failure. No cookie authenticates, so there is no
+// cross-site request to forge.
 func (h *handler) requireAdmin(w http.ResponseWriter, r *http.Request) bool {
-	ok, byBearer := h.adminAuth(r)
-	if !ok {
+	if !h.adminAuth(r) {
 		writeError(w, http.StatusUnauthorized, relay.EUnauthorized, "Sign in with the admin token.")
 		return false
-	}
-	if !byBearer && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		if _, has := r.Header[http.CanonicalHeaderKey(csrfHeader)]; !has {
-			writeError(w, http.StatusForbidden, "csrf_check_failed", "Send the "+csrfHeader+" header with every change.")
-			return false
-		}
 	}
 	return true
 }
@@ -91,25 +125,21 @@ func (h *handler) requireAdmin(w http.ResponseWriter, r *http.Request) bool {
 func (h *handler) serveSession(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		ok, _ := h.adminAuth(r)
-		writeJSON(w, http.StatusOK, sessionState{Authenticated: ok, Version: h.version})
+		writeJSON(w, http.StatusOK, sessionState{Authenticated: h.adminAuth(r), Version: h.version})
 	case http.MethodPost:
 		h.signIn(w, r)
 	case http.MethodDelete:
 		if !h.requireAdmin(w, r) {
 			return
 		}
-		http.SetCookie(w, &http.Cookie{
-			Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: isSecure(r),
-		})
+		h.sessions.revoke(strings.TrimSpace(r.Header.Get(SessionHeader)))
 		writeJSON(w, http.StatusOK, sessionState{Authenticated: false})
 	default:
 		methodNotAllowed(w, "GET, POST, DELETE")
 	}
 }
 
-// signIn checks {token} against the admin token and sets the session cookie.
+// signIn checks {token} against the admin token and answers a new session.
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 	if !h.attempts.allow(w, r) {
 		return
@@ -130,15 +160,18 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.attempts.refund(clientAddr(r))
-	expires := h.now().Add(sessionMaxAge).UnixMilli()
-	http.SetCookie(w, &http.Cookie{
-		Name:     sessionCookie,
-		Value:    strconv.FormatInt(expires, 10) + "." + h.signSession(expires),
-		Path:     "/",
-		MaxAge:   int(sessionMaxAge / time.Second),
-		HttpOnly: true,
-		SameSite: http.SameSiteStrictMode,
-		Secure:   isSecure(r),
-	})
-	writeJSON(w, http.StatusOK, sessionState{Authenticated: true, Version: h.version})
+	writeJSON(w, http.StatusOK, sessionState{Authenticated: true, Version: h.version, Session: h.sessions.issue(h.now(), sessionLifetime)})
+}
+
+// serveTicket answers POST /bridge/events/ticket with a one-time ticket
+// for GET /bridge/events?ticket=…, valid for ticketLifetime.
+func (h *handler) serveTicket(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST")
+		return
+	}
+	if !h.requireAdmin(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"ticket": h.tickets.issue(h.now(), ticketLifetime)})
 }

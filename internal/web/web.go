@@ -29,8 +29,8 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 type Config struct {
 	// Service is the relay (internal/store in production).
 	Service relay.Service
-	// AdminToken is the admin bearer token; it also keys the session cookie
-	// signature, so rotating it signs out every dashboard session.
+	// AdminToken is the admin bearer token. Dashboard sessions live in this
+	// handler's memory, so a relay restarted with a new token has none.
 	AdminToken string
 	// MCP serves /mcp once the request passed the guards; the principal is in
 	// the request context (relay.PrincipalFrom).
@@ -99,6 +99,8 @@ type handler struct {
 	pushBeat       time.Duration
 	pushHub        *pushHub
 	attempts       *limiter
+	sessions       *secretSet
+	tickets        *secretSet
 }
 
 // NewHandler validates cfg and returns the relay's HTTP handler.
@@ -161,6 +163,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		rl = *cfg.RateLimit
 	}
 	h.attempts = newLimiter(rl, h.now)
+	h.sessions, h.tickets = newSecretSet(), newSecretSet()
 	if h.access == nil {
 		h.access = func(string, string) Access { return Remote }
 	}

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { CHANGE_EVENT, CONNECTION_EVENT, CSRF_HEADER, createBridge, createSessionClient } from "./bridge";
+import { CHANGE_EVENT, CONNECTION_EVENT, CSRF_HEADER, SESSION_HEADER, SESSION_KEY, createBridge, createSessionClient } from "./bridge";
 import { ApiError } from "./errors";
 
 class FakeES {
@@ -172,5 +172,48 @@ describe("session client", () => {
     expect(fetch.mock.calls[0][0]).toBe("/bridge/session");
     expect(JSON.parse(fetch.mock.calls[0][1].body)).toEqual({ token: "good" });
     await expect(s.signIn("bad")).rejects.toMatchObject({ code: "invalid_token", message: "That is not the admin token." });
+  });
+});
+
+describe("browser session", () => {
+  function memoryStorage() {
+    const m = new Map<string, string>();
+    return {
+      getItem: (k: string) => m.get(k) ?? null,
+      setItem: (k: string, v: string) => void m.set(k, v),
+      removeItem: (k: string) => void m.delete(k),
+      m,
+    };
+  }
+
+  it("keeps the session per origin in storage, sends it as a header and forgets it on sign-out", async () => {
+    const storage = memoryStorage();
+    const fetch = vi
+      .fn()
+      .mockResolvedValueOnce(json(200, { authenticated: true, version: "1", session: "sess-1" }))
+      .mockResolvedValueOnce(json(200, [1]))
+      .mockResolvedValueOnce(json(200, { authenticated: false }));
+    const s = createSessionClient(fetch, "", storage);
+    expect(await s.signIn("good")).toEqual({ authenticated: true, version: "1" });
+    expect(storage.m.get(SESSION_KEY)).toBe("sess-1");
+    const b = createBridge({ fetch, EventSource: FakeES, storage });
+    await b.go.app.Tasks.List();
+    expect((fetch.mock.calls[1][1].headers as Record<string, string>)[SESSION_HEADER]).toBe("sess-1");
+    await s.signOut();
+    expect((fetch.mock.calls[2][1].headers as Record<string, string>)[SESSION_HEADER]).toBe("sess-1");
+    expect(storage.m.has(SESSION_KEY)).toBe(false);
+  });
+
+  it("opens the change stream with a one-time ticket, never the session in the URL", async () => {
+    FakeES.all = [];
+    const storage = memoryStorage();
+    storage.setItem(SESSION_KEY, "sess-2");
+    const fetch = vi.fn(async (_url: string, _init?: RequestInit) => json(200, { ticket: "tk 1" }));
+    const b = createBridge({ fetch, EventSource: FakeES, storage });
+    b.runtime.EventsOn(CHANGE_EVENT, () => {});
+    await vi.waitFor(() => expect(FakeES.all).toHaveLength(1));
+    expect(fetch.mock.calls[0][0]).toBe("/bridge/events/ticket");
+    expect(FakeES.all[0].url).toBe("/bridge/events?ticket=tk%201");
+    expect(FakeES.all[0].url).not.toContain("sess-2");
   });
 });

@@ -4,14 +4,45 @@
 // unchanged: window.go.app.<Service>.<Method>(...args) becomes
 // POST /bridge/<Service>.<Method> with the arguments as a JSON array, and
 // runtime events come from GET /bridge/events (server-sent events).
+//
+// Sign-in answers a session value that is kept in this origin's
+// sessionStorage and sent as the X-Crosschat-Session header; no cookie is
+// used, because browsers send cookies to every port of a host (any other
+// local web server would receive them). EventSource cannot send headers, so
+// the stream is opened with a one-time ticket from POST /bridge/events/ticket.
 import { ApiError, ErrNetwork, ErrUnauthorized, toApiError } from "./errors";
 
 /** The event carrying a relay.Change, in the window and over SSE. */
 export const CHANGE_EVENT = "relay:change";
 /** Emitted by the shim with `true`/`false` when the change stream connects or drops. */
 export const CONNECTION_EVENT = "bridge:connection";
-/** Header the bridge requires on cookie-authenticated writes. */
+/** Header sent with every bridge request (kept for older relays). */
 export const CSRF_HEADER = "X-Crosschat-Request";
+/** Header carrying the session value. */
+export const SESSION_HEADER = "X-Crosschat-Session";
+/** sessionStorage key of the session value. */
+export const SESSION_KEY = "crosschat.session";
+
+/** The part of Storage the shim uses (sessionStorage in the browser). */
+export type SessionStorageLike = Pick<Storage, "getItem" | "setItem" | "removeItem">;
+
+function defaultStorage(): SessionStorageLike | undefined {
+  try {
+    return typeof window !== "undefined" ? window.sessionStorage : undefined;
+  } catch {
+    return undefined; // storage disabled: the session lasts until the next reload
+  }
+}
+
+function sessionHeaders(storage: SessionStorageLike | undefined): Record<string, string> {
+  let v: string | null = null;
+  try {
+    v = storage?.getItem(SESSION_KEY) ?? null;
+  } catch {
+    v = null;
+  }
+  return v ? { [SESSION_HEADER]: v } : {};
+}
 
 type Listener = { cb: (...data: unknown[]) => void; remaining: number };
 
@@ -36,6 +67,8 @@ export interface BridgeDeps {
   clipboardWrite?: (text: string) => Promise<void>;
   setTitle?: (title: string) => void;
   openURL?: (url: string) => void;
+  /** Where the session value is kept; defaults to window.sessionStorage. */
+  storage?: SessionStorageLike;
 }
 
 export interface Bridge {
@@ -62,6 +95,7 @@ export function createBridge(deps: BridgeDeps): Bridge {
   const setT = deps.setTimeout ?? ((fn, ms) => setTimeout(fn, ms));
   const clearT = deps.clearTimeout ?? ((id) => clearTimeout(id as ReturnType<typeof setTimeout>));
   const [retryFirst, retryMax] = deps.retryMs ?? [1000, 15000];
+  const storage = deps.storage ?? defaultStorage();
 
   async function call(service: string, method: string, args: unknown[]): Promise<unknown> {
     // Trailing undefined arguments are left out; Go reads them as zero values.
@@ -72,7 +106,7 @@ export function createBridge(deps: BridgeDeps): Bridge {
       res = await deps.fetch(`${base}/bridge/${service}.${method}`, {
         method: "POST",
         credentials: "same-origin",
-        headers: { "Content-Type": "application/json", [CSRF_HEADER]: "1" },
+        headers: { "Content-Type": "application/json", [CSRF_HEADER]: "1", ...sessionHeaders(storage) },
         body: JSON.stringify(args.slice(0, n)),
       });
     } catch {
@@ -118,6 +152,7 @@ export function createBridge(deps: BridgeDeps): Bridge {
   let retryTimer: unknown = null;
   let retryDelay = retryFirst;
   let closed = false;
+  let opening = false;
 
   function dispatch(name: string, data: unknown[]) {
     const ls = listeners.get(name);
@@ -149,8 +184,33 @@ export function createBridge(deps: BridgeDeps): Bridge {
     return !closed && (listeners.get(CHANGE_EVENT)?.length ?? 0) > 0;
   }
 
+  // openStream gets a one-time ticket when signed in with a session (the
+  // stream cannot carry the header), then connects.
   function openStream() {
-    const src = new deps.EventSource(`${base}/bridge/events`);
+    const auth = sessionHeaders(storage);
+    if (!auth[SESSION_HEADER]) {
+      connect(`${base}/bridge/events`);
+      return;
+    }
+    opening = true;
+    void (async () => {
+      let url = `${base}/bridge/events`;
+      try {
+        const res = await deps.fetch(`${base}/bridge/events/ticket`, { method: "POST", headers: { [CSRF_HEADER]: "1", ...auth } });
+        if (res.ok) {
+          const t = (await res.json()) as { ticket?: string };
+          if (t && typeof t.ticket === "string") url += `?ticket=${encodeURIComponent(t.ticket)}`;
+        }
+      } catch {
+        /* the relay is down: the stream fails and the reconnect loop retries */
+      }
+      opening = false;
+      if (wantsStream() && !es) connect(url);
+    })();
+  }
+
+  function connect(url: string) {
+    const src = new deps.EventSource(url);
     es = src;
     src.addEventListener(CHANGE_EVENT, (ev: MessageEvent) => {
       let change: unknown;
@@ -182,7 +242,7 @@ export function createBridge(deps: BridgeDeps): Bridge {
 
   async function checkSession() {
     try {
-      const res = await deps.fetch(`${base}/bridge/session`, { credentials: "same-origin" });
+      const res = await deps.fetch(`${base}/bridge/session`, { credentials: "same-origin", headers: sessionHeaders(storage) });
       if (res.ok) {
         const s = (await res.json()) as { authenticated?: boolean };
         if (s && s.authenticated === false) deps.onUnauthorized?.();
@@ -198,13 +258,13 @@ export function createBridge(deps: BridgeDeps): Bridge {
     retryDelay = Math.min(retryDelay * 2, retryMax);
     retryTimer = setT(() => {
       retryTimer = null;
-      if (wantsStream() && !es) openStream();
+      if (wantsStream() && !es && !opening) openStream();
     }, delay);
   }
 
   function syncStream() {
     if (wantsStream()) {
-      if (!es && retryTimer === null) openStream();
+      if (!es && retryTimer === null && !opening) openStream();
     } else if (es) {
       es.close();
       es = null;
@@ -312,21 +372,33 @@ export interface SessionState {
   version?: string;
 }
 
-export function createSessionClient(fetchFn: BridgeDeps["fetch"], base = "") {
+export function createSessionClient(fetchFn: BridgeDeps["fetch"], base = "", storage: SessionStorageLike | undefined = defaultStorage()) {
+  function keep(value: string | null) {
+    try {
+      if (value) storage?.setItem(SESSION_KEY, value);
+      else storage?.removeItem(SESSION_KEY);
+    } catch {
+      /* storage disabled */
+    }
+  }
   async function send(method: string, body?: unknown): Promise<SessionState> {
     let res: Response;
+    const auth = sessionHeaders(storage);
     try {
       res = await fetchFn(`${base}/bridge/session`, {
         method,
         credentials: "same-origin",
-        headers: body === undefined ? { [CSRF_HEADER]: "1" } : { "Content-Type": "application/json", [CSRF_HEADER]: "1" },
+        headers: body === undefined ? { [CSRF_HEADER]: "1", ...auth } : { "Content-Type": "application/json", [CSRF_HEADER]: "1", ...auth },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch {
       throw new ApiError(ErrNetwork, "Cannot reach the relay. Is it still running?");
     }
     if (!res.ok) throw await readError(res);
-    return (await res.json()) as SessionState;
+    const { session, ...state } = (await res.json()) as SessionState & { session?: string };
+    if (method === "POST" && session) keep(session);
+    if (method === "DELETE" || (method === "GET" && state.authenticated === false)) keep(null);
+    return state;
   }
   return {
     get: () => send("GET"),
