@@ -410,7 +410,8 @@ func TestMeshEndToEnd(t *testing.T) {
 		var got struct{ Task *relay.Task }
 		bob.call(t, "claim_next_task", map[string]any{"waitMs": 25000}, &got)
 		if got.Task == nil || got.Task.ID != want {
-			t.Fatalf("bob claimed %+v; want %s", got.Task, want)
+			st := cli(t, "mesh", "status", "--json", "--port", strconv.Itoa(ra.port), "--data-dir", ra.dir)
+			t.Fatalf("bob claimed %+v; want %s\nA's mesh status: %s\nA's log:\n%s", got.Task, want, st, ra.out.String())
 		}
 	}
 	report := func(id, kind, msg string) {

@@ -389,7 +389,9 @@ func (n *Node) flush() error {
 
 // consumeLoop applies what other relays send this one until Close.
 func (n *Node) consumeLoop() {
-	cc, err := n.cons.Consume(n.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	// Short pulls with heartbeats: a pull lost with a NATS node (or a
+	// consumer leader that moved) is noticed within seconds, not 30 s.
+	cc, err := n.cons.Consume(n.handle, jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(2*time.Second), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if n.ctx.Err() == nil {
 			n.log.Debug("mesh: consume", "err", err)
 		}
