@@ -76,7 +76,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 		OnDomReady:     d.domReady,
 		OnBeforeClose:  func(ctx context.Context) bool { d.beforeQuit(); return false },
 		OnShutdown:     func(ctx context.Context) { d.shutdown() },
-		Bind:           d.services.List(),
+		Bind:           append(d.services.List(), selfTestBind()...),
 		Linux:          &linux.Options{Icon: opts.Icon, ProgramName: "crosschat-relay"},
 	})
 	if err != nil {

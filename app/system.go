@@ -244,7 +244,6 @@ var bridgeAccess = map[string]web.Access{
 	"System.RevealDataFolder": web.LocalOnly,
 	"System.AdminToken":       web.LocalOnly,
 	"System.Quit":             web.LocalOnly,
-	"System.ReportSelfTest":   web.LocalOnly,
 	"System.ReportFocus":      web.LocalOnly,
 }
 

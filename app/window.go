@@ -3,14 +3,11 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
-	"github.com/crosschat/crosschat-relay/internal/tick"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
@@ -122,30 +119,4 @@ func forward(ctx context.Context, svc relay.Service, rt Runtime) {
 			}
 		}()
 	}
-}
-
-// selfTestEnv names the file the window's text is written to in self-test
-// mode (CI starts the app under Xvfb with it set).
-const selfTestEnv = "CROSSCHAT_SELFTEST"
-
-// selfTest asks the page for its text every second; the page answers
-// through System.ReportSelfTest, which writes it to the self-test file.
-func selfTest(ctx context.Context, rt Runtime) {
-	tick.Every(ctx, time.Second, func() {
-		rt.ExecJS(`window.go && window.go.app && window.go.app.System.ReportSelfTest(document.body.innerText)`)
-	})
-}
-
-// ReportSelfTest records what the window shows, in self-test mode only
-// (CROSSCHAT_SELFTEST names the file). CI uses it to prove that the native
-// window renders real data from its own relay.
-func (s *System) ReportSelfTest(text string) error {
-	path := os.Getenv(selfTestEnv)
-	if path == "" {
-		return errors.New("not in self-test mode")
-	}
-	if err := os.WriteFile(path+".tmp", []byte(text), 0o600); err != nil {
-		return fmt.Errorf("write self-test report: %w", err)
-	}
-	return os.Rename(path+".tmp", path)
 }

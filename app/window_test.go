@@ -119,14 +119,20 @@ func TestWindowState(t *testing.T) {
 
 // Ensure the self-test report is written only in self-test mode.
 func TestReportSelfTest(t *testing.T) {
-	s := &System{c: &core{}}
+	s := SelfTest{}
 	t.Setenv(selfTestEnv, "")
-	if err := s.ReportSelfTest("x"); err == nil {
+	if len(selfTestBind()) != 0 {
+		t.Fatal("SelfTest bound outside self-test mode")
+	}
+	if err := s.Report("x"); err == nil {
 		t.Fatal("want an error outside self-test mode")
 	}
 	out := filepath.Join(t.TempDir(), "report.txt")
 	t.Setenv(selfTestEnv, out)
-	if err := s.ReportSelfTest("Tasks\nNeeds attention 2"); err != nil {
+	if len(selfTestBind()) != 1 {
+		t.Fatal("SelfTest not bound in self-test mode")
+	}
+	if err := s.Report("Tasks\nNeeds attention 2"); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "Tasks\nNeeds attention 2" {

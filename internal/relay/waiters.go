@@ -56,10 +56,3 @@ func (w *Waiters) Close() {
 		delete(w.chans, s)
 	}
 }
-
-// Closed reports whether Close was called.
-func (w *Waiters) Closed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.closed
-}

@@ -19,9 +19,9 @@ type Tracker struct {
 // stops watching, snapshots again and lists the changes (see Changes);
 // reported are the files the agent CLI itself said it wrote, used only when
 // the snapshots or the watcher could not see everything. A snapshot or
-// watcher that fails only makes the result less certain, so Begin's error
-// is always nil today; it is there for trackers that can fail.
-func (t Tracker) Begin(ctx context.Context, dirs []string) (end func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile, err error) {
+// watcher that fails only makes the result less certain, so Begin cannot
+// fail.
+func (t Tracker) Begin(ctx context.Context, dirs []string) (end func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile) {
 	before, _ := Snapshot(ctx, dirs, t.Limits)          // an error leaves it incomplete
 	w, werr := NewWatcher(dirs, t.Limits, t.MaxTouched) // without it, the snapshots alone count
 	return func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile {
@@ -44,5 +44,5 @@ func (t Tracker) Begin(ctx context.Context, dirs []string) (end func(ctx context
 			}
 		}
 		return Changes(before, after, touched)
-	}, nil
+	}
 }

@@ -260,10 +260,7 @@ func TestChanges(t *testing.T) {
 func TestTracker(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	end, err := watch.Tracker{}.Begin(ctx, []string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	end := watch.Tracker{}.Begin(ctx, []string{dir})
 	made := filepath.Join(dir, "made.txt")
 	write(t, made, "m")
 	want := []relay.ChangedFile{{Path: made, Change: relay.FileAdded, Size: 1}}
@@ -275,10 +272,7 @@ func TestTracker(t *testing.T) {
 	for i := range 5 {
 		write(t, filepath.Join(big, "old", string(rune('a'+i))), "x")
 	}
-	end, err = watch.Tracker{Limits: watch.Limits{MaxFiles: 2}}.Begin(ctx, []string{big})
-	if err != nil {
-		t.Fatal(err)
-	}
+	end = watch.Tracker{Limits: watch.Limits{MaxFiles: 2}}.Begin(ctx, []string{big})
 	reported := filepath.Join(big, "old", "a")
 	write(t, reported, "changed by the run")
 	got := end(ctx, []relay.ChangedFile{{Path: reported, Change: relay.FileChanged}})

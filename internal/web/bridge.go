@@ -28,9 +28,6 @@ type boundService struct {
 type boundMethod struct {
 	name string // "Service.Method", for logs
 	fn   reflect.Value
-	// withCtx is set when the first parameter is a context.Context; the
-	// bridge passes the request context there.
-	withCtx bool
 	// params are the types of the JSON-decoded parameters.
 	params []reflect.Type
 	// shape is how results are read; unsupported shapes fail at call time.
@@ -45,7 +42,7 @@ const (
 	resultsValue                            // (T)
 	resultsError                            // (error)
 	resultsValueAndError                    // (T, error)
-	resultsUnsupported                      // anything else, or variadic
+	resultsUnsupported                      // anything else, variadic, or taking a context
 )
 
 // bindServices resolves the exported methods of each bound service.
@@ -78,12 +75,13 @@ func newBoundMethod(name string, fn reflect.Value) *boundMethod {
 	t := fn.Type()
 	bm := &boundMethod{name: name, fn: fn}
 	for i := 0; i < t.NumIn(); i++ {
-		in := t.In(i)
-		if i == 0 && in == contextType {
-			bm.withCtx = true
-			continue
+		if t.In(i) == contextType {
+			// The dashboard's methods take no context; one that does is
+			// refused at call time.
+			bm.params, bm.shape = nil, resultsUnsupported
+			return bm
 		}
-		bm.params = append(bm.params, in)
+		bm.params = append(bm.params, t.In(i))
 	}
 	switch {
 	case t.IsVariadic():
@@ -242,10 +240,6 @@ func decodeArgs(body []byte, params []reflect.Type) ([]reflect.Value, string) {
 func (h *handler) call(ctx context.Context, m *boundMethod, args []reflect.Value) ([]byte, error) {
 	if m.shape == resultsUnsupported {
 		return nil, fmt.Errorf("bridge %s: unsupported signature %s (want (T, error), (error), (T) or ())", m.name, m.fn.Type())
-	}
-	if m.withCtx {
-		ctx = relay.WithPrincipal(ctx, relay.Admin)
-		args = append([]reflect.Value{reflect.ValueOf(ctx)}, args...)
 	}
 	out := m.fn.Call(args)
 	var value any

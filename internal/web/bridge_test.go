@@ -174,7 +174,7 @@ func TestBridgeCalls(t *testing.T) {
 		{"StructArgValidation", "Tests.Validate", `[{"slug":"x"}]`, 400, relay.EInvalidRequest, "slug"},
 		{"DomainError", "Tests.Agent", `["nobody"]`, 404, relay.EUnknownAgent, ""},
 		{"StoreValue", "Tests.Agent", `["known"]`, 200, "", ""},
-		{"ContextGetsAdmin", "Tests.Who", `["me"]`, 200, `"me:admin"`, ""},
+		{"ContextRefused", "Tests.Who", `[]`, 500, relay.EInternal, ""},
 		{"InternalErrorHidden", "Tests.Broken", `[]`, 500, relay.EInternal, ""},
 		{"PanicRecovered", "Tests.Explode", `[]`, 500, relay.EInternal, ""},
 		{"UnsupportedShape", "Tests.Three", `[]`, 500, relay.EInternal, ""},

@@ -6,7 +6,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// enrollResponse is the 201 body of POST /api/enroll (§4.5).
+// enrollResponse is the 201 body of POST /api/enroll (README, "Connect an agent").
 type enrollResponse struct {
 	Agent        relay.Agent         `json:"agent"`
 	Token        string              `json:"token"`

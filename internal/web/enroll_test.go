@@ -10,7 +10,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// TestEnroll ensures an agent enrolls with an invite and gets the §4.5
+// TestEnroll ensures an agent enrolls with an invite and gets the
 // answer, and that its token works.
 func TestEnroll(t *testing.T) {
 	e := newEnv(t, envOptions{})

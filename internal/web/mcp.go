@@ -20,7 +20,7 @@ const (
 	mcpAllowMethods = "GET, POST, DELETE, OPTIONS"
 )
 
-// unauthorizedMCP is the 401 body of §1.1.
+// unauthorizedMCP is the 401 body of /mcp without a valid bearer token.
 var unauthorizedMCP = errorBody{Error: relay.EUnauthorized, Message: "Send Authorization: Bearer <admin token or per-agent token>."}
 
 // serveMCP guards /mcp (Host, Origin, bearer), puts the principal in the

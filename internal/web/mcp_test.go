@@ -149,7 +149,7 @@ func TestMCPGuards(t *testing.T) {
 		{"PreflightAllowed", map[string]string{"Origin": "http://127.0.0.1:9999"}, http.StatusNoContent, true},
 		{"PreflightNoOrigin", nil, http.StatusNoContent, false},
 		{"PreflightEvilOrigin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden, false},
-		// Host is not checked on a preflight (§1.1).
+		// Host is not checked on a preflight.
 		{"PreflightEvilHost", map[string]string{"Host": "evil.example", "Origin": "http://localhost"}, http.StatusNoContent, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,9 +7,10 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// runLoop claims and runs the worker's tasks until ctx ends (§6.4): it
-// idles while paused, holds back while the runs-per-hour limit is reached,
-// waits for a task from the allowed senders, and runs it.
+// runLoop claims and runs the worker's tasks until ctx ends (README,
+// "Workers: agents that run unattended"): it idles while paused, holds back
+// while the runs-per-hour limit is reached, waits for a task from the
+// allowed senders, and runs it.
 func (w *worker) runLoop(ctx context.Context) {
 	var lastBeat time.Time
 	var lastLogged string

@@ -83,8 +83,9 @@ type Tracker interface {
 	// Begin starts tracking dirs before the CLI starts. end, called after
 	// it ended, lists the changes; reported are the files the CLI itself
 	// said it wrote, for when the tracker alone could not see everything.
-	// end must be called, and is, even when err is not nil.
-	Begin(ctx context.Context, dirs []string) (end func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile, err error)
+	// A tracker that cannot see everything returns what it can: tracking
+	// never fails a run. end must be called, and is.
+	Begin(ctx context.Context, dirs []string) (end func(ctx context.Context, reported []relay.ChangedFile) []relay.ChangedFile)
 }
 
 // Defaults for Options.

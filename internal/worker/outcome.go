@@ -34,10 +34,11 @@ type decideInput struct {
 
 var blockedPrefix = regexp.MustCompile(`(?i)^\s*BLOCKED:`)
 
-// decide turns a CLI's end into a report (§6.5 step 9, §6.9): a timeout, a
-// non-zero exit or an empty answer is a blocker with the last output; an
-// answer starting with BLOCKED: is a blocker with the rest as its message;
-// anything else completes the task with the answer as its result.
+// decide turns a CLI's end into a report (README, "Workers: agents that run
+// unattended"): a timeout, a non-zero exit or an empty answer is a blocker
+// with the last output; an answer starting with BLOCKED: is a blocker with
+// the rest as its message; anything else completes the task with the answer
+// as its result.
 func decide(in decideInput) outcome {
 	blocked := func(msg string) outcome {
 		if in.authHint != "" {

@@ -13,13 +13,14 @@ import (
 )
 
 // Recover cleans up after runs a previous relay process left behind (it
-// crashed or was killed mid-run), per run folder in RunRoot (§6.10): the
-// CLI recorded in its process file is stopped with its tree, but only if
-// that pid still runs the same program (and, where known, started at the
-// same time), so an unrelated process that reuses the pid is left alone;
-// a task still claimed by a worker goes back to the queue with a report
-// telling the sender why; the run tokens are revoked and the folder is
-// deleted. Start calls it before any loop runs.
+// crashed or was killed mid-run), per run folder in RunRoot (README,
+// "Workers: agents that run unattended"): the CLI recorded in its process
+// file is stopped with its tree, but only if that pid still runs the same
+// program (and, where known, started at the same time), so an unrelated
+// process that reuses the pid is left alone; a task still claimed by a
+// worker goes back to the queue with a report telling the sender why; the
+// run tokens are revoked and the folder is deleted. Start calls it before
+// any loop runs.
 func (m *Manager) Recover(ctx context.Context) error {
 	entries, err := os.ReadDir(m.opts.RunRoot)
 	if errors.Is(err, os.ErrNotExist) {

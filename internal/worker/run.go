@@ -53,8 +53,9 @@ type runState struct {
 	reported []relay.ChangedFile // files the CLI says it wrote
 }
 
-// run runs one claimed task to the end (§6.5) and always leaves the worker
-// not running, with lastRun set. The error is for the loop's log.
+// run runs one claimed task to the end (README, "Workers: agents that run
+// unattended") and always leaves the worker not running, with lastRun set.
+// The error is for the loop's log.
 func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Task) error {
 	o := w.m.opts
 	startedAt := o.Now()
@@ -188,12 +189,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	dirs := append([]string{r.cfg.Workdir}, extra...)
 	var endTracking func(context.Context, []relay.ChangedFile) []relay.ChangedFile
 	if o.Tracker != nil {
-		end, err := o.Tracker.Begin(ctx, dirs)
-		if err != nil {
-			r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
-				Text: "The worker can't list the files this run changes: " + err.Error()})
-		}
-		endTracking = end
+		endTracking = o.Tracker.Begin(ctx, dirs)
 	}
 
 	ex := r.spawnAndWait(ctx, extra)

@@ -11,8 +11,6 @@ export function Quit():Promise<void>;
 
 export function ReportFocus(arg1:boolean):Promise<void>;
 
-export function ReportSelfTest(arg1:string):Promise<void>;
-
 export function RevealDataFolder():Promise<void>;
 
 export function SetStartAtLogin(arg1:boolean):Promise<boolean>;

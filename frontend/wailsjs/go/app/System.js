@@ -22,10 +22,6 @@ export function ReportFocus(arg1) {
   return window['go']['app']['System']['ReportFocus'](arg1);
 }
 
-export function ReportSelfTest(arg1) {
-  return window['go']['app']['System']['ReportSelfTest'](arg1);
-}
-
 export function RevealDataFolder() {
   return window['go']['app']['System']['RevealDataFolder']();
 }
