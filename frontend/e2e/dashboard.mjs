@@ -315,6 +315,10 @@ async function main() {
   step = "agents page";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Agents" }).click();
   await page.locator(`[data-agent="${slug}"]`).getByText("online", { exact: false }).first().waitFor();
+  const cards = await page.locator("[data-agent]").count();
+  const cardsOnline = await page.locator("[data-agent] .presence.on").count();
+  const header = await page.locator('[data-test="agents-count"]').innerText();
+  check(header === `${cardsOnline} of ${cards} online`, `the Agents header says "${header}" for ${cards} cards, ${cardsOnline} online`);
   await shot(page, "05-agents");
 
   step = "activity page";

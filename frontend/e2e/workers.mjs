@@ -72,6 +72,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   check(await dlg.getByRole("group", { name: "Takes tasks from" }).getByRole("checkbox", { name: /You/ }).isChecked(), "the operator is not an allowed sender by default");
   check((await dlg.getByLabel("Time limit").inputValue()) === "30", "time limit does not default to 30");
   check((await dlg.getByLabel("Runs per hour").inputValue()) === "20", "runs per hour does not default to 20");
+  await dlg.getByLabel(/Environment variables/).fill("CROSSCHAT_E2E_KEY, OTHER_KEY");
   await dlg.locator('[data-test="safety"]').waitFor();
   await page.setViewportSize({ width: 1280, height: 1000 }); // the whole dialog, as in a taller window
   await shot(page, "12-connect-dialog");
@@ -96,6 +97,8 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   await wd.locator('[data-test="worker-form"]').waitFor();
   await wd.getByLabel("Working folder", { exact: true }).waitFor();
   check((await wd.getByLabel("Working folder", { exact: true }).inputValue()) === work, "the worker form does not show the saved working folder");
+  const env = await wd.getByLabel(/Environment variables/).inputValue();
+  check(env === "CROSSCHAT_E2E_KEY OTHER_KEY", `the worker form shows environment names ${JSON.stringify(env)}, not the saved ones`);
   await page.setViewportSize({ width: 1280, height: 1000 });
   await shot(page, "14-worker-form");
   await page.setViewportSize({ width: 1280, height: 800 });
