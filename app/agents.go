@@ -30,7 +30,8 @@ func (a *Agents) List() ([]relay.Agent, error) {
 }
 
 // Create adds an agent; agents (not humans) get a token, revealed once.
-func (a *Agents) Create(in relay.CreateAgentInput) (TokenReveal, error) {
+// origin is the dashboard's own origin in a browser, "" elsewhere (see address.go).
+func (a *Agents) Create(in relay.CreateAgentInput, origin string) (TokenReveal, error) {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return TokenReveal{}, err
@@ -39,7 +40,7 @@ func (a *Agents) Create(in relay.CreateAgentInput) (TokenReveal, error) {
 	if err != nil {
 		return TokenReveal{}, err
 	}
-	return a.reveal(agent, token), nil
+	return a.reveal(agent, token, origin), nil
 }
 
 // Update sets (and locks) an agent's display name and/or role. An empty
@@ -52,8 +53,9 @@ func (a *Agents) Update(slug string, in relay.ProfileUpdate) (relay.Agent, error
 	return svc.UpdateProfile(ctx, slug, in)
 }
 
-// RotateToken issues a new token, invalidating the old one.
-func (a *Agents) RotateToken(slug string) (TokenReveal, error) {
+// RotateToken issues a new token, invalidating the old one. origin is as
+// for Create.
+func (a *Agents) RotateToken(slug, origin string) (TokenReveal, error) {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return TokenReveal{}, err
@@ -66,7 +68,7 @@ func (a *Agents) RotateToken(slug string) (TokenReveal, error) {
 	if err != nil {
 		return TokenReveal{}, err
 	}
-	return a.reveal(agent, token), nil
+	return a.reveal(agent, token, origin), nil
 }
 
 // RevokeToken removes an agent's token; it can no longer connect.
@@ -103,10 +105,10 @@ func (a *Agents) Delete(slug string) error {
 	return nil
 }
 
-func (a *Agents) reveal(agent relay.Agent, token string) TokenReveal {
+func (a *Agents) reveal(agent relay.Agent, token, origin string) TokenReveal {
 	r := TokenReveal{Agent: agent, Token: token, Instructions: AgentInstructions(agent.Slug)}
 	if token != "" {
-		r.MCPURL = a.c.config().MCPURL()
+		r.MCPURL = a.c.reachedURL(origin) + "/mcp"
 		r.Setup = web.SetupFor(r.MCPURL, token)
 	}
 	return r

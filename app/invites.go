@@ -17,8 +17,10 @@ type InviteCreated struct {
 	Message string       `json:"message"`
 }
 
-// Create makes an invite.
-func (i *Invites) Create(in relay.InviteInput) (InviteCreated, error) {
+// Create makes an invite. origin is the dashboard's own origin in a
+// browser, "" elsewhere; the message names the address it leads to (see
+// address.go).
+func (i *Invites) Create(in relay.InviteInput, origin string) (InviteCreated, error) {
 	svc, ctx, err := i.c.get()
 	if err != nil {
 		return InviteCreated{}, err
@@ -27,7 +29,7 @@ func (i *Invites) Create(in relay.InviteInput) (InviteCreated, error) {
 	if err != nil {
 		return InviteCreated{}, err
 	}
-	msg := InviteMessage(i.c.config().BaseURL(), code, inv, time.Local)
+	msg := InviteMessage(i.c.reachedURL(origin), code, inv, time.Local)
 	return InviteCreated{Invite: inv, Code: code, Message: msg}, nil
 }
 

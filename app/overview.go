@@ -16,14 +16,17 @@ type Info struct {
 	RetentionDays float64 `json:"retentionDays"`
 }
 
-// Info returns the version, addresses and data folder.
-func (o *Overview) Info() (Info, error) {
+// Info returns the version, addresses and data folder. origin is the
+// dashboard's own origin in a browser, "" elsewhere; the addresses are the
+// ones to name to agents (see address.go).
+func (o *Overview) Info(origin string) (Info, error) {
 	svc, _, err := o.c.get()
 	if err != nil {
 		return Info{}, err
 	}
 	cfg := o.c.config()
-	return Info{Version: o.c.version, OperatorSlug: svc.OperatorSlug(), DashboardURL: cfg.BaseURL() + "/", MCPURL: cfg.MCPURL(), DataDir: cfg.DataDir, RetentionDays: cfg.TaskRetentionDays}, nil
+	base := o.c.reachedURL(origin)
+	return Info{Version: o.c.version, OperatorSlug: svc.OperatorSlug(), DashboardURL: base + "/", MCPURL: base + "/mcp", DataDir: cfg.DataDir, RetentionDays: cfg.TaskRetentionDays}, nil
 }
 
 // Stats returns task and agent counts.

@@ -113,6 +113,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		Access:         bridgeMethodAccess,
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
+		PublicURL:      cfg.PublicURL,
 		Assets:         opts.Assets,
 		Version:        opts.Version,
 		Logger:         log,

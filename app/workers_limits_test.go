@@ -42,9 +42,15 @@ func TestWorkerLimitsMatchValidation(t *testing.T) {
 		{"timeoutMinutes", l.MaxTimeoutMinutes, func(c *relay.WorkerConfig, n int) { c.TimeoutMinutes = n }},
 		{"runsPerHour", l.MaxRunsPerHour, func(c *relay.WorkerConfig, n int) { c.RunsPerHour = n }},
 		{"args", l.MaxArgs, func(c *relay.WorkerConfig, n int) { c.Args = names(n, func(int) string { return "-v" }) }},
-		{"extraDirs", l.MaxExtraDirs, func(c *relay.WorkerConfig, n int) { c.ExtraDirs = names(n, func(i int) string { return fmt.Sprintf("/x/%d", i) }) }},
-		{"allowedSenders", l.MaxSenders, func(c *relay.WorkerConfig, n int) { c.AllowedSenders = names(n, func(i int) string { return fmt.Sprintf("s%d", i) }) }},
-		{"env", l.MaxEnv, func(c *relay.WorkerConfig, n int) { c.Env = names(n, func(i int) string { return fmt.Sprintf("V%d", i) }) }},
+		{"extraDirs", l.MaxExtraDirs, func(c *relay.WorkerConfig, n int) {
+			c.ExtraDirs = names(n, func(i int) string { return fmt.Sprintf("/x/%d", i) })
+		}},
+		{"allowedSenders", l.MaxSenders, func(c *relay.WorkerConfig, n int) {
+			c.AllowedSenders = names(n, func(i int) string { return fmt.Sprintf("s%d", i) })
+		}},
+		{"env", l.MaxEnv, func(c *relay.WorkerConfig, n int) {
+			c.Env = names(n, func(i int) string { return fmt.Sprintf("V%d", i) })
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

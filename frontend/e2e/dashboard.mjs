@@ -199,7 +199,8 @@ async function main() {
   const message = await page.locator('[data-test="invite-message"]').innerText({ timeout: 10000 });
   const code = /cci_[A-Za-z0-9_-]+/.exec(message)?.[0];
   check(code, `no invite code in the message on the page:\n${message.slice(0, 400)}`);
-  check(message.includes(`${base}/api/enroll`) || message.includes("/api/enroll"), "invite message does not tell how to enroll");
+  // The message names the address this dashboard was reached at (127.0.0.1, not localhost).
+  check(message.includes(`Relay: ${base}\n`) && message.includes(`${base}/api/enroll`), `invite message does not name ${base}:\n${message.slice(0, 400)}`);
   await page.getByText("Waiting for an agent to join").waitFor();
   await shot(page, "04-connect-invite");
   say(`invite created (${code.slice(0, 8)}…)`);
@@ -215,6 +216,7 @@ async function main() {
   check(enrollRes.status === 201, `enroll: HTTP ${enrollRes.status}: ${JSON.stringify(enrolled)}`);
   const agentToken = enrolled.token;
   check(/^cca_/.test(agentToken), "enroll gave no agent token");
+  check(enrolled.mcpUrl === `${base}/mcp`, `enroll named ${enrolled.mcpUrl}, not the address it was reached at (${base}/mcp)`);
 
   step = "agent appears live";
   await page.locator('[data-test="invite-status"]').getByText(slug).waitFor({ timeout: 10000 });
@@ -331,6 +333,7 @@ async function main() {
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings" }).click();
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.getByText(dataDir).waitFor();
+  await page.getByText(`${base}/mcp`, { exact: true }).waitFor(); // the MCP URL as this browser reaches it
   await shot(page, "07-settings");
 
   step = "small window (1024×700)";

@@ -49,6 +49,9 @@ type Config struct {
 	Hidden bool
 	// Mesh joins other relays over NATS JetStream (docs/mesh.md).
 	Mesh Mesh
+	// PublicURL is the address agents elsewhere reach the relay at (a proxy,
+	// a LAN name); when set, invites and setup snippets name it. See publicurl.go.
+	PublicURL string
 
 	envErrs []error
 }
@@ -67,6 +70,7 @@ const (
 	EnvRetentionDays  = "CROSSCHAT_TASK_RETENTION_DAYS"
 	EnvLogFile        = "CROSSCHAT_LOG_FILE"
 	EnvAPIToken       = "CROSSCHAT_API_TOKEN"
+	EnvPublicURL      = "CROSSCHAT_PUBLIC_URL"
 )
 
 // WithDotEnv returns an Env that consults base first and then the KEY=VALUE
@@ -175,6 +179,7 @@ func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *fla
 	fs.StringVar(&c.LogFile, "log-file", envOr(env, EnvLogFile, ""), "append logs to this file as well as stderr; default crosschat-relay.log in the data folder, \"none\" for no file (env "+EnvLogFile+")")
 	fs.BoolVar(&c.Hidden, "hidden", false, "start the desktop app without showing its window")
 	c.meshFlags(fs, env)
+	fs.StringVar(&c.PublicURL, "public-url", envOr(env, EnvPublicURL, ""), "the address agents reach the relay at, e.g. https://relay.example.com, named in invites and setup snippets; default: the address each caller reached (env "+EnvPublicURL+")")
 	return fs
 }
 
@@ -215,6 +220,9 @@ func (c *Config) Finish() error {
 	}
 	c.AllowedHosts = withLoopback(c.AllowedHosts)
 	c.AllowedOrigins = withLoopback(c.AllowedOrigins)
+	if c.PublicURL, err = NormalizePublicURL(c.PublicURL); err != nil {
+		return err
+	}
 	return nil
 }
 

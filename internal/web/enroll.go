@@ -43,6 +43,9 @@ func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
 	}
 	// r.Host passed the allow-list in checkHostOrigin.
 	mcpURL := scheme + "://" + r.Host + "/mcp"
+	if h.publicURL != "" {
+		mcpURL = h.publicURL + "/mcp"
+	}
 	writeJSON(w, http.StatusCreated, enrollResponse{
 		Agent:        e.Agent,
 		Token:        e.Token,

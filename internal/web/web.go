@@ -68,6 +68,9 @@ type Config struct {
 	// RateLimit bounds sign-in and enroll attempts per client address; nil
 	// means DefaultRateLimit.
 	RateLimit *RateLimit
+	// PublicURL (--public-url, no trailing slash) is the base of the mcpUrl
+	// an enrollment answers with; empty means the address the agent reached.
+	PublicURL string
 }
 
 // Access says who may call a bridge method.
@@ -91,6 +94,7 @@ type handler struct {
 	allowedHosts   map[string]bool
 	allowedOrigins map[string]bool
 	assets         fs.FS
+	publicURL      string
 	version        string
 	log            *slog.Logger
 	maxBody        int64
@@ -145,6 +149,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		push:       cfg.Push,
 		pushBeat:   cfg.PushHeartbeat,
 		pushHub:    &pushHub{subscribe: cfg.Service.Subscribe},
+		publicURL:  cfg.PublicURL,
 	}
 	if h.pushBeat <= 0 {
 		h.pushBeat = DefaultPushHeartbeat

@@ -152,6 +152,17 @@ export interface Api {
   copy(text: string): Promise<boolean>;
 }
 
+/**
+ * reached is the origin the dashboard was reached at in a browser ("" in the
+ * native window). The Go methods that name the relay's address to agents
+ * (invites, token reveals, Info) take it last, so an agent elsewhere is told
+ * the address that works from where the operator stands (unless the relay
+ * has --public-url).
+ */
+function reached(): string {
+  return inBrowser ? window.location.origin : "";
+}
+
 // norm wraps a binding so every rejection (and a missing runtime) becomes an ApiError.
 function norm<A extends unknown[], R>(fn: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
   return async (...a: A) => {
@@ -186,18 +197,18 @@ export const api: Api = {
   },
   agents: {
     list: norm(() => AgentsB.List()),
-    create: norm((a) => AgentsB.Create(a as relay.CreateAgentInput)),
+    create: norm((a) => AgentsB.Create(a as relay.CreateAgentInput, reached())),
     update: norm((slug, p) => AgentsB.Update(slug, p as relay.ProfileUpdate)),
-    rotateToken: norm((slug) => AgentsB.RotateToken(slug)),
+    rotateToken: norm((slug) => AgentsB.RotateToken(slug, reached())),
     revokeToken: norm((slug) => AgentsB.RevokeToken(slug)),
     remove: norm((slug) => AgentsB.Delete(slug)),
   },
   invites: {
-    create: norm((i) => InvitesB.Create(i as relay.InviteInput)),
+    create: norm((i) => InvitesB.Create(i as relay.InviteInput, reached())),
     list: norm(() => InvitesB.List()),
     revoke: norm((id) => InvitesB.Revoke(id)),
   },
-  overview: { info: norm(() => OverviewB.Info()), stats: norm(() => OverviewB.Stats()) },
+  overview: { info: norm(() => OverviewB.Info(reached())), stats: norm(() => OverviewB.Stats()) },
   events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
   settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
   system: {

@@ -3,6 +3,6 @@
 import {app} from '../models';
 import {relay} from '../models';
 
-export function Info():Promise<app.Info>;
+export function Info(arg1:string):Promise<app.Info>;
 
 export function Stats():Promise<relay.Stats>;
