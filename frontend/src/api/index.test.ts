@@ -23,6 +23,10 @@ afterEach(() => {
   vi.resetModules();
 });
 
+// Each test imports the api module afresh (its inBrowser is fixed at import);
+// on a busy machine that takes longer than vitest's default 5 s.
+const IMPORT_TIMEOUT_MS = 60_000;
+
 describe("the address the relay names to agents", () => {
   it("is the dashboard's own origin in a browser", async () => {
     vi.resetModules();
@@ -38,7 +42,7 @@ describe("the address the relay names to agents", () => {
       ["Agents.RotateToken", o],
       ["Overview.Info", o],
     ]);
-  });
+  }, IMPORT_TIMEOUT_MS);
 
   it("is left to the relay in the native window", async () => {
     vi.resetModules();
@@ -50,5 +54,5 @@ describe("the address the relay names to agents", () => {
       ["Agents.RotateToken", ""],
       ["Overview.Info", ""],
     ]);
-  });
+  }, IMPORT_TIMEOUT_MS);
 });
