@@ -7,10 +7,10 @@ import (
 
 // The address an agent is told to use. Invite messages, setup snippets and
 // token reveals name --public-url when it is set; else the origin the
-// dashboard was reached at, which a browser passes as the last argument of
-// the methods that reveal one (Agents.Create, Agents.RotateToken,
-// Invites.Create, Overview.Info); else (the native window, the command line)
-// the relay's own address. An agent in a VM, a container, WSL or on the LAN
+// dashboard was reached at, which a browser passes to the methods that
+// reveal one (Agents.CreateAt, Agents.RotateTokenAt, Invites.CreateAt,
+// Overview.InfoAt); else (the native window, the command line, the methods
+// without At) the relay's own address. An agent in a VM, a container, WSL or on the LAN
 // thus gets an address that works from where the operator stands.
 
 // reachedURL is the base URL to name to an agent, given the origin the

@@ -33,14 +33,14 @@ func nameAddresses(t *testing.T, r *app.Relay, origin string) named {
 	cl := client.New(r.Config().BaseURL(), token)
 	ctx := context.Background()
 	var inv app.InviteCreated
-	noErr(t, cl.Call(ctx, "Invites", "Create", &inv, relay.InviteInput{ExpiresInHours: 1, MaxUses: 1}, origin))
+	noErr(t, cl.Call(ctx, "Invites", "CreateAt", &inv, relay.InviteInput{ExpiresInHours: 1, MaxUses: 1}, origin))
 	var rev, rot app.TokenReveal
 	created++
 	slug := fmt.Sprintf("named-%d", created)
-	noErr(t, cl.Call(ctx, "Agents", "Create", &rev, relay.CreateAgentInput{Slug: slug, DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}, origin))
-	noErr(t, cl.Call(ctx, "Agents", "RotateToken", &rot, slug, origin))
+	noErr(t, cl.Call(ctx, "Agents", "CreateAt", &rev, relay.CreateAgentInput{Slug: slug, DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}, origin))
+	noErr(t, cl.Call(ctx, "Agents", "RotateTokenAt", &rot, slug, origin))
 	var info app.Info
-	noErr(t, cl.Call(ctx, "Overview", "Info", &info, origin))
+	noErr(t, cl.Call(ctx, "Overview", "InfoAt", &info, origin))
 	return named{invite: inv.Message, created: rev.MCPURL, createdSetup: rev.Setup.ClaudeCode, rotated: rot.MCPURL, info: info.MCPURL}
 }
 
@@ -113,7 +113,7 @@ func TestEnrollMCPURLFollowsHost(t *testing.T) {
 // host as the Host header; it returns the mcpUrl of the answer.
 func enroll(t *testing.T, r *app.Relay, host string) string {
 	t.Helper()
-	inv, err := r.Services.Invites.Create(relay.InviteInput{ExpiresInHours: 1, MaxUses: 1}, "")
+	inv, err := r.Services.Invites.Create(relay.InviteInput{ExpiresInHours: 1, MaxUses: 1})
 	noErr(t, err)
 	enrolled++
 	body, _ := json.Marshal(map[string]any{"invite": inv.Code, "slug": fmt.Sprintf("enrolled-%d", enrolled), "displayName": "E", "modelSlug": "m", "capabilities": []string{"x"}})

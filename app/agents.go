@@ -29,9 +29,15 @@ func (a *Agents) List() ([]relay.Agent, error) {
 	return svc.ListAgents(ctx, true)
 }
 
-// Create adds an agent; agents (not humans) get a token, revealed once.
-// origin is the dashboard's own origin in a browser, "" elsewhere (see address.go).
-func (a *Agents) Create(in relay.CreateAgentInput, origin string) (TokenReveal, error) {
+// Create adds an agent; agents (not humans) get a token, revealed once
+// with the relay's address (see address.go).
+func (a *Agents) Create(in relay.CreateAgentInput) (TokenReveal, error) {
+	return a.CreateAt(in, "")
+}
+
+// CreateAt is Create for a dashboard reached at origin ("" when unknown):
+// the reveal names that address when the relay allows it (see address.go).
+func (a *Agents) CreateAt(in relay.CreateAgentInput, origin string) (TokenReveal, error) {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return TokenReveal{}, err
@@ -53,9 +59,13 @@ func (a *Agents) Update(slug string, in relay.ProfileUpdate) (relay.Agent, error
 	return svc.UpdateProfile(ctx, slug, in)
 }
 
-// RotateToken issues a new token, invalidating the old one. origin is as
-// for Create.
-func (a *Agents) RotateToken(slug, origin string) (TokenReveal, error) {
+// RotateToken issues a new token, invalidating the old one.
+func (a *Agents) RotateToken(slug string) (TokenReveal, error) {
+	return a.RotateTokenAt(slug, "")
+}
+
+// RotateTokenAt is RotateToken for a dashboard reached at origin, as for CreateAt.
+func (a *Agents) RotateTokenAt(slug, origin string) (TokenReveal, error) {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return TokenReveal{}, err

@@ -79,7 +79,7 @@ func TestAgents(t *testing.T) {
 	r := startRelay(t)
 	s, svc, ctx := r.Services, r.Service(), context.Background()
 
-	rev, err := s.Agents.Create(relay.CreateAgentInput{Slug: "Builder", DisplayName: "Builder", ModelSlug: "m", Capabilities: []string{"code-execution"}}, "")
+	rev, err := s.Agents.Create(relay.CreateAgentInput{Slug: "Builder", DisplayName: "Builder", ModelSlug: "m", Capabilities: []string{"code-execution"}})
 	noErr(t, err)
 	if rev.Agent.Slug != "builder" || !strings.HasPrefix(rev.Token, "cca_") || !strings.Contains(rev.Setup.ClaudeCode, rev.Token) || !strings.Contains(rev.Instructions, "builder") {
 		t.Fatalf("reveal %+v", rev)
@@ -92,7 +92,7 @@ func TestAgents(t *testing.T) {
 	if p.Slug != "builder" {
 		t.Fatalf("principal %+v", p)
 	}
-	_, err = s.Agents.Create(relay.CreateAgentInput{Slug: "builder", DisplayName: "B", ModelSlug: "m", Capabilities: []string{"x"}}, "")
+	_, err = s.Agents.Create(relay.CreateAgentInput{Slug: "builder", DisplayName: "B", ModelSlug: "m", Capabilities: []string{"x"}})
 	wantCode(t, err, relay.EAgentExists)
 
 	name, role := "Bob the builder", "Builds things"
@@ -101,7 +101,7 @@ func TestAgents(t *testing.T) {
 	if a.DisplayName != name || !a.OwnerSet.DisplayName || !a.OwnerSet.Details {
 		t.Fatalf("update %+v", a)
 	}
-	rot, err := s.Agents.RotateToken("builder", "")
+	rot, err := s.Agents.RotateToken("builder")
 	noErr(t, err)
 	if _, err := svc.Authenticate(ctx, rev.Token); relay.ErrorCode(err) != relay.EUnauthorized {
 		t.Fatalf("old token still works: %v", err)
@@ -114,7 +114,7 @@ func TestAgents(t *testing.T) {
 	if _, err := svc.Authenticate(ctx, rot.Token); relay.ErrorCode(err) != relay.EUnauthorized {
 		t.Fatalf("revoked token works: %v", err)
 	}
-	_, err = s.Agents.RotateToken("operator", "")
+	_, err = s.Agents.RotateToken("operator")
 	wantCode(t, err, relay.EInvalidAgentKind)
 	wantCode(t, s.Agents.Delete("operator"), relay.EOperatorProtected)
 	if err := s.Agents.Delete("builder"); err != nil {
@@ -131,7 +131,7 @@ func TestAgents(t *testing.T) {
 func TestTasks(t *testing.T) {
 	r := startRelay(t)
 	s, svc, ctx := r.Services, r.Service(), context.Background()
-	if _, err := s.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}}, ""); err != nil {
+	if _, err := s.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -211,12 +211,12 @@ func TestTasks(t *testing.T) {
 func TestInvitesAndSettings(t *testing.T) {
 	r := startRelay(t)
 	s := r.Services
-	created, err := s.Invites.Create(relay.InviteInput{ExpiresInHours: 1, MaxUses: 2, DisplayName: "Ada"}, "")
+	created, err := s.Invites.Create(relay.InviteInput{ExpiresInHours: 1, MaxUses: 2, DisplayName: "Ada"})
 	noErr(t, err)
 	if !strings.HasPrefix(created.Code, "cci_") || !strings.Contains(created.Message, created.Code) || !strings.Contains(created.Message, r.Config().BaseURL()+"/api/enroll") {
 		t.Fatalf("invite %+v", created)
 	}
-	_, err = s.Invites.Create(relay.InviteInput{ExpiresInHours: 0}, "")
+	_, err = s.Invites.Create(relay.InviteInput{ExpiresInHours: 0})
 	wantCode(t, err, relay.EInvalidRequest)
 	inv, err := s.Invites.Revoke(created.Invite.ID)
 	noErr(t, err)
@@ -228,7 +228,7 @@ func TestInvitesAndSettings(t *testing.T) {
 	if len(l) != 1 {
 		t.Fatalf("list %d", len(l))
 	}
-	info, err := s.Overview.Info("")
+	info, err := s.Overview.Info()
 	noErr(t, err)
 	if info.Version != "test" || info.OperatorSlug != "operator" || info.DataDir != r.Config().DataDir {
 		t.Fatalf("info %+v", info)

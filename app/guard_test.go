@@ -46,7 +46,7 @@ func echoWorker(t *testing.T, r *app.Relay, slug string, senders ...string) {
 
 func createAgent(t *testing.T, r *app.Relay, slug string) {
 	t.Helper()
-	_, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}}, "")
+	_, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}})
 	noErr(t, err)
 }
 

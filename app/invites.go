@@ -17,10 +17,14 @@ type InviteCreated struct {
 	Message string       `json:"message"`
 }
 
-// Create makes an invite. origin is the dashboard's own origin in a
-// browser, "" elsewhere; the message names the address it leads to (see
-// address.go).
-func (i *Invites) Create(in relay.InviteInput, origin string) (InviteCreated, error) {
+// Create makes an invite; its message names the relay's address (see address.go).
+func (i *Invites) Create(in relay.InviteInput) (InviteCreated, error) {
+	return i.CreateAt(in, "")
+}
+
+// CreateAt is Create for a dashboard reached at origin ("" when unknown):
+// the message names that address when the relay allows it (see address.go).
+func (i *Invites) CreateAt(in relay.InviteInput, origin string) (InviteCreated, error) {
 	svc, ctx, err := i.c.get()
 	if err != nil {
 		return InviteCreated{}, err

@@ -16,10 +16,14 @@ type Info struct {
 	RetentionDays float64 `json:"retentionDays"`
 }
 
-// Info returns the version, addresses and data folder. origin is the
-// dashboard's own origin in a browser, "" elsewhere; the addresses are the
-// ones to name to agents (see address.go).
-func (o *Overview) Info(origin string) (Info, error) {
+// Info returns the version, addresses and data folder.
+func (o *Overview) Info() (Info, error) {
+	return o.InfoAt("")
+}
+
+// InfoAt is Info for a dashboard reached at origin ("" when unknown): the
+// addresses are the ones to name to agents from there (see address.go).
+func (o *Overview) InfoAt(origin string) (Info, error) {
 	svc, _, err := o.c.get()
 	if err != nil {
 		return Info{}, err

@@ -222,7 +222,7 @@ func TestPresenceOverDBus(t *testing.T) {
 	}
 
 	// A task the operator posts, completed by the agent over MCP.
-	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "tray-bot", DisplayName: "Tray Bot", ModelSlug: "m", Capabilities: []string{"text-output"}}, "")
+	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "tray-bot", DisplayName: "Tray Bot", ModelSlug: "m", Capabilities: []string{"text-output"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestForwardChanges(t *testing.T) {
 	// The subscription starts asynchronously: keep making changes until one arrives.
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
-		if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "agent-" + itoa(i), DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}, ""); err != nil {
+		if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "agent-" + itoa(i), DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
 			t.Fatal(err)
 		}
 		if types := rt.eventTypes(); len(types) > 0 {
@@ -180,7 +180,7 @@ func TestSystemPickProgram(t *testing.T) {
 // Ensure Show in folder only reveals files a run of the task recorded.
 func TestRevealFileRefusesOtherFiles(t *testing.T) {
 	r := startInternal(t)
-	if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"x"}}, ""); err != nil {
+	if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
 		t.Fatal(err)
 	}
 	task, err := r.Services.Tasks.Post(NewTask{RecipientSlug: "bob", Title: "T", Instructions: "I"})

@@ -165,7 +165,7 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 		{Slug: "builder", DisplayName: "Builder", ModelSlug: tc.name, Capabilities: []string{"file-system"}},
 		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
 	} {
-		if _, err := r.Services.Agents.Create(a, ""); err != nil {
+		if _, err := r.Services.Agents.Create(a); err != nil {
 			t.Fatalf("create agent %s: %v", a.Slug, err)
 		}
 	}

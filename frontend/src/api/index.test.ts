@@ -37,10 +37,10 @@ describe("the address the relay names to agents", () => {
     const o = window.location.origin;
     expect(o).toMatch(/^https?:\/\//);
     expect(await callAll(calls)).toEqual([
-      ["Invites.Create", o],
-      ["Agents.Create", o],
-      ["Agents.RotateToken", o],
-      ["Overview.Info", o],
+      ["Invites.CreateAt", o],
+      ["Agents.CreateAt", o],
+      ["Agents.RotateTokenAt", o],
+      ["Overview.InfoAt", o],
     ]);
   }, IMPORT_TIMEOUT_MS);
 
@@ -49,10 +49,10 @@ describe("the address the relay names to agents", () => {
     const calls: unknown[][] = [];
     (window as W).go = fakeGo(calls); // the Wails runtime is there before the app loads
     expect(await callAll(calls)).toEqual([
-      ["Invites.Create", ""],
-      ["Agents.Create", ""],
-      ["Agents.RotateToken", ""],
-      ["Overview.Info", ""],
+      ["Invites.CreateAt", ""],
+      ["Agents.CreateAt", ""],
+      ["Agents.RotateTokenAt", ""],
+      ["Overview.InfoAt", ""],
     ]);
   }, IMPORT_TIMEOUT_MS);
 });

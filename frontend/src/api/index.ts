@@ -155,7 +155,7 @@ export interface Api {
 /**
  * reached is the origin the dashboard was reached at in a browser ("" in the
  * native window). The Go methods that name the relay's address to agents
- * (invites, token reveals, Info) take it last, so an agent elsewhere is told
+ * (invites, token reveals, Info) have an …At variant that takes it, so an agent elsewhere is told
  * the address that works from where the operator stands (unless the relay
  * has --public-url).
  */
@@ -197,18 +197,18 @@ export const api: Api = {
   },
   agents: {
     list: norm(() => AgentsB.List()),
-    create: norm((a) => AgentsB.Create(a as relay.CreateAgentInput, reached())),
+    create: norm((a) => AgentsB.CreateAt(a as relay.CreateAgentInput, reached())),
     update: norm((slug, p) => AgentsB.Update(slug, p as relay.ProfileUpdate)),
-    rotateToken: norm((slug) => AgentsB.RotateToken(slug, reached())),
+    rotateToken: norm((slug) => AgentsB.RotateTokenAt(slug, reached())),
     revokeToken: norm((slug) => AgentsB.RevokeToken(slug)),
     remove: norm((slug) => AgentsB.Delete(slug)),
   },
   invites: {
-    create: norm((i) => InvitesB.Create(i as relay.InviteInput, reached())),
+    create: norm((i) => InvitesB.CreateAt(i as relay.InviteInput, reached())),
     list: norm(() => InvitesB.List()),
     revoke: norm((id) => InvitesB.Revoke(id)),
   },
-  overview: { info: norm(() => OverviewB.Info(reached())), stats: norm(() => OverviewB.Stats()) },
+  overview: { info: norm(() => OverviewB.InfoAt(reached())), stats: norm(() => OverviewB.Stats()) },
   events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
   settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
   system: {

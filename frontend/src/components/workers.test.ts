@@ -178,7 +178,7 @@ describe("Agents on this computer", () => {
 
   it("types paths in a browser: custom programs get {prompt_file} and no settings checkbox", async () => {
     const s = await withStores({ agents: [operator] });
-    const w = s.mount(ConnectDialog, { props: { harness: harness({ id: "custom", name: "Other command-line agent", path: undefined }), local: localInfo() } });
+    const w = s.mount(ConnectDialog, { props: { harness: harness({ id: "custom", name: "Other command-line agent", path: undefined }), local: localInfo(), limits: limits() } });
     // In tests there is no Wails runtime: PathField shows no "Choose…" unless asked.
     expect(w.findAll("button").some((b) => b.text() === "Choose…")).toBe(false);
     expect(w.text()).not.toContain("own settings");
@@ -254,6 +254,18 @@ describe("Agent card and worker dialog", () => {
     await flushPromises();
     expect(w.text()).toContain("Time limit: 1 to 90 minutes.");
     expect(s.api.workers.save).not.toHaveBeenCalled();
+  });
+});
+
+describe("Workers from another computer", () => {
+  it("loads the dashboard without the local-only worker limits, and says where workers are set up", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()], limitsError: new ApiError("local_only", "This action is only available from this computer.") });
+    expect(s.relay.state.status).toBe("ready");
+    expect(s.relay.state.workerLimits).toBeNull();
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(w.find('[role="alert"]').text()).toBe("Workers can only be set up from this computer.");
+    expect(w.find('[data-test="worker-form"]').exists()).toBe(false);
   });
 });
 

@@ -62,7 +62,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     workers: new Map<string, WorkerStatus>(),
     /** False when the relay could not list workers (it runs none). */
     workersAvailable: false,
-    /** The relay's bounds for worker settings (Workers.Limits), for the forms. */
+    /** The relay's bounds for worker settings (Workers.Limits), for the forms; null where workers cannot be set up (not this computer). */
     workerLimits: null as WorkerLimits | null,
   });
 
@@ -185,7 +185,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
         api.invites.list(),
         api.settings.get(),
         api.workers.list().catch(() => null),
-        api.workers.limits(),
+        api.workers.limits().catch(() => null),
       ]);
       if (gen !== generation) return;
       state.info = info;
@@ -261,11 +261,6 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     return c;
   });
   const onlineCount = computed(() => agentList.value.filter((a) => isOnline(a, now.value)).length);
-  /** workerLimits are the relay's bounds for worker settings; the snapshot loads them, so they are there once the store is ready. */
-  const workerLimits = computed(() => {
-    if (!state.workerLimits) throw new Error("The worker limits are not loaded yet.");
-    return state.workerLimits;
-  });
 
   function workOf(slug: string) {
     const claimed = taskList.value.filter((t) => t.recipientSlug === slug && t.status === "claimed").sort(byNewest);
@@ -448,7 +443,6 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     taskList,
     attention,
     agentList,
-    workerLimits,
     inviteList,
     counts,
     onlineCount,

@@ -164,6 +164,8 @@ export function fakeApi(data: {
   activity?: ActivityEntry[];
   local?: LocalInfo;
   limits?: WorkerLimits;
+  /** Workers.Limits fails with this (a remote browser: local_only). */
+  limitsError?: Error;
 } = {}): FakeApi {
   const subs = new Set<(c: Change) => void>();
   const conn = new Set<(on: boolean) => void>();
@@ -181,7 +183,10 @@ export function fakeApi(data: {
     },
     workers: {
       list: vi.fn(async () => ({ paused: data.settings?.workersPaused ?? false, maxChainDepth: 3, workers: data.workers ?? [] })),
-      limits: vi.fn(async () => data.limits ?? limits()),
+      limits: vi.fn(async () => {
+        if (data.limitsError) throw data.limitsError;
+        return data.limits ?? limits();
+      }),
       local: vi.fn(async () => data.local ?? localInfo()),
       connect: vi.fn(async (i) => ({
         agent: agent({ slug: i.slug, displayName: i.displayName }),

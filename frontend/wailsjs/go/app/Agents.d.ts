@@ -3,7 +3,9 @@
 import {relay} from '../models';
 import {app} from '../models';
 
-export function Create(arg1:relay.CreateAgentInput,arg2:string):Promise<app.TokenReveal>;
+export function Create(arg1:relay.CreateAgentInput):Promise<app.TokenReveal>;
+
+export function CreateAt(arg1:relay.CreateAgentInput,arg2:string):Promise<app.TokenReveal>;
 
 export function Delete(arg1:string):Promise<void>;
 
@@ -11,6 +13,8 @@ export function List():Promise<Array<relay.Agent>>;
 
 export function RevokeToken(arg1:string):Promise<relay.Agent>;
 
-export function RotateToken(arg1:string,arg2:string):Promise<app.TokenReveal>;
+export function RotateToken(arg1:string):Promise<app.TokenReveal>;
+
+export function RotateTokenAt(arg1:string,arg2:string):Promise<app.TokenReveal>;
 
 export function Update(arg1:string,arg2:relay.ProfileUpdate):Promise<relay.Agent>;

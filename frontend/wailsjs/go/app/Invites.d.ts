@@ -3,7 +3,9 @@
 import {relay} from '../models';
 import {app} from '../models';
 
-export function Create(arg1:relay.InviteInput,arg2:string):Promise<app.InviteCreated>;
+export function Create(arg1:relay.InviteInput):Promise<app.InviteCreated>;
+
+export function CreateAt(arg1:relay.InviteInput,arg2:string):Promise<app.InviteCreated>;
 
 export function List():Promise<Array<relay.Invite>>;
 

@@ -3,6 +3,8 @@
 import {app} from '../models';
 import {relay} from '../models';
 
-export function Info(arg1:string):Promise<app.Info>;
+export function Info():Promise<app.Info>;
+
+export function InfoAt(arg1:string):Promise<app.Info>;
 
 export function Stats():Promise<relay.Stats>;
