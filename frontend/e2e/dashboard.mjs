@@ -34,6 +34,7 @@ mkdirSync(OUT, { recursive: true });
 const tmp = mkdtempSync(join(tmpdir(), "ccr-dash-"));
 const dataDir = join(tmp, "data");
 let relay = null;
+let publicRelay = null; // the second relay, started with --public-url
 let browser = null;
 let step = "setup";
 const logPath = join(OUT, "relay.log");
@@ -51,6 +52,11 @@ async function cleanup() {
     relay.kill("SIGTERM");
     await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
     if (relay.exitCode === null) relay.kill("SIGKILL");
+  }
+  if (publicRelay && publicRelay.exitCode === null) {
+    publicRelay.kill("SIGTERM");
+    await Promise.race([new Promise((r) => publicRelay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
+    if (publicRelay.exitCode === null) publicRelay.kill("SIGKILL");
   }
   rmSync(tmp, { recursive: true, force: true });
 }
@@ -364,6 +370,31 @@ async function main() {
   await dark.close();
 
   await runWorkers({ page, tmp, shot, say, check, setStep: (s) => (step = s) });
+
+  step = "--public-url: the invite names the public address";
+  const publicURL = "https://relay.example.test/crosschat";
+  const port2 = await freePort();
+  const base2 = `http://127.0.0.1:${port2}`;
+  const dataDir2 = join(tmp, "data-public");
+  publicRelay = spawn(bin, ["serve", "--port", String(port2), "--data-dir", dataDir2, "--public-url", publicURL], { stdio: ["ignore", "pipe", "pipe"] });
+  publicRelay.stdout.pipe(log);
+  publicRelay.stderr.pipe(log);
+  await poll("GET /health of the --public-url relay", async () => (await fetch(`${base2}/health`)).ok, 30000);
+  const token2 = execFileSync(bin, ["token", "--data-dir", dataDir2], { encoding: "utf8" }).trim();
+  const pctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const ppage = await pctx.newPage();
+  ppage.on("pageerror", (e) => consoleErrors.push(String(e)));
+  await ppage.goto(base2 + "/#/connect");
+  await ppage.getByLabel("Admin token").fill(token2);
+  await ppage.getByRole("button", { name: "Sign in" }).click();
+  await ppage.getByRole("heading", { name: "Connect", level: 1 }).waitFor();
+  await ppage.getByRole("button", { name: "Create invite" }).click();
+  const message2 = await ppage.locator('[data-test="invite-message"]').innerText({ timeout: 10000 });
+  check(message2.includes(`Relay: ${publicURL}\n`) && message2.includes(`${publicURL}/api/enroll`) && !message2.includes(base2),
+    `with --public-url the invite message does not name only ${publicURL}:\n${message2.slice(0, 400)}`);
+  await shot(ppage, "19-connect-invite-public-url");
+  await pctx.close();
+  say(`with --public-url the invite names ${publicURL}`);
 
   check(!consoleErrors.length, `console errors in the page:\n${consoleErrors.join("\n")}`);
 }
