@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e_test
 
 import (
@@ -6,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,12 +108,23 @@ func TestClaudeChannelLive(t *testing.T) {
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
 	}
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("crosschat-e2e-%d", os.Getpid())}
-	t.Cleanup(func() { s.run("kill-server") })
 	cmd := append([]string{"new-session", "-d", "-s", "main", "-x", "200", "-y", "50", "-c", proj, "env", "-i"}, env...)
 	cmd = append(cmd, claude, "--dangerously-load-development-channels", "server:crosschat")
 	if out, err := s.run(cmd...); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
+	pidText, _ := s.run("display-message", "-p", "-t", "main", "#{pane_pid}")
+	pid, _ := strconv.Atoi(strings.TrimSpace(pidText))
+	// Runs before newRoot's cleanup: Claude Code writes into its home while
+	// it exits, so wait for it to be gone before the folder is removed.
+	t.Cleanup(func() {
+		s.run("kill-server")
+		for end := time.Now().Add(15 * time.Second); pid > 0 && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if syscall.Kill(pid, 0) != nil {
+				return
+			}
+		}
+	})
 	dump := func() string {
 		seen := fm.Seen()
 		return fmt.Sprintf("screen:\n%s\nmodel requests: %v\nproblems: %v", s.screen(), seen.Requests, seen.Problems)
