@@ -92,6 +92,17 @@ func (m *Mesh) Status() (MeshStatus, error) {
 	return MeshStatus{Enabled: true, Status: st}, nil
 }
 
+// Relays lists the relays of the mesh directory, this one included; empty
+// outside a mesh. (Binding it also makes the generated TypeScript models
+// define mesh.RelayInfo, which MeshStatus carries through its embedded Status.)
+func (m *Mesh) Relays() ([]mesh.RelayInfo, error) {
+	st, err := m.Status()
+	if err != nil || st.Relays == nil {
+		return []mesh.RelayInfo{}, err
+	}
+	return st.Relays, nil
+}
+
 // Agents lists every agent of the mesh directory with its relay.
 func (m *Mesh) Agents() ([]mesh.AgentInfo, error) {
 	node, _, err := m.get()

@@ -160,6 +160,9 @@ func TestNoMeshWithoutFlags(t *testing.T) {
 	if err != nil || st.Enabled {
 		t.Fatalf("mesh status without --nats = %+v, %v", st, err)
 	}
+	if relays, err := r.Services.Mesh.Relays(); err != nil || relays == nil || len(relays) != 0 {
+		t.Fatalf("mesh relays without --nats = %#v, %v", relays, err)
+	}
 	out, _, code := run(t, "mesh", "status", "--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir)
 	if code != 0 || !strings.Contains(out, "not in a mesh") {
 		t.Fatalf("mesh status: %d %s", code, out)

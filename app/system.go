@@ -239,6 +239,7 @@ var bridgeAccess = map[string]web.Access{
 
 	"Mesh.Status": web.Remote,
 	"Mesh.Agents": web.Remote,
+	"Mesh.Relays": web.Remote,
 
 	"System.Show":             web.LocalOnly,
 	"System.PickFolder":       web.LocalOnly,

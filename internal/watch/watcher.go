@@ -219,7 +219,6 @@ type query struct {
 	reply chan bool
 }
 
-
 // Close stops watching and waits for the watcher's goroutine. It is safe to
 // call more than once.
 func (w *Watcher) Close() error {

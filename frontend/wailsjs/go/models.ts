@@ -486,6 +486,32 @@ export namespace mesh {
 	        this.local = source["local"];
 	    }
 	}
+	export class RelayInfo {
+	    id: string;
+	    name: string;
+	    address?: string;
+	    online: boolean;
+	    lastSeen: string;
+	    agents: number;
+	    outboxDepth: number;
+	    self: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new RelayInfo(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.name = source["name"];
+	        this.address = source["address"];
+	        this.online = source["online"];
+	        this.lastSeen = source["lastSeen"];
+	        this.agents = source["agents"];
+	        this.outboxDepth = source["outboxDepth"];
+	        this.self = source["self"];
+	    }
+	}
 
 }
 

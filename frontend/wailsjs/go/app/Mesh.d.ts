@@ -5,4 +5,6 @@ import {app} from '../models';
 
 export function Agents():Promise<Array<mesh.AgentInfo>>;
 
+export function Relays():Promise<Array<mesh.RelayInfo>>;
+
 export function Status():Promise<app.MeshStatus>;

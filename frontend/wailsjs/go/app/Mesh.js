@@ -6,6 +6,10 @@ export function Agents() {
   return window['go']['app']['Mesh']['Agents']();
 }
 
+export function Relays() {
+  return window['go']['app']['Mesh']['Relays']();
+}
+
 export function Status() {
   return window['go']['app']['Mesh']['Status']();
 }
