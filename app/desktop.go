@@ -13,14 +13,13 @@ import (
 	"time"
 
 	"github.com/wailsapp/wails/v2"
-	"github.com/wailsapp/wails/v2/pkg/menu"
-	"github.com/wailsapp/wails/v2/pkg/menu/keys"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
 	"github.com/wailsapp/wails/v2/pkg/options/linux"
 
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/tick"
@@ -51,11 +50,6 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version)}
 	d.services.System.setLaunchArgs(args, cfg.DataDir)
 	geom := loadWindowState(cfg.DataDir)
-	appMenu := menu.NewMenu()
-	m := appMenu.AddSubmenu("Crosschat Relay")
-	m.AddText("Show dashboard", keys.CmdOrCtrl("d"), func(*menu.CallbackData) { d.show() })
-	m.AddSeparator()
-	m.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { d.quit() })
 
 	err := wails.Run(&options.App{
 		Title:             "Crosschat Relay",
@@ -65,7 +59,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 		MinHeight:         minHeight,
 		StartHidden:       cfg.Hidden,
 		HideWindowOnClose: true,
-		Menu:              appMenu,
+		Menu:              appMenu(d.show, d.quit, nil, desktop.TrayActions{}),
 		AssetServer:       &assetserver.Options{Assets: opts.Assets},
 		SingleInstanceLock: &options.SingleInstanceLock{
 			UniqueId:               "dev.crosschat.relay",
@@ -185,7 +179,7 @@ func (d *desktopApp) startRelay() error {
 	if icon == nil {
 		icon = d.opts.Icon
 	}
-	d.presence = startPresence(bg, r.Service(), d.services, d.cfg.DataDir, icon, d.log, presenceHooks{show: d.show, openTask: d.openTask, quit: d.quit})
+	d.presence = startPresence(bg, r.Service(), d.services, d.cfg.DataDir, icon, d.log, presenceHooks{show: d.show, openTask: d.openTask, quit: d.quit, setMenu: d.rt.SetMenu})
 	go d.rememberLoop(bg)
 	if os.Getenv(selfTestEnv) != "" {
 		go selfTest(bg, d.rt)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/wailsapp/wails/v2/pkg/menu"
 	wruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 )
 
@@ -30,6 +31,8 @@ type Runtime interface {
 	PickFolder(title, start string) (string, error)
 	// PickFile shows the native file picker; "" when cancelled.
 	PickFile(title, start string) (string, error)
+	// SetMenu replaces the application menu and shows the new one.
+	SetMenu(m *menu.Menu)
 }
 
 // wailsRuntime is Runtime over the real Wails runtime and its context.
@@ -52,6 +55,10 @@ func (r wailsRuntime) PickFolder(title, start string) (string, error) {
 }
 func (r wailsRuntime) PickFile(title, start string) (string, error) {
 	return wruntime.OpenFileDialog(r.ctx, wruntime.OpenDialogOptions{Title: title, DefaultDirectory: start})
+}
+func (r wailsRuntime) SetMenu(m *menu.Menu) {
+	wruntime.MenuSetApplicationMenu(r.ctx, m)
+	wruntime.MenuUpdateApplicationMenu(r.ctx)
 }
 func (r wailsRuntime) Ask(title, message string) bool {
 	answer, err := wruntime.MessageDialog(r.ctx, wruntime.MessageDialogOptions{Type: wruntime.QuestionDialog, Title: title, Message: message,

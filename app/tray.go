@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/wailsapp/wails/v2/pkg/menu"
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -46,6 +49,9 @@ type presenceHooks struct {
 	show     func()
 	openTask func(id string)
 	quit     func()
+	// setMenu replaces the application menu; where the desktop has no tray
+	// (macOS) the menu carries the tray's items instead. Nil: no fallback.
+	setMenu func(*menu.Menu)
 }
 
 // startPresence starts the tray and the notifier; either may be missing
@@ -59,9 +65,7 @@ func startPresence(ctx context.Context, svc relay.Service, services *Services, d
 	} else {
 		p.notifier = n
 	}
-	if icons, err := desktop.StateIcons(icon); err != nil {
-		log.Warn("no tray icon", "err", err)
-	} else if t, err := desktop.StartTray(icons, p.model(ctx), desktop.TrayActions{
+	actions := desktop.TrayActions{
 		Open:             hooks.show,
 		OpenTask:         hooks.openTask,
 		Quit:             hooks.quit,
@@ -73,7 +77,14 @@ func startPresence(ctx context.Context, svc relay.Service, services *Services, d
 				log.Warn("open data folder", "err", err)
 			}
 		},
-	}); err != nil {
+	}
+	if icons, err := desktop.StateIcons(icon); err != nil {
+		log.Warn("no tray icon", "err", err)
+	} else if t, err := desktop.StartTray(icons, p.model(ctx), actions); errors.Is(err, desktop.ErrNoTray) && hooks.setMenu != nil {
+		log.Info("no tray on this desktop: its items are in the application menu")
+		p.tray = menuTray{set: hooks.setMenu, show: hooks.show, quit: hooks.quit, act: actions}
+		p.tray.Update(p.model(ctx))
+	} else if err != nil {
 		log.Warn("no tray icon", "err", err)
 	} else {
 		p.tray = t

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wailsapp/wails/v2/pkg/menu"
+
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
@@ -24,6 +26,8 @@ type fakeRuntime struct {
 	// answer is what Ask returns; infos are the Info messages shown.
 	answer bool
 	infos  []string
+	// menu is the last application menu set.
+	menu *menu.Menu
 }
 
 func (f *fakeRuntime) EventsEmit(name string, data ...any) {
@@ -52,6 +56,7 @@ func (f *fakeRuntime) PickFile(title, start string) (string, error) { return "",
 func (f *fakeRuntime) Alert(title, message string)                  {}
 func (f *fakeRuntime) Ask(title, message string) bool               { return f.answer }
 func (f *fakeRuntime) Info(title, message string)                   { f.infos = append(f.infos, message) }
+func (f *fakeRuntime) SetMenu(m *menu.Menu)                         { f.mu.Lock(); f.menu = m; f.mu.Unlock() }
 
 func (f *fakeRuntime) eventTypes() []string {
 	f.mu.Lock()

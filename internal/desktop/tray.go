@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -47,6 +48,10 @@ type TrayActions struct {
 	OpenDataFolder   func()
 	Quit             func()
 }
+
+// ErrNoTray is returned by StartTray where the desktop has no tray (macOS);
+// the app then puts the tray's items in its application menu.
+var ErrNoTray = errors.New("no tray icon on this system; the app menu has the same items")
 
 // MaxTrayAttention is how many attention tasks the menu lists.
 const MaxTrayAttention = 5
