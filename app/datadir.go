@@ -19,12 +19,25 @@ func ownFile(name string) bool {
 	case "runs", config.TokenFile:
 		return true
 	}
+	if webViewData[name] {
+		return true
+	}
 	for _, prefix := range []string{config.DatabaseFile, "crosschat-relay.", "window.json", config.TokenFile + "."} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
 	}
 	return false
+}
+
+// webViewData names what the window's web view (WebKitGTK) keeps in
+// $XDG_DATA_HOME/<program name>, which is also the relay's default data
+// folder on Linux. WebKit creates some of it (mediakeys) before the relay
+// starts, so on a first launch these are the app's own files too.
+var webViewData = map[string]bool{
+	"mediakeys": true, "localstorage": true, "databases": true, "indexeddb": true, "storage": true,
+	"serviceworkers": true, "CacheStorage": true, "deviceidhashsalts": true, "hsts-storage.sqlite": true,
+	"itp": true, "resourceloadstatistics": true, "websql": true, "cookies.sqlite": true,
 }
 
 // checkDataDir refuses a data folder that is not the relay's own: a

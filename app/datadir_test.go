@@ -33,7 +33,7 @@ func TestDataDirOfOtherFilesIsRefusedNotChmodded(t *testing.T) {
 		}
 	}
 	ownOnly := t.TempDir()
-	for _, n := range []string{"crosschat-relay.log", config.TokenFile, "runs"} {
+	for _, n := range []string{"crosschat-relay.log", config.TokenFile, "runs", "mediakeys", "localstorage"} {
 		if err := os.WriteFile(filepath.Join(ownOnly, n), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestDataDirOfOtherFilesIsRefusedNotChmodded(t *testing.T) {
 		{"a file", filepath.Join(project, "notes.txt"), "is a file"},
 		{"new", filepath.Join(t.TempDir(), "data"), ""},
 		{"empty", t.TempDir(), ""},
-		{"only the relay's files", ownOnly, ""},
+		{"only the relay's and its web view's files", ownOnly, ""},
 		{"already the relay's", used, ""},
 	}
 	for _, tc := range cases {

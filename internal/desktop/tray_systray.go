@@ -39,6 +39,9 @@ type Tray struct {
 
 // StartTray shows the tray icon with its menu. Update changes what it shows.
 func StartTray(icons map[TrayState][]byte, model TrayModel, act TrayActions) (*Tray, error) {
+	if err := traySessionBus(); err != nil {
+		return nil, err
+	}
 	t := &Tray{icons: icons, act: act, model: model, done: make(chan struct{})}
 	start, end := systray.RunWithExternalLoop(t.onReady, func() {})
 	t.end = end

@@ -227,7 +227,7 @@ func pushCursor(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("after: must be a non-negative sequence number, not %q.", raw)
+		return 0, fmt.Errorf("after: must be a non-negative sequence number, not %q", raw)
 	}
 	return n, nil
 }
