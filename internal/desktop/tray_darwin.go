@@ -9,7 +9,6 @@ func iconBytes(p []byte, _, _ int) []byte { return p }
 // carries the same items there (see docs/install.md).
 type Tray struct{}
 
-
 // StartTray reports ErrNoTray on macOS.
 func StartTray(map[TrayState][]byte, TrayModel, TrayActions) (*Tray, error) { return nil, ErrNoTray }
 
