@@ -42,15 +42,14 @@ type fakeNotifications struct {
 }
 
 type notifyCall struct {
-	ID               uint32
-	App, Summary     string
-	Body             string
-	Actions          []string
-	Hints            map[string]string
-	ExpireTimeoutMs  int32
-	ReplacesID       uint32
-	AppIcon          string
-	receivedAtOffset int
+	ID              uint32
+	App, Summary    string
+	Body            string
+	Actions         []string
+	Hints           map[string]string
+	ExpireTimeoutMs int32
+	ReplacesID      uint32
+	AppIcon         string
 }
 
 func (f *fakeNotifications) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
