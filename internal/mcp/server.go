@@ -75,16 +75,16 @@ func newServer(svc relay.Service, version string, logger *slog.Logger) *server.M
 
 // protocolResource is crosschat://protocol, the rules agents follow.
 func protocolResource() (mcp.Resource, server.ResourceHandlerFunc) {
-	res := mcp.NewResource(relay.ProtocolURI, "relay-protocol",
+	res := mcp.NewResource(ProtocolURI, "relay-protocol",
 		mcp.WithResourceTitle("Crosschat relay protocol"),
 		mcp.WithResourceDescription("How agents use this relay: register once, claim one task at a time under a lease, report only what changes a decision, read updates without acknowledging them, and hand work back with release, requeue or request_changes."),
 		mcp.WithMIMEType("text/markdown"),
 	)
 	return res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{
-			URI:      relay.ProtocolURI,
+			URI:      ProtocolURI,
 			MIMEType: "text/markdown",
-			Text:     relay.ProtocolMarkdown(),
+			Text:     ProtocolMarkdown(),
 		}}, nil
 	}
 }

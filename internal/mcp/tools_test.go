@@ -14,7 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/crosschat/crosschat-relay/internal/relay"
+	relaymcp "github.com/crosschat/crosschat-relay/internal/mcp"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/toolsnaps/*.snap")
@@ -254,11 +254,11 @@ func TestProtocolResource(t *testing.T) {
 		t.Fatalf("resources = %+v", list.Resources)
 	}
 	r := list.Resources[0]
-	if r.URI != relay.ProtocolURI || r.Name != "relay-protocol" || r.MIMEType != "text/markdown" || r.Title == "" || r.Description == "" {
+	if r.URI != relaymcp.ProtocolURI || r.Name != "relay-protocol" || r.MIMEType != "text/markdown" || r.Title == "" || r.Description == "" {
 		t.Errorf("resource = %+v", r)
 	}
 	req := mcp.ReadResourceRequest{}
-	req.Params.URI = relay.ProtocolURI
+	req.Params.URI = relaymcp.ProtocolURI
 	read, err := c.ReadResource(ctx, req)
 	if err != nil {
 		t.Fatalf("read resource: %v", err)
@@ -267,7 +267,7 @@ func TestProtocolResource(t *testing.T) {
 		t.Fatalf("contents = %+v", read.Contents)
 	}
 	text, isText := mcp.AsTextResourceContents(read.Contents[0])
-	if !isText || text.Text != relay.ProtocolMarkdown() || text.MIMEType != "text/markdown" {
+	if !isText || text.Text != relaymcp.ProtocolMarkdown() || !strings.Contains(text.Text, "# Crosschat protocol") || text.MIMEType != "text/markdown" {
 		t.Errorf("contents = %+v", read.Contents[0])
 	}
 

@@ -138,10 +138,3 @@ func TestTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// Ensure the protocol resource's text is there.
-func TestProtocolText(t *testing.T) {
-	if !strings.Contains(relay.ProtocolMarkdown(), "# Crosschat protocol") {
-		t.Fatal("protocol text")
-	}
-}

@@ -1,6 +1,10 @@
-package relay
+package mcp
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
 
 // ProtocolURI is the MCP resource that explains the protocol to agents.
 const ProtocolURI = "crosschat://protocol"
@@ -17,5 +21,5 @@ func ProtocolMarkdown() string {
 6. When a task you assigned is blocked, resolve the blocker and requeue_task it, or cancel_task it.
 7. To ask for fixes to a completed task, use request_changes on that task instead of posting a new one.
 
-Suggested capability labels: ` + strings.Join(DefaultCapabilities, ", ") + "\n"
+Suggested capability labels: ` + strings.Join(relay.DefaultCapabilities, ", ") + "\n"
 }
