@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -112,67 +111,6 @@ func waitPort(t *testing.T, port int, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s did not listen on %d", what, port)
-}
-
-// proxy is a TCP proxy the test controls: while cut it drops every
-// connection and accepts none.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); p.setCut(true) })
-	go p.serve()
-	return p
-}
-
-func (p *proxy) url() string { return "nats://" + p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(up, c); up.Close(); c.Close() }()
-		go func() { _, _ = io.Copy(c, up); up.Close(); c.Close() }()
-	}
-}
-
-func (p *proxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			c.Close()
-		}
-		p.conns = map[net.Conn]bool{}
-	}
 }
 
 // meshProc is one relay process in the mesh.
@@ -349,8 +287,9 @@ func TestMeshEndToEnd(t *testing.T) {
 	}
 	all := nodes[0].url() + "," + nodes[1].url() + "," + nodes[2].url()
 	// Relay A reaches NATS only through a proxy the test can cut.
-	px := newProxy(t, "127.0.0.1:"+strconv.Itoa(nodes[0].port))
-	ra := &meshProc{name: "relay-a", dir: t.TempDir(), nats: px.url(), port: freePort(t)}
+	natsA := "127.0.0.1:" + strconv.Itoa(nodes[0].port)
+	px := newTCPProxy(t, natsA)
+	ra := &meshProc{name: "relay-a", dir: t.TempDir(), nats: "nats://" + px.addr(), port: freePort(t)}
 	rb := &meshProc{name: "relay-b", dir: t.TempDir(), nats: all, port: freePort(t)}
 	rc := &meshProc{name: "relay-c", dir: t.TempDir(), nats: all, port: freePort(t)}
 	for _, r := range []*meshProc{ra, rb, rc} {
@@ -452,13 +391,14 @@ func TestMeshEndToEnd(t *testing.T) {
 	nodes[2].start(t)
 
 	// 4. Cut A off from NATS while alice keeps posting.
-	px.setCut(true)
+	px.set(natsA, true)
+	px.cut()
 	var cutIDs []string
 	for i := range 3 {
 		cutIDs = append(cutIDs, post("offline "+strconv.Itoa(i)))
 	}
 	time.Sleep(cut) // the fault itself lasts this long; nothing polls here
-	px.setCut(false)
+	px.set(natsA, false)
 	for _, id := range cutIDs {
 		claim(id) // in the order posted
 		report(id, "progress", "after the cut")

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,74 +17,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// cutProxy forwards loopback TCP connections to the relay's current port.
-// The test cuts every open connection (a dropped network), refuses new ones
-// while the relay is away, and points it at a restarted relay's new port.
-type cutProxy struct {
-	ln      net.Listener
-	mu      sync.Mutex
-	target  int
-	refuse  bool
-	conns   map[net.Conn]bool
-	accepts int
-}
-
-func newCutProxy(t *testing.T, target int) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go p.serve()
-	return p
-}
-
-func (p *cutProxy) url() string { return "http://" + p.ln.Addr().String() }
-
-func (p *cutProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		target, refuse := p.target, p.refuse
-		p.accepts++
-		p.mu.Unlock()
-		if refuse {
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(target))
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close(); c.Close() }()
-		go func() { io.Copy(c, up); up.Close(); c.Close() }()
-	}
-}
-
-// cut closes every forwarded connection.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-func (p *cutProxy) set(target int, refuse bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.target, p.refuse = target, refuse
-}
+// relayAddr is the loopback address of a relay on port.
+func relayAddr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // monitorProc is a running `crosschat-relay monitor`.
 type monitorProc struct {
@@ -182,12 +114,12 @@ func TestMonitorExactlyOnce(t *testing.T) {
 	p := startProcess(t, dataDir)
 	alice := addAgent(t, p, dataDir, "alice")
 	bob := addAgent(t, p, dataDir, "bob")
-	proxy := newCutProxy(t, p.port)
+	proxy := newTCPProxy(t, relayAddr(p.port))
 	c := bench.NewClient(p.url, 4)
 	defer func() { c.Close() }()
 	ctx := t.Context()
 
-	m := startMonitor(t, "--token", bob.token, "--url", proxy.url()+"/mcp")
+	m := startMonitor(t, "--token", bob.token, "--url", "http://"+proxy.addr()+"/mcp")
 	connected := func(n int) func() bool {
 		return func() bool { return strings.Count(m.stderr.String(), "connected after") >= n }
 	}
@@ -238,17 +170,17 @@ func TestMonitorExactlyOnce(t *testing.T) {
 	waitLines(len(want))
 
 	// A dropped connection, with events posted while it is down.
-	proxy.set(p.port, true)
+	proxy.set(relayAddr(p.port), true)
 	proxy.cut()
 	post(alice, bob, "while cut", 2)
 	t5 := post(bob, alice, "another for alice", 2)
-	proxy.set(p.port, false)
+	proxy.set(relayAddr(p.port), false)
 	waitFor(t, "the monitor to reconnect", connected(2), dump)
 	claim(alice, t5)
 	waitLines(len(want))
 
 	// A relay crash and restart, with events posted before the monitor is back.
-	proxy.set(p.port, true)
+	proxy.set(relayAddr(p.port), true)
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +191,7 @@ func TestMonitorExactlyOnce(t *testing.T) {
 	c = bench.NewClient(p.url, 4)
 	post(alice, bob, "after restart", 2)
 	report(alice, t5, relay.ReportBlocked, relay.EventTaskBlocked)
-	proxy.set(p.port, false)
+	proxy.set(relayAddr(p.port), false)
 	waitFor(t, "the monitor to reconnect to the restarted relay", connected(3), dump)
 	post(alice, bob, "last", 2)
 	waitLines(len(want))
