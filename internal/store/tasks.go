@@ -31,19 +31,32 @@ const excerptLen = 280
 // viaDashboard marks text written by the operator on an agent's behalf.
 const viaDashboard = " (via dashboard)"
 
-func scanTask(row rowScanner) (relay.Task, error) {
-	var (
-		t                                 relay.Task
-		caps, status                      string
-		claimedAt, lease, parent, claimed sql.NullString
-	)
-	if err := row.Scan(&t.ID, &t.SenderSlug, &t.RecipientSlug, &t.Title, &t.Instructions, &caps, &t.Priority, &status,
-		&t.CreatedAt, &t.UpdatedAt, &claimedAt, &lease, &parent, &t.Depth, &claimed); err != nil {
-		return t, err
+// taskScan receives a task's columns (taskColumns, or the first part of
+// summaryColumns, which lacks the instructions) and converts the ones
+// stored as text or NULL.
+type taskScan struct {
+	t                                 relay.Task
+	caps, status                      string
+	claimedAt, lease, parent, claimed sql.NullString
+}
+
+// dest returns the scan targets in column order; instructions says whether
+// the columns hold t.instructions.
+func (c *taskScan) dest(instructions bool) []any {
+	d := []any{&c.t.ID, &c.t.SenderSlug, &c.t.RecipientSlug, &c.t.Title}
+	if instructions {
+		d = append(d, &c.t.Instructions)
 	}
-	t.Status = relay.TaskStatus(status)
-	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = claimedAt.String, lease.String, parent.String, claimed.String
-	if err := json.Unmarshal([]byte(caps), &t.RequiredCapabilities); err != nil {
+	return append(d, &c.caps, &c.t.Priority, &c.status,
+		&c.t.CreatedAt, &c.t.UpdatedAt, &c.claimedAt, &c.lease, &c.parent, &c.t.Depth, &c.claimed)
+}
+
+// task converts the scanned columns into the task.
+func (c *taskScan) task() (relay.Task, error) {
+	t := c.t
+	t.Status = relay.TaskStatus(c.status)
+	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = c.claimedAt.String, c.lease.String, c.parent.String, c.claimed.String
+	if err := json.Unmarshal([]byte(c.caps), &t.RequiredCapabilities); err != nil {
 		return t, fmt.Errorf("task %s capabilities: %w", t.ID, err)
 	}
 	if t.RequiredCapabilities == nil {
@@ -52,26 +65,29 @@ func scanTask(row rowScanner) (relay.Task, error) {
 	return t, nil
 }
 
+func scanTask(row rowScanner) (relay.Task, error) {
+	var c taskScan
+	if err := row.Scan(c.dest(true)...); err != nil {
+		return c.t, err
+	}
+	return c.task()
+}
+
 func scanSummary(row rowScanner) (relay.TaskSummary, error) {
 	var (
-		s                                 relay.TaskSummary
-		caps, status                      string
-		claimedAt, lease, parent, claimed sql.NullString
-		rKind, rMessage, rAt              sql.NullString
+		c                    taskScan
+		count                int
+		rKind, rMessage, rAt sql.NullString
 	)
-	if err := row.Scan(&s.ID, &s.SenderSlug, &s.RecipientSlug, &s.Title, &caps, &s.Priority, &status,
-		&s.CreatedAt, &s.UpdatedAt, &claimedAt, &lease, &parent, &s.Depth, &claimed,
-		&s.ReportCount, &rKind, &rMessage, &rAt); err != nil {
-		return s, err
+	if err := row.Scan(append(c.dest(false), &count, &rKind, &rMessage, &rAt)...); err != nil {
+		return relay.TaskSummary{}, err
 	}
-	s.Status = relay.TaskStatus(status)
-	s.ClaimedAt, s.LeaseExpiresAt, s.ParentTaskID, s.ClaimedVia = claimedAt.String, lease.String, parent.String, claimed.String
-	if err := json.Unmarshal([]byte(caps), &s.RequiredCapabilities); err != nil {
-		return s, fmt.Errorf("task %s capabilities: %w", s.ID, err)
+	t, err := c.task()
+	if err != nil {
+		return relay.TaskSummary{}, err
 	}
-	if s.RequiredCapabilities == nil {
-		s.RequiredCapabilities = []string{}
-	}
+	s := summarize(t)
+	s.ReportCount = count
 	if rKind.Valid {
 		s.LatestReport = &relay.ReportExcerpt{Kind: rKind.String, Message: excerpt(rMessage.String), CreatedAt: rAt.String}
 	}
@@ -249,12 +265,12 @@ func missingCapabilities(have, need []string) []string {
 	return missing
 }
 
-// holderAction runs fn on a task that reporter currently holds (recipient,
-// status claimed), then refreshes reporter's presence and publishes the task.
-// fn keeps task in step with what it writes (fields and reports), so the
-// answer needs no re-read.
-func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task *relay.Task) error) (relay.Task, error) {
-	reporter, err := relay.NormalizeSlug("reporterSlug", reporter)
+// taskAction loads task taskID inside a write and runs act on it with who
+// normalized (act refuses the task or changes it), then refreshes who's
+// presence and answers with what answer makes of the task.
+func (db *DB) taskAction(ctx context.Context, op, field, who, taskID string,
+	act func(t *tx, who string, task *relay.Task) error, answer func(t *tx, task relay.Task) (relay.Task, error)) (relay.Task, error) {
+	who, err := relay.NormalizeSlug(field, who)
 	if err != nil {
 		return relay.Task{}, err
 	}
@@ -267,21 +283,33 @@ func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn 
 		if err != nil {
 			return err
 		}
+		if err := act(t, who, &task); err != nil {
+			return err
+		}
+		if err := t.touch(who); err != nil {
+			return err
+		}
+		out, err = answer(t, task)
+		return err
+	})
+	return out, err
+}
+
+// holderAction runs fn on a task that reporter currently holds (recipient,
+// status claimed), then refreshes reporter's presence and publishes the task.
+// fn keeps task in step with what it writes (fields and reports), so the
+// answer needs no re-read.
+func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task *relay.Task) error) (relay.Task, error) {
+	return db.taskAction(ctx, op, "reporterSlug", reporter, taskID, func(t *tx, reporter string, task *relay.Task) error {
 		if task.RecipientSlug != reporter || task.Status != relay.StatusClaimed {
 			return relay.Errorf(relay.ETaskUpdateDenied, "Only the recipient that currently holds a claimed task may update it.").
 				WithDetails(map[string]any{"taskStatus": string(task.Status)})
 		}
-		if err := fn(t, &task); err != nil {
-			return err
-		}
-		if err := t.touch(reporter); err != nil {
-			return err
-		}
+		return fn(t, task)
+	}, func(t *tx, task relay.Task) (relay.Task, error) {
 		t.taskKnown(task)
-		out = task
-		return nil
+		return task, nil
 	})
-	return out, err
 }
 
 // RenewLease extends the lease of a claimed task by leaseSeconds from now.
@@ -389,83 +417,90 @@ func requeue(t *tx, id string) error {
 // GetTask returns a task to its sender or recipient and refreshes the
 // requester's presence.
 func (db *DB) GetTask(ctx context.Context, requester, taskID string) (relay.Task, error) {
-	requester, err := relay.NormalizeSlug("requesterSlug", requester)
-	if err != nil {
-		return relay.Task{}, err
-	}
-	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
-		return relay.Task{}, err
-	}
-	var out relay.Task
-	err = db.write(ctx, "get task", func(t *tx) error {
-		task, err := getTask(t.ctx, t.tx, taskID)
-		if err != nil {
-			return err
-		}
+	return db.taskAction(ctx, "get task", "requesterSlug", requester, taskID, func(_ *tx, requester string, task *relay.Task) error {
 		if task.SenderSlug != requester && task.RecipientSlug != requester {
 			return relay.Errorf(relay.ETaskAccessDenied, "Only the task sender or recipient can read this task.")
 		}
-		if err := t.touch(requester); err != nil {
-			return err
-		}
-		out = task
 		return nil
+	}, func(_ *tx, task relay.Task) (relay.Task, error) {
+		return task, nil
 	})
-	return out, err
 }
 
-// senderAction runs fn on a task sent by sender whose status passes
-// allowed, then refreshes sender's presence and publishes the task.
-func (db *DB) senderAction(ctx context.Context, op, sender, taskID string, denied *relay.Error,
-	allowed func(relay.TaskStatus) *relay.Error, fn func(t *tx, task relay.Task) error) (relay.Task, error) {
-	sender, err := relay.NormalizeSlug("senderSlug", sender)
+// senderRule is one thing the sender of a task can do to it with a note:
+// who is refused, which statuses allow it and what it writes.
+type senderRule struct {
+	op      string
+	field   string // the note's name in errors: "reason" or "note"
+	denied  *relay.Error
+	allowed func(relay.TaskStatus) *relay.Error
+	apply   func(t *tx, task relay.Task, note string) error
+}
+
+// senderAction checks note, runs r.apply on a task sent by sender whose
+// status r.allowed passes, then refreshes sender's presence and publishes
+// the task.
+func (db *DB) senderAction(ctx context.Context, sender, taskID, note string, r senderRule) (relay.Task, error) {
+	note, err := relay.Text(r.field, note, 1, relay.MaxLongText)
 	if err != nil {
 		return relay.Task{}, err
 	}
-	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
-		return relay.Task{}, err
-	}
-	var out relay.Task
-	err = db.write(ctx, op, func(t *tx) error {
-		task, err := getTask(t.ctx, t.tx, taskID)
-		if err != nil {
-			return err
-		}
+	note = byOperator(ctx, note)
+	return db.taskAction(ctx, r.op, "senderSlug", sender, taskID, func(t *tx, sender string, task *relay.Task) error {
 		if task.SenderSlug != sender {
-			return denied
+			return r.denied
 		}
-		if e := allowed(task.Status); e != nil {
+		if e := r.allowed(task.Status); e != nil {
 			return e.WithDetails(map[string]any{"status": string(task.Status)})
 		}
-		if err := fn(t, task); err != nil {
-			return err
-		}
-		if err := t.touch(sender); err != nil {
-			return err
-		}
-		out, err = t.taskChanged(taskID)
-		return err
+		return r.apply(t, *task, note)
+	}, func(t *tx, task relay.Task) (relay.Task, error) {
+		return t.taskChanged(task.ID)
 	})
-	return out, err
+}
+
+// onlyStatus allows one status and refuses any other with the message
+// format, which gets the status.
+func onlyStatus(want relay.TaskStatus, format string) func(relay.TaskStatus) *relay.Error {
+	return func(s relay.TaskStatus) *relay.Error {
+		if s == want {
+			return nil
+		}
+		return relay.Errorf(relay.EInvalidTaskState, format, s)
+	}
+}
+
+// requeueWith puts the task back in its recipient's queue with a report of
+// kind (its text made by message) and tells the recipient with the
+// summary format, which gets the sender, the title and the note.
+func requeueWith(kind string, message func(task relay.Task, note string) string, summary string) func(t *tx, task relay.Task, note string) error {
+	return func(t *tx, task relay.Task, note string) error {
+		if err := requeue(t, task.ID); err != nil {
+			return err
+		}
+		if err := t.report(task.ID, kind, message(task, note), ""); err != nil {
+			return err
+		}
+		t.wakeUp(task.RecipientSlug)
+		return t.event(task.RecipientSlug, relay.EventTaskRequeued, task.ID,
+			fmt.Sprintf(summary, task.SenderSlug, task.Title, note))
+	}
 }
 
 // CancelTask cancels an open task, records why on its timeline and tells the
 // recipient. It wakes no waiting claim.
 func (db *DB) CancelTask(ctx context.Context, sender, taskID, reason string) (relay.Task, error) {
-	reason, err := relay.Text("reason", reason, 1, relay.MaxLongText)
-	if err != nil {
-		return relay.Task{}, err
-	}
-	reason = byOperator(ctx, reason)
-	return db.senderAction(ctx, "cancel task", sender, taskID,
-		relay.Errorf(relay.ETaskCancelDenied, "Only the task sender can cancel this task."),
-		func(s relay.TaskStatus) *relay.Error {
+	return db.senderAction(ctx, sender, taskID, reason, senderRule{
+		op:     "cancel task",
+		field:  "reason",
+		denied: relay.Errorf(relay.ETaskCancelDenied, "Only the task sender can cancel this task."),
+		allowed: func(s relay.TaskStatus) *relay.Error {
 			if s.Open() {
 				return nil
 			}
 			return relay.Errorf(relay.EInvalidTaskState, "A %s task cannot be cancelled.", s)
 		},
-		func(t *tx, task relay.Task) error {
+		apply: func(t *tx, task relay.Task, reason string) error {
 			if _, err := t.exec(`UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, task.ID); err != nil {
 				return fmt.Errorf("cancel task: %w", err)
 			}
@@ -474,64 +509,35 @@ func (db *DB) CancelTask(ctx context.Context, sender, taskID, reason string) (re
 			}
 			return t.event(task.RecipientSlug, relay.EventTaskCancelled, task.ID,
 				fmt.Sprintf("%s cancelled “%s”: %s", task.SenderSlug, task.Title, reason))
-		})
+		},
+	})
 }
 
 // RequeueTask sends a blocked task back to its recipient's queue.
 func (db *DB) RequeueTask(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
-	note, err := relay.Text("note", note, 1, relay.MaxLongText)
-	if err != nil {
-		return relay.Task{}, err
-	}
-	note = byOperator(ctx, note)
-	return db.senderAction(ctx, "requeue task", sender, taskID,
-		relay.Errorf(relay.ETaskRequeueDenied, "Only the task sender can requeue this task."),
-		func(s relay.TaskStatus) *relay.Error {
-			if s == relay.StatusBlocked {
-				return nil
-			}
-			return relay.Errorf(relay.EInvalidTaskState, "Only a blocked task can be requeued; this one is %s.", s)
-		},
-		func(t *tx, task relay.Task) error {
-			if err := requeue(t, task.ID); err != nil {
-				return err
-			}
-			if err := t.report(task.ID, relay.ReportProgress, fmt.Sprintf("Requeued by %s: %s", task.SenderSlug, note), ""); err != nil {
-				return err
-			}
-			t.wakeUp(task.RecipientSlug)
-			return t.event(task.RecipientSlug, relay.EventTaskRequeued, task.ID,
-				fmt.Sprintf("%s requeued “%s”: %s", task.SenderSlug, task.Title, note))
-		})
+	return db.senderAction(ctx, sender, taskID, note, senderRule{
+		op:      "requeue task",
+		field:   "note",
+		denied:  relay.Errorf(relay.ETaskRequeueDenied, "Only the task sender can requeue this task."),
+		allowed: onlyStatus(relay.StatusBlocked, "Only a blocked task can be requeued; this one is %s."),
+		apply: requeueWith(relay.ReportProgress, func(task relay.Task, note string) string {
+			return fmt.Sprintf("Requeued by %s: %s", task.SenderSlug, note)
+		}, "%s requeued “%s”: %s"),
+	})
 }
 
 // RequestChanges reopens a completed task with the sender's note; the task
 // keeps its id and history.
 func (db *DB) RequestChanges(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
-	note, err := relay.Text("note", note, 1, relay.MaxLongText)
-	if err != nil {
-		return relay.Task{}, err
-	}
-	note = byOperator(ctx, note)
-	return db.senderAction(ctx, "request changes", sender, taskID,
-		relay.Errorf(relay.ETaskChangesDenied, "Only the task sender can ask for changes."),
-		func(s relay.TaskStatus) *relay.Error {
-			if s == relay.StatusCompleted {
-				return nil
-			}
-			return relay.Errorf(relay.EInvalidTaskState, "Changes can be asked for on a completed task; this one is %s.", s)
-		},
-		func(t *tx, task relay.Task) error {
-			if err := requeue(t, task.ID); err != nil {
-				return err
-			}
-			if err := t.report(task.ID, relay.ReportChanges, note, ""); err != nil {
-				return err
-			}
-			t.wakeUp(task.RecipientSlug)
-			return t.event(task.RecipientSlug, relay.EventTaskRequeued, task.ID,
-				fmt.Sprintf("%s asked for changes to “%s”: %s", task.SenderSlug, task.Title, note))
-		})
+	return db.senderAction(ctx, sender, taskID, note, senderRule{
+		op:      "request changes",
+		field:   "note",
+		denied:  relay.Errorf(relay.ETaskChangesDenied, "Only the task sender can ask for changes."),
+		allowed: onlyStatus(relay.StatusCompleted, "Changes can be asked for on a completed task; this one is %s."),
+		apply: requeueWith(relay.ReportChanges, func(_ relay.Task, note string) string {
+			return note
+		}, "%s asked for changes to “%s”: %s"),
+	})
 }
 
 // Task returns any task without an access check or presence change.
