@@ -120,38 +120,83 @@ func Clamp(v, def, lo, hi int) int {
 	return v
 }
 
+// checker normalizes fields in turn and keeps the first error: once a check
+// fails, the later ones leave their fields alone.
+type checker struct{ err error }
+
+func (c *checker) slug(field string, s *string) {
+	if c.err == nil {
+		*s, c.err = NormalizeSlug(field, *s)
+	}
+}
+
+func (c *checker) text(field string, s *string, min, max int) {
+	if c.err == nil {
+		*s, c.err = Text(field, *s, min, max)
+	}
+}
+
+// optText checks *p when it is set, replacing it with a pointer to the
+// normalized copy so the caller's string is never written.
+func (c *checker) optText(field string, p **string, min, max int) {
+	if c.err == nil && *p != nil {
+		v := **p
+		c.text(field, &v, min, max)
+		*p = &v
+	}
+}
+
+func (c *checker) caps(field string, caps *[]string, min int) {
+	if c.err == nil {
+		*caps, c.err = Capabilities(field, *caps, min)
+	}
+}
+
+func (c *checker) priority(field string, p *int) {
+	if c.err == nil {
+		*p, c.err = Priority(field, *p)
+	}
+}
+
+func (c *checker) taskID(field string, s *string) {
+	if c.err == nil {
+		*s, c.err = TaskID(field, *s)
+	}
+}
+
+// agent checks the fields every way of making an agent shares; details is
+// skipped when nil.
+func (c *checker) agent(slug, displayName, modelSlug *string, caps *[]string, details *string) {
+	c.slug("slug", slug)
+	c.text("displayName", displayName, 1, MaxShortText)
+	c.text("modelSlug", modelSlug, 1, MaxShortText)
+	c.caps("capabilities", caps, 1)
+	if details != nil {
+		c.text("details", details, 0, MaxDetails)
+	}
+}
+
+// fail records err unless an earlier check failed.
+func (c *checker) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
 // Validate checks and normalizes a registration.
 func (in RegisterInput) Validate() (RegisterInput, error) {
-	var err error
-	if in.Slug, err = NormalizeSlug("slug", in.Slug); err != nil {
-		return in, err
-	}
-	if in.DisplayName, err = Text("displayName", in.DisplayName, 1, MaxShortText); err != nil {
-		return in, err
-	}
-	if in.ModelSlug, err = Text("modelSlug", in.ModelSlug, 1, MaxShortText); err != nil {
-		return in, err
-	}
-	if in.Capabilities, err = Capabilities("capabilities", in.Capabilities, 1); err != nil {
-		return in, err
-	}
-	if in.Details != nil {
-		d, err := Text("details", *in.Details, 0, MaxDetails)
-		if err != nil {
-			return in, err
-		}
-		in.Details = &d
-	}
-	return in, nil
+	var c checker
+	c.agent(&in.Slug, &in.DisplayName, &in.ModelSlug, &in.Capabilities, nil)
+	c.optText("details", &in.Details, 0, MaxDetails)
+	return in, c.err
 }
 
 // Validate checks and normalizes an agent creation.
 func (in CreateAgentInput) Validate() (CreateAgentInput, error) {
-	reg, err := RegisterInput{Slug: in.Slug, DisplayName: in.DisplayName, ModelSlug: in.ModelSlug, Capabilities: in.Capabilities, Details: &in.Details}.Validate()
-	if err != nil {
-		return in, err
+	var c checker
+	if c.agent(&in.Slug, &in.DisplayName, &in.ModelSlug, &in.Capabilities, &in.Details); c.err != nil {
+		return in, c.err
 	}
-	in.Slug, in.DisplayName, in.ModelSlug, in.Capabilities, in.Details = reg.Slug, reg.DisplayName, reg.ModelSlug, reg.Capabilities, *reg.Details
 	switch in.Kind {
 	case "":
 		in.Kind = KindAgent
@@ -167,119 +212,69 @@ func (in ProfileUpdate) Validate() (ProfileUpdate, error) {
 	if in.DisplayName == nil && in.Details == nil {
 		return in, Errorf(EInvalidRequest, "body: give displayName, details or both.")
 	}
-	if in.DisplayName != nil {
-		n, err := Text("displayName", *in.DisplayName, 1, MaxShortText)
-		if err != nil {
-			return in, err
-		}
-		in.DisplayName = &n
-	}
-	if in.Details != nil {
-		d, err := Text("details", *in.Details, 0, MaxDetails)
-		if err != nil {
-			return in, err
-		}
-		in.Details = &d
-	}
-	return in, nil
+	var c checker
+	c.optText("displayName", &in.DisplayName, 1, MaxShortText)
+	c.optText("details", &in.Details, 0, MaxDetails)
+	return in, c.err
 }
 
 // Validate checks and normalizes a new task. Slugs must already be resolved.
 func (in PostTaskInput) Validate() (PostTaskInput, error) {
-	var err error
-	if in.SenderSlug, err = NormalizeSlug("senderSlug", in.SenderSlug); err != nil {
-		return in, err
-	}
-	if in.RecipientSlug, err = NormalizeSlug("recipientSlug", in.RecipientSlug); err != nil {
-		return in, err
-	}
-	if in.Title, err = Text("title", in.Title, 1, MaxShortText); err != nil {
-		return in, err
-	}
-	if in.Instructions, err = Text("instructions", in.Instructions, 1, MaxLongText); err != nil {
-		return in, err
-	}
-	if in.RequiredCapabilities, err = Capabilities("requiredCapabilities", in.RequiredCapabilities, 0); err != nil {
-		return in, err
-	}
-	if in.Priority, err = Priority("priority", in.Priority); err != nil {
-		return in, err
-	}
+	var c checker
+	c.slug("senderSlug", &in.SenderSlug)
+	c.slug("recipientSlug", &in.RecipientSlug)
+	c.text("title", &in.Title, 1, MaxShortText)
+	c.text("instructions", &in.Instructions, 1, MaxLongText)
+	c.caps("requiredCapabilities", &in.RequiredCapabilities, 0)
+	c.priority("priority", &in.Priority)
 	if in.ParentTaskID != "" {
-		if in.ParentTaskID, err = TaskID("parentTaskId", in.ParentTaskID); err != nil {
-			return in, err
-		}
+		c.taskID("parentTaskId", &in.ParentTaskID)
 	}
-	return in, nil
+	return in, c.err
 }
 
 // Validate checks and normalizes a report.
 func (in ReportInput) Validate() (ReportInput, error) {
-	var err error
 	switch in.Kind {
 	case ReportProgress, ReportCompleted, ReportBlocked:
 	default:
 		return in, Errorf(EInvalidRequest, "kind: must be progress, completed or blocked.")
 	}
-	if in.TaskID, err = TaskID("taskId", in.TaskID); err != nil {
-		return in, err
-	}
-	if in.Message, err = Text("message", in.Message, 1, MaxLongText); err != nil {
-		return in, err
-	}
-	if in.Result, err = Text("result", in.Result, 0, MaxResult); err != nil {
-		return in, err
-	}
-	return in, nil
+	var c checker
+	c.taskID("taskId", &in.TaskID)
+	c.text("message", &in.Message, 1, MaxLongText)
+	c.text("result", &in.Result, 0, MaxResult)
+	return in, c.err
 }
 
 // Validate checks and normalizes an invite.
 func (in InviteInput) Validate() (InviteInput, error) {
-	var err error
-	if in.Label, err = Text("label", in.Label, 0, MaxLabel); err != nil {
-		return in, err
-	}
+	var c checker
+	c.text("label", &in.Label, 0, MaxLabel)
 	if !(in.ExpiresInHours > 0 && in.ExpiresInHours <= MaxInviteHours) {
-		return in, Errorf(EInvalidRequest, "expiresInHours: must be more than 0 and at most %d.", MaxInviteHours)
+		c.fail(Errorf(EInvalidRequest, "expiresInHours: must be more than 0 and at most %d.", MaxInviteHours))
 	}
 	if in.MaxUses < 0 || in.MaxUses > MaxInviteUses {
-		return in, Errorf(EInvalidRequest, "maxUses: must be 1..%d, or 0 for unlimited.", MaxInviteUses)
+		c.fail(Errorf(EInvalidRequest, "maxUses: must be 1..%d, or 0 for unlimited.", MaxInviteUses))
 	}
-	if in.DisplayName, err = Text("displayName", in.DisplayName, 0, MaxShortText); err != nil {
-		return in, err
-	}
-	if in.Role, err = Text("role", in.Role, 0, MaxDetails); err != nil {
-		return in, err
-	}
+	c.text("displayName", &in.DisplayName, 0, MaxShortText)
+	c.text("role", &in.Role, 0, MaxDetails)
 	if in.FirstTask != nil {
 		ft := *in.FirstTask
-		if ft.Title, err = Text("firstTask.title", ft.Title, 1, MaxShortText); err != nil {
-			return in, err
-		}
-		if ft.Instructions, err = Text("firstTask.instructions", ft.Instructions, 1, MaxLongText); err != nil {
-			return in, err
-		}
-		if ft.Priority, err = Priority("firstTask.priority", ft.Priority); err != nil {
-			return in, err
-		}
+		c.text("firstTask.title", &ft.Title, 1, MaxShortText)
+		c.text("firstTask.instructions", &ft.Instructions, 1, MaxLongText)
+		c.priority("firstTask.priority", &ft.Priority)
 		in.FirstTask = &ft
 	}
-	return in, nil
+	return in, c.err
 }
 
 // Validate checks and normalizes an enrollment.
 func (in EnrollInput) Validate() (EnrollInput, error) {
-	var err error
-	if in.Invite, err = Text("invite", in.Invite, 1, MaxInviteCode); err != nil {
-		return in, err
-	}
-	d := in.Details
-	reg, err := RegisterInput{Slug: in.Slug, DisplayName: in.DisplayName, ModelSlug: in.ModelSlug, Capabilities: in.Capabilities, Details: &d}.Validate()
-	if err != nil {
-		return in, err
-	}
-	in.Slug, in.DisplayName, in.ModelSlug, in.Capabilities, in.Details = reg.Slug, reg.DisplayName, reg.ModelSlug, reg.Capabilities, *reg.Details
-	return in, nil
+	var c checker
+	c.text("invite", &in.Invite, 1, MaxInviteCode)
+	c.agent(&in.Slug, &in.DisplayName, &in.ModelSlug, &in.Capabilities, &in.Details)
+	return in, c.err
 }
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

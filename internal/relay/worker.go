@@ -202,15 +202,11 @@ const ChangeWorker = "worker"
 // are the worker's). AllowedSenders may be empty only when the worker is
 // disabled (the upstream relay refused that even when disabled).
 func (c WorkerConfig) Validate() (WorkerConfig, error) {
-	var err error
-	if c.AgentSlug, err = NormalizeSlug("agentSlug", c.AgentSlug); err != nil {
-		return c, err
-	}
-	if c.Harness, err = Text("harness", c.Harness, 1, MaxCapability); err != nil {
-		return c, err
-	}
-	if c.Command, err = Text("command", c.Command, 0, 1000); err != nil {
-		return c, err
+	var v checker
+	v.slug("agentSlug", &c.AgentSlug)
+	v.text("harness", &c.Harness, 1, MaxCapability)
+	if v.text("command", &c.Command, 0, 1000); v.err != nil {
+		return c, v.err
 	}
 	if len(c.Args) > MaxWorkerArgs {
 		return c, Errorf(EInvalidRequest, "args: at most %d.", MaxWorkerArgs)
@@ -227,8 +223,8 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 	default:
 		return c, Errorf(EInvalidRequest, "promptMode: must be stdin, file or argument.")
 	}
-	if c.Workdir, err = Text("workdir", c.Workdir, 1, 1000); err != nil {
-		return c, err
+	if v.text("workdir", &c.Workdir, 1, 1000); v.err != nil {
+		return c, v.err
 	}
 	if len(c.ExtraDirs) > MaxWorkerExtraDirs {
 		return c, Errorf(EInvalidRequest, "extraDirs: at most %d.", MaxWorkerExtraDirs)
