@@ -60,6 +60,15 @@ func (a *args) fail(format string, v ...any) {
 // err returns the first argument error, or nil.
 func (a *args) err() error { return a.first }
 
+// acting ends the reading of a tool's arguments: it returns the first
+// argument error, or else the slug p acts as, given supplied for field.
+func (a *args) acting(p relay.Principal, field, supplied string) (string, error) {
+	if err := a.err(); err != nil {
+		return "", err
+	}
+	return p.ActingSlug(field, supplied)
+}
+
 // get returns the raw value of field, or nil when it is absent or null.
 func (a *args) get(field string) json.RawMessage {
 	v, ok := a.fields[field]

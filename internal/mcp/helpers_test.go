@@ -122,6 +122,27 @@ func (e *env) agent(slug string, caps ...string) string {
 // newest protocol (server/discover, no handshake).
 func (e *env) client(token string) *client.Client { return e.clientAt(token, "") }
 
+// callers connects one client per name for a tool table: "admin" holds the
+// admin token, "none" no token, and any other name is a new agent of that
+// slug, with the capabilities after a colon ("bob:text-input") or the
+// default ones.
+func (e *env) callers(names ...string) map[string]*client.Client {
+	out := make(map[string]*client.Client, len(names))
+	for _, n := range names {
+		switch slug, caps, _ := strings.Cut(n, ":"); {
+		case n == "admin":
+			out[n] = e.client(adminToken)
+		case n == "none":
+			out[n] = e.client("")
+		case caps == "":
+			out[slug] = e.client(e.agent(slug))
+		default:
+			out[slug] = e.client(e.agent(slug, strings.Split(caps, ",")...))
+		}
+	}
+	return out
+}
+
 // clientAt connects a client pinned to protocol version (empty: newest).
 // A version before 2026-07-28 makes it use the initialize handshake, as the
 // agent CLIs do today.

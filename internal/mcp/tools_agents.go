@@ -69,10 +69,7 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Details:      a.optStr("details"),
 		}
 		supplied := a.str("slug")
-		if err := a.err(); err != nil {
-			return nil, err
-		}
-		slug, err := p.ActingSlug("slug", supplied)
+		slug, err := a.acting(p, "slug", supplied)
 		if err != nil {
 			return nil, err
 		}
@@ -119,10 +116,7 @@ func heartbeat(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		supplied := a.str("agentSlug")
-		if err := a.err(); err != nil {
-			return nil, err
-		}
-		slug, err := p.ActingSlug("agentSlug", supplied)
+		slug, err := a.acting(p, "agentSlug", supplied)
 		if err != nil {
 			return nil, err
 		}

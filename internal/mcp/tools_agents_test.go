@@ -3,8 +3,6 @@ package mcp_test
 import (
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -12,12 +10,7 @@ import (
 // arguments → result or error code.
 func TestAgentTools(t *testing.T) {
 	e := newEnv(t)
-	clients := map[string]*client.Client{
-		"alice": e.client(e.agent("alice")),
-		"bob":   e.client(e.agent("bob", "text-input")),
-		"admin": e.client(adminToken),
-		"none":  e.client(""),
-	}
+	clients := e.callers("alice", "bob:text-input", "admin", "none")
 	runToolTable(t, clients, []toolCase{
 		{name: "whoami as an agent", as: "alice", tool: "whoami", want: map[string]any{"kind": "agent", "agent.slug": "alice"}},
 		{name: "whoami as admin", as: "admin", tool: "whoami", want: map[string]any{"kind": "admin"}},

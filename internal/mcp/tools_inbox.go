@@ -22,10 +22,7 @@ func readUpdates(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		supplied := a.str("agentSlug")
 		limit := a.integer("limit", relay.DefaultReadLimit, 1, relay.MaxUpdatesLimit)
-		if err := a.err(); err != nil {
-			return nil, err
-		}
-		slug, err := p.ActingSlug("agentSlug", supplied)
+		slug, err := a.acting(p, "agentSlug", supplied)
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -13,11 +11,7 @@ import (
 // update is delivered once.
 func TestInboxTools(t *testing.T) {
 	e := newEnv(t)
-	clients := map[string]*client.Client{
-		"alice": e.client(e.agent("alice")),
-		"bob":   e.client(e.agent("bob")),
-		"admin": e.client(adminToken),
-	}
+	clients := e.callers("alice", "bob", "admin")
 	ctx := context.Background()
 	for range 2 {
 		task, err := e.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "t", Instructions: "i"})

@@ -39,10 +39,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			ParentTaskID:         a.str("parentTaskId"),
 		}
 		supplied := a.str("senderSlug")
-		if err := a.err(); err != nil {
-			return nil, err
-		}
-		sender, err := p.ActingSlug("senderSlug", supplied)
+		sender, err := a.acting(p, "senderSlug", supplied)
 		if err != nil {
 			return nil, err
 		}
@@ -94,10 +91,7 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		supplied := a.str("recipientSlug")
 		waitMs := a.integer("waitMs", 0, 0, maxWaitMs)
 		lease := a.integer("leaseSeconds", relay.DefaultLeaseSeconds, relay.MinLeaseSeconds, relay.MaxLeaseSeconds)
-		if err := a.err(); err != nil {
-			return nil, err
-		}
-		slug, err := p.ActingSlug("recipientSlug", supplied)
+		slug, err := a.acting(p, "recipientSlug", supplied)
 		if err != nil {
 			return nil, err
 		}

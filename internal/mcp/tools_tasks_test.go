@@ -3,8 +3,6 @@ package mcp_test
 import (
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -12,12 +10,7 @@ import (
 // each step has, arguments → result or error code.
 func TestTaskTools(t *testing.T) {
 	e := newEnv(t)
-	clients := map[string]*client.Client{
-		"alice": e.client(e.agent("alice")),
-		"bob":   e.client(e.agent("bob", "text-input")),
-		"carol": e.client(e.agent("carol")),
-		"admin": e.client(adminToken),
-	}
+	clients := e.callers("alice", "bob:text-input", "carol", "admin")
 	post := map[string]any{"recipientSlug": "bob", "title": "Write", "instructions": "Write it."}
 	with := func(m map[string]any, k string, v any) map[string]any {
 		out := map[string]any{k: v}
