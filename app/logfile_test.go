@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure the log file rotates to .1 when a write would pass the limit, and
@@ -58,7 +59,7 @@ func TestFollowAcrossRotation(t *testing.T) {
 	fmt.Fprintln(f, "before follow")
 	size, _ := os.Stat(path)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	var out testkit.Buffer
 	done := make(chan error, 1)
 	go func() { done <- followFile(ctx, path, size.Size(), &out, 5*time.Millisecond) }()
 	// 20 bytes a line: the file rotates every other line. Each line is
@@ -85,21 +86,4 @@ func TestFollowAcrossRotation(t *testing.T) {
 			t.Errorf("missing line %d in %q", i, got)
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,16 +1,13 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure `status` says running (exit 0) with pid, address and counts for a
@@ -58,9 +56,9 @@ func TestStatusVerb(t *testing.T) {
 // its last lines; the run file goes away on a clean stop.
 func TestServeLogsAndRunFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	done := make(chan int, 1)
-	var out, errb syncBuffer
+	var out, errb testkit.Buffer
 	go func() {
 		done <- app.Serve([]string{"--port", strconv.Itoa(port), "--data-dir", dir}, nil, "test", &out, &errb)
 	}()
@@ -164,8 +162,8 @@ func TestImportUpstreamVerb(t *testing.T) {
 	noErr(t, err)
 	noErr(t, os.WriteFile(filepath.Join(dir, "relay.db"), b, 0o600))
 
-	var out, errb syncBuffer
-	if code := app.Serve([]string{"--port", strconv.Itoa(freePort(t)), "--data-dir", dir, "--log-file", "none"}, nil, "test", &out, &errb); code != 1 ||
+	var out, errb testkit.Buffer
+	if code := app.Serve([]string{"--port", strconv.Itoa(testkit.FreePort(t)), "--data-dir", dir, "--log-file", "none"}, nil, "test", &out, &errb); code != 1 ||
 		!strings.Contains(errb.String(), "import-upstream") || strings.Contains(errb.String(), "upgrade") {
 		t.Fatalf("serve on an upstream folder: %d %s", code, errb.String())
 	}
@@ -243,34 +241,8 @@ func whoami(t *testing.T, url, token string) string {
 	return sb.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	noErr(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // waitFor polls cond until it holds or 20 s pass.
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	poll.Until(t, what, 20*time.Second, cond)
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

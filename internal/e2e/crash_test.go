@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http/httptrace"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // These tests run the real binary as a child process: they build it once,
@@ -80,30 +80,12 @@ func childEnv() []string {
 	return env
 }
 
-// lockedBuffer collects a child's output from its copying goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // relayProc is one `serve` child process.
 type relayProc struct {
 	cmd     *exec.Cmd
 	url     string
 	port    int
-	out     *lockedBuffer
+	out     *testkit.Buffer
 	done    chan struct{}
 	waitErr error
 }
@@ -130,16 +112,6 @@ func (p *relayProc) wait(t *testing.T, d time.Duration) error {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startProcess starts `serve` on dataDir and waits for /health 200. It
 // retries on another port if the chosen one was taken in between.
 func startProcess(t *testing.T, dataDir string) *relayProc {
@@ -147,8 +119,8 @@ func startProcess(t *testing.T, dataDir string) *relayProc {
 	bin := relayBinary(t)
 	var last string
 	for attempt := 0; attempt < 3; attempt++ {
-		port := freePort(t)
-		p := &relayProc{port: port, url: "http://127.0.0.1:" + strconv.Itoa(port), out: &lockedBuffer{}, done: make(chan struct{})}
+		port := testkit.FreePort(t)
+		p := &relayProc{port: port, url: "http://127.0.0.1:" + strconv.Itoa(port), out: &testkit.Buffer{}, done: make(chan struct{})}
 		p.cmd = exec.Command(bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", dataDir)
 		p.cmd.Env = childEnv()
 		p.cmd.Dir = dataDir

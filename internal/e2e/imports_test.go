@@ -87,7 +87,11 @@ var contracts = map[string][]string{
 
 // leaves are small helpers that import only the standard library; any
 // package may import them.
-var leaves = []string{"internal/loopback", "internal/tick", "internal/poll"}
+var leaves = []string{"internal/loopback", "internal/tick", "internal/poll", "internal/testkit"}
+
+// testOnly are the leaves only tests import (the walk reads no _test.go
+// file, so any import of one it sees is refused).
+var testOnly = []string{"internal/poll", "internal/testkit"}
 
 // violation says why package pkg (a path from the module root) may not
 // import imp, or "" when it may.
@@ -112,6 +116,8 @@ func violation(pkg, imp string) string {
 		users, contract := contracts[target]
 		_, pkgContract := contracts[pkg]
 		switch {
+		case slices.Contains(testOnly, target):
+			return "only tests import this helper"
 		case pkg == "internal/relay":
 			return "the domain imports only the standard library"
 		case slices.Contains(leaves, target):
@@ -192,6 +198,10 @@ func TestViolation(t *testing.T) {
 		{"internal/tick", module + "internal/relay", true},
 		{"internal/loopback", "github.com/mattn/go-sqlite3", true},
 		{"internal/web", "github.com/wailsapp/wails/v2", true},
+		{"internal/testkit", "bytes", false},
+		{"internal/testkit", module + "internal/relay", true},
+		{"app", module + "internal/testkit", true},
+		{"internal/web", module + "internal/poll", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg+" imports "+tt.imp, func(t *testing.T) {

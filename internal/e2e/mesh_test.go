@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // The mesh end to end, with real processes: a three-node JetStream cluster
@@ -64,14 +65,14 @@ type natsNode struct {
 	routes      string
 	cmd         *exec.Cmd
 	done        chan struct{}
-	out         *lockedBuffer
+	out         *testkit.Buffer
 }
 
 func (n *natsNode) url() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
 
 func (n *natsNode) start(t *testing.T) {
 	t.Helper()
-	n.out = &lockedBuffer{}
+	n.out = &testkit.Buffer{}
 	n.cmd = exec.Command(natsServerBinary(t), "-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "--server_name", n.name,
 		"--js", "--store_dir", n.dir, "--cluster_name", "crosschat", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(n.route),
 		"--routes", n.routes, "--no_advertise")
@@ -119,12 +120,12 @@ type meshProc struct {
 	port            int
 	cmd             *exec.Cmd
 	done            chan struct{}
-	out             *lockedBuffer
+	out             *testkit.Buffer
 }
 
 func (r *meshProc) start(t *testing.T) {
 	t.Helper()
-	r.out = &lockedBuffer{}
+	r.out = &testkit.Buffer{}
 	r.cmd = exec.Command(relayBinary(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(r.port), "--data-dir", r.dir,
 		"--operator-slug", "operator-"+r.name, "--nats", r.nats, "--nats-name", r.name, "--nats-replicas", "3")
 	r.cmd.Env = childEnv()
@@ -277,7 +278,7 @@ func TestMeshEndToEnd(t *testing.T) {
 	nodes := make([]*natsNode, 3)
 	var routes []string
 	for i := range nodes {
-		nodes[i] = &natsNode{name: "n" + strconv.Itoa(i+1), port: freePort(t), route: freePort(t), dir: t.TempDir()}
+		nodes[i] = &natsNode{name: "n" + strconv.Itoa(i+1), port: testkit.FreePort(t), route: testkit.FreePort(t), dir: t.TempDir()}
 		routes = append(routes, "nats://127.0.0.1:"+strconv.Itoa(nodes[i].route))
 	}
 	for _, n := range nodes {
@@ -289,9 +290,9 @@ func TestMeshEndToEnd(t *testing.T) {
 	// Relay A reaches NATS only through a proxy the test can cut.
 	natsA := "127.0.0.1:" + strconv.Itoa(nodes[0].port)
 	px := newTCPProxy(t, natsA)
-	ra := &meshProc{name: "relay-a", dir: t.TempDir(), nats: "nats://" + px.addr(), port: freePort(t)}
-	rb := &meshProc{name: "relay-b", dir: t.TempDir(), nats: all, port: freePort(t)}
-	rc := &meshProc{name: "relay-c", dir: t.TempDir(), nats: all, port: freePort(t)}
+	ra := &meshProc{name: "relay-a", dir: t.TempDir(), nats: "nats://" + px.addr(), port: testkit.FreePort(t)}
+	rb := &meshProc{name: "relay-b", dir: t.TempDir(), nats: all, port: testkit.FreePort(t)}
+	rc := &meshProc{name: "relay-c", dir: t.TempDir(), nats: all, port: testkit.FreePort(t)}
 	for _, r := range []*meshProc{ra, rb, rc} {
 		r.start(t)
 	}

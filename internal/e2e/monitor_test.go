@@ -15,6 +15,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // relayAddr is the loopback address of a relay on port.
@@ -25,13 +26,13 @@ type monitorProc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
-	stderr *lockedBuffer
+	stderr *testkit.Buffer
 	done   chan struct{}
 }
 
 func startMonitor(t *testing.T, args ...string) *monitorProc {
 	t.Helper()
-	m := &monitorProc{stderr: &lockedBuffer{}, done: make(chan struct{})}
+	m := &monitorProc{stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	m.cmd = exec.Command(relayBinary(t), append([]string{"monitor"}, args...)...)
 	m.cmd.Env = childEnv()
 	m.cmd.Dir = t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // TestBridgeAuth ensures the bridge wants the admin (session header or
@@ -150,7 +151,7 @@ func TestBridgeAuth(t *testing.T) {
 // TestBridgeCalls ensures arguments are decoded by position, results and
 // errors are mapped, and unknown methods are 404.
 func TestBridgeCalls(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	e := newEnv(t, envOptions{maxBody: 2048, logs: logs})
 	createAgent(t, e.svc, "known")
 	for _, tc := range []struct {

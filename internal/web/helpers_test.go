@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
@@ -47,7 +47,7 @@ type envOptions struct {
 	// maxBody overrides Config.MaxBodyBytes.
 	maxBody int64
 	// logs, when set, receives the handler's log lines.
-	logs *syncBuffer
+	logs *testkit.Buffer
 	// clock, when set, is the store's and the handler's clock.
 	clock *testClock
 	// rateLimit overrides Config.RateLimit.
@@ -77,25 +77,6 @@ func (c *testClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-}
-
-// syncBuffer is a bytes.Buffer safe for the handler's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // openStore opens a real store in t.TempDir and closes it at the end. A
