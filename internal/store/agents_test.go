@@ -202,8 +202,7 @@ func TestPresenceChangesAreThrottled(t *testing.T) {
 
 func TestOperatorActionsLeavePresenceAlone(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	blocked := reach(e, relay.StatusBlocked)
 	completed := reach(e, relay.StatusCompleted)
 	cancelled := reach(e, relay.StatusQueued) // last: reach claims the oldest queued task
@@ -390,8 +389,7 @@ func TestRunTokens(t *testing.T) {
 
 func TestDeleteAgent(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	run, err := e.db.IssueRunToken(e.ctx, "bob", task.ID, 600)
 	if err != nil {

@@ -16,17 +16,8 @@ import (
 // BenchmarkLifecycle measures one full task round trip: post, claim, report
 // completed, and the sender reading its updates (five commits).
 func BenchmarkLifecycle(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "relay.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openBench(b, filepath.Join(b.TempDir(), "relay.db"))
 	ctx := context.Background()
-	for _, s := range []string{"sender", "worker"} {
-		if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -61,17 +52,8 @@ func BenchmarkClaim(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "relay.db")
-			db, err := store.Open(path, store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openBench(b, path)
 			ctx := context.Background()
-			for _, s := range []string{"sender", "worker"} {
-				if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-					b.Fatal(err)
-				}
-			}
 			seedQueue(b, path, n)
 			raw := openRaw(b, path)
 			defer raw.Close()
@@ -165,4 +147,21 @@ func BenchmarkCommitBaseline(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// openBench opens a store at path, closed when b ends, with the agents
+// "sender" and "worker".
+func openBench(b *testing.B, path string) *store.DB {
+	b.Helper()
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	for _, s := range []string{"sender", "worker"} {
+		if _, err := db.RegisterAgent(context.Background(), relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return db
 }

@@ -14,8 +14,7 @@ import (
 func TestConcurrentClaimersClaimEachTaskOnce(t *testing.T) {
 	const tasks, claimers = 200, 50
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	posted := map[string]bool{}
 	for i := 0; i < tasks; i++ {
 		posted[e.post("alice", "bob", fmt.Sprintf("task %d", i), 1+i%3).ID] = true
@@ -119,8 +118,7 @@ func (e *env) result(ch <-chan claimResult, within time.Duration) claimResult {
 
 func TestWaitingClaimIsWokenByPost(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	const wait = 20 * time.Second
 	waiter := e.startWaiter(e.ctx, "bob", wait)
 	posted := time.Now()
@@ -180,8 +178,7 @@ func TestWakeUps(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, store.Options{})
-			e.register("alice")
-			e.register("bob")
+			e.agents("alice", "bob")
 			task := tc.setup(e)
 			waiter := e.startWaiter(e.ctx, "bob", 20*time.Second)
 			if err := tc.trigger(e, task); err != nil {
@@ -200,8 +197,7 @@ func TestWakeUps(t *testing.T) {
 
 func TestCancelDoesNotWake(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := reach(e, relay.StatusClaimed)
 	waiter := e.startWaiter(e.ctx, "bob", 300*time.Millisecond)
 	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "never mind"); err != nil {
@@ -218,8 +214,7 @@ func TestCancelDoesNotWake(t *testing.T) {
 
 func TestFruitlessWakeKeepsWaiting(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	w1 := e.startWaiter(e.ctx, "bob", 20*time.Second)
 	w2 := e.startWaiter(e.ctx, "bob", 20*time.Second)
 	a := e.post("alice", "bob", "A", 0)
@@ -299,12 +294,9 @@ func TestWaitWithoutTaskReturnsNilAtDeadline(t *testing.T) {
 
 func TestLeaseExpiryBySweep(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
-	if _, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", LeaseSeconds: 60}); err != nil {
-		t.Fatal(err)
-	}
+	e.claimLease("bob", 60)
 	e.clock.Advance(59 * time.Second)
 	if res, err := e.db.Sweep(e.ctx); err != nil || res.Requeued != 0 {
 		t.Fatalf("sweep before expiry = %+v, %v", res, err)
@@ -348,9 +340,7 @@ func TestLeaseExpiryBySweep(t *testing.T) {
 
 func TestLeaseExpiryAtClaimTime(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
-	e.register("carol")
+	e.agents("alice", "bob", "carol")
 	mine := e.post("alice", "bob", title, 0)
 	theirs := e.post("alice", "carol", "Carol's", 0)
 	e.mustClaim("bob")
@@ -381,12 +371,9 @@ func TestLeaseExpiryAtClaimTime(t *testing.T) {
 
 func TestRenewLeaseKeepsTheTask(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
-	if _, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", LeaseSeconds: 60}); err != nil {
-		t.Fatal(err)
-	}
+	e.claimLease("bob", 60)
 	e.clock.Advance(50 * time.Second)
 	renewed, err := e.db.RenewLease(e.ctx, "bob", task.ID, 0)
 	if err != nil {

@@ -116,8 +116,7 @@ func TestOpenOperatorSlug(t *testing.T) {
 
 func TestStateSurvivesReopen(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", "Persist me", 3)
 	e.mustClaim("bob")
 	e.report("bob", task.ID, relay.ReportProgress, "Halfway there")
@@ -345,8 +344,7 @@ func drain(ch <-chan relay.Change, quiet time.Duration) []relay.Change {
 
 func TestPublishOnlyAfterCommit(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", "Do not cancel me", 0)
 	changes, stop := e.db.Subscribe(64)
 	defer stop()

@@ -17,8 +17,7 @@ func progress(e *env, taskID string, n int) {
 
 func TestJournalCapAndMissedUpdates(t *testing.T) {
 	e := newEnv(t, store.Options{MaxEvents: 3})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	e.mustClaim("bob")      // event 1
 	progress(e, task.ID, 4) // events 2..5; 1 and 2 are trimmed
@@ -53,8 +52,7 @@ func TestJournalCapAndMissedUpdates(t *testing.T) {
 
 func TestCursorSemantics(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	e.mustClaim("bob")
 	progress(e, task.ID, 4) // alice has 5 unread events: 1..5
@@ -107,8 +105,7 @@ func TestCursorSemantics(t *testing.T) {
 
 func TestListEvents(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	e.mustClaim("bob")
 	progress(e, task.ID, 3)                                                     // alice: 1..4

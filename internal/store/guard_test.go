@@ -88,8 +88,7 @@ func mustWorker(t *testing.T, e *env, slug string) relay.WorkerConfig {
 // Ensure a refused deletion (open tasks) leaves the allowed lists as they were.
 func TestRefusedAgentDeleteKeepsAllowedLists(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("boss")
-	e.register("builder")
+	e.agents("boss", "builder")
 	c := workerConfig("builder")
 	c.AllowedSenders = []string{"boss"}
 	e.saveWorker(c)
@@ -105,8 +104,7 @@ func TestRefusedAgentDeleteKeepsAllowedLists(t *testing.T) {
 // a finished task makes room again.
 func TestSenderFloodingOpenTasksIsCapped(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("flooder")
-	e.register("victim")
+	e.agents("flooder", "victim")
 	set, err := e.db.Settings(e.ctx)
 	if err != nil || set.MaxOpenTasksPerSender != relay.DefaultMaxOpenTasksPerSender || relay.DefaultMaxOpenTasksPerSender != 1000 {
 		t.Fatalf("default cap %+v, %v", set, err)
@@ -145,8 +143,7 @@ func TestSenderFloodingOpenTasksIsCapped(t *testing.T) {
 // bound: the task keeps the newest MaxProgressReports progress reports.
 func TestProgressReportLoopIsCapped(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", "loop", 2)
 	e.mustClaim("bob")
 	for i := range store.MaxProgressReports + 20 {
@@ -180,8 +177,7 @@ func TestProgressReportLoopIsCapped(t *testing.T) {
 // of tasks idle that long, and keeps everything newer.
 func TestSweepPrunesStaleInvitesAndRunLogs(t *testing.T) {
 	e := newEnv(t, store.Options{RetentionDays: 1})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	invite := func(hours float64, maxUses int) relay.Invite {
 		inv, _, err := e.db.CreateInvite(e.ctx, relay.InviteInput{ExpiresInHours: hours, MaxUses: maxUses})
 		if err != nil {
@@ -252,8 +248,7 @@ func TestReportCarryingTokensIsScrubbed(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	admin := relay.NewAdminToken()
 	e.db.SetSecrets(admin)
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	agentToken := relay.NewAgentToken()
 	task := e.post("alice", "bob", "work", 2)
 	e.mustClaim("bob")

@@ -75,6 +75,14 @@ func (e *env) register(slug string, caps ...string) relay.Agent {
 	return a
 }
 
+// agents registers each slug with the default capabilities.
+func (e *env) agents(slugs ...string) {
+	e.t.Helper()
+	for _, s := range slugs {
+		e.register(s)
+	}
+}
+
 func (e *env) post(from, to, title string, priority int) relay.Task {
 	e.t.Helper()
 	task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "Do " + title, Priority: priority})
@@ -91,6 +99,14 @@ func (e *env) claim(slug string) *relay.Task {
 		e.t.Fatalf("ClaimNext(%s): %v", slug, err)
 	}
 	return task
+}
+
+// claimLease claims slug's next task with a lease of seconds.
+func (e *env) claimLease(slug string, seconds int) {
+	e.t.Helper()
+	if _, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: slug, LeaseSeconds: seconds}); err != nil {
+		e.t.Fatalf("ClaimNext(%s): %v", slug, err)
+	}
 }
 
 func (e *env) mustClaim(slug string) relay.Task {

@@ -235,8 +235,7 @@ func TestSettings(t *testing.T) {
 
 func TestRetentionPruning(t *testing.T) {
 	e := newEnv(t, store.Options{RetentionDays: 0.5})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	done := reach(e, relay.StatusCompleted)
 	child, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "follow-up", Instructions: "i", ParentTaskID: done.ID})
 	if err != nil {
@@ -289,8 +288,7 @@ func TestStatsDoneToday(t *testing.T) {
 	c.t = time.Date(2026, 3, 14, 23, 0, 0, 0, time.UTC)
 	e := newEnv(t, store.Options{Now: c.Now})
 	e.clock = c
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	reach(e, relay.StatusCompleted)
 	reach(e, relay.StatusBlocked)
 	e.post("alice", "bob", "queued", 0)

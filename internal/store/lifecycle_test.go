@@ -9,8 +9,7 @@ import (
 
 func TestLifecycleClaimOnceAndChangeOnlyUpdates(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	posted := e.post("alice", "bob", "Write the report", 0)
 	if posted.Status != relay.StatusQueued || posted.Priority != relay.PriorityNormal || len(posted.Reports) != 0 || posted.Depth != 0 {
 		t.Fatalf("posted task = %+v", posted)

@@ -153,8 +153,7 @@ func TestStateMachine(t *testing.T) {
 		for name, want := range table[from] {
 			t.Run(string(from)+"/"+name, func(t *testing.T) {
 				e := newEnv(t, store.Options{})
-				e.register("alice")
-				e.register("bob")
+				e.agents("alice", "bob")
 				before := reach(e, from)
 				err := actions[name].do(e, before.ID, rightActor[name])
 				after := e.task(before.ID)
@@ -278,9 +277,7 @@ func TestWrongActorIsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%s/%s", tc.from, tc.action, tc.actor), func(t *testing.T) {
 			e := newEnv(t, store.Options{})
-			e.register("alice")
-			e.register("bob")
-			e.register("carol")
+			e.agents("alice", "bob", "carol")
 			before := reach(e, tc.from)
 			err := actions[tc.action].do(e, before.ID, tc.actor)
 			wantCode(t, err, tc.code)
@@ -293,9 +290,7 @@ func TestWrongActorIsRefused(t *testing.T) {
 
 func TestTaskAccessAndValidation(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
-	e.register("carol")
+	e.agents("alice", "bob", "carol")
 	task := e.post("alice", "bob", title, 0)
 	for _, who := range []string{"alice", "bob", " BOB "} {
 		got, err := e.db.GetTask(e.ctx, who, task.ID)
@@ -368,9 +363,7 @@ func TestTaskAccessAndValidation(t *testing.T) {
 
 func TestClaimOrder(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("carol")
-	e.register("bob")
+	e.agents("alice", "carol", "bob")
 	low := e.post("alice", "bob", "low", relay.PriorityLow)
 	urgent1 := e.post("alice", "bob", "urgent first", relay.PriorityUrgent)
 	normal := e.post("alice", "bob", "normal", relay.PriorityNormal)
@@ -404,9 +397,7 @@ func TestClaimSenderFilter(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, store.Options{})
-			e.register("alice")
-			e.register("carol")
-			e.register("bob")
+			e.agents("alice", "carol", "bob")
 			e.post("alice", "bob", "from alice", 0)
 			e.post("carol", "bob", "from carol", 0)
 			var got []string
@@ -432,8 +423,7 @@ func TestClaimSenderFilter(t *testing.T) {
 
 func TestWorkerClaimSummaryAndReclaimVia(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	got, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaWorker})
 	if err != nil || got == nil || got.ClaimedVia != relay.ViaWorker {
@@ -523,9 +513,7 @@ func TestHandOffsDepthAndChainLimit(t *testing.T) {
 
 func TestListTasksAndSummaries(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
-	e.register("carol")
+	e.agents("alice", "bob", "carol")
 	a := e.post("alice", "bob", "Deploy 100% of the API", 0)
 	b := e.post("carol", "bob", "Fix my_func", 0)
 	c := e.post("alice", "carol", `Path C:\temp cleanup`, 0)
@@ -612,8 +600,7 @@ func TestListTasksLimitClamp(t *testing.T) {
 
 func TestTaskChangeCarriesExcerpt(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("alice")
-	e.register("bob")
+	e.agents("alice", "bob")
 	task := e.post("alice", "bob", title, 0)
 	e.mustClaim("bob")
 	changes, stop := e.db.Subscribe(16)

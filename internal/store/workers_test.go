@@ -48,8 +48,7 @@ func count(t testing.TB, path, table, where string, args ...any) int {
 
 func TestSaveWorkerNormalizesAndKeepsCreatedAt(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("builder")
-	e.register("alice")
+	e.agents("builder", "alice")
 	changes, stop := e.db.Subscribe(16)
 	defer stop()
 
@@ -220,8 +219,7 @@ func TestWorkerOnly(t *testing.T) {
 
 func TestWorkerGoesWithItsAgent(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.register("builder")
-	e.register("keeper")
+	e.agents("builder", "keeper")
 	e.saveWorker(workerConfig("builder"))
 	e.saveWorker(workerConfig("keeper"))
 	if err := e.db.DeleteAgent(e.ctx, "builder"); err != nil {
