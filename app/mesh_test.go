@@ -53,7 +53,7 @@ type mcpSession struct {
 
 func newSession(t *testing.T, r *app.Relay, token string) *mcpSession {
 	t.Helper()
-	trans, err := transport.NewStreamableHTTP("http://"+r.Addr().String()+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	trans, err := transport.NewStreamableHTTP(r.Config().MCPURL(), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	noErr(t, err)
 	c := client.NewClient(trans)
 	t.Cleanup(func() { c.Close() })
@@ -134,6 +134,18 @@ func TestMeshThroughMCP(t *testing.T) {
 	}, "alice's updates on A")
 	if strings.Join(seen, ",") != relay.EventTaskClaimed+","+relay.EventTaskCompleted {
 		t.Fatalf("alice's updates = %v", seen)
+	}
+	// /metrics shows the mesh: the link, the relays, what went out and came in.
+	sc := mustScrape(t, a)
+	if sc.value("crosschat_mesh_link", "state", "connected") != 1 || sc.value("crosschat_mesh_ready") != 1 ||
+		sc.value("crosschat_mesh_relay_online", "relay", "relay-b", "self", "false") != 1 ||
+		sc.value("crosschat_mesh_published_total") < 1 || sc.value("crosschat_mesh_applied_total") < 2 ||
+		sc.value("crosschat_mesh_outbox_depth") < 0 || sc.value("crosschat_mesh_consumer_lag") < 0 {
+		t.Fatalf("A's mesh metrics: link %v ready %v relay-b %v published %v applied %v outbox %v lag %v",
+			sc.value("crosschat_mesh_link", "state", "connected"), sc.value("crosschat_mesh_ready"),
+			sc.value("crosschat_mesh_relay_online", "relay", "relay-b", "self", "false"),
+			sc.value("crosschat_mesh_published_total"), sc.value("crosschat_mesh_applied_total"),
+			sc.value("crosschat_mesh_outbox_depth"), sc.value("crosschat_mesh_consumer_lag"))
 	}
 	var got relay.Task
 	sa.call("get_task", map[string]any{"taskId": posted.ID}, &got)

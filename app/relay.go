@@ -15,6 +15,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
+	"github.com/crosschat/crosschat-relay/internal/metrics"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/tick"
@@ -44,6 +45,7 @@ type Relay struct {
 	workers    *worker.Manager
 	adminToken string
 	mesh       *mesh.Node // nil without --nats
+	metrics    *metrics.Metrics
 }
 
 // StartOptions are the parts of a relay that come from the binary.
@@ -105,10 +107,11 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	bg, cancelBg := context.WithCancel(context.Background())
 	services.core.attach(bg, svc, cfg)
 	services.Mesh.setNode(node)
+	met := newMetrics(svc, node, services.Workers)
 	handler, err := web.NewHandler(web.Config{
 		Service:        svc,
 		AdminToken:     token,
-		MCP:            mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log}),
+		MCP:            mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log, Observer: met}),
 		Services:       services.Bound(),
 		Access:         bridgeMethodAccess,
 		AllowedHosts:   cfg.AllowedHosts,
@@ -118,6 +121,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		Version:        opts.Version,
 		Logger:         log,
 		Push:           db,
+		Metrics:        met.Handler(),
 	})
 	if err != nil {
 		cancelBg()
@@ -135,6 +139,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		log:        log,
 		db:         db,
 		mesh:       node,
+		metrics:    met,
 		ln:         ln,
 		cancelReqs: cancelReqs,
 		cancelBg:   cancelBg,
@@ -175,6 +180,7 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 		MCPURL:  r.cfg.MCPURL(),
 		Logger:  r.log,
 		OnStatus: func(s relay.WorkerStatus) {
+			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})
 		},
 		MinuteLength: opts.WorkerMinute,

@@ -21,6 +21,8 @@ type Options struct {
 	// Logger receives failures of tools and of the transport; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Observer, when set, is told about every tool call (metrics).
+	Observer ToolObserver
 }
 
 // NewHandler returns the relay's MCP endpoint: the 14 tools and the
@@ -49,7 +51,7 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 	if version == "" {
 		version = "dev"
 	}
-	return keepAnswering(server.NewStreamableHTTPServer(newServer(svc, version, logger),
+	return keepAnswering(server.NewStreamableHTTPServer(withObserver(newServer(svc, version, logger), opts.Observer),
 		server.WithStateLess(true),
 		server.WithDisableStreaming(true),
 		server.WithStreamableHTTPLogger(logger),

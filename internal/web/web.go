@@ -71,6 +71,9 @@ type Config struct {
 	// PublicURL (--public-url, no trailing slash) is the base of the mcpUrl
 	// an enrollment answers with; empty means the address the agent reached.
 	PublicURL string
+	// Metrics serves GET /metrics (the Prometheus text format) to the admin
+	// token or to loopback; nil answers 404.
+	Metrics http.Handler
 }
 
 // Access says who may call a bridge method.
@@ -105,6 +108,7 @@ type handler struct {
 	attempts       *limiter
 	sessions       *secretSet
 	tickets        *secretSet
+	metrics        http.Handler
 }
 
 // NewHandler validates cfg and returns the relay's HTTP handler.
@@ -112,6 +116,7 @@ type handler struct {
 // Routes:
 //
 //	GET|HEAD /health                 public, no Host/Origin check
+//	GET|HEAD /metrics                admin bearer token, or loopback with Host/Origin
 //	/mcp                             Host, Origin, bearer (admin, agent or run token)
 //	POST /api/enroll                 public (Host, Origin)
 //	GET /api/push                    Host, Origin, bearer: an agent's push stream (SSE)
@@ -150,6 +155,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		pushBeat:   cfg.PushHeartbeat,
 		pushHub:    &pushHub{subscribe: cfg.Service.Subscribe},
 		publicURL:  cfg.PublicURL,
+		metrics:    cfg.Metrics,
 	}
 	if h.pushBeat <= 0 {
 		h.pushBeat = DefaultPushHeartbeat
@@ -226,6 +232,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case p == "/mcp":
 		h.serveMCP(w, r)
+		return
+	case p == MetricsPath:
+		h.serveMetrics(w, r)
 		return
 	}
 	if !h.checkHostOrigin(w, r) {

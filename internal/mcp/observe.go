@@ -1,0 +1,46 @@
+package mcp
+
+import (
+	"context"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ToolObserver is told about every tool call (the relay's metrics). Its
+// methods must be quick and safe for concurrent use. Tool names are the
+// relay's own: a call of an unknown tool never reaches it.
+type ToolObserver interface {
+	// ToolStarted is called as a tool call begins.
+	ToolStarted(tool string)
+	// ToolFinished is called as it ends: how long it took, and whether it
+	// answered an error.
+	ToolFinished(tool string, elapsed time.Duration, failed bool)
+}
+
+// withObserver makes s report every tool call to o (nothing when o is nil)
+// and returns s. Added last, it runs inside errorResults, so it sees an
+// error before it becomes an error result.
+func withObserver(s *server.MCPServer, o ToolObserver) *server.MCPServer {
+	if o != nil {
+		s.Use(observed(o))
+	}
+	return s
+}
+
+// observed times each tool call for o.
+func observed(o ToolObserver) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+			name := req.Params.Name
+			o.ToolStarted(name)
+			start := time.Now()
+			defer func() {
+				// A panic passes through (errorResults recovers it) and counts as a failure.
+				o.ToolFinished(name, time.Since(start), err != nil || res == nil || res.IsError)
+			}()
+			return next(ctx, req)
+		}
+	}
+}
