@@ -91,6 +91,22 @@ func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
 	return c, nil
 }
 
+// parseCommand makes a verb's command, lets flags add the verb's own flags
+// (nil: none) and parses args.
+func parseCommand(name string, args []string, stdout, stderr io.Writer, flags func(fs *flag.FlagSet)) (*command, error) {
+	c, err := newCommand(name, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if flags != nil {
+		flags(c.fs)
+	}
+	if err := c.parse(args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 func (c *command) parse(args []string) error {
 	if err := c.fs.Parse(args); err != nil {
 		return err
@@ -120,6 +136,27 @@ func (c *command) call(service, method string, out any, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return cl.Call(ctx, service, method, out, args...)
+}
+
+// fetch calls a bridge method into out and, with --json, prints out; done
+// says the verb has nothing left to print.
+func (c *command) fetch(service, method string, out any, args ...any) (done bool, err error) {
+	if err := c.call(service, method, out, args...); err != nil {
+		return true, err
+	}
+	if c.json {
+		return true, c.printJSON(out)
+	}
+	return false, nil
+}
+
+// table prints a column-aligned table: the tab-separated header, then the
+// lines rows writes to w.
+func (c *command) table(header string, rows func(w io.Writer)) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	return tw.Flush()
 }
 
 func (c *command) printJSON(v any) error {
@@ -209,11 +246,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 }
 
 func tokenCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("token", stdout, stderr)
+	c, err := parseCommand("token", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	tok, err := c.cfg.AdminToken(false)
@@ -251,11 +285,8 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 	}
 	in.Capabilities = caps
 	var out TokenReveal
-	if err := c.call("Agents", "Create", &out, in); err != nil {
+	if done, err := c.fetch("Agents", "Create", &out, in); done || err != nil {
 		return err
-	}
-	if c.json {
-		return c.printJSON(out)
 	}
 	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
 		out.Agent.Slug, out.Agent.DisplayName, out.Token, out.Setup.ClaudeCode,
@@ -265,49 +296,40 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 }
 
 func agentsList(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("agents list", stdout, stderr)
+	c, err := parseCommand("agents list", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	var agents []relay.Agent
-	if err := c.call("Agents", "List", &agents); err != nil {
+	if done, err := c.fetch("Agents", "List", &agents); done || err != nil {
 		return err
 	}
-	if c.json {
-		return c.printJSON(agents)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLUG\tNAME\tKIND\tMODEL\tSTATE\tTOKEN\tLAST SEEN")
-	for _, a := range agents {
-		tok := "none"
-		if a.HasToken {
-			tok = "active"
+	return c.table("SLUG\tNAME\tKIND\tMODEL\tSTATE\tTOKEN\tLAST SEEN", func(tw io.Writer) {
+		for _, a := range agents {
+			tok := "none"
+			if a.HasToken {
+				tok = "active"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Slug, a.DisplayName, a.Kind, a.ModelSlug, a.Availability, tok, a.LastSeenAt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Slug, a.DisplayName, a.Kind, a.ModelSlug, a.Availability, tok, a.LastSeenAt)
-	}
-	return tw.Flush()
+	})
 }
 
 func invitesCreate(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("invites create", stdout, stderr)
-	if err != nil {
-		return err
-	}
 	var in relay.InviteInput
 	var expires time.Duration
 	var ft relay.FirstTask
-	c.fs.IntVar(&in.MaxUses, "uses", 1, "how many agents may enroll with it; 0 for unlimited")
-	c.fs.DurationVar(&expires, "expires", 24*time.Hour, "how long it is valid: 1h, 24h, 168h (at most 720h)")
-	c.fs.StringVar(&in.DisplayName, "name", "", "display name given to the agent that enrolls (locked)")
-	c.fs.StringVar(&in.Role, "role", "", "role given to the agent that enrolls (locked)")
-	c.fs.StringVar(&in.Label, "label", "", "a note for yourself")
-	c.fs.StringVar(&ft.Title, "first-task-title", "", "title of a task queued for each agent that enrolls")
-	c.fs.StringVar(&ft.Instructions, "first-task-instructions", "", "instructions of that first task")
-	c.fs.IntVar(&ft.Priority, "first-task-priority", 2, "priority of the first task: 1 low, 2 normal, 3 urgent")
-	if err := c.parse(args); err != nil {
+	c, err := parseCommand("invites create", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&in.MaxUses, "uses", 1, "how many agents may enroll with it; 0 for unlimited")
+		fs.DurationVar(&expires, "expires", 24*time.Hour, "how long it is valid: 1h, 24h, 168h (at most 720h)")
+		fs.StringVar(&in.DisplayName, "name", "", "display name given to the agent that enrolls (locked)")
+		fs.StringVar(&in.Role, "role", "", "role given to the agent that enrolls (locked)")
+		fs.StringVar(&in.Label, "label", "", "a note for yourself")
+		fs.StringVar(&ft.Title, "first-task-title", "", "title of a task queued for each agent that enrolls")
+		fs.StringVar(&ft.Instructions, "first-task-instructions", "", "instructions of that first task")
+		fs.IntVar(&ft.Priority, "first-task-priority", 2, "priority of the first task: 1 low, 2 normal, 3 urgent")
+	})
+	if err != nil {
 		return err
 	}
 	in.ExpiresInHours = expires.Hours()
@@ -315,28 +337,23 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 		in.FirstTask = &ft
 	}
 	var out InviteCreated
-	if err := c.call("Invites", "Create", &out, in); err != nil {
+	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
 		return err
-	}
-	if c.json {
-		return c.printJSON(out)
 	}
 	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", out.Code, out.Message)
 	return nil
 }
 
 func tasksList(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("tasks list", stdout, stderr)
-	if err != nil {
-		return err
-	}
 	var f relay.TaskFilter
 	var statuses stringList
-	c.fs.Var(&statuses, "status", "queued, claimed, blocked, completed or cancelled; repeatable or comma-separated")
-	c.fs.StringVar(&f.Agent, "agent", "", "only tasks this agent sent or received")
-	c.fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this")
-	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many (1..500)")
-	if err := c.parse(args); err != nil {
+	c, err := parseCommand("tasks list", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.Var(&statuses, "status", "queued, claimed, blocked, completed or cancelled; repeatable or comma-separated")
+		fs.StringVar(&f.Agent, "agent", "", "only tasks this agent sent or received")
+		fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this")
+		fs.IntVar(&f.Limit, "limit", 100, "at most this many (1..500)")
+	})
+	if err != nil {
 		return err
 	}
 	for _, s := range statuses {
@@ -349,26 +366,19 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var tasks []relay.TaskSummary
-	if err := c.call("Tasks", "List", &tasks, f); err != nil {
+	if done, err := c.fetch("Tasks", "List", &tasks, f); done || err != nil {
 		return err
 	}
-	if c.json {
-		return c.printJSON(tasks)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED")
-	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", t.ID, t.Status, t.Priority, t.SenderSlug, t.RecipientSlug, t.Title, t.UpdatedAt)
-	}
-	return tw.Flush()
+	return c.table("ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
+		for _, t := range tasks {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", t.ID, t.Status, t.Priority, t.SenderSlug, t.RecipientSlug, t.Title, t.UpdatedAt)
+		}
+	})
 }
 
 func quitCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("quit", stdout, stderr)
+	c, err := parseCommand("quit", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	if err := c.call("System", "Quit", nil); err != nil {
@@ -386,11 +396,8 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: autostart needs enable, disable or status", errUsage)
 	}
 	action := args[0]
-	c, err := newCommand("autostart "+action, stdout, stderr)
+	c, err := parseCommand("autostart "+action, args[1:], stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args[1:]); err != nil {
 		return err
 	}
 	// The location flags given here are repeated at login.
@@ -434,11 +441,8 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func openCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("open", stdout, stderr)
+	c, err := parseCommand("open", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	url := c.cfg.BaseURL() + "/"

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -15,13 +16,11 @@ import (
 // importCmd is `import-upstream [--from PATH]`: the upstream relay's
 // relay.db (by default the one in the data folder) becomes this relay's.
 func importCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("import-upstream", stdout, stderr)
-	if err != nil {
-		return err
-	}
 	var from string
-	c.fs.StringVar(&from, "from", "", "the upstream relay.db; default relay.db in the data folder")
-	if err := c.parse(args); err != nil {
+	c, err := parseCommand("import-upstream", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&from, "from", "", "the upstream relay.db; default relay.db in the data folder")
+	})
+	if err != nil {
 		return err
 	}
 	st, err := relayStatus(c)

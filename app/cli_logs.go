@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,17 +18,15 @@ import (
 const followPoll = 250 * time.Millisecond
 
 func logsCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("logs", stdout, stderr)
-	if err != nil {
-		return err
-	}
 	var follow bool
 	var lines int
 	var file string
-	c.fs.BoolVar(&follow, "f", false, "keep printing new lines as they are written (Ctrl+C to stop)")
-	c.fs.IntVar(&lines, "n", 100, "print the last N lines first")
-	c.fs.StringVar(&file, "log-file", "", "the log file; default crosschat-relay.log in the data folder")
-	if err := c.parse(args); err != nil {
+	c, err := parseCommand("logs", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&follow, "f", false, "keep printing new lines as they are written (Ctrl+C to stop)")
+		fs.IntVar(&lines, "n", 100, "print the last N lines first")
+		fs.StringVar(&file, "log-file", "", "the log file; default crosschat-relay.log in the data folder")
+	})
+	if err != nil {
 		return err
 	}
 	if file == "" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // meshCmd runs `crosschat-relay mesh status|agents [--json]`.
@@ -12,42 +11,32 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "status" && args[0] != "agents") {
 		return fmt.Errorf("%w: mesh needs status or agents", errUsage)
 	}
-	c, err := newCommand("mesh "+args[0], stdout, stderr)
+	c, err := parseCommand("mesh "+args[0], args[1:], stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args[1:]); err != nil {
 		return err
 	}
 	if args[0] == "agents" {
 		var agents []meshAgentRow
-		if err := c.call("Mesh", "Agents", &agents); err != nil {
+		if done, err := c.fetch("Mesh", "Agents", &agents); done || err != nil {
 			return err
 		}
-		if c.json {
-			return c.printJSON(agents)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES")
-		for _, a := range agents {
-			state := "offline"
-			if a.Online {
-				state = "online"
+		return c.table("AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES", func(tw io.Writer) {
+			for _, a := range agents {
+				state := "offline"
+				if a.Online {
+					state = "online"
+				}
+				relayName := a.Relay
+				if a.Local {
+					relayName += " (this relay)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayName, state, a.ModelSlug, strings.Join(a.Capabilities, ","))
 			}
-			relayName := a.Relay
-			if a.Local {
-				relayName += " (this relay)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayName, state, a.ModelSlug, strings.Join(a.Capabilities, ","))
-		}
-		return tw.Flush()
+		})
 	}
 	var st MeshStatus
-	if err := c.call("Mesh", "Status", &st); err != nil {
+	if done, err := c.fetch("Mesh", "Status", &st); done || err != nil {
 		return err
-	}
-	if c.json {
-		return c.printJSON(st)
 	}
 	if !st.Enabled {
 		fmt.Fprintln(stdout, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
@@ -68,20 +57,19 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	if len(st.Conflicts) > 0 {
 		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", strings.Join(st.Conflicts, ", "))
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RELAY\tID\tSTATE\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS")
-	for _, r := range st.Relays {
-		state := "offline"
-		if r.Online {
-			state = "online"
+	return c.table("RELAY\tID\tSTATE\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
+		for _, r := range st.Relays {
+			state := "offline"
+			if r.Online {
+				state = "online"
+			}
+			name := r.Name
+			if r.Self {
+				name += " (this relay)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, r.ID, state, r.LastSeen, r.Agents, r.Outbox, r.Address)
 		}
-		name := r.Name
-		if r.Self {
-			name += " (this relay)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, r.ID, state, r.LastSeen, r.Agents, r.Outbox, r.Address)
-	}
-	return tw.Flush()
+	})
 }
 
 // meshAgentRow is one row of `mesh agents`, as the bridge returns it.

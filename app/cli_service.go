@@ -1,6 +1,7 @@
 package app
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,16 +20,14 @@ func serviceCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: service needs install, uninstall or status", errUsage)
 	}
 	action := args[0]
-	c, err := newCommand("service "+action, stdout, stderr)
-	if err != nil {
-		return err
-	}
 	var system, writeOnly bool
 	var account string
-	c.fs.BoolVar(&system, "system", false, "a system-wide service (systemd system unit, launchd daemon, task at boot) instead of the user's")
-	c.fs.StringVar(&account, "user", "", "the account a --system unit runs as (Linux); default $SUDO_USER or the current user")
-	c.fs.BoolVar(&writeOnly, "write-only", false, "only write or remove the service file; do not call systemctl/launchctl/schtasks")
-	if err := c.parse(args[1:]); err != nil {
+	c, err := parseCommand("service "+action, args[1:], stdout, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&system, "system", false, "a system-wide service (systemd system unit, launchd daemon, task at boot) instead of the user's")
+		fs.StringVar(&account, "user", "", "the account a --system unit runs as (Linux); default $SUDO_USER or the current user")
+		fs.BoolVar(&writeOnly, "write-only", false, "only write or remove the service file; do not call systemctl/launchctl/schtasks")
+	})
+	if err != nil {
 		return err
 	}
 	exe, err := os.Executable()

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/session"
@@ -69,14 +68,13 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tID\tLAST ACTIVE\tNAME OR TITLE\tFOLDER")
-	for _, s := range list {
-		label := s.Label()
-		if !s.Named() {
-			label = "(" + label + ")"
+	return c.table("TOOL\tID\tLAST ACTIVE\tNAME OR TITLE\tFOLDER", func(tw io.Writer) {
+		for _, s := range list {
+			label := s.Label()
+			if !s.Named() {
+				label = "(" + label + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Tool, s.ID, s.LastActive.Local().Format("2006-01-02 15:04"), label, s.Folder)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Tool, s.ID, s.LastActive.Local().Format("2006-01-02 15:04"), label, s.Folder)
-	}
-	return tw.Flush()
+	})
 }

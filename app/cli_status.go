@@ -34,11 +34,8 @@ type Status struct {
 }
 
 func statusCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("status", stdout, stderr)
+	c, err := parseCommand("status", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	st, err := relayStatus(c)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -26,31 +25,27 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		var out WorkersOverview
-		if err := c.call("Workers", "List", &out); err != nil {
+		if done, err := c.fetch("Workers", "List", &out); done || err != nil {
 			return err
-		}
-		if c.json {
-			return c.printJSON(out)
 		}
 		state := "running"
 		if out.Paused {
 			state = "paused"
 		}
 		fmt.Fprintf(stdout, "Workers are %s; hand-off limit %d.\n", state, out.MaxChainDepth)
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AGENT\tHARNESS\tSTATE\tWORKDIR\tSENDERS\tLIMITS\tLAST RUN")
-		for _, w := range out.Workers {
-			last := "—"
-			if w.LastRun != nil {
-				last = w.LastRun.Outcome + ": " + w.LastRun.Title
+		return c.table("AGENT\tHARNESS\tSTATE\tWORKDIR\tSENDERS\tLIMITS\tLAST RUN", func(tw io.Writer) {
+			for _, w := range out.Workers {
+				last := "—"
+				if w.LastRun != nil {
+					last = w.LastRun.Outcome + ": " + w.LastRun.Title
+				}
+				st := string(w.State)
+				if w.ResumesAt != "" {
+					st += " until " + w.ResumesAt
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, w.Harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
 			}
-			st := string(w.State)
-			if w.ResumesAt != "" {
-				st += " until " + w.ResumesAt
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, w.Harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
-		}
-		return tw.Flush()
+		})
 	case "set":
 		return workersSet(c, rest)
 	case "remove":
@@ -130,11 +125,8 @@ func workersSet(c *command, args []string) error {
 		cfg.AllowedSenders = []string{info.OperatorSlug}
 	}
 	var st relay.WorkerStatus
-	if err := c.call("Workers", "Save", &st, cfg); err != nil {
+	if done, err := c.fetch("Workers", "Save", &st, cfg); done || err != nil {
 		return err
-	}
-	if c.json {
-		return c.printJSON(st)
 	}
 	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", st.AgentSlug, st.Harness, st.Workdir, strings.Join(st.AllowedSenders, ", "), st.State)
 	return nil
@@ -142,11 +134,8 @@ func workersSet(c *command, args []string) error {
 
 // harnessesCmd runs `crosschat-relay harnesses`: the agent CLIs found here.
 func harnessesCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("harnesses", stdout, stderr)
+	c, err := parseCommand("harnesses", args, stdout, stderr, nil)
 	if err != nil {
-		return err
-	}
-	if err := c.parse(args); err != nil {
 		return err
 	}
 	var info LocalInfo
@@ -156,12 +145,11 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(info.Harnesses)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tFOUND\tCAN RUN\tVERSION\tPATH")
-	for _, h := range info.Harnesses {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", h.ID, h.Name, yesNo(h.Found), yesNo(h.CanRun), h.Version, h.Path)
-	}
-	return tw.Flush()
+	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tPATH", func(tw io.Writer) {
+		for _, h := range info.Harnesses {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", h.ID, h.Name, yesNo(h.Found), yesNo(h.CanRun), h.Version, h.Path)
+		}
+	})
 }
 
 func yesNo(b bool) string {
