@@ -19,6 +19,11 @@ const operatorDetails = "The person using the Crosschat dashboard: they post tas
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// agentScanner scans agents with their availability as of now.
+func agentScanner(now time.Time) func(rowScanner) (relay.Agent, error) {
+	return func(row rowScanner) (relay.Agent, error) { return scanAgent(row, now) }
+}
+
 func scanAgent(row rowScanner, now time.Time) (relay.Agent, error) {
 	var (
 		a       relay.Agent
@@ -171,23 +176,7 @@ func (db *DB) ListAgents(ctx context.Context, includeOffline bool) ([]relay.Agen
 		query += ` WHERE last_seen_at >= ?`
 		args = append(args, relay.FormatTime(now.Add(-relay.OnlineWindow)))
 	}
-	rows, err := db.r.QueryContext(ctx, query+` ORDER BY slug`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list agents: %w", err)
-	}
-	defer rows.Close()
-	out := []relay.Agent{}
-	for rows.Next() {
-		a, err := scanAgent(rows, now)
-		if err != nil {
-			return nil, fmt.Errorf("list agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list agents: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, db.r, "list agents", agentScanner(now), query+` ORDER BY slug`, args...)
 }
 
 // CreateAgent creates an agent (not locked, not marked seen by itself) and,

@@ -212,19 +212,7 @@ func (db *DB) Enroll(ctx context.Context, in relay.EnrollInput) (relay.Enrollmen
 		)
 		err := q.QueryRowContext(ctx, `SELECT expires_at, max_uses, uses, revoked FROM invites WHERE code_hash = ?`,
 			relay.HashToken(in.Invite)).Scan(&expires, &maxUses, &uses, &revoked)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return invalidInvite("This invite code is not valid.")
-		case err != nil:
-			return fmt.Errorf("find invite: %w", err)
-		case revoked:
-			return invalidInvite("This invite was revoked.")
-		case expires <= relay.FormatTime(db.now().UTC()):
-			return invalidInvite("This invite has expired.")
-		case maxUses.Valid && int64(uses) >= maxUses.Int64:
-			return invalidInvite("This invite has already been used.")
-		}
-		return nil
+		return inviteRefusal(err, revoked, expires, relay.FormatTime(db.now().UTC()), maxUses, uses)
 	})
 	if err != nil {
 		return relay.Enrollment{}, err
@@ -241,17 +229,8 @@ func (db *DB) Enroll(ctx context.Context, in relay.EnrollInput) (relay.Enrollmen
 		err := t.tx.QueryRowContext(t.ctx, `SELECT id, expires_at, max_uses, uses, revoked, display_name, role, first_task
 			FROM invites WHERE code_hash = ?`, relay.HashToken(in.Invite)).
 			Scan(&id, &expires, &maxUses, &uses, &revoked, &name, &role, &first)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return invalidInvite("This invite code is not valid.")
-		case err != nil:
-			return fmt.Errorf("find invite: %w", err)
-		case revoked:
-			return invalidInvite("This invite was revoked.")
-		case expires <= t.ts:
-			return invalidInvite("This invite has expired.")
-		case maxUses.Valid && int64(uses) >= maxUses.Int64:
-			return invalidInvite("This invite has already been used.")
+		if err := inviteRefusal(err, revoked, expires, t.ts, maxUses, uses); err != nil {
+			return err
 		}
 		if err := t.mustExist(in.Slug); err == nil {
 			return relay.Errorf(relay.EAgentExists, "The slug “%s” is taken; choose another and enroll again.", in.Slug).
@@ -316,4 +295,22 @@ func (db *DB) Enroll(ctx context.Context, in relay.EnrollInput) (relay.Enrollmen
 		return relay.Enrollment{}, err
 	}
 	return out, nil
+}
+
+// inviteRefusal says why an invite, read by code with the error err, cannot
+// be used at now; nil when it can.
+func inviteRefusal(err error, revoked bool, expires, now string, maxUses sql.NullInt64, uses int) error {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return invalidInvite("This invite code is not valid.")
+	case err != nil:
+		return fmt.Errorf("find invite: %w", err)
+	case revoked:
+		return invalidInvite("This invite was revoked.")
+	case expires <= now:
+		return invalidInvite("This invite has expired.")
+	case maxUses.Valid && int64(uses) >= maxUses.Int64:
+		return invalidInvite("This invite has already been used.")
+	}
+	return nil
 }

@@ -104,39 +104,14 @@ func (db *DB) OutboxDepth(ctx context.Context) (int, error) {
 
 // RemoteRelayOf returns the id of the relay owning slug, "" when slug is local or unknown.
 func (db *DB) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
-	var id string
-	err := db.r.QueryRowContext(ctx, `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("find agent relay: %w", err)
-	}
-	return id, nil
+	return optionalString(ctx, db.r, "find agent relay", `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug)
 }
 
 // LocalAgents returns this relay's own software agents (no placeholders, no
 // human operator), ordered by slug: what it advertises in the directory.
 func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents
+	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC()), `SELECT `+agentColumns+` FROM agents
 		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
-	if err != nil {
-		return nil, fmt.Errorf("list local agents: %w", err)
-	}
-	defer rows.Close()
-	now := db.now().UTC()
-	var out []relay.Agent
-	for rows.Next() {
-		a, err := scanAgent(rows, now)
-		if err != nil {
-			return nil, fmt.Errorf("list local agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list local agents: %w", err)
-	}
-	return out, nil
 }
 
 // SyncRemoteAgents adds and updates the placeholders of remote agents.
@@ -230,15 +205,7 @@ func (db *DB) PinRelayKey(ctx context.Context, relayID, key string) (string, err
 
 // TaskMark returns the signature mark of a remote task, "" for a local one.
 func (db *DB) TaskMark(ctx context.Context, taskID string) (string, error) {
-	var mark string
-	err := db.r.QueryRowContext(ctx, `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID).Scan(&mark)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read task mark: %w", err)
-	}
-	return mark, nil
+	return optionalString(ctx, db.r, "read task mark", `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID)
 }
 
 // isLocalAgent reports whether slug is an agent of this relay (not a placeholder).

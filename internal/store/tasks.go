@@ -133,28 +133,23 @@ func getTask(ctx context.Context, q queryer, id string) (relay.Task, error) {
 
 // loadReports reads the task's timeline into t.Reports.
 func loadReports(ctx context.Context, q queryer, t *relay.Task) error {
-	id := t.ID
-	rows, err := q.QueryContext(ctx, `SELECT id, kind, message, result, created_at FROM reports WHERE task_id = ? ORDER BY rowid`, id)
+	reports, err := queryAll(ctx, q, "get task reports", scanReport,
+		`SELECT id, kind, message, result, created_at FROM reports WHERE task_id = ? ORDER BY rowid`, t.ID)
 	if err != nil {
-		return fmt.Errorf("get task reports: %w", err)
+		return err
 	}
-	defer rows.Close()
-	t.Reports = []relay.Report{}
-	for rows.Next() {
-		var (
-			r      relay.Report
-			result sql.NullString
-		)
-		if err := rows.Scan(&r.ID, &r.Kind, &r.Message, &result, &r.CreatedAt); err != nil {
-			return fmt.Errorf("get task reports: %w", err)
-		}
-		r.Result = result.String
-		t.Reports = append(t.Reports, r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("get task reports: %w", err)
-	}
+	t.Reports = reports
 	return nil
+}
+
+func scanReport(row rowScanner) (relay.Report, error) {
+	var (
+		r      relay.Report
+		result sql.NullString
+	)
+	err := row.Scan(&r.ID, &r.Kind, &r.Message, &result, &r.CreatedAt)
+	r.Result = result.String
+	return r, err
 }
 
 // byOperator appends " (via dashboard)" to text when the operator acts on an
@@ -594,23 +589,7 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 }
 
 func listSummaries(ctx context.Context, q queryer, op, query string, args ...any) ([]relay.TaskSummary, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	out := []relay.TaskSummary{}
-	for rows.Next() {
-		s, err := scanSummary(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
+	return queryAll(ctx, q, op, scanSummary, query, args...)
 }
 
 // RelatedTasks returns the task a task was handed off from and the tasks

@@ -123,23 +123,7 @@ func (db *DB) Worker(ctx context.Context, slug string) (relay.WorkerConfig, erro
 
 // ListWorkers returns every worker ordered by agent slug.
 func (db *DB) ListWorkers(ctx context.Context) ([]relay.WorkerConfig, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+workerColumns+` FROM workers ORDER BY agent_slug`)
-	if err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
-	}
-	defer rows.Close()
-	out := []relay.WorkerConfig{}
-	for rows.Next() {
-		c, err := scanWorker(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list workers: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list workers: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, db.r, "list workers", scanWorker, `SELECT `+workerColumns+` FROM workers ORDER BY agent_slug`)
 }
 
 // DeleteWorker removes the worker of slug; removing a missing one is
