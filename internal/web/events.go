@@ -27,24 +27,7 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 	changes, cancel := h.svc.Subscribe(eventBuffer)
 	defer cancel()
 
-	rc := http.NewResponseController(w)
-	// A server-wide write timeout must not cut the stream.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		h.log.Warn("web: change stream: clear write deadline", "err", err)
-	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Accel-Buffering", "no")
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-
-	send := func(format string, args ...any) bool {
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send := h.openEventStream(w, "change stream")
 	if !send("retry: 3000\n\n") {
 		return
 	}
@@ -71,5 +54,28 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	}
+}
+
+// openEventStream starts a server-sent event stream on w (what names it in
+// logs) and returns the function that writes and flushes one message; it
+// reports false once the client is gone.
+func (h *handler) openEventStream(w http.ResponseWriter, what string) (send func(format string, args ...any) bool) {
+	rc := http.NewResponseController(w)
+	// A server-wide write timeout must not cut the stream.
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.log.Warn("web: "+what+": clear write deadline", "err", err)
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	return func(format string, args ...any) bool {
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
-	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // stream is an open /bridge/events response read line by line in the
@@ -31,19 +30,8 @@ func openStream(t *testing.T, e *env, req request) *stream {
 	if path == "" {
 		path = "/bridge/events"
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
-	if err != nil {
-		t.Fatalf("new request: %v", err)
-	}
-	if req.bearer != "" {
-		r.Header.Set("Authorization", "Bearer "+req.bearer)
-	}
-	for _, c := range req.cookies {
-		r.AddCookie(c)
-	}
-	if req.session != "" {
-		r.Header.Set(web.SessionHeader, req.session)
-	}
+	req.path, req.method, req.body = path, http.MethodGet, ""
+	r := e.newRequest(t, ctx, req)
 	resp, err := e.srv.Client().Do(r)
 	if err != nil {
 		t.Fatalf("GET /bridge/events: %v", err)

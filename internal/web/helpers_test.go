@@ -254,11 +254,10 @@ type request struct {
 	session string
 }
 
-// do sends req to the env's server and reads the whole answer.
-func (e *env) do(tb testing.TB, req request) response {
+// newRequest builds req for the env's server: GET unless req.method says
+// otherwise, a JSON body, then the headers and credentials req names.
+func (e *env) newRequest(tb testing.TB, ctx context.Context, req request) *http.Request {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var body io.Reader
 	if req.body != "" {
 		body = strings.NewReader(req.body)
@@ -290,9 +289,18 @@ func (e *env) do(tb testing.TB, req request) response {
 	if req.session != "" {
 		r.Header.Set(web.SessionHeader, req.session)
 	}
+	return r
+}
+
+// do sends req to the env's server and reads the whole answer.
+func (e *env) do(tb testing.TB, req request) response {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := e.newRequest(tb, ctx, req)
 	resp, err := e.srv.Client().Do(r)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", method, req.path, err)
+		tb.Fatalf("%s %s: %v", r.Method, req.path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

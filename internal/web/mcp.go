@@ -67,14 +67,8 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	p, err := h.authenticate(r)
-	if err != nil {
-		if relay.ErrorCode(err) == relay.EUnauthorized {
-			hdr.Set("WWW-Authenticate", `Bearer realm="crosschat-relay"`)
-			writeJSON(w, http.StatusUnauthorized, unauthorizedMCP)
-			return
-		}
-		h.writeDomainError(w, r, "mcp auth", err)
+	p, ok := h.authenticateBearer(w, r, "mcp auth")
+	if !ok {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -132,4 +126,22 @@ func writeJSONRPCErrorStatus(w http.ResponseWriter, status, code int, message st
 		ID      json.RawMessage `json:"id"`
 	}{"2.0", rpcErr{code, message}, json.RawMessage("null")})
 	writeRawJSON(w, status, b)
+}
+
+// authenticateBearer authenticates r for the token-only endpoints (/mcp,
+// the push stream). A missing or bad token gets 401 with a Bearer challenge
+// and the JSON-RPC style body; another failure its domain error (op names
+// it in the log). ok is false when an answer was written.
+func (h *handler) authenticateBearer(w http.ResponseWriter, r *http.Request, op string) (p relay.Principal, ok bool) {
+	p, err := h.authenticate(r)
+	if err == nil {
+		return p, true
+	}
+	if relay.ErrorCode(err) == relay.EUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="crosschat-relay"`)
+		writeJSON(w, http.StatusUnauthorized, unauthorizedMCP)
+		return p, false
+	}
+	h.writeDomainError(w, r, op, err)
+	return p, false
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -118,14 +117,8 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "This relay has no push stream.")
 		return
 	}
-	p, err := h.authenticate(r)
-	if err != nil {
-		if relay.ErrorCode(err) == relay.EUnauthorized {
-			hdr.Set("WWW-Authenticate", `Bearer realm="crosschat-relay"`)
-			writeJSON(w, http.StatusUnauthorized, unauthorizedMCP)
-			return
-		}
-		h.writeDomainError(w, r, "push auth", err)
+	p, ok := h.authenticateBearer(w, r, "push auth")
+	if !ok {
 		return
 	}
 	slug, err := p.ActingSlug("agent", r.URL.Query().Get("agent"))
@@ -151,19 +144,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		h.log.Warn("web: push stream: clear write deadline", "err", err)
-	}
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(format string, args ...any) bool {
-		if _, err := fmt.Fprintf(w, format, args...); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
 	if !send("retry: 2000\nevent: %s\ndata: %s\n\n", PushEventReady, ready) {
 		return
