@@ -104,6 +104,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.BoolVar(&cfg.Exclusive, "exclusive", true, "only this worker gets the agent's tasks (chat sessions get none)")
 	c.fs.BoolVar(&cfg.Enabled, "enabled", true, "run tasks (false keeps the setup but stops claiming)")
 	c.fs.Var(&env, "env", "name of a variable of the relay's environment to pass to the CLI, repeatable")
+	c.fs.StringVar(&cfg.Session, "session", "", "deliver each task into this existing Claude Code session or Codex thread (id or exact name, see `crosschat-relay sessions list`) instead of fresh runs")
 	if err := c.parse(args[1:]); err != nil {
 		return err
 	}
@@ -129,6 +130,9 @@ func workersSet(c *command, args []string) error {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", st.AgentSlug, st.Harness, st.Workdir, strings.Join(st.AllowedSenders, ", "), st.State)
+	if st.SessionID != "" {
+		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, st.SessionID)
+	}
 	return nil
 }
 

@@ -173,12 +173,13 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 // interrupted, then runs a loop per enabled worker.
 func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	m, err := worker.NewManager(worker.Options{
-		Relay:   r.db,
-		Harness: harnessAdapter{},
-		Tracker: watch.Tracker{},
-		RunRoot: filepath.Join(r.cfg.DataDir, "runs"),
-		MCPURL:  r.cfg.MCPURL(),
-		Logger:  r.log,
+		Relay:    r.db,
+		Harness:  harnessAdapter{},
+		Tracker:  watch.Tracker{},
+		Sessions: r.Services.Workers.turns(),
+		RunRoot:  filepath.Join(r.cfg.DataDir, "runs"),
+		MCPURL:   r.cfg.MCPURL(),
+		Logger:   r.log,
 		OnStatus: func(s relay.WorkerStatus) {
 			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})

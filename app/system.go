@@ -236,6 +236,7 @@ var bridgeAccess = map[string]web.Access{
 	"Workers.Remove":    web.LocalOnly,
 	"Workers.SetPaused": web.LocalOnly,
 	"Workers.Connect":   web.LocalOnly,
+	"Workers.Sessions":  web.LocalOnly,
 
 	"Mesh.Status": web.Remote,
 	"Mesh.Agents": web.Remote,

@@ -172,6 +172,10 @@ func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error)
 				"%s: %s holds the relay's data folder (or is inside it), where its database and admin token live; choose a project folder.", field, dir)
 		}
 	}
+	cfg, err := w.bindSession(cfg)
+	if err != nil {
+		return cfg, err
+	}
 	if cfg.Harness == harness.Custom && cfg.PromptMode == relay.PromptFile && !strings.Contains(strings.Join(cfg.Args, "\x00"), "{prompt_file}") {
 		return cfg, relay.Errorf(relay.EInvalidRequest, "args: with the prompt in a file, one argument must contain {prompt_file}.")
 	}

@@ -15,7 +15,9 @@ const maxEarlierResult = 4000
 // the task, its earlier rounds, and how to finish (the final answer, the
 // BLOCKED: rule, the relay's MCP server and hand-offs). Blocks are separated
 // by blank lines. When in.Resumed, it leads with the requested changes and
-// tells the agent that this continues its earlier session.
+// tells the agent that this continues its earlier session. With
+// in.RequestToken (a delivery into a session a worker is bound to) it says
+// where the task came from and asks for the token at the end of the answer.
 func Prompt(in runspec.PromptInput) string {
 	t := in.Task
 	reports := t.Reports
@@ -30,6 +32,9 @@ func Prompt(in runspec.PromptInput) string {
 		if s = strings.TrimSpace(s); s != "" {
 			blocks = append(blocks, s)
 		}
+	}
+	if in.RequestToken != "" {
+		add("A new task reached this conversation through the Crosschat relay: the worker bound to this session delivers it here, so use what you already know from the conversation above.")
 	}
 	if in.Resumed {
 		s := "This continues your earlier session of this task: you already worked on it, and your earlier messages are above."
@@ -74,6 +79,9 @@ func Prompt(in runspec.PromptInput) string {
 		add(fmt.Sprintf("%s requested changes to your earlier result: your final answer replaces the earlier result, so give the whole answer again, not only what changed.", sender))
 	}
 	add("## How to finish\n\n" + finish(in, sender))
+	if in.RequestToken != "" {
+		add(fmt.Sprintf("Request token: %s\nEnd your final answer with this token on a line of its own, so the relay can pair your answer with this request.", in.RequestToken))
+	}
 	return strings.Join(blocks, "\n\n") + "\n"
 }
 

@@ -71,6 +71,9 @@ func TestPrompt(t *testing.T) {
 			}
 		}, []string{"This continues your earlier session", "Changes requested: Add the ferry route.", "your final answer replaces the earlier result", strings.Repeat("x", 3999) + "…"},
 			[]string{strings.Repeat("x", 4001)}},
+		{"session delivery", func(in *runspec.PromptInput) { in.RequestToken = "crosschat-req-0123456789abcdef" },
+			[]string{"through the Crosschat relay", "Request token: crosschat-req-0123456789abcdef\nEnd your final answer with this token"},
+			[]string{"This continues your earlier session"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := promptInput()

@@ -32,6 +32,12 @@ const (
 	MaxWorkerEnv                = 50
 	// HarnessCustom is the harness id of "other command-line agent".
 	HarnessCustom = "custom"
+	// MaxSessionRef bounds a session id or name a worker is bound to.
+	MaxSessionRef = 300
+	// SessionClaudeCode and SessionCodex are the harnesses whose workers
+	// can be bound to an existing session (claude --resume, codex exec resume).
+	SessionClaudeCode = "claude-code"
+	SessionCodex      = "codex"
 )
 
 // WorkerConfig makes an agent run its tasks unattended: the agent CLI
@@ -57,9 +63,18 @@ type WorkerConfig struct {
 	Exclusive bool `json:"exclusive"`
 	Enabled   bool `json:"enabled"`
 	// Env names extra variables of the relay's environment passed to the CLI.
-	Env       []string `json:"env"`
-	CreatedAt string   `json:"createdAt,omitempty"`
-	UpdatedAt string   `json:"updatedAt,omitempty"`
+	Env []string `json:"env"`
+	// Session binds the worker to an existing Claude Code session or Codex
+	// thread, by id or exact name as a person gave it; "" runs each task
+	// fresh. Saving resolves it to SessionID (and SessionLabel) on this
+	// computer; each task is then delivered into that session by resuming it.
+	Session string `json:"session,omitempty"`
+	// SessionID is the resolved session id (set on save, not by the caller).
+	SessionID string `json:"sessionId,omitempty"`
+	// SessionLabel is the session's name or generated title when it was bound.
+	SessionLabel string `json:"sessionLabel,omitempty"`
+	CreatedAt    string `json:"createdAt,omitempty"`
+	UpdatedAt    string `json:"updatedAt,omitempty"`
 }
 
 // WorkerState is what a worker is doing.
@@ -113,7 +128,10 @@ const (
 	StepFiles    = "files"
 	StepOutput   = "output"
 	StepError    = "error"
-	StepEnd      = "end"
+	// StepWarning is a notice shown as a banner in the run view (a session
+	// idle for a long time, a missing request token).
+	StepWarning = "warning"
+	StepEnd     = "end"
 )
 
 // Step states.
@@ -267,6 +285,18 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 		if !envName.MatchString(name) {
 			return c, Errorf(EInvalidRequest, "env: %q is not a variable name.", name)
 		}
+	}
+	if v.text("session", &c.Session, 0, MaxSessionRef); v.err != nil {
+		return c, v.err
+	}
+	if c.Session == "" {
+		c.SessionID, c.SessionLabel = "", ""
+	} else if c.Harness != SessionClaudeCode && c.Harness != SessionCodex {
+		return c, Errorf(EInvalidRequest, "session: only Claude Code and Codex workers can be bound to a session.")
+	}
+	v.text("sessionId", &c.SessionID, 0, MaxSessionRef)
+	if v.text("sessionLabel", &c.SessionLabel, 0, 2*MaxSessionRef); v.err != nil {
+		return c, v.err
 	}
 	if c.Args == nil {
 		c.Args = []string{}

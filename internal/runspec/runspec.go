@@ -84,4 +84,8 @@ type PromptInput struct {
 	RelayServer string
 	// Resumed tells that the CLI resumes its own earlier session of this task.
 	Resumed bool
+	// RequestToken, when set, is the token of a delivery into a session a
+	// worker is bound to: the answer should echo it, so the worker can pair
+	// answer and request.
+	RequestToken string
 }

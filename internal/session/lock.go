@@ -52,30 +52,10 @@ func LockPath(dir, sessionID string) string {
 // ends) while another live owner holds it, and reclaiming it from an owner
 // process that is gone.
 func Acquire(ctx context.Context, dir, sessionID, token string) (*Lock, error) {
-	if token == "" || sessionID == "" {
-		return nil, errors.New("turn lock: session and token are required")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("turn lock: %w", err)
-	}
-	l := &Lock{path: LockPath(dir, sessionID), info: LockInfo{PID: os.Getpid(), Token: token, Session: sessionID, Since: time.Now().UTC()}}
-	body, err := json.Marshal(l.info)
-	if err != nil {
-		return nil, err
-	}
 	for {
-		ok, err := l.tryCreate(body)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return l, nil
-		}
-		if holder, err := ReadLock(l.path); err == nil && !processAlive(holder.PID) {
-			if err := reclaim(l.path, holder); err != nil {
-				return nil, err
-			}
-			continue
+		l, _, err := TryAcquire(dir, sessionID, token)
+		if err != nil || l != nil {
+			return l, err
 		}
 		select {
 		case <-ctx.Done():
@@ -83,6 +63,41 @@ func Acquire(ctx context.Context, dir, sessionID, token string) (*Lock, error) {
 		case <-time.After(lockRetry):
 		}
 	}
+}
+
+// TryAcquire takes the session's turn lock for token if it is free or its
+// owner process is gone, without waiting. When another live owner holds
+// it, the lock is nil and holder says who (zero while the holder is still
+// writing the file).
+func TryAcquire(dir, sessionID, token string) (l *Lock, holder LockInfo, err error) {
+	if token == "" || sessionID == "" {
+		return nil, LockInfo{}, errors.New("turn lock: session and token are required")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, LockInfo{}, fmt.Errorf("turn lock: %w", err)
+	}
+	l = &Lock{path: LockPath(dir, sessionID), info: LockInfo{PID: os.Getpid(), Token: token, Session: sessionID, Since: time.Now().UTC()}}
+	body, err := json.Marshal(l.info)
+	if err != nil {
+		return nil, LockInfo{}, err
+	}
+	for range 3 { // a reclaimed lock is re-tried; a race lost thrice waits
+		ok, err := l.tryCreate(body)
+		if err != nil {
+			return nil, LockInfo{}, err
+		}
+		if ok {
+			return l, LockInfo{}, nil
+		}
+		holder, err = ReadLock(l.path)
+		if err != nil || processAlive(holder.PID) {
+			return nil, holder, nil
+		}
+		if err := reclaim(l.path, holder); err != nil {
+			return nil, LockInfo{}, err
+		}
+	}
+	return nil, holder, nil
 }
 
 // tryCreate creates the lock file if it does not exist.

@@ -13,7 +13,8 @@ import (
 var _ relay.WorkerService = (*DB)(nil)
 
 const workerColumns = `agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
-	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at`
+	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at,
+	session_ref, session_id, session_label`
 
 // scanWorker reads one workers row selected with workerColumns.
 func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
@@ -23,7 +24,8 @@ func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
 		args, extra, senders, envJSON string
 	)
 	if err := row.Scan(&c.AgentSlug, &c.Harness, &c.Command, &args, &mode, &c.Workdir, &extra, &senders,
-		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt,
+		&c.Session, &c.SessionID, &c.SessionLabel); err != nil {
 		return c, err
 	}
 	c.PromptMode = relay.PromptMode(mode)
@@ -91,16 +93,17 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (agent_slug) DO UPDATE SET
 				harness = excluded.harness, command = excluded.command, args = excluded.args,
 				prompt_mode = excluded.prompt_mode, workdir = excluded.workdir, extra_dirs = excluded.extra_dirs,
 				allowed_senders = excluded.allowed_senders, timeout_minutes = excluded.timeout_minutes,
 				runs_per_hour = excluded.runs_per_hour, exclusive = excluded.exclusive, enabled = excluded.enabled,
-				env = excluded.env, updated_at = excluded.updated_at`,
+				env = excluded.env, updated_at = excluded.updated_at, session_ref = excluded.session_ref,
+				session_id = excluded.session_id, session_label = excluded.session_label`,
 			c.AgentSlug, c.Harness, c.Command, stringsJSON(c.Args), string(c.PromptMode), c.Workdir, stringsJSON(c.ExtraDirs),
 			stringsJSON(c.AllowedSenders), c.TimeoutMinutes, c.RunsPerHour, c.Exclusive, c.Enabled, stringsJSON(c.Env),
-			t.ts, t.ts); err != nil {
+			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel); err != nil {
 			return fmt.Errorf("upsert worker: %w", err)
 		}
 		out, err = getWorker(t.ctx, t.tx, c.AgentSlug)

@@ -86,6 +86,18 @@ func TestSaveWorkerNormalizesAndKeepsCreatedAt(t *testing.T) {
 	in.Env = []string{"GITHUB_TOKEN"}
 	in.CreatedAt = "1999-01-01T00:00:00.000Z" // ignored
 	second := e.saveWorker(in)
+	// A session binding survives a save; a custom worker cannot have one.
+	in.Session = "parser work"
+	wantCode(t, func() error { _, err := e.db.SaveWorker(e.ctx, in); return err }(), relay.EInvalidRequest)
+	in.Harness, in.SessionID, in.SessionLabel = relay.SessionCodex, "019a0000-0000-7000-8000-000000000001", "parser work"
+	bound := e.saveWorker(in)
+	if bound.Session != "parser work" || bound.SessionID != in.SessionID || bound.SessionLabel != "parser work" {
+		t.Fatalf("bound worker = %+v", bound)
+	}
+	in.Harness, in.Session = relay.HarnessCustom, ""
+	if unbound := e.saveWorker(in); unbound.Session != "" || unbound.SessionID != "" || unbound.SessionLabel != "" {
+		t.Fatalf("unbinding kept %q %q %q", unbound.Session, unbound.SessionID, unbound.SessionLabel)
+	}
 	if second.CreatedAt != first.CreatedAt {
 		t.Fatalf("upsert changed created_at %q → %q", first.CreatedAt, second.CreatedAt)
 	}

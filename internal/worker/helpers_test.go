@@ -185,6 +185,8 @@ func helperMain() int {
 			path = os.Getenv("CROSSCHAT_RESULT_FILE")
 		}
 		_ = os.WriteFile(path, []byte("Answer from the file."), 0o600)
+	case "session", "sessiondie", "sessionmute":
+		return sessionHelper(mode, prompt)
 	case "remember":
 		fmt.Fprintln(out, "session:sess-1")
 		fmt.Fprintln(out, "Round done.")
@@ -230,6 +232,9 @@ func (h *testHarness) Prompt(in runspec.PromptInput) string {
 	h.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are %s.\n\n## Task: %s\n\n%s\n", in.Agent.DisplayName, in.Task.Title, in.Task.Instructions)
+	if in.RequestToken != "" {
+		fmt.Fprintf(&b, "\nRequest token: %s\n", in.RequestToken)
+	}
 	for _, r := range in.Task.Reports {
 		if r.Kind == relay.ReportChanges {
 			fmt.Fprintf(&b, "\nChanges requested: %s\n", r.Message)

@@ -112,6 +112,9 @@ type Options struct {
 	MCPURL string
 	// Tracker lists each run's changed files; nil records none.
 	Tracker Tracker
+	// Sessions reads the agent CLIs' own sessions, for workers bound to
+	// one; nil refuses such workers' runs.
+	Sessions Sessions
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.

@@ -48,6 +48,8 @@ type runState struct {
 	runID  string
 	runDir string
 	rec    *recorder
+	// turn is the delivery into the worker's bound session, nil for a fresh run.
+	turn *sessionTurn
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -83,8 +85,12 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 	if err == nil && final.Status == relay.StatusClaimed && final.RecipientSlug == cfg.AgentSlug &&
 		final.ClaimedVia == relay.ViaWorker && final.ClaimedAt == task.ClaimedAt {
 		var t relay.Task
-		if res.stopped {
-			t, err = o.Relay.ReleaseTask(bg, cfg.AgentSlug, task.ID, shutdownReason)
+		if res.stopped || res.requeue != "" {
+			reason := shutdownReason
+			if res.requeue != "" {
+				reason = res.requeue
+			}
+			t, err = o.Relay.ReleaseTask(bg, cfg.AgentSlug, task.ID, reason)
 		} else {
 			sent = res.out.message
 			t, err = o.Relay.ReportTask(bg, relay.ReportInput{
@@ -107,6 +113,9 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 	case res.stopped:
 		last.Outcome = "cancelled"
 		last.Summary = shutdownReason
+	case res.requeue != "":
+		last.Outcome = "cancelled"
+		last.Summary = res.requeue
 	case final.Status == relay.StatusCompleted:
 		last.Outcome = relay.ReportCompleted
 	default:
@@ -142,7 +151,9 @@ type runResult struct {
 	out       outcome
 	cancelled bool // the task was cancelled while it ran
 	stopped   bool // the manager stopped
-	errs      []error
+	// requeue, when set, gives the task back to the queue with this reason.
+	requeue string
+	errs    []error
 }
 
 // execute does the run up to the report: token, folder, spawn, wait,
@@ -186,6 +197,31 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
 			Text: fmt.Sprintf("The extra folder %s does not exist, so this run can't use it.", d)})
 	}
+	if r.cfg.SessionID != "" {
+		turn, end, err := r.takeSession(ctx)
+		switch end {
+		case waitTaken:
+			r.turn = turn
+			defer func() {
+				if err := turn.release(o.Sessions); err != nil {
+					res.errs = append(res.errs, err)
+				}
+			}()
+		case waitFailed:
+			res.out = fail(err)
+		case waitCancelled:
+			res.cancelled = true
+		case waitStopped:
+			res.stopped = true
+		case waitBusy:
+			res.requeue = fmt.Sprintf("The session this worker delivers into stayed busy with another turn for %s, so the task went back to the queue.",
+				plural(r.cfg.TimeoutMinutes, "minute"))
+		}
+		if end != waitTaken {
+			r.endRun(&res)
+			return res
+		}
+	}
 	dirs := append([]string{r.cfg.Workdir}, extra...)
 	var endTracking func(context.Context, []relay.ChangedFile) []relay.ChangedFile
 	if o.Tracker != nil {
@@ -221,15 +257,32 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
 	}
+	if r.turn != nil {
+		res.out = labelOutcome(res.out, ex)
+	}
 	res.out.message = relay.RedactSecrets(res.out.message, secrets...)
 	res.out.result = relay.RedactSecrets(res.out.result, secrets...)
+	r.endRun(&res)
+	if ex.sessionID != "" {
+		if err := o.Relay.SaveRunSession(bg, relay.RunSession{
+			TaskID: r.task.ID, Harness: r.cfg.Harness, SessionID: ex.sessionID, Workdir: r.cfg.Workdir,
+		}); err != nil {
+			res.errs = append(res.errs, fmt.Errorf("save run session: %w", err))
+		}
+	}
+	return res
+}
 
+// endRun records the run's end step and writes the activity out.
+func (r *runState) endRun(res *runResult) {
 	end := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
 	switch {
 	case res.cancelled:
 		end.Text = "Stopped: the task was cancelled."
 	case res.stopped:
 		end.Text = "Stopped: the relay is shutting down; the task goes back to the queue."
+	case res.requeue != "":
+		end.Text = "Stopped: " + res.requeue
 	case res.out.kind == relay.ReportCompleted:
 		end.Text, end.Status = "Finished. The result was sent to the sender.", relay.StepOK
 	default:
@@ -239,12 +292,4 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	if err := r.rec.close(); err != nil {
 		res.errs = append(res.errs, err)
 	}
-	if ex.sessionID != "" {
-		if err := o.Relay.SaveRunSession(bg, relay.RunSession{
-			TaskID: r.task.ID, Harness: r.cfg.Harness, SessionID: ex.sessionID, Workdir: r.cfg.Workdir,
-		}); err != nil {
-			res.errs = append(res.errs, fmt.Errorf("save run session: %w", err))
-		}
-	}
-	return res
 }

@@ -45,6 +45,10 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 		ExtraDirs:     extra,
 	}
 	in, resume := r.promptInput(ctx, extra)
+	if r.turn != nil {
+		resume, in.Resumed = r.turn.info.ID, false
+		in.RequestToken = r.turn.token
+	}
 	req.ResumeSession = resume
 	// First without the prompt, to learn whether the run gets the relay's tools.
 	spec, err := o.Harness.Build(req)

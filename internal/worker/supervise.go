@@ -27,6 +27,10 @@ type execResult struct {
 	// cut says what part of the answer the worker left out (a marker for
 	// the result), or "".
 	cut string
+	// recovered: the answer came from the session's transcript.
+	recovered bool
+	// tokenMissing is the request token a session answer did not carry.
+	tokenMissing string
 }
 
 // spawnAndWait starts the CLI and waits for it, renewing the lease,
@@ -34,6 +38,9 @@ type execResult struct {
 func (r *runState) spawnAndWait(ctx context.Context, extra []string) (ex execResult) {
 	o := r.w.m.opts
 	cmd, spec, parser, withheld, err := r.prepareRun(ctx, extra)
+	if r.turn != nil {
+		defer r.finishTurn(r.turn, &ex)
+	}
 	ex.withheld = withheld
 	if err != nil {
 		ex.setupErr = err

@@ -300,6 +300,30 @@ export namespace app {
 	        this.priority = source["priority"];
 	    }
 	}
+	export class SessionChoice {
+	    tool: string;
+	    id: string;
+	    name?: string;
+	    title?: string;
+	    folder: string;
+	    lastActive: string;
+	    idle: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new SessionChoice(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.tool = source["tool"];
+	        this.id = source["id"];
+	        this.name = source["name"];
+	        this.title = source["title"];
+	        this.folder = source["folder"];
+	        this.lastActive = source["lastActive"];
+	        this.idle = source["idle"];
+	    }
+	}
 	export class TaskDetail {
 	    task: relay.Task;
 	    related: relay.RelatedTasks;
@@ -1172,6 +1196,9 @@ export namespace relay {
 	    exclusive: boolean;
 	    enabled: boolean;
 	    env: string[];
+	    session?: string;
+	    sessionId?: string;
+	    sessionLabel?: string;
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1194,6 +1221,9 @@ export namespace relay {
 	        this.exclusive = source["exclusive"];
 	        this.enabled = source["enabled"];
 	        this.env = source["env"];
+	        this.session = source["session"];
+	        this.sessionId = source["sessionId"];
+	        this.sessionLabel = source["sessionLabel"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1212,6 +1242,9 @@ export namespace relay {
 	    exclusive: boolean;
 	    enabled: boolean;
 	    env: string[];
+	    session?: string;
+	    sessionId?: string;
+	    sessionLabel?: string;
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1239,6 +1272,9 @@ export namespace relay {
 	        this.exclusive = source["exclusive"];
 	        this.enabled = source["enabled"];
 	        this.env = source["env"];
+	        this.session = source["session"];
+	        this.sessionId = source["sessionId"];
+	        this.sessionLabel = source["sessionLabel"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];

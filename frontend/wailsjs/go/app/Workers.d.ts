@@ -15,4 +15,6 @@ export function Remove(arg1:string):Promise<void>;
 
 export function Save(arg1:relay.WorkerConfig):Promise<relay.WorkerStatus>;
 
+export function Sessions(arg1:string,arg2:string):Promise<Array<app.SessionChoice>>;
+
 export function SetPaused(arg1:boolean):Promise<boolean>;

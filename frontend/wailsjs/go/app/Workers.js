@@ -26,6 +26,10 @@ export function Save(arg1) {
   return window['go']['app']['Workers']['Save'](arg1);
 }
 
+export function Sessions(arg1, arg2) {
+  return window['go']['app']['Workers']['Sessions'](arg1, arg2);
+}
+
 export function SetPaused(arg1) {
   return window['go']['app']['Workers']['SetPaused'](arg1);
 }

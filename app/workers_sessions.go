@@ -1,0 +1,112 @@
+package app
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/session"
+)
+
+// Session workers: a Claude Code or Codex worker bound to an existing
+// session (docs/live-sessions.md, "Session workers").
+
+// turns is the session stores of this computer's user, with the turn locks
+// every relay of the user shares.
+func (w *Workers) turns() session.Turns {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = filepath.Join(w.env.Home, ".cache")
+	}
+	return session.Turns{Home: w.env.Home, LockDir: filepath.Join(dir, "crosschat-relay", "session-locks")}
+}
+
+// bindSession resolves cfg.Session (an id or exact name) to the session it
+// names on this computer and stores its id and label. A name two sessions
+// share is refused with the candidates, one that matches none with similar
+// names; the session must have run in the worker's folder, where the CLI
+// resumes it. A worker saved again with the id it was bound to keeps it,
+// even if the name is now shared.
+func (w *Workers) bindSession(cfg relay.WorkerConfig) (relay.WorkerConfig, error) {
+	if cfg.Session == "" {
+		cfg.SessionID, cfg.SessionLabel = "", ""
+		return cfg, nil
+	}
+	st := session.Store{Home: w.env.Home}
+	var s session.Session
+	found := false
+	if cfg.SessionID != "" {
+		if got, err := st.Lookup(cfg.Harness, cfg.SessionID); err == nil && got.ID == cfg.SessionID &&
+			(cfg.Session == got.ID || cfg.Session == got.Name || cfg.Session == got.Title) {
+			s, found = got, true
+		}
+	}
+	if !found {
+		got, err := st.Lookup(cfg.Harness, cfg.Session)
+		var amb *session.AmbiguousError
+		var none *session.NotFoundError
+		switch {
+		case errors.As(err, &amb):
+			cands := make([]SessionChoice, 0, len(amb.Candidates))
+			for _, c := range amb.Candidates {
+				cands = append(cands, choice(c))
+			}
+			return cfg, relay.Errorf(relay.EInvalidRequest, "session: %s", err.Error()).WithDetails(map[string]any{"candidates": cands})
+		case errors.As(err, &none):
+			return cfg, relay.Errorf(relay.EInvalidRequest, "session: %s", err.Error()).WithDetails(map[string]any{"similar": none.Similar})
+		case err != nil:
+			return cfg, relay.Errorf(relay.EInvalidRequest, "session: %s", err.Error())
+		}
+		s = got
+	}
+	if filepath.Clean(s.Folder) != filepath.Clean(cfg.Workdir) {
+		return cfg, relay.Errorf(relay.EInvalidRequest,
+			"session: %q ran in %s; set the working folder to it (the CLI resumes a session from the folder it ran in).", s.Label(), s.Folder)
+	}
+	cfg.SessionID, cfg.SessionLabel = s.ID, s.Label()
+	return cfg, nil
+}
+
+// SessionChoice is a session a worker can be bound to.
+type SessionChoice struct {
+	Tool   string `json:"tool"`
+	ID     string `json:"id"`
+	Name   string `json:"name,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Folder string `json:"folder"`
+	// LastActive is RFC 3339.
+	LastActive string `json:"lastActive"`
+	// Idle tells that it has been idle for more than a day (a run that
+	// resumes it shows a warning).
+	Idle bool `json:"idle"`
+}
+
+func choice(s session.Session) SessionChoice {
+	return SessionChoice{Tool: s.Tool, ID: s.ID, Name: s.Name, Title: s.Title, Folder: s.Folder,
+		LastActive: relay.FormatTime(s.LastActive), Idle: time.Since(s.LastActive) > 24*time.Hour}
+}
+
+// Sessions lists the sessions of an agent CLI (claude-code or codex) on
+// this computer that ran in workdir ("" for every folder), newest first:
+// the worker form's session picker.
+func (w *Workers) Sessions(harnessID, workdir string) ([]SessionChoice, error) {
+	if _, _, err := w.c.get(); err != nil {
+		return nil, err
+	}
+	if harnessID != relay.SessionClaudeCode && harnessID != relay.SessionCodex {
+		return []SessionChoice{}, nil
+	}
+	list, err := session.Store{Home: w.env.Home}.List(harnessID)
+	if err != nil {
+		return nil, err
+	}
+	out := []SessionChoice{}
+	for _, s := range list {
+		if workdir == "" || filepath.Clean(s.Folder) == filepath.Clean(workdir) {
+			out = append(out, choice(s))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,105 @@
+package app_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// writeClaudeSession writes a Claude Code transcript under home that ran in
+// folder, named name by a person ("" for none).
+func writeClaudeSession(t *testing.T, home, folder, id, name, at string) {
+	t.Helper()
+	lines := []string{
+		`{"type":"user","message":{"role":"user","content":"Tidy the release notes."},"timestamp":"` + at + `","cwd":` + strconv.Quote(folder) + `,"sessionId":"` + id + `"}`,
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"timestamp":"` + at + `","cwd":` + strconv.Quote(folder) + `,"sessionId":"` + id + `"}`,
+	}
+	if name != "" {
+		lines = append(lines, `{"type":"custom-title","customTitle":`+strconv.Quote(name)+`,"sessionId":"`+id+`"}`)
+	}
+	dir := filepath.Join(home, ".claude", "projects", strings.ReplaceAll(folder, "/", "-"))
+	noErr(t, os.MkdirAll(dir, 0o700))
+	noErr(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+}
+
+// Ensure a worker is bound to a session by id or exact name when it is
+// saved (from the command line and the service): a name two sessions share
+// is refused with the candidates, an unknown name with similar ones, a
+// session from another folder is refused, and the picker lists the
+// folder's sessions.
+func TestWorkerBindsSession(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	work := filepath.Join(home, "work")
+	other := filepath.Join(home, "other")
+	for _, d := range []string{work, other} {
+		noErr(t, os.Mkdir(d, 0o755))
+	}
+	const (
+		a = "5e55a0b1-0000-4000-8000-00000000000a"
+		b = "5e55a0b1-0000-4000-8000-00000000000b"
+		c = "5e55a0b1-0000-4000-8000-00000000000c"
+	)
+	writeClaudeSession(t, home, work, a, "release prep", "2026-11-30T10:00:00Z")
+	writeClaudeSession(t, home, work, b, "release prep", "2026-11-30T11:00:00Z")
+	writeClaudeSession(t, home, other, c, "docs pass", "2026-11-30T12:00:00Z")
+	program := filepath.Join(home, "claude")
+	noErr(t, os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755))
+
+	r := startRelay(t)
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	if _, errs, code := run(t, append([]string{"agents", "add", "builder", "--name", "Builder", "--model", "claude", "--capability", "file-system"}, loc...)...); code != 0 {
+		t.Fatalf("agents add: %s", errs)
+	}
+	set := func(session string) (string, string, int) {
+		return run(t, append([]string{"workers", "set", "builder", "--harness", "claude-code", "--command", program, "--workdir", work, "--session", session}, loc...)...)
+	}
+
+	_, errs, code := set("release prep")
+	if code == 0 || !strings.Contains(errs, "2 sessions are named “release prep”") || !strings.Contains(errs, a) || !strings.Contains(errs, b) {
+		t.Fatalf("an ambiguous name: exit %d, %s; want refused with both candidates", code, errs)
+	}
+	_, err := r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "builder", Harness: "claude-code", Command: program, Workdir: work,
+		AllowedSenders: []string{"operator"}, Enabled: true, Session: "release prep"})
+	var derr *relay.Error
+	if relay.ErrorCode(err) != relay.EInvalidRequest || !errors.As(err, &derr) || len(derr.Details["candidates"].([]app.SessionChoice)) != 2 {
+		t.Fatalf("Save with an ambiguous name: %v", err)
+	}
+	if _, errs, code := set("release prp"); code == 0 || !strings.Contains(errs, "Similar: “release prep”") {
+		t.Fatalf("an unknown name: exit %d, %s; want refused with the similar name", code, errs)
+	}
+	if _, errs, code := set(c); code == 0 || !strings.Contains(errs, "ran in "+other) {
+		t.Fatalf("a session from another folder: exit %d, %s", code, errs)
+	}
+	out, errs, code := set(b)
+	if code != 0 || !strings.Contains(out, `delivered into the session "release prep" (`+b+`)`) {
+		t.Fatalf("by id: exit %d, %s %s", code, out, errs)
+	}
+	// Saved again with its id, the binding holds although the name is shared.
+	st, err := r.Services.Workers.List()
+	noErr(t, err)
+	cfg := st.Workers[0].WorkerConfig
+	cfg.Session = "release prep"
+	saved, err := r.Services.Workers.Save(cfg)
+	if err != nil || saved.SessionID != b {
+		t.Fatalf("saved again: %+v, %v", saved.WorkerConfig, err)
+	}
+
+	list, err := r.Services.Workers.Sessions("claude-code", work)
+	noErr(t, err)
+	if len(list) != 2 || list[0].ID != b || list[1].ID != a || list[0].Name != "release prep" || !list[0].Idle {
+		b, _ := json.Marshal(list)
+		t.Fatalf("picker for %s: %s", work, b)
+	}
+	if list, err := r.Services.Workers.Sessions("gemini", work); err != nil || len(list) != 0 {
+		t.Fatalf("picker for gemini: %v %v", list, err)
+	}
+}

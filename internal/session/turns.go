@@ -1,0 +1,74 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Turns gives a session worker what it needs of the sessions under one home
+// folder: finding the bound session, its turn lock (non-blocking, so the
+// worker can renew its task's lease while it waits) and answer recovery.
+// Its methods use only standard types, so the worker needs no import of
+// this package.
+type Turns struct {
+	// Home is the user's home folder, whose session stores are read.
+	Home string
+	// LockDir holds the turn lock files (one per session), shared by every
+	// relay of the user on this computer.
+	LockDir string
+}
+
+// Find returns the label (the name a person gave it, else its generated
+// title) and the last activity of the tool's session with id.
+func (t Turns) Find(tool, id string) (label string, lastActive time.Time, err error) {
+	s, err := t.find(tool, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return s.Label(), s.LastActive, nil
+}
+
+// find looks a session up by id only (never by name).
+func (t Turns) find(tool, id string) (Session, error) {
+	all, err := Store{Home: t.Home}.List(tool)
+	if err != nil {
+		return Session{}, err
+	}
+	for _, s := range all {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return Session{}, &NotFoundError{Name: id}
+}
+
+// TryLock takes the session's turn lock for token without waiting; when a
+// live owner holds it, ok is false and holder says who.
+func (t Turns) TryLock(id, token string) (ok bool, holder string, err error) {
+	l, h, err := TryAcquire(t.LockDir, id, token)
+	if err != nil || l != nil {
+		return l != nil, "", err
+	}
+	if h.PID == 0 {
+		return false, "", nil
+	}
+	return false, fmt.Sprintf("process %d, since %s", h.PID, h.Since.Local().Format("15:04:05")), nil
+}
+
+// Unlock releases the session's turn lock held with token.
+func (t Turns) Unlock(id, token string) error { return Release(t.LockDir, id, token) }
+
+// Recover returns the assistant text of the tool's session id written
+// after the request carrying token, "" when there is none.
+func (t Turns) Recover(tool, id, token string) (string, error) {
+	s, err := t.find(tool, id)
+	if err != nil {
+		return "", err
+	}
+	text, err := Recover(s, token)
+	if errors.Is(err, ErrNoAnswer) {
+		return "", nil
+	}
+	return text, err
+}

@@ -1,0 +1,278 @@
+//go:build unix
+
+package worker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/session"
+	"github.com/crosschat/crosschat-relay/internal/worker"
+)
+
+// The bound session of the session worker tests: a Claude Code transcript
+// under the test's home folder, which the fake CLI appends to like the real
+// one (CCR_TRANSCRIPT names it).
+const (
+	sessionID       = "5e55a0b1-0000-4000-8000-000000000001"
+	earlierAnswer   = "EARLIER-ANSWER: the parser is fixed."
+	transcriptEnv   = "CCR_TRANSCRIPT"
+	sessionAnswered = "Answered in the session."
+)
+
+var requestTokenPattern = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
+
+// sessionHelper is the fake CLI's session modes: it appends the prompt and
+// an answer to the transcript, then prints the answer (session), prints it
+// without the request token (sessionmute), or is killed before printing
+// anything (sessiondie).
+func sessionHelper(mode string, prompt []byte) int {
+	path := os.Getenv(transcriptEnv)
+	token := requestTokenPattern.FindString(string(prompt))
+	answer := sessionAnswered + "\n" + token
+	if mode == "sessionmute" {
+		answer = sessionAnswered
+	}
+	now := time.Now().UTC()
+	if err := appendTranscript(path, now, claudeLine("user", string(prompt)), claudeLine("assistant", answer)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if mode == "sessiondie" {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Minute)
+	}
+	fmt.Println(answer)
+	return 0
+}
+
+// claudeLine is one Claude Code transcript message (without its time).
+func claudeLine(role, text string) map[string]any {
+	content := any(text)
+	if role == "assistant" {
+		content = []any{map[string]any{"type": "text", "text": text}}
+	}
+	return map[string]any{"type": role, "message": map[string]any{"role": role, "content": content}, "sessionId": sessionID, "cwd": "/work"}
+}
+
+// appendTranscript appends records to a transcript, stamped at.
+func appendTranscript(path string, at time.Time, records ...map[string]any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		r["timestamp"] = at.Format(time.RFC3339Nano)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// sessionEnv is an env whose worker is bound to a Claude Code session last
+// active idle ago, with the real internal/session store and turn locks.
+func sessionEnv(t *testing.T, idle time.Duration, mutate func(*relay.WorkerConfig, *worker.Options)) (*env, session.Turns) {
+	t.Helper()
+	dir := t.TempDir()
+	turns := session.Turns{Home: filepath.Join(dir, "home"), LockDir: filepath.Join(dir, "locks")}
+	transcript := filepath.Join(session.ClaudeProjects(turns.Home), "-work", sessionID+".jsonl")
+	if err := appendTranscript(transcript, time.Now().Add(-idle), claudeLine("user", "Fix the parser."), claudeLine("assistant", earlierAnswer)); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
+		c.Harness, c.Session, c.SessionID, c.SessionLabel = relay.SessionClaudeCode, sessionID, sessionID, "Fix the parser."
+		c.Env = append(c.Env, transcriptEnv)
+		o.Sessions = turns
+		env := o.Env
+		o.Env = func() []string { return append(env(), transcriptEnv+"="+transcript) }
+		if mutate != nil {
+			mutate(c, o)
+		}
+	})
+	return e, turns
+}
+
+// Ensures a session worker delivers each task into its session: the CLI
+// resumes the bound session, the prompt carries a request token, and the
+// answer is paired with it, recovered from the transcript when the CLI is
+// killed before it answers (and labelled so), or noted when it lacks the
+// token; a session idle for more than a day gets a warning first.
+func TestSessionWorkerDelivers(t *testing.T) {
+	tests := []struct {
+		name, mode string
+		idle       time.Duration
+		has        []string // in the result
+		lacks      []string
+		warnings   []string // warning steps
+	}{
+		{name: "answer paired", mode: "session", idle: time.Hour, has: []string{sessionAnswered, "crosschat-req-"}, lacks: []string{worker.RecoveredLabel, "does not carry"}},
+		{name: "killed mid-turn", mode: "sessiondie", idle: time.Hour, has: []string{worker.RecoveredLabel, sessionAnswered, "crosschat-req-"},
+			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}},
+		{name: "token missing", mode: "sessionmute", idle: time.Hour, has: []string{sessionAnswered, "does not carry the request token"},
+			warnings: []string{"does not carry this request's token"}},
+		{name: "idle for days", mode: "session", idle: 72 * time.Hour, has: []string{sessionAnswered},
+			warnings: []string{"was last active 3 days ago"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, turns := sessionEnv(t, tt.idle, nil)
+			e.start()
+			task := e.post(operator, "Check the lexer", tt.mode)
+			got := e.finished(task.ID)
+			r := lastReport(got)
+			if got.Status != relay.StatusCompleted {
+				t.Fatalf("status = %s (%q), want completed", got.Status, r.Message)
+			}
+			for _, s := range tt.has {
+				if !strings.Contains(r.Result, s) {
+					t.Errorf("result %q lacks %q", r.Result, s)
+				}
+			}
+			for _, s := range tt.lacks {
+				if strings.Contains(r.Result, s) {
+					t.Errorf("result %q has %q", r.Result, s)
+				}
+			}
+			req, in := e.harness.lastRequest(t)
+			if req.ResumeSession != sessionID || in.RequestToken == "" || in.Resumed {
+				t.Errorf("request resumes %q with token %q (resumed %v), want the bound session and a token", req.ResumeSession, in.RequestToken, in.Resumed)
+			}
+			if tok := requestTokenPattern.FindString(r.Result); tok != "" && tok != in.RequestToken {
+				t.Errorf("the result carries %s, the request %s", tok, in.RequestToken)
+			}
+			var warnings []string
+			a := e.activity(task.ID)
+			for _, s := range a {
+				if s.Kind == relay.StepWarning {
+					warnings = append(warnings, s.Text)
+				}
+			}
+			if len(warnings) != len(tt.warnings) {
+				t.Errorf("warnings %q, want %d", warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if i < len(warnings) && !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %d = %q, want %q", i, warnings[i], w)
+				}
+			}
+			if _, err := os.Stat(session.LockPath(turns.LockDir, sessionID)); !os.IsNotExist(err) {
+				t.Errorf("the turn lock is still there after the run: %v", err)
+			}
+		})
+	}
+}
+
+// Ensures a task for a session whose turn lock another owner holds waits
+// for it, with its lease kept alive and the CLI not started, and then runs.
+func TestSessionWorkerWaitsForTheTurnLock(t *testing.T) {
+	e, turns := sessionEnv(t, time.Hour, nil)
+	held, _, err := session.TryAcquire(turns.LockDir, sessionID, "another-turn")
+	if err != nil || held == nil {
+		t.Fatalf("take the lock: %v", err)
+	}
+	e.start()
+	task := e.post(operator, "Check the lexer", "session")
+	var waitingAt int
+	poll.Until(t, "a waiting step", 30*time.Second, func() bool {
+		for _, s := range e.activity(task.ID) {
+			if strings.Contains(s.Text, "Waiting for the session") && s.Status == relay.StepRunning {
+				waitingAt = s.Seq
+				return true
+			}
+		}
+		return false
+	})
+	lease := e.task(task.ID).LeaseExpiresAt
+	poll.Until(t, "the lease to be renewed while waiting", 30*time.Second, func() bool {
+		return e.task(task.ID).LeaseExpiresAt != lease
+	})
+	e.harness.mu.Lock()
+	asked := len(e.harness.requests)
+	e.harness.mu.Unlock()
+	if st := e.task(task.ID).Status; st != relay.StatusClaimed || asked != 0 {
+		t.Fatalf("while the lock is held: task %s, the harness asked %d times; want claimed and not started", st, asked)
+	}
+	if err := held.Release(); err != nil {
+		t.Fatal(err)
+	}
+	got := e.finished(task.ID)
+	if got.Status != relay.StatusCompleted || !strings.Contains(lastReport(got).Result, sessionAnswered) {
+		t.Fatalf("after the lock was released: %s %q", got.Status, lastReport(got).Result)
+	}
+	var freeAt, outputAt int
+	for _, s := range e.activity(task.ID) {
+		switch {
+		case strings.Contains(s.Text, "is free: delivering the task"):
+			freeAt = s.Seq
+		case s.Kind == relay.StepOutput && outputAt == 0:
+			outputAt = s.Seq
+		}
+	}
+	if !(waitingAt < freeAt && freeAt < outputAt) {
+		t.Errorf("steps: waiting %d, free %d, first output %d; want that order", waitingAt, freeAt, outputAt)
+	}
+}
+
+// Ensures a session that stays busy past the worker's time limit sends the
+// task back to the queue with the reason, instead of failing it.
+func TestSessionWorkerRequeuesWhenTheSessionStaysBusy(t *testing.T) {
+	e, turns := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
+		o.MinuteLength = 300 * time.Millisecond
+	})
+	held, _, err := session.TryAcquire(turns.LockDir, sessionID, "another-turn")
+	if err != nil || held == nil {
+		t.Fatalf("take the lock: %v", err)
+	}
+	defer held.Release()
+	e.start()
+	task := e.post(operator, "Check the lexer", "session")
+	poll.Until(t, "the task to go back to the queue", 30*time.Second, func() bool {
+		for _, r := range e.task(task.ID).Reports {
+			if strings.Contains(r.Message, "stayed busy with another turn") {
+				return true
+			}
+		}
+		return false
+	})
+	got := e.task(task.ID)
+	if got.Status != relay.StatusQueued && got.Status != relay.StatusClaimed {
+		t.Fatalf("status = %s, want the task back in the queue (or claimed again)", got.Status)
+	}
+	e.harness.mu.Lock()
+	defer e.harness.mu.Unlock()
+	if len(e.harness.requests) != 0 {
+		t.Fatalf("the CLI was started %d times while the session was busy", len(e.harness.requests))
+	}
+}
+
+// Ensures a worker bound to a session that is gone reports a blocker that
+// says so.
+func TestSessionWorkerSessionGone(t *testing.T) {
+	e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
+		c.SessionID = "5e55a0b1-0000-4000-8000-00000000dead"
+	})
+	e.start()
+	task := e.post(operator, "Check the lexer", "session")
+	got := e.finished(task.ID)
+	if r := lastReport(got); got.Status != relay.StatusBlocked || !strings.Contains(r.Message, "is not on this computer any more") {
+		t.Fatalf("got %s %q, want blocked naming the missing session", got.Status, r.Message)
+	}
+}
