@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
@@ -125,7 +126,7 @@ func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io
 	}()
 	t0 := time.Now()
 	cmd := exec.Command(self, "bench", "--relay-child", dir)
-	cmd.Env = childBenchEnv()
+	cmd.Env = config.WithoutRelayEnv(os.Environ())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -168,17 +169,6 @@ func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io
 	o.Probe = p
 	o.Progress = stderr
 	return bench.Run(ctx, o)
-}
-
-// childBenchEnv is the environment without CROSSCHAT_* settings.
-func childBenchEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CROSSCHAT_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // childProbe asks the child relay for samples over its stdin and stdout.

@@ -73,6 +73,22 @@ const (
 	EnvPublicURL      = "CROSSCHAT_PUBLIC_URL"
 )
 
+// EnvPrefix begins the name of every variable the relay reads.
+const EnvPrefix = "CROSSCHAT_"
+
+// WithoutRelayEnv returns environ (KEY=VALUE entries, as os.Environ gives
+// them) without the relay's own variables, so a child relay started with it
+// takes none of this process's settings.
+func WithoutRelayEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, EnvPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // WithDotEnv returns an Env that consults base first and then the KEY=VALUE
 // lines of the file at path, so the file never overrides the real
 // environment. The file was named by the user: a missing one is an error.

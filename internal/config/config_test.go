@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,5 +140,15 @@ func TestAdminToken(t *testing.T) {
 	c2, _ := load(t, mapEnv(map[string]string{"CROSSCHAT_API_TOKEN": " secret "}), "--data-dir", dir)
 	if got, _ := c2.AdminToken(true); got != "secret" {
 		t.Fatalf("env token %q", got)
+	}
+}
+
+// Ensures a child's environment keeps everything but the relay's own
+// variables, which would hand it this process's settings.
+func TestWithoutRelayEnv(t *testing.T) {
+	got := config.WithoutRelayEnv([]string{"PATH=/bin", "CROSSCHAT_PORT=1", "HOME=/h", "CROSSCHAT_API_TOKEN=x", "XCROSSCHAT_A=1"})
+	want := []string{"PATH=/bin", "HOME=/h", "XCROSSCHAT_A=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -48,11 +48,7 @@ func (c *channelNotes) get() []map[string]any {
 // claude/channel capability, serves the relay's 14 tools by proxy, and
 // sends one notifications/claude/channel per task or update, in order.
 func TestChannelServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	alice := addAgent(t, p, dataDir, "alice")
 	bob := addAgent(t, p, dataDir, "bob")
 	c := bench.NewClient(p.url, 2)

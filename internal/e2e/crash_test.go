@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
@@ -70,15 +71,7 @@ func relayBinary(t *testing.T) string {
 
 // childEnv is the environment without CROSSCHAT_* settings, so the tests
 // never pick up a developer's relay configuration.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CROSSCHAT_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+func childEnv() []string { return config.WithoutRelayEnv(os.Environ()) }
 
 // relayProc is one `serve` child process.
 type relayProc struct {
@@ -110,6 +103,17 @@ func (p *relayProc) wait(t *testing.T, d time.Duration) error {
 		t.Fatalf("relay (pid %d) still running after %s\n%s", p.cmd.Process.Pid, d, p.out.String())
 		return nil
 	}
+}
+
+// childRelay skips the test in -short mode; otherwise it starts `serve` on
+// a fresh data folder and returns the process and the folder.
+func childRelay(t *testing.T) (*relayProc, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the relay binary")
+	}
+	dataDir := t.TempDir()
+	return startProcess(t, dataDir), dataDir
 }
 
 // startProcess starts `serve` on dataDir and waits for /health 200. It
@@ -233,11 +237,7 @@ type acks struct {
 // that everything it acknowledged survived, that no task is in an
 // impossible state, and that SQLite's integrity check passes.
 func TestCrashSafety(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	admin := adminToken(t, dataDir)
 	alice := addAgent(t, p, dataDir, "alice")
 	bob := addAgent(t, p, dataDir, "bob")
@@ -526,11 +526,7 @@ func impossible(t relay.Task) string {
 // TestGracefulShutdown checks that SIGTERM answers a waiting claim at once,
 // exits 0 and leaves a sound database.
 func TestGracefulShutdown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	admin := adminToken(t, dataDir)
 	carol := addAgent(t, p, dataDir, "carol")
 	c := bench.NewClient(p.url, 4)

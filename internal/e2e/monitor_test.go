@@ -108,11 +108,7 @@ func parseMonitorLine(t *testing.T, line string) monitorEvent {
 // events are posted, and checks stdout: every task and update exactly once,
 // in order, nothing else.
 func TestMonitorExactlyOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	alice := addAgent(t, p, dataDir, "alice")
 	bob := addAgent(t, p, dataDir, "bob")
 	proxy := newTCPProxy(t, relayAddr(p.port))

@@ -48,11 +48,7 @@ func rss(t *testing.T, pid int) int64 {
 // how much its resident memory grew, and that one task posted then reaches
 // every stream of its agent.
 func TestPushStreamMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	const agents = 10
 	var as []testAgent
 	for i := range agents {

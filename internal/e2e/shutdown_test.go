@@ -23,11 +23,7 @@ import (
 // workers stop on their own deadline, so the task is back in the queue
 // when the process has exited, not claimed until its lease runs out.
 func TestSIGTERMDuringRunLeavesTaskQueued(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the relay binary")
-	}
-	dataDir := t.TempDir()
-	p := startProcess(t, dataDir)
+	p, dataDir := childRelay(t)
 	admin := adminToken(t, dataDir)
 	addAgent(t, p, dataDir, "sleeper")
 	c := bench.NewClient(p.url, 2)
