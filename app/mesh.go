@@ -12,12 +12,32 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
-// startMesh joins the mesh when cfg asks for it (--nats or --nats-embed); it
-// returns nil without those flags, and the relay is the single-machine product.
-func startMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, error) {
-	if !cfg.Mesh.Enabled() {
-		return nil, nil
+// startMesh joins the mesh when cfg asks for it (--nats or --nats-embed, or
+// their variables), else when the settings saved in the window name one;
+// origin says which. Without any, it returns nil and the relay is the
+// single-machine product. Saved settings that fail leave the relay out of
+// the mesh (the Settings page shows why) rather than keep it from starting.
+func startMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, meshOrigin, error) {
+	if cfg.Mesh.Enabled() {
+		node, err := joinMesh(cfg, db, log)
+		return node, meshOrigin{source: MeshFromFlags}, err
 	}
+	cfg, saved, err := meshFromSettings(context.Background(), cfg, db)
+	origin := meshOrigin{source: MeshFromSettings, saved: saved}
+	if err == nil && cfg.Mesh.Enabled() {
+		var node *mesh.Node
+		if node, err = joinMesh(cfg, db, log); err == nil {
+			return node, origin, nil
+		}
+	}
+	if err != nil {
+		log.Warn("not joining the mesh of the saved settings", "err", err)
+		return nil, meshOrigin{source: MeshFromNone, saved: saved, err: err.Error()}, nil
+	}
+	return nil, meshOrigin{source: MeshFromNone, saved: saved}, nil
+}
+
+func joinMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, error) {
 	node, err := mesh.Start(mesh.Options{
 		URLs:      cfg.Mesh.URLs,
 		CredsFile: cfg.Mesh.Creds,
@@ -56,8 +76,10 @@ type MeshStatus struct {
 type Mesh struct {
 	c *core
 
-	mu   sync.Mutex
-	node *mesh.Node
+	mu       sync.Mutex
+	node     *mesh.Node
+	settings meshSettingsStore
+	origin   meshOrigin
 }
 
 func (m *Mesh) setNode(n *mesh.Node) {

@@ -16,6 +16,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
@@ -178,5 +179,77 @@ func TestNoMeshWithoutFlags(t *testing.T) {
 	out, _, code := run(t, "mesh", "status", "--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir)
 	if code != 0 || !strings.Contains(out, "not in a mesh") {
 		t.Fatalf("mesh status: %d %s", code, out)
+	}
+}
+
+// Ensure the mesh settings saved in the window are checked, wait for the
+// next start, and then join the mesh; flags would win over them.
+func TestMeshSettingsApplyAtNextStart(t *testing.T) {
+	cfg := config.Config{
+		Host: "127.0.0.1", DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator", TaskRetentionDays: 30,
+		AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]"}, AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
+		Mesh: config.Mesh{Replicas: 1},
+	}
+	start := func() *app.Relay {
+		r, err := app.Start(cfg, app.StartOptions{Version: "test"})
+		noErr(t, err)
+		return r
+	}
+	stop := func(r *app.Relay) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		noErr(t, r.Shutdown(ctx))
+	}
+	r := start()
+	v, err := r.Services.Mesh.MeshSettings()
+	noErr(t, err)
+	if v.Source != app.MeshFromNone || !v.Applied || v.Saved.Enabled() {
+		t.Fatalf("fresh relay: %+v", v)
+	}
+	for _, bad := range []relay.MeshSettings{
+		{URLs: []string{"http://nats.example:4222"}},
+		{URLs: []string{"nats://user:secret@nats.example:4222"}},
+		{URLs: []string{"nats://a:4222"}, Creds: "relative/team.creds"},
+		{Embed: "127.0.0.1"},
+		{Embed: "127.0.0.1:99999"},
+	} {
+		if _, err := r.Services.Mesh.SaveMeshSettings(bad); relay.ErrorCode(err) != relay.EInvalidRequest {
+			t.Errorf("save %+v = %v; want invalid_request", bad, err)
+		}
+	}
+	embed := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	v, err = r.Services.Mesh.SaveMeshSettings(relay.MeshSettings{Embed: " " + embed + " ", Name: "from-settings", URLs: []string{" "}})
+	noErr(t, err)
+	if v.Saved.Embed != embed || len(v.Saved.URLs) != 0 || v.Applied || v.Source != app.MeshFromNone {
+		t.Fatalf("saved: %+v", v)
+	}
+	if st, _ := r.Services.Mesh.Status(); st.Enabled {
+		t.Fatal("the saved settings applied before a restart")
+	}
+	stop(r)
+
+	r = start()
+	waitFor(t, func() bool {
+		st, err := r.Services.Mesh.Status()
+		return err == nil && st.Ready && st.RelayName == "from-settings"
+	}, "the relay joined the mesh of the saved settings")
+	v, err = r.Services.Mesh.MeshSettings()
+	noErr(t, err)
+	if v.Source != app.MeshFromSettings || !v.Applied || v.Error != "" {
+		t.Fatalf("after the restart: %+v", v)
+	}
+	stop(r)
+
+	// Saved settings that cannot work leave the relay out of the mesh, and say why.
+	r = start()
+	_, err = r.Services.Mesh.SaveMeshSettings(relay.MeshSettings{Embed: embed, NKey: "/no/such/nkey.seed"})
+	noErr(t, err)
+	stop(r)
+	r = start()
+	defer stop(r)
+	v, err = r.Services.Mesh.MeshSettings()
+	noErr(t, err)
+	if st, _ := r.Services.Mesh.Status(); st.Enabled || v.Source != app.MeshFromNone || !strings.Contains(v.Error, "nkey") {
+		t.Fatalf("with a missing nkey file: enabled %v, %+v", st.Enabled, v)
 	}
 }

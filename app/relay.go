@@ -93,7 +93,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	db.SetSecrets(token)
-	node, err := startMesh(cfg, db, log)
+	node, origin, err := startMesh(cfg, db, log)
 	if err != nil {
 		ln.Close()
 		db.Close()
@@ -107,6 +107,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	bg, cancelBg := context.WithCancel(context.Background())
 	services.core.attach(bg, svc, cfg)
 	services.Mesh.setNode(node)
+	services.Mesh.setSettings(db, origin)
 	met := newMetrics(svc, node, services.Workers)
 	handler, err := web.NewHandler(web.Config{
 		Service:        svc,

@@ -241,6 +241,9 @@ var bridgeAccess = map[string]web.Access{
 	"Mesh.Status": web.Remote,
 	"Mesh.Agents": web.Remote,
 	"Mesh.Relays": web.Remote,
+	// Mesh settings name files on this computer and where the relay connects.
+	"Mesh.MeshSettings":     web.LocalOnly,
+	"Mesh.SaveMeshSettings": web.LocalOnly,
 
 	"System.Show":             web.LocalOnly,
 	"System.PickFolder":       web.LocalOnly,

@@ -222,3 +222,22 @@ func (s *MeshService) Task(ctx context.Context, taskID string) (Task, error) {
 	t, err := s.Service.Task(ctx, taskID)
 	return s.task(ctx, t, err)
 }
+
+// MeshSettings are the mesh settings saved from the window's Settings page.
+// They apply at the next relay start, and only when neither flags nor
+// CROSSCHAT_NATS* variables name a mesh (those win).
+type MeshSettings struct {
+	// URLs are NATS server URLs (nats://, tls://, ws://, wss://).
+	URLs []string `json:"urls"`
+	// Creds, NKey and TLSCA are absolute paths of client credential files.
+	Creds string `json:"creds"`
+	NKey  string `json:"nkey"`
+	TLSCA string `json:"tlsCa"`
+	// Embed (HOST:PORT) runs a NATS server in the relay.
+	Embed string `json:"embed"`
+	// Name is this relay's name in the mesh; empty keeps the stored one.
+	Name string `json:"name"`
+}
+
+// Enabled reports whether the settings name a mesh to join.
+func (s MeshSettings) Enabled() bool { return len(s.URLs) > 0 || s.Embed != "" }

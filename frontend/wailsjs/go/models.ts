@@ -216,6 +216,42 @@ export namespace app {
 		    return a;
 		}
 	}
+	export class MeshSettingsView {
+	    saved: relay.MeshSettings;
+	    source: string;
+	    applied: boolean;
+	    error?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new MeshSettingsView(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.saved = this.convertValues(source["saved"], relay.MeshSettings);
+	        this.source = source["source"];
+	        this.applied = source["applied"];
+	        this.error = source["error"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
 	export class MeshStatus {
 	    enabled: boolean;
 	    relayId: string;
@@ -868,6 +904,28 @@ export namespace relay {
 	        this.outcome = source["outcome"];
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
+	    }
+	}
+	export class MeshSettings {
+	    urls: string[];
+	    creds: string;
+	    nkey: string;
+	    tlsCa: string;
+	    embed: string;
+	    name: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new MeshSettings(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.urls = source["urls"];
+	        this.creds = source["creds"];
+	        this.nkey = source["nkey"];
+	        this.tlsCa = source["tlsCa"];
+	        this.embed = source["embed"];
+	        this.name = source["name"];
 	    }
 	}
 	

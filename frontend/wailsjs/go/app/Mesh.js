@@ -6,8 +6,16 @@ export function Agents() {
   return window['go']['app']['Mesh']['Agents']();
 }
 
+export function MeshSettings() {
+  return window['go']['app']['Mesh']['MeshSettings']();
+}
+
 export function Relays() {
   return window['go']['app']['Mesh']['Relays']();
+}
+
+export function SaveMeshSettings(arg1) {
+  return window['go']['app']['Mesh']['SaveMeshSettings'](arg1);
 }
 
 export function Status() {

@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// keyMeshSettings holds the window's mesh settings as JSON.
+const keyMeshSettings = "mesh.settings"
+
+// MeshSettings returns the saved mesh settings (zero when none are saved).
+func (db *DB) MeshSettings(ctx context.Context) (relay.MeshSettings, error) {
+	var s relay.MeshSettings
+	var v string
+	err := db.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyMeshSettings).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read mesh settings: %w", err)
+	}
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return s, fmt.Errorf("read mesh settings: %w", err)
+	}
+	return s, nil
+}
+
+// SetMeshSettings saves the mesh settings (checked by the caller); they
+// apply at the next start.
+func (db *DB) SetMeshSettings(ctx context.Context, s relay.MeshSettings) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("store mesh settings: %w", err)
+	}
+	return db.write(ctx, "store mesh settings", func(t *tx) error {
+		_, err := t.exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, keyMeshSettings, string(b))
+		return err
+	})
+}
