@@ -176,14 +176,7 @@ func (p desktopPrefs) save(dataDir string) error {
 	if err != nil {
 		return fmt.Errorf("save preferences: %w", err)
 	}
-	tmp := filepath.Join(dataDir, prefsFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("save preferences: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dataDir, prefsFile)); err != nil {
-		return fmt.Errorf("save preferences: %w", err)
-	}
-	return nil
+	return writeFileAtomic(filepath.Join(dataDir, prefsFile), b, "save preferences")
 }
 
 // focusState is whether the window has the keyboard focus, as the page

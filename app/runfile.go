@@ -32,14 +32,7 @@ func writeRunFile(dataDir string, info RunInfo) error {
 	if err != nil {
 		return fmt.Errorf("encode run file: %w", err)
 	}
-	tmp := filepath.Join(dataDir, RunFileName+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write run file: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dataDir, RunFileName)); err != nil {
-		return fmt.Errorf("write run file: %w", err)
-	}
-	return nil
+	return writeFileAtomic(filepath.Join(dataDir, RunFileName), b, "write run file")
 }
 
 // readRunFile returns the run file of dataDir; ok is false when there is none.

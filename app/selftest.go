@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"time"
 
@@ -26,10 +25,7 @@ func (SelfTest) Report(text string) error {
 	if path == "" {
 		return errors.New("not in self-test mode")
 	}
-	if err := os.WriteFile(path+".tmp", []byte(text), 0o600); err != nil {
-		return fmt.Errorf("write self-test report: %w", err)
-	}
-	return os.Rename(path+".tmp", path)
+	return writeFileAtomic(path, []byte(text), "write self-test report")
 }
 
 // selfTestBind is what the window binds besides the services: SelfTest in

@@ -51,14 +51,7 @@ func (s windowState) save(dataDir string) error {
 	if err != nil {
 		return fmt.Errorf("encode window state: %w", err)
 	}
-	tmp := filepath.Join(dataDir, windowFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("save window state: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dataDir, windowFile)); err != nil {
-		return fmt.Errorf("save window state: %w", err)
-	}
-	return nil
+	return writeFileAtomic(filepath.Join(dataDir, windowFile), b, "save window state")
 }
 
 // window ties the native window to the relay: it forwards committed

@@ -1,0 +1,20 @@
+package app
+
+import (
+	"fmt"
+	"os"
+)
+
+// writeFileAtomic replaces path with b (mode 0600) by writing a sibling
+// .tmp file and renaming it over path, so a reader never sees half a file;
+// what names the file in errors.
+func writeFileAtomic(path string, b []byte, what string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
