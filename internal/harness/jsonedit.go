@@ -162,40 +162,38 @@ func decodeValue(dec *json.Decoder) (any, error) {
 func writeJSON(b *bytes.Buffer, v any, indent string) {
 	switch t := v.(type) {
 	case jobj:
-		if len(t) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{\n")
-		for i, m := range t {
-			b.WriteString(indent + "  ")
-			writeScalar(b, m.Key)
+		writeBlock(b, '{', '}', len(t), indent, func(i int) {
+			writeScalar(b, t[i].Key)
 			b.WriteString(": ")
-			writeJSON(b, m.Val, indent+"  ")
-			if i < len(t)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "}")
+			writeJSON(b, t[i].Val, indent+"  ")
+		})
 	case []any:
-		if len(t) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteString("[\n")
-		for i, e := range t {
-			b.WriteString(indent + "  ")
-			writeJSON(b, e, indent+"  ")
-			if i < len(t)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "]")
+		writeBlock(b, '[', ']', len(t), indent, func(i int) {
+			writeJSON(b, t[i], indent+"  ")
+		})
 	default:
 		writeScalar(b, t)
 	}
+}
+
+// writeBlock writes an object or array of n members between open and
+// close, one a line indented under indent; item writes member i. An empty
+// one stays on one line.
+func writeBlock(b *bytes.Buffer, open, close byte, n int, indent string, item func(i int)) {
+	b.WriteByte(open)
+	if n > 0 {
+		b.WriteByte('\n')
+		for i := range n {
+			b.WriteString(indent + "  ")
+			item(i)
+			if i < n-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(indent)
+	}
+	b.WriteByte(close)
 }
 
 func writeScalar(b *bytes.Buffer, v any) {
