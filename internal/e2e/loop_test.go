@@ -33,7 +33,8 @@ echo "Handed it on to %s."
 // on in a ring (a → b → c → a → …), each run a real child process posting
 // over MCP with its run token. The hand-off limit stops the loop: the run
 // whose hand-off would exceed it gets chain_limit, and its task is blocked
-// with that clear error.
+// with that clear error, naming the limit and the conversation. Every task
+// of the ring is in the first task's conversation, one hop further each.
 func TestThreeAgentLoopStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes")
@@ -115,8 +116,9 @@ func TestThreeAgentLoopStops(t *testing.T) {
 		if i == limit {
 			want = relay.StatusBlocked
 		}
-		if x.Depth != i || x.RecipientSlug != ring[i%3] || x.Status != want {
-			t.Errorf("task %d: depth %d to %s %s, want depth %d to %s %s", i, x.Depth, x.RecipientSlug, x.Status, i, ring[i%3], want)
+		if x.Depth != i || x.Hops != i || x.ConversationID != first.ID || x.RecipientSlug != ring[i%3] || x.Status != want {
+			t.Errorf("task %d: depth %d hops %d conversation %s to %s %s, want depth and hops %d, conversation %s, to %s %s",
+				i, x.Depth, x.Hops, x.ConversationID, x.RecipientSlug, x.Status, i, first.ID, ring[i%3], want)
 		}
 	}
 	d, err := r.Services.Tasks.Get(tasks[limit].ID)
@@ -124,7 +126,7 @@ func TestThreeAgentLoopStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := d.Task.Reports[len(d.Task.Reports)-1]
-	for _, want := range []string{"chain_limit", fmt.Sprintf("%d hand-offs away", limit+1), fmt.Sprintf("the limit is %d", limit)} {
+	for _, want := range []string{"chain_limit", fmt.Sprintf("%d hand-offs away", limit+1), "conversation " + first.ID, fmt.Sprintf("the limit is %d", limit)} {
 		if !strings.Contains(last.Message+last.Result, want) {
 			t.Errorf("the blocked report lacks %q: %+v", want, last)
 		}

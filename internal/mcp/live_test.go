@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -23,6 +24,7 @@ func TestLiveSessionPingPongStopsAtLimit(t *testing.T) {
 	}
 	var task relay.Task
 	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "t0", "instructions": "go"}), &task)
+	first := task.ID
 	for depth, hop := range []string{"alice", "bob"} {
 		c := bob
 		if hop == "bob" {
@@ -30,13 +32,16 @@ func TestLiveSessionPingPongStopsAtLimit(t *testing.T) {
 		}
 		var child relay.Task
 		ok(t, call(t, c, "post_task", map[string]any{"recipientSlug": hop, "title": "back", "instructions": "again", "parentTaskId": task.ID}), &child)
-		if child.Depth != depth+1 || child.ParentTaskID != task.ID {
-			t.Fatalf("hop %d: depth %d parent %s", depth+1, child.Depth, child.ParentTaskID)
+		if child.Depth != depth+1 || child.Hops != depth+1 || child.ParentTaskID != task.ID || child.ConversationID != first {
+			t.Fatalf("hop %d: depth %d hops %d parent %s conversation %s", depth+1, child.Depth, child.Hops, child.ParentTaskID, child.ConversationID)
 		}
 		task = child
 	}
 	got := fails(t, call(t, bob, "post_task", map[string]any{"recipientSlug": "alice", "title": "again", "instructions": "again", "parentTaskId": task.ID}), relay.EChainLimit)
-	if got.Details["limit"] != float64(2) || got.Details["depth"] != float64(3) {
-		t.Fatalf("chain_limit details %v", got.Details)
+	if got.Details["limit"] != float64(2) || got.Details["depth"] != float64(3) || got.Details["conversationId"] != first {
+		t.Fatalf("chain_limit details %v, want depth 3, limit 2, conversation %s", got.Details, first)
+	}
+	if !strings.Contains(got.Message, "conversation "+first) || !strings.Contains(got.Message, "the limit is 2") {
+		t.Fatalf("chain_limit message %q names no conversation or limit", got.Message)
 	}
 }

@@ -20,6 +20,7 @@ func ProtocolMarkdown() string {
 5. Renew the lease with renew_task_lease while you work. If you cannot finish, release_task so the task goes back to the queue.
 6. When a task you assigned is blocked, resolve the blocker and requeue_task it, or cancel_task it.
 7. To ask for fixes to a completed task, use request_changes on that task instead of posting a new one.
+8. When you hand part of a task to another agent, pass that task's id as parentTaskId: the hand-off continues its conversation, and hand-offs per conversation are limited (chain_limit). Never post a task to yourself; to reach one of your own sessions, name it in targetSession.
 
 Suggested capability labels: ` + strings.Join(relay.DefaultCapabilities, ", ") + "\n"
 }

@@ -24,7 +24,8 @@ type toolCase struct {
 	code string
 	// want are result fields that must equal these values (compared as
 	// JSON). "a.b" reaches into objects; "a#len" (or "#len" for the result
-	// itself) is the length of an array.
+	// itself) is the length of an array. A string value "$name" is the
+	// task id saved under that name, as in args.
 	want map[string]any
 	// save keeps the result's task id ("id", or "task.id" for a claim)
 	// under this name.
@@ -41,16 +42,19 @@ func runToolTable(t *testing.T, clients map[string]*client.Client, cases []toolC
 			if !found {
 				t.Fatalf("no client %q", tc.as)
 			}
-			args := map[string]any{}
-			for k, v := range tc.args {
+			resolve := func(v any) any {
 				if s, isStr := v.(string); isStr && strings.HasPrefix(s, "$") {
 					id, known := saved[s[1:]]
 					if !known {
 						t.Fatalf("nothing saved as %s", s)
 					}
-					v = id
+					return id
 				}
-				args[k] = v
+				return v
+			}
+			args := map[string]any{}
+			for k, v := range tc.args {
+				args[k] = resolve(v)
 			}
 			res := call(t, c, tc.tool, args)
 			if tc.code != "" {
@@ -59,18 +63,6 @@ func runToolTable(t *testing.T, clients map[string]*client.Client, cases []toolC
 			}
 			var got any
 			ok(t, res, &got, wrapKeyFor(tc.tool)...)
-			for path, want := range tc.want {
-				v, err := lookup(got, path)
-				if err != "" {
-					t.Errorf("%s: %s in %s", path, err, resultText(t, res))
-					continue
-				}
-				wj, _ := json.Marshal(want)
-				vj, _ := json.Marshal(v)
-				if string(wj) != string(vj) {
-					t.Errorf("%s = %s, want %s", path, vj, wj)
-				}
-			}
 			if tc.save != "" {
 				id, _ := lookup(got, "id")
 				if tc.tool == "claim_next_task" {
@@ -81,6 +73,18 @@ func runToolTable(t *testing.T, clients map[string]*client.Client, cases []toolC
 					t.Fatalf("no task id to save in %s", resultText(t, res))
 				}
 				saved[tc.save] = s
+			}
+			for path, want := range tc.want {
+				v, err := lookup(got, path)
+				if err != "" {
+					t.Errorf("%s: %s in %s", path, err, resultText(t, res))
+					continue
+				}
+				wj, _ := json.Marshal(resolve(want))
+				vj, _ := json.Marshal(v)
+				if string(wj) != string(vj) {
+					t.Errorf("%s = %s, want %s", path, vj, wj)
+				}
 			}
 		})
 	}

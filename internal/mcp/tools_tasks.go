@@ -28,6 +28,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			mcp.MaxItems(relay.MaxCapabilities), mcp.DefaultArray([]string{})),
 		mcp.WithInteger("priority", mcp.Description("1 low, 2 normal, 3 urgent. Urgent tasks are claimed first."), intEnum(relay.PriorityLow, relay.PriorityNormal, relay.PriorityUrgent), mcp.DefaultNumber(relay.PriorityNormal)),
 		mcp.WithString("parentTaskId", mcp.Description("Optional: the task this one is handed off from (one you sent or received), to keep the work in one thread. During a worker run the run's task is used automatically."), format("uuid")),
+		mcp.WithString("targetSession", mcp.Description("Optional: the recipient's session this task is for, by session id or exact session name on the recipient's computer. Required to post a task to yourself (to one of your own sessions); otherwise that is refused."), mcp.MinLength(1), mcp.MaxLength(relay.MaxTargetSession)),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		in := relay.PostTaskInput{
@@ -37,6 +38,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			RequiredCapabilities: a.strings("requiredCapabilities", []string{}),
 			Priority:             a.integer("priority", relay.PriorityNormal, relay.PriorityLow, relay.PriorityUrgent),
 			ParentTaskID:         a.str("parentTaskId"),
+			TargetSession:        a.str("targetSession"),
 		}
 		supplied := a.str("senderSlug")
 		sender, err := a.acting(p, "senderSlug", supplied)
@@ -45,13 +47,12 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		in.SenderSlug = sender
 		if p.RunTaskID != "" {
-			// A worker run hands off from the task it runs, and hand-offs
-			// are bounded by the chain limit.
+			// A worker run hands off from the task it runs: its conversation.
 			in.ParentTaskID = p.RunTaskID
-			in.EnforceChainLimit = true
 		}
-		// An agent's hand-off linked to a task is bounded too, from a live session as from a run.
-		in.EnforceChainLimit = in.EnforceChainLimit || (p.Kind == relay.PrincipalAgent && in.ParentTaskID != "")
+		// An agent's own post (live session or run) may not go to itself
+		// without a target session, and its hand-offs are bounded by the limit.
+		in.FromAgent = p.Kind == relay.PrincipalAgent
 		if in, err = in.Validate(); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -57,5 +59,72 @@ func TestTaskTools(t *testing.T) {
 		{name: "cancel", as: "alice", tool: "cancel_task", args: map[string]any{"taskId": "$t", "reason": "Not needed."}, want: map[string]any{"status": "cancelled"}},
 		{name: "cancel without a reason", as: "alice", tool: "cancel_task", args: map[string]any{"taskId": "$t"}, code: relay.EInvalidRequest},
 		{name: "nothing left to claim", as: "bob", tool: "claim_next_task", want: map[string]any{"status": "idle"}},
+	})
+}
+
+// TestConversationTools: a task starts a conversation or continues its
+// parent's (parentTaskId, or a run token's task); hops count the hand-offs
+// across agents and are bounded by the limit for agents' own posts; an
+// agent's post to itself needs targetSession.
+func TestConversationTools(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	clients := e.callers("alice", "bob", "carol", "admin")
+	s, err := e.svc.Settings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MaxChainDepth = 2
+	if _, err := e.svc.UpdateSettings(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// bob's worker runs root, a task alice sent.
+	root, err := e.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "root", Instructions: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := e.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaWorker}); err != nil || claimed == nil || claimed.ID != root.ID {
+		t.Fatalf("claim root: %v %v", claimed, err)
+	}
+	runTok, err := e.svc.IssueRunToken(ctx, "bob", root.ID, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients["bob-run"] = e.client(runTok)
+	post := func(to string, more ...any) map[string]any {
+		m := map[string]any{"recipientSlug": to, "title": "hand-off", "instructions": "Do it."}
+		for i := 0; i+1 < len(more); i += 2 {
+			m[more[i].(string)] = more[i+1]
+		}
+		return m
+	}
+	runToolTable(t, clients, []toolCase{
+		{name: "a post without a parent starts a conversation", as: "alice", tool: "post_task", args: post("carol"), save: "fresh",
+			want: map[string]any{"conversationId": "$fresh", "hops": 0, "depth": 0}},
+		{name: "a post with parentTaskId inherits it", as: "carol", tool: "post_task", args: post("bob", "parentTaskId", "$fresh"), save: "linked",
+			want: map[string]any{"conversationId": "$fresh", "hops": 1, "depth": 1, "parentTaskId": "$fresh"}},
+		{name: "a run's post inherits the run's task", as: "bob-run", tool: "post_task", args: post("carol"), save: "r1",
+			want: map[string]any{"conversationId": root.ID, "parentTaskId": root.ID, "hops": 1}},
+		{name: "a run's parentTaskId is its task", as: "bob-run", tool: "post_task", args: post("alice", "parentTaskId", "$fresh"),
+			want: map[string]any{"conversationId": root.ID, "parentTaskId": root.ID, "hops": 1}},
+		{name: "hops go on across agents", as: "carol", tool: "post_task", args: post("alice", "parentTaskId", "$r1"), save: "r2",
+			want: map[string]any{"conversationId": root.ID, "hops": 2}},
+		{name: "get_task shows the conversation", as: "alice", tool: "get_task", args: map[string]any{"taskId": "$r2"},
+			want: map[string]any{"conversationId": root.ID, "hops": 2}},
+		{name: "a hop past the limit is refused", as: "alice", tool: "post_task", args: post("bob", "parentTaskId", "$r2"), code: relay.EChainLimit},
+		{name: "the admin's manual link is not refused", as: "admin", tool: "post_task", args: post("bob", "senderSlug", "alice", "parentTaskId", "$r2"),
+			want: map[string]any{"conversationId": root.ID, "hops": 3}},
+		{name: "a post to yourself is refused", as: "alice", tool: "post_task", args: post("alice"), code: relay.ESelfTask},
+		{name: "a run's post to its own agent is refused", as: "bob-run", tool: "post_task", args: post("bob"), code: relay.ESelfTask},
+		{name: "a post to yourself naming a session", as: "alice", tool: "post_task", args: post("alice", "targetSession", "  review session "),
+			want: map[string]any{"targetSession": "review session", "recipientSlug": "alice"}},
+		{name: "a run's post to its own agent naming a session", as: "bob-run", tool: "post_task", args: post("bob", "targetSession", "0b5d6a3e-8f0c-4e55-9a0d-2a6b1f1e7c11"),
+			want: map[string]any{"targetSession": "0b5d6a3e-8f0c-4e55-9a0d-2a6b1f1e7c11", "conversationId": root.ID, "hops": 1}},
+		{name: "a session name on two lines", as: "alice", tool: "post_task", args: post("alice", "targetSession", "a\nb"), code: relay.EInvalidRequest},
+		{name: "a session name too long", as: "alice", tool: "post_task", args: post("bob", "targetSession", strings.Repeat("s", relay.MaxTargetSession+1)), code: relay.EInvalidRequest},
+		{name: "another agent's session", as: "alice", tool: "post_task", args: post("bob", "targetSession", "bob's review"),
+			want: map[string]any{"targetSession": "bob's review", "hops": 0}},
+		{name: "the admin posts as an agent to itself", as: "admin", tool: "post_task", args: post("carol", "senderSlug", "carol"),
+			want: map[string]any{"senderSlug": "carol", "recipientSlug": "carol"}},
 	})
 }

@@ -16,6 +16,7 @@ const (
 	EUnknownInvite            = "unknown_invite"
 	ETaskAccessDenied         = "task_access_denied"
 	EChainLimit               = "chain_limit"
+	ESelfTask                 = "self_task_refused"
 	ERecipientLacksCapability = "recipient_lacks_capability"
 	ETaskUpdateDenied         = "task_update_denied"
 	ETaskCancelDenied         = "task_cancel_denied"

@@ -54,6 +54,12 @@ func TestValidate(t *testing.T) {
 		{"bad priority", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", Priority: 4}, relay.EInvalidRequest},
 		{"bad parent", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", ParentTaskID: "x"}, relay.EInvalidRequest},
 		{"too many caps", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", RequiredCapabilities: make([]string, 33)}, relay.EInvalidRequest},
+		{"an agent to itself", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: " A1 ", Title: "t", Instructions: "i", FromAgent: true}, relay.ESelfTask},
+		{"an agent to itself naming a blank session", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "a1", Title: "t", Instructions: "i", FromAgent: true, TargetSession: "  "}, relay.ESelfTask},
+		{"an agent to its own session", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "a1", Title: "t", Instructions: "i", FromAgent: true, TargetSession: "my session"}, ""},
+		{"the operator to an agent as itself", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "a1", Title: "t", Instructions: "i"}, ""},
+		{"a session name with a tab", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", TargetSession: "a\tb"}, relay.EInvalidRequest},
+		{"a session name too long", relay.PostTaskInput{SenderSlug: "a1", RecipientSlug: "b1", Title: "t", Instructions: "i", TargetSession: strings.Repeat("s", relay.MaxTargetSession+1)}, relay.EInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,8 +66,12 @@ const (
 // MaxWait bounds a long-poll, so client tool-call timeouts never hit.
 const MaxWait = 25 * time.Second
 
-// DefaultChainLimit is the default hand-off depth limit for worker runs.
+// DefaultChainLimit is the default hand-off limit: how many hops a
+// conversation may take from the task a person started.
 const DefaultChainLimit = 3
+
+// MaxTargetSession bounds a task's targetSession (a session id or name), in characters.
+const MaxTargetSession = 200
 
 // Report is one entry of a task's timeline.
 type Report struct {
@@ -94,8 +98,17 @@ type Task struct {
 	LeaseExpiresAt       string     `json:"leaseExpiresAt,omitempty"`
 	ParentTaskID         string     `json:"parentTaskId,omitempty"`
 	Depth                int        `json:"depth"`
-	ClaimedVia           string     `json:"claimedVia,omitempty"`
-	Reports              []Report   `json:"reports"`
+	// ConversationID is the conversation the task belongs to: the id of the
+	// task that started it, inherited by every hand-off from it.
+	ConversationID string `json:"conversationId"`
+	// Hops counts the hand-offs from the conversation's first task to this
+	// one, across agents and sessions; the hand-off limit bounds it.
+	Hops int `json:"hops"`
+	// TargetSession names the recipient's session (an id or exact name) the
+	// task is meant for; empty for any.
+	TargetSession string   `json:"targetSession,omitempty"`
+	ClaimedVia    string   `json:"claimedVia,omitempty"`
+	Reports       []Report `json:"reports"`
 	// Signature is the mark of a task another relay told this one about
 	// (MarkVerified, MarkUnverified, MarkMismatch); empty for a local task.
 	Signature string `json:"signature,omitempty"`
@@ -123,6 +136,9 @@ type TaskSummary struct {
 	LeaseExpiresAt       string         `json:"leaseExpiresAt,omitempty"`
 	ParentTaskID         string         `json:"parentTaskId,omitempty"`
 	Depth                int            `json:"depth"`
+	ConversationID       string         `json:"conversationId"`
+	Hops                 int            `json:"hops"`
+	TargetSession        string         `json:"targetSession,omitempty"`
 	ClaimedVia           string         `json:"claimedVia,omitempty"`
 	ReportCount          int            `json:"reportCount"`
 	LatestReport         *ReportExcerpt `json:"latestReport,omitempty"`
@@ -144,9 +160,15 @@ type PostTaskInput struct {
 	// Priority is 1, 2 or 3; 0 means the default (2).
 	Priority     int    `json:"priority"`
 	ParentTaskID string `json:"parentTaskId,omitempty"`
-	// EnforceChainLimit refuses the task with chain_limit when its depth would
-	// exceed the configured limit. Set for tasks posted with a run token.
-	EnforceChainLimit bool `json:"-"`
+	// TargetSession names the recipient's session the task is for (a session
+	// id or exact session name on the recipient's computer); optional.
+	TargetSession string `json:"targetSession,omitempty"`
+	// FromAgent marks a post made with the sender's own agent or run token
+	// (not the admin token or the dashboard). Such a post may not go to
+	// the sender itself unless it names a TargetSession, and when it
+	// continues a conversation (a parent task, or the run's task) it is
+	// refused with chain_limit past the hand-off limit.
+	FromAgent bool `json:"-"`
 }
 
 // ClaimInput asks for the recipient's next task.

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -230,7 +231,30 @@ func (in PostTaskInput) Validate() (PostTaskInput, error) {
 	if in.ParentTaskID != "" {
 		c.taskID("parentTaskId", &in.ParentTaskID)
 	}
+	if c.err == nil {
+		in.TargetSession, c.err = TargetSession("targetSession", in.TargetSession)
+	}
+	if c.err == nil && in.FromAgent && in.SenderSlug == in.RecipientSlug && in.TargetSession == "" {
+		c.err = Errorf(ESelfTask,
+			"%s cannot post a task to itself: do the work yourself. To hand it to one of your own sessions, name it in targetSession (a session id or exact session name).",
+			in.SenderSlug).WithDetails(map[string]any{"agent": in.SenderSlug})
+	}
 	return in, c.err
+}
+
+// TargetSession trims s and checks it as a session id or name: empty, or
+// 1..MaxTargetSession characters without control characters.
+func TargetSession(field, s string) (string, error) {
+	t, err := Text(field, s, 0, MaxTargetSession)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range t {
+		if unicode.IsControl(r) {
+			return "", Errorf(EInvalidRequest, "%s: must be one line without control characters.", field)
+		}
+	}
+	return t, nil
 }
 
 // Validate checks and normalizes a report.

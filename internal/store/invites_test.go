@@ -229,7 +229,7 @@ func TestSettings(t *testing.T) {
 	// A limit of 0 refuses any enforced hand-off.
 	e.register("aa")
 	root := e.post("aa", "aa", "root", 0)
-	_, err = e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "aa", RecipientSlug: "aa", Title: "t", Instructions: "i", ParentTaskID: root.ID, EnforceChainLimit: true})
+	_, err = e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "aa", RecipientSlug: "aa", Title: "t", Instructions: "i", ParentTaskID: root.ID, TargetSession: "s1", FromAgent: true})
 	wantCode(t, err, relay.EChainLimit)
 }
 

@@ -328,6 +328,22 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 	return applied, err
 }
 
+// remoteConversation is the conversation column (NULL when the task started
+// its own), hop count and target session column of a task another relay
+// sent, so the hand-off limit keeps counting across relays. Hops below the
+// depth are not taken; an invalid id or session name is dropped.
+func remoteConversation(rt relay.Task) (conv any, hops int, target any) {
+	if rt.ConversationID != "" && rt.ConversationID != rt.ID {
+		if id, err := relay.TaskID("conversationId", rt.ConversationID); err == nil {
+			conv = id
+		}
+	}
+	if s, err := relay.TargetSession("targetSession", rt.TargetSession); err == nil && s != "" {
+		target = s
+	}
+	return conv, max(rt.Hops, rt.Depth, 0), target
+}
+
 // applyNewTask stores a task a remote agent posted to a local one, with the
 // same id, and wakes the recipient's waiting claims.
 func (t *tx) applyNewTask(from string, rt relay.Task) error {
@@ -345,11 +361,12 @@ func (t *tx) applyNewTask(from string, rt relay.Task) error {
 	if err != nil {
 		prio = relay.PriorityNormal
 	}
+	conv, hops, target := remoteConversation(rt)
 	if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-			created_at, updated_at, parent_task_id, depth)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
+			created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
 		rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
-		rt.CreatedAt, t.ts, parent, rt.Depth); err != nil {
+		rt.CreatedAt, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
 		return fmt.Errorf("insert remote task: %w", err)
 	}
 	if err := t.copyReports(rt); err != nil {
@@ -399,9 +416,11 @@ func (t *tx) applyState(from string, exists bool, rt relay.Task, ev *relay.MeshE
 		return err
 	}
 	if !exists {
+		conv, hops, target := remoteConversation(rt)
 		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-				created_at, updated_at, depth) VALUES (?, ?, ?, ?, ?, ?, 2, 'queued', ?, ?, ?)`,
-			rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), rt.CreatedAt, t.ts, rt.Depth); err != nil {
+				created_at, updated_at, depth, conversation_id, hops, target_session) VALUES (?, ?, ?, ?, ?, ?, 2, 'queued', ?, ?, ?, ?, ?, ?)`,
+			rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), rt.CreatedAt, t.ts, rt.Depth,
+			conv, hops, target); err != nil {
 			return fmt.Errorf("insert mirror task: %w", err)
 		}
 	}

@@ -118,6 +118,11 @@ func (db *DB) applyMigration(ctx context.Context, m migration) (err error) {
 	if _, err = tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
+	if step := afterMigration[m.version]; step != nil {
+		if err = step(ctx, tx); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
 	// PRAGMA does not take bound parameters; the version is an int we made.
 	if _, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 		return fmt.Errorf("migration %s: set version: %w", m.name, err)

@@ -15,12 +15,14 @@ import (
 )
 
 const taskColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.instructions, t.required_capabilities, t.priority, t.status,
-	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via`
+	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via,
+	COALESCE(t.conversation_id, t.id), t.hops, t.target_session`
 
 // summaryColumns are the task columns of a TaskSummary plus its report count
 // and latest report; use with summaryFrom.
 const summaryColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.required_capabilities, t.priority, t.status,
 	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via,
+	COALESCE(t.conversation_id, t.id), t.hops, t.target_session,
 	(SELECT COUNT(*) FROM reports c WHERE c.task_id = t.id), lr.kind, lr.message, lr.created_at`
 
 const summaryFrom = ` FROM tasks t LEFT JOIN reports lr ON lr.rowid = (SELECT MAX(m.rowid) FROM reports m WHERE m.task_id = t.id)`
@@ -38,6 +40,7 @@ type taskScan struct {
 	t                                 relay.Task
 	caps, status                      string
 	claimedAt, lease, parent, claimed sql.NullString
+	target                            sql.NullString
 }
 
 // dest returns the scan targets in column order; instructions says whether
@@ -48,7 +51,8 @@ func (c *taskScan) dest(instructions bool) []any {
 		d = append(d, &c.t.Instructions)
 	}
 	return append(d, &c.caps, &c.t.Priority, &c.status,
-		&c.t.CreatedAt, &c.t.UpdatedAt, &c.claimedAt, &c.lease, &c.parent, &c.t.Depth, &c.claimed)
+		&c.t.CreatedAt, &c.t.UpdatedAt, &c.claimedAt, &c.lease, &c.parent, &c.t.Depth, &c.claimed,
+		&c.t.ConversationID, &c.t.Hops, &c.target)
 }
 
 // task converts the scanned columns into the task.
@@ -56,6 +60,7 @@ func (c *taskScan) task() (relay.Task, error) {
 	t := c.t
 	t.Status = relay.TaskStatus(c.status)
 	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = c.claimedAt.String, c.lease.String, c.parent.String, c.claimed.String
+	t.TargetSession = c.target.String
 	if err := json.Unmarshal([]byte(c.caps), &t.RequiredCapabilities); err != nil {
 		return t, fmt.Errorf("task %s capabilities: %w", t.ID, err)
 	}
@@ -110,7 +115,8 @@ func summarize(t relay.Task) relay.TaskSummary {
 		ID: t.ID, SenderSlug: t.SenderSlug, RecipientSlug: t.RecipientSlug, Title: t.Title,
 		RequiredCapabilities: t.RequiredCapabilities, Priority: t.Priority, Status: t.Status,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
-		ParentTaskID: t.ParentTaskID, Depth: t.Depth, ClaimedVia: t.ClaimedVia, ReportCount: len(t.Reports),
+		ParentTaskID: t.ParentTaskID, Depth: t.Depth, ConversationID: t.ConversationID, Hops: t.Hops,
+		TargetSession: t.TargetSession, ClaimedVia: t.ClaimedVia, ReportCount: len(t.Reports),
 	}
 	if n := len(t.Reports); n > 0 {
 		r := t.Reports[n-1]
@@ -178,6 +184,21 @@ func chainLimit(ctx context.Context, q queryer) (int, error) {
 	return n, nil
 }
 
+// checkHops refuses a hand-off that would take conversation conv to hops
+// hand-offs from its first task when the hand-off limit is lower.
+func checkHops(t *tx, hops int, conv string) error {
+	limit, err := chainLimit(t.ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	if hops <= limit {
+		return nil
+	}
+	return relay.Errorf(relay.EChainLimit,
+		"This task would be %d hand-offs away from the person who started the work (conversation %s), and the limit is %d. Do the work yourself, or answer BLOCKED: with what you need.",
+		hops, conv, limit).WithDetails(map[string]any{"depth": hops, "limit": limit, "conversationId": conv})
+}
+
 // PostTask queues a task for its recipient and wakes the recipient's waiting claims.
 func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task, error) {
 	in, err := in.Validate()
@@ -197,7 +218,8 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err != nil {
 			return err
 		}
-		depth := 0
+		id := relay.NewID()
+		depth, hops, conv := 0, 0, id
 		if in.ParentTaskID != "" {
 			parent, err := getTask(t.ctx, t.tx, in.ParentTaskID)
 			if err != nil {
@@ -206,29 +228,26 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			if parent.SenderSlug != in.SenderSlug && parent.RecipientSlug != in.SenderSlug {
 				return relay.Errorf(relay.ETaskAccessDenied, "A task can only be linked to a task you sent or received.")
 			}
-			depth = parent.Depth + 1
-		}
-		if in.EnforceChainLimit {
-			limit, err := chainLimit(t.ctx, t.tx)
-			if err != nil {
-				return err
-			}
-			if depth > limit {
-				return relay.Errorf(relay.EChainLimit,
-					"This task would be %d hand-offs away from the person who started the work, and the limit is %d. Do the work yourself, or answer BLOCKED: with what you need.",
-					depth, limit).WithDetails(map[string]any{"depth": depth, "limit": limit})
+			depth, hops, conv = parent.Depth+1, parent.Hops+1, parent.ConversationID
+			if in.FromAgent {
+				if err := checkHops(t, hops, conv); err != nil {
+					return err
+				}
 			}
 		}
 		if missing := missingCapabilities(recipient.Capabilities, in.RequiredCapabilities); len(missing) > 0 {
 			return relay.Errorf(relay.ERecipientLacksCapability, "Cannot assign to %s: it does not advertise %s.",
 				recipient.Slug, strings.Join(missing, ", ")).WithDetails(map[string]any{"missingCapabilities": missing})
 		}
-		id := relay.NewID()
+		var convCol any // NULL: the task starts its own conversation
+		if conv != id {
+			convCol = conv
+		}
 		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-				created_at, updated_at, parent_task_id, depth)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)`,
+				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
 			id, in.SenderSlug, in.RecipientSlug, in.Title, in.Instructions, capsJSON(in.RequiredCapabilities), in.Priority,
-			t.ts, t.ts, nullString(in.ParentTaskID), depth); err != nil {
+			t.ts, t.ts, nullString(in.ParentTaskID), depth, convCol, hops, nullString(in.TargetSession)); err != nil {
 			return fmt.Errorf("insert task: %w", err)
 		}
 		if err := t.touch(in.SenderSlug); err != nil {
@@ -238,7 +257,8 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		caps := append([]string{}, in.RequiredCapabilities...)
 		out = relay.Task{ID: id, SenderSlug: in.SenderSlug, RecipientSlug: in.RecipientSlug, Title: in.Title,
 			Instructions: in.Instructions, RequiredCapabilities: caps, Priority: in.Priority, Status: relay.StatusQueued,
-			CreatedAt: t.ts, UpdatedAt: t.ts, ParentTaskID: in.ParentTaskID, Depth: depth, Reports: []relay.Report{}}
+			CreatedAt: t.ts, UpdatedAt: t.ts, ParentTaskID: in.ParentTaskID, Depth: depth,
+			ConversationID: conv, Hops: hops, TargetSession: in.TargetSession, Reports: []relay.Report{}}
 		t.taskKnown(out)
 		t.wakeUp(in.RecipientSlug)
 		return nil

@@ -449,7 +449,7 @@ func TestHandOffsDepthAndChainLimit(t *testing.T) {
 	}
 	root := e.post("alice", "bob", "root", 0)
 	post := func(from, to, title, parent string, enforce bool) (relay.Task, error) {
-		return e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "i", ParentTaskID: parent, EnforceChainLimit: enforce})
+		return e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "i", ParentTaskID: parent, FromAgent: enforce})
 	}
 	child, err := post("bob", "carol", "child", root.ID, true)
 	if err != nil || child.Depth != 1 || child.ParentTaskID != root.ID {
@@ -479,7 +479,7 @@ func TestHandOffsDepthAndChainLimit(t *testing.T) {
 	e2.register("a2")
 	parent := e2.post("a1", "a2", "d0", 0).ID
 	for depth := 1; depth <= 4; depth++ {
-		task, err := e2.db.PostTask(e2.ctx, relay.PostTaskInput{SenderSlug: "a2", RecipientSlug: "a1", Title: "d", Instructions: "i", ParentTaskID: parent, EnforceChainLimit: true})
+		task, err := e2.db.PostTask(e2.ctx, relay.PostTaskInput{SenderSlug: "a2", RecipientSlug: "a1", Title: "d", Instructions: "i", ParentTaskID: parent, FromAgent: true})
 		if depth <= relay.DefaultChainLimit {
 			if err != nil {
 				t.Fatalf("depth %d refused: %v", depth, err)

@@ -386,6 +386,9 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 		n, _ := r.RowsAffected()
 		res.Counts[s.table] = int(n)
 	}
+	if err := backfill(ctx, tx); err != nil {
+		return err
+	}
 	if has["workers.agent_slug"] {
 		if err := copyWorkers(ctx, tx, col, opts, res); err != nil {
 			return err

@@ -19,6 +19,7 @@ var statusByCode = map[string]int{
 	relay.EUnknownWorker:            http.StatusNotFound,
 	relay.ETaskAccessDenied:         http.StatusForbidden,
 	relay.EChainLimit:               http.StatusConflict,
+	relay.ESelfTask:                 http.StatusConflict,
 	relay.ERecipientLacksCapability: http.StatusConflict,
 	relay.ETaskUpdateDenied:         http.StatusConflict,
 	relay.ETaskCancelDenied:         http.StatusForbidden,

@@ -108,6 +108,8 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 		"CROSSCHAT_RESULT_FILE": resultFile,
 		"CROSSCHAT_EXTRA_DIRS":  strings.Join(extra, string(os.PathListSeparator)),
 	}
+	// The conversation the run's hand-offs continue (see relay.Task).
+	runEnv["CROSSCHAT_CONVERSATION_ID"] = r.task.ConversationID
 	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
 	cmd := &exec.Cmd{
 		Path:      program,
@@ -153,7 +155,7 @@ func (r *runState) promptInput(ctx context.Context, extra []string) (runspec.Pro
 	if s, err := o.Relay.Settings(ctx); err == nil {
 		limit = s.MaxChainDepth
 	}
-	in.HandOffsLeft = max(limit-r.task.Depth, 0)
+	in.HandOffsLeft = max(limit-r.task.Hops, 0)
 	var resume string
 	if s, ok, err := o.Relay.RunSession(ctx, r.task.ID); err == nil && ok && s.SessionID != "" &&
 		s.Harness == r.cfg.Harness && filepath.Clean(s.Workdir) == filepath.Clean(r.cfg.Workdir) {

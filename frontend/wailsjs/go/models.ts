@@ -973,6 +973,9 @@ export namespace relay {
 	    leaseExpiresAt?: string;
 	    parentTaskId?: string;
 	    depth: number;
+	    conversationId: string;
+	    hops: number;
+	    targetSession?: string;
 	    claimedVia?: string;
 	    reportCount: number;
 	    latestReport?: ReportExcerpt;
@@ -996,6 +999,9 @@ export namespace relay {
 	        this.leaseExpiresAt = source["leaseExpiresAt"];
 	        this.parentTaskId = source["parentTaskId"];
 	        this.depth = source["depth"];
+	        this.conversationId = source["conversationId"];
+	        this.hops = source["hops"];
+	        this.targetSession = source["targetSession"];
 	        this.claimedVia = source["claimedVia"];
 	        this.reportCount = source["reportCount"];
 	        this.latestReport = this.convertValues(source["latestReport"], ReportExcerpt);
@@ -1173,6 +1179,9 @@ export namespace relay {
 	    leaseExpiresAt?: string;
 	    parentTaskId?: string;
 	    depth: number;
+	    conversationId: string;
+	    hops: number;
+	    targetSession?: string;
 	    claimedVia?: string;
 	    reports: Report[];
 	    signature?: string;
@@ -1197,6 +1206,9 @@ export namespace relay {
 	        this.leaseExpiresAt = source["leaseExpiresAt"];
 	        this.parentTaskId = source["parentTaskId"];
 	        this.depth = source["depth"];
+	        this.conversationId = source["conversationId"];
+	        this.hops = source["hops"];
+	        this.targetSession = source["targetSession"];
 	        this.claimedVia = source["claimedVia"];
 	        this.reports = this.convertValues(source["reports"], Report);
 	        this.signature = source["signature"];
