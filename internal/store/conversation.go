@@ -7,7 +7,7 @@ import (
 )
 
 // backfillConversations gives tasks written without a conversation (before
-// migration 0006, or copied from the upstream relay) the conversation of
+// migration 0007, or copied from the upstream relay) the conversation of
 // the first task of their parent chain, and hops equal to their depth. A
 // task without a parent keeps conversation_id NULL: it started its own.
 const backfillConversations = `
@@ -23,7 +23,7 @@ WHERE chain.id = tasks.id AND chain.root <> tasks.id AND tasks.conversation_id I
 // afterMigration are Go steps run inside a migration's transaction, after
 // its SQL, by version.
 var afterMigration = map[int]func(context.Context, *sql.Tx) error{
-	6: backfill,
+	7: backfill,
 }
 
 // backfill runs backfillConversations in tx.

@@ -65,7 +65,7 @@ func TestConversationInheritsFromParent(t *testing.T) {
 	}
 }
 
-// Migration 0006 gives the tasks of a schema-5 database their chain's
+// Migration 0007 gives the tasks of a schema-6 database their chain's
 // conversation and hops equal to their depth.
 func TestMigrationBackfillsConversations(t *testing.T) {
 	e := newEnv(t, store.Options{})
@@ -85,10 +85,10 @@ func TestMigrationBackfillsConversations(t *testing.T) {
 	if err := e.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Back to schema 5: the columns 0006 adds are gone.
+	// Back to schema 6: the columns 0007 adds are gone.
 	raw := rawDB(t, e.path)
 	if _, err := raw.Exec(`ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
-		ALTER TABLE tasks DROP COLUMN target_session; PRAGMA user_version = 5`); err != nil {
+		ALTER TABLE tasks DROP COLUMN target_session; PRAGMA user_version = 6`); err != nil {
 		t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

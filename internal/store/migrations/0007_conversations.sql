@@ -1,4 +1,4 @@
--- 0006: conversations. A task belongs to the conversation its first task
+-- 0007: conversations. A task belongs to the conversation its first task
 -- started: conversation_id is that task's id, NULL on the first task itself
 -- (read as the task's own id). hops counts the hand-offs from that first
 -- task, across agents and sessions; the hand-off limit bounds it.
