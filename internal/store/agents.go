@@ -105,7 +105,7 @@ func (db *DB) RegisterAgent(ctx context.Context, in relay.RegisterInput) (relay.
 		if !keepDetails {
 			details = nullString(*in.Details)
 		}
-		res, err := t.exec(`UPDATE agents SET
+		n, err := t.execCount("update agent", `UPDATE agents SET
 				display_name = CASE WHEN display_name_locked THEN display_name ELSE ? END,
 				model_slug = ?,
 				capabilities = ?,
@@ -114,11 +114,7 @@ func (db *DB) RegisterAgent(ctx context.Context, in relay.RegisterInput) (relay.
 			WHERE slug = ?`,
 			in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), keepDetails, details, t.ts, in.Slug)
 		if err != nil {
-			return fmt.Errorf("update agent: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("update agent: %w", err)
+			return err
 		}
 		if n == 0 {
 			seq, err := maxSequence(t.ctx, t.tx)

@@ -168,12 +168,8 @@ func (db *DB) RevokeInvite(ctx context.Context, id string) (relay.Invite, error)
 	id = norm
 	var out relay.Invite
 	err = db.write(ctx, "revoke invite", func(t *tx) error {
-		res, err := t.exec(`UPDATE invites SET revoked = 1 WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("revoke invite: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("revoke invite: %w", err)
+		if n, err := t.execCount("revoke invite", `UPDATE invites SET revoked = 1 WHERE id = ?`, id); err != nil {
+			return err
 		} else if n == 0 {
 			return unknownInvite(id)
 		}

@@ -446,11 +446,8 @@ func (t *tx) applyState(from string, exists bool, rt relay.Task, ev *relay.MeshE
 func (db *DB) PruneApplied(ctx context.Context, age time.Duration) (int, error) {
 	var n int64
 	err := db.write(ctx, "prune applied messages", func(t *tx) error {
-		res, err := t.exec(`DELETE FROM mesh_applied WHERE applied_at < ?`, relay.FormatTime(t.now.Add(-age)))
-		if err != nil {
-			return fmt.Errorf("prune applied messages: %w", err)
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = t.execCount("prune applied messages", `DELETE FROM mesh_applied WHERE applied_at < ?`, relay.FormatTime(t.now.Add(-age)))
 		return err
 	})
 	return int(n), err

@@ -27,23 +27,15 @@ func capProgress(t *tx, taskID string) error {
 // runs for the next). It returns the invites and activity
 // entries deleted.
 func pruneOld(t *tx, cutoff string) (invites, activity int, err error) {
-	res, err := t.exec(`DELETE FROM invites WHERE expires_at <= ?
+	inv, err := t.execCount("prune invites", `DELETE FROM invites WHERE expires_at <= ?
 		OR (created_at <= ? AND (revoked OR (max_uses IS NOT NULL AND max_uses > 0 AND uses >= max_uses)))`, cutoff, cutoff)
 	if err != nil {
-		return 0, 0, fmt.Errorf("prune invites: %w", err)
+		return 0, 0, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, 0, fmt.Errorf("prune invites: %w", err)
-	}
-	invites = int(n)
-	res, err = t.exec(`DELETE FROM task_activity WHERE task_id IN (
+	act, err := t.execCount("prune run activity", `DELETE FROM task_activity WHERE task_id IN (
 		SELECT id FROM tasks WHERE status = 'blocked' AND updated_at <= ?)`, cutoff)
 	if err != nil {
-		return 0, 0, fmt.Errorf("prune run activity: %w", err)
+		return 0, 0, err
 	}
-	if n, err = res.RowsAffected(); err != nil {
-		return 0, 0, fmt.Errorf("prune run activity: %w", err)
-	}
-	return invites, int(n), nil
+	return int(inv), int(act), nil
 }

@@ -302,6 +302,20 @@ func (t *tx) exec(query string, args ...any) (sql.Result, error) {
 	return t.tx.ExecContext(t.ctx, query, args...)
 }
 
+// execCount runs a statement and returns how many rows it changed; op names
+// it in errors.
+func (t *tx) execCount(op, query string, args ...any) (int64, error) {
+	res, err := t.exec(query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return n, nil
+}
+
 // publish queues a change for after commit.
 func (t *tx) publish(c relay.Change) { t.changes = append(t.changes, c) }
 
@@ -345,12 +359,8 @@ func (t *tx) touch(slug string) error {
 	if relay.IsByOperator(t.ctx) {
 		return t.mustExist(slug)
 	}
-	res, err := t.exec(`UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug)
-	if err != nil {
-		return fmt.Errorf("touch agent: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("touch agent: %w", err)
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
+		return err
 	} else if n == 0 {
 		return unknownAgent(slug)
 	}
