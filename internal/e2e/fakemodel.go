@@ -59,6 +59,9 @@ type Script struct {
 	// only: Claude Code and Gemini CLI refuse shell commands in the
 	// relay's headless modes); "" for none.
 	Command string
+	// Session switches to the session script of the session worker tests
+	// (see SessionTurn); the fields above other than Marker are unused.
+	Session bool
 }
 
 // Seen is what the fake model observed, for the test to assert on.
@@ -87,6 +90,13 @@ type Seen struct {
 	// ChannelBodies are the bodies of requests that carry a Claude Code
 	// channel event (a "<channel source=" message).
 	ChannelBodies []string
+	// SessionRequests are the request tokens of the session script's
+	// main-loop requests, in order ("" for a person's own turn).
+	SessionRequests []string
+	// SessionTurns are the delivered turns of the session script, in order.
+	SessionTurns []SessionTurn
+	// Held are the request tokens whose answers were held.
+	Held []string
 }
 
 // FakeModel is a scripted model endpoint on loopback.
@@ -96,8 +106,9 @@ type FakeModel struct {
 	srv    *http.Server
 	ln     net.Listener
 
-	mu   sync.Mutex
-	seen Seen
+	mu      sync.Mutex
+	seen    Seen
+	release chan struct{} // closed by Release (session script)
 }
 
 // StartFakeModel starts a fake model speaking api on 127.0.0.1:0. Close it
@@ -112,7 +123,7 @@ func StartFakeModel(api string, s Script) (*FakeModel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake model: listen: %w", err)
 	}
-	f := &FakeModel{api: api, script: s, ln: ln, seen: Seen{Results: map[string]string{}}}
+	f := &FakeModel{api: api, script: s, ln: ln, seen: Seen{Results: map[string]string{}}, release: make(chan struct{})}
 	f.srv = &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.srv.Serve(ln) }()
 	return f, nil
@@ -123,6 +134,7 @@ func (f *FakeModel) URL() string { return "http://" + f.ln.Addr().String() }
 
 // Close stops the endpoint.
 func (f *FakeModel) Close() error {
+	f.Release() // held answers go, so their handlers end
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := f.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -140,6 +152,9 @@ func (f *FakeModel) Seen() Seen {
 	s.ToolsOffered = append([]string(nil), s.ToolsOffered...)
 	s.Problems = append([]string(nil), s.Problems...)
 	s.ChannelBodies = append([]string(nil), s.ChannelBodies...)
+	s.SessionRequests = append([]string(nil), s.SessionRequests...)
+	s.SessionTurns = append([]SessionTurn(nil), s.SessionTurns...)
+	s.Held = append([]string(nil), s.Held...)
 	s.Results = make(map[string]string, len(f.seen.Results))
 	for k, v := range f.seen.Results {
 		s.Results[k] = v
@@ -174,6 +189,8 @@ type step struct {
 	args map[string]any // its arguments
 	// namespace is the Responses namespace of an MCP tool.
 	namespace string
+	// hold: send the answer only after Release (session script).
+	hold bool
 }
 
 func (f *FakeModel) serve(w http.ResponseWriter, r *http.Request) {
@@ -205,9 +222,9 @@ func (f *FakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	case f.api == Anthropic && strings.HasPrefix(path, "/v1/messages/count_tokens"):
 		writeJSON(w, map[string]any{"input_tokens": 10})
 	case f.api == Anthropic && strings.HasPrefix(path, "/v1/messages"):
-		f.anthropic(w, req, string(body))
+		f.anthropic(w, r, req, string(body))
 	case f.api == Responses && strings.HasSuffix(path, "/responses"):
-		f.responses(w, req, string(body))
+		f.responses(w, r, req, string(body))
 	case f.api == Gemini && strings.Contains(path, ":streamGenerateContent"):
 		f.gemini(w, req, string(body), true)
 	case f.api == Gemini && strings.Contains(path, ":generateContent"):
@@ -227,6 +244,9 @@ func (f *FakeModel) next(t turn, body string) step {
 	defer f.mu.Unlock()
 	f.seen.ToolsOffered = t.tools
 	f.seen.LastBody = body
+	if s.Session {
+		return f.sessionStep(t)
+	}
 
 	// The round starts at the last user text of the request-changes prompt.
 	start := -1
@@ -353,7 +373,7 @@ func (f *FakeModel) fileStep() step {
 
 // --- Anthropic Messages ---------------------------------------------------
 
-func (f *FakeModel) anthropic(w http.ResponseWriter, req map[string]any, body string) {
+func (f *FakeModel) anthropic(w http.ResponseWriter, r *http.Request, req map[string]any, body string) {
 	var t turn
 	for _, tool := range arr(req, "tools") {
 		t.tools = append(t.tools, str(asObj(tool), "name"))
@@ -385,6 +405,9 @@ func (f *FakeModel) anthropic(w http.ResponseWriter, req map[string]any, body st
 		st = step{text: "ok"}
 	} else {
 		st = f.next(t, body)
+	}
+	if st.hold && !f.holdRequest(r.Context()) {
+		return
 	}
 	model := str(req, "model")
 	var blocks []map[string]any
@@ -425,7 +448,7 @@ func (f *FakeModel) anthropic(w http.ResponseWriter, req map[string]any, body st
 
 // --- OpenAI Responses -----------------------------------------------------
 
-func (f *FakeModel) responses(w http.ResponseWriter, req map[string]any, body string) {
+func (f *FakeModel) responses(w http.ResponseWriter, r *http.Request, req map[string]any, body string) {
 	var t turn
 	for _, tool := range arr(req, "tools") {
 		to := asObj(tool)
@@ -462,6 +485,9 @@ func (f *FakeModel) responses(w http.ResponseWriter, req map[string]any, body st
 		}
 	}
 	st := f.next(t, body)
+	if st.hold && !f.holdRequest(r.Context()) {
+		return
+	}
 	var items []map[string]any
 	id := time.Now().UnixNano()
 	if st.text != "" {
