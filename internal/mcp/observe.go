@@ -19,16 +19,6 @@ type ToolObserver interface {
 	ToolFinished(tool string, elapsed time.Duration, failed bool)
 }
 
-// withObserver makes s report every tool call to o (nothing when o is nil)
-// and returns s. Added last, it runs inside errorResults, so it sees an
-// error before it becomes an error result.
-func withObserver(s *server.MCPServer, o ToolObserver) *server.MCPServer {
-	if o != nil {
-		s.Use(observed(o))
-	}
-	return s
-}
-
 // observed times each tool call for o.
 func observed(o ToolObserver) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {

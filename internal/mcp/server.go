@@ -34,6 +34,10 @@ type Options struct {
 // each POST is served on its own, so a tools/call needs no initialize first.
 // GET answers 405, as a stateless server has nothing to stream.
 //
+// A plain tools/call (the pre-2026-07-28 protocol, no _meta) takes the lean
+// path (lean.go): the same tool handlers and middleware, the same bytes, a
+// fraction of mcp-go's cost per request. Everything else is mcp-go's.
+//
 // A tool call always answers with a result. Failures carry isError and the
 // text {"error": code, "message": ..., "details"?: ...}; successes carry the
 // compact JSON of the value as text and the value as structuredContent.
@@ -51,7 +55,9 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 	if version == "" {
 		version = "dev"
 	}
-	return keepAnswering(server.NewStreamableHTTPServer(withObserver(newServer(svc, version, logger), opts.Observer),
+	ts := tools(svc)
+	mws := middleware(logger, opts.Observer)
+	lib := keepAnswering(server.NewStreamableHTTPServer(newServer(ts, mws, version),
 		server.WithStateLess(true),
 		server.WithDisableStreaming(true),
 		server.WithStreamableHTTPLogger(logger),
@@ -60,17 +66,33 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
 		server.WithDisableLocalhostProtection(true),
 	))
+	return newLeanHandler(lib, ts, mws)
 }
 
-// newServer builds the MCP server with every tool and the protocol resource.
-func newServer(svc relay.Service, version string, logger *slog.Logger) *server.MCPServer {
-	s := server.NewMCPServer(ServerName, version,
+// middleware is the tool middleware, first outermost, for mcp-go and the
+// lean path alike: errorResults, then the observer (when set), which so
+// sees an error before it becomes an error result.
+func middleware(logger *slog.Logger, o ToolObserver) []server.ToolHandlerMiddleware {
+	mws := []server.ToolHandlerMiddleware{errorResults(logger)}
+	if o != nil {
+		mws = append(mws, observed(o))
+	}
+	return mws
+}
+
+// newServer builds the MCP server with the tools, their middleware and the
+// protocol resource.
+func newServer(ts []server.ServerTool, mws []server.ToolHandlerMiddleware, version string) *server.MCPServer {
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(errorResults(logger)),
-	)
-	s.AddTools(tools(svc)...)
+	}
+	for _, mw := range mws {
+		opts = append(opts, server.WithToolHandlerMiddleware(mw))
+	}
+	s := server.NewMCPServer(ServerName, version, opts...)
+	s.AddTools(ts...)
 	s.AddResource(protocolResource())
 	return s
 }

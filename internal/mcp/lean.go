@@ -1,0 +1,355 @@
+package mcp
+
+// The lean path for tools/call. Almost every request an agent sends is a
+// plain tools/call, and mcp-go serves each one with a new stateless session,
+// a notification forwarder goroutine and five JSON decodings of the body
+// (envelope, protocol era, base message, meta, request). The lean path
+// decodes the envelope once into typed structs, runs the same tool handler
+// through the same middleware, and encodes the answer once, byte for byte as
+// mcp-go would. Anything it does not recognise exactly (other methods,
+// notifications, _meta, task-augmented calls, unknown fields or tools, the
+// 2026-07-28 protocol) goes to mcp-go unchanged.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// leanHandler serves plain tools/call requests itself and hands everything
+// else to lib (mcp-go's handler).
+type leanHandler struct {
+	lib   http.Handler
+	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
+
+	mu       sync.Mutex
+	inflight map[string][]*leanInflight // cancel key → calls running under it
+}
+
+// leanInflight is one running call that notifications/cancelled can end.
+type leanInflight struct{ cancel context.CancelFunc }
+
+// newLeanHandler wraps lib. Each tool's handler is wrapped with mws the way
+// mcp-go wraps it (the first middleware outermost).
+func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware) *leanHandler {
+	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), inflight: map[string][]*leanInflight{}}
+	for _, t := range tools {
+		fn := t.Handler
+		for i := len(mws) - 1; i >= 0; i-- {
+			fn = mws[i](fn)
+		}
+		h.tools[t.Tool.Name] = fn
+	}
+	return h
+}
+
+// leanCall is a tools/call request the lean path serves.
+type leanCall struct {
+	id   any // as mcp-go decodes it: a string or a float64
+	name string
+	args json.RawMessage
+}
+
+func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		h.lib.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		// mcp-go reports the read error itself.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
+		h.lib.ServeHTTP(w, r)
+		return
+	}
+	if c, ok := h.parse(r.Header, body); ok {
+		h.serveCall(w, r, c)
+		return
+	}
+	h.noteCancel(r, body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h.lib.ServeHTTP(w, r)
+}
+
+// parse recognises a plain tools/call that mcp-go would serve through its
+// legacy (pre-2026-07-28) path with no notifications, hooks or options.
+func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
+	mt, _, err := mime.ParseMediaType(hdr.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return leanCall{}, false
+	}
+	if v := hdr.Get(mcp.HeaderProtocolVersion); v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v)) {
+		return leanCall{}, false
+	}
+	var env struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&env) != nil || !jsonSpace(body[dec.InputOffset():]) {
+		return leanCall{}, false
+	}
+	if env.JSONRPC != mcp.JSONRPC_VERSION || env.Method != string(mcp.MethodToolsCall) || env.Params == nil {
+		return leanCall{}, false
+	}
+	if _, ok := h.tools[env.Params.Name]; !ok {
+		return leanCall{}, false
+	}
+	// The id must be a string or a number (mcp-go's any: string or float64).
+	if len(env.ID) == 0 || (env.ID[0] != '"' && env.ID[0] != '-' && (env.ID[0] < '0' || env.ID[0] > '9')) {
+		return leanCall{}, false
+	}
+	var id any
+	if json.Unmarshal(env.ID, &id) != nil {
+		return leanCall{}, false
+	}
+	// mcp-go also decodes the arguments into an any, which fails only on a
+	// number beyond float64; such a call gets mcp-go's answer.
+	if !numbersFitFloat(env.Params.Arguments) {
+		return leanCall{}, false
+	}
+	return leanCall{id: id, name: env.Params.Name, args: env.Params.Arguments}, true
+}
+
+// serveCall runs the tool and writes mcp-go's answer for it. The tool runs
+// on the request's context (a long-poll ends when the client goes away or
+// the server shuts down, and still answers), and notifications/cancelled
+// for its id from the same caller ends it too.
+func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCall) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	key := cancelKey(r.Context(), c.id)
+	done := h.track(key, cancel)
+	defer done()
+
+	req := mcp.CallToolRequest{Header: r.Header}
+	req.Method = string(mcp.MethodToolsCall)
+	req.Params.Name = c.name
+	if len(c.args) > 0 {
+		req.Params.RawArguments = c.args
+	}
+	res, err := h.tools[c.name](ctx, req)
+	var resp mcp.JSONRPCMessage
+	switch {
+	case err != nil:
+		resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(c.id),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)}
+	case res == nil:
+		resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(c.id),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("tool '%s' returned a nil result", c.name), nil)}
+	default:
+		resp = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(c.id), res)
+	}
+	b, err := encodeResponse(c.id, res, resp)
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b) // the client may have gone; nobody is left to tell
+}
+
+// encodeResponse is json.NewEncoder(w).Encode(resp), as mcp-go writes it.
+// The common result (one plain text content, raw structured content) is
+// written directly; the rest goes through encoding/json.
+func encodeResponse(id any, res *mcp.CallToolResult, resp mcp.JSONRPCMessage) ([]byte, error) {
+	if b, ok := encodeResult(id, res); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// encodeResult writes {"jsonrpc":"2.0","id":…,"result":{"content":[{"type":
+// "text","text":…}],"isError"?:true,"structuredContent":…}} and a newline,
+// with encoding/json's escaping (HTML characters, U+2028, U+2029), for a
+// result with exactly one plain text content and raw or no structured
+// content. ok is false for any other result.
+func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
+	if res == nil || res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
+		len(res.RawStructuredContent) > 0 || len(res.Content) != 1 {
+		return nil, false
+	}
+	text, ok := res.Content[0].(mcp.TextContent)
+	if !ok || text.Annotations != nil || text.Meta != nil || text.Type != "text" {
+		return nil, false
+	}
+	var structured []byte
+	switch sc := res.StructuredContent.(type) {
+	case nil:
+	case json.RawMessage:
+		var b bytes.Buffer
+		if json.Compact(&b, sc) != nil {
+			return nil, false
+		}
+		structured = htmlEscape(b.Bytes())
+	default:
+		b, err := json.Marshal(sc)
+		if err != nil {
+			return nil, false
+		}
+		structured = b
+	}
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return nil, false
+	}
+	textJSON, err := json.Marshal(text.Text)
+	if err != nil {
+		return nil, false
+	}
+	out := make([]byte, 0, 96+len(idJSON)+len(textJSON)+len(structured))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, idJSON...)
+	out = append(out, `,"result":{"content":[{"type":"text","text":`...)
+	out = append(out, textJSON...)
+	out = append(out, "}]"...)
+	if res.IsError {
+		out = append(out, `,"isError":true`...)
+	}
+	if structured != nil {
+		out = append(out, `,"structuredContent":`...)
+		out = append(out, structured...)
+	}
+	out = append(out, "}}\n"...)
+	return out, true
+}
+
+// htmlEscape applies encoding/json's HTML escaping to compact JSON, as
+// json.Marshal does to a json.RawMessage.
+func htmlEscape(b []byte) []byte {
+	if !bytes.ContainsAny(b, "<>&\u2028\u2029") {
+		return b
+	}
+	var out bytes.Buffer
+	json.HTMLEscape(&out, b)
+	return out.Bytes()
+}
+
+// jsonSpace reports whether b is only JSON whitespace.
+func jsonSpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// numbersFitFloat reports whether every number in the valid JSON raw
+// decodes into a float64. Only a number with an exponent or hundreds of
+// digits can overflow, so the full decode runs only when one is present.
+func numbersFitFloat(raw json.RawMessage) bool {
+	inString, escaped, risky, run := false, false, false, 0
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString, run = true, 0
+		case c == 'e' || c == 'E':
+			if run > 0 {
+				risky = true
+			}
+		case c >= '0' && c <= '9' || c == '-' || c == '.' || c == '+':
+			run++
+			if run > 300 {
+				risky = true
+			}
+		default:
+			run = 0
+		}
+	}
+	if !risky {
+		return true
+	}
+	var v any
+	return json.Unmarshal(raw, &v) == nil
+}
+
+// errorReader returns err after the bytes before it.
+type errorReader struct{ err error }
+
+func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
+
+// cancelKey names a call for notifications/cancelled: the caller and the
+// request id as mcp-go prints it. Calls of one caller only can be ended.
+func cancelKey(ctx context.Context, id any) string {
+	p, _ := relay.PrincipalFrom(ctx)
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%v", p.Kind, p.Slug, p.RunTaskID, id)
+}
+
+// track registers a running call under key; the returned func removes it.
+func (h *leanHandler) track(key string, cancel context.CancelFunc) func() {
+	c := &leanInflight{cancel: cancel}
+	h.mu.Lock()
+	h.inflight[key] = append(h.inflight[key], c)
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		list := h.inflight[key]
+		for i, x := range list {
+			if x == c {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(h.inflight, key)
+		} else {
+			h.inflight[key] = list
+		}
+	}
+}
+
+// noteCancel ends the caller's lean calls named by a notifications/cancelled
+// body; mcp-go then answers the notification (and ends its own calls).
+func (h *leanHandler) noteCancel(r *http.Request, body []byte) {
+	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID any `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+		return
+	}
+	key := cancelKey(r.Context(), n.Params.RequestID)
+	h.mu.Lock()
+	list := append([]*leanInflight(nil), h.inflight[key]...)
+	h.mu.Unlock()
+	for _, c := range list {
+		c.cancel()
+	}
+}
