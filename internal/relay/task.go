@@ -181,6 +181,10 @@ type ClaimInput struct {
 	// FromSenders, when non-nil, restricts the claim to these senders; an
 	// empty non-nil slice claims nothing.
 	FromSenders []string
+	// ForSessions, when non-nil, restricts the claim to tasks that name no
+	// target session or name one of these (a session worker's session id
+	// and names).
+	ForSessions []string
 	// Via is ViaChat or ViaWorker.
 	Via string
 }

@@ -49,6 +49,9 @@ func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, 
 		}
 	}
 	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil}
+	if in.ForSessions != nil {
+		claim.sessions = append([]string{""}, in.ForSessions...)
+	}
 
 	deadline := time.Now().Add(max(in.Wait, 0))
 	var timer *time.Timer
@@ -97,6 +100,9 @@ type claimRequest struct {
 	via       string
 	senders   []string
 	filter    bool // senders applies (an empty list claims nothing)
+	// sessions, when set, are the target sessions a claimed task may name
+	// ("" for none): a session worker's.
+	sessions []string
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
@@ -118,6 +124,12 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest) (*relay.Task, error)
 		if c.filter {
 			query += ` AND t.sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`
 			for _, s := range c.senders {
+				args = append(args, s)
+			}
+		}
+		if c.sessions != nil {
+			query += ` AND COALESCE(t.target_session, '') IN (?` + strings.Repeat(", ?", len(c.sessions)-1) + `)`
+			for _, s := range c.sessions {
 				args = append(args, s)
 			}
 		}

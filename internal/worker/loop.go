@@ -120,6 +120,7 @@ func (w *worker) claim(ctx context.Context, cfg relay.WorkerConfig, wake <-chan 
 		Wait:          w.m.opts.Poll,
 		LeaseSeconds:  LeaseSeconds,
 		FromSenders:   senders,
+		ForSessions:   targetSessions(cfg),
 		Via:           relay.ViaWorker,
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -240,4 +241,20 @@ func idleText(d time.Duration) string {
 		return fmt.Sprintf("%d days", days)
 	}
 	return fmt.Sprintf("%d hours", int(d/time.Hour))
+}
+
+// targetSessions are the target sessions a worker's tasks may name besides
+// none: a session worker's session id, the name or id it was bound by and
+// the session's label. A worker without a session takes every task (nil).
+func targetSessions(cfg relay.WorkerConfig) []string {
+	if cfg.SessionID == "" {
+		return nil
+	}
+	out := []string{cfg.SessionID}
+	for _, s := range []string{cfg.Session, cfg.SessionLabel} {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

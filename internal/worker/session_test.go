@@ -276,3 +276,38 @@ func TestSessionWorkerSessionGone(t *testing.T) {
 		t.Fatalf("got %s %q, want blocked naming the missing session", got.Status, r.Message)
 	}
 }
+
+// Ensures a session worker takes the tasks that name its session (by id or
+// name) or none, and leaves a task meant for another session queued.
+func TestSessionWorkerTakesOnlyItsSessionsTasks(t *testing.T) {
+	e, _ := sessionEnv(t, time.Hour, nil)
+	post := func(title, target string) relay.Task {
+		task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
+			Title: title, Instructions: "Please do it. MODE:session", TargetSession: target})
+		if err != nil {
+			t.Fatalf("PostTask: %v", err)
+		}
+		return task
+	}
+	other := post("For another session", "release prep")
+	byName := post("For this session by name", "Fix the parser.")
+	byID := post("For this session by id", sessionID)
+	anyone := post("For any session", "")
+	e.start()
+	poll.Until(t, "the three tasks for this session or none to finish", 30*time.Second, func() bool {
+		for _, task := range []relay.Task{byName, byID, anyone} {
+			if st := e.task(task.ID).Status; st == relay.StatusQueued || st == relay.StatusClaimed {
+				return false
+			}
+		}
+		return true
+	})
+	for _, task := range []relay.Task{byName, byID, anyone} {
+		if got := e.task(task.ID); got.Status != relay.StatusCompleted {
+			t.Fatalf("%s: %s %q", task.Title, got.Status, lastReport(got).Message)
+		}
+	}
+	if got := e.task(other.ID); got.Status != relay.StatusQueued {
+		t.Fatalf("the task for another session is %s, want queued", got.Status)
+	}
+}
