@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // channelCmd is `crosschat-relay channel`: a stdio MCP server for Claude
@@ -91,22 +91,12 @@ Flags:
 	return nil
 }
 
-// ChannelMCPJSON is the .mcp.json entry that starts `crosschat-relay
-// channel` for Claude Code with the agent's token and the relay's URL.
-func ChannelMCPJSON(token, baseURL string) string {
-	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
-		"command": "crosschat-relay",
-		"args":    []string{"channel"},
-		"env":     map[string]string{envAgentToken: token, envRelayURL: baseURL},
-	}}}, "", "  ")
-	return string(b)
-}
-
 // liveSetupText is the live-session part of `agents add`'s output.
 func liveSetupText(token, baseURL string) string {
 	return "Live sessions (work arrives in an open chat, docs/live-sessions.md):\n" +
-		"  Claude Code channel: put this in the project's .mcp.json, then start\n" +
-		"  claude --dangerously-load-development-channels server:crosschat\n  " +
-		strings.ReplaceAll(ChannelMCPJSON(token, baseURL), "\n", "\n  ") + "\n" +
+		"  Claude Code channel: put this in the project's .mcp.json (it holds the token: keep it out of version control)\n  " +
+		strings.ReplaceAll(web.ChannelMCPJSON(token, baseURL), "\n", "\n  ") + "\n" +
+		"  then start Claude Code in that folder with\n" +
+		"  " + web.ChannelStartCommand + "\n" +
 		"  Any session with a Monitor tool: CROSSCHAT_TOKEN=" + token + " crosschat-relay monitor --url " + baseURL + "\n"
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
 // agents add prints the live-session setup: the channel's .mcp.json entry
@@ -31,9 +32,23 @@ func TestAgentsAddShowsLiveSetup(t *testing.T) {
 			t.Errorf("agents add output lacks %q:\n%s", want, out)
 		}
 	}
-	var cfg map[string]any
-	if err := json.Unmarshal([]byte(app.ChannelMCPJSON(token, "http://127.0.0.1:1")), &cfg); err != nil {
+	// The .mcp.json names the variables the channel command reads.
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(web.ChannelMCPJSON(token, "http://127.0.0.1:1")), &cfg); err != nil {
 		t.Fatal(err)
+	}
+	ch := cfg.MCPServers["crosschat"]
+	if ch.Command != "crosschat-relay" || strings.Join(ch.Args, " ") != "channel" || ch.Env["CROSSCHAT_TOKEN"] != token || ch.Env["CROSSCHAT_URL"] != "http://127.0.0.1:1" {
+		t.Fatalf(".mcp.json entry %+v", ch)
+	}
+	if !strings.Contains(out, "\n  "+web.ChannelStartCommand+"\n") {
+		t.Errorf("agents add output lacks the start command on its own line:\n%s", out)
 	}
 }
 

@@ -211,6 +211,20 @@ async function main() {
   await shot(page, "04-connect-invite");
   say(`invite created (${code.slice(0, 8)}…)`);
 
+  step = "channel setup on Connect";
+  await page.getByRole("tab", { name: "Claude Code channel" }).click();
+  const channelJSON = await page.locator('[data-test="snippet-channel"]').innerText();
+  const channelEntry = JSON.parse(channelJSON).mcpServers?.crosschat;
+  check(
+    channelEntry?.command === "crosschat-relay" && channelEntry?.args?.join(" ") === "channel" &&
+      channelEntry?.env?.CROSSCHAT_TOKEN === "<token>" && channelEntry?.env?.CROSSCHAT_URL === base,
+    `the Connect page's channel .mcp.json is not one entry for crosschat-relay channel at ${base}:\n${channelJSON}`,
+  );
+  const channelStart = await page.locator('[data-test="snippet-channel-start"]').innerText();
+  check(channelStart === "claude --dangerously-load-development-channels server:crosschat", `channel start command: ${channelStart}`);
+  await shot(page, "04b-connect-channel");
+  say("Connect shows the Claude Code channel setup");
+
   step = "enroll agent over HTTP";
   const slug = "e2e-agent";
   const enrollRes = await fetch(`${base}/api/enroll`, {

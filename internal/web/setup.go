@@ -3,22 +3,49 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Setup holds ready-made client configurations for one token.
 type Setup struct {
-	ClaudeCode string         `json:"claudeCode"`
-	Codex      string         `json:"codex"`
-	JSON       map[string]any `json:"json"`
-	Generic    string         `json:"generic"`
+	ClaudeCode string `json:"claudeCode"`
+	// ClaudeChannel is a project .mcp.json for a live Claude Code session:
+	// one entry that starts `crosschat-relay channel`, which serves the
+	// relay's tools and wakes the session with each task (a file, so the
+	// token stays off command lines).
+	ClaudeChannel string `json:"claudeChannel"`
+	// ClaudeChannelStart is the command that starts Claude Code with that
+	// channel loaded (ChannelStartCommand).
+	ClaudeChannelStart string         `json:"claudeChannelStart"`
+	Codex              string         `json:"codex"`
+	JSON               map[string]any `json:"json"`
+	Generic            string         `json:"generic"`
+}
+
+// ChannelStartCommand starts Claude Code with the crosschat channel of
+// .mcp.json loaded, while Claude Code channels are a preview feature.
+const ChannelStartCommand = "claude --dangerously-load-development-channels server:crosschat"
+
+// ChannelMCPJSON is the .mcp.json that starts `crosschat-relay channel` for
+// Claude Code with the agent's token and the relay's base URL, in the
+// variables the channel command reads (CROSSCHAT_TOKEN, CROSSCHAT_URL).
+func ChannelMCPJSON(token, baseURL string) string {
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
+		"command": "crosschat-relay",
+		"args":    []string{"channel"},
+		"env":     map[string]string{"CROSSCHAT_TOKEN": token, "CROSSCHAT_URL": baseURL},
+	}}}, "", "  ")
+	return string(b)
 }
 
 // SetupFor returns the client configurations for mcpURL and token.
 func SetupFor(mcpURL, token string) Setup {
 	return Setup{
-		ClaudeCode: fmt.Sprintf(`claude mcp add --transport http crosschat %s --header "Authorization: Bearer %s"`, mcpURL, token),
+		ClaudeCode:         fmt.Sprintf(`claude mcp add --transport http crosschat %s --header "Authorization: Bearer %s"`, mcpURL, token),
+		ClaudeChannel:      ChannelMCPJSON(token, strings.TrimSuffix(mcpURL, "/mcp")),
+		ClaudeChannelStart: ChannelStartCommand,
 		Codex:      fmt.Sprintf("export CROSSCHAT_TOKEN=%s\ncodex mcp add crosschat --url %s --bearer-token-env-var CROSSCHAT_TOKEN", token, mcpURL),
 		JSON: map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
 			"url":     mcpURL,
@@ -45,7 +72,7 @@ func EnrollNext(e relay.Enrollment) []string {
 	}
 	next = append(next,
 		"Save the token now: it is shown only this once.",
-		"Add the relay to your MCP client with the matching entry of setup (claudeCode, codex, json or generic); ask the user to restart the client if it needs that.",
+		"Add the relay to your MCP client with the matching entry of setup (claudeCode, codex, json or generic; claudeChannel is a project .mcp.json that also wakes a live Claude Code session with each task, started with claudeChannelStart); ask the user to restart the client if it needs that.",
 		"Call whoami to confirm you are connected as “"+e.Agent.Slug+"”.",
 	)
 	if e.AssignedTask != nil {

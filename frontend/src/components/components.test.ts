@@ -122,6 +122,8 @@ describe("TokenRevealDialog", () => {
       setup: {
         claudeCode: 'claude mcp add --transport http crosschat http://127.0.0.1:4318/mcp --header "Authorization: Bearer cca_abc123"',
         codex: "export CROSSCHAT_TOKEN=cca_abc123\ncodex mcp add crosschat --url http://127.0.0.1:4318/mcp --bearer-token-env-var CROSSCHAT_TOKEN",
+        claudeChannel: '{"mcpServers":{"crosschat":{"command":"crosschat-relay","args":["channel"],"env":{"CROSSCHAT_TOKEN":"cca_abc123"}}}}',
+        claudeChannelStart: "claude --dangerously-load-development-channels server:crosschat",
         json: { mcpServers: { crosschat: { url: "http://127.0.0.1:4318/mcp", headers: { Authorization: "Bearer cca_abc123" } } } },
         generic: "Add a server.",
       },
@@ -132,10 +134,13 @@ describe("TokenRevealDialog", () => {
     expect(w.text()).toContain("Shown once");
     expect(w.find('[data-test="snippet-claude"]').text()).toContain("claude mcp add");
     const tabs = w.findAll('[role="tab"]');
-    expect(tabs.map((t) => t.text())).toEqual(["Claude Code", "Codex", "JSON", "Agent instructions"]);
-    await tabs[2].trigger("click");
-    expect(JSON.parse(w.find('[data-test="snippet-json"]').text()).mcpServers.crosschat.headers.Authorization).toBe("Bearer cca_abc123");
+    expect(tabs.map((t) => t.text())).toEqual(["Claude Code", "Claude Code channel", "Codex", "JSON", "Agent instructions"]);
+    await tabs[1].trigger("click");
+    expect(JSON.parse(w.find('[data-test="snippet-channel"]').text()).mcpServers.crosschat.env.CROSSCHAT_TOKEN).toBe("cca_abc123");
+    expect(w.find('[data-test="snippet-channel-start"]').text()).toBe("claude --dangerously-load-development-channels server:crosschat");
     await tabs[3].trigger("click");
+    expect(JSON.parse(w.find('[data-test="snippet-json"]').text()).mcpServers.crosschat.headers.Authorization).toBe("Bearer cca_abc123");
+    await tabs[4].trigger("click");
     expect(w.find('[data-test="snippet-instructions"]').text()).toBe("Your slug is bob.");
     await w.findAll("button").find((b) => b.text() === "Copy token")!.trigger("click");
     expect(s.api.copy).toHaveBeenCalledWith("cca_abc123");
@@ -175,6 +180,18 @@ describe("Connect page: invite form → message", () => {
     await flushPromises();
     expect(w.find('[data-test="invite-status"]').text()).toContain("Carol (carol)");
     expect(w.find('[data-invite-id="inv1"]').text()).toContain("1 of 5");
+  });
+
+  it("shows the Claude Code channel setup for live sessions, with <token> to fill in", async () => {
+    const s = await withStores();
+    const w = s.mount(ConnectPage);
+    const tab = w.findAll('[role="tab"]').find((t) => t.text() === "Claude Code channel")!;
+    await tab.trigger("click");
+    const entry = JSON.parse(w.find('[data-test="snippet-channel"]').text()).mcpServers.crosschat;
+    expect(entry).toEqual({ args: ["channel"], command: "crosschat-relay", env: { CROSSCHAT_TOKEN: "<token>", CROSSCHAT_URL: expect.any(String) } });
+    expect(entry.env.CROSSCHAT_URL).not.toMatch(/\/mcp$/);
+    expect(w.find('[data-test="snippet-channel-start"]').text()).toBe("claude --dangerously-load-development-channels server:crosschat");
+    expect(w.text()).toContain(".mcp.json");
   });
 
   it("requires a title and instructions for a first task", async () => {

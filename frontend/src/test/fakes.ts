@@ -32,6 +32,8 @@ export function summary(p: Partial<TaskSummary> = {}): TaskSummary {
     createdAt: iso(-60_000),
     updatedAt: iso(-60_000),
     depth: 0,
+    conversationId: p.id ?? "t1",
+    hops: 0,
     reportCount: 0,
     ...p,
   };
@@ -50,6 +52,8 @@ export function task(p: Partial<Task> = {}): Task {
     createdAt: iso(-60_000),
     updatedAt: iso(-60_000),
     depth: 0,
+    conversationId: p.id ?? "t1",
+    hops: 0,
     reports: [],
     ...p,
   };
@@ -204,7 +208,14 @@ export function fakeApi(data: {
         agent: agent({ slug: a.slug, displayName: a.displayName }),
         token: "cca_secret",
         mcpUrl: "http://127.0.0.1:4318/mcp",
-        setup: { claudeCode: "claude mcp add …cca_secret", codex: "codex …", json: { mcpServers: {} }, generic: "Add it." },
+        setup: {
+          claudeCode: "claude mcp add …cca_secret",
+          claudeChannel: '{"mcpServers":{}}',
+          claudeChannelStart: "claude --dangerously-load-development-channels server:crosschat",
+          codex: "codex …",
+          json: { mcpServers: {} },
+          generic: "Add it.",
+        },
         instructions: `Your slug is ${a.slug}.`,
       })),
       update: vi.fn(async (slug, p) => agent({ slug, displayName: p.displayName ?? "Bob" })),

@@ -1379,6 +1379,8 @@ export namespace web {
 	
 	export class Setup {
 	    claudeCode: string;
+	    claudeChannel: string;
+	    claudeChannelStart: string;
 	    codex: string;
 	    json: {[key: string]: any};
 	    generic: string;
@@ -1390,6 +1392,8 @@ export namespace web {
 	    constructor(source: any = {}) {
 	        if ('string' === typeof source) source = JSON.parse(source);
 	        this.claudeCode = source["claudeCode"];
+	        this.claudeChannel = source["claudeChannel"];
+	        this.claudeChannelStart = source["claudeChannelStart"];
 	        this.codex = source["codex"];
 	        this.json = source["json"];
 	        this.generic = source["generic"];
