@@ -118,22 +118,19 @@ func TestRealCLIs(t *testing.T) {
 	}
 }
 
-func runCLI(t *testing.T, tc cliCase, program, base string) {
-	start := time.Now()
-	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+// cliEnvironment makes the CLI's home and work folders and starts the fake
+// model with script (closed when the test ends); it points HOME and the XDG
+// folders at home, sets tc's variables for the model and runs tc's setup.
+// It returns the model and the names of the variables tc set, which the
+// worker must pass on.
+func cliEnvironment(t *testing.T, tc cliCase, home, work string, script e2e.Script) (*e2e.FakeModel, []string) {
+	t.Helper()
 	for _, d := range []string{home, work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := writeFile(filepath.Join(work, "README.md"), "# Harbour\n"); err != nil {
-		t.Fatal(err)
-	}
-	marker := fmt.Sprintf("e2e-%s-%d", tc.name, time.Now().UnixNano()%1e6)
-	file := "REVIEW-" + tc.name + ".md"
-	fm, err := e2e.StartFakeModel(tc.api, e2e.Script{
-		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: tc.command,
-	})
+	fm, err := e2e.StartFakeModel(tc.api, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +139,6 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 			t.Error(err)
 		}
 	})
-
-	// The CLI's environment: its own home, and the fake model.
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
@@ -159,6 +154,20 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 			t.Fatal(err)
 		}
 	}
+	return fm, names
+}
+
+func runCLI(t *testing.T, tc cliCase, program, base string) {
+	start := time.Now()
+	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+	if err := writeFile(filepath.Join(work, "README.md"), "# Harbour\n"); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("e2e-%s-%d", tc.name, time.Now().UnixNano()%1e6)
+	file := "REVIEW-" + tc.name + ".md"
+	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{
+		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: tc.command,
+	})
 
 	r := startRelay(t, filepath.Join(base, "data"))
 	for _, a := range []relay.CreateAgentInput{

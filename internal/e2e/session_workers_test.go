@@ -62,36 +62,8 @@ func TestSessionWorkers(t *testing.T) {
 func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 	start := time.Now()
 	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
 	marker := fmt.Sprintf("sess-%s-%d", tc.name, time.Now().UnixNano()%1e6)
-	fm, err := e2e.StartFakeModel(tc.api, e2e.Script{Marker: marker, Session: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := fm.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
-	var names []string
-	for k, v := range tc.env(fm.URL()) {
-		t.Setenv(k, v)
-		names = append(names, k)
-	}
-	if tc.setup != nil {
-		if err := tc.setup(home, fm.URL()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{Marker: marker, Session: true})
 	store := session.Store{Home: home}
 
 	// A person's own two sessions in the project, both named alike.
@@ -115,7 +87,7 @@ func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 	}
 
 	// (d) The shared name is refused with both sessions as candidates.
-	_, err = bind("builder", sessionName)
+	_, err := bind("builder", sessionName)
 	var derr *relay.Error
 	if !errors.As(err, &derr) || derr.Code != relay.EInvalidRequest || !strings.Contains(derr.Message, "2 sessions are named “"+sessionName+"”") ||
 		!strings.Contains(derr.Message, first.ID) || !strings.Contains(derr.Message, second.ID) {
