@@ -208,7 +208,9 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 	in.Title, in.Instructions = db.scrub(in.Title), db.scrub(in.Instructions)
 	var out relay.Task
 	err = db.write(ctx, "post task", func(t *tx) error {
-		if err := t.mustExist(in.SenderSlug); err != nil {
+		// touch refuses an unknown sender (unknown_agent); if a later check
+		// fails, the savepoint undoes it.
+		if err := t.touch(in.SenderSlug); err != nil {
 			return err
 		}
 		if err := checkOpenTasks(t, in.SenderSlug); err != nil {
@@ -249,9 +251,6 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			id, in.SenderSlug, in.RecipientSlug, in.Title, in.Instructions, capsJSON(in.RequiredCapabilities), in.Priority,
 			t.ts, t.ts, nullString(in.ParentTaskID), depth, convCol, hops, nullString(in.TargetSession)); err != nil {
 			return fmt.Errorf("insert task: %w", err)
-		}
-		if err := t.touch(in.SenderSlug); err != nil {
-			return err
 		}
 		// The answer is the row just inserted; no need to read it back.
 		caps := append([]string{}, in.RequiredCapabilities...)
@@ -373,15 +372,15 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 		if err := t.addReport(task, in.Kind, in.Message, in.Result); err != nil {
 			return err
 		}
-		if in.Kind == relay.ReportProgress {
+		// task.Reports is the whole timeline (read in this transaction), so
+		// the cap has work to do only past MaxProgressReports.
+		if in.Kind == relay.ReportProgress && progressReports(task.Reports) > MaxProgressReports {
 			if err := capProgress(t, task.ID); err != nil {
 				return err
 			}
-			if progressReports(task.Reports) > MaxProgressReports {
-				// The cap deleted the oldest; read the timeline as it is now.
-				if err := loadReports(t.ctx, t.tx, task); err != nil {
-					return err
-				}
+			// The cap deleted the oldest; read the timeline as it is now.
+			if err := loadReports(t.ctx, t.tx, task); err != nil {
+				return err
 			}
 		}
 		return t.event(task.SenderSlug, typ, task.ID, task.RecipientSlug+": "+in.Message)
