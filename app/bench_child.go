@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -239,8 +240,11 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 		var s bench.Sample
 		s.CPU, _ = processCPU()
 		if m, err := bench.ReadMemory(); err == nil {
-			s.RSS = m.RSS
+			s.RSS, s.RSSAnon = m.RSS, m.Anon
 		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		s.GoStacks, s.GoHeap = int64(ms.StackInuse), int64(ms.HeapInuse)
 		if stats != nil {
 			w := stats.WriteStats()
 			s.Batches, s.Writes = w.Batches, w.Writes

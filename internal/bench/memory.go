@@ -15,6 +15,9 @@ type ProcMemory struct {
 	RSS int64
 	// Peak is VmHWM, the resident set's high-water mark.
 	Peak int64
+	// Anon is RssAnon, the anonymous part of RSS (0 when the kernel does
+	// not report it).
+	Anon int64
 }
 
 // ReadMemory reads VmRSS and VmHWM from /proc/self/status (Linux only).
@@ -34,7 +37,7 @@ func ParseStatus(status []byte) (ProcMemory, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		if !ok || (key != "VmRSS" && key != "VmHWM" && key != "RssAnon") {
 			continue
 		}
 		f := strings.Fields(val)
@@ -45,12 +48,16 @@ func ParseStatus(status []byte) (ProcMemory, error) {
 		if err != nil {
 			return m, fmt.Errorf("process memory: %s: %w", key, err)
 		}
-		if key == "VmRSS" {
+		switch key {
+		case "VmRSS":
 			m.RSS = kb << 10
-		} else {
+			found++
+		case "VmHWM":
 			m.Peak = kb << 10
+			found++
+		default:
+			m.Anon = kb << 10
 		}
-		found++
 	}
 	if found != 2 {
 		return m, fmt.Errorf("process memory: VmRSS or VmHWM missing")

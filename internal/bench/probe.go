@@ -28,6 +28,13 @@ type Sample struct {
 	// each) and Writes how many writes they held (group commit).
 	Batches int64 `json:"batches"`
 	Writes  int64 `json:"writes"`
+	// RSSAnon is the anonymous part of RSS (RssAnon: heap, stacks), without
+	// the pages of the executable and libraries.
+	RSSAnon int64 `json:"rssAnonBytes,omitempty"`
+	// GoStacks and GoHeap are the Go runtime's goroutine stacks and heap
+	// spans in use (runtime.MemStats StackInuse and HeapInuse).
+	GoStacks int64 `json:"goStacksBytes,omitempty"`
+	GoHeap   int64 `json:"goHeapBytes,omitempty"`
 }
 
 // RelayUsage is what the relay process spent on the lifecycle phase.
@@ -55,6 +62,11 @@ type WaitersResult struct {
 	RSSBefore      int64 `json:"rssBeforeBytes"`
 	RSSParked      int64 `json:"rssParkedBytes"`
 	PerWaiterBytes int64 `json:"perWaiterBytes"`
+	// StackPerWaiter and HeapPerWaiter split PerWaiterBytes: the growth of
+	// the Go runtime's goroutine stacks and heap spans per parked claim
+	// (zero when the probe does not report them).
+	StackPerWaiter int64 `json:"stackPerWaiterBytes,omitempty"`
+	HeapPerWaiter  int64 `json:"heapPerWaiterBytes,omitempty"`
 	// Wake is the wake-up latency (post sent → that agent's claim answered)
 	// with the others still parked.
 	Wake Summary `json:"wake"`
@@ -149,6 +161,10 @@ func (r *runner) waiters(ctx context.Context, n int) (WaitersResult, error) {
 	}
 	res.RSSParked = parked.RSS
 	res.PerWaiterBytes = (parked.RSS - before.RSS) / int64(n)
+	if before.GoStacks > 0 {
+		res.StackPerWaiter = (parked.GoStacks - before.GoStacks) / int64(n)
+		res.HeapPerWaiter = (parked.GoHeap - before.GoHeap) / int64(n)
+	}
 	r.pr.linef("bench: waiters: RSS %s → %s with %d parked (%.1f KiB each)", mib(before.RSS), mib(parked.RSS), n, float64(res.PerWaiterBytes)/1024)
 
 	samples := min(n, crowdWakeSamples)

@@ -120,6 +120,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if w := rep.Waiters; w != nil {
 		p("\nWaiters: %d agents each holding a waiting claim_next_task at once\n", w.Waiters)
 		p("  relay RSS %s before, %s with all parked: %.1f KiB per parked claim\n", mib(w.RSSBefore), mib(w.RSSParked), float64(w.PerWaiterBytes)/1024)
+		if w.StackPerWaiter > 0 || w.HeapPerWaiter > 0 {
+			p("  of which Go stacks %.1f KiB and Go heap %.1f KiB per claim\n", float64(w.StackPerWaiter)/1024, float64(w.HeapPerWaiter)/1024)
+		}
 		p("  wake-up with the others parked (%d samples): p50 %s, p90 %s, p99 %s, max %s\n", w.Wake.Count, fmtDur(w.Wake.P50), fmtDur(w.Wake.P90), fmtDur(w.Wake.P99), fmtDur(w.Wake.Max))
 	}
 

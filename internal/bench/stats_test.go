@@ -143,8 +143,12 @@ func TestParseStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.RSS != 20<<20 || m.Peak != 40<<20 {
+	if m.RSS != 20<<20 || m.Peak != 40<<20 || m.Anon != 0 {
 		t.Errorf("ParseStatus = %+v", m)
+	}
+	m, err = ParseStatus([]byte("VmHWM:\t   40960 kB\nVmRSS:\t   20480 kB\nRssAnon:\t    6144 kB\nRssFile:\t   14336 kB\n"))
+	if err != nil || m.Anon != 6<<20 || m.RSS != 20<<20 {
+		t.Errorf("ParseStatus with RssAnon = %+v, %v", m, err)
 	}
 	if _, err := ParseStatus([]byte("Name:\tx\n")); err == nil {
 		t.Error("ParseStatus without VmRSS: no error")
