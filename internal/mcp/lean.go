@@ -197,6 +197,8 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 	var structured []byte
 	switch sc := res.StructuredContent.(type) {
 	case nil:
+	case compactRaw:
+		structured = htmlEscape(sc)
 	case json.RawMessage:
 		var b bytes.Buffer
 		if json.Compact(&b, sc) != nil {
@@ -238,12 +240,23 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 // htmlEscape applies encoding/json's HTML escaping to compact JSON, as
 // json.Marshal does to a json.RawMessage.
 func htmlEscape(b []byte) []byte {
-	if !bytes.ContainsAny(b, "<>&\u2028\u2029") {
+	if !needsHTMLEscape(b) {
 		return b
 	}
 	var out bytes.Buffer
 	json.HTMLEscape(&out, b)
 	return out.Bytes()
+}
+
+// needsHTMLEscape reports whether b holds <, >, & or the first byte of
+// U+2028 or U+2029 (0xE2; a false alarm only costs the escape pass).
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonSpace reports whether b is only JSON whitespace.

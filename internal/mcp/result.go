@@ -36,9 +36,17 @@ func success(v any) (*mcp.CallToolResult, error) {
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(s)},
-		StructuredContent: json.RawMessage(s),
+		StructuredContent: compactRaw(s),
 	}, nil
 }
+
+// compactRaw is structured content the relay encoded itself: compact, valid
+// JSON. encoding/json writes it as it would a json.RawMessage; the lean
+// path writes it without scanning it again.
+type compactRaw []byte
+
+// MarshalJSON returns c itself.
+func (c compactRaw) MarshalJSON() ([]byte, error) { return c, nil }
 
 // successWrapped serves results that are arrays: the text keeps the bare
 // array (as the upstream relay sends it) while the structured content,
@@ -54,7 +62,7 @@ func successWrapped(v any, key string) (*mcp.CallToolResult, error) {
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(s)},
-		StructuredContent: json.RawMessage("{" + k + ":" + s + "}"),
+		StructuredContent: compactRaw("{" + k + ":" + s + "}"),
 	}, nil
 }
 
