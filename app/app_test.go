@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -23,30 +23,11 @@ import (
 // in a temp dir and stops it when the test ends; opts change its config.
 func startRelay(t *testing.T, opts ...func(*config.Config)) *app.Relay {
 	t.Helper()
-	cfg := config.Config{
-		Host:              "127.0.0.1",
-		Port:              0,
-		DataDir:           filepath.Join(t.TempDir(), "data"),
-		OperatorSlug:      "operator",
-		TaskRetentionDays: 30,
-		AllowedHosts:      []string{"localhost", "127.0.0.1", "[::1]"},
-		AllowedOrigins:    []string{"localhost", "127.0.0.1", "[::1]"},
-	}
+	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r, err := app.Start(cfg, app.StartOptions{Version: "test", Logger: nil})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return r
+	return apptest.Start(t, cfg, app.StartOptions{Version: "test"})
 }
 
 func noErr(t *testing.T, err error) {

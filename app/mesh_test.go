@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
@@ -22,23 +23,13 @@ import (
 // startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
 func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	t.Helper()
-	cfg := config.Config{
-		Host: "127.0.0.1", DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator-" + name, TaskRetentionDays: 30,
-		AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]"}, AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
-		Mesh: config.Mesh{URLs: urls, Name: name, Replicas: 1},
-	}
+	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
+	cfg.OperatorSlug = "operator-" + name
+	cfg.Mesh = config.Mesh{URLs: urls, Name: name, Replicas: 1}
 	if len(urls) == 0 {
 		cfg.Mesh.Embed = "127.0.0.1:-1"
 	}
-	r, err := app.Start(cfg, app.StartOptions{Version: "test"})
-	noErr(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown %s: %v", name, err)
-		}
-	})
+	r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
 	waitFor(t, func() bool {
 		st, err := r.Services.Mesh.Status()
 		return err == nil && st.Ready
@@ -185,11 +176,8 @@ func TestNoMeshWithoutFlags(t *testing.T) {
 // Ensure the mesh settings saved in the window are checked, wait for the
 // next start, and then join the mesh; flags would win over them.
 func TestMeshSettingsApplyAtNextStart(t *testing.T) {
-	cfg := config.Config{
-		Host: "127.0.0.1", DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator", TaskRetentionDays: 30,
-		AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]"}, AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
-		Mesh: config.Mesh{Replicas: 1},
-	}
+	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
+	cfg.Mesh = config.Mesh{Replicas: 1}
 	start := func() *app.Relay {
 		r, err := app.Start(cfg, app.StartOptions{Version: "test"})
 		noErr(t, err)

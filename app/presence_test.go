@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -186,15 +186,7 @@ func TestImportUpstreamVerb(t *testing.T) {
 		t.Fatalf("second import: %d %q", code, o)
 	}
 
-	cfg := config.Config{Host: "127.0.0.1", DataDir: dir, OperatorSlug: "operator", TaskRetentionDays: 30,
-		AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]"}, AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"}}
-	r, err := app.Start(cfg, app.StartOptions{Version: "test"})
-	noErr(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Shutdown(ctx)
-	})
+	r := apptest.Start(t, apptest.Config(dir), app.StartOptions{Version: "test"})
 	if _, errs, code := run(t, "import-upstream", "--data-dir", dir); code != 1 || !strings.Contains(errs, "running") {
 		t.Fatalf("import while running: %d %q", code, errs)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -31,17 +32,7 @@ func startRelay(tb testing.TB) bench.Options {
 	}
 	cfg.Port = 0
 	t0 := time.Now()
-	r, err := app.Start(cfg, app.StartOptions{Version: "test", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			tb.Errorf("shutdown: %v", err)
-		}
-	})
+	r := apptest.Start(tb, cfg, app.StartOptions{Version: "test", Logger: slog.New(slog.DiscardHandler)})
 	url := "http://" + r.Addr().String()
 	c := bench.NewClient(url, 2)
 	defer c.Close()

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +11,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/e2e"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -353,23 +352,7 @@ func newRoot(t *testing.T) string {
 // startRelay runs a whole relay in-process on a free loopback port.
 func startRelay(t *testing.T, dataDir string) *app.Relay {
 	t.Helper()
-	cfg := config.Config{
-		Host: "127.0.0.1", Port: 0, DataDir: dataDir, OperatorSlug: "operator", TaskRetentionDays: 30,
-		AllowedHosts:   []string{"localhost", "127.0.0.1", "[::1]"},
-		AllowedOrigins: []string{"localhost", "127.0.0.1", "[::1]"},
-	}
-	r, err := app.Start(cfg, app.StartOptions{Version: "e2e"})
-	if err != nil {
-		t.Fatalf("start relay: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			t.Errorf("shut the relay down: %v", err)
-		}
-	})
-	return r
+	return apptest.Start(t, apptest.Config(dataDir), app.StartOptions{Version: "e2e"})
 }
 
 // waitDone polls the task until it is completed or blocked with at least

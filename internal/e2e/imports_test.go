@@ -90,15 +90,17 @@ var contracts = map[string][]string{
 // package may import them.
 var leaves = []string{"internal/loopback", "internal/tick", "internal/poll", "internal/testkit"}
 
-// testOnly are the leaves only tests import (the walk reads no _test.go
-// file, so any import of one it sees is refused).
-var testOnly = []string{"internal/poll", "internal/testkit"}
+// testOnly are the helpers only tests import (the walk reads no _test.go
+// file, so any import of one it sees is refused): the leaves poll and
+// testkit, and app/apptest, which starts whole relays as the composition
+// root does.
+var testOnly = []string{"internal/poll", "internal/testkit", "app/apptest"}
 
 // violation says why package pkg (a path from the module root) may not
 // import imp, or "" when it may.
 func violation(pkg, imp string) string {
 	std := !strings.Contains(strings.Split(imp, "/")[0], ".")
-	composition := pkg == "." || pkg == "app"
+	composition := pkg == "." || pkg == "app" || pkg == "app/apptest"
 	if std {
 		if pkg == "internal/relay" {
 			for _, e := range edgeStd {
@@ -203,6 +205,10 @@ func TestViolation(t *testing.T) {
 		{"internal/testkit", module + "internal/relay", true},
 		{"app", module + "internal/testkit", true},
 		{"internal/web", module + "internal/poll", true},
+		{"app/apptest", module + "app", false},
+		{"app/apptest", module + "internal/config", false},
+		{"app", module + "app/apptest", true},
+		{".", module + "app/apptest", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg+" imports "+tt.imp, func(t *testing.T) {
