@@ -349,12 +349,24 @@ async function main() {
   await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
   await shot(page, "06-activity");
 
+  step = "mesh page (not joined)";
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();
+  await page.getByRole("heading", { name: "Mesh", level: 1 }).waitFor();
+  await page.locator('[data-test="mesh-not-joined"]').getByText("Not joined").waitFor({ timeout: 10000 });
+  await shot(page, "06b-mesh-not-joined");
+
   step = "settings page";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings" }).click();
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.getByText(dataDir).waitFor();
   await page.getByText(`${base}/mcp`, { exact: true }).waitFor(); // the MCP URL as this browser reaches it
   await shot(page, "07-settings");
+  const meshForm = page.locator('[data-test="mesh-settings"]');
+  await meshForm.getByText("The relay is not in a mesh.").waitFor({ timeout: 10000 });
+  await meshForm.getByLabel("NATS server URLs").fill("nats://nats1.example:4222, nats://nats2.example:4222");
+  await meshForm.getByRole("button", { name: "Save" }).click();
+  await meshForm.getByText("Saved changes apply at the next start.").waitFor({ timeout: 10000 });
+  await shot(page, "07b-settings-mesh-saved");
 
   step = "small window (1024×700)";
   await page.setViewportSize({ width: 1024, height: 700 });
@@ -390,7 +402,11 @@ async function main() {
   const port2 = await freePort();
   const base2 = `http://127.0.0.1:${port2}`;
   const dataDir2 = join(tmp, "data-public");
-  publicRelay = spawn(bin, ["serve", "--port", String(port2), "--data-dir", dataDir2, "--public-url", publicURL], { stdio: ["ignore", "pipe", "pipe"] });
+  // It also embeds NATS, so the Mesh page is seen in a mesh of one relay.
+  let natsPort = await freePort();
+  while (natsPort === port2 || natsPort === port) natsPort = await freePort();
+  publicRelay = spawn(bin, ["serve", "--port", String(port2), "--data-dir", dataDir2, "--public-url", publicURL,
+    "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "e2e-relay"], { stdio: ["ignore", "pipe", "pipe"] });
   publicRelay.stdout.pipe(log);
   publicRelay.stderr.pipe(log);
   await poll("GET /health of the --public-url relay", async () => (await fetch(`${base2}/health`)).ok, 30000);
@@ -407,6 +423,11 @@ async function main() {
   check(message2.includes(`Relay: ${publicURL}\n`) && message2.includes(`${publicURL}/api/enroll`) && !message2.includes(base2),
     `with --public-url the invite message does not name only ${publicURL}:\n${message2.slice(0, 400)}`);
   await shot(ppage, "19-connect-invite-public-url");
+  step = "mesh page (joined)";
+  await ppage.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();
+  await ppage.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
+  await ppage.locator('[data-test="mesh-relays"] [data-relay="e2e-relay"]').getByText("This relay").waitFor();
+  await shot(ppage, "20-mesh-joined");
   await pctx.close();
   say(`with --public-url the invite names ${publicURL}`);
 

@@ -495,7 +495,10 @@ type RelayInfo struct {
 	LastSeen string `json:"lastSeen"`
 	Agents   int    `json:"agents"`
 	Outbox   int    `json:"outboxDepth"`
-	Self     bool   `json:"self"`
+	// Lag is the number of messages waiting for this relay in the stream
+	// (its durable consumer's pending count); filled by Status.
+	Lag  uint64 `json:"consumerLag"`
+	Self bool   `json:"self"`
 }
 
 // Link names the NATS connection state.
@@ -545,5 +548,30 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	s.Conflicts = append([]string(nil), n.conflicts...)
 	n.mu.Unlock()
 	s.Relays = n.Relays()
+	n.relayLags(ctx, s.Relays)
 	return s, nil
+}
+
+// relayLags fills each relay's consumer lag, as far as NATS answers (a
+// relay that never joined has no consumer yet: 0).
+func (n *Node) relayLags(ctx context.Context, relays []RelayInfo) {
+	select {
+	case <-n.ready:
+	default:
+		return
+	}
+	if !n.nc.IsConnected() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	for i := range relays {
+		c, err := n.js.Consumer(cctx, StreamName, "relay-"+relays[i].ID)
+		if err != nil {
+			continue
+		}
+		if info := c.CachedInfo(); info != nil {
+			relays[i].Lag = info.NumPending
+		}
+	}
 }

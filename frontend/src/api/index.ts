@@ -5,12 +5,13 @@
 import * as AgentsB from "../../wailsjs/go/app/Agents";
 import * as EventsB from "../../wailsjs/go/app/Events";
 import * as InvitesB from "../../wailsjs/go/app/Invites";
+import * as MeshB from "../../wailsjs/go/app/Mesh";
 import * as OverviewB from "../../wailsjs/go/app/Overview";
 import * as SettingsB from "../../wailsjs/go/app/Settings";
 import * as SystemB from "../../wailsjs/go/app/System";
 import * as TasksB from "../../wailsjs/go/app/Tasks";
 import * as WorkersB from "../../wailsjs/go/app/Workers";
-import type { app, relay } from "../../wailsjs/go/models";
+import type { app, mesh, relay } from "../../wailsjs/go/models";
 import * as rt from "../../wailsjs/runtime/runtime";
 import { CHANGE_EVENT, CONNECTION_EVENT, createBridge, createSessionClient, type SessionState } from "./bridge";
 import { toApiError } from "./errors";
@@ -60,6 +61,11 @@ export type FileChange = "added" | "changed" | "deleted";
 export type ChangedFile = Data<relay.ChangedFile> & { change: FileChange };
 export type ActivityEntry = Omit<Data<relay.ActivityEntry>, "files"> & { kind: StepKind; status?: StepStatus; files?: ChangedFile[] };
 export type FilePreview = Data<app.FilePreview>;
+export type MeshStatus = Data<app.MeshStatus>;
+export type MeshRelay = Data<mesh.RelayInfo>;
+export type MeshAgent = Data<mesh.AgentInfo>;
+export type MeshSettings = Data<relay.MeshSettings>;
+export type MeshSettingsView = Data<app.MeshSettingsView> & { source: "flags" | "settings" | "none" };
 
 /** A relay.Change as delivered by the window or the SSE stream. "resync" asks for a snapshot reload. */
 export interface Change {
@@ -134,6 +140,13 @@ export interface Api {
   overview: { info(): Promise<Info>; stats(): Promise<Stats> };
   events: { list(f: EventFilter): Promise<RelayEvent[]> };
   settings: { get(): Promise<Settings>; update(s: Settings): Promise<Settings> };
+  /** The mesh of relays over NATS (issue #11); the settings are for this computer only. */
+  mesh: {
+    status(): Promise<MeshStatus>;
+    agents(): Promise<MeshAgent[]>;
+    settings(): Promise<MeshSettingsView>;
+    saveSettings(s: MeshSettings): Promise<MeshSettingsView>;
+  };
   system: {
     startsAtLogin(): Promise<boolean>;
     setStartAtLogin(on: boolean): Promise<boolean>;
@@ -211,6 +224,12 @@ export const api: Api = {
   overview: { info: norm(() => OverviewB.InfoAt(reached())), stats: norm(() => OverviewB.Stats()) },
   events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
   settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
+  mesh: {
+    status: norm(() => MeshB.Status()),
+    agents: norm(async () => (await MeshB.Agents()) ?? []),
+    settings: norm(() => MeshB.MeshSettings() as Promise<MeshSettingsView>),
+    saveSettings: norm((s) => MeshB.SaveMeshSettings(s as relay.MeshSettings) as Promise<MeshSettingsView>),
+  },
   system: {
     startsAtLogin: norm(() => SystemB.StartsAtLogin()),
     setStartAtLogin: norm((on) => SystemB.SetStartAtLogin(on)),

@@ -1,6 +1,6 @@
 import { reactive } from "vue";
 
-export const PAGES = ["tasks", "agents", "connect", "activity", "settings"] as const;
+export const PAGES = ["tasks", "agents", "connect", "activity", "mesh", "settings"] as const;
 export type Page = (typeof PAGES)[number];
 
 export interface Route {

@@ -8,6 +8,8 @@ import type {
   Harness,
   Invite,
   LocalInfo,
+  MeshSettingsView,
+  MeshStatus,
   RelayEvent,
   Settings,
   Stats,
@@ -170,6 +172,8 @@ export function fakeApi(data: {
   limits?: WorkerLimits;
   /** Workers.Limits fails with this (a remote browser: local_only). */
   limitsError?: Error;
+  mesh?: MeshStatus;
+  meshSettings?: MeshSettingsView;
 } = {}): FakeApi {
   const subs = new Set<(c: Change) => void>();
   const conn = new Set<(on: boolean) => void>();
@@ -237,6 +241,12 @@ export function fakeApi(data: {
       get: vi.fn(async () => data.settings ?? { maxChainDepth: 3, workersPaused: false }),
       update: vi.fn(async (s) => s),
     },
+    mesh: {
+      status: vi.fn(async () => data.mesh ?? meshStatus()),
+      agents: vi.fn(async () => []),
+      settings: vi.fn(async () => data.meshSettings ?? { saved: meshSettings(), source: "none" as const, applied: true }),
+      saveSettings: vi.fn(async (s) => ({ saved: s, source: "none" as const, applied: false })),
+    },
     system: {
       startsAtLogin: vi.fn(async () => false),
       setStartAtLogin: vi.fn(async (on) => on),
@@ -262,4 +272,29 @@ export function fakeApi(data: {
     },
   };
   return api;
+}
+
+/** meshStatus is Mesh.Status: not in a mesh unless p says otherwise. */
+export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
+  return {
+    enabled: false,
+    relayId: "",
+    relayName: "",
+    publicKey: "",
+    link: "",
+    ready: false,
+    outboxDepth: 0,
+    consumerLag: 0,
+    consumerAckPending: 0,
+    published: 0,
+    applied: 0,
+    duplicates: 0,
+    failures: 0,
+    relays: [],
+    ...p,
+  };
+}
+
+export function meshSettings(p: Partial<MeshSettingsView["saved"]> = {}): MeshSettingsView["saved"] {
+  return { urls: [], creds: "", nkey: "", tlsCa: "", embed: "", name: "", ...p };
 }

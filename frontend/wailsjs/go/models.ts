@@ -554,6 +554,7 @@ export namespace mesh {
 	    lastSeen: string;
 	    agents: number;
 	    outboxDepth: number;
+	    consumerLag: number;
 	    self: boolean;
 	
 	    static createFrom(source: any = {}) {
@@ -569,6 +570,7 @@ export namespace mesh {
 	        this.lastSeen = source["lastSeen"];
 	        this.agents = source["agents"];
 	        this.outboxDepth = source["outboxDepth"];
+	        this.consumerLag = source["consumerLag"];
 	        this.self = source["self"];
 	    }
 	}

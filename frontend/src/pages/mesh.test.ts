@@ -1,0 +1,171 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { flushPromises, mount } from "@vue/test-utils";
+import { ApiError, type MeshStatus } from "../api";
+import MeshPage from "./MeshPage.vue";
+import SettingsPage from "./SettingsPage.vue";
+import TaskCard from "../components/TaskCard.vue";
+import AgentCard from "../components/AgentCard.vue";
+import { createMesh, linkText, parseUrls, relayMarker, remoteRelay } from "../stores/mesh";
+import { agent, fakeApi, iso, meshSettings, meshStatus, summary, T0 } from "../test/fakes";
+import { withStores } from "../test/mount";
+
+afterEach(() => {
+  document.body.innerHTML = "";
+  vi.useRealTimers();
+});
+
+const joined = (p: Partial<MeshStatus> = {}): MeshStatus =>
+  meshStatus({
+    enabled: true,
+    relayId: "a1",
+    relayName: "laptop",
+    link: "connected",
+    ready: true,
+    server: "nats://127.0.0.1:4222",
+    outboxDepth: 2,
+    consumerLag: 5,
+    published: 10,
+    applied: 7,
+    relays: [
+      { id: "a1", name: "laptop", address: "http://localhost:4318/mcp", online: true, lastSeen: iso(-5000), agents: 1, outboxDepth: 2, consumerLag: 5, self: true },
+      { id: "b2", name: "gpu-box", address: "http://gpu:4318/mcp", online: false, lastSeen: iso(-600_000), agents: 2, outboxDepth: 0, consumerLag: 3, self: false },
+    ],
+    ...p,
+  });
+
+describe("MeshPage", () => {
+  it("says plainly that the relay is not in a mesh, and how to join one", async () => {
+    const { mount: m, api } = await withStores();
+    const w = m(MeshPage);
+    await flushPromises();
+    const box = w.find('[data-test="mesh-not-joined"]');
+    expect(box.exists()).toBe(true);
+    expect(box.text()).toContain("Not joined");
+    expect(box.text()).toContain("--nats");
+    expect(api.mesh.agents).not.toHaveBeenCalled();
+    expect(w.find('[data-test="mesh-relays"]').exists()).toBe(false);
+    w.unmount();
+  });
+
+  it("lists the relays with their state, lag and outbox, and the agents under their relay", async () => {
+    const { mount: m, api } = await withStores({ mesh: joined() });
+    vi.mocked(api.mesh.agents).mockResolvedValue([
+      { slug: "zed", displayName: "Zed", modelSlug: "m1", capabilities: [], online: true, relayId: "b2", relay: "gpu-box", local: false },
+      { slug: "alice", displayName: "Alice", modelSlug: "m2", capabilities: [], online: false, relayId: "b2", relay: "gpu-box", local: false },
+      { slug: "bob", displayName: "Bob", modelSlug: "m3", capabilities: [], online: true, relayId: "a1", relay: "laptop", local: true },
+    ]);
+    const w = m(MeshPage);
+    await flushPromises();
+    expect(w.find('[data-test="mesh-link"]').text()).toBe("Connected");
+    expect(w.find('[data-test="mesh-self"]').text()).toContain("laptop");
+    const rows = w.findAll('[data-test="mesh-relays"] tbody tr');
+    expect(rows.map((r) => r.attributes("data-relay"))).toEqual(["laptop", "gpu-box"]);
+    expect(rows[0]!.text()).toContain("This relay");
+    expect(rows[1]!.text()).toContain("offline");
+    expect(rows[1]!.findAll("td")[3]!.text()).toBe("10 min ago");
+    expect(rows[1]!.findAll("td.n").map((c) => c.text())).toEqual(["2", "0", "3"]);
+    const agents = w.findAll('[data-test="mesh-agents"] tbody tr');
+    expect(agents.map((r) => r.attributes("data-mesh-agent"))).toEqual(["alice", "zed", "bob"]);
+    expect(agents[0]!.text()).toContain("gpu-box");
+    expect(agents[1]!.find("td").text()).toBe(""); // the relay's name once per group
+    w.unmount();
+  });
+
+  it("shows a lost link as a warning", () => {
+    expect(linkText(joined({ link: "reconnecting" }))).toBe("Reconnecting");
+    expect(linkText(joined({ ready: false }))).toBe("Connected, setting up");
+    expect(linkText(meshStatus())).toBe("Not joined");
+  });
+
+  it("reads the mesh again while open, and stops when closed", async () => {
+    vi.useFakeTimers();
+    const api = fakeApi({ mesh: joined() });
+    const mesh = createMesh(api, 1000);
+    mesh.start();
+    await vi.advanceTimersByTimeAsync(2500);
+    expect(vi.mocked(api.mesh.status).mock.calls.length).toBe(3);
+    vi.mocked(api.mesh.status).mockRejectedValueOnce(new ApiError("internal_error", "NATS is down"));
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(mesh.state.error).toContain("NATS is down");
+    expect(mesh.state.status?.relayName).toBe("laptop"); // the last good answer stays
+    mesh.stop();
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(vi.mocked(api.mesh.status).mock.calls.length).toBe(4);
+  });
+});
+
+describe("mesh settings", () => {
+  it("saves the NATS settings for the next start, and says so", async () => {
+    const { mount: m, api } = await withStores({ meshSettings: { saved: meshSettings(), source: "none", applied: true } });
+    const w = m(SettingsPage);
+    await flushPromises();
+    const sec = w.find('[data-test="mesh-settings"]');
+    expect(sec.find('[data-test="mesh-source"]').text()).toContain("not in a mesh");
+    expect(sec.find('button[type="submit"]').attributes("disabled")).toBeDefined();
+    await sec.find('input[name="urls"]').setValue(" nats://a:4222,nats://b:4222 nats://c:4222 ");
+    await sec.find('input[name="creds"]').setValue("/etc/team.creds");
+    await sec.find("form").trigger("submit");
+    await flushPromises();
+    expect(api.mesh.saveSettings).toHaveBeenCalledWith({
+      urls: ["nats://a:4222", "nats://b:4222", "nats://c:4222"],
+      creds: "/etc/team.creds",
+      nkey: "",
+      tlsCa: "",
+      embed: "",
+      name: "",
+    });
+    expect(w.find('[data-test="mesh-source"]').text()).toContain("apply at the next start");
+    w.unmount();
+  });
+
+  it("shows the relay's refusal (from a browser elsewhere: this computer only)", async () => {
+    const { mount: m, api } = await withStores();
+    vi.mocked(api.mesh.settings).mockRejectedValue(new ApiError("local_only", "Only on the relay's own computer."));
+    const w = m(SettingsPage);
+    await flushPromises();
+    expect(w.find('[data-test="mesh-settings"] [role="alert"]').text()).toContain("Only on the relay's own computer.");
+    w.unmount();
+  });
+
+  it("shows why saved settings did not join", async () => {
+    const { mount: m } = await withStores({
+      meshSettings: { saved: meshSettings({ embed: "127.0.0.1:4222", nkey: "/gone" }), source: "none", applied: true, error: "mesh: nkey /gone: no such file" },
+    });
+    const w = m(SettingsPage);
+    await flushPromises();
+    expect(w.find('[data-test="mesh-settings"]').text()).toContain("did not join a mesh: mesh: nkey /gone");
+    expect((w.find('input[name="embed"]').element as HTMLInputElement).value).toBe("127.0.0.1:4222");
+    w.unmount();
+  });
+});
+
+describe("remote marks", () => {
+  const agents = new Map([
+    ["operator", agent({ slug: "operator", kind: "human", relay: "laptop" })],
+    ["bob", agent({ slug: "bob", relay: "laptop" })],
+    ["gpu", agent({ slug: "gpu", relay: "gpu-box" })],
+  ]);
+
+  it("names another relay's agents only", () => {
+    const of = relayMarker(agents, "operator");
+    expect(["operator", "bob", "gpu", "nobody"].map(of)).toEqual(["", "", "gpu-box", ""]);
+    expect(remoteRelay(agent({ relay: "gpu-box" }), undefined)).toBe(""); // not in a mesh
+    expect(parseUrls(" a, b\nc ,,")).toEqual(["a", "b", "c"]);
+  });
+
+  it("marks a task to or from another relay's agent on its card", () => {
+    const of = relayMarker(agents, "operator");
+    const w = mount(TaskCard, { props: { task: summary({ senderSlug: "bob", recipientSlug: "gpu" }), now: T0, relayOf: of } });
+    expect(w.find('[data-test="recipient-relay"]').text()).toBe("@gpu-box");
+    expect(w.find('[data-test="sender-relay"]').exists()).toBe(false);
+    const local = mount(TaskCard, { props: { task: summary(), now: T0, relayOf: of } });
+    expect(local.find(".relay").exists()).toBe(false);
+  });
+
+  it("marks another relay's agent on its card", () => {
+    const w = mount(AgentCard, {
+      props: { agent: agent({ slug: "gpu", relay: "gpu-box" }), now: T0, isOperator: false, work: { claimed: [], queued: 0 }, remoteRelay: "gpu-box" },
+    });
+    expect(w.find('[data-test="agent-relay"]').text()).toBe("on gpu-box");
+  });
+});

@@ -1,0 +1,113 @@
+// The Mesh page's data: Mesh.Status and Mesh.Agents, read again every few
+// seconds while the page is open (lag and outbox depth are not pushed).
+import { computed, reactive } from "vue";
+import { errorMessage, type Agent, type Api, type MeshAgent, type MeshSettings, type MeshStatus } from "../api";
+
+export const MESH_POLL_MS = 5000;
+
+export interface MeshState {
+  status: MeshStatus | null;
+  agents: MeshAgent[];
+  error: string;
+  loading: boolean;
+}
+
+/** createMesh loads the mesh for the page; start() polls until stop(). */
+export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
+  const state = reactive<MeshState>({ status: null, agents: [], error: "", loading: false });
+  let timer: ReturnType<typeof setInterval> | undefined;
+
+  async function load() {
+    state.loading = true;
+    try {
+      const status = await api.mesh.status();
+      state.status = status;
+      state.agents = status.enabled ? await api.mesh.agents() : [];
+      state.error = "";
+    } catch (e) {
+      state.error = errorMessage(e);
+    } finally {
+      state.loading = false;
+    }
+  }
+
+  /** agentsByRelay groups the directory's agents under their relay's name. */
+  const agentsByRelay = computed(() => {
+    const out = new Map<string, MeshAgent[]>();
+    for (const a of [...state.agents].sort((x, y) => x.slug.localeCompare(y.slug))) {
+      const list = out.get(a.relay) ?? [];
+      list.push(a);
+      out.set(a.relay, list);
+    }
+    return out;
+  });
+
+  return {
+    state,
+    agentsByRelay,
+    load,
+    start() {
+      void load();
+      if (!timer && pollMs > 0) timer = setInterval(() => void load(), pollMs);
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
+}
+
+/** linkText says the link to NATS in plain words. */
+export function linkText(s: MeshStatus): string {
+  if (!s.enabled) return "Not joined";
+  switch (s.link) {
+    case "connected":
+      return s.ready ? "Connected" : "Connected, setting up";
+    case "connecting":
+      return "Connecting";
+    case "reconnecting":
+      return "Reconnecting";
+    default:
+      return "Disconnected";
+  }
+}
+
+/**
+ * remoteRelay is the relay an agent lives on when that is another relay
+ * than this one ("" for a local agent or outside a mesh). This relay's name
+ * is the operator's relay: the operator is always local.
+ */
+export function remoteRelay(a: Pick<Agent, "relay"> | undefined, selfRelay: string | undefined): string {
+  if (!a?.relay || !selfRelay || a.relay === selfRelay) return "";
+  return a.relay;
+}
+
+/** parseUrls reads the NATS URLs field: commas, spaces or new lines between them. */
+export function parseUrls(text: string): string[] {
+  return text
+    .split(/[\s,]+/)
+    .map((u) => u.trim())
+    .filter(Boolean);
+}
+
+/** sameSettings compares two mesh settings field by field. */
+export function sameSettings(a: MeshSettings, b: MeshSettings): boolean {
+  return (
+    a.urls.join(",") === b.urls.join(",") &&
+    a.creds === b.creds &&
+    a.nkey === b.nkey &&
+    a.tlsCa === b.tlsCa &&
+    a.embed === b.embed &&
+    a.name === b.name
+  );
+}
+
+/**
+ * relayMarker returns, for a slug, the name of the other relay that agent
+ * lives on ("" for local agents and outside a mesh), judged from the relay
+ * store's agents: this relay is the operator's.
+ */
+export function relayMarker(agents: Map<string, Agent>, operatorSlug: string): (slug: string) => string {
+  const self = agents.get(operatorSlug)?.relay;
+  return (slug) => remoteRelay(agents.get(slug), self);
+}
