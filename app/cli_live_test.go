@@ -84,6 +84,10 @@ func TestMonitorLine(t *testing.T) {
 			`CROSSCHAT_TASK {"taskId":"t1","title":"Fix","sender":"alice","priority":3,"message":"Line one\nline two"}`},
 		{relay.PushEvent{Kind: relay.EventTaskCompleted, TaskID: "t2", Title: "Build", From: "bob", Message: "bob: done"},
 			`CROSSCHAT_UPDATE {"taskId":"t2","title":"Build","sender":"bob","kind":"task-completed","message":"bob: done"}`},
+		{relay.PushEvent{Kind: "task", TaskID: "t3", Title: "Loop", From: "cat", Priority: 2, Message: "again", ConversationID: "c1"},
+			`CROSSCHAT_TASK {"taskId":"t3","title":"Loop","sender":"cat","priority":2,"message":"again","conversationId":"c1"}`},
+		{relay.PushEvent{Kind: relay.EventTaskBlocked, TaskID: "t4", Title: "Loop", From: "cat", Message: "cat: no", ConversationID: "c1"},
+			`CROSSCHAT_UPDATE {"taskId":"t4","title":"Loop","sender":"cat","kind":"task-blocked","message":"cat: no","conversationId":"c1"}`},
 	} {
 		if got := app.MonitorLine(tc.e); got != tc.want {
 			t.Errorf("MonitorLine = %s\nwant %s", got, tc.want)

@@ -146,25 +146,27 @@ func writeCursor(path string, n int64) error {
 // MonitorLine is the one stdout line monitor prints for a push event.
 func MonitorLine(e relay.PushEvent) string {
 	type task struct {
-		TaskID   string `json:"taskId"`
-		Title    string `json:"title"`
-		Sender   string `json:"sender"`
-		Priority int    `json:"priority,omitempty"`
-		Message  string `json:"message"`
+		TaskID         string `json:"taskId"`
+		Title          string `json:"title"`
+		Sender         string `json:"sender"`
+		Priority       int    `json:"priority,omitempty"`
+		Message        string `json:"message"`
+		ConversationID string `json:"conversationId,omitempty"`
 	}
 	type update struct {
-		TaskID  string `json:"taskId"`
-		Title   string `json:"title"`
-		Sender  string `json:"sender"`
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
+		TaskID         string `json:"taskId"`
+		Title          string `json:"title"`
+		Sender         string `json:"sender"`
+		Kind           string `json:"kind"`
+		Message        string `json:"message"`
+		ConversationID string `json:"conversationId,omitempty"`
 	}
 	msg := shorten(e.Message, maxMonitorMessage)
 	if e.IsTask() {
-		b, _ := json.Marshal(task{e.TaskID, e.Title, e.From, e.Priority, msg})
+		b, _ := json.Marshal(task{e.TaskID, e.Title, e.From, e.Priority, msg, e.ConversationID})
 		return MonitorTaskPrefix + string(b)
 	}
-	b, _ := json.Marshal(update{e.TaskID, e.Title, e.From, e.Kind, msg})
+	b, _ := json.Marshal(update{e.TaskID, e.Title, e.From, e.Kind, msg, e.ConversationID})
 	return MonitorUpdatePrefix + string(b)
 }
 
@@ -190,8 +192,8 @@ func monitorCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, `Usage: crosschat-relay monitor --token cca_… [--url URL] [--state FILE]
 
 Follows the agent's push stream and prints exactly one line per event:
-  CROSSCHAT_TASK {"taskId","title","sender","priority","message"}   a task queued for the agent
-  CROSSCHAT_UPDATE {"taskId","title","sender","kind","message"}     an update on a task it sent
+  CROSSCHAT_TASK {"taskId","title","sender","priority","message","conversationId"}   a task queued for the agent
+  CROSSCHAT_UPDATE {"taskId","title","sender","kind","message","conversationId"}     an update on a task it sent
 It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
 
 Flags:

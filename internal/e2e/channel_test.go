@@ -162,8 +162,10 @@ func TestChannelServer(t *testing.T) {
 	for i, w := range want {
 		content, _ := got3[i]["content"].(string)
 		meta, _ := got3[i]["meta"].(map[string]any)
-		if !strings.HasPrefix(content, w.words) || meta["task_id"] != w.taskID || meta["kind"] != w.kind || meta["sender"] != w.sender {
-			t.Errorf("event %d = %q %v, want %q with task_id %s kind %s sender %s", i, content, meta, w.words, w.taskID, w.kind, w.sender)
+		// Each task here starts its own conversation: its id.
+		if !strings.HasPrefix(content, w.words) || meta["task_id"] != w.taskID || meta["kind"] != w.kind || meta["sender"] != w.sender ||
+			meta["conversation_id"] != w.taskID {
+			t.Errorf("event %d = %q %v, want %q with task_id and conversation_id %s kind %s sender %s", i, content, meta, w.words, w.taskID, w.kind, w.sender)
 		}
 	}
 }

@@ -237,8 +237,9 @@ func (c *Channel) Notify(ctx context.Context, e relay.PushEvent) error {
 }
 
 // ChannelParams are the notification's params for a push event: content in
-// words the model can act on, and meta (task_id, sender, kind) that Claude
-// Code shows as attributes of the <channel> tag.
+// words the model can act on, and meta (task_id, sender, kind and, while
+// the task is kept, conversation_id) that Claude Code shows as attributes
+// of the <channel> tag.
 func ChannelParams(e relay.PushEvent) map[string]any {
 	var content string
 	if e.IsTask() {
@@ -248,14 +249,15 @@ func ChannelParams(e relay.PushEvent) map[string]any {
 		content = fmt.Sprintf("Update on the task “%s” (%s), from %s: %s\n\nTask id %s. Act only if it needs you.",
 			e.Title, e.Kind, e.From, e.Message, e.TaskID)
 	}
-	return map[string]any{
-		"content": content,
-		"meta": map[string]any{
-			"task_id": e.TaskID,
-			"sender":  e.From,
-			"kind":    e.Kind,
-		},
+	meta := map[string]any{
+		"task_id": e.TaskID,
+		"sender":  e.From,
+		"kind":    e.Kind,
 	}
+	if e.ConversationID != "" {
+		meta["conversation_id"] = e.ConversationID
+	}
+	return map[string]any{"content": content, "meta": meta}
 }
 
 func priorityWord(p int) string {

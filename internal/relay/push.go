@@ -35,6 +35,9 @@ type PushEvent struct {
 	// update's summary.
 	Message   string `json:"message"`
 	CreatedAt string `json:"createdAt"`
+	// ConversationID is the task's conversation (see Task); empty once the
+	// task is no longer kept.
+	ConversationID string `json:"conversationId,omitempty"`
 }
 
 // IsTask reports whether the event is a task queued for the agent.

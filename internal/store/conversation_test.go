@@ -136,3 +136,40 @@ func TestImportedChainIsOneConversation(t *testing.T) {
 		t.Fatalf("grandchild: conversation %s hops %d depth %d, want %s, 2, 2", got.ConversationID, got.Hops, got.Depth, root)
 	}
 }
+
+// Push events (task and update) carry their task's conversation.
+func TestPushEventsCarryConversation(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("ann")
+	e.register("bob")
+	root := e.post("ann", "bob", "root", 0)
+	child, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "ann", Title: "child", Instructions: "i", ParentTaskID: root.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("ann") // task-claimed, an update for bob
+	for _, tc := range []struct {
+		agent, kind, task string
+	}{
+		{"bob", relay.PushTask, root.ID},
+		{"ann", relay.PushTask, child.ID},
+		{"bob", relay.EventTaskClaimed, child.ID},
+	} {
+		batch, err := e.db.PushEvents(e.ctx, tc.agent, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ev := range batch.Events {
+			if ev.Kind == tc.kind && ev.TaskID == tc.task {
+				found = true
+				if ev.ConversationID != root.ID {
+					t.Errorf("%s's %s event for %s: conversation %q, want %s", tc.agent, tc.kind, tc.task, ev.ConversationID, root.ID)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s event for %s in %s's stream: %+v", tc.kind, tc.task, tc.agent, batch.Events)
+		}
+	}
+}

@@ -40,15 +40,19 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 			return fmt.Errorf("read oldest push event: %w", err)
 		}
 		out.MayHaveMissed = after > 0 && oldest.Valid && after < oldest.Int64-1
-		rows, err := tx.QueryContext(ctx, `SELECT sequence, agent_slug, kind, task_id, title, from_slug, priority, message, created_at
-			FROM push_events WHERE agent_slug = ? AND sequence > ? ORDER BY sequence LIMIT ?`, slug, after, limit)
+		// The conversation is read from the task (by primary key), so the
+		// push rows written by triggers stay as they are.
+		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
+				COALESCE(t.conversation_id, t.id, '')
+			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id
+			WHERE p.agent_slug = ? AND p.sequence > ? ORDER BY p.sequence LIMIT ?`, slug, after, limit)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var e relay.PushEvent
-			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt); err != nil {
+			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID); err != nil {
 				return fmt.Errorf("read push events: %w", err)
 			}
 			out.Events = append(out.Events, e)

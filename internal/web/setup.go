@@ -46,7 +46,7 @@ func SetupFor(mcpURL, token string) Setup {
 		ClaudeCode:         fmt.Sprintf(`claude mcp add --transport http crosschat %s --header "Authorization: Bearer %s"`, mcpURL, token),
 		ClaudeChannel:      ChannelMCPJSON(token, strings.TrimSuffix(mcpURL, "/mcp")),
 		ClaudeChannelStart: ChannelStartCommand,
-		Codex:      fmt.Sprintf("export CROSSCHAT_TOKEN=%s\ncodex mcp add crosschat --url %s --bearer-token-env-var CROSSCHAT_TOKEN", token, mcpURL),
+		Codex:              fmt.Sprintf("export CROSSCHAT_TOKEN=%s\ncodex mcp add crosschat --url %s --bearer-token-env-var CROSSCHAT_TOKEN", token, mcpURL),
 		JSON: map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
 			"url":     mcpURL,
 			"headers": map[string]any{"Authorization": "Bearer " + token},
