@@ -22,43 +22,31 @@ import type {
 export const T0 = Date.parse("2026-03-01T12:00:00.000Z");
 export const iso = (offsetMs = 0) => new Date(T0 + offsetMs).toISOString();
 
-export function summary(p: Partial<TaskSummary> = {}): TaskSummary {
+// taskBase holds the fields a task and its summary share; a task is its
+// own conversation unless p says otherwise.
+function taskBase(p: { id?: string }) {
   return {
     id: "t1",
     senderSlug: "operator",
     recipientSlug: "bob",
     title: "Fix the build",
-    requiredCapabilities: [],
+    requiredCapabilities: [] as string[],
     priority: 2,
-    status: "queued",
+    status: "queued" as const,
     createdAt: iso(-60_000),
     updatedAt: iso(-60_000),
     depth: 0,
     conversationId: p.id ?? "t1",
     hops: 0,
-    reportCount: 0,
-    ...p,
   };
 }
 
+export function summary(p: Partial<TaskSummary> = {}): TaskSummary {
+  return { ...taskBase(p), reportCount: 0, ...p };
+}
+
 export function task(p: Partial<Task> = {}): Task {
-  return {
-    id: "t1",
-    senderSlug: "operator",
-    recipientSlug: "bob",
-    title: "Fix the build",
-    instructions: "Make CI green.",
-    requiredCapabilities: [],
-    priority: 2,
-    status: "queued",
-    createdAt: iso(-60_000),
-    updatedAt: iso(-60_000),
-    depth: 0,
-    conversationId: p.id ?? "t1",
-    hops: 0,
-    reports: [],
-    ...p,
-  };
+  return { ...taskBase(p), instructions: "Make CI green.", reports: [], ...p };
 }
 
 export function agent(p: Partial<Agent> = {}): Agent {
