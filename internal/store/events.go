@@ -38,17 +38,17 @@ func (db *DB) ReadUpdates(ctx context.Context, slug string, limit int) (relay.Up
 	limit = relay.Clamp(limit, relay.DefaultReadLimit, 1, relay.MaxUpdatesLimit)
 	var out relay.Updates
 	err = db.write(ctx, "read updates", func(t *tx) error {
-		var lastRead int64
-		err := t.tx.QueryRowContext(t.ctx, `SELECT last_read_sequence FROM agents WHERE slug = ?`, slug).Scan(&lastRead)
+		var (
+			lastRead int64
+			oldest   sql.NullInt64
+		)
+		err := t.tx.QueryRowContext(t.ctx, `SELECT last_read_sequence, (SELECT MIN(sequence) FROM events) FROM agents WHERE slug = ?`, slug).
+			Scan(&lastRead, &oldest)
 		if errors.Is(err, sql.ErrNoRows) {
 			return unknownAgent(slug)
 		}
 		if err != nil {
 			return fmt.Errorf("read cursor: %w", err)
-		}
-		var oldest sql.NullInt64
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT MIN(sequence) FROM events`).Scan(&oldest); err != nil {
-			return fmt.Errorf("read oldest event: %w", err)
 		}
 		missed := oldest.Valid && lastRead < oldest.Int64-1
 		rows, err := t.tx.QueryContext(t.ctx, `SELECT `+eventColumns+` FROM events
@@ -67,13 +67,21 @@ func (db *DB) ReadUpdates(ctx context.Context, slug string, limit int) (relay.Up
 		case missed:
 			cursor = oldest.Int64 - 1
 		}
-		if cursor != lastRead {
-			if _, err := t.exec(`UPDATE agents SET last_read_sequence = ? WHERE slug = ?`, cursor, slug); err != nil {
-				return fmt.Errorf("advance cursor: %w", err)
+		switch {
+		case cursor != lastRead && !relay.IsByOperator(t.ctx):
+			// The cursor and the presence in one statement.
+			if err := t.touchCursor(slug, cursor); err != nil {
+				return err
 			}
-		}
-		if err := t.touch(slug); err != nil {
-			return err
+		default:
+			if cursor != lastRead {
+				if _, err := t.exec(`UPDATE agents SET last_read_sequence = ? WHERE slug = ?`, cursor, slug); err != nil {
+					return fmt.Errorf("advance cursor: %w", err)
+				}
+			}
+			if err := t.touch(slug); err != nil {
+				return err
+			}
 		}
 		out = relay.Updates{Updates: updates, Cursor: cursor, MayHaveMissedUpdates: missed}
 		return nil

@@ -364,6 +364,23 @@ func (t *tx) touch(slug string) error {
 	} else if n == 0 {
 		return unknownAgent(slug)
 	}
+	return t.seen(slug)
+}
+
+// touchCursor is touch for an agent (not the operator acting for it) that
+// also moves its read cursor, in one UPDATE.
+func (t *tx) touchCursor(slug string, cursor int64) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ?, last_read_sequence = ? WHERE slug = ?`, t.ts, cursor, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// seen publishes slug's agent change after its presence was refreshed, at
+// most once per presenceThrottle.
+func (t *tx) seen(slug string) error {
 	t.db.presenceMu.Lock()
 	last, seen := t.db.presence[slug]
 	t.db.presenceMu.Unlock()
