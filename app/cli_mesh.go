@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/mesh"
 )
 
 // meshCmd runs `crosschat-relay mesh status|agents [--json]`.
@@ -16,7 +18,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if args[0] == "agents" {
-		var agents []meshAgentRow
+		var agents []mesh.AgentInfo
 		if done, err := c.fetch("Mesh", "Agents", &agents); done || err != nil {
 			return err
 		}
@@ -70,16 +72,4 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, r.ID, state, r.LastSeen, r.Agents, r.Outbox, r.Address)
 		}
 	})
-}
-
-// meshAgentRow is one row of `mesh agents`, as the bridge returns it.
-type meshAgentRow struct {
-	Slug         string   `json:"slug"`
-	DisplayName  string   `json:"displayName"`
-	ModelSlug    string   `json:"modelSlug"`
-	Capabilities []string `json:"capabilities"`
-	Online       bool     `json:"online"`
-	RelayID      string   `json:"relayId"`
-	Relay        string   `json:"relay"`
-	Local        bool     `json:"local"`
 }

@@ -122,6 +122,19 @@ func (e *env) agent(slug string, caps ...string) string {
 // newest protocol (server/discover, no handshake).
 func (e *env) client(token string) *client.Client { return e.clientAt(token, "") }
 
+// chainLimit sets the relay's hand-off limit.
+func (e *env) chainLimit(n int) {
+	e.t.Helper()
+	s, err := e.svc.Settings(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s.MaxChainDepth = n
+	if _, err := e.svc.UpdateSettings(context.Background(), s); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // callers connects one client per name for a tool table: "admin" holds the
 // admin token, "none" no token, and any other name is a new agent of that
 // slug, with the capabilities after a colon ("bob:text-input") or the

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -12,16 +11,8 @@ import (
 // forth with parentTaskId stop at the hand-off limit, as worker runs do.
 func TestLiveSessionPingPongStopsAtLimit(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	alice, bob := e.client(e.agent("alice")), e.client(e.agent("bob"))
-	s, err := e.svc.Settings(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MaxChainDepth = 2
-	if _, err := e.svc.UpdateSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	e.chainLimit(2)
 	var task relay.Task
 	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "t0", "instructions": "go"}), &task)
 	first := task.ID

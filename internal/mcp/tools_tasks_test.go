@@ -70,14 +70,7 @@ func TestConversationTools(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	clients := e.callers("alice", "bob", "carol", "admin")
-	s, err := e.svc.Settings(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MaxChainDepth = 2
-	if _, err := e.svc.UpdateSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	e.chainLimit(2)
 	// bob's worker runs root, a task alice sent.
 	root, err := e.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "root", Instructions: "go"})
 	if err != nil {

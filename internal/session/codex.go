@@ -20,6 +20,16 @@ type codexLine struct {
 	Payload   json.RawMessage `json:"payload"`
 }
 
+// codexMessage is the payload of a "response_item" line that is a message.
+type codexMessage struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
 func (st Store) listCodex() ([]Session, error) {
 	root := filepath.Join(CodexHome(st.Home), "sessions")
 	names, err := codexNames(filepath.Join(CodexHome(st.Home), "session_index.jsonl"))
@@ -110,14 +120,7 @@ func readCodex(path string) (s Session, user bool, err error) {
 			if s.Title != "" {
 				return true
 			}
-			var m struct {
-				Type    string `json:"type"`
-				Role    string `json:"role"`
-				Content []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"content"`
-			}
+			var m codexMessage
 			if json.Unmarshal(l.Payload, &m) != nil || m.Type != "message" || m.Role != "user" {
 				return true
 			}

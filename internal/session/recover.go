@@ -79,14 +79,7 @@ func transcriptMessage(tool string, line []byte) (role, text string) {
 		if json.Unmarshal(line, &l) != nil || l.Type != "response_item" {
 			return "", ""
 		}
-		var m struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-		}
+		var m codexMessage
 		if json.Unmarshal(l.Payload, &m) != nil || m.Type != "message" {
 			return "", ""
 		}
