@@ -484,11 +484,42 @@ func onlyStatus(want relay.TaskStatus, format string) func(relay.TaskStatus) *re
 	}
 }
 
+// reopenHop counts a task sent back to work from inside a worker run (a run
+// token's request_changes or requeue_task) as a hand-off of the run's
+// conversation: a task of that conversation goes to at least one hop past
+// the run's task, and past the hand-off limit it is refused with
+// chain_limit. Without it, two runs could reopen and re-post to each other
+// forever, each new task one hop from a task that never gets further.
+func reopenHop(t *tx, task relay.Task) error {
+	p, ok := relay.PrincipalFrom(t.ctx)
+	if !ok || p.RunTaskID == "" {
+		return nil
+	}
+	var conv string
+	var hops int
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(conversation_id, id), hops FROM tasks WHERE id = ?`, p.RunTaskID).Scan(&conv, &hops); err != nil {
+		return fmt.Errorf("read the run's task: %w", err)
+	}
+	if conv != task.ConversationID || hops+1 <= task.Hops {
+		return nil
+	}
+	if err := checkHops(t, hops+1, conv); err != nil {
+		return err
+	}
+	if _, err := t.exec(`UPDATE tasks SET hops = ? WHERE id = ?`, hops+1, task.ID); err != nil {
+		return fmt.Errorf("count the hop: %w", err)
+	}
+	return nil
+}
+
 // requeueWith puts the task back in its recipient's queue with a report of
 // kind (its text made by message) and tells the recipient with the
 // summary format, which gets the sender, the title and the note.
 func requeueWith(kind string, message func(task relay.Task, note string) string, summary string) func(t *tx, task relay.Task, note string) error {
 	return func(t *tx, task relay.Task, note string) error {
+		if err := reopenHop(t, task); err != nil {
+			return err
+		}
 		if err := requeue(t, task.ID); err != nil {
 			return err
 		}
