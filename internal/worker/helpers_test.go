@@ -464,6 +464,14 @@ func (e *env) activity(id string) []relay.ActivityEntry {
 	return a
 }
 
+// runToEnd posts a task whose run follows mode, waits for it to finish and
+// returns the finished task and its last report.
+func (e *env) runToEnd(from, title, mode string) (relay.Task, relay.Report) {
+	e.t.Helper()
+	got := e.finished(e.post(from, title, mode).ID)
+	return got, lastReport(got)
+}
+
 func lastReport(task relay.Task) relay.Report {
 	if len(task.Reports) == 0 {
 		return relay.Report{}

@@ -22,9 +22,7 @@ import (
 func TestRunCompletes(t *testing.T) {
 	e := newEnv(t, nil)
 	e.start()
-	task := e.post(operator, "Build the thing", "done")
-	got := e.finished(task.ID)
-	r := lastReport(got)
+	got, r := e.runToEnd(operator, "Build the thing", "done")
 	if got.Status != relay.StatusCompleted {
 		t.Fatalf("status = %s (%q), want completed", got.Status, r.Message)
 	}
@@ -36,7 +34,7 @@ func TestRunCompletes(t *testing.T) {
 	if !strings.HasPrefix(r.Message, "Done by builder") {
 		t.Errorf("message = %q, want the first line", r.Message)
 	}
-	a := e.activity(task.ID)
+	a := e.activity(got.ID)
 	if len(a) < 2 || a[0].Kind != relay.StepStart || a[0].Seq != 1 || !strings.Contains(a[0].Text, "harness started in "+e.workdir) {
 		t.Fatalf("first entry = %+v", a)
 	}
@@ -55,7 +53,7 @@ func TestRunCompletes(t *testing.T) {
 	if _, err := e.db.Authenticate(e.ctx, string(tok)); relay.ErrorCode(err) != relay.EUnauthorized {
 		t.Fatalf("Authenticate(run token) after the run: %v, want unauthorized", err)
 	}
-	if _, err := os.Stat(filepath.Join(e.opts.RunRoot, task.ID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(e.opts.RunRoot, got.ID)); !os.IsNotExist(err) {
 		t.Fatalf("run folder still there: %v", err)
 	}
 	// Hand-offs left come from the chain limit and the depth.
@@ -341,13 +339,11 @@ func TestChildEnvironment(t *testing.T) {
 func TestTokenHidden(t *testing.T) {
 	e := newEnv(t, nil)
 	e.start()
-	task := e.post(operator, "Chat", "chatty")
-	got := e.finished(task.ID)
-	r := lastReport(got)
+	got, r := e.runToEnd(operator, "Chat", "chatty")
 	if got.Status != relay.StatusCompleted || strings.Contains(r.Result+r.Message, "ccr_") || !strings.Contains(r.Result, "[hidden]") {
 		t.Fatalf("status %s report %+v", got.Status, r)
 	}
-	a := e.activity(task.ID)
+	a := e.activity(got.ID)
 	if !contains(a, "step one") || !contains(a, "warning: token [hidden]") {
 		t.Fatalf("activity lacks the output: %+v", a)
 	}
