@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -322,29 +323,15 @@ func TestMeshEndToEnd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// A must know bob before posting to him.
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		var l struct{ Agents []relay.Agent }
-		alice.call(t, "list_agents", map[string]any{"includeOffline": true}, &l)
-		ok := false
-		for _, ag := range l.Agents {
-			ok = ok || (ag.Slug == "bob" && ag.Relay == "relay-b")
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("A never listed bob")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitListed(t, alice, "bob", "relay-b")
 
 	in := &inbox{byTask: map[string][]string{}}
-	post := func(title string) string {
+	postTo := func(recipient, title string) string {
 		var task relay.Task
-		alice.call(t, "post_task", map[string]any{"recipientSlug": "bob", "title": title, "instructions": "Do " + title + "."}, &task)
+		alice.call(t, "post_task", map[string]any{"recipientSlug": recipient, "title": title, "instructions": "Do " + title + "."}, &task)
 		return task.ID
 	}
+	post := func(title string) string { return postTo("bob", title) }
 	claim := func(want string) {
 		t.Helper()
 		var got struct{ Task *relay.Task }
@@ -372,6 +359,33 @@ func TestMeshEndToEnd(t *testing.T) {
 		t.Fatalf("get_task on A: %s %q", got.Status, got.Signature)
 	}
 	t.Logf("plain lifecycle across relays: %s", time.Since(start))
+
+	// 1b. The same with B's worker running it: a worker of dave on B (a
+	// custom program, as the worker tests use) claims a task alice posted
+	// on A, runs it and completes it; alice reads each update once.
+	start = time.Now()
+	dave := addMeshAgent(t, rb, "dave")
+	awaitListed(t, alice, "dave", "relay-b")
+	awaitListed(t, dave, "alice", "relay-a") // the worker takes alice's tasks: B must know her
+	work := t.TempDir()
+	script := filepath.Join(work, "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho 'Built on relay B by the worker.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "workers", "set", "dave", "--harness", "custom", "--command", script, "--workdir", work, "--allow-sender", "alice",
+		"--timeout", "2m", "--port", strconv.Itoa(rb.port), "--data-dir", rb.dir)
+	workerTask := postTo("dave", "by the worker")
+	workerFull := []string{relay.EventTaskClaimed, relay.EventTaskCompleted}
+	in.await(t, alice, workerTask, workerFull...)
+	alice.call(t, "get_task", map[string]any{"taskId": workerTask}, &got)
+	if got.Status != relay.StatusCompleted || got.ClaimedVia != "worker" || got.Signature != relay.MarkVerified ||
+		len(got.Reports) == 0 || !strings.Contains(got.Reports[len(got.Reports)-1].Result, "Built on relay B by the worker.") {
+		t.Fatalf("get_task on A of the worker's task: %s via %q, %q, reports %+v", got.Status, got.ClaimedVia, got.Signature, got.Reports)
+	}
+	if m := scrapeMetrics(t, rb.port); !strings.Contains(m, `crosschat_worker_runs_finished_total{outcome="completed"} 1`+"\n") {
+		t.Fatalf("B's /metrics does not count the worker's run:\n%s", m)
+	}
+	t.Logf("worker lifecycle across relays: %s", time.Since(start))
 
 	// 2. SIGKILL relay B mid-task, restart it.
 	id = post("killed")
@@ -426,11 +440,49 @@ func TestMeshEndToEnd(t *testing.T) {
 	time.Sleep(2 * time.Second) // lets any stray duplicate land before the last read
 	in.read(t, alice)
 	for task, evs := range in.byTask {
-		if strings.Join(evs, ",") != strings.Join(full, ",") {
-			t.Fatalf("task %s: updates %v; want %v", task, evs, full)
+		want := full
+		if task == workerTask {
+			want = workerFull
+		}
+		if strings.Join(evs, ",") != strings.Join(want, ",") {
+			t.Fatalf("task %s: updates %v; want %v", task, evs, want)
 		}
 	}
-	if len(in.byTask) != 7 {
-		t.Fatalf("alice read updates for %d tasks; want 7", len(in.byTask))
+	if len(in.byTask) != 8 {
+		t.Fatalf("alice read updates for %d tasks; want 8", len(in.byTask))
 	}
+}
+
+// awaitListed waits until a's list_agents shows slug on relayName.
+func awaitListed(t *testing.T, a meshAgent, slug, relayName string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var l struct{ Agents []relay.Agent }
+		a.call(t, "list_agents", map[string]any{"includeOffline": true}, &l)
+		for _, ag := range l.Agents {
+			if ag.Slug == slug && ag.Relay == relayName {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never listed %s on %s", a.slug, slug, relayName)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrapeMetrics reads a relay's /metrics from loopback (no token needed there).
+func scrapeMetrics(t *testing.T, port int) string {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
 }
