@@ -555,3 +555,54 @@ func TestApplyRefusesOutOfBoundsAndPrunes(t *testing.T) {
 		t.Fatalf("prune = %d, %v; want 3", n, err)
 	}
 }
+
+// Ensure each relay's consumer lag shows what waits for it in the stream
+// while it is away, and falls to zero once it is back.
+func TestRelayLagWhileARelayIsAway(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	url := a.node.ClientURL()
+	b := startRelay(t, "relay-b", "", url)
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+	lagOf := func(name string) (uint64, string) {
+		st, err := a.node.Status(ctx)
+		if err != nil {
+			return 0, err.Error()
+		}
+		for _, r := range st.Relays {
+			if r.Name == name {
+				return r.Lag, fmt.Sprintf("%s lag %d, outbox %d", name, r.Lag, st.Outbox)
+			}
+		}
+		return 0, fmt.Sprintf("no %s in %+v", name, st.Relays)
+	}
+	if lag, msg := lagOf("relay-b"); lag != 0 {
+		t.Fatalf("before: %s", msg)
+	}
+
+	b.stop() // its durable consumer stays in the stream
+	for i := range 2 {
+		if _, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "T" + strconv.Itoa(i), Instructions: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "relay-b's lag on A is 2", func() (bool, string) {
+		lag, msg := lagOf("relay-b")
+		return lag == 2, msg
+	})
+	if lag, msg := lagOf("relay-a"); lag != 0 {
+		t.Fatalf("A's own lag: %s", msg)
+	}
+
+	b = startRelay(t, "relay-b", b.dir, url)
+	eventually(t, "relay-b's lag on A back to 0", func() (bool, string) {
+		lag, msg := lagOf("relay-b")
+		return lag == 0, msg
+	})
+	ts, err := b.svc.ListTasks(ctx, relay.TaskFilter{Agent: "bob", Limit: 10})
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("tasks on B after its return: %d, %v", len(ts), err)
+	}
+}
