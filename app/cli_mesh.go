@@ -24,15 +24,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.table("AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES", func(tw io.Writer) {
 			for _, a := range agents {
-				state := "offline"
-				if a.Online {
-					state = "online"
-				}
-				relayName := a.Relay
-				if a.Local {
-					relayName += " (this relay)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayName, state, a.ModelSlug, strings.Join(a.Capabilities, ","))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayLabel(a.Relay, a.Local), onlineWord(a.Online), a.ModelSlug, strings.Join(a.Capabilities, ","))
 			}
 		})
 	}
@@ -61,15 +53,24 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("RELAY\tID\tSTATE\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {
-			state := "offline"
-			if r.Online {
-				state = "online"
-			}
-			name := r.Name
-			if r.Self {
-				name += " (this relay)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, r.ID, state, r.LastSeen, r.Agents, r.Outbox, r.Address)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", relayLabel(r.Name, r.Self), r.ID, onlineWord(r.Online), r.LastSeen, r.Agents, r.Outbox, r.Address)
 		}
 	})
+}
+
+// onlineWord is the state word of a relay or agent in the mesh tables.
+func onlineWord(online bool) string {
+	if online {
+		return "online"
+	}
+	return "offline"
+}
+
+// relayLabel is a relay's name in the mesh tables, marked when it is this
+// relay.
+func relayLabel(name string, self bool) string {
+	if self {
+		return name + " (this relay)"
+	}
+	return name
 }
