@@ -197,12 +197,7 @@ func TestBridgeCalls(t *testing.T) {
 			if resp.status != tc.status {
 				t.Fatalf("status = %d, want %d: %s", resp.status, tc.status, resp.body)
 			}
-			if ct := resp.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
-				t.Errorf("content-type = %q", ct)
-			}
-			if resp.header.Get("Cache-Control") != "no-store" {
-				t.Errorf("cache-control = %q", resp.header.Get("Cache-Control"))
-			}
+			resp.wantHeaders(t, map[string]string{"Content-Type": "application/json; charset=utf-8", "Cache-Control": "no-store"})
 			if tc.status == 200 {
 				if tc.want != "" && strings.TrimSpace(string(resp.body)) != tc.want {
 					t.Fatalf("body = %s, want %s", resp.body, tc.want)

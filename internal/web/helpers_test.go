@@ -223,6 +223,17 @@ type response struct {
 	body   []byte
 }
 
+// wantHeaders reports each header of want that r lacks or holds another
+// value of.
+func (r response) wantHeaders(tb testing.TB, want map[string]string) {
+	tb.Helper()
+	for k, v := range want {
+		if got := r.header.Get(k); got != v {
+			tb.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
+
 // json decodes the body into a generic map.
 func (r response) json(tb testing.TB) map[string]any {
 	tb.Helper()

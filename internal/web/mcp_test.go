@@ -50,12 +50,7 @@ func TestMCPAuth(t *testing.T) {
 			if m["ok"] != true || p["kind"] != string(tc.want.Kind) || str(p["slug"]) != tc.want.Slug || str(p["runTaskId"]) != tc.want.RunTaskID {
 				t.Fatalf("principal = %s, want %+v", resp.body, tc.want)
 			}
-			if got := resp.header.Get("Cache-Control"); got != "no-store" {
-				t.Errorf("cache-control = %q", got)
-			}
-			if got := resp.header.Get("X-Content-Type-Options"); got != "nosniff" {
-				t.Errorf("x-content-type-options = %q", got)
-			}
+			resp.wantHeaders(t, map[string]string{"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
 		})
 	}
 
@@ -80,12 +75,7 @@ func TestMCPAuth(t *testing.T) {
 			if resp.status != http.StatusUnauthorized {
 				t.Fatalf("status = %d, want 401: %s", resp.status, resp.body)
 			}
-			if got := resp.header.Get("WWW-Authenticate"); got != `Bearer realm="crosschat-relay"` {
-				t.Errorf("www-authenticate = %q", got)
-			}
-			if got := resp.header.Get("Content-Type"); got != "application/json; charset=utf-8" {
-				t.Errorf("content-type = %q", got)
-			}
+			resp.wantHeaders(t, map[string]string{"WWW-Authenticate": `Bearer realm="crosschat-relay"`, "Content-Type": "application/json; charset=utf-8"})
 			m := resp.json(t)
 			if m["error"] != "unauthorized" || m["message"] != "Send Authorization: Bearer <admin token or per-agent token>." {
 				t.Errorf("body = %s", resp.body)
@@ -132,12 +122,7 @@ func TestMCPGuards(t *testing.T) {
 		if resp.status != http.StatusOK {
 			t.Fatalf("status = %d: %s", resp.status, resp.body)
 		}
-		if got := resp.header.Get("Access-Control-Allow-Origin"); got != "http://localhost:5173" {
-			t.Errorf("allow-origin = %q", got)
-		}
-		if got := resp.header.Get("Vary"); got != "Origin" {
-			t.Errorf("vary = %q", got)
-		}
+		resp.wantHeaders(t, map[string]string{"Access-Control-Allow-Origin": "http://localhost:5173", "Vary": "Origin"})
 	})
 
 	for _, tc := range []struct {
