@@ -23,6 +23,15 @@ func startEmbedded(addr, dir, name string) (*server.Server, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	if port > 0 {
+		// NATS only logs a port it cannot bind and never becomes ready: say
+		// so at once rather than after the 30 s wait below.
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, portS))
+		if err != nil {
+			return nil, fmt.Errorf("mesh: embedded NATS address %s: %w", addr, err)
+		}
+		ln.Close()
+	}
 	srv, err := server.NewServer(&server.Options{
 		ServerName: name,
 		Host:       host,

@@ -606,3 +606,16 @@ func TestRelayLagWhileARelayIsAway(t *testing.T) {
 		t.Fatalf("tasks on B after its return: %d, %v", len(ts), err)
 	}
 }
+
+// Ensure an embedded server whose port is taken fails at once, naming why.
+func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken")
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("embedding on a taken port = %v; want address already in use", err)
+	}
+}
