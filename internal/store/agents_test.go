@@ -389,8 +389,7 @@ func TestRunTokens(t *testing.T) {
 
 func TestDeleteAgent(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	run, err := e.db.IssueRunToken(e.ctx, "bob", task.ID, 600)
 	if err != nil {
 		t.Fatal(err)

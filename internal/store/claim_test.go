@@ -294,8 +294,7 @@ func TestWaitWithoutTaskReturnsNilAtDeadline(t *testing.T) {
 
 func TestLeaseExpiryBySweep(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.claimLease("bob", 60)
 	e.clock.Advance(59 * time.Second)
 	if res, err := e.db.Sweep(e.ctx); err != nil || res.Requeued != 0 {
@@ -371,8 +370,7 @@ func TestLeaseExpiryAtClaimTime(t *testing.T) {
 
 func TestRenewLeaseKeepsTheTask(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.claimLease("bob", 60)
 	e.clock.Advance(50 * time.Second)
 	renewed, err := e.db.RenewLease(e.ctx, "bob", task.ID, 0)

@@ -17,8 +17,7 @@ func progress(e *env, taskID string, n int) {
 
 func TestJournalCapAndMissedUpdates(t *testing.T) {
 	e := newEnv(t, store.Options{MaxEvents: 3})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.mustClaim("bob")      // event 1
 	progress(e, task.ID, 4) // events 2..5; 1 and 2 are trimmed
 	all, err := e.db.ListEvents(e.ctx, relay.EventFilter{})
@@ -52,8 +51,7 @@ func TestJournalCapAndMissedUpdates(t *testing.T) {
 
 func TestCursorSemantics(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.mustClaim("bob")
 	progress(e, task.ID, 4) // alice has 5 unread events: 1..5
 
@@ -105,8 +103,7 @@ func TestCursorSemantics(t *testing.T) {
 
 func TestListEvents(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.mustClaim("bob")
 	progress(e, task.ID, 3)                                                     // alice: 1..4
 	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "stop"); err != nil { // bob: 5

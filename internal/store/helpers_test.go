@@ -83,6 +83,13 @@ func (e *env) agents(slugs ...string) {
 	}
 }
 
+// sentTask registers alice and bob and posts one task from alice to bob.
+func (e *env) sentTask() relay.Task {
+	e.t.Helper()
+	e.agents("alice", "bob")
+	return e.post("alice", "bob", title, 0)
+}
+
 func (e *env) post(from, to, title string, priority int) relay.Task {
 	e.t.Helper()
 	task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "Do " + title, Priority: priority})

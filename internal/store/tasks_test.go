@@ -423,8 +423,7 @@ func TestClaimSenderFilter(t *testing.T) {
 
 func TestWorkerClaimSummaryAndReclaimVia(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	got, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaWorker})
 	if err != nil || got == nil || got.ClaimedVia != relay.ViaWorker {
 		t.Fatalf("worker claim = %+v, %v", got, err)
@@ -600,8 +599,7 @@ func TestListTasksLimitClamp(t *testing.T) {
 
 func TestTaskChangeCarriesExcerpt(t *testing.T) {
 	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	task := e.post("alice", "bob", title, 0)
+	task := e.sentTask()
 	e.mustClaim("bob")
 	changes, stop := e.db.Subscribe(16)
 	defer stop()
