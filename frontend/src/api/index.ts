@@ -53,9 +53,10 @@ export type WorkerLimits = Data<app.WorkerLimits>;
 export type WorkersOverview = { paused: boolean; maxChainDepth: number; workers: WorkerStatus[] };
 export type Harness = Data<app.Harness>;
 export type LocalInfo = Data<app.LocalInfo>;
+export type SessionChoice = Data<app.SessionChoice>;
 export type ConnectInput = Omit<Data<app.ConnectInput>, "worker"> & { worker?: WorkerConfig };
 export type ConnectResult = Omit<Data<app.ConnectResult>, "worker"> & { worker?: WorkerStatus };
-export type StepKind = "start" | "message" | "thinking" | "plan" | "command" | "tool" | "file" | "files" | "output" | "error" | "end";
+export type StepKind = "start" | "message" | "thinking" | "plan" | "command" | "tool" | "file" | "files" | "output" | "error" | "warning" | "end";
 export type StepStatus = "running" | "ok" | "failed";
 export type FileChange = "added" | "changed" | "deleted";
 export type ChangedFile = Data<relay.ChangedFile> & { change: FileChange };
@@ -123,6 +124,8 @@ export interface Api {
     save(c: WorkerConfig): Promise<WorkerStatus>;
     remove(slug: string): Promise<void>;
     setPaused(paused: boolean): Promise<boolean>;
+    /** The sessions of an agent CLI (claude-code, codex) that ran in a folder: the worker form's session picker. */
+    sessions(harness: string, workdir: string): Promise<SessionChoice[]>;
   };
   agents: {
     list(): Promise<Agent[]>;
@@ -207,6 +210,7 @@ export const api: Api = {
     save: norm((c) => WorkersB.Save(c as relay.WorkerConfig) as Promise<WorkerStatus>),
     remove: norm((slug) => WorkersB.Remove(slug)),
     setPaused: norm((p) => WorkersB.SetPaused(p)),
+    sessions: norm((h, dir) => WorkersB.Sessions(h, dir)),
   },
   agents: {
     list: norm(() => AgentsB.List()),

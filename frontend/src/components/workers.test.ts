@@ -55,6 +55,21 @@ describe("RunView", () => {
     expect(cmd.find("pre.detail").text()).toBe("1 failed\nexit 1");
   });
 
+  it("shows a run's warnings as banners above the steps", () => {
+    const steps = mergeSteps(
+      [],
+      [
+        step(1, { kind: "start", text: "Claude Code started in /w" }),
+        step(2, { kind: "warning", text: "The session “release prep” (s1) was last active 3 days ago.", status: "failed" }),
+        step(3, { kind: "message", text: "Done." }),
+      ],
+    );
+    const w = mount(RunView, { props: { steps, state: "ok" } });
+    const banners = w.findAll('[data-test="run-warning"]');
+    expect(banners.map((b) => b.text())).toEqual(["⚠ The session “release prep” (s1) was last active 3 days ago."]);
+    expect(w.find('[data-kind="warning"] .kind').text()).toBe("Warning");
+  });
+
   it("expands and collapses a step's detail", async () => {
     const steps = mergeSteps([], [step(1, { kind: "start" }), step(2, { kind: "command", text: "ls", status: "ok", detail: "a\nb", ref: "x" })]);
     const w = mount(RunView, { props: { steps, state: "running" } });
@@ -223,6 +238,33 @@ describe("Agent card and worker dialog", () => {
     await flushPromises();
     expect(s.api.workers.remove).toHaveBeenCalledWith("bob");
     expect(s.relay.state.workers.has("bob")).toBe(false);
+  });
+
+  it("binds a Claude Code worker to a session picked among the folder's sessions", async () => {
+    const sessions = [
+      { tool: "claude-code", id: "s-new", name: "release prep", folder: "/home/me/project", lastActive: "2026-11-30T10:00:00Z", idle: true },
+      { tool: "claude-code", id: "s-old", title: "Fix the parser", folder: "/home/me/project", lastActive: "2026-11-29T10:00:00Z", idle: true },
+    ];
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "claude-code", command: "/usr/bin/claude", args: [], promptMode: "stdin" })], sessions });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(s.api.workers.sessions).toHaveBeenCalledWith("claude-code", "/home/me/project");
+    const pick = w.find("#wd-session-pick");
+    expect(pick.findAll("option").map((o) => o.text())[1]).toContain("release prep");
+    await pick.setValue("s-new");
+    expect((w.find("#wd-session").element as HTMLInputElement).value).toBe("s-new");
+    expect(w.find('[data-test="session-idle"]').exists()).toBe(true);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ harness: "claude-code", session: "s-new", sessionId: "s-new" }));
+  });
+
+  it("offers no session for a custom program", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(w.find('[data-test="session-field"]').exists()).toBe(false);
+    expect(s.api.workers.sessions).not.toHaveBeenCalled();
   });
 
   it("edits the environment variable names, checked before saving", async () => {

@@ -10,6 +10,7 @@ import type {
   LocalInfo,
   MeshSettingsView,
   MeshStatus,
+  SessionChoice,
   RelayEvent,
   Settings,
   Stats,
@@ -158,6 +159,7 @@ export function fakeApi(data: {
   activity?: ActivityEntry[];
   local?: LocalInfo;
   limits?: WorkerLimits;
+  sessions?: SessionChoice[];
   /** Workers.Limits fails with this (a remote browser: local_only). */
   limitsError?: Error;
   mesh?: MeshStatus;
@@ -193,6 +195,7 @@ export function fakeApi(data: {
       save: vi.fn(async (c) => worker({ ...c })),
       remove: vi.fn(async () => undefined),
       setPaused: vi.fn(async (p) => p),
+      sessions: vi.fn(async () => data.sessions ?? []),
     },
     agents: {
       list: vi.fn(async () => data.agents ?? []),

@@ -45,7 +45,14 @@ export interface WorkerForm {
   enabled: boolean;
   /** Names of the relay's environment variables passed to the program, separated by spaces, commas or lines. */
   env: string;
+  /** The session each task is delivered into (an id or exact name; "" for a fresh run per task). */
+  session: string;
+  /** The id the saved session resolved to (kept while session is unchanged). */
+  sessionId: string;
 }
+
+/** SESSION_HARNESSES can be bound to an existing session. */
+export const SESSION_HARNESSES = ["claude-code", "codex"];
 
 /** newWorkerForm is a new worker's defaults: only the operator's tasks, only this worker, the relay's default limits. */
 export function newWorkerForm(h: Pick<Harness, "id" | "path"> | undefined, operator: string, limits: WorkerLimits): WorkerForm {
@@ -63,6 +70,8 @@ export function newWorkerForm(h: Pick<Harness, "id" | "path"> | undefined, opera
     runsPerHour: limits.defaultRunsPerHour,
     enabled: true,
     env: "",
+    session: "",
+    sessionId: "",
   };
 }
 
@@ -81,6 +90,8 @@ export function workerFormFrom(w: WorkerConfig, limits: WorkerLimits): WorkerFor
     runsPerHour: w.runsPerHour || limits.defaultRunsPerHour,
     enabled: w.enabled,
     env: (w.env ?? []).join(" "),
+    session: w.session ?? "",
+    sessionId: w.sessionId ?? "",
   };
 }
 
@@ -154,6 +165,7 @@ export function workerPayload(slug: string, f: WorkerForm): WorkerConfig {
     exclusive: f.exclusive,
     enabled: f.enabled,
     env: envNames(f.env),
+    ...(SESSION_HARNESSES.includes(f.harness) && f.session.trim() ? { session: f.session.trim(), sessionId: f.sessionId } : {}),
   };
 }
 
