@@ -190,6 +190,11 @@ type Memory struct {
 	LoadRSS int64 `json:"loadRssBytes"`
 	// PeakRSS is VmHWM, the high-water mark of the whole run.
 	PeakRSS int64 `json:"peakRssBytes"`
+	// IdleAnon and LoadAnon are the anonymous parts (RssAnon: heap, stacks)
+	// of IdleRSS and LoadRSS, when the probe reports them; the rest is
+	// mostly the executable's own pages.
+	IdleAnon int64 `json:"idleAnonBytes,omitempty"`
+	LoadAnon int64 `json:"loadAnonBytes,omitempty"`
 }
 
 // Setup tells how the bench agents were made.
@@ -297,7 +302,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Probe != nil {
 		if sm, err := o.Probe.Sample(ctx); err == nil {
-			rep.Memory = &Memory{IdleRSS: sm.RSS}
+			rep.Memory = &Memory{IdleRSS: sm.RSS, IdleAnon: sm.RSSAnon}
 		}
 	} else if o.InProcess {
 		if m, err := ReadMemory(); err == nil {
@@ -336,7 +341,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		u := usage(before, after, rep.Lifecycle)
 		rep.Relay = &u
 		if rep.Memory != nil {
-			rep.Memory.LoadRSS = after.RSS
+			rep.Memory.LoadRSS, rep.Memory.LoadAnon = after.RSS, after.RSSAnon
 		}
 		r.pr.linef("bench: relay CPU %.3f ms per tool call, %.2f fsyncs per lifecycle, RSS after load %s", u.CPUPerCallMs, u.FsyncsPerLifecycle, mib(after.RSS))
 	}

@@ -64,9 +64,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  start-up\tnot measured (relay not started by the bench)\n")
 	}
 	if mem := rep.Memory; mem != nil {
-		fmt.Fprintf(tw, "  idle RSS (after start, before load)\t%s\n", mib(mem.IdleRSS))
+		fmt.Fprintf(tw, "  idle RSS (after start, before load)\t%s%s\n", mib(mem.IdleRSS), anonPart(mem.IdleAnon))
 		if rep.Relay != nil {
-			fmt.Fprintf(tw, "  RSS after load (relay process alone)\t%s\n", mib(mem.LoadRSS))
+			fmt.Fprintf(tw, "  RSS after load (relay process alone)\t%s%s\n", mib(mem.LoadRSS), anonPart(mem.LoadAnon))
 		} else {
 			fmt.Fprintf(tw, "  RSS after load / peak (bench client included)\t%s / %s\n", mib(mem.LoadRSS), mib(mem.PeakRSS))
 		}
@@ -155,4 +155,13 @@ func (e *errWriter) Write(b []byte) (int, error) {
 		e.err = fmt.Errorf("write report: %w", err)
 	}
 	return n, err
+}
+
+// anonPart is ", anonymous N MiB" when the anonymous part of an RSS figure
+// is known.
+func anonPart(anon int64) string {
+	if anon <= 0 {
+		return ""
+	}
+	return ", anonymous " + mib(anon)
 }
