@@ -111,18 +111,27 @@ func checkMeshSettings(s relay.MeshSettings) error {
 	return nil
 }
 
+// settingsStore returns the settings store, the mesh's origin and the app
+// context once the relay has started.
+func (m *Mesh) settingsStore() (meshSettingsStore, meshOrigin, context.Context, error) {
+	_, ctx, err := m.c.get()
+	if err != nil {
+		return nil, meshOrigin{}, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.settings == nil {
+		return nil, meshOrigin{}, nil, errNotStarted
+	}
+	return m.settings, m.origin, ctx, nil
+}
+
 // MeshSettings returns the mesh settings saved in the window, and where the
 // running relay's mesh configuration came from.
 func (m *Mesh) MeshSettings() (MeshSettingsView, error) {
-	_, ctx, err := m.c.get()
+	st, origin, ctx, err := m.settingsStore()
 	if err != nil {
 		return MeshSettingsView{}, err
-	}
-	m.mu.Lock()
-	st, origin := m.settings, m.origin
-	m.mu.Unlock()
-	if st == nil {
-		return MeshSettingsView{}, errNotStarted
 	}
 	saved, err := st.MeshSettings(ctx)
 	if err != nil {
@@ -135,19 +144,13 @@ func (m *Mesh) MeshSettings() (MeshSettingsView, error) {
 // time the relay starts, unless flags or CROSSCHAT_NATS* variables name a
 // mesh (those win). This computer only: it names files on it.
 func (m *Mesh) SaveMeshSettings(s relay.MeshSettings) (MeshSettingsView, error) {
-	_, ctx, err := m.c.get()
-	if err != nil {
-		return MeshSettingsView{}, err
-	}
 	s = normalizeMeshSettings(s)
 	if err := checkMeshSettings(s); err != nil {
 		return MeshSettingsView{}, err
 	}
-	m.mu.Lock()
-	st, origin := m.settings, m.origin
-	m.mu.Unlock()
-	if st == nil {
-		return MeshSettingsView{}, errNotStarted
+	st, origin, ctx, err := m.settingsStore()
+	if err != nil {
+		return MeshSettingsView{}, err
 	}
 	if err := st.SetMeshSettings(ctx, s); err != nil {
 		return MeshSettingsView{}, err

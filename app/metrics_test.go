@@ -53,6 +53,31 @@ next:
 	return -1
 }
 
+// expected is a value expected of the sample of a family with some labels.
+type expected struct {
+	want   float64
+	family string
+	labels []string
+}
+
+// sample expects want of family's sample with these labels (name, value…).
+func sample(want float64, family string, labels ...string) expected {
+	return expected{want, family, labels}
+}
+
+// expect checks every expected value, and stops the test on any miss.
+func (s scrape) expect(t *testing.T, es ...expected) {
+	t.Helper()
+	for _, e := range es {
+		if got := s.value(e.family, e.labels...); got != e.want {
+			t.Errorf("%s%v = %v, want %v", e.family, e.labels, got, e.want)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 // getMetrics scrapes url with the bearer token (none when empty) and a
 // proxy's X-Forwarded-For when proxied; it returns the status and, on 200,
 // the parsed families.
@@ -158,19 +183,12 @@ func TestMetricsFollowTheRelay(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the waiting claim did not wake")
 	}
-	s = mustScrape(t, r)
-	if got := s.value("crosschat_claims_waiting"); got != 0 {
-		t.Fatalf("waiting claims after the wake = %v", got)
-	}
-	if got := s.value("crosschat_tasks", "state", "claimed"); got != 1 {
-		t.Fatalf("claimed tasks = %v", got)
-	}
-	if got := s.value("crosschat_tool_call_duration_seconds", "tool", "post_task"); got != 1 {
-		t.Fatalf("post_task calls = %v", got)
-	}
-	if got := s.value("crosschat_tool_call_duration_seconds", "tool", "claim_next_task"); got != 1 {
-		t.Fatalf("claim_next_task calls = %v", got)
-	}
+	mustScrape(t, r).expect(t,
+		sample(1, "crosschat_tasks", "state", "claimed"),
+		sample(0, "crosschat_claims_waiting"),
+		sample(1, "crosschat_tool_call_duration_seconds", "tool", "post_task"),
+		sample(1, "crosschat_tool_call_duration_seconds", "tool", "claim_next_task"),
+	)
 
 	// A second task stays queued; a failing call counts as an error.
 	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Wait", "instructions": "Nothing."}, nil)
@@ -182,16 +200,11 @@ func TestMetricsFollowTheRelay(t *testing.T) {
 	if res, err := sa.c.CallTool(ctx, req); err != nil || !res.IsError {
 		t.Fatalf("get_task of an unknown task = %+v, %v", res, err)
 	}
-	s = mustScrape(t, r)
-	if got := s.value("crosschat_tasks", "state", "queued"); got != 1 {
-		t.Fatalf("queued tasks = %v", got)
-	}
-	if got := s.value("crosschat_tool_call_duration_seconds", "tool", "post_task"); got != 2 {
-		t.Fatalf("post_task calls = %v", got)
-	}
-	if got := s.value("crosschat_tool_call_errors_total", "tool", "get_task"); got != 1 {
-		t.Fatalf("get_task errors = %v", got)
-	}
+	mustScrape(t, r).expect(t,
+		sample(1, "crosschat_tasks", "state", "queued"),
+		sample(2, "crosschat_tool_call_duration_seconds", "tool", "post_task"),
+		sample(1, "crosschat_tool_call_errors_total", "tool", "get_task"),
+	)
 
 	// Who may scrape.
 	token, err := r.Services.System.AdminToken()
