@@ -19,14 +19,7 @@ func TestRunsReopeningEachOtherStopAtLimit(t *testing.T) {
 	ctx := context.Background()
 	e.agent("alice")
 	e.agent("bob")
-	s, err := e.svc.Settings(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MaxChainDepth = 3
-	if _, err := e.svc.UpdateSettings(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	e.chainLimit(3)
 	// run claims slug's next task for its worker and returns a client with
 	// the run's token.
 	run := func(slug, want string) *client.Client {

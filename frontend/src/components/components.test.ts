@@ -232,6 +232,25 @@ describe("Modal", () => {
 describe("TaskDrawer", () => {
   const report = (id: string, kind: string, message: string, result?: string) => ({ id, kind, message, result, createdAt: iso(), authorSlug: "bob" });
 
+  it("shows the hand-offs in the task's conversation and the session it is for", async () => {
+    const s = await withStores({ agents: [agent()] });
+    const conv = "c0ffee11-0000-4000-8000-000000000001";
+    vi.mocked(s.api.tasks.get).mockResolvedValue({
+      task: task({ depth: 0, hops: 2, conversationId: conv, targetSession: "review session" }),
+      related: { children: [] },
+    });
+    const w = s.mount(TaskDrawer, { props: { taskId: "t1" } });
+    await flushPromises();
+    expect(w.find('[data-test="conversation"] dd').text()).toBe("2 in conversation c0ffee11");
+    expect(w.find('[data-test="conversation"] .mono').attributes("title")).toBe(conv);
+    expect(w.find('[data-test="target-session"] dd').text()).toBe("review session");
+    vi.mocked(s.api.tasks.get).mockResolvedValue({ task: task({ id: "t2" }), related: { children: [] } });
+    const w2 = s.mount(TaskDrawer, { props: { taskId: "t2" } });
+    await flushPromises();
+    expect(w2.find('[data-test="conversation"] dd').text()).toBe("0 · starts a conversation");
+    expect(w2.find('[data-test="target-session"]').exists()).toBe(false);
+  });
+
   it("shows a blocked task's reason with Resolve and requeue, and sends the note", async () => {
     const s = await withStores({ agents: [agent({ slug: "operator", kind: "human", displayName: "Operator" }), agent()] });
     const blocked = task({
