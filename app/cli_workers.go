@@ -43,7 +43,11 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 				if w.ResumesAt != "" {
 					st += " until " + w.ResumesAt
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, w.Harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
+				harness := w.Harness
+				if w.SessionID != "" {
+					harness += " in session “" + w.SessionLabel + "”"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
 			}
 		})
 	case "set":

@@ -83,6 +83,9 @@ func TestWorkerBindsSession(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `delivered into the session "release prep" (`+b+`)`) {
 		t.Fatalf("by id: exit %d, %s %s", code, out, errs)
 	}
+	if out, errs, code := run(t, append([]string{"workers", "list"}, loc...)...); code != 0 || !strings.Contains(out, "claude-code in session “release prep”") {
+		t.Fatalf("workers list: exit %d, %s %s", code, out, errs)
+	}
 	// Saved again with its id, the binding holds although the name is shared.
 	st, err := r.Services.Workers.List()
 	noErr(t, err)

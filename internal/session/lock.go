@@ -20,6 +20,10 @@ import (
 // lockRetry is how often a waiter re-tries a held lock.
 const lockRetry = 100 * time.Millisecond
 
+// unreadableGrace is how long a lock file may stay unreadable (its owner
+// is between creating and writing it) before it counts as abandoned.
+const unreadableGrace = 10 * time.Second
+
 // LockInfo is the lock file's content.
 type LockInfo struct {
 	PID     int       `json:"pid"`
@@ -90,11 +94,24 @@ func TryAcquire(dir, sessionID, token string) (l *Lock, holder LockInfo, err err
 			return l, LockInfo{}, nil
 		}
 		holder, err = ReadLock(l.path)
-		if err != nil || processAlive(holder.PID) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // released meanwhile
+		case err != nil:
+			// Being written, or left empty by an owner that died between
+			// creating and writing it: only an old one is reclaimed.
+			if fi, serr := os.Stat(l.path); serr != nil || time.Since(fi.ModTime()) < unreadableGrace {
+				return nil, LockInfo{}, nil
+			}
+			if err := reclaim(l.path, LockInfo{}); err != nil {
+				return nil, LockInfo{}, err
+			}
+		case processAlive(holder.PID):
 			return nil, holder, nil
-		}
-		if err := reclaim(l.path, holder); err != nil {
-			return nil, LockInfo{}, err
+		default:
+			if err := reclaim(l.path, holder); err != nil {
+				return nil, LockInfo{}, err
+			}
 		}
 	}
 	return nil, holder, nil
@@ -131,9 +148,10 @@ func ReadLock(path string) (LockInfo, error) {
 	return info, nil
 }
 
-// reclaim removes a dead owner's lock. It moves the file aside first and
-// checks it is still that owner's: if another waiter replaced it in
-// between, the new lock is put back (a hard link never overwrites).
+// reclaim removes a dead owner's lock (dead is zero for an abandoned,
+// unreadable file). It moves the file aside first and checks it is still
+// that owner's: if another waiter replaced it in between, the new lock is
+// put back (a hard link never overwrites).
 func reclaim(path string, dead LockInfo) error {
 	aside := fmt.Sprintf("%s.stale-%d-%d", path, os.Getpid(), time.Now().UnixNano())
 	if err := os.Rename(path, aside); err != nil {
@@ -143,7 +161,9 @@ func reclaim(path string, dead LockInfo) error {
 		return fmt.Errorf("turn lock: reclaim %s: %w", path, err)
 	}
 	defer os.Remove(aside)
-	if got, err := ReadLock(aside); err != nil || got.Token != dead.Token || got.PID != dead.PID {
+	got, err := ReadLock(aside)
+	abandoned := dead == (LockInfo{}) && err != nil
+	if !abandoned && (err != nil || got.Token != dead.Token || got.PID != dead.PID) {
 		if err := os.Link(aside, path); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("turn lock: restore %s: %w", path, err)
 		}

@@ -131,3 +131,27 @@ func TestLockFromDeadOwnerReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Ensures a lock file its owner left empty (it died between creating and
+// writing it) blocks only while it is new, then is reclaimed.
+func TestAbandonedEmptyLockIsReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	path := session.LockPath(dir, "sess-e")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, holder, err := session.TryAcquire(dir, "sess-e", "tok-e"); err != nil || l != nil || holder.PID != 0 {
+		t.Fatalf("a fresh empty lock: %v %+v %v; want held by an unknown owner", l, holder, err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := session.TryAcquire(dir, "sess-e", "tok-e")
+	if err != nil || l == nil {
+		t.Fatalf("an old empty lock was not reclaimed: %v", err)
+	}
+	if info, err := session.ReadLock(path); err != nil || info.Token != "tok-e" {
+		t.Fatalf("lock after reclaim: %+v %v", info, err)
+	}
+}
