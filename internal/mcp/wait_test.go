@@ -87,34 +87,38 @@ func TestClaimWaitEndsWhenRelayStops(t *testing.T) {
 		{"request contexts cancelled", func(e *env) error { e.stopRequests(); return nil }, false},
 		{"service closed", func(e *env) error { return e.db.Close() }, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			bob := e.client(e.agent("bob"))
+		// The latest protocol goes through mcp-go, the older ones through the
+		// lean path (lean.go): both must answer.
+		for _, version := range eras {
+			t.Run(tc.name+"/"+eraName(version), func(t *testing.T) {
+				e := newEnv(t)
+				bob := e.clientAt(e.agent("bob"), version)
 
-			done := callAsync(bob, "claim_next_task", map[string]any{"waitMs": 20000})
-			eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
+				done := callAsync(bob, "claim_next_task", map[string]any{"waitMs": 20000})
+				eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
 
-			stopped := time.Now()
-			if err := tc.stop(e); err != nil {
-				t.Fatalf("stop: %v", err)
-			}
-			select {
-			case o := <-done:
-				if o.err != nil {
-					t.Fatalf("claim: %v", o.err)
+				stopped := time.Now()
+				if err := tc.stop(e); err != nil {
+					t.Fatalf("stop: %v", err)
 				}
-				if !tc.errorAnswers || !o.res.IsError {
-					var claim claimOut
-					ok(t, o.res, &claim)
-					if claim.Status != "idle" {
-						t.Fatalf("claim = %+v, want idle", claim)
+				select {
+				case o := <-done:
+					if o.err != nil {
+						t.Fatalf("claim: %v", o.err)
 					}
+					if !tc.errorAnswers || !o.res.IsError {
+						var claim claimOut
+						ok(t, o.res, &claim)
+						if claim.Status != "idle" {
+							t.Fatalf("claim = %+v, want idle", claim)
+						}
+					}
+					t.Logf("claim answered %v after the stop", o.at.Sub(stopped))
+				case <-time.After(3 * time.Second):
+					t.Fatal("stopping did not end the waiting claim")
 				}
-				t.Logf("claim answered %v after the stop", o.at.Sub(stopped))
-			case <-time.After(3 * time.Second):
-				t.Fatal("stopping did not end the waiting claim")
-			}
-		})
+			})
+		}
 	}
 }
 
