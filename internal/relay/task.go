@@ -213,7 +213,8 @@ type TaskFilter struct {
 // refreshes that agent's presence.
 type TaskService interface {
 	// PostTask queues a task. Errors: invalid_request, unknown_agent,
-	// unknown_task, task_access_denied, chain_limit, recipient_lacks_capability.
+	// unknown_task, task_access_denied, chain_limit, self_task_refused,
+	// recipient_lacks_capability.
 	PostTask(ctx context.Context, in PostTaskInput) (Task, error)
 	// ClaimNext claims the recipient's most urgent, oldest queued task,
 	// waiting up to in.Wait for one. It returns nil when there is none, and
@@ -229,9 +230,11 @@ type TaskService interface {
 	GetTask(ctx context.Context, requester, taskID string) (Task, error)
 	// CancelTask cancels an open task. Errors: task_cancel_denied, invalid_task_state.
 	CancelTask(ctx context.Context, sender, taskID, reason string) (Task, error)
-	// RequeueTask sends a blocked task back. Errors: task_requeue_denied, invalid_task_state.
+	// RequeueTask sends a blocked task back. Errors: task_requeue_denied,
+	// invalid_task_state, chain_limit (from a worker run, past the hand-off limit).
 	RequeueTask(ctx context.Context, sender, taskID, note string) (Task, error)
-	// RequestChanges reopens a completed task. Errors: task_changes_denied, invalid_task_state.
+	// RequestChanges reopens a completed task. Errors: task_changes_denied,
+	// invalid_task_state, chain_limit (from a worker run, past the hand-off limit).
 	RequestChanges(ctx context.Context, sender, taskID, note string) (Task, error)
 	// Task returns any task without an access check (operator views). Errors: unknown_task.
 	Task(ctx context.Context, taskID string) (Task, error)
