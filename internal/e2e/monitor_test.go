@@ -86,6 +86,8 @@ type monitorEvent struct {
 	Priority int    `json:"priority"`
 	Kind     string `json:"kind"`
 	Message  string `json:"message"`
+	// ConversationID is the task's conversation (each task here starts its own).
+	ConversationID string `json:"conversationId"`
 }
 
 func parseMonitorLine(t *testing.T, line string) monitorEvent {
@@ -209,7 +211,7 @@ func TestMonitorExactlyOnce(t *testing.T) {
 	var got []string
 	for _, line := range m.snapshot() {
 		e := parseMonitorLine(t, line)
-		if e.TaskID == "" || e.Title == "" || e.Sender == "" || e.Message == "" {
+		if e.TaskID == "" || e.Title == "" || e.Sender == "" || e.Message == "" || e.ConversationID != e.TaskID {
 			t.Errorf("incomplete line %q", line)
 		}
 		if e.Prefix == "CROSSCHAT_TASK" {
