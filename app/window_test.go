@@ -158,27 +158,26 @@ func TestSystemShow(t *testing.T) {
 	}
 }
 
-// Ensure the folder picker works only in the window and returns its choice.
-func TestSystemPickFolder(t *testing.T) {
-	s := &System{c: &core{}}
-	if _, err := s.PickFolder("Working folder", "/tmp"); relay.ErrorCode(err) != relay.EInvalidRequest {
-		t.Fatalf("without window: %v", err)
-	}
-	s.setRuntime(&fakeRuntime{})
-	if got, err := s.PickFolder("Working folder", "/tmp"); err != nil || got != "/tmp/picked" {
-		t.Fatalf("picked %q %v", got, err)
-	}
-}
-
-// Ensure the program picker also needs the window.
-func TestSystemPickProgram(t *testing.T) {
-	s := &System{c: &core{}}
-	if _, err := s.PickProgram("Program", "/usr/bin"); relay.ErrorCode(err) != relay.EInvalidRequest {
-		t.Fatalf("without window: %v", err)
-	}
-	s.setRuntime(&fakeRuntime{})
-	if got, err := s.PickProgram("Program", "/usr/bin"); err != nil || got != "" {
-		t.Fatalf("cancelled pick %q %v", got, err)
+// Ensure the folder and program pickers work only in the window and return
+// its choice (the fake runtime picks a folder and cancels a program).
+func TestSystemPickers(t *testing.T) {
+	for _, tc := range []struct {
+		name, dir, want string
+		pick            func(s *System, title, dir string) (string, error)
+	}{
+		{"folder", "/tmp", "/tmp/picked", (*System).PickFolder},
+		{"program", "/usr/bin", "", (*System).PickProgram},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &System{c: &core{}}
+			if _, err := tc.pick(s, "Pick", tc.dir); relay.ErrorCode(err) != relay.EInvalidRequest {
+				t.Fatalf("without window: %v", err)
+			}
+			s.setRuntime(&fakeRuntime{})
+			if got, err := tc.pick(s, "Pick", tc.dir); err != nil || got != tc.want {
+				t.Fatalf("picked %q %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -429,15 +429,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	})
 	// The same envelope again under a new JetStream id (past de-duplication)
 	// and under its own id: applied zero more times.
-	nc, err := nats.Connect(a.node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamClient(t, a.node.ClientURL())
 	m, err := a.db.Task(ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -489,15 +481,7 @@ func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(a.node.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamClient(t, a.node.ClientURL())
 	if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID("forged-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -618,4 +602,20 @@ func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("embedding on a taken port = %v; want address already in use", err)
 	}
+}
+
+// jetStreamClient connects a plain JetStream client to url, closed when the
+// test ends: what a third party on the NATS server could send.
+func jetStreamClient(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

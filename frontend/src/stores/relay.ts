@@ -371,31 +371,25 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     return t;
   }
 
+  // kept and keptAgent keep the agent an answer carries and return the answer.
+  function kept(a: Agent): Agent {
+    state.agents.set(a.slug, a);
+    return a;
+  }
+  function keptAgent<R extends { agent: Agent }>(r: R): R {
+    kept(r.agent);
+    return r;
+  }
+
   const actions = {
     postTask: async (t: NewTask) => took(await api.tasks.post(t)),
     cancelTask: async (id: string, reason: string) => took(await api.tasks.cancel(id, reason)),
     requeueTask: async (id: string, note: string) => took(await api.tasks.requeue(id, note)),
     requestChanges: async (id: string, note: string) => took(await api.tasks.requestChanges(id, note)),
-    createAgent: async (a: CreateAgentInput) => {
-      const r = await api.agents.create(a);
-      state.agents.set(r.agent.slug, r.agent);
-      return r;
-    },
-    updateAgent: async (slug: string, p: ProfileUpdate) => {
-      const a = await api.agents.update(slug, p);
-      state.agents.set(a.slug, a);
-      return a;
-    },
-    rotateToken: async (slug: string) => {
-      const r = await api.agents.rotateToken(slug);
-      state.agents.set(r.agent.slug, r.agent);
-      return r;
-    },
-    revokeToken: async (slug: string) => {
-      const a = await api.agents.revokeToken(slug);
-      state.agents.set(a.slug, a);
-      return a;
-    },
+    createAgent: async (a: CreateAgentInput) => keptAgent(await api.agents.create(a)),
+    updateAgent: async (slug: string, p: ProfileUpdate) => kept(await api.agents.update(slug, p)),
+    rotateToken: async (slug: string) => keptAgent(await api.agents.rotateToken(slug)),
+    revokeToken: async (slug: string) => kept(await api.agents.revokeToken(slug)),
     deleteAgent: async (slug: string) => {
       await api.agents.remove(slug);
       state.agents.delete(slug);
@@ -430,7 +424,7 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
     },
     connectLocal: async (i: ConnectInput) => {
       const r = await api.workers.connect(i);
-      state.agents.set(r.agent.slug, r.agent);
+      kept(r.agent);
       if (r.worker) applyWorker(state.workers, r.worker);
       return r;
     },
