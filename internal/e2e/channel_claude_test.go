@@ -42,16 +42,9 @@ func (s *tmuxSession) screen() string {
 // model's next request carries the task as a <channel source="crosschat">
 // event.
 func TestClaudeChannelLive(t *testing.T) {
-	dir := os.Getenv(EnvCLIs)
-	if dir == "" {
-		t.Skipf("set %s (see TestRealCLIs) to drive the real Claude Code CLI", EnvCLIs)
-	}
+	dir := cliFolder(t, "claude")
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	claude := filepath.Join(dir, "claude")
 	ver, err := exec.Command(claude, "--version").Output()

@@ -91,20 +91,28 @@ func cases() []cliCase {
 	}
 }
 
+// cliFolder returns the absolute folder of the real agent CLIs named by
+// EnvCLIs, or skips the test (naming the programs it needs) when it is unset.
+func cliFolder(t *testing.T, programs string) string {
+	t.Helper()
+	dir := os.Getenv(EnvCLIs)
+	if dir == "" {
+		t.Skipf("set %s to the folder with the %s programs (cd .ci/clis && npm ci; %s=$PWD/node_modules/.bin) to run the real agent CLIs end to end", EnvCLIs, programs, EnvCLIs)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestRealCLIs runs each real agent CLI as a relay worker against a scripted
 // fake model: a task from the operator makes it list the relay's agents and
 // hand a review off over MCP with its run token, write a file and answer;
 // the answer is the task's result and the steps and the file are on the
 // task. A request-changes round then resumes the CLI's own session.
 func TestRealCLIs(t *testing.T) {
-	bin := os.Getenv(EnvCLIs)
-	if bin == "" {
-		t.Skipf("set %s to the folder with the claude, codex and gemini programs (cd .ci/clis && npm ci; %s=$PWD/node_modules/.bin) to run the real agent CLIs end to end", EnvCLIs, EnvCLIs)
-	}
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := cliFolder(t, "claude, codex and gemini")
 	root := newRoot(t)
 	for _, tc := range cases() {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,14 +36,7 @@ const sessionName = "harbour chat"
 // its requests all after the first turn's; (c) a CLI killed mid-turn has its
 // answer recovered from the session's transcript and labelled.
 func TestSessionWorkers(t *testing.T) {
-	bin := os.Getenv(EnvCLIs)
-	if bin == "" {
-		t.Skipf("set %s to the folder with the claude and codex programs (cd .ci/clis && npm ci; %s=$PWD/node_modules/.bin) to run the real agent CLIs end to end", EnvCLIs, EnvCLIs)
-	}
-	bin, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := cliFolder(t, "claude and codex")
 	root := newRoot(t)
 	for _, tc := range cases() {
 		if tc.harness != relay.SessionClaudeCode && tc.harness != relay.SessionCodex {
