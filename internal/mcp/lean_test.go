@@ -66,13 +66,8 @@ type leanRequest struct {
 // the mcp-go handler behind it: status, content type and body are equal,
 // byte for byte, whether the lean path or mcp-go serves the request.
 func TestLeanPathAnswersAsMCPGo(t *testing.T) {
-	svc, closer := openService(t)
-	t.Cleanup(func() { _ = closer.Close() })
+	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "lean-a", DisplayName: "Lean <A>", ModelSlug: "m", Capabilities: []string{"text-input"}})
 	ctx := context.Background()
-	_, tok, err := svc.CreateAgent(ctx, relay.CreateAgentInput{Slug: "lean-a", DisplayName: "Lean <A>", ModelSlug: "m", Capabilities: []string{"text-input"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, _, err := svc.CreateAgent(ctx, relay.CreateAgentInput{Slug: "lean-b", DisplayName: "B & co", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +218,7 @@ func TestCancelledNotificationEndsLeanCall(t *testing.T) {
 // be the same bytes (a body it refuses goes to mcp-go in both). Nothing may
 // panic.
 func FuzzLeanEnvelope(f *testing.F) {
-	svc, closer := openService(f)
-	f.Cleanup(func() { _ = closer.Close() })
-	_, tok, err := svc.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: "fuzz-lean", DisplayName: "F", ModelSlug: "m", Capabilities: []string{"text-input"}})
-	if err != nil {
-		f.Fatal(err)
-	}
+	svc, tok := agentService(f, relay.CreateAgentInput{Slug: "fuzz-lean", DisplayName: "F", ModelSlug: "m", Capabilities: []string{"text-input"}})
 	h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "test", Logger: slog.New(slog.DiscardHandler)})
 	lib := relaymcp.LibraryHandler(h)
 	for _, s := range []string{
@@ -300,12 +290,7 @@ func (o *countingObserver) ToolFinished(tool string, _ time.Duration, failed boo
 // TestLeanPathReportsToObserver: calls the lean path serves reach the tool
 // observer (metrics) as mcp-go's do, failures marked.
 func TestLeanPathReportsToObserver(t *testing.T) {
-	svc, closer := openService(t)
-	t.Cleanup(func() { _ = closer.Close() })
-	_, tok, err := svc.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: "obs-a", DisplayName: "A", ModelSlug: "m", Capabilities: []string{"text-input"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "obs-a", DisplayName: "A", ModelSlug: "m", Capabilities: []string{"text-input"}})
 	o := &countingObserver{started: map[string]int{}, failed: map[string]int{}}
 	h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Observer: o})
 	for _, body := range []string{

@@ -96,6 +96,17 @@ func createAgent(t *testing.T, r *testRelay, slug string) {
 	}
 }
 
+// aliceAndBob starts relay A with agent alice and relay B, joined to A's
+// NATS server, with agent bob.
+func aliceAndBob(t *testing.T) (a, b *testRelay) {
+	t.Helper()
+	a = startRelay(t, "relay-a", "")
+	b = startRelay(t, "relay-b", "", a.node.ClientURL())
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	return a, b
+}
+
 // knows waits until r lists slug as an agent of relay owner.
 func knows(t *testing.T, r *testRelay, slug, owner string) {
 	t.Helper()
@@ -191,10 +202,7 @@ func TestVerifyMarks(t *testing.T) {
 }
 
 func TestDirectoryAndSlugClaim(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.ClientURL())
-	createAgent(t, b, "bob")
-	createAgent(t, a, "alice")
+	a, b := aliceAndBob(t)
 	knows(t, a, "bob", "relay-b")
 	knows(t, b, "alice", "relay-a")
 	knows(t, a, "alice", "relay-a")
@@ -262,10 +270,7 @@ func types(evs []relay.Event) []string {
 }
 
 func TestCrossRelayLifecycle(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.ClientURL())
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	a, b := aliceAndBob(t)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
 
@@ -413,10 +418,7 @@ func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
 }
 
 func TestRedeliveryChangesNothing(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.ClientURL())
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	a, b := aliceAndBob(t)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
 	task, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Once", Instructions: "x"})
@@ -462,10 +464,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 }
 
 func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.ClientURL())
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	a, b := aliceAndBob(t)
 	knows(t, b, "alice", "relay-a")
 	ctx := t.Context()
 	// A third party signs a task "from" relay A with its own key.
