@@ -16,6 +16,21 @@ const (
 	testToken = "cca_secret"
 )
 
+// seed writes a settings file as a person left it (0644, in a 0700 folder);
+// an empty text writes nothing.
+func seed(t *testing.T, file, text string) {
+	t.Helper()
+	if text == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -55,14 +70,7 @@ func TestConnectJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
 			file := filepath.Join(home, filepath.FromSlash(tc.file))
-			if tc.before != "" {
-				if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(file, []byte(tc.before), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			seed(t, file, tc.before)
 			c, err := harness.Connect(context.Background(), tc.preset, harness.Env{Home: home, GOOS: "linux"}, testURL, testToken)
 			if err != nil {
 				t.Fatal(err)
@@ -157,14 +165,7 @@ x = 1
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
 			file := filepath.Join(home, ".codex", "config.toml")
-			if tc.before != "" {
-				if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(file, []byte(tc.before), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			seed(t, file, tc.before)
 			c, err := harness.Connect(context.Background(), harness.Codex, harness.Env{Home: home, GOOS: "linux"}, testURL, testToken)
 			if err != nil {
 				t.Fatal(err)

@@ -112,14 +112,7 @@ func TestListEvents(t *testing.T) {
 	seqs := func(f relay.EventFilter) []int64 {
 		t.Helper()
 		evs, err := e.db.ListEvents(e.ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int64
-		for _, ev := range evs {
-			out = append(out, ev.Sequence)
-		}
-		return out
+		return pluck(t, evs, err, func(ev relay.Event) int64 { return ev.Sequence })
 	}
 	cases := []struct {
 		name string

@@ -180,3 +180,17 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// pluck fails the test on err and lists one field of each item a list call
+// returned (nil for none).
+func pluck[T, V any](t testing.TB, items []T, err error, field func(T) V) []V {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []V
+	for _, it := range items {
+		out = append(out, field(it))
+	}
+	return out
+}

@@ -525,14 +525,7 @@ func TestListTasksAndSummaries(t *testing.T) {
 	list := func(f relay.TaskFilter) []string {
 		t.Helper()
 		got, err := e.db.ListTasks(e.ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, s := range got {
-			ids = append(ids, s.ID)
-		}
-		return ids
+		return pluck(t, got, err, func(s relay.TaskSummary) string { return s.ID })
 	}
 	cases := []struct {
 		name string
