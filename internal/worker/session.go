@@ -117,10 +117,6 @@ func (r *runState) takeSession(ctx context.Context) (*sessionTurn, waitEnd, erro
 	defer renew.Stop()
 	check := time.NewTicker(o.CancelCheckEvery)
 	defer check.Stop()
-	cancelled := func() bool {
-		t, err := o.Relay.Task(bg, r.task.ID)
-		return err == nil && t.Status == relay.StatusCancelled
-	}
 	const waitRef = "session-wait"
 	waited := false
 	for {
@@ -151,11 +147,11 @@ func (r *runState) takeSession(ctx context.Context) (*sessionTurn, waitEnd, erro
 			return nil, waitStopped, nil
 		case <-poll.C:
 		case <-renew.C:
-			if _, err := o.Relay.RenewLease(bg, r.cfg.AgentSlug, r.task.ID, LeaseSeconds); err != nil && cancelled() {
+			if r.renewLease(bg) {
 				return nil, waitCancelled, nil
 			}
 		case <-check.C:
-			if cancelled() {
+			if r.cancelledNow(bg) {
 				return nil, waitCancelled, nil
 			}
 		case c, ok := <-changes:
@@ -163,7 +159,7 @@ func (r *runState) takeSession(ctx context.Context) (*sessionTurn, waitEnd, erro
 				changes = nil
 				continue
 			}
-			if c.Type == relay.ChangeTask && c.Task != nil && c.Task.ID == r.task.ID && c.Task.Status == relay.StatusCancelled {
+			if r.cancelledBy(c) {
 				return nil, waitCancelled, nil
 			}
 		}

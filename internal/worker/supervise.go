@@ -165,15 +165,14 @@ func (s *supervisor) onTimeout() {
 
 // onRenew renews the lease; a failed renewal of a cancelled task ends the run.
 func (s *supervisor) onRenew() {
-	r := s.r
-	if _, err := r.w.m.opts.Relay.RenewLease(s.bg, r.cfg.AgentSlug, r.task.ID, LeaseSeconds); err != nil && s.cancelledNow() {
+	if s.r.renewLease(s.bg) {
 		s.onCancelled()
 	}
 }
 
 // onCancelCheck reads the task, besides the change stream, for a cancellation.
 func (s *supervisor) onCancelCheck() {
-	if s.cancelledNow() {
+	if s.r.cancelledNow(s.bg) {
 		s.onCancelled()
 	}
 }
@@ -185,7 +184,7 @@ func (s *supervisor) onHeartbeat() {
 
 // onChange ends the run when the change cancels its task.
 func (s *supervisor) onChange(c relay.Change) {
-	if c.Type == relay.ChangeTask && c.Task != nil && c.Task.ID == s.r.task.ID && c.Task.Status == relay.StatusCancelled {
+	if s.r.cancelledBy(c) {
 		s.onCancelled()
 	}
 }
@@ -196,10 +195,22 @@ func (s *supervisor) onCancelled() {
 	s.kill()
 }
 
-// cancelledNow reports whether the task is cancelled in the store.
-func (s *supervisor) cancelledNow() bool {
-	t, err := s.r.w.m.opts.Relay.Task(s.bg, s.r.task.ID)
+// renewLease renews the run's lease on its task and reports whether a
+// failed renewal found the task cancelled.
+func (r *runState) renewLease(bg context.Context) (cancelled bool) {
+	_, err := r.w.m.opts.Relay.RenewLease(bg, r.cfg.AgentSlug, r.task.ID, LeaseSeconds)
+	return err != nil && r.cancelledNow(bg)
+}
+
+// cancelledNow reports whether the run's task is cancelled in the store.
+func (r *runState) cancelledNow(bg context.Context) bool {
+	t, err := r.w.m.opts.Relay.Task(bg, r.task.ID)
 	return err == nil && t.Status == relay.StatusCancelled
+}
+
+// cancelledBy reports whether change c cancels the run's task.
+func (r *runState) cancelledBy(c relay.Change) bool {
+	return c.Type == relay.ChangeTask && c.Task != nil && c.Task.ID == r.task.ID && c.Task.Status == relay.StatusCancelled
 }
 
 // kill stops the process tree once, in the background, so the loop keeps
