@@ -18,6 +18,7 @@ import { dirname, join, resolve } from "node:path";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { sendTask } from "./newtask.mjs";
 import { runWorkers } from "./workers.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -311,16 +312,8 @@ async function main() {
   await poll("the In progress tile to show 1", async () => (await page.locator('[data-tile="claimed"]').innerText()).includes("1"), 5000);
 
   step = "block a second task (attention list)";
-  const second = await (async () => {
-    await page.getByRole("button", { name: "New task" }).click();
-    const d = page.getByRole("dialog", { name: "New task" });
-    await d.getByLabel("Recipient").selectOption(slug);
-    await d.getByLabel("Title").fill("Rotate the staging certificate");
-    await d.getByLabel("Instructions").fill("Renew it before Friday.");
-    await d.getByRole("button", { name: "Send task" }).click();
-    await d.waitFor({ state: "detached" });
-    return page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Rotate the staging" }).getAttribute("data-task-id");
-  })();
+  await sendTask(page, { recipient: slug, title: "Rotate the staging certificate", instructions: "Renew it before Friday." });
+  const second = await page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Rotate the staging" }).getAttribute("data-task-id");
   await mcp(base, agentToken, "report_task", { taskId, kind: "progress", message: "Adding the Settings line." });
   const c2 = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
   check(c2.task?.id === second, `expected to claim ${second}, got ${JSON.stringify(c2).slice(0, 200)}`);

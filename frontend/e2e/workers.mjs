@@ -5,6 +5,7 @@
 // Run by e2e/dashboard.mjs after its own scenario, on the same relay and page.
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sendTask } from "./newtask.mjs";
 
 // A 32×32 PNG: a blue disc with a teal ring on a transparent background.
 const PNG_B64 =
@@ -108,13 +109,11 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
 
   setStep("workers: post a task to the worker");
   await nav("Tasks");
-  await page.getByRole("button", { name: "New task" }).click();
-  const nt = page.getByRole("dialog", { name: "New task" });
-  await nt.getByLabel("Recipient").selectOption(slug);
-  await nt.getByLabel("Title").fill("Make the release artifacts");
-  await nt.getByLabel("Instructions").fill("Write made-by-run.txt and a small picture into the working folder.");
-  await nt.getByRole("button", { name: "Send task" }).click();
-  await nt.waitFor({ state: "detached" });
+  await sendTask(page, {
+    recipient: slug,
+    title: "Make the release artifacts",
+    instructions: "Write made-by-run.txt and a small picture into the working folder.",
+  });
   const taskCard = page.locator("[data-task-id]").filter({ hasText: "Make the release artifacts" }).first();
   await taskCard.waitFor();
   const taskId = await taskCard.getAttribute("data-task-id");

@@ -5,7 +5,7 @@ import { createToasts } from "./toasts";
 import { applyWorker, changedFiles, mergeSteps, runState } from "./workers/state";
 import { workerLine } from "./workers/format";
 import { connectPayload, defaultSlug, envNames, newConnectForm, validateConnect, validateWorker, workerFormFrom, workerPayload } from "./workers/forms";
-import { T0, agent, fakeApi, harness, limits, step, worker } from "../test/fakes";
+import { T0, agent, fakeApi, harness, limits, step, worker, workerConfig } from "../test/fakes";
 import type { WorkerStatus } from "../api";
 
 describe("run steps", () => {
@@ -208,21 +208,13 @@ describe("connect form", () => {
       slug: "build-bot",
       displayName: "Build bot",
       configureClient: false,
-      worker: {
+      worker: workerConfig({
         agentSlug: "build-bot",
-        harness: "custom",
         command: "/opt/agent/run.sh",
         args: ["{prompt_file}", "{result_file}"],
-        promptMode: "file",
         workdir: "/srv/work",
         extraDirs: ["/srv/a", "/srv/b"],
-        allowedSenders: ["operator"],
-        timeoutMinutes: 30,
-        runsPerHour: 20,
-        exclusive: true,
-        enabled: true,
-        env: [],
-      },
+      }),
     });
     f.runWorker = false;
     f.role = "Builds";

@@ -84,7 +84,8 @@ export function event(seq: number, p: Partial<RelayEvent> = {}): RelayEvent {
   return { sequence: seq, recipientSlug: "operator", type: "task-progress", taskId: "t1", summary: `event ${seq}`, createdAt: iso(seq), ...p };
 }
 
-export function worker(p: Partial<WorkerStatus> = {}): WorkerStatus {
+/** workerConfig is a worker's settings as a save call sends them (Workers.Save): its status without the state. */
+export function workerConfig(p: Partial<WorkerStatus> = {}): Omit<WorkerStatus, "state"> {
   return {
     agentSlug: "bob",
     harness: "custom",
@@ -99,9 +100,13 @@ export function worker(p: Partial<WorkerStatus> = {}): WorkerStatus {
     exclusive: true,
     enabled: true,
     env: [],
-    state: "idle",
     ...p,
   };
+}
+
+/** worker is a worker's settings and state as the relay reports them. */
+export function worker(p: Partial<WorkerStatus> = {}): WorkerStatus {
+  return { ...workerConfig(p), state: "idle", ...p };
 }
 
 /** limits are the relay's worker limits (Workers.Limits) as the Go side reports them. */
