@@ -5,6 +5,7 @@ import TaskCard from "./TaskCard.vue";
 import NewTaskDialog from "./NewTaskDialog.vue";
 import TokenRevealDialog from "./TokenRevealDialog.vue";
 import Modal from "./Modal.vue";
+import FormField from "./FormField.vue";
 import ConnectPage from "../pages/ConnectPage.vue";
 import TaskDrawer from "./TaskDrawer.vue";
 import { agent, invite, iso, summary, task, T0 } from "../test/fakes";
@@ -201,6 +202,23 @@ describe("Connect page: invite form → message", () => {
     await w.find('[data-test="invite-form"]').trigger("submit");
     expect(w.text()).toContain("Task title is required.");
     expect(s.api.invites.create).not.toHaveBeenCalled();
+  });
+});
+
+describe("FormField", () => {
+  it.each([
+    { name: "label only", props: {}, label: "Title", err: null, hint: null },
+    { name: "note after the label", props: { note: "optional" }, label: "Title (optional)", err: null, hint: null },
+    { name: "hint without an error", props: { hint: "One line" }, label: "Title", err: null, hint: "One line" },
+    { name: "an untouched form's false error shows the hint", props: { error: false as const, hint: "One line" }, label: "Title", err: null, hint: "One line" },
+    { name: "an error replaces the hint", props: { error: "Title is required.", hint: "One line" }, label: "Title", err: "Title is required.", hint: null },
+  ])("$name", ({ props, label, err, hint }) => {
+    const w = mount(FormField, { props: { id: "f-title", label: "Title", ...props }, slots: { default: '<input id="f-title" class="input" />' } });
+    expect(w.find("label").attributes("for")).toBe("f-title");
+    expect(w.find("label").text()).toBe(label);
+    expect(w.find("label + input#f-title").exists()).toBe(true);
+    expect(w.find(".err").exists() ? w.find(".err").text() : null).toBe(err);
+    expect(w.find(".hint").exists() ? w.find(".hint").text() : null).toBe(hint);
   });
 });
 
