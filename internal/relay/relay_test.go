@@ -107,6 +107,25 @@ func TestWaiters(t *testing.T) {
 	}
 }
 
+// Ensure WakeAll wakes every current watcher but, unlike Close, not later ones.
+func TestWaitersWakeAll(t *testing.T) {
+	var w relay.Waiters
+	bob, alice := w.Watch("bob"), w.Watch("alice")
+	w.WakeAll()
+	for name, ch := range map[string]<-chan struct{}{"bob": bob, "alice": alice} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not woken", name)
+		}
+	}
+	select {
+	case <-w.Watch("carol"):
+		t.Fatal("a watch after WakeAll must wait for the next wake")
+	default:
+	}
+}
+
 // Ensure the broker delivers in order and drops a subscriber that falls behind.
 func TestBroker(t *testing.T) {
 	var b relay.Broker

@@ -46,11 +46,23 @@ func (w *Waiters) Wake(slugs ...string) {
 	}
 }
 
+// WakeAll wakes every current watcher of every slug.
+func (w *Waiters) WakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wakeAll()
+}
+
 // Close wakes everyone, now and later: the relay is shutting down.
 func (w *Waiters) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
+	w.wakeAll()
+}
+
+// wakeAll closes every watcher's channel; the caller holds w.mu.
+func (w *Waiters) wakeAll() {
 	for s, c := range w.chans {
 		close(c)
 		delete(w.chans, s)

@@ -37,8 +37,7 @@ const (
 type pushHub struct {
 	subscribe func(buffer int) (<-chan relay.Change, func())
 	start     sync.Once
-	mu        sync.Mutex
-	chans     map[string]chan struct{}
+	waiters   relay.Waiters
 }
 
 // watch returns a channel closed at the next change for slug. Take it
@@ -48,35 +47,7 @@ func (p *pushHub) watch(slug string) <-chan struct{} {
 		ch, cancel := p.subscribe(pushHubBuffer)
 		go p.run(ch, cancel)
 	})
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.chans == nil {
-		p.chans = make(map[string]chan struct{})
-	}
-	c, ok := p.chans[slug]
-	if !ok {
-		c = make(chan struct{})
-		p.chans[slug] = c
-	}
-	return c
-}
-
-func (p *pushHub) wake(slug string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.chans[slug]; ok {
-		close(c)
-		delete(p.chans, slug)
-	}
-}
-
-func (p *pushHub) wakeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for s, c := range p.chans {
-		close(c)
-		delete(p.chans, s)
-	}
+	return p.waiters.Watch(slug)
 }
 
 // run routes changes to watchers. When the broker drops the subscription
@@ -87,14 +58,14 @@ func (p *pushHub) run(ch <-chan relay.Change, cancel func()) {
 		for c := range ch {
 			switch {
 			case c.Type == relay.ChangeTask && c.Task != nil:
-				p.wake(c.Task.RecipientSlug)
+				p.waiters.Wake(c.Task.RecipientSlug)
 			case c.Type == relay.ChangeJournal && c.Event != nil:
-				p.wake(c.Event.RecipientSlug)
+				p.waiters.Wake(c.Event.RecipientSlug)
 			}
 		}
 		cancel()
 		ch, cancel = p.subscribe(pushHubBuffer)
-		p.wakeAll()
+		p.waiters.WakeAll()
 	}
 }
 
