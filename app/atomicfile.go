@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 )
@@ -17,4 +18,13 @@ func writeFileAtomic(path string, b []byte, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// writeJSONAtomic writes v as indented JSON to path with writeFileAtomic.
+func writeJSONAtomic(path string, v any, what string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: encode: %w", what, err)
+	}
+	return writeFileAtomic(path, b, what)
 }

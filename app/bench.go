@@ -140,18 +140,32 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-// benchInProcess starts a relay in a temporary data directory (in parent,
-// or the system temp dir) on a random loopback port, runs the bench against it, and removes everything after.
-func benchInProcess(ctx context.Context, o bench.Options, parent, version string, stderr io.Writer) (rep *bench.Report, err error) {
+// inBenchDir runs run in a new temporary data dir made in parent (or the
+// system temp dir) and removes the dir after.
+func inBenchDir(parent string, run func(dir string) (*bench.Report, error)) (rep *bench.Report, err error) {
 	dir, err := os.MkdirTemp(parent, "crosschat-bench-")
 	if err != nil {
-		return nil, fmt.Errorf("bench: temp data dir: %w", err)
+		return nil, fmt.Errorf("temp data dir: %w", err)
 	}
 	defer func() {
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("bench: remove %s: %w", dir, rmErr))
+			err = errors.Join(err, fmt.Errorf("remove %s: %w", dir, rmErr))
 		}
 	}()
+	return run(dir)
+}
+
+// benchInProcess starts a relay in a temporary data directory (in parent,
+// or the system temp dir) on a random loopback port, runs the bench against it, and removes everything after.
+func benchInProcess(ctx context.Context, o bench.Options, parent, version string, stderr io.Writer) (*bench.Report, error) {
+	return inBenchDir(parent, func(dir string) (*bench.Report, error) {
+		return benchRelayIn(ctx, o, dir, version, stderr)
+	})
+}
+
+// benchRelayIn starts a relay with its data in dir, runs the bench against
+// it and shuts it down.
+func benchRelayIn(ctx context.Context, o bench.Options, dir, version string, stderr io.Writer) (rep *bench.Report, err error) {
 	cfg, err := benchConfig(dir)
 	if err != nil {
 		return nil, err

@@ -111,20 +111,19 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 
 // benchInChild starts a child relay in a temporary data dir made in
 // parent, runs the bench against it, stops it and removes the dir.
-func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io.Writer) (rep *bench.Report, err error) {
+func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io.Writer) (*bench.Report, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	dir, err := os.MkdirTemp(parent, "crosschat-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("temp data dir: %w", err)
-	}
-	defer func() {
-		if rmErr := os.RemoveAll(dir); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove %s: %w", dir, rmErr))
-		}
-	}()
+	return inBenchDir(parent, func(dir string) (*bench.Report, error) {
+		return benchChildIn(ctx, o, self, dir, stderr)
+	})
+}
+
+// benchChildIn runs self as a child relay with its data in dir, runs the
+// bench against it and stops it.
+func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr io.Writer) (rep *bench.Report, err error) {
 	t0 := time.Now()
 	cmd := exec.Command(self, "bench", "--relay-child", dir)
 	cmd.Env = config.WithoutRelayEnv(os.Environ())

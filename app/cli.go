@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -163,6 +164,35 @@ func (c *command) printJSON(v any) error {
 	enc := json.NewEncoder(c.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// report prints a yes-or-no outcome: {key: on} with --json, else the line
+// yes or no.
+func (c *command) report(key string, on bool, yes, no string) error {
+	if c.json {
+		return c.printJSON(map[string]bool{key: on})
+	}
+	if on {
+		fmt.Fprintln(c.stdout, yes)
+	} else {
+		fmt.Fprintln(c.stdout, no)
+	}
+	return nil
+}
+
+// verbAction splits the arguments of a verb with actions (`service
+// install|uninstall|status`) into the action and what follows it; a missing
+// or unknown action is a usage error that names the actions.
+func verbAction(verb string, args []string, actions ...string) (string, []string, error) {
+	if len(args) > 0 && slices.Contains(actions, args[0]) {
+		return args[0], args[1:], nil
+	}
+	last := len(actions) - 1
+	err := fmt.Errorf("%w: %s needs %s or %s", errUsage, verb, strings.Join(actions[:last], ", "), actions[last])
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		err = fmt.Errorf("%w, not %q", err, args[0])
+	}
+	return "", nil, err
 }
 
 // Command runs a CLI verb and returns the process exit code.
@@ -392,11 +422,11 @@ func quitCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func autostartCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: autostart needs enable, disable or status", errUsage)
+	action, rest, err := verbAction("autostart", args, "enable", "disable", "status")
+	if err != nil {
+		return err
 	}
-	action := args[0]
-	c, err := parseCommand("autostart "+action, args[1:], stdout, stderr, nil)
+	c, err := parseCommand("autostart "+action, rest, stdout, stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -418,9 +448,6 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 		err = a.Enable()
 	case "disable":
 		err = a.Disable()
-	case "status":
-	default:
-		return fmt.Errorf("%w: autostart needs enable, disable or status, not %q", errUsage, action)
 	}
 	if err != nil {
 		return err
@@ -429,15 +456,7 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.json {
-		return c.printJSON(map[string]bool{"enabled": on})
-	}
-	if on {
-		fmt.Fprintln(stdout, "Crosschat Relay starts (hidden) when you log in.")
-	} else {
-		fmt.Fprintln(stdout, "Crosschat Relay does not start when you log in.")
-	}
-	return nil
+	return c.report("enabled", on, "Crosschat Relay starts (hidden) when you log in.", "Crosschat Relay does not start when you log in.")
 }
 
 func openCmd(args []string, stdout, stderr io.Writer) error {

@@ -10,14 +10,15 @@ import (
 
 // meshCmd runs `crosschat-relay mesh status|agents [--json]`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "agents") {
-		return fmt.Errorf("%w: mesh needs status or agents", errUsage)
-	}
-	c, err := parseCommand("mesh "+args[0], args[1:], stdout, stderr, nil)
+	action, rest, err := verbAction("mesh", args, "status", "agents")
 	if err != nil {
 		return err
 	}
-	if args[0] == "agents" {
+	c, err := parseCommand("mesh "+action, rest, stdout, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if action == "agents" {
 		var agents []mesh.AgentInfo
 		if done, err := c.fetch("Mesh", "Agents", &agents); done || err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 )
@@ -16,13 +15,13 @@ import (
 // (`serve`, with this command's --host, --port and --data-dir) run by the
 // system's service manager, restarted when it fails.
 func serviceCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: service needs install, uninstall or status", errUsage)
+	action, rest, err := verbAction("service", args, "install", "uninstall", "status")
+	if err != nil {
+		return err
 	}
-	action := args[0]
 	var system, writeOnly bool
 	var account string
-	c, err := parseCommand("service "+action, args[1:], stdout, stderr, func(fs *flag.FlagSet) {
+	c, err := parseCommand("service "+action, rest, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&system, "system", false, "a system-wide service (systemd system unit, launchd daemon, task at boot) instead of the user's")
 		fs.StringVar(&account, "user", "", "the account a --system unit runs as (Linux); default $SUDO_USER or the current user")
 		fs.BoolVar(&writeOnly, "write-only", false, "only write or remove the service file; do not call systemctl/launchctl/schtasks")
@@ -53,9 +52,6 @@ func serviceCmd(args []string, stdout, stderr io.Writer) error {
 		ran, err = svc.Install(writeOnly)
 	case "uninstall":
 		ran, err = svc.Uninstall(writeOnly)
-	case "status":
-	default:
-		return fmt.Errorf("%w: service needs install, uninstall or status, not %q", errUsage, action)
 	}
 	if err != nil {
 		return err

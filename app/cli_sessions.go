@@ -14,10 +14,10 @@ import (
 // sessions and Codex threads on this computer (read from their own files;
 // no relay needed).
 func sessionsCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
-		return fmt.Errorf("%w: sessions needs list or show", errUsage)
+	action, rest, err := verbAction("sessions", args, "list", "show")
+	if err != nil {
+		return err
 	}
-	action := args[0]
 	c, err := newCommand("sessions "+action, stdout, stderr)
 	if err != nil {
 		return err
@@ -25,7 +25,6 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	var tool, home string
 	c.fs.StringVar(&tool, "tool", "", "only this CLI's sessions: claude-code or codex")
 	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours)")
-	rest := args[1:]
 	var ref string
 	if action == "show" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {

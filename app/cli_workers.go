@@ -11,10 +11,10 @@ import (
 
 // workersCmd runs `crosschat-relay workers list|set|remove|pause|resume`.
 func workersCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: workers needs list, set, remove, pause or resume", errUsage)
+	action, rest, err := verbAction("workers", args, "list", "set", "remove", "pause", "resume")
+	if err != nil {
+		return err
 	}
-	action, rest := args[0], args[1:]
 	c, err := newCommand("workers "+action, stdout, stderr)
 	if err != nil {
 		return err
@@ -75,17 +75,9 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 		if err := c.call("Workers", "SetPaused", &paused, action == "pause"); err != nil {
 			return err
 		}
-		if c.json {
-			return c.printJSON(map[string]bool{"paused": paused})
-		}
-		if paused {
-			fmt.Fprintln(stdout, "Workers are paused: no new tasks are claimed (a running task finishes).")
-		} else {
-			fmt.Fprintln(stdout, "Workers resumed.")
-		}
-		return nil
+		return c.report("paused", paused, "Workers are paused: no new tasks are claimed (a running task finishes).", "Workers resumed.")
 	}
-	return fmt.Errorf("%w: workers needs list, set, remove, pause or resume, not %q", errUsage, action)
+	return nil
 }
 
 func workersSet(c *command, args []string) error {

@@ -172,11 +172,7 @@ func loadPrefs(dataDir string) desktopPrefs {
 }
 
 func (p desktopPrefs) save(dataDir string) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("save preferences: %w", err)
-	}
-	return writeFileAtomic(filepath.Join(dataDir, prefsFile), b, "save preferences")
+	return writeJSONAtomic(filepath.Join(dataDir, prefsFile), p, "save preferences")
 }
 
 // focusState is whether the window has the keyboard focus, as the page

@@ -28,11 +28,7 @@ type RunInfo struct {
 }
 
 func writeRunFile(dataDir string, info RunInfo) error {
-	b, err := json.MarshalIndent(info, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode run file: %w", err)
-	}
-	return writeFileAtomic(filepath.Join(dataDir, RunFileName), b, "write run file")
+	return writeJSONAtomic(filepath.Join(dataDir, RunFileName), info, "write run file")
 }
 
 // readRunFile returns the run file of dataDir; ok is false when there is none.

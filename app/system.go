@@ -90,13 +90,18 @@ func (s *System) setShow(f func()) {
 	s.show = f
 }
 
+// hook returns *h (what Show or Quit does), read under s.mu.
+func (s *System) hook(h *func()) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *h
+}
+
 // Show brings the window app's window to the front. A second launch of the
 // app calls it on the first one when the system has no single-instance
 // service (e.g. no D-Bus session).
 func (s *System) Show() error {
-	s.mu.Lock()
-	f := s.show
-	s.mu.Unlock()
+	f := s.hook(&s.show)
 	if f == nil {
 		return relay.Errorf(relay.EInvalidRequest, "This relay runs without a window (serve); open its dashboard in a browser instead.")
 	}
@@ -178,9 +183,7 @@ func (s *System) AdminToken() (string, error) {
 
 // Quit stops the relay cleanly: the desktop app quits, `serve` exits.
 func (s *System) Quit() error {
-	s.mu.Lock()
-	f := s.quit
-	s.mu.Unlock()
+	f := s.hook(&s.quit)
 	if f == nil {
 		return relay.Errorf(relay.EInternal, "This relay cannot be stopped from here.")
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -47,11 +46,7 @@ func loadWindowState(dataDir string) windowState {
 
 // save writes the geometry atomically.
 func (s windowState) save(dataDir string) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode window state: %w", err)
-	}
-	return writeFileAtomic(filepath.Join(dataDir, windowFile), b, "save window state")
+	return writeJSONAtomic(filepath.Join(dataDir, windowFile), s, "save window state")
 }
 
 // window ties the native window to the relay: it forwards committed

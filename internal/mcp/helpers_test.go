@@ -204,14 +204,19 @@ func call(t testing.TB, c *client.Client, name string, args any) *mcp.CallToolRe
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(ctx, req)
+	res, err := c.CallTool(ctx, toolRequest(name, args))
 	if err != nil {
 		t.Fatalf("%s: call failed: %v", name, err)
 	}
 	return res
+}
+
+// toolRequest is a tools/call request for name with args.
+func toolRequest(name string, args any) mcp.CallToolRequest {
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return req
 }
 
 // resultText returns the single text content of res.

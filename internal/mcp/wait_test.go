@@ -54,10 +54,7 @@ func TestClaimWaitEndsWhenClientCancels(t *testing.T) {
 			defer cancel()
 			errc := make(chan error, 1)
 			go func() {
-				req := mcp.CallToolRequest{}
-				req.Params.Name = "claim_next_task"
-				req.Params.Arguments = map[string]any{"waitMs": 20000}
-				_, err := bob.CallTool(ctx, req)
+				_, err := bob.CallTool(ctx, toolRequest("claim_next_task", map[string]any{"waitMs": 20000}))
 				errc <- err
 			}()
 			eventually(t, 10*time.Second, "the claim to wait", func() bool { return e.svc.claims.Load() == 1 })
@@ -134,10 +131,7 @@ type outcome struct {
 func callAsync(c *client.Client, name string, args any) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(context.Background(), req)
+		res, err := c.CallTool(context.Background(), toolRequest(name, args))
 		done <- outcome{res, err, time.Now()}
 	}()
 	return done
