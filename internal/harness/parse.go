@@ -36,6 +36,28 @@ func (*plainParser) Line(line string) []relay.ActivityEntry {
 func (*plainParser) Answer() string    { return "" }
 func (*plainParser) SessionID() string { return "" }
 
+// streamed is what a JSON stream parser remembers across lines: the
+// agent's final message and the CLI's session id.
+type streamed struct {
+	answer, session string
+}
+
+func (s *streamed) Answer() string    { return s.answer }
+func (s *streamed) SessionID() string { return s.session }
+
+// joinLines joins line(o) for each object o of m's array key, one a line,
+// leaving out empty ones.
+func joinLines(m map[string]any, key string, line func(o map[string]any) string) string {
+	var lines []string
+	for _, v := range arr(m, key) {
+		o, _ := v.(map[string]any)
+		if l := line(o); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // object decodes a JSON object line; ok is false for anything else.
 func object(line string) (map[string]any, bool) {
 	s := strings.TrimSpace(line)

@@ -9,12 +9,9 @@ import (
 
 // claudeParser parses Claude Code's stream-json output.
 type claudeParser struct {
-	answer, session string
-	tools           map[string]relay.ActivityEntry
+	streamed
+	tools map[string]relay.ActivityEntry
 }
-
-func (p *claudeParser) Answer() string    { return p.answer }
-func (p *claudeParser) SessionID() string { return p.session }
 
 func (p *claudeParser) Line(line string) []relay.ActivityEntry {
 	m, ok := object(line)

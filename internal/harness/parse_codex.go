@@ -9,11 +9,8 @@ import (
 
 // codexParser parses the JSONL of codex exec --json.
 type codexParser struct {
-	answer, session string
+	streamed
 }
-
-func (p *codexParser) Answer() string    { return p.answer }
-func (p *codexParser) SessionID() string { return p.session }
 
 func (p *codexParser) Line(line string) []relay.ActivityEntry {
 	m, ok := object(line)
@@ -81,21 +78,19 @@ func (p *codexParser) Line(line string) []relay.ActivityEntry {
 		e.Detail = strings.TrimRight(str(item, "aggregated_output"), " \t\r\n")
 	case "file_change":
 		e.Kind = relay.StepFile
-		var lines []string
-		for _, c := range arr(item, "changes") {
-			co, _ := c.(map[string]any)
-			verb := "Updated"
-			switch str(co, "kind") {
+		e.Text = joinLines(item, "changes", func(c map[string]any) string {
+			path := str(c, "path")
+			if path == "" {
+				return ""
+			}
+			switch str(c, "kind") {
 			case "add":
-				verb = "Added"
+				return "Added " + path
 			case "delete":
-				verb = "Deleted"
+				return "Deleted " + path
 			}
-			if path := str(co, "path"); path != "" {
-				lines = append(lines, verb+" "+path)
-			}
-		}
-		e.Text = strings.Join(lines, "\n")
+			return "Updated " + path
+		})
 		if e.Text == "" {
 			e.Text = "Changed files"
 		}
@@ -114,16 +109,12 @@ func (p *codexParser) Line(line string) []relay.ActivityEntry {
 		e.Text = "Web search: " + str(item, "query")
 	case "todo_list":
 		e.Kind = relay.StepPlan
-		var lines []string
-		for _, it := range arr(item, "items") {
-			io, _ := it.(map[string]any)
-			mark := "☐"
-			if c, _ := io["completed"].(bool); c {
-				mark = "☑"
+		e.Text = joinLines(item, "items", func(it map[string]any) string {
+			if checked, _ := it["completed"].(bool); checked {
+				return "☑ " + str(it, "text")
 			}
-			lines = append(lines, mark+" "+str(io, "text"))
-		}
-		e.Text = strings.Join(lines, "\n")
+			return "☐ " + str(it, "text")
+		})
 	case "error":
 		e.Kind = relay.StepError
 		e.Status = relay.StepFailed

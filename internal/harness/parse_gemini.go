@@ -9,7 +9,7 @@ import (
 
 // geminiParser parses Gemini CLI's --output-format stream-json.
 type geminiParser struct {
-	answer, session string
+	streamed
 	// delta collects the assistant's streamed message of the current turn.
 	delta strings.Builder
 	tools map[string]relay.ActivityEntry
@@ -23,7 +23,6 @@ func (p *geminiParser) Answer() string {
 	}
 	return strings.TrimSpace(p.answer)
 }
-func (p *geminiParser) SessionID() string { return p.session }
 
 func (p *geminiParser) flush() []relay.ActivityEntry {
 	t := strings.TrimSpace(p.delta.String())
