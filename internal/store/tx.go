@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -20,7 +21,7 @@ type queryer interface {
 // after commit.
 type tx struct {
 	ctx context.Context
-	tx  *sql.Tx
+	tx  *sql.Conn // the writer connection, inside BEGIN IMMEDIATE
 	db  *DB
 	now time.Time
 	ts  string // now in relay.TimeLayout
@@ -110,10 +111,10 @@ func (db *DB) writer() {
 func (db *DB) batch(first *writeReq) {
 	started := time.Now()
 	var (
-		sqlTx  *sql.Tx
-		list   []pending // writes that succeeded in sqlTx
+		conn   *sql.Conn // the writer connection while a transaction is open
+		list   []pending // writes that succeeded in the transaction
 		taken  int
-		broken error // sqlTx can no longer commit
+		broken error // the transaction can no longer commit
 	)
 	for req := first; req != nil; {
 		taken++
@@ -121,24 +122,24 @@ func (db *DB) batch(first *writeReq) {
 		case req.ctx.Err() != nil:
 			// Nothing of it was written, so it can be answered now.
 			req.done <- fmt.Errorf("%s: %w", req.op, req.ctx.Err())
-		case sqlTx == nil:
-			tx, err := db.w.BeginTx(context.Background(), nil)
+		case conn == nil:
+			c, err := db.begin()
 			if err != nil {
 				req.done <- db.fail(req.op, err)
 				break
 			}
-			t, err := db.runFirst(tx, req)
+			t, err := db.runFirst(c, req)
 			if err != nil {
-				req.done <- err // runFirst rolled tx back
+				req.done <- err // runFirst rolled the transaction back and let c go
 				break
 			}
-			sqlTx, list = tx, append(list, pending{req: req, t: t})
+			conn, list = c, append(list, pending{req: req, t: t})
 		default:
 			var (
 				t   *tx
 				err error
 			)
-			t, err, broken = db.runSaved(sqlTx, req)
+			t, err, broken = db.runSaved(conn, req)
 			if err != nil {
 				req.done <- err
 			} else {
@@ -154,15 +155,13 @@ func (db *DB) batch(first *writeReq) {
 			req = nil
 		}
 	}
-	if sqlTx == nil {
+	if conn == nil {
 		return
 	}
 	if broken == nil {
-		if err := sqlTx.Commit(); err != nil {
-			broken = fmt.Errorf("commit: %w", err)
-		}
-	} else if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-		broken = errors.Join(broken, fmt.Errorf("rollback: %w", rbErr))
+		broken = db.end(conn, "COMMIT")
+	} else {
+		broken = errors.Join(broken, db.end(conn, "ROLLBACK"))
 	}
 	if broken != nil {
 		// Nothing of this transaction is in the database: every write that
@@ -183,6 +182,48 @@ func (db *DB) batch(first *writeReq) {
 	}
 }
 
+// begin takes the writer connection and opens a BEGIN IMMEDIATE
+// transaction on it. The writer drives the transaction with plain
+// statements on a *sql.Conn rather than a *sql.Tx: database/sql gives every
+// Tx, and every query inside one, a goroutine that waits for the context
+// to end, which costs more than the statements themselves. Every statement
+// runs with a context that never ends (see newTx), so none is started.
+func (db *DB) begin() (*sql.Conn, error) {
+	conn, err := db.w.Conn(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		return nil, errors.Join(fmt.Errorf("begin: %w", err), conn.Close())
+	}
+	return conn, nil
+}
+
+// end runs COMMIT or ROLLBACK and gives the connection back. A COMMIT that
+// fails can leave the transaction open (SQLITE_BUSY), so it is rolled back:
+// nothing of it stays in the database either way.
+func (db *DB) end(conn *sql.Conn, stmt string) error {
+	var err error
+	if _, err = conn.ExecContext(context.Background(), stmt); err != nil {
+		err = fmt.Errorf("%s: %w", strings.ToLower(stmt), err)
+		if stmt == "COMMIT" {
+			if _, rbErr := conn.ExecContext(context.Background(), "ROLLBACK"); rbErr != nil && !noTransaction(rbErr) {
+				err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
+			}
+		}
+	}
+	if cErr := conn.Close(); cErr != nil {
+		err = errors.Join(err, fmt.Errorf("release writer connection: %w", cErr))
+	}
+	return err
+}
+
+// noTransaction reports SQLite's answer to a ROLLBACK with nothing open
+// (a failed COMMIT may already have rolled back).
+func noTransaction(err error) bool {
+	return strings.Contains(err.Error(), "no transaction is active")
+}
+
 // pending is a write that succeeded in the open transaction.
 type pending struct {
 	req *writeReq
@@ -193,21 +234,22 @@ type pending struct {
 // be interrupted when one caller gives up (SQLite may roll back the whole
 // transaction on an interrupt), so statements run without the caller's
 // cancellation.
-func (db *DB) newTx(sqlTx *sql.Tx, req *writeReq) *tx {
+func (db *DB) newTx(conn *sql.Conn, req *writeReq) *tx {
 	now := db.now().UTC()
-	return &tx{ctx: context.WithoutCancel(req.ctx), tx: sqlTx, db: db, now: now, ts: relay.FormatTime(now)}
+	return &tx{ctx: context.WithoutCancel(req.ctx), tx: conn, db: db, now: now, ts: relay.FormatTime(now)}
 }
 
 // runFirst runs the first write of a fresh transaction. On failure it rolls
-// the transaction back and returns the write's error.
-func (db *DB) runFirst(sqlTx *sql.Tx, req *writeReq) (*tx, error) {
-	t := db.newTx(sqlTx, req)
+// the transaction back, gives the connection back and returns the write's
+// error.
+func (db *DB) runFirst(conn *sql.Conn, req *writeReq) (*tx, error) {
+	t := db.newTx(conn, req)
 	err := callFn(req.fn, t)
 	if err == nil {
 		return t, nil
 	}
-	if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-		return nil, db.fail(req.op, errors.Join(err, fmt.Errorf("rollback: %w", rbErr)))
+	if rbErr := db.end(conn, "ROLLBACK"); rbErr != nil {
+		return nil, db.fail(req.op, errors.Join(err, rbErr))
 	}
 	return nil, db.writeErr(req.op, err)
 }
@@ -215,7 +257,7 @@ func (db *DB) runFirst(sqlTx *sql.Tx, req *writeReq) (*tx, error) {
 // runSaved runs a later write of a batch in its own savepoint. It returns
 // the write's state or its error, and broken when the savepoint could not
 // be undone or released (the whole transaction is then lost).
-func (db *DB) runSaved(sqlTx *sql.Tx, req *writeReq) (t *tx, err, broken error) {
+func (db *DB) runSaved(sqlTx *sql.Conn, req *writeReq) (t *tx, err, broken error) {
 	t = db.newTx(sqlTx, req)
 	if _, err := sqlTx.ExecContext(t.ctx, "SAVEPOINT w"); err != nil {
 		broken = fmt.Errorf("savepoint: %w", err)
