@@ -6,6 +6,7 @@ import NewTaskDialog from "./NewTaskDialog.vue";
 import TokenRevealDialog from "./TokenRevealDialog.vue";
 import Modal from "./Modal.vue";
 import FormField from "./FormField.vue";
+import ToggleSwitch from "./ToggleSwitch.vue";
 import ConnectPage from "../pages/ConnectPage.vue";
 import TaskDrawer from "./TaskDrawer.vue";
 import { agent, invite, iso, summary, task, T0 } from "../test/fakes";
@@ -219,6 +220,17 @@ describe("FormField", () => {
     expect(w.find("label + input#f-title").exists()).toBe(true);
     expect(w.find(".err").exists() ? w.find(".err").text() : null).toBe(err);
     expect(w.find(".hint").exists() ? w.find(".hint").text() : null).toBe(hint);
+  });
+});
+
+describe("ToggleSwitch", () => {
+  it.each([true, false])("shows checked=%s as a named switch and asks to flip on click", async (checked) => {
+    const w = mount(ToggleSwitch, { props: { checked, label: "Start at login" } });
+    const b = w.get('button[role="switch"]');
+    expect(b.attributes("aria-checked")).toBe(String(checked));
+    expect(b.attributes("aria-label")).toBe("Start at login");
+    await b.trigger("click");
+    expect(w.emitted("toggle")).toEqual([[]]);
   });
 });
 
