@@ -55,6 +55,13 @@ describe("RunView", () => {
     expect(cmd.find("pre.detail").text()).toBe("1 failed\nexit 1");
   });
 
+  it("shows a kind it does not know by its own name with a plain dot", () => {
+    const steps = mergeSteps([], [step(1, { kind: "constructor" as never, text: "from a newer relay" })]);
+    const row = mount(RunView, { props: { steps, state: "running" } }).get("li.step");
+    expect(row.find(".kind").text()).toBe("constructor");
+    expect(row.find(".icon").text()).toBe("·");
+  });
+
   it("shows a run's warnings as banners above the steps", () => {
     const steps = mergeSteps(
       [],
