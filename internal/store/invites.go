@@ -116,40 +116,31 @@ func (db *DB) CreateInvite(ctx context.Context, in relay.InviteInput) (relay.Inv
 // ListInvites returns every invite, newest first.
 func (db *DB) ListInvites(ctx context.Context) ([]relay.Invite, error) {
 	now := db.now()
-	out := []relay.Invite{}
+	var out []relay.Invite
 	err := db.read(ctx, "list invites", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+inviteColumns+` FROM invites ORDER BY created_at DESC, rowid DESC`)
+		var err error
+		out, err = queryAll(ctx, tx, "list invites", func(row rowScanner) (relay.Invite, error) { return scanInvite(row, now) },
+			`SELECT `+inviteColumns+` FROM invites ORDER BY created_at DESC, rowid DESC`)
 		if err != nil {
-			return fmt.Errorf("list invites: %w", err)
+			return err
 		}
-		index := map[string]int{}
-		for rows.Next() {
-			inv, err := scanInvite(rows, now)
-			if err != nil {
-				return errors.Join(fmt.Errorf("list invites: %w", err), rows.Close())
-			}
-			index[inv.ID] = len(out)
-			out = append(out, inv)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("list invites: %w", err)
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT invite_id, slug FROM agents WHERE invite_id IS NOT NULL ORDER BY registered_at, rowid`)
+		type enrolled struct{ invite, slug string }
+		agents, err := queryAll(ctx, tx, "list invite agents", func(row rowScanner) (enrolled, error) {
+			var e enrolled
+			err := row.Scan(&e.invite, &e.slug)
+			return e, err
+		}, `SELECT invite_id, slug FROM agents WHERE invite_id IS NOT NULL ORDER BY registered_at, rowid`)
 		if err != nil {
-			return fmt.Errorf("list invite agents: %w", err)
+			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, slug string
-			if err := rows.Scan(&id, &slug); err != nil {
-				return fmt.Errorf("list invite agents: %w", err)
-			}
-			if i, ok := index[id]; ok {
-				out[i].Agents = append(out[i].Agents, slug)
-			}
+		index := make(map[string]int, len(out))
+		for i, inv := range out {
+			index[inv.ID] = i
 		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list invite agents: %w", err)
+		for _, a := range agents {
+			if i, ok := index[a.invite]; ok {
+				out[i].Agents = append(out[i].Agents, a.slug)
+			}
 		}
 		return nil
 	})

@@ -235,42 +235,36 @@ func (db *DB) Activity(ctx context.Context, taskID string) ([]relay.ActivityEntr
 	if err != nil {
 		return nil, err
 	}
-	out := []relay.ActivityEntry{}
+	var out []relay.ActivityEntry
 	err = db.read(ctx, "activity", func(tx *sql.Tx) error {
 		if err := taskExists(ctx, tx, taskID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, text, detail, status, ref, files
+		out, err = queryAll(ctx, tx, "activity", scanActivity, `SELECT seq, at, kind, text, detail, status, ref, files
 			FROM task_activity WHERE task_id = ? ORDER BY seq`, taskID)
-		if err != nil {
-			return fmt.Errorf("activity: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				e                          relay.ActivityEntry
-				detail, status, ref, files sql.NullString
-			)
-			if err := rows.Scan(&e.Seq, &e.At, &e.Kind, &e.Text, &detail, &status, &ref, &files); err != nil {
-				return fmt.Errorf("activity: %w", err)
-			}
-			e.Detail, e.Status, e.Ref = detail.String, status.String, ref.String
-			if files.Valid {
-				if err := json.Unmarshal([]byte(files.String), &e.Files); err != nil {
-					return fmt.Errorf("activity %d files: %w", e.Seq, err)
-				}
-			}
-			out = append(out, e)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("activity: %w", err)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func scanActivity(row rowScanner) (relay.ActivityEntry, error) {
+	var (
+		e                          relay.ActivityEntry
+		detail, status, ref, files sql.NullString
+	)
+	if err := row.Scan(&e.Seq, &e.At, &e.Kind, &e.Text, &detail, &status, &ref, &files); err != nil {
+		return e, err
+	}
+	e.Detail, e.Status, e.Ref = detail.String, status.String, ref.String
+	if files.Valid {
+		if err := json.Unmarshal([]byte(files.String), &e.Files); err != nil {
+			return e, fmt.Errorf("files of entry %d: %w", e.Seq, err)
+		}
+	}
+	return e, nil
 }
 
 // TaskChangedFile reports whether any activity entry of the task lists
