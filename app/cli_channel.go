@@ -14,18 +14,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
-// channelCmd is `crosschat-relay channel`: a stdio MCP server for Claude
-// Code that serves the relay's tools by proxy and sends a
-// notifications/claude/channel for each event of the agent's push stream.
-// stdout carries MCP only; diagnostics go to stderr.
-func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c, err := newCommand("channel", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	f := c.liveFlags()
-	c.fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: crosschat-relay channel --token cca_… [--url URL] [--state FILE]
+// channelUsage is the help of channel; the flags follow it.
+const channelUsage = `Usage: crosschat-relay channel --token cca_… [--url URL] [--state FILE]
 
 A stdio MCP server for Claude Code (.mcp.json). It serves the relay's tools and
 sends each task for the agent and each update on tasks it sent as a Claude Code
@@ -34,10 +24,15 @@ Claude Code with --dangerously-load-development-channels server:crosschat while
 channels are in preview. See docs/live-sessions.md.
 
 Flags:
-`)
-		c.fs.PrintDefaults()
-	}
-	if err := c.parse(args); err != nil {
+`
+
+// channelCmd is `crosschat-relay channel`: a stdio MCP server for Claude
+// Code that serves the relay's tools by proxy and sends a
+// notifications/claude/channel for each event of the agent's push stream.
+// stdout carries MCP only; diagnostics go to stderr.
+func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, f, err := parseLive("channel", channelUsage, args, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	if f.agent != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -46,14 +47,26 @@ type liveFlags struct {
 	state string
 }
 
-func (c *command) liveFlags() *liveFlags {
+// parseLive makes the command of a live-session verb (monitor, channel)
+// with the flags they share and usage as its help (the flags follow it),
+// and parses args.
+func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*command, *liveFlags, error) {
 	f := &liveFlags{after: -1}
-	c.fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
-	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
-	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
-	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
-	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
-	return f
+	c, err := parseCommand(name, args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
+		fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
+		fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
+		fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
+		fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
+		fs.Usage = func() {
+			fmt.Fprint(stderr, usage)
+			fs.PrintDefaults()
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, f, nil
 }
 
 // stream builds the push stream client from the flags, the environment and
@@ -179,17 +192,8 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// monitorCmd prints one line per push event until stopped:
-// CROSSCHAT_TASK {json} or CROSSCHAT_UPDATE {json}. Nothing else goes to
-// stdout; diagnostics go to stderr.
-func monitorCmd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("monitor", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	f := c.liveFlags()
-	c.fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: crosschat-relay monitor --token cca_… [--url URL] [--state FILE]
+// monitorUsage is the help of monitor; the flags follow it.
+const monitorUsage = `Usage: crosschat-relay monitor --token cca_… [--url URL] [--state FILE]
 
 Follows the agent's push stream and prints exactly one line per event:
   CROSSCHAT_TASK {"taskId","title","sender","priority","message","conversationId"}   a task queued for the agent
@@ -197,10 +201,14 @@ Follows the agent's push stream and prints exactly one line per event:
 It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
 
 Flags:
-`)
-		c.fs.PrintDefaults()
-	}
-	if err := c.parse(args); err != nil {
+`
+
+// monitorCmd prints one line per push event until stopped:
+// CROSSCHAT_TASK {json} or CROSSCHAT_UPDATE {json}. Nothing else goes to
+// stdout; diagnostics go to stderr.
+func monitorCmd(args []string, stdout, stderr io.Writer) error {
+	c, f, err := parseLive("monitor", monitorUsage, args, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	ps, err := f.stream(c, os.Getenv)
