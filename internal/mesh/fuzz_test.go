@@ -10,15 +10,8 @@ import (
 // that touches a message from another relay: it must refuse or decode, never
 // panic, and a decoded envelope must get one of the three marks.
 func FuzzDecode(f *testing.F) {
-	id, err := LoadIdentity(f.TempDir(), "fuzz")
-	if err != nil {
-		f.Fatal(err)
-	}
-	good, err := seal(id, "m1", "0123456789abcdef", relay.MeshChange{Task: relay.Task{ID: relay.NewID(), Title: "t"}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(good)
+	id := identity(f, f.TempDir(), "fuzz")
+	f.Add(sealed(f, id, "m1", "0123456789abcdef", relay.MeshChange{Task: relay.Task{ID: relay.NewID(), Title: "t"}}))
 	f.Add([]byte(`{"v":1,"id":"x","from":"0123456789abcdef","to":"","body":{"task":{}},"sig":"AAAA"}`))
 	f.Add([]byte(`{"v":1,"id":"x","from":"0123456789abcdef","body":"not an object"}`))
 	f.Add([]byte(`null`))

@@ -124,16 +124,30 @@ func knows(t *testing.T, r *testRelay, slug, owner string) {
 	})
 }
 
+// identity loads (or makes) the relay identity in dir, failing the test on an error.
+func identity(tb testing.TB, dir, name string) Identity {
+	tb.Helper()
+	id, err := LoadIdentity(dir, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return id
+}
+
+// sealed signs change from id for the relay to, failing the test on an error.
+func sealed(tb testing.TB, id Identity, msgID, to string, change relay.MeshChange) []byte {
+	tb.Helper()
+	data, err := seal(id, msgID, to, change)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
 func TestIdentityIsStableAndPrivate(t *testing.T) {
 	dir := t.TempDir()
-	a, err := LoadIdentity(dir, "laptop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := LoadIdentity(dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := identity(t, dir, "laptop")
+	b := identity(t, dir, "")
 	if a.ID != b.ID || a.PublicKey != b.PublicKey || b.Name != "laptop" || !validRelayID(a.ID) {
 		t.Fatalf("identity changed: %+v then %+v", a, b)
 	}
@@ -156,19 +170,9 @@ func TestIdentityIsStableAndPrivate(t *testing.T) {
 }
 
 func TestVerifyMarks(t *testing.T) {
-	dir := t.TempDir()
-	id, err := LoadIdentity(dir, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := LoadIdentity(t.TempDir(), "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := seal(id, "m1", "0123456789abcdef", relay.MeshChange{Task: relay.Task{ID: relay.NewID(), Title: "x"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := identity(t, t.TempDir(), "a")
+	other := identity(t, t.TempDir(), "b")
+	data := sealed(t, id, "m1", "0123456789abcdef", relay.MeshChange{Task: relay.Task{ID: relay.NewID(), Title: "x"}})
 	e, _, err := decode(data)
 	if err != nil {
 		t.Fatal(err)
@@ -444,10 +448,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	if err != nil || applied {
 		t.Fatalf("second direct apply = %v, %v; want not applied", applied, err)
 	}
-	data, err := seal(a.node.id, "dup-1", b.node.id.ID, relay.MeshChange{Task: m})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := sealed(t, a.node.id, "dup-1", b.node.id.ID, relay.MeshChange{Task: m})
 	before := b.node.duplicates.Load()
 	for _, id := range []string{"js-1", "js-2"} {
 		if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID(id)); err != nil {
@@ -476,10 +477,7 @@ func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
 	now := relay.FormatTime(time.Now())
 	forged := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: "Forged", Instructions: "rm -rf",
 		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, RequiredCapabilities: []string{}}
-	data, err := seal(forger, "forged-1", b.node.id.ID, relay.MeshChange{Task: forged})
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := sealed(t, forger, "forged-1", b.node.id.ID, relay.MeshChange{Task: forged})
 	js := jetStreamClient(t, a.node.ClientURL())
 	if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID("forged-1")); err != nil {
 		t.Fatal(err)
