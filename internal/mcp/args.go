@@ -69,6 +69,11 @@ func (a *args) acting(p relay.Principal, field, supplied string) (string, error)
 	return p.ActingSlug(field, supplied)
 }
 
+// actingAs is acting for the slug the string argument field supplies.
+func (a *args) actingAs(p relay.Principal, field string) (string, error) {
+	return a.acting(p, field, a.str(field))
+}
+
 // get returns the raw value of field, or nil when it is absent or null.
 func (a *args) get(field string) json.RawMessage {
 	v, ok := a.fields[field]

@@ -68,8 +68,7 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Capabilities: a.strings("capabilities", nil),
 			Details:      a.optStr("details"),
 		}
-		supplied := a.str("slug")
-		slug, err := a.acting(p, "slug", supplied)
+		slug, err := a.actingAs(p, "slug")
 		if err != nil {
 			return nil, err
 		}
@@ -115,8 +114,7 @@ func heartbeat(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		selfSlug("agentSlug", "the agent that is alive"),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
-		supplied := a.str("agentSlug")
-		slug, err := a.acting(p, "agentSlug", supplied)
+		slug, err := a.actingAs(p, "agentSlug")
 		if err != nil {
 			return nil, err
 		}

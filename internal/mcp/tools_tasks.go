@@ -40,8 +40,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			ParentTaskID:         a.str("parentTaskId"),
 			TargetSession:        a.str("targetSession"),
 		}
-		supplied := a.str("senderSlug")
-		sender, err := a.acting(p, "senderSlug", supplied)
+		sender, err := a.actingAs(p, "senderSlug")
 		if err != nil {
 			return nil, err
 		}

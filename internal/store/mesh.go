@@ -85,12 +85,7 @@ func (db *DB) DeleteOutbox(ctx context.Context, seqs ...int64) error {
 	for i, s := range seqs {
 		args[i] = s
 	}
-	return db.write(ctx, "delete outbox", func(t *tx) error {
-		if _, err := t.exec(`DELETE FROM mesh_outbox WHERE seq IN (`+marks+`)`, args...); err != nil {
-			return fmt.Errorf("delete outbox: %w", err)
-		}
-		return nil
-	})
+	return db.writeOne(ctx, "delete outbox", `DELETE FROM mesh_outbox WHERE seq IN (`+marks+`)`, args...)
 }
 
 // OutboxDepth counts outbox rows not yet published.

@@ -37,8 +37,5 @@ func (db *DB) SetMeshSettings(ctx context.Context, s relay.MeshSettings) error {
 	if err != nil {
 		return fmt.Errorf("store mesh settings: %w", err)
 	}
-	return db.write(ctx, "store mesh settings", func(t *tx) error {
-		_, err := t.exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, keyMeshSettings, string(b))
-		return err
-	})
+	return db.writeOne(ctx, "store mesh settings", `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, keyMeshSettings, string(b))
 }

@@ -91,10 +91,5 @@ func (db *DB) RevokeRunTokens(ctx context.Context, taskID string) error {
 	if err != nil {
 		return err
 	}
-	return db.write(ctx, "revoke run tokens", func(t *tx) error {
-		if _, err := t.exec(`DELETE FROM run_tokens WHERE task_id = ?`, taskID); err != nil {
-			return fmt.Errorf("delete run tokens: %w", err)
-		}
-		return nil
-	})
+	return db.writeOne(ctx, "revoke run tokens", `DELETE FROM run_tokens WHERE task_id = ?`, taskID)
 }

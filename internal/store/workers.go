@@ -136,11 +136,14 @@ func (db *DB) DeleteWorker(ctx context.Context, slug string) error {
 	if err != nil {
 		return err
 	}
-	return db.write(ctx, "delete worker", func(t *tx) error {
-		if _, err := t.exec(`DELETE FROM workers WHERE agent_slug = ?`, slug); err != nil {
-			return fmt.Errorf("delete worker row: %w", err)
-		}
-		return nil
+	return db.writeOne(ctx, "delete worker", `DELETE FROM workers WHERE agent_slug = ?`, slug)
+}
+
+// writeOne runs one statement in a write transaction; op names it in errors.
+func (db *DB) writeOne(ctx context.Context, op, query string, args ...any) error {
+	return db.write(ctx, op, func(t *tx) error {
+		_, err := t.exec(query, args...)
+		return err
 	})
 }
 
