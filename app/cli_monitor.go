@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -51,19 +50,21 @@ type liveFlags struct {
 // with the flags they share and usage as its help (the flags follow it),
 // and parses args.
 func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*command, *liveFlags, error) {
-	f := &liveFlags{after: -1}
-	c, err := parseCommand(name, args, stdout, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
-		fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
-		fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
-		fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
-		fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
-		fs.Usage = func() {
-			fmt.Fprint(stderr, usage)
-			fs.PrintDefaults()
-		}
-	})
+	c, err := newCommand(name, stdout, stderr)
 	if err != nil {
+		return nil, nil, err
+	}
+	f := &liveFlags{after: -1}
+	c.fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
+	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
+	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
+	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
+	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
+	c.fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		c.fs.PrintDefaults()
+	}
+	if err := c.parse(args); err != nil {
 		return nil, nil, err
 	}
 	return c, f, nil
