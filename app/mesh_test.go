@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,29 +46,52 @@ type mcpSession struct {
 
 func newSession(t *testing.T, r *app.Relay, token string) *mcpSession {
 	t.Helper()
-	trans, err := transport.NewStreamableHTTP(r.Config().MCPURL(), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	noErr(t, err)
-	c := client.NewClient(trans)
-	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	noErr(t, c.Start(ctx))
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "mesh-test", Version: "1"}
-	_, err = c.Initialize(ctx, req)
+	c, err := dialMCP(ctx, r.Config().MCPURL(), token, "mesh-test")
 	noErr(t, err)
+	t.Cleanup(func() { c.Close() })
 	return &mcpSession{t: t, c: c}
+}
+
+// dialMCP connects a real MCP client to url with token, named name, and
+// initializes the session; the caller closes it.
+func dialMCP(ctx context.Context, url, token, name string) (*client.Client, error) {
+	trans, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		return nil, err
+	}
+	c := client.NewClient(trans)
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	if err := c.Start(ctx); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// toolRequest is a tools/call request for name with args.
+func toolRequest(name string, args any) mcp.CallToolRequest {
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return req
+}
+
+// try runs a tool and returns its result as it is, an error result included.
+func (s *mcpSession) try(name string, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.c.CallTool(ctx, toolRequest(name, args))
 }
 
 // call runs a tool and decodes its structured result into out.
 func (s *mcpSession) call(name string, args map[string]any, out any) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := s.c.CallTool(ctx, req)
+	res, err := s.try(name, args)
 	noErr(s.t, err)
 	if res.IsError {
 		s.t.Fatalf("%s: %+v", name, res.Content)

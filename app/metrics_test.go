@@ -1,14 +1,12 @@
 package app_test
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -192,12 +190,7 @@ func TestMetricsFollowTheRelay(t *testing.T) {
 
 	// A second task stays queued; a failing call counts as an error.
 	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Wait", "instructions": "Nothing."}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "get_task"
-	req.Params.Arguments = map[string]any{"taskId": "no-such-task"}
-	if res, err := sa.c.CallTool(ctx, req); err != nil || !res.IsError {
+	if res, err := sa.try("get_task", map[string]any{"taskId": "no-such-task"}); err != nil || !res.IsError {
 		t.Fatalf("get_task of an unknown task = %+v, %v", res, err)
 	}
 	mustScrape(t, r).expect(t,

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crosschat/crosschat-relay/app"
@@ -204,23 +202,14 @@ func TestImportUpstreamVerb(t *testing.T) {
 // or "refused" when the token is not accepted.
 func whoami(t *testing.T, url, token string) string {
 	t.Helper()
-	trans, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	noErr(t, err)
-	c := client.NewClient(trans)
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	c, err := dialMCP(ctx, url, token, "import-test")
+	if err != nil {
 		return "refused"
 	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "import-test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		return "refused"
-	}
-	call := mcp.CallToolRequest{}
-	call.Params.Name = "whoami"
-	res, err := c.CallTool(ctx, call)
+	defer c.Close()
+	res, err := c.CallTool(ctx, toolRequest("whoami", nil))
 	if err != nil {
 		return "refused"
 	}
