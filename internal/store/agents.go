@@ -66,6 +66,21 @@ func getAgent(ctx context.Context, q queryer, slug string, now time.Time) (relay
 	return a, nil
 }
 
+// mustBeAgent refuses a slug that names no one (unknown_agent) or a person
+// (invalid_agent_kind, with the kind); why ends the refusal "“slug” is a
+// person; …".
+func (t *tx) mustBeAgent(slug, why string) error {
+	a, err := getAgent(t.ctx, t.tx, slug, t.now)
+	if err != nil {
+		return err
+	}
+	if a.Kind != relay.KindAgent {
+		return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; %s", slug, why).
+			WithDetails(map[string]any{"kind": string(a.Kind)})
+	}
+	return nil
+}
+
 func capsJSON(caps []string) string {
 	if caps == nil {
 		caps = []string{}
@@ -261,13 +276,8 @@ func (db *DB) IssueToken(ctx context.Context, slug string) (string, error) {
 	}
 	var token string
 	err = db.write(ctx, "issue token", func(t *tx) error {
-		a, err := getAgent(t.ctx, t.tx, slug, t.now)
-		if err != nil {
+		if err := t.mustBeAgent(slug, "people use the dashboard and never get agent tokens."); err != nil {
 			return err
-		}
-		if a.Kind != relay.KindAgent {
-			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; people use the dashboard and never get agent tokens.", slug).
-				WithDetails(map[string]any{"kind": string(a.Kind)})
 		}
 		token = relay.NewAgentToken()
 		if _, err := t.exec(`UPDATE agents SET token_hash = ? WHERE slug = ?`, relay.HashToken(token), slug); err != nil {

@@ -59,12 +59,8 @@ func (db *DB) IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds
 	}
 	token := relay.NewRunToken()
 	err = db.write(ctx, "issue run token", func(t *tx) error {
-		a, err := getAgent(t.ctx, t.tx, slug, t.now)
-		if err != nil {
+		if err := t.mustBeAgent(slug, "only agents run tasks."); err != nil {
 			return err
-		}
-		if a.Kind != relay.KindAgent {
-			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; only agents run tasks.", slug)
 		}
 		var one int
 		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {

@@ -78,17 +78,8 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 	}
 	var out relay.WorkerConfig
 	err = db.write(ctx, "save worker", func(t *tx) error {
-		var kind string
-		err := t.tx.QueryRowContext(t.ctx, `SELECT kind FROM agents WHERE slug = ?`, c.AgentSlug).Scan(&kind)
-		if errors.Is(err, sql.ErrNoRows) {
-			return unknownAgent(c.AgentSlug)
-		}
-		if err != nil {
-			return fmt.Errorf("find agent: %w", err)
-		}
-		if relay.AgentKind(kind) != relay.KindAgent {
-			return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; only agents can have a worker.", c.AgentSlug).
-				WithDetails(map[string]any{"kind": kind})
+		if err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil {
+			return err
 		}
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
