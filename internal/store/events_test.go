@@ -109,34 +109,12 @@ func TestListEvents(t *testing.T) {
 	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "stop"); err != nil { // bob: 5
 		t.Fatal(err)
 	}
-	seqs := func(f relay.EventFilter) []int64 {
-		t.Helper()
-		evs, err := e.db.ListEvents(e.ctx, f)
-		return pluck(t, evs, err, func(ev relay.Event) int64 { return ev.Sequence })
-	}
-	cases := []struct {
-		name string
-		f    relay.EventFilter
-		want []int64
-	}{
+	checkList(t, e.ctx, e.db.ListEvents, func(ev relay.Event) int64 { return ev.Sequence }, []listCase[relay.EventFilter, int64]{
 		{"newest first", relay.EventFilter{}, []int64{5, 4, 3, 2, 1}},
 		{"agent", relay.EventFilter{Agent: "bob"}, []int64{5}},
 		{"agent normalized", relay.EventFilter{Agent: " Alice"}, []int64{4, 3, 2, 1}},
 		{"before", relay.EventFilter{Before: 4}, []int64{3, 2, 1}},
 		{"before and limit", relay.EventFilter{Before: 5, Limit: 2}, []int64{4, 3}},
 		{"limit clamped up", relay.EventFilter{Limit: -3}, []int64{5, 4, 3, 2, 1}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := seqs(tc.f)
-			if len(got) != len(tc.want) {
-				t.Fatalf("sequences = %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("sequences = %v, want %v", got, tc.want)
-				}
-			}
-		})
-	}
+	})
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -181,16 +182,31 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// pluck fails the test on err and lists one field of each item a list call
-// returned (nil for none).
-func pluck[T, V any](t testing.TB, items []T, err error, field func(T) V) []V {
+// listCase is a filter for a store list call and the field values of the
+// items it must list, in order.
+type listCase[F any, V comparable] struct {
+	name string
+	f    F
+	want []V
+}
+
+// checkList runs list with each case's filter and compares field of each
+// listed item with the case's want.
+func checkList[F, T any, V comparable](t *testing.T, ctx context.Context, list func(context.Context, F) ([]T, error), field func(T) V, cases []listCase[F, V]) {
 	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			items, err := list(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]V, 0, len(items))
+			for _, it := range items {
+				got = append(got, field(it))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("listed %v, want %v", got, tc.want)
+			}
+		})
 	}
-	var out []V
-	for _, it := range items {
-		out = append(out, field(it))
-	}
-	return out
 }
