@@ -24,7 +24,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var tool, home string
 	c.fs.StringVar(&tool, "tool", "", "only this CLI's sessions: claude-code or codex")
-	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours)")
+	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours, with CLAUDE_CONFIG_DIR and CODEX_HOME followed)")
 	var ref string
 	if action == "show" {
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
@@ -38,12 +38,13 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(rest); err != nil {
 		return err
 	}
+	st := session.Store{Home: home}
 	if home == "" {
-		if home, err = os.UserHomeDir(); err != nil {
+		if st.Home, err = os.UserHomeDir(); err != nil {
 			return fmt.Errorf("find your home folder: %w", err)
 		}
+		st.ClaudeDir, st.CodexDir = os.Getenv("CLAUDE_CONFIG_DIR"), os.Getenv("CODEX_HOME")
 	}
-	st := session.Store{Home: home}
 	if action == "show" {
 		s, err := st.Lookup(tool, ref)
 		if err != nil {

@@ -20,7 +20,13 @@ func (w *Workers) turns() session.Turns {
 	if err != nil {
 		dir = filepath.Join(w.env.Home, ".cache")
 	}
-	return session.Turns{Home: w.env.Home, LockDir: filepath.Join(dir, "crosschat-relay", "session-locks")}
+	return session.Turns{Sessions: w.sessions(), LockDir: filepath.Join(dir, "crosschat-relay", "session-locks")}
+}
+
+// sessions is the session stores of this computer's user, where the CLIs
+// keep them (CLAUDE_CONFIG_DIR and CODEX_HOME followed).
+func (w *Workers) sessions() session.Store {
+	return session.Store{Home: w.env.Home, ClaudeDir: w.env.ClaudeDir, CodexDir: w.env.CodexDir}
 }
 
 // bindSession resolves cfg.Session (an id or exact name) to the session it
@@ -34,7 +40,7 @@ func (w *Workers) bindSession(cfg relay.WorkerConfig) (relay.WorkerConfig, error
 		cfg.SessionID, cfg.SessionLabel = "", ""
 		return cfg, nil
 	}
-	st := session.Store{Home: w.env.Home}
+	st := w.sessions()
 	var s session.Session
 	found := false
 	if cfg.SessionID != "" {
@@ -98,7 +104,7 @@ func (w *Workers) Sessions(harnessID, workdir string) ([]SessionChoice, error) {
 	if harnessID != relay.SessionClaudeCode && harnessID != relay.SessionCodex {
 		return []SessionChoice{}, nil
 	}
-	list, err := session.Store{Home: w.env.Home}.List(harnessID)
+	list, err := w.sessions().List(harnessID)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ func TestWorkerBindsSession(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
 	work := filepath.Join(home, "work")
 	other := filepath.Join(home, "other")
 	for _, d := range []string{work, other} {
@@ -104,5 +105,32 @@ func TestWorkerBindsSession(t *testing.T) {
 	}
 	if list, err := r.Services.Workers.Sessions("gemini", work); err != nil || len(list) != 0 {
 		t.Fatalf("picker for gemini: %v %v", list, err)
+	}
+}
+
+// Ensure the relay reads Claude Code's sessions where CLAUDE_CONFIG_DIR
+// moved them (the worker's CLI gets that variable too), for the worker
+// form's picker and for `sessions list`, and not the home folder's.
+func TestSessionsFollowClaudeConfigDir(t *testing.T) {
+	home, elsewhere := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(elsewhere, ".claude"))
+	work := filepath.Join(home, "work")
+	noErr(t, os.Mkdir(work, 0o755))
+	const moved, stale = "5e55a0b1-0000-4000-8000-0000000000d1", "5e55a0b1-0000-4000-8000-0000000000d2"
+	writeClaudeSession(t, elsewhere, work, moved, "moved", "2026-11-30T10:00:00Z")
+	writeClaudeSession(t, home, work, stale, "stale", "2026-11-30T11:00:00Z")
+
+	r := startRelay(t)
+	list, err := r.Services.Workers.Sessions("claude-code", work)
+	noErr(t, err)
+	if len(list) != 1 || list[0].ID != moved {
+		b, _ := json.Marshal(list)
+		t.Fatalf("picker: %s; want only the session in CLAUDE_CONFIG_DIR", b)
+	}
+	out, errs, code := run(t, "sessions", "list", "--tool", "claude-code")
+	if code != 0 || !strings.Contains(out, moved) || strings.Contains(out, stale) {
+		t.Fatalf("sessions list: exit %d, %s %s; want only %s", code, out, errs, moved)
 	}
 }

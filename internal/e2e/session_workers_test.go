@@ -246,7 +246,7 @@ func nameSession(t *testing.T, home string, s session.Session, name string) {
 	t.Helper()
 	path, line := s.Path, fmt.Sprintf(`{"type":"custom-title","customTitle":%q,"sessionId":%q}`, name, s.ID)
 	if s.Tool == session.Codex {
-		path, line = filepath.Join(session.CodexHome(home), "session_index.jsonl"), fmt.Sprintf(`{"id":%q,"thread_name":%q}`, s.ID, name)
+		path, line = filepath.Join(session.Store{Home: home}.CodexHome(), "session_index.jsonl"), fmt.Sprintf(`{"id":%q,"thread_name":%q}`, s.ID, name)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

@@ -41,7 +41,11 @@ func Connect(ctx context.Context, presetID string, env Env, mcpURL, token string
 	case ClaudeCode:
 		return connectClaude(env, mcpURL, headers)
 	case Codex:
-		return connectCodex(joinPath(goos, home, ".codex", "config.toml"), mcpURL, bearer)
+		dir := env.CodexDir
+		if dir == "" {
+			dir = joinPath(goos, home, ".codex")
+		}
+		return connectCodex(joinPath(goos, dir, "config.toml"), mcpURL, bearer)
 	case Gemini:
 		return editJSON("Gemini CLI", joinPath(goos, home, ".gemini", "settings.json"),
 			[]string{"mcpServers", UserServer}, jobj{{"httpUrl", mcpURL}, {"headers", headers}})
@@ -71,12 +75,17 @@ func Connect(ctx context.Context, presetID string, env Env, mcpURL, token string
 	return Connection{}, fmt.Errorf("connect %q: unknown harness", presetID)
 }
 
-// connectClaude writes the user-scope server into ~/.claude.json itself,
-// as `claude mcp add --scope user` would. Running that command would put
+// connectClaude writes the user-scope server into ~/.claude.json itself
+// (into .claude.json in CLAUDE_CONFIG_DIR when that moves Claude Code's
+// folder), as `claude mcp add --scope user` would. Running that command would put
 // the token on a command line, where every user of the computer can read
 // it (ps, /proc); the file is written owner-only instead.
 func connectClaude(env Env, mcpURL string, headers jobj) (Connection, error) {
-	file := joinPath(env.goos(), env.Home, ".claude.json")
+	dir := env.ClaudeDir
+	if dir == "" {
+		dir = env.Home
+	}
+	file := joinPath(env.goos(), dir, ".claude.json")
 	c, err := editJSON("Claude Code", file, []string{"mcpServers", UserServer},
 		jobj{{"type", "http"}, {"url", mcpURL}, {"headers", headers}})
 	if err == nil && c.Configured {

@@ -271,3 +271,47 @@ func TestConnectClaudeKeepsTokenOffCommandLine(t *testing.T) {
 		t.Errorf("custom: %+v, %v", c, err)
 	}
 }
+
+// TestConnectFollowsMovedFolders: with CLAUDE_CONFIG_DIR or CODEX_HOME set,
+// the CLIs read their settings there, so Connect writes them there and
+// leaves the home folder's defaults alone.
+func TestConnectFollowsMovedFolders(t *testing.T) {
+	for _, tc := range []struct {
+		preset        string
+		env           func(home, moved string) harness.Env
+		want, notWant func(home, moved string) string
+	}{
+		{harness.ClaudeCode,
+			func(home, moved string) harness.Env { return harness.Env{Home: home, GOOS: "linux", ClaudeDir: moved} },
+			func(_, moved string) string { return filepath.Join(moved, ".claude.json") },
+			func(home, _ string) string { return filepath.Join(home, ".claude.json") }},
+		{harness.Codex,
+			func(home, moved string) harness.Env { return harness.Env{Home: home, GOOS: "linux", CodexDir: moved} },
+			func(_, moved string) string { return filepath.Join(moved, "config.toml") },
+			func(home, _ string) string { return filepath.Join(home, ".codex", "config.toml") }},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			home, moved := t.TempDir(), t.TempDir()
+			c, err := harness.Connect(context.Background(), tc.preset, tc.env(home, moved), testURL, testToken)
+			if err != nil || !c.Configured || c.File != tc.want(home, moved) {
+				t.Fatalf("connection %+v, %v; want the file %s", c, err, tc.want(home, moved))
+			}
+			if got := readFile(t, c.File); !strings.Contains(got, testURL) || !strings.Contains(got, "Bearer "+testToken) {
+				t.Errorf("%s lacks the server:\n%s", c.File, got)
+			}
+			if _, err := os.Stat(tc.notWant(home, moved)); !os.IsNotExist(err) {
+				t.Errorf("%s was written too (%v)", tc.notWant(home, moved), err)
+			}
+		})
+	}
+}
+
+// TestSystemEnvReadsMovedFolders: the relay's own environment says where
+// the CLIs keep their folders.
+func TestSystemEnvReadsMovedFolders(t *testing.T) {
+	t.Setenv("CLAUDE_CONFIG_DIR", "/srv/claude")
+	t.Setenv("CODEX_HOME", "/srv/codex")
+	if e := harness.SystemEnv(); e.ClaudeDir != "/srv/claude" || e.CodexDir != "/srv/codex" {
+		t.Errorf("SystemEnv = ClaudeDir %q, CodexDir %q", e.ClaudeDir, e.CodexDir)
+	}
+}

@@ -23,6 +23,13 @@ type Env struct {
 	PATH string
 	// Home is the user's home folder.
 	Home string
+	// ClaudeDir is Claude Code's folder when CLAUDE_CONFIG_DIR moves it
+	// (its settings file .claude.json and its transcripts are there); empty
+	// means the default (~/.claude.json, ~/.claude).
+	ClaudeDir string
+	// CodexDir is Codex's folder when CODEX_HOME moves it; empty means
+	// ~/.codex.
+	CodexDir string
 	// GOOS decides executable extensions, separators and known locations.
 	GOOS string
 	// LookPath, when set, replaces the search of PATH for a program name.
@@ -34,7 +41,8 @@ type Env struct {
 // SystemEnv returns the environment of this process.
 func SystemEnv() Env {
 	home, _ := os.UserHomeDir()
-	return Env{PATH: os.Getenv("PATH"), Home: home, GOOS: runtime.GOOS}
+	return Env{PATH: os.Getenv("PATH"), Home: home, GOOS: runtime.GOOS,
+		ClaudeDir: os.Getenv("CLAUDE_CONFIG_DIR"), CodexDir: os.Getenv("CODEX_HOME")}
 }
 
 func (e Env) goos() string {

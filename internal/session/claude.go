@@ -23,11 +23,8 @@ type claudeRecord struct {
 	Message     json.RawMessage `json:"message"`
 }
 
-// ClaudeProjects is the folder of Claude Code's transcripts under home.
-func ClaudeProjects(home string) string { return filepath.Join(home, ".claude", "projects") }
-
 func (st Store) listClaude() ([]Session, error) {
-	root := ClaudeProjects(st.Home)
+	root := st.ClaudeProjects()
 	files, err := filepath.Glob(filepath.Join(root, "*", "*.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("list Claude Code sessions: %w", err)

@@ -10,9 +10,6 @@ import (
 	"strings"
 )
 
-// CodexHome is Codex's folder under home.
-func CodexHome(home string) string { return filepath.Join(home, ".codex") }
-
 // codexLine is the part of a rollout line we read.
 type codexLine struct {
 	Timestamp string          `json:"timestamp"`
@@ -31,8 +28,8 @@ type codexMessage struct {
 }
 
 func (st Store) listCodex() ([]Session, error) {
-	root := filepath.Join(CodexHome(st.Home), "sessions")
-	names, err := codexNames(filepath.Join(CodexHome(st.Home), "session_index.jsonl"))
+	root := filepath.Join(st.CodexHome(), "sessions")
+	names, err := codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl"))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -61,10 +62,33 @@ func (s Session) Label() string {
 	return s.Title
 }
 
-// Store reads the session stores under one home folder.
+// Store reads the session stores of one user.
 type Store struct {
 	// Home is the user's home folder (~).
 	Home string
+	// ClaudeDir is Claude Code's own folder, where CLAUDE_CONFIG_DIR puts
+	// it; empty means Home/.claude.
+	ClaudeDir string
+	// CodexDir is Codex's own folder, where CODEX_HOME puts it; empty means
+	// Home/.codex.
+	CodexDir string
+}
+
+// ClaudeProjects is the folder of Claude Code's transcripts.
+func (st Store) ClaudeProjects() string {
+	dir := st.ClaudeDir
+	if dir == "" {
+		dir = filepath.Join(st.Home, ".claude")
+	}
+	return filepath.Join(dir, "projects")
+}
+
+// CodexHome is Codex's folder (its sessions and session_index.jsonl).
+func (st Store) CodexHome() string {
+	if st.CodexDir != "" {
+		return st.CodexDir
+	}
+	return filepath.Join(st.Home, ".codex")
 }
 
 // List returns the sessions of tool ("" for both), newest first.

@@ -153,3 +153,42 @@ func TestLongLineSkipped(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v", s, err)
 	}
 }
+
+// TestStoreFollowsMovedFolders: CLAUDE_CONFIG_DIR and CODEX_HOME move the
+// CLIs' folders out of the home folder, and the store reads them there.
+func TestStoreFollowsMovedFolders(t *testing.T) {
+	home := fixtures(t).Home
+	claude, codex := filepath.Join(home, ".claude"), filepath.Join(home, ".codex")
+	empty := t.TempDir()
+	ids := func(st session.Store, tool string) []string {
+		t.Helper()
+		list, err := st.List(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, s := range list {
+			out = append(out, s.ID)
+		}
+		return out
+	}
+	if len(ids(fixtures(t), session.ClaudeCode)) == 0 || len(ids(fixtures(t), session.Codex)) == 0 {
+		t.Fatal("the fixtures need sessions of both tools")
+	}
+	for _, tc := range []struct {
+		name, tool string
+		st         session.Store
+		want       []string
+	}{
+		{"claude moved here", session.ClaudeCode, session.Store{Home: empty, ClaudeDir: claude}, ids(fixtures(t), session.ClaudeCode)},
+		{"codex moved here", session.Codex, session.Store{Home: empty, CodexDir: codex}, ids(fixtures(t), session.Codex)},
+		{"claude moved away", session.ClaudeCode, session.Store{Home: home, ClaudeDir: empty}, []string{}},
+		{"codex moved away", session.Codex, session.Store{Home: home, CodexDir: empty}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ids(tc.st, tc.tool); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("sessions = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// Turns gives a session worker what it needs of the sessions under one home
-// folder: finding the bound session, its turn lock (non-blocking, so the
+// Turns gives a session worker what it needs of the user's sessions:
+// finding the bound session, its turn lock (non-blocking, so the
 // worker can renew its task's lease while it waits) and answer recovery.
 // Its methods use only standard types, so the worker needs no import of
 // this package.
 type Turns struct {
-	// Home is the user's home folder, whose session stores are read.
-	Home string
+	// Sessions are the session stores read.
+	Sessions Store
 	// LockDir holds the turn lock files (one per session), shared by every
 	// relay of the user on this computer.
 	LockDir string
@@ -31,7 +31,7 @@ func (t Turns) Find(tool, id string) (label string, lastActive time.Time, err er
 
 // find looks a session up by id only (never by name).
 func (t Turns) find(tool, id string) (Session, error) {
-	all, err := Store{Home: t.Home}.List(tool)
+	all, err := t.Sessions.List(tool)
 	if err != nil {
 		return Session{}, err
 	}

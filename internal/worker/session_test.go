@@ -92,8 +92,8 @@ func appendTranscript(path string, at time.Time, records ...map[string]any) erro
 func sessionEnv(t *testing.T, idle time.Duration, mutate func(*relay.WorkerConfig, *worker.Options)) (*env, session.Turns) {
 	t.Helper()
 	dir := t.TempDir()
-	turns := session.Turns{Home: filepath.Join(dir, "home"), LockDir: filepath.Join(dir, "locks")}
-	transcript := filepath.Join(session.ClaudeProjects(turns.Home), "-work", sessionID+".jsonl")
+	turns := session.Turns{Sessions: session.Store{Home: filepath.Join(dir, "home")}, LockDir: filepath.Join(dir, "locks")}
+	transcript := filepath.Join(turns.Sessions.ClaudeProjects(), "-work", sessionID+".jsonl")
 	if err := appendTranscript(transcript, time.Now().Add(-idle), claudeLine("user", "Fix the parser."), claudeLine("assistant", earlierAnswer)); err != nil {
 		t.Fatal(err)
 	}
