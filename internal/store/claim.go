@@ -65,30 +65,40 @@ func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, 
 			return nil, nil
 		}
 		woken := db.waiters.Watch(recipient)
-		task, err := db.tryClaim(ctx, claim)
+		remaining := time.Until(deadline)
+		var p *parked // the claim a post may hand its task to while it waits
+		if remaining > 0 {
+			p = newParked(claim)
+		}
+		task, err := db.tryClaim(ctx, claim, p)
 		if err != nil {
 			if db.closed.Load() || ctx.Err() != nil {
 				return nil, nil
 			}
 			return nil, err
 		}
-		if task != nil {
+		if task != nil || p == nil {
 			return task, nil
-		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return nil, nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 		} else {
 			timer.Reset(remaining)
 		}
+		again := false
 		select {
+		case t := <-p.result:
+			return t, nil
 		case <-woken:
+			again = true
 		case <-timer.C:
-			return nil, nil
 		case <-ctx.Done():
+		}
+		// A post may have taken the claim meanwhile: its task is ours.
+		if t := db.parking.leave(p); t != nil {
+			return t, nil
+		}
+		if !again {
 			return nil, nil
 		}
 	}
@@ -106,8 +116,10 @@ type claimRequest struct {
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
-// expired leases, refresh its presence, claim the next task.
-func (db *DB) tryClaim(ctx context.Context, c claimRequest) (*relay.Task, error) {
+// expired leases, refresh its presence, claim the next task. When there is
+// none and p is set, p is parked after the commit, so that a later post can
+// hand it its task (handoff.go).
+func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.Task, error) {
 	var out *relay.Task
 	err := db.write(ctx, "claim task", func(t *tx) error {
 		if _, err := requeueExpired(t, c.recipient); err != nil {
@@ -136,35 +148,42 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest) (*relay.Task, error)
 		query += ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
 		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
+			if p != nil {
+				t.parks = append(t.parks, p)
+			}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("find next task: %w", err)
 		}
-		id := task.ID
-		lease := relay.FormatTime(t.now.Add(c.lease))
-		if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?
-			WHERE id = ?`, t.ts, c.via, lease, t.ts, id); err != nil {
-			return fmt.Errorf("claim task %s: %w", id, err)
-		}
-		// The row is known; only its timeline is read, then the claim's
-		// changes are applied in memory.
+		// The row is known; only its timeline is read.
 		if err := loadReports(t.ctx, t.tx, &task); err != nil {
 			return err
 		}
-		task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = relay.StatusClaimed, t.ts, c.via, lease, t.ts
-		t.taskKnown(task)
-		summary := fmt.Sprintf("%s claimed “%s”.", c.recipient, task.Title)
-		if c.via == relay.ViaWorker {
-			summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)
-		}
-		if err := t.event(task.SenderSlug, relay.EventTaskClaimed, id, summary); err != nil {
+		if task, err = t.claim(c, task); err != nil {
 			return err
 		}
 		out = &task
 		return nil
 	})
 	return out, err
+}
+
+// claim claims task (queued, with its timeline read) for c's recipient:
+// the row, the change and the sender's task-claimed event.
+func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
+	lease := relay.FormatTime(t.now.Add(c.lease))
+	if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?
+		WHERE id = ?`, t.ts, c.via, lease, t.ts, task.ID); err != nil {
+		return task, fmt.Errorf("claim task %s: %w", task.ID, err)
+	}
+	task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = relay.StatusClaimed, t.ts, c.via, lease, t.ts
+	t.taskKnown(task)
+	summary := fmt.Sprintf("%s claimed “%s”.", c.recipient, task.Title)
+	if c.via == relay.ViaWorker {
+		summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)
+	}
+	return task, t.event(task.SenderSlug, relay.EventTaskClaimed, task.ID, summary)
 }
 
 // requeueExpired returns claimed tasks whose lease has passed to their

@@ -68,6 +68,7 @@ type DB struct {
 
 	broker  relay.Broker
 	waiters relay.Waiters
+	parking parking // claims a post may hand its task to (handoff.go)
 
 	healthy   atomic.Bool
 	closed    atomic.Bool

@@ -259,10 +259,28 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			CreatedAt: t.ts, UpdatedAt: t.ts, ParentTaskID: in.ParentTaskID, Depth: depth,
 			ConversationID: conv, Hops: hops, TargetSession: in.TargetSession, Reports: []relay.Report{}}
 		t.taskKnown(out)
-		t.wakeUp(in.RecipientSlug)
-		return nil
+		return t.handOff(out)
 	})
 	return out, err
+}
+
+// handOff gives a task just posted to the oldest claim waiting for it
+// (handoff.go): claimed in this transaction for that claim, whose agent
+// is present now, and handed to it after the commit. With no such claim
+// the recipient's waiting claims are woken to look for it.
+func (t *tx) handOff(task relay.Task) error {
+	p := t.db.parking.take(task.RecipientSlug, task.SenderSlug, task.TargetSession)
+	if p == nil {
+		t.wakeUp(task.RecipientSlug)
+		return nil
+	}
+	t.handoffs = append(t.handoffs, handoff{p: p}) // released if this write fails
+	claimed, err := t.claim(p.c, task)
+	if err != nil {
+		return err
+	}
+	t.handoffs[len(t.handoffs)-1].task = claimed
+	return t.present(task.RecipientSlug)
 }
 
 func missingCapabilities(have, need []string) []string {

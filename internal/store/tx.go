@@ -29,6 +29,9 @@ type tx struct {
 	changes []relay.Change
 	wake    []string
 	agents  []string // agents whose change this transaction publishes
+
+	parks    []*parked // claims that found nothing and wait (handoff.go)
+	handoffs []handoff // tasks claimed for parked claims
 }
 
 // Group commit bounds: a batch takes at most maxBatch writes, and stops
@@ -167,6 +170,7 @@ func (db *DB) batch(first *writeReq) {
 		// Nothing of this transaction is in the database: every write that
 		// had succeeded in it fails with the reason.
 		for _, p := range list {
+			db.abandoned(p.t)
 			p.req.done <- db.fail(p.req.op, broken)
 		}
 		return
@@ -248,6 +252,7 @@ func (db *DB) runFirst(conn *sql.Conn, req *writeReq) (*tx, error) {
 	if err == nil {
 		return t, nil
 	}
+	db.abandoned(t)
 	if rbErr := db.end(conn, "ROLLBACK"); rbErr != nil {
 		return nil, db.fail(req.op, errors.Join(err, rbErr))
 	}
@@ -265,11 +270,13 @@ func (db *DB) runSaved(sqlTx *sql.Conn, req *writeReq) (t *tx, err, broken error
 	}
 	if err = callFn(req.fn, t); err == nil {
 		if _, err := sqlTx.ExecContext(t.ctx, "RELEASE w"); err != nil {
+			db.abandoned(t)
 			broken = fmt.Errorf("release savepoint: %w", err)
 			return nil, db.fail(req.op, broken), broken
 		}
 		return t, nil, nil
 	}
+	db.abandoned(t)
 	if _, rbErr := sqlTx.ExecContext(t.ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
 		broken = fmt.Errorf("rollback to savepoint: %w", rbErr)
 		return nil, db.fail(req.op, errors.Join(err, broken)), broken
@@ -312,6 +319,21 @@ func (db *DB) committed(t *tx) {
 	if len(t.wake) > 0 {
 		db.waiters.Wake(t.wake...)
 	}
+	for _, p := range t.parks {
+		db.parking.park(p)
+	}
+	for _, h := range t.handoffs {
+		handed(h)
+	}
+}
+
+// abandoned undoes what a write that is not committed promised in memory:
+// the claims it took for its posted tasks wait again.
+func (db *DB) abandoned(t *tx) {
+	for _, h := range t.handoffs {
+		db.parking.release(h.p)
+	}
+	t.handoffs = nil
 }
 
 // read runs fn in one read transaction on the reader pool, so its queries
@@ -401,6 +423,12 @@ func (t *tx) touch(slug string) error {
 	if relay.IsByOperator(t.ctx) {
 		return t.mustExist(slug)
 	}
+	return t.present(slug)
+}
+
+// present refreshes slug's presence (unknown_agent if it does not exist),
+// whoever acts.
+func (t *tx) present(slug string) error {
 	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
 		return err
 	} else if n == 0 {

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Hand-off: a claim that found nothing and waits is parked here; a
+// post_task for its recipient that it would take claims the task for it in
+// the post's own transaction, so a wake-up costs one commit instead of two
+// (the post's, then the woken claim's). The claim is answered only after
+// that commit, like any write.
+//
+// A parked claim is in one of three states. A write takes it (waiting →
+// taken) and, once its transaction has committed, hands it the task; if the
+// transaction is rolled back instead, the claim goes back to waiting. The
+// claimer leaving (time up, caller gone, woken for another reason) moves it
+// from waiting to gone; when it finds it taken, it waits for the write's
+// outcome, which comes within that write's batch.
+const (
+	parkWaiting int32 = iota
+	parkTaken
+	parkGone
+)
+
+// parked is one waiting claim that a post may hand its task to.
+type parked struct {
+	c     claimRequest
+	state atomic.Int32
+	// result gets the task once, after the commit of the write that took
+	// the claim. Buffered: the writer never blocks on it.
+	result chan *relay.Task
+	// released nudges a claimer that is leaving: the write that took the
+	// claim was rolled back, so it is waiting again. Buffered, never
+	// blocks.
+	released chan struct{}
+}
+
+// newParked is a claim about to wait for c.
+func newParked(c claimRequest) *parked {
+	return &parked{c: c, result: make(chan *relay.Task, 1), released: make(chan struct{}, 1)}
+}
+
+// parking is the registry of parked claims by recipient, oldest first.
+type parking struct {
+	mu     sync.Mutex
+	claims map[string][]*parked
+}
+
+// park registers a claim that found nothing (from the writer, after the
+// commit of the claim attempt, so every later write sees it).
+func (pk *parking) park(p *parked) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if pk.claims == nil {
+		pk.claims = make(map[string][]*parked)
+	}
+	pk.claims[p.c.recipient] = append(pk.claims[p.c.recipient], p)
+}
+
+// remove drops p from the registry.
+func (pk *parking) remove(p *parked) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	pk.removeLocked(p)
+}
+
+// removeLocked drops p from the registry; the caller holds pk.mu.
+func (pk *parking) removeLocked(p *parked) {
+	list := pk.claims[p.c.recipient]
+	for i, q := range list {
+		if q == p {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(pk.claims, p.c.recipient)
+	} else {
+		pk.claims[p.c.recipient] = list
+	}
+}
+
+// take reserves the oldest claim parked for recipient that would claim a
+// task from sender aimed at session, and drops it from the registry.
+func (pk *parking) take(recipient, sender, session string) *parked {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	for _, p := range pk.claims[recipient] {
+		if p.c.wants(sender, session) && p.state.CompareAndSwap(parkWaiting, parkTaken) {
+			pk.removeLocked(p)
+			return p
+		}
+	}
+	return nil
+}
+
+// release puts a claim that a rolled-back write had taken back to waiting.
+func (pk *parking) release(p *parked) {
+	pk.park(p)
+	p.state.Store(parkWaiting)
+	select {
+	case p.released <- struct{}{}:
+	default:
+	}
+}
+
+// handed gives a taken claim its task, after the commit.
+func handed(h handoff) {
+	task := h.task
+	h.p.result <- &task
+}
+
+// leave ends p's wait: it returns the task a write handed it, or nil when
+// none did (p is then out of the registry for good).
+func (pk *parking) leave(p *parked) *relay.Task {
+	for {
+		if p.state.CompareAndSwap(parkWaiting, parkGone) {
+			pk.remove(p)
+			return nil
+		}
+		// Taken: the write that took it answers within its batch.
+		select {
+		case t := <-p.result:
+			return t
+		case <-p.released:
+		}
+	}
+}
+
+// wants reports whether the claim would take a task from sender aimed at
+// session ("" for none).
+func (c claimRequest) wants(sender, session string) bool {
+	if c.filter {
+		found := false
+		for _, s := range c.senders {
+			if s == sender {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if c.sessions != nil {
+		for _, s := range c.sessions {
+			if s == session {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// handoff is a task a write claimed for a parked claim.
+type handoff struct {
+	p    *parked
+	task relay.Task
+}
