@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -463,5 +464,49 @@ func TestAnswersMatchTheStoredTask(t *testing.T) {
 		if string(gj) != string(wj) {
 			t.Errorf("%s answered\n%s\nstored\n%s", st.name, gj, wj)
 		}
+	}
+}
+
+// TestFailedCommitLeavesNothing: a batch whose COMMIT fails (a deferred
+// foreign key, checked only at commit) answers every write in it with the
+// error, keeps none of them, and the next write commits as usual.
+func TestFailedCommitLeavesNothing(t *testing.T) {
+	db := openGroup(t)
+	ctx := context.Background()
+	release := holdWriter(t, db)
+	errs := make(chan error, 2)
+	go func() {
+		errs <- db.write(ctx, "orphan report", func(t *tx) error {
+			if _, err := t.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+				return err
+			}
+			_, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, created_at) VALUES ('r1', 'no-such-task', 'progress', 'x', ?)`, t.ts)
+			return err
+		})
+	}()
+	go func() {
+		_, err := db.Heartbeat(ctx, "bob")
+		errs <- err
+	}()
+	waitQueued(t, db, 3)
+	if err := release(); err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("the held write answered %v; want the batch's commit error", err)
+	}
+	for range 2 {
+		if err := <-errs; err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+			t.Errorf("a write of the failed batch answered %v", err)
+		}
+	}
+	if n := countRows(t, db, `SELECT COUNT(*) FROM reports`); n != 0 {
+		t.Errorf("%d reports kept from the failed batch", n)
+	}
+	if n := countRows(t, db, `SELECT COUNT(*) FROM agents WHERE display_name = 'held'`); n != 0 {
+		t.Error("the held write was kept")
+	}
+	if _, err := db.Heartbeat(ctx, "alice"); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if !db.Healthy() {
+		t.Error("unhealthy after a write that committed")
 	}
 }

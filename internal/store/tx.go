@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -205,15 +206,26 @@ func (db *DB) begin() (*sql.Conn, error) {
 
 // end runs COMMIT or ROLLBACK and gives the connection back. A COMMIT that
 // fails can leave the transaction open (SQLITE_BUSY), so it is rolled back:
-// nothing of it stays in the database either way.
+// nothing of it stays in the database either way. A connection that may
+// still be inside a transaction is thrown away (the next write opens a new
+// one), so that it cannot refuse every later BEGIN.
 func (db *DB) end(conn *sql.Conn, stmt string) error {
 	var err error
 	if _, err = conn.ExecContext(context.Background(), stmt); err != nil {
 		err = fmt.Errorf("%s: %w", strings.ToLower(stmt), err)
 		if stmt == "COMMIT" {
-			if _, rbErr := conn.ExecContext(context.Background(), "ROLLBACK"); rbErr != nil && !noTransaction(rbErr) {
+			_, rbErr := conn.ExecContext(context.Background(), "ROLLBACK")
+			if rbErr != nil && !noTransaction(rbErr) {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 			}
+			if rbErr == nil || noTransaction(rbErr) {
+				stmt = "" // rolled back: the connection is clean
+			}
+		}
+		if stmt != "" {
+			// Discard the connection: database/sql closes one whose Raw
+			// call answers driver.ErrBadConn.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}
 	if cErr := conn.Close(); cErr != nil {
@@ -234,7 +246,7 @@ type pending struct {
 	t   *tx
 }
 
-// newTx is the state of one write in sqlTx. The shared transaction must not
+// newTx is the state of one write in the open transaction, which must not
 // be interrupted when one caller gives up (SQLite may roll back the whole
 // transaction on an interrupt), so statements run without the caller's
 // cancellation.
@@ -262,14 +274,14 @@ func (db *DB) runFirst(conn *sql.Conn, req *writeReq) (*tx, error) {
 // runSaved runs a later write of a batch in its own savepoint. It returns
 // the write's state or its error, and broken when the savepoint could not
 // be undone or released (the whole transaction is then lost).
-func (db *DB) runSaved(sqlTx *sql.Conn, req *writeReq) (t *tx, err, broken error) {
-	t = db.newTx(sqlTx, req)
-	if _, err := sqlTx.ExecContext(t.ctx, "SAVEPOINT w"); err != nil {
+func (db *DB) runSaved(conn *sql.Conn, req *writeReq) (t *tx, err, broken error) {
+	t = db.newTx(conn, req)
+	if _, err := conn.ExecContext(t.ctx, "SAVEPOINT w"); err != nil {
 		broken = fmt.Errorf("savepoint: %w", err)
 		return nil, db.fail(req.op, broken), broken
 	}
 	if err = callFn(req.fn, t); err == nil {
-		if _, err := sqlTx.ExecContext(t.ctx, "RELEASE w"); err != nil {
+		if _, err := conn.ExecContext(t.ctx, "RELEASE w"); err != nil {
 			db.abandoned(t)
 			broken = fmt.Errorf("release savepoint: %w", err)
 			return nil, db.fail(req.op, broken), broken
@@ -277,7 +289,7 @@ func (db *DB) runSaved(sqlTx *sql.Conn, req *writeReq) (t *tx, err, broken error
 		return t, nil, nil
 	}
 	db.abandoned(t)
-	if _, rbErr := sqlTx.ExecContext(t.ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
+	if _, rbErr := conn.ExecContext(t.ctx, "ROLLBACK TO w; RELEASE w"); rbErr != nil {
 		broken = fmt.Errorf("rollback to savepoint: %w", rbErr)
 		return nil, db.fail(req.op, errors.Join(err, broken)), broken
 	}
