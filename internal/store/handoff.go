@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -69,13 +70,7 @@ func (pk *parking) remove(p *parked) {
 
 // removeLocked drops p from the registry; the caller holds pk.mu.
 func (pk *parking) removeLocked(p *parked) {
-	list := pk.claims[p.c.recipient]
-	for i, q := range list {
-		if q == p {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
+	list := slices.DeleteFunc(pk.claims[p.c.recipient], func(q *parked) bool { return q == p })
 	if len(list) == 0 {
 		delete(pk.claims, p.c.recipient)
 	} else {
@@ -108,10 +103,7 @@ func (pk *parking) release(p *parked) {
 }
 
 // handed gives a taken claim its task, after the commit.
-func handed(h handoff) {
-	task := h.task
-	h.p.result <- &task
-}
+func handed(h handoff) { h.p.result <- &h.task }
 
 // leave ends p's wait: it returns the task a write handed it, or nil when
 // none did (p is then out of the registry for good).
@@ -133,27 +125,10 @@ func (pk *parking) leave(p *parked) *relay.Task {
 // wants reports whether the claim would take a task from sender aimed at
 // session ("" for none).
 func (c claimRequest) wants(sender, session string) bool {
-	if c.filter {
-		found := false
-		for _, s := range c.senders {
-			if s == sender {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if c.sessions != nil {
-		for _, s := range c.sessions {
-			if s == session {
-				return true
-			}
-		}
+	if c.filter && !slices.Contains(c.senders, sender) {
 		return false
 	}
-	return true
+	return c.sessions == nil || slices.Contains(c.sessions, session)
 }
 
 // handoff is a task a write claimed for a parked claim.

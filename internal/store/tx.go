@@ -210,23 +210,22 @@ func (db *DB) begin() (*sql.Conn, error) {
 // still be inside a transaction is thrown away (the next write opens a new
 // one), so that it cannot refuse every later BEGIN.
 func (db *DB) end(conn *sql.Conn, stmt string) error {
-	var err error
-	if _, err = conn.ExecContext(context.Background(), stmt); err != nil {
+	_, err := conn.ExecContext(context.Background(), stmt)
+	clean := err == nil // no transaction is left open on conn
+	if err != nil {
 		err = fmt.Errorf("%s: %w", strings.ToLower(stmt), err)
 		if stmt == "COMMIT" {
 			_, rbErr := conn.ExecContext(context.Background(), "ROLLBACK")
-			if rbErr != nil && !noTransaction(rbErr) {
+			clean = rbErr == nil || noTransaction(rbErr)
+			if !clean {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 			}
-			if rbErr == nil || noTransaction(rbErr) {
-				stmt = "" // rolled back: the connection is clean
-			}
 		}
-		if stmt != "" {
-			// Discard the connection: database/sql closes one whose Raw
-			// call answers driver.ErrBadConn.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
+	}
+	if !clean {
+		// Discard the connection: database/sql closes one whose Raw call
+		// answers driver.ErrBadConn.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
 	if cErr := conn.Close(); cErr != nil {
 		err = errors.Join(err, fmt.Errorf("release writer connection: %w", cErr))
