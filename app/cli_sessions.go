@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
 
@@ -40,10 +41,10 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	st := session.Store{Home: home}
 	if home == "" {
-		if st.Home, err = os.UserHomeDir(); err != nil {
+		if _, err := os.UserHomeDir(); err != nil {
 			return fmt.Errorf("find your home folder: %w", err)
 		}
-		st.ClaudeDir, st.CodexDir = os.Getenv("CLAUDE_CONFIG_DIR"), os.Getenv("CODEX_HOME")
+		st = userSessions(harness.SystemEnv())
 	}
 	if action == "show" {
 		s, err := st.Lookup(tool, ref)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -23,10 +24,14 @@ func (w *Workers) turns() session.Turns {
 	return session.Turns{Sessions: w.sessions(), LockDir: filepath.Join(dir, "crosschat-relay", "session-locks")}
 }
 
-// sessions is the session stores of this computer's user, where the CLIs
-// keep them (CLAUDE_CONFIG_DIR and CODEX_HOME followed).
-func (w *Workers) sessions() session.Store {
-	return session.Store{Home: w.env.Home, ClaudeDir: w.env.ClaudeDir, CodexDir: w.env.CodexDir}
+// sessions is the session stores of this computer's user.
+func (w *Workers) sessions() session.Store { return userSessions(w.env) }
+
+// userSessions is the session stores of env's user, where the CLIs keep
+// them (CLAUDE_CONFIG_DIR and CODEX_HOME followed, as harness.SystemEnv
+// reads them).
+func userSessions(env harness.Env) session.Store {
+	return session.Store{Home: env.Home, ClaudeDir: env.ClaudeDir, CodexDir: env.CodexDir}
 }
 
 // bindSession resolves cfg.Session (an id or exact name) to the session it
