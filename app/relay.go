@@ -39,6 +39,7 @@ type Relay struct {
 	srv        *http.Server
 	ln         net.Listener
 	cancelReqs context.CancelFunc
+	mcp        *mcp.Handler // its parked long-polls outlive srv.Shutdown
 	cancelBg   context.CancelFunc
 	wg         sync.WaitGroup
 	served     chan error
@@ -109,10 +110,13 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	services.Mesh.setNode(node)
 	services.Mesh.setSettings(db, origin)
 	met := newMetrics(svc, node, services.Workers)
+	// reqCtx ends with Shutdown: long-polls then answer at once.
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	mcpHandler := mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log, Observer: met, Lifetime: reqCtx})
 	handler, err := web.NewHandler(web.Config{
 		Service:        svc,
 		AdminToken:     token,
-		MCP:            mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log, Observer: met}),
+		MCP:            mcpHandler,
 		Services:       services.Bound(),
 		Access:         bridgeMethodAccess,
 		AllowedHosts:   cfg.AllowedHosts,
@@ -125,6 +129,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		Metrics:        met.Handler(),
 	})
 	if err != nil {
+		cancelReqs()
 		cancelBg()
 		ln.Close()
 		if node != nil {
@@ -133,7 +138,6 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		db.Close()
 		return nil, fmt.Errorf("build http handler: %w", err)
 	}
-	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	r := &Relay{
 		Services:   services,
 		cfg:        cfg,
@@ -143,6 +147,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		metrics:    met,
 		ln:         ln,
 		cancelReqs: cancelReqs,
+		mcp:        mcpHandler,
 		cancelBg:   cancelBg,
 		served:     make(chan error, 1),
 		adminToken: token,
@@ -277,6 +282,8 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if errors.Is(errHTTP, context.DeadlineExceeded) {
 		errHTTP = r.srv.Close()
 	}
+	// Long-polls served off net/http answer idle once cancelReqs has run.
+	errHTTP = errors.Join(errHTTP, r.mcp.Wait(ctx))
 	errWorkers := <-workersDone
 	r.cancelBg()
 	r.wg.Wait()

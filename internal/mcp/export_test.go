@@ -1,18 +1,19 @@
 package mcp
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // LibraryHandler is the mcp-go handler behind NewHandler's lean path.
-func LibraryHandler(h http.Handler) http.Handler { return h.(*leanHandler).lib }
+func LibraryHandler(h http.Handler) http.Handler { return h.(*Handler).lib }
 
 // LeanServes reports whether the lean path serves a request with these
 // headers and body itself.
 func LeanServes(h http.Handler, hdr http.Header, body []byte) bool {
-	_, ok := h.(*leanHandler).parse(hdr, body)
+	_, ok := h.(*Handler).parse(hdr, body)
 	return ok
 }
 
@@ -27,3 +28,11 @@ var (
 	SuccessWrapped = successWrapped
 	ErrorResult    = errorResult
 )
+
+// Parked is how many calls h serves off net/http now (park.go).
+func Parked(h *Handler) int64 { return h.nParked.Load() }
+
+// MayWait reports whether a call of tool with these arguments is parked.
+func MayWait(tool, args string) bool {
+	return mayWait(leanCall{name: tool, args: json.RawMessage(args)})
+}

@@ -45,6 +45,7 @@ func (c *countingService) ClaimNext(ctx context.Context, in relay.ClaimInput) (*
 // without one, so the tools' own unauthorized answer can be tested.
 func withAuth(svc relay.Service, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Guard", "seen") // as the web layer's guard sets headers before the MCP handler
 		ctx := r.Context()
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 			if tok == adminToken {
@@ -64,8 +65,9 @@ type env struct {
 	db  interface{ Close() error }
 	srv *httptest.Server
 	// stopRequests cancels every request's context, as the relay does to
-	// shut down (http.Server.BaseContext).
+	// shut down (http.Server.BaseContext); it is the handler's Lifetime too.
 	stopRequests context.CancelFunc
+	handler      *relaymcp.Handler
 }
 
 // testLogger sends slog output to t.Log.
@@ -84,11 +86,11 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	svc, closer := openService(t)
 	e := &env{t: t, svc: &countingService{Service: svc}, db: closer}
-	h := relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t)})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", withAuth(e.svc, h))
 	base, stop := context.WithCancel(context.Background())
 	e.stopRequests = stop
+	e.handler = relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: base})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", withAuth(e.svc, e.handler))
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	e.srv.Start()

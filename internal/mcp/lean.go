@@ -19,6 +19,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -32,6 +33,10 @@ type leanHandler struct {
 	lib   http.Handler
 	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
 
+	life    context.Context // ends parked calls (park.go); nil parks none
+	parked  sync.WaitGroup  // parked calls not yet answered
+	nParked atomic.Int64    // how many
+
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it
 }
@@ -41,8 +46,8 @@ type leanInflight struct{ cancel context.CancelFunc }
 
 // newLeanHandler wraps lib. Each tool's handler is wrapped with mws the way
 // mcp-go wraps it (the first middleware outermost).
-func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware) *leanHandler {
-	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), inflight: map[string][]*leanInflight{}}
+func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware, life context.Context) *leanHandler {
+	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), life: life, inflight: map[string][]*leanInflight{}}
 	for _, t := range tools {
 		fn := t.Handler
 		for i := len(mws) - 1; i >= 0; i-- {
@@ -130,15 +135,32 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 // serveCall runs the tool and writes mcp-go's answer for it. The tool runs
 // on the request's context (a long-poll ends when the client goes away or
 // the server shuts down, and still answers), and notifications/cancelled
-// for its id from the same caller ends it too.
+// for its id from the same caller ends it too. A claim that may wait is
+// served off net/http instead (park.go) when it can be.
 func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCall) {
+	if h.park(w, r, c) {
+		return
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	key := cancelKey(r.Context(), c.id)
-	done := h.track(key, cancel)
+	status, body := h.run(ctx, cancel, r.Header, c)
+	if status != http.StatusOK {
+		http.Error(w, string(body), status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body) // the client may have gone; nobody is left to tell
+}
+
+// run runs the call on ctx, which cancel ends (notifications/cancelled
+// calls it), and returns the HTTP status and body of its answer: 200 with
+// the JSON-RPC response, or 500 with the reason it could not be encoded.
+func (h *leanHandler) run(ctx context.Context, cancel context.CancelFunc, hdr http.Header, c leanCall) (int, []byte) {
+	done := h.track(cancelKey(ctx, c.id), cancel)
 	defer done()
 
-	req := mcp.CallToolRequest{Header: r.Header}
+	req := mcp.CallToolRequest{Header: hdr}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
 	if len(c.args) > 0 {
@@ -158,12 +180,9 @@ func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCa
 	}
 	b, err := encodeResponse(c.id, res, resp)
 	if err != nil {
-		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError, []byte("encode response: " + err.Error())
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b) // the client may have gone; nobody is left to tell
+	return http.StatusOK, b
 }
 
 // encodeResponse is json.NewEncoder(w).Encode(resp), as mcp-go writes it.

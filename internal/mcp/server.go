@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -23,7 +22,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told about every tool call (metrics).
 	Observer ToolObserver
+	// Lifetime, when set, lets a claim_next_task that may wait be served
+	// off net/http on its own connection (far less memory per waiting
+	// agent); its end ends those claims, which answer idle. The server's
+	// Shutdown does not wait for them: Handler.Wait does.
+	Lifetime context.Context
 }
+
+// Handler is the relay's MCP endpoint.
+type Handler struct{ *leanHandler }
 
 // NewHandler returns the relay's MCP endpoint: the 14 tools and the
 // crosschat://protocol resource over stateless streamable HTTP.
@@ -46,7 +53,7 @@ type Options struct {
 // they end when the client goes away, and when the server cancels request
 // contexts to shut down, in which case the claim still answers idle. They
 // also end when svc is closed.
-func NewHandler(svc relay.Service, opts Options) http.Handler {
+func NewHandler(svc relay.Service, opts Options) *Handler {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -66,7 +73,7 @@ func NewHandler(svc relay.Service, opts Options) http.Handler {
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
 		server.WithDisableLocalhostProtection(true),
 	))
-	return newLeanHandler(lib, ts, mws)
+	return &Handler{newLeanHandler(lib, ts, mws, opts.Lifetime)}
 }
 
 // middleware is the tool middleware, first outermost, for mcp-go and the
