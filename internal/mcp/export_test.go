@@ -29,8 +29,10 @@ var (
 	ErrorResult    = errorResult
 )
 
-// Parked is how many calls h serves off net/http now (park.go).
-func Parked(h *Handler) int64 { return h.nParked.Load() }
+// Parked is how many calls h serves off net/http now (park.go), and
+// ParkedSoFar how many it has.
+func Parked(h *Handler) int64      { return h.nParked.Load() }
+func ParkedSoFar(h *Handler) int64 { return h.tParked.Load() }
 
 // MayWait reports whether a call of tool with these arguments is parked.
 func MayWait(tool, args string) bool {

@@ -36,6 +36,7 @@ type leanHandler struct {
 	life    context.Context // ends parked calls (park.go); nil parks none
 	parked  sync.WaitGroup  // parked calls not yet answered
 	nParked atomic.Int64    // how many
+	tParked atomic.Int64    // how many so far
 
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it

@@ -12,15 +12,18 @@ package mcp
 // while net/http's goroutine and buffers go. A second small goroutine
 // blocks reading the connection: the client sends nothing while it waits
 // for an answer, so a read that returns means it went away, and the claim
-// ends as it would under net/http. The answer is written with
-// "Connection: close"; the client's next call opens a new connection.
+// ends as it would under net/http. Once the call has its answer, that
+// reader is stopped, the answer written, and the connection handed back to
+// the same http.Server, which serves the client's next request on it.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -58,6 +61,12 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	if err != nil {
 		return false
 	}
+	// The connection goes back to its server after the answer, when the
+	// client keeps connections (HTTP/1.1 without Connection: close).
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if r.ProtoMinor == 0 || r.Close {
+		srv = nil
+	}
 	// The call keeps the request's values (the principal) but not its
 	// cancellation, which net/http fires as this handler returns. It ends
 	// when the client goes, when notifications/cancelled names it, or when
@@ -66,11 +75,17 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	stop := context.AfterFunc(h.life, cancel)
 	h.parked.Add(1)
 	h.nParked.Add(1)
-	hdrIn := http.Header(nil) // no tool reads request headers; the parked call keeps none
+	h.tParked.Add(1)
+	hdrIn := http.Header(nil)  // no tool reads request headers; the parked call keeps none
+	left := make(chan bool, 1) // the reader's verdict: true when the client left or sent more
 	go func() {
 		var b [1]byte
-		_, _ = conn.Read(b[:]) // returns when the client goes (or the answer closes conn)
-		cancel()
+		n, err := conn.Read(b[:])
+		gone := n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
+		if gone {
+			cancel()
+		}
+		left <- gone
 	}()
 	go func() {
 		defer h.parked.Done()
@@ -78,16 +93,55 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 		defer stop()
 		defer cancel()
 		status, body := h.run(ctx, cancel, hdrIn, c)
-		_ = writeParked(conn, hdr, status, body) // the client may have gone; nobody is left to tell
-		_ = conn.Close()
+		// Stop the reader before answering: the client's next request
+		// must reach the server, not it.
+		_ = conn.SetReadDeadline(time.Unix(1, 0))
+		if <-left || conn.SetReadDeadline(time.Time{}) != nil {
+			srv = nil
+		}
+		if writeParked(conn, hdr, status, body, srv != nil) != nil || srv == nil {
+			_ = conn.Close() // the client may have gone; nobody is left to tell
+			return
+		}
+		serveAgain(srv, conn)
 	}()
 	return true
 }
 
-// writeParked writes an HTTP/1.1 answer with hdr and closes the exchange
-// (Connection: close). A 200 carries JSON; anything else is plain text, as
-// http.Error writes it.
-func writeParked(conn net.Conn, hdr http.Header, status int, body []byte) error {
+// serveAgain hands conn back to srv, which serves the requests that follow
+// on it as on any connection it accepted (timeouts, Shutdown). A server
+// that is shutting down refuses it, and conn is closed.
+func serveAgain(srv *http.Server, conn net.Conn) {
+	l := &oneConn{c: conn, addr: conn.LocalAddr()}
+	_ = srv.Serve(l) // returns once the connection is taken: its goroutine serves it
+	if l.c != nil {
+		_ = l.c.Close()
+	}
+}
+
+// oneConn is a listener that yields one connection, then reports itself
+// closed (which ends http.Server.Serve, not the connection).
+type oneConn struct {
+	c    net.Conn
+	addr net.Addr
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	if l.c == nil {
+		return nil, net.ErrClosed
+	}
+	c := l.c
+	l.c = nil
+	return c, nil
+}
+
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return l.addr }
+
+// writeParked writes an HTTP/1.1 answer with hdr; unless keep, it ends
+// the exchange (Connection: close). A 200 carries JSON; anything else is
+// plain text, as http.Error writes it.
+func writeParked(conn net.Conn, hdr http.Header, status int, body []byte, keep bool) error {
 	if status == http.StatusOK {
 		hdr.Set("Content-Type", "application/json")
 	} else {
@@ -97,7 +151,9 @@ func writeParked(conn net.Conn, hdr http.Header, status int, body []byte) error 
 	}
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	hdr.Set("Connection", "close")
+	if !keep {
+		hdr.Set("Connection", "close")
+	}
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\n")
 	if err := hdr.Write(&b); err != nil {

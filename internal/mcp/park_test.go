@@ -1,13 +1,18 @@
 package mcp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -44,9 +49,9 @@ func TestMayWait(t *testing.T) {
 	}
 }
 
-// rawClaim posts a waiting claim_next_task with its own connection and
-// returns the response once it comes.
-func rawClaim(ctx context.Context, url, token string, waitMs int) (*http.Response, []byte, error) {
+// rawClaim posts a waiting claim_next_task through c and returns the
+// response once it comes.
+func rawClaim(ctx context.Context, c *http.Client, url, token string, waitMs int) (*http.Response, []byte, error) {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":` + jsonInt(waitMs) + `}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -54,8 +59,6 @@ func rawClaim(ctx context.Context, url, token string, waitMs int) (*http.Respons
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	c := &http.Client{Transport: &http.Transport{}}
-	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -65,16 +68,49 @@ func rawClaim(ctx context.Context, url, token string, waitMs int) (*http.Respons
 	return resp, b, err
 }
 
+// oneConnClient is an HTTP client with at most one connection.
+func oneConnClient(t *testing.T) *http.Client {
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// reusedFor calls whoami through c and reports whether it went on a
+// connection c had used before.
+func reusedFor(t *testing.T, c *http.Client, url, token string) bool {
+	t.Helper()
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("whoami after the parked claim: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"slug"`)) {
+		t.Fatalf("whoami after the parked claim: HTTP %d %s", resp.StatusCode, b)
+	}
+	return reused
+}
+
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestWaitingClaimIsParked: a waiting claim leaves net/http (the handler
 // counts it parked), a post wakes it, and the answer comes on the taken-over
-// connection as a complete HTTP/1.1 response: the headers the guard set,
-// JSON, Connection: close, the claimed task.
+// connection as a complete HTTP/1.1 response (the headers the guard set,
+// JSON, the claimed task); the connection then serves the next call.
 func TestWaitingClaimIsParked(t *testing.T) {
 	e := newEnv(t)
 	alice := e.client(e.agent("alice"))
 	tokBob := e.agent("bob")
+	c := oneConnClient(t)
 
 	type answer struct {
 		resp *http.Response
@@ -83,7 +119,7 @@ func TestWaitingClaimIsParked(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		resp, body, err := rawClaim(context.Background(), e.url(), tokBob, 20000)
+		resp, body, err := rawClaim(context.Background(), c, e.url(), tokBob, 20000)
 		done <- answer{resp, body, err}
 	}()
 	eventually(t, 10*time.Second, "the claim to be parked", func() bool {
@@ -101,8 +137,8 @@ func TestWaitingClaimIsParked(t *testing.T) {
 	if a.err != nil {
 		t.Fatalf("parked claim: %v", a.err)
 	}
-	if a.resp.StatusCode != http.StatusOK || a.resp.Header.Get("Content-Type") != "application/json" || !a.resp.Close {
-		t.Fatalf("answer: HTTP %d, Content-Type %q, close %v; want 200, application/json, close", a.resp.StatusCode, a.resp.Header.Get("Content-Type"), a.resp.Close)
+	if a.resp.StatusCode != http.StatusOK || a.resp.Header.Get("Content-Type") != "application/json" || a.resp.Close {
+		t.Fatalf("answer: HTTP %d, Content-Type %q, close %v; want 200, application/json, kept", a.resp.StatusCode, a.resp.Header.Get("Content-Type"), a.resp.Close)
 	}
 	if got := a.resp.Header.Get("X-Guard"); got != "seen" {
 		t.Errorf("X-Guard = %q: the headers set before the call did not go out with it", got)
@@ -123,6 +159,10 @@ func TestWaitingClaimIsParked(t *testing.T) {
 		t.Fatalf("answer = %s, want task %s for id 7", a.body, task.ID)
 	}
 	eventually(t, 5*time.Second, "the parked call to end", func() bool { return relaymcp.Parked(e.handler) == 0 })
+	// The server took the connection back: the next call goes on it.
+	if !reusedFor(t, c, e.url(), tokBob) {
+		t.Fatal("the call after the parked claim needed a new connection")
+	}
 }
 
 // TestParkedAnswerMatchesMCPGo: a parked claim that runs out answers with
@@ -130,12 +170,12 @@ func TestWaitingClaimIsParked(t *testing.T) {
 func TestParkedAnswerMatchesMCPGo(t *testing.T) {
 	e := newEnv(t)
 	tok := e.agent("bob")
-	resp, body, err := rawClaim(context.Background(), e.url(), tok, 1)
+	resp, body, err := rawClaim(context.Background(), oneConnClient(t), e.url(), tok, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !resp.Close {
-		t.Fatal("the claim was not parked (no Connection: close)")
+	if relaymcp.ParkedSoFar(e.handler) != 1 {
+		t.Fatal("the claim was not parked")
 	}
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":1}}}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -157,7 +197,7 @@ func TestParkedClaimEndsWhenClientLeaves(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, _, err := rawClaim(ctx, e.url(), tok, 20000)
+		_, _, err := rawClaim(ctx, oneConnClient(t), e.url(), tok, 20000)
 		errc <- err
 	}()
 	eventually(t, 10*time.Second, "the claim to be parked", func() bool {
@@ -181,7 +221,7 @@ func TestParkedClaimsEndAtShutdown(t *testing.T) {
 	for i := range n {
 		tok := e.agent("waiter-" + string(rune('a'+i)))
 		go func() {
-			_, body, err := rawClaim(context.Background(), e.url(), tok, 20000)
+			_, body, err := rawClaim(context.Background(), oneConnClient(t), e.url(), tok, 20000)
 			if err != nil {
 				body = []byte(err.Error())
 			}
@@ -224,5 +264,42 @@ func TestWaitingClaimWithoutHijack(t *testing.T) {
 	}
 	if n := relaymcp.Parked(e.handler); n != 0 {
 		t.Fatalf("parked = %d", n)
+	}
+}
+
+// TestParkedClaimEndsOnMoreBytes: a client that sends more while its claim
+// waits (a pipelined request) gets the claim answered idle at once and the
+// connection closed after it; nothing it sent is taken for the answer.
+func TestParkedClaimEndsOnMoreBytes(t *testing.T) {
+	e := newEnv(t)
+	tok := e.agent("bob")
+	u, err := url.Parse(e.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+		u.Host, tok, len(body), body)
+	eventually(t, 10*time.Second, "the claim to be parked", func() bool { return relaymcp.Parked(e.handler) == 1 && e.svc.claims.Load() == 1 })
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\n\r\n", u.Host)
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close || !bytes.Contains(b, []byte(`"structuredContent":{"status":"idle"}`)) {
+		t.Fatalf("answer: HTTP %d, close %v, %s; want 200 idle and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("after the answer: read %d bytes (%v), want the connection closed", n, err)
 	}
 }
