@@ -13,7 +13,9 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -302,4 +304,102 @@ func TestParkedClaimEndsOnMoreBytes(t *testing.T) {
 	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Fatalf("after the answer: read %d bytes (%v), want the connection closed", n, err)
 	}
+}
+
+// TestParkedClaimsUnderChurn: twenty agents claim in a loop over kept
+// connections (each answer hands its connection back to the server, and
+// the next claim is parked on it again) while tasks are posted to them and
+// a quarter of the claims are given up by their clients mid-wait. No task
+// is delivered twice or to the wrong agent; the only tasks claimed but not
+// delivered are those handed to a claim whose client left, at most one per
+// claim given up; and at the end nothing is parked and no goroutine is left.
+func TestParkedClaimsUnderChurn(t *testing.T) {
+	e := newEnv(t)
+	const agents, tasks, rounds = 20, 100, 12
+	if _, _, err := e.svc.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: "boss", DisplayName: "Boss", ModelSlug: "m",
+		Capabilities: []string{"text-input", "text-output"}}); err != nil {
+		t.Fatal(err)
+	}
+	toks := make([]string, agents)
+	for i := range toks {
+		toks[i] = e.agent(fmt.Sprintf("churn-%d", i))
+	}
+	goroutines := runtime.NumGoroutine()
+
+	type delivery struct{ agent, task string }
+	var (
+		mu        sync.Mutex
+		delivered []delivery
+		gaveUp    int
+	)
+	var wg sync.WaitGroup
+	for i, tok := range toks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			for r := range rounds {
+				ctx, cancel := context.WithCancel(context.Background())
+				leave := (i+r)%4 == 0
+				if leave {
+					time.AfterFunc(time.Duration(5+(i*7+r*3)%20)*time.Millisecond, cancel)
+				}
+				_, body, err := rawClaim(ctx, c, e.url(), tok, 300)
+				cancel()
+				mu.Lock()
+				switch {
+				case leave && err != nil:
+					gaveUp++
+				case err != nil:
+					t.Errorf("agent %d round %d: %v", i, r, err)
+				default:
+					var rpc struct {
+						Result struct {
+							StructuredContent claimOut `json:"structuredContent"`
+						} `json:"result"`
+					}
+					if jerr := json.Unmarshal(body, &rpc); jerr != nil {
+						t.Errorf("agent %d round %d: %s: %v", i, r, body, jerr)
+					} else if got := rpc.Result.StructuredContent; got.Status == "task" {
+						delivered = append(delivered, delivery{fmt.Sprintf("churn-%d", i), got.Task.ID})
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for n := range tasks {
+		if _, err := e.svc.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "boss", RecipientSlug: fmt.Sprintf("churn-%d", n%agents),
+			Title: fmt.Sprintf("churn %d", n), Instructions: "Churn."}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+
+	claimed, err := e.svc.ListTasks(context.Background(), relay.TaskFilter{Statuses: []relay.TaskStatus{relay.StatusClaimed}, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for _, s := range claimed {
+		owner[s.ID] = s.RecipientSlug
+	}
+	seen := map[string]bool{}
+	for _, d := range delivered {
+		if seen[d.task] {
+			t.Errorf("task %s delivered twice", d.task)
+		}
+		seen[d.task] = true
+		if owner[d.task] != d.agent {
+			t.Errorf("task %s delivered to %s, claimed by %q", d.task, d.agent, owner[d.task])
+		}
+	}
+	if lost := len(claimed) - len(delivered); lost < 0 || lost > gaveUp {
+		t.Errorf("%d tasks claimed, %d delivered: %d lost with only %d claims given up", len(claimed), len(delivered), lost, gaveUp)
+	}
+	t.Logf("%d delivered, %d claimed in all, %d claims given up", len(delivered), len(claimed), gaveUp)
+	eventually(t, 10*time.Second, "every parked call to end and its goroutines with it", func() bool {
+		return relaymcp.Parked(e.handler) == 0 && e.svc.claims.Load() == 0 && runtime.NumGoroutine() <= goroutines+2
+	})
 }
