@@ -403,3 +403,86 @@ func TestParkedClaimsUnderChurn(t *testing.T) {
 		return relaymcp.Parked(e.handler) == 0 && e.svc.claims.Load() == 0 && runtime.NumGoroutine() <= goroutines+2
 	})
 }
+
+// holdingService lets a claim that got a task return only once the claim's
+// context has ended, as when the caller leaves just after a post handed its
+// waiting claim the task.
+type holdingService struct {
+	relay.Service
+	got chan string
+}
+
+func (s *holdingService) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	task, err := s.Service.ClaimNext(ctx, in)
+	if task != nil {
+		s.got <- task.ID
+		<-ctx.Done()
+	}
+	return task, err
+}
+
+// TestTaskOfALeftClaimGoesBack: a task that reaches a waiting claim whose
+// caller has gone is released to the queue at once (with a report saying
+// why), not left claimed until its lease runs out; parked or not.
+func TestTaskOfALeftClaimGoesBack(t *testing.T) {
+	for _, parked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "parked", false: "net/http"}[parked], func(t *testing.T) {
+			svc, closer := openService(t)
+			t.Cleanup(func() { _ = closer.Close() })
+			hs := &holdingService{Service: svc, got: make(chan string, 1)}
+			life, stop := context.WithCancel(context.Background())
+			t.Cleanup(stop)
+			h := relaymcp.NewHandler(hs, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: life})
+			srv := httptest.NewServer(withAuth(hs, h))
+			t.Cleanup(srv.Close)
+			var bobTok string
+			for _, slug := range []string{"boss", "bob"} {
+				_, tok, err := svc.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m",
+					Capabilities: []string{"text-input", "text-output"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bobTok = tok
+			}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if parked {
+					_, _, _ = rawClaim(ctx, oneConnClient(t), srv.URL, bobTok, 20000)
+					return
+				}
+				req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp",
+					strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+bobTok)
+				withAuth(hs, h).ServeHTTP(httptest.NewRecorder(), req)
+			}()
+			posted, err := svc.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "boss", RecipientSlug: "bob", Title: "Left", Instructions: "Nobody reads this."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id := <-hs.got; id != posted.ID {
+				t.Fatalf("claimed %s, posted %s", id, posted.ID)
+			}
+			cancel()
+			<-done
+			eventually(t, 5*time.Second, "the task to go back to the queue", func() bool {
+				task, err := svc.Task(context.Background(), posted.ID)
+				return err == nil && task.Status == relay.StatusQueued
+			})
+			task, err := svc.Task(context.Background(), posted.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(task.Reports); n == 0 || !strings.Contains(task.Reports[n-1].Message, "left before the task reached it") {
+				t.Fatalf("reports = %+v, want the release saying why", task.Reports)
+			}
+			if parked {
+				eventually(t, 5*time.Second, "the parked call to end", func() bool { return relaymcp.Parked(h) == 0 })
+			}
+		})
+	}
+}

@@ -76,6 +76,10 @@ type claimResult struct {
 const workerOnlyNote = "This agent's tasks run in its worker on the relay's computer, so chat sessions don't receive them. " +
 	"There is nothing to claim here; the operator can turn off \"only this worker\" in the dashboard to take tasks in chat again."
 
+// unreadClaimReason is the release reason of a task handed to a waiting
+// claim whose caller had gone.
+const unreadClaimReason = "the waiting claim's caller left before the task reached it"
+
 // maxWaitMs is the longest claim_next_task long-poll.
 const maxWaitMs = int(relay.MaxWait / time.Millisecond)
 
@@ -118,6 +122,16 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			return nil, fmt.Errorf("claim next task for %s: %w", slug, err)
 		}
 		if task == nil {
+			return success(claimResult{Status: "idle"})
+		}
+		if ctx.Err() != nil {
+			// The caller left (or cancelled, or the relay is stopping)
+			// while a post handed it this task: nobody reads the answer,
+			// so the task goes back to the queue now instead of staying
+			// claimed until its lease runs out.
+			if _, err := svc.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, unreadClaimReason); err != nil {
+				return nil, fmt.Errorf("claim next task for %s: give back a task its caller left: %w", slug, err)
+			}
 			return success(claimResult{Status: "idle"})
 		}
 		out := taskOut(*task)
