@@ -252,6 +252,10 @@ func (r *Relay) pruneRuns() {
 	}
 }
 
+// parkedStopTimeout is how long Shutdown waits for the long-polls served
+// off net/http (internal/mcp, park.go) to answer once told to stop.
+const parkedStopTimeout = 5 * time.Second
+
 // WorkerStopTimeout is how long Shutdown gives the running workers to stop
 // their CLIs (SIGTERM, then SIGKILL after the kill grace) and put their
 // tasks back in the queue. It is its own deadline: a slow HTTP client that
@@ -282,8 +286,12 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if errors.Is(errHTTP, context.DeadlineExceeded) {
 		errHTTP = r.srv.Close()
 	}
-	// Long-polls served off net/http answer idle once cancelReqs has run.
-	errHTTP = errors.Join(errHTTP, r.mcp.Wait(ctx))
+	// Long-polls served off net/http answer idle once cancelReqs has run;
+	// they get a moment of their own even when ctx is spent, as the store
+	// closes next.
+	pctx, cancelPark := context.WithTimeout(context.WithoutCancel(ctx), parkedStopTimeout)
+	errHTTP = errors.Join(errHTTP, r.mcp.Wait(pctx))
+	cancelPark()
 	errWorkers := <-workersDone
 	r.cancelBg()
 	r.wg.Wait()

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -37,4 +38,12 @@ func ParkedSoFar(h *Handler) int64 { return h.tParked.Load() }
 // MayWait reports whether a call of tool with these arguments is parked.
 func MayWait(tool, args string) bool {
 	return mayWait(leanCall{name: tool, args: json.RawMessage(args)})
+}
+
+// SetParkedWriteTimeout sets how long a parked answer may take to write,
+// until the test ends.
+func SetParkedWriteTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := parkedWriteTimeout
+	parkedWriteTimeout = d
+	t.Cleanup(func() { parkedWriteTimeout = old })
 }

@@ -34,7 +34,7 @@ type leanHandler struct {
 	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
 
 	life    context.Context // ends parked calls (park.go); nil parks none
-	parked  sync.WaitGroup  // parked calls not yet answered
+	conns   parkedConns     // connections parked calls hold
 	nParked atomic.Int64    // how many
 	tParked atomic.Int64    // how many so far
 

@@ -9,12 +9,14 @@ package mcp
 //
 // So a claim that may wait takes its connection over from net/http
 // (Hijack) and runs on a goroutine of its own, whose stack starts small,
-// while net/http's goroutine and buffers go. A second small goroutine
-// blocks reading the connection: the client sends nothing while it waits
-// for an answer, so a read that returns means it went away, and the claim
-// ends as it would under net/http. Once the call has its answer, that
-// reader is stopped, the answer written, and the connection handed back to
-// the same http.Server, which serves the client's next request on it.
+// while net/http's goroutine and buffers go. A second small goroutine reads
+// the connection, as net/http's background reader does: a read that ends
+// the connection (EOF, reset) means the client went away, and the claim
+// ends. Bytes that arrive are the start of the client's next request. When
+// the answer has gone out, the reader waits for that request (at most the
+// server's idle timeout, and not past shutdown) and hands the connection,
+// with the bytes it read, back to the same http.Server, which serves it
+// from there as any connection it accepted.
 
 import (
 	"bytes"
@@ -23,14 +25,17 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
+	"sync"
 	"time"
 )
 
 // parkedWriteTimeout bounds writing a parked call's answer to a client
-// that does not read it.
-const parkedWriteTimeout = 10 * time.Second
+// that does not read it (a variable for tests).
+var parkedWriteTimeout = 10 * time.Second
+
+// past is a read deadline that stops a read at once.
+var past = time.Unix(1, 0)
 
 // mayWait reports whether c is a claim that may wait for a task: the only
 // call that is parked. A call with a waitMs out of range is answered at
@@ -49,17 +54,58 @@ func mayWait(c leanCall) bool {
 	return err == nil && ms > 0 && ms <= int64(maxWaitMs)
 }
 
+// parkedConns counts the connections parked calls hold, from the
+// take-over until the connection is closed or handed back, so that Wait
+// can wait for them. None is taken once the lifetime has ended.
+type parkedConns struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed when n drops to 0
+}
+
+// enter counts one more connection, unless life has ended.
+func (p *parkedConns) enter(life context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if life.Err() != nil {
+		return false
+	}
+	if p.n == 0 {
+		p.none = make(chan struct{})
+	}
+	p.n++
+	return true
+}
+
+// leave counts one connection less.
+func (p *parkedConns) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 {
+		close(p.none)
+	}
+}
+
 // park serves c on r's connection taken over from net/http, when c may
 // wait and the connection can be taken (HTTP/1, a handler built with a
-// lifetime). It reports whether it did; if not, nothing was written.
+// lifetime that has not ended). It reports whether it did; if not,
+// nothing was written.
 func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) bool {
-	if h.life == nil || r.ProtoMajor != 1 || !mayWait(c) {
+	if h.life == nil || r.ProtoMajor != 1 || !mayWait(c) || !h.conns.enter(h.life) {
 		return false
 	}
 	hdr := w.Header().Clone() // what the guard set (CORS, cache) goes out with the answer
-	conn, _, err := http.NewResponseController(w).Hijack()
+	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		h.conns.leave()
 		return false
+	}
+	// What net/http read past this request (a pipelined request, or the
+	// byte its background read took) starts the client's next request.
+	var next []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		next = bytes.Clone(b)
 	}
 	// The connection goes back to its server after the answer, when the
 	// client keeps connections (HTTP/1.1 without Connection: close).
@@ -73,39 +119,72 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	// the server shuts down.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	stop := context.AfterFunc(h.life, cancel)
-	h.parked.Add(1)
 	h.nParked.Add(1)
 	h.tParked.Add(1)
-	hdrIn := http.Header(nil)  // no tool reads request headers; the parked call keeps none
-	left := make(chan bool, 1) // the reader's verdict: true when the client left or sent more
+	answered := make(chan func() bool, 1) // the call's end: nil, or how to stop waiting for the next request
 	go func() {
-		var b [1]byte
-		n, err := conn.Read(b[:])
-		gone := n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
-		if gone {
-			cancel()
-		}
-		left <- gone
-	}()
-	go func() {
-		defer h.parked.Done()
 		defer h.nParked.Add(-1)
 		defer stop()
 		defer cancel()
-		status, body := h.run(ctx, cancel, hdrIn, c)
-		// Stop the reader before answering: the client's next request
-		// must reach the server, not it.
-		_ = conn.SetReadDeadline(time.Unix(1, 0))
-		if <-left || conn.SetReadDeadline(time.Time{}) != nil {
-			srv = nil
+		// No tool reads request headers; the parked call keeps none.
+		status, body := h.run(ctx, cancel, nil, c)
+		keep := srv != nil && h.life.Err() == nil
+		if writeParked(conn, hdr, status, body, keep) != nil || conn.SetWriteDeadline(time.Time{}) != nil {
+			keep = false
 		}
-		if writeParked(conn, hdr, status, body, srv != nil) != nil || srv == nil {
-			_ = conn.Close() // the client may have gone; nobody is left to tell
+		if !keep {
+			_ = conn.SetReadDeadline(past)
+			answered <- nil
 			return
 		}
-		serveAgain(srv, conn)
+		// The reader now waits for the next request: as long as the server
+		// keeps an idle connection, and not past shutdown.
+		if d := idleTimeout(srv); d > 0 {
+			_ = conn.SetReadDeadline(time.Now().Add(d))
+		}
+		answered <- context.AfterFunc(h.life, func() { _ = conn.SetReadDeadline(past) })
+	}()
+	go func() {
+		defer h.conns.leave()
+		if len(next) == 0 {
+			var b [1]byte
+			n, err := conn.Read(b[:])
+			switch {
+			case n > 0:
+				next = b[:1]
+			case !errors.Is(err, net.ErrClosed) && !isTimeout(err):
+				cancel() // the client went away
+			}
+		}
+		idle := <-answered
+		if idle != nil {
+			idle()
+		}
+		if idle == nil || len(next) == 0 {
+			_ = conn.Close()
+			return
+		}
+		if conn.SetReadDeadline(time.Time{}) != nil {
+			_ = conn.Close()
+			return
+		}
+		serveAgain(srv, &replayConn{Conn: conn, next: next})
 	}()
 	return true
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// idleTimeout is how long srv keeps an idle connection (0: no limit).
+func idleTimeout(srv *http.Server) time.Duration {
+	if srv.IdleTimeout != 0 {
+		return srv.IdleTimeout
+	}
+	return srv.ReadTimeout
 }
 
 // serveAgain hands conn back to srv, which serves the requests that follow
@@ -138,6 +217,31 @@ func (l *oneConn) Accept() (net.Conn, error) {
 func (l *oneConn) Close() error   { return nil }
 func (l *oneConn) Addr() net.Addr { return l.addr }
 
+// replayConn is a connection whose first bytes were read already: its
+// reads give them back first.
+type replayConn struct {
+	net.Conn
+	next []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.next) > 0 {
+		n := copy(p, c.next)
+		c.next = c.next[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// CloseWrite half-closes the connection, as net/http does to a TCP one
+// before it closes it.
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // writeParked writes an HTTP/1.1 answer with hdr; unless keep, it ends
 // the exchange (Connection: close). A 200 carries JSON; anything else is
 // plain text, as http.Error writes it.
@@ -168,17 +272,21 @@ func writeParked(conn net.Conn, hdr http.Header, status int, body []byte, keep b
 	return err
 }
 
-// Wait waits until every parked call has answered, or ctx ends. Calls end
-// when the lifetime the handler was built with does; the server's Shutdown
-// does not wait for them, as it does not track taken-over connections.
+// Wait waits until every parked call has answered and its connection is
+// closed or back with its server, or ctx ends. Parked calls end when the
+// lifetime the handler was built with does, and none is parked after
+// that; the server's Shutdown does not wait for them, as it does not track
+// taken-over connections.
 func (h *leanHandler) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		h.parked.Wait()
-		close(done)
-	}()
+	h.conns.mu.Lock()
+	none := h.conns.none
+	n := h.conns.n
+	h.conns.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
 	select {
-	case <-done:
+	case <-none:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -269,40 +269,60 @@ func TestWaitingClaimWithoutHijack(t *testing.T) {
 	}
 }
 
-// TestParkedClaimEndsOnMoreBytes: a client that sends more while its claim
-// waits (a pipelined request) gets the claim answered idle at once and the
-// connection closed after it; nothing it sent is taken for the answer.
-func TestParkedClaimEndsOnMoreBytes(t *testing.T) {
-	e := newEnv(t)
-	tok := e.agent("bob")
-	u, err := url.Parse(e.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
-		u.Host, tok, len(body), body)
-	eventually(t, 10*time.Second, "the claim to be parked", func() bool { return relaymcp.Parked(e.handler) == 1 && e.svc.claims.Load() == 1 })
-	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\n\r\n", u.Host)
-	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("read the answer: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !resp.Close || !bytes.Contains(b, []byte(`"structuredContent":{"status":"idle"}`)) {
-		t.Fatalf("answer: HTTP %d, close %v, %s; want 200 idle and the connection closed", resp.StatusCode, resp.Close, b)
-	}
-	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
-		t.Fatalf("after the answer: read %d bytes (%v), want the connection closed", n, err)
+// TestParkedClaimWithPipelinedRequest: a request pipelined behind a
+// waiting claim, in the same write (net/http has read it already) or while
+// the claim waits, is answered after the claim, in order, on the same
+// connection, which then stays open.
+func TestParkedClaimWithPipelinedRequest(t *testing.T) {
+	for _, sameWrite := range []bool{true, false} {
+		t.Run(map[bool]string{true: "same write", false: "while parked"}[sameWrite], func(t *testing.T) {
+			e := newEnv(t)
+			tok := e.agent("bob")
+			u, err := url.Parse(e.url())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":300}}}`
+			claim := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+				u.Host, tok, len(body), body)
+			who := `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+			second := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+				u.Host, tok, len(who), who)
+			if sameWrite {
+				_, err = io.WriteString(conn, claim+second)
+			} else {
+				if _, err = io.WriteString(conn, claim); err == nil {
+					eventually(t, 10*time.Second, "the claim to be parked", func() bool { return relaymcp.Parked(e.handler) == 1 })
+					_, err = io.WriteString(conn, second)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			for i, want := range []string{`"id":9,"result":{"content":[{"type":"text","text":"{\"status\":\"idle\"}"}]`, `"id":10,`} {
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("answer %d: %v", i+1, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Close || !strings.Contains(string(b), want) {
+					t.Fatalf("answer %d: HTTP %d, close %v, %s; want 200 with %s, connection kept", i+1, resp.StatusCode, resp.Close, b, want)
+				}
+			}
+			if relaymcp.ParkedSoFar(e.handler) != 1 {
+				t.Fatal("the claim was not parked")
+			}
+		})
 	}
 }
 
@@ -477,12 +497,80 @@ func TestTaskOfALeftClaimGoesBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := len(task.Reports); n == 0 || !strings.Contains(task.Reports[n-1].Message, "left before the task reached it") {
+			if n := len(task.Reports); n == 0 || !strings.Contains(task.Reports[n-1].Message, "ended before the task reached it") {
 				t.Fatalf("reports = %+v, want the release saying why", task.Reports)
 			}
 			if parked {
 				eventually(t, 5*time.Second, "the parked call to end", func() bool { return relaymcp.Parked(h) == 0 })
 			}
 		})
+	}
+}
+
+// parkServer serves a handler over svc on a loopback server configured by
+// cfg, with the lifetime stop ends; the server closes when the test ends.
+func parkServer(t *testing.T, svc relay.Service, cfg func(*http.Server)) (url string, h *relaymcp.Handler, stop context.CancelFunc) {
+	t.Helper()
+	life, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	h = relaymcp.NewHandler(svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: life})
+	srv := httptest.NewUnstartedServer(withAuth(svc, h))
+	cfg(srv.Config)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp", h, stop
+}
+
+// TestHandedBackConnectionKeepsServerTimeouts: once a parked claim has
+// answered, its connection is the server's again with the server's own
+// rules. Its next answer may take longer than a parked answer's write
+// deadline; it stays open while idle up to IdleTimeout (not just
+// ReadHeaderTimeout); and shutting down closes it at once.
+func TestHandedBackConnectionKeepsServerTimeouts(t *testing.T) {
+	relaymcp.SetParkedWriteTimeout(t, 100*time.Millisecond)
+	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-input", "text-output"}})
+	url, h, stop := parkServer(t, svc, func(s *http.Server) {
+		s.ReadHeaderTimeout = 150 * time.Millisecond
+		s.IdleTimeout = time.Minute
+	})
+	c := oneConnClient(t)
+	if _, body, err := rawClaim(context.Background(), c, url, tok, 1); err != nil || !bytes.Contains(body, []byte(`"status":"idle"`)) {
+		t.Fatalf("parked claim: %s, %v", body, err)
+	}
+	if relaymcp.ParkedSoFar(h) != 1 {
+		t.Fatal("the claim was not parked")
+	}
+
+	// Idle longer than ReadHeaderTimeout, then a call whose answer comes
+	// later than the parked write deadline (mcp-go serves it: _meta).
+	time.Sleep(400 * time.Millisecond)
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"k":"v"},"name":"claim_next_task","arguments":{"waitMs":300}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("the call after an idle handed-back connection: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !reused || resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"status":"idle"`)) {
+		t.Fatalf("reused %v, HTTP %d %s; want the kept connection to answer idle", reused, resp.StatusCode, b)
+	}
+
+	// A parked claim's connection idle after its answer closes with the lifetime.
+	if _, _, err := rawClaim(context.Background(), c, url, tok, 1); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Wait(wctx); err != nil {
+		t.Fatalf("Wait after the lifetime ended, with an idle handed-back connection: %v", err)
 	}
 }

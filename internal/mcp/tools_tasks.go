@@ -78,7 +78,7 @@ const workerOnlyNote = "This agent's tasks run in its worker on the relay's comp
 
 // unreadClaimReason is the release reason of a task handed to a waiting
 // claim whose caller had gone.
-const unreadClaimReason = "the waiting claim's caller left before the task reached it"
+const unreadClaimReason = "the waiting claim ended before the task reached it (its caller left or cancelled, or the relay stopped)"
 
 // maxWaitMs is the longest claim_next_task long-poll.
 const maxWaitMs = int(relay.MaxWait / time.Millisecond)
