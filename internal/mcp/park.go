@@ -100,6 +100,7 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 		h.conns.leave()
 		return false
 	}
+	conn = unwrapReplay(conn)
 	// What net/http read past this request (a pipelined request, or the
 	// byte its background read took) starts the client's next request.
 	var next []byte
@@ -231,6 +232,19 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
+}
+
+// unwrapReplay returns the connection under a handed-back one whose
+// replayed bytes have all been read, so that a connection parked claim
+// after parked claim is not wrapped once more each time.
+func unwrapReplay(conn net.Conn) net.Conn {
+	for {
+		rc, ok := conn.(*replayConn)
+		if !ok || len(rc.next) > 0 {
+			return conn
+		}
+		conn = rc.Conn
+	}
 }
 
 // CloseWrite half-closes the connection, as net/http does to a TCP one
