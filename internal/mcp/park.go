@@ -100,7 +100,6 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 		h.conns.leave()
 		return false
 	}
-	conn = unwrapReplay(conn)
 	// What net/http read past this request (a pipelined request, or the
 	// byte its background read took) starts the client's next request.
 	var next []byte
@@ -108,6 +107,7 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 		b, _ := brw.Reader.Peek(n)
 		next = bytes.Clone(b)
 	}
+	conn, next = unwrapReplay(conn, next)
 	// The connection goes back to its server after the answer, when the
 	// client keeps connections (HTTP/1.1 without Connection: close).
 	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
@@ -130,7 +130,11 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 		// No tool reads request headers; the parked call keeps none.
 		status, body := h.run(ctx, cancel, nil, c)
 		keep := srv != nil && h.life.Err() == nil
-		if writeParked(conn, hdr, status, body, keep) != nil || conn.SetWriteDeadline(time.Time{}) != nil {
+		write := parkedWriteTimeout
+		if !keep {
+			write = min(write, time.Second) // within Shutdown's wait for parked calls
+		}
+		if writeParked(conn, hdr, status, body, keep, write) != nil || conn.SetWriteDeadline(time.Time{}) != nil {
 			keep = false
 		}
 		if !keep {
@@ -158,10 +162,9 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 			}
 		}
 		idle := <-answered
-		if idle != nil {
-			idle()
-		}
-		if idle == nil || len(next) == 0 {
+		// A lifetime that ended meanwhile may still stop reads on conn
+		// (its AfterFunc has started): the server must not get it then.
+		if idle == nil || !idle() || h.life.Err() != nil || len(next) == 0 {
 			_ = conn.Close()
 			return
 		}
@@ -234,16 +237,16 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// unwrapReplay returns the connection under a handed-back one whose
-// replayed bytes have all been read, so that a connection parked claim
+// unwrapReplay returns the connection under a handed-back one, with the
+// bytes still to replay after next, so that a connection parked claim
 // after parked claim is not wrapped once more each time.
-func unwrapReplay(conn net.Conn) net.Conn {
+func unwrapReplay(conn net.Conn, next []byte) (net.Conn, []byte) {
 	for {
 		rc, ok := conn.(*replayConn)
-		if !ok || len(rc.next) > 0 {
-			return conn
+		if !ok {
+			return conn, next
 		}
-		conn = rc.Conn
+		conn, next = rc.Conn, append(next, rc.next...)
 	}
 }
 
@@ -256,10 +259,10 @@ func (c *replayConn) CloseWrite() error {
 	return nil
 }
 
-// writeParked writes an HTTP/1.1 answer with hdr; unless keep, it ends
-// the exchange (Connection: close). A 200 carries JSON; anything else is
+// writeParked writes an HTTP/1.1 answer with hdr, within timeout; unless
+// keep, it ends the exchange (Connection: close). A 200 carries JSON; anything else is
 // plain text, as http.Error writes it.
-func writeParked(conn net.Conn, hdr http.Header, status int, body []byte, keep bool) error {
+func writeParked(conn net.Conn, hdr http.Header, status int, body []byte, keep bool, timeout time.Duration) error {
 	if status == http.StatusOK {
 		hdr.Set("Content-Type", "application/json")
 	} else {
@@ -279,7 +282,7 @@ func writeParked(conn net.Conn, hdr http.Header, status int, body []byte, keep b
 	}
 	b.WriteString("\r\n")
 	b.Write(body)
-	if err := conn.SetWriteDeadline(time.Now().Add(parkedWriteTimeout)); err != nil {
+	if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
 	_, err := conn.Write(b.Bytes())

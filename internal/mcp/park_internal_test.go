@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestUnwrapReplay: a handed-back connection is unwrapped once its
-// replayed bytes are read, however often it was handed back; one with
-// bytes left to replay stays wrapped.
+// TestUnwrapReplay: a handed-back connection is unwrapped at take-over,
+// however often it was handed back, with the bytes it still had to replay
+// after those already read.
 func TestUnwrapReplay(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
@@ -16,11 +16,12 @@ func TestUnwrapReplay(t *testing.T) {
 	for range 50 {
 		conn = &replayConn{Conn: conn}
 	}
-	if got := unwrapReplay(conn); got != a {
-		t.Fatalf("unwrapped to %T, want the connection under 50 hand-backs", got)
+	got, next := unwrapReplay(conn, nil)
+	if got != a || len(next) != 0 {
+		t.Fatalf("unwrapped to %T with %q, want the connection under 50 hand-backs and nothing to replay", got, next)
 	}
-	pending := &replayConn{Conn: &replayConn{Conn: a}, next: []byte("P")}
-	if got := unwrapReplay(pending); got != pending {
-		t.Fatalf("a connection with bytes to replay was unwrapped to %T", got)
+	got, next = unwrapReplay(&replayConn{Conn: &replayConn{Conn: a, next: []byte("C")}, next: []byte("B")}, []byte("A"))
+	if got != a || string(next) != "ABC" {
+		t.Fatalf("unwrapped to %T with %q, want the connection and ABC", got, next)
 	}
 }

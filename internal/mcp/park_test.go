@@ -574,3 +574,54 @@ func TestHandedBackConnectionKeepsServerTimeouts(t *testing.T) {
 		t.Fatalf("Wait after the lifetime ended, with an idle handed-back connection: %v", err)
 	}
 }
+
+// TestParkedConnectionCloses: after a parked claim's answer the connection
+// is closed when the client asked for that (HTTP/1.0, Connection: close)
+// and when it stays idle past the server's IdleTimeout.
+func TestParkedConnectionCloses(t *testing.T) {
+	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-input", "text-output"}})
+	addr, h, _ := parkServer(t, svc, func(s *http.Server) { s.IdleTimeout = 200 * time.Millisecond })
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name, proto, extra string
+		close              bool // the answer says Connection: close
+	}{
+		{"HTTP/1.0", "HTTP/1.0", "", true},
+		{"Connection: close", "HTTP/1.1", "Connection: close\r\n", true},
+		{"idle past IdleTimeout", "HTTP/1.1", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":1}}}`
+			fmt.Fprintf(conn, "POST /mcp %s\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\n%sContent-Length: %d\r\n\r\n%s",
+				tc.proto, u.Host, tok, tc.extra, len(body), body)
+			if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Close != tc.close || !bytes.Contains(b, []byte(`"status":"idle"`)) {
+				t.Fatalf("answer: HTTP %d, close %v, %s; want 200 idle, close %v", resp.StatusCode, resp.Close, b, tc.close)
+			}
+			if relaymcp.ParkedSoFar(h) != int64(i+1) {
+				t.Fatal("the claim was not parked")
+			}
+			// Within the read deadline above (10 s), the relay closes its end.
+			if n, err := br.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+				t.Fatalf("after the answer: read %d bytes, %v; want the connection closed", n, err)
+			}
+		})
+	}
+}
