@@ -77,14 +77,12 @@ func oneConnClient(t *testing.T) *http.Client {
 	return c
 }
 
-// reusedFor calls whoami through c and reports whether it went on a
-// connection c had used before.
-func reusedFor(t *testing.T, c *http.Client, url, token string) bool {
+// postTraced posts a JSON-RPC body through c as token and returns the
+// answer and whether it went on a connection c had used before.
+func postTraced(t *testing.T, c *http.Client, url, token, body string) (reused bool, status int, answer []byte) {
 	t.Helper()
-	var reused bool
 	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, url,
-		strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`))
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +90,20 @@ func reusedFor(t *testing.T, c *http.Client, url, token string) bool {
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("whoami after the parked claim: %v", err)
+		t.Fatalf("%s: %v", body, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"slug"`)) {
-		t.Fatalf("whoami after the parked claim: HTTP %d %s", resp.StatusCode, b)
+	answer, _ = io.ReadAll(resp.Body)
+	return reused, resp.StatusCode, answer
+}
+
+// reusedFor calls whoami through c and reports whether it went on a
+// connection c had used before.
+func reusedFor(t *testing.T, c *http.Client, url, token string) bool {
+	t.Helper()
+	reused, status, b := postTraced(t, c, url, token, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
+	if status != http.StatusOK || !bytes.Contains(b, []byte(`"slug"`)) {
+		t.Fatalf("whoami after the parked claim: HTTP %d %s", status, b)
 	}
 	return reused
 }
@@ -544,23 +550,9 @@ func TestHandedBackConnectionKeepsServerTimeouts(t *testing.T) {
 	// Idle longer than ReadHeaderTimeout, then a call whose answer comes
 	// later than the parked write deadline (mcp-go serves it: _meta).
 	time.Sleep(400 * time.Millisecond)
-	var reused bool
-	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, url,
-		strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"k":"v"},"name":"claim_next_task","arguments":{"waitMs":300}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("the call after an idle handed-back connection: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !reused || resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"status":"idle"`)) {
-		t.Fatalf("reused %v, HTTP %d %s; want the kept connection to answer idle", reused, resp.StatusCode, b)
+	reused, status, b := postTraced(t, c, url, tok, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"k":"v"},"name":"claim_next_task","arguments":{"waitMs":300}}}`)
+	if !reused || status != http.StatusOK || !bytes.Contains(b, []byte(`"status":"idle"`)) {
+		t.Fatalf("reused %v, HTTP %d %s; want the kept connection to answer idle", reused, status, b)
 	}
 
 	// A parked claim's connection idle after its answer closes with the lifetime.
