@@ -21,13 +21,14 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // parkedWriteTimeout bounds writing a parked call's answer to a client
@@ -38,20 +39,18 @@ var parkedWriteTimeout = 10 * time.Second
 var past = time.Unix(1, 0)
 
 // mayWait reports whether c is a claim that may wait for a task: the only
-// call that is parked. A call with a waitMs out of range is answered at
-// once with its error, by net/http as usual.
+// call that is parked. waitMs is read as the tool reads it; a call whose
+// waitMs the tool refuses is answered at once with its error, by net/http
+// as usual.
 func mayWait(c leanCall) bool {
-	if c.name != "claim_next_task" || len(c.args) == 0 {
+	if c.name != "claim_next_task" {
 		return false
 	}
-	var a struct {
-		WaitMs json.RawMessage `json:"waitMs"`
-	}
-	if json.Unmarshal(c.args, &a) != nil {
-		return false
-	}
-	ms, err := strconv.ParseInt(string(a.WaitMs), 10, 64) // a plain integer only
-	return err == nil && ms > 0 && ms <= int64(maxWaitMs)
+	var req mcp.CallToolRequest
+	req.Params.RawArguments = c.args
+	a := parseArgs(req)
+	ms := a.integer("waitMs", 0, 0, maxWaitMs)
+	return a.err() == nil && ms > 0
 }
 
 // parkedConns counts the connections parked calls hold, from the

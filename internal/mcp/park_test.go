@@ -23,8 +23,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// TestMayWait: only a claim_next_task with a plain integer waitMs in range
-// is parked; anything else is served by net/http as before.
+// TestMayWait: only a claim_next_task whose waitMs the tool accepts and
+// makes it wait is parked; anything else is served by net/http as before.
 func TestMayWait(t *testing.T) {
 	for _, tc := range []struct {
 		tool, args string
@@ -38,7 +38,7 @@ func TestMayWait(t *testing.T) {
 		{"claim_next_task", `{"waitMs":-5}`, false},
 		{"claim_next_task", `{"waitMs":"100"}`, false},
 		{"claim_next_task", `{"waitMs":1.5}`, false},
-		{"claim_next_task", `{"waitMs":1e3}`, false},
+		{"claim_next_task", `{"waitMs":1e3}`, true}, // the tool reads it as 1000
 		{"claim_next_task", `{"waitMs":null}`, false},
 		{"claim_next_task", `{}`, false},
 		{"claim_next_task", ``, false},
