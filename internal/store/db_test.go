@@ -31,6 +31,58 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	return raw
 }
 
+// A new database file gets 2048-byte pages (fewer bytes per commit, see
+// db.go); an existing file keeps its own, and both work in WAL mode.
+func TestPageSize(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		existing int // page size of a file made before Open; 0 for none
+		want     int
+	}{
+		{"new file", 0, 2048},
+		{"existing 4096", 4096, 4096},
+		{"existing 1024", 1024, 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "relay.db")
+			if tc.existing != 0 {
+				raw, err := sql.Open("sqlite3", "file:"+path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := raw.Exec("PRAGMA page_size = " + strconv.Itoa(tc.existing) + "; CREATE TABLE scratch (a)"); err != nil {
+					t.Fatal(err)
+				}
+				if err := raw.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db, err := store.Open(path, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := db.CreateAgent(context.Background(), relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var size int
+			var mode string
+			raw := rawDB(t, path)
+			if err := raw.QueryRow("PRAGMA page_size").Scan(&size); err != nil {
+				t.Fatal(err)
+			}
+			if err := raw.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if size != tc.want || mode != "wal" {
+				t.Fatalf("page_size %d, journal_mode %q; want %d, wal", size, mode, tc.want)
+			}
+		})
+	}
+}
+
 func TestOpenCreatesDataDirAndOperator(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	info, err := os.Stat(filepath.Dir(e.path))
