@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -28,14 +27,29 @@ const (
 	DefaultEventLimit = 50
 )
 
-var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._:-]{1,79}$`)
+// isSlug reports whether s follows the slug rule, ^[a-z0-9][a-z0-9._:-]{1,79}$
+// (a loop: slugs are checked on every call, and a regexp costs more).
+func isSlug(s string) bool {
+	if len(s) < 2 || len(s) > 80 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == ':' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // NormalizeSlug trims and lowercases s and checks it against the slug rule:
 // 2–80 characters, lowercase letters, digits, dots, underscores, colons and
 // hyphens, starting with a letter or digit.
 func NormalizeSlug(field, s string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(s))
-	if !slugPattern.MatchString(n) {
+	if !isSlug(n) {
 		return "", Errorf(EInvalidRequest, "%s: must be 2–80 characters of lowercase letters, digits, dots, underscores, colons or hyphens, starting with a letter or digit.", field)
 	}
 	return n, nil
@@ -301,12 +315,29 @@ func (in EnrollInput) Validate() (EnrollInput, error) {
 	return in, c.err
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+// isUUID reports whether s is a lowercase UUID,
+// ^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // TaskID checks that s is a task id (a UUID), lowercasing it.
 func TaskID(field, s string) (string, error) {
 	id := strings.ToLower(strings.TrimSpace(s))
-	if !uuidPattern.MatchString(id) {
+	if !isUUID(id) {
 		return "", Errorf(EInvalidRequest, "%s: must be a task id (a UUID).", field)
 	}
 	return id, nil
