@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -10,8 +11,8 @@ import (
 // runLoop claims and runs the worker's tasks until ctx ends (README,
 // "Workers: agents that run unattended"): it idles while paused, holds back
 // while the runs-per-hour limit is reached, waits for a task from the
-// allowed senders, and runs it.
-func (w *worker) runLoop(ctx context.Context) {
+// allowed senders, and runs it. It holds claiming while it claims.
+func (w *worker) runLoop(ctx context.Context, claiming *sync.Mutex) {
 	var lastBeat time.Time
 	var lastLogged string
 	o := w.m.opts
@@ -42,7 +43,19 @@ func (w *worker) runLoop(ctx context.Context) {
 			continue
 		}
 		w.publish()
+		claiming.Lock()
 		task, err := w.claim(ctx, cfg, wake)
+		if task != nil && ctx.Err() != nil {
+			// Reload or Stop ended the claiming just as a post handed
+			// this task to it: the task goes back to the queue (for the
+			// loop that replaces this one, if any) instead of running
+			// under a configuration that has gone.
+			if _, rerr := o.Relay.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, reloadReason); rerr != nil {
+				w.m.log.Error("worker: give back a task claimed while stopping", "agent", slug, "task", task.ID, "err", rerr)
+			}
+			task = nil
+		}
+		claiming.Unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return

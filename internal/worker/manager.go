@@ -256,7 +256,7 @@ func (m *Manager) startLoopLocked(w *worker, prev *loopHandle) {
 				return
 			}
 		}
-		w.runLoop(ctx)
+		w.runLoop(ctx, &h.claiming)
 	}()
 }
 
@@ -280,6 +280,8 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 	if w != nil && w.loop != nil {
 		prev = w.loop
 		prev.cancel()
+		prev.claiming.Lock() // the cancelled claim ends at once
+		prev.claiming.Unlock()
 		w.loop = nil
 	}
 	if deleted {
@@ -423,6 +425,11 @@ func (m *Manager) releaseRunning() error {
 type loopHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// claiming is held while the loop claims: once Reload has cancelled
+	// the loop and taken it, no claim of this loop is waiting any more (a
+	// post can no longer hand it a task), and a task it was handed is back
+	// in the queue.
+	claiming sync.Mutex
 }
 
 // worker is one agent's worker: its configuration and live state.

@@ -430,6 +430,45 @@ func TestStopReleases(t *testing.T) {
 	}
 }
 
+// lateClaim is a relay whose claims wait for their context to end and then
+// claim at once: a post handing its task to a claim just as Reload ends it.
+type lateClaim struct{ worker.Relay }
+
+func (l lateClaim) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	<-ctx.Done()
+	in.Wait = 0
+	return l.Relay.ClaimNext(context.WithoutCancel(ctx), in)
+}
+
+// Ensures a task that reaches a claim as Reload ends it goes back to the
+// queue, by the time Reload returns, instead of running under the
+// configuration that was replaced.
+func TestTaskClaimedAsReloadEndsTheClaimGoesBack(t *testing.T) {
+	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay} })
+	m := e.start()
+	poll.Until(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
+	task := e.post(operator, "Handed over during a reload", "done")
+	cfg := e.cfg
+	cfg.Enabled = false
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	got := e.task(task.ID)
+	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "reconfigured") {
+		t.Fatalf("after Reload: task %s, last report %q", got.Status, lastReport(got).Message)
+	}
+	holds(t, "the task stays queued", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+	e.harness.mu.Lock()
+	asked := len(e.harness.requests)
+	e.harness.mu.Unlock()
+	if asked != 0 {
+		t.Fatalf("the harness was asked to run %d time(s)", asked)
+	}
+}
+
 // Ensures Reload applies a disabled or deleted configuration.
 func TestReload(t *testing.T) {
 	e := newEnv(t, nil)
