@@ -187,12 +187,17 @@ func Open(path string, opts Options) (*DB, error) {
 }
 
 // create makes a new, empty database file at path with pageSize pages, in
-// WAL mode (which writes its header, fixing the page size), unless the
-// file exists already.
+// WAL mode (which writes its header, fixing the page size), unless a
+// database is there already.
 func create(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		return nil // exists, or Open's next step reports why not
+	switch st, err := os.Stat(path); {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil // Open's next step reports it
+	case st.Size() > 0:
+		return nil // an existing database keeps its page size
 	}
+	// New, or 0 bytes (a creation cut short).
 	c, err := sql.Open("sqlite3", dsn(path, ""))
 	if err != nil {
 		return fmt.Errorf("open store: create %s: %w", path, err)

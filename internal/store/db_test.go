@@ -36,16 +36,22 @@ func rawDB(t testing.TB, path string) *sql.DB {
 func TestPageSize(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		existing int // page size of a file made before Open; 0 for none
+		existing int // page size of a file made before Open; 0 for none, -1 for an empty file
 		want     int
 	}{
 		{"new file", 0, 2048},
+		{"empty file", -1, 2048},
 		{"existing 4096", 4096, 4096},
 		{"existing 1024", 1024, 1024},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "relay.db")
-			if tc.existing != 0 {
+			if tc.existing == -1 {
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.existing > 0 {
 				raw, err := sql.Open("sqlite3", "file:"+path)
 				if err != nil {
 					t.Fatal(err)

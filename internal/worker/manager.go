@@ -253,6 +253,10 @@ func (m *Manager) startLoopLocked(w *worker, prev *loopHandle) {
 			select {
 			case <-prev.done:
 			case <-ctx.Done():
+				// Replaced in turn: the loop after this one waits for
+				// this one's end, so this one waits for prev's, and no
+				// two loops of a worker ever overlap.
+				<-prev.done
 				return
 			}
 		}
@@ -280,9 +284,11 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 	if w != nil && w.loop != nil {
 		prev = w.loop
 		prev.cancel()
-		prev.claiming.Lock() // the cancelled claim ends at once
-		prev.claiming.Unlock()
 		w.loop = nil
+		// Before Reload returns (and after m.mu is released, so a slow
+		// give-back stalls nobody else), the cancelled loop has stopped
+		// claiming.
+		defer prev.claimed()
 	}
 	if deleted {
 		if w != nil {
@@ -425,11 +431,17 @@ func (m *Manager) releaseRunning() error {
 type loopHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	// claiming is held while the loop claims: once Reload has cancelled
-	// the loop and taken it, no claim of this loop is waiting any more (a
-	// post can no longer hand it a task), and a task it was handed is back
-	// in the queue.
+	// claiming is held while the loop claims: once the loop is cancelled
+	// and claimed has returned, no claim of this loop is waiting any more
+	// (a post can no longer hand it a task), and a task it was handed is
+	// back in the queue.
 	claiming sync.Mutex
+}
+
+// claimed waits until the loop, once cancelled, has stopped claiming.
+func (h *loopHandle) claimed() {
+	h.claiming.Lock()
+	defer h.claiming.Unlock()
 }
 
 // worker is one agent's worker: its configuration and live state.

@@ -432,9 +432,17 @@ func TestStopReleases(t *testing.T) {
 
 // lateClaim is a relay whose claims wait for their context to end and then
 // claim at once: a post handing its task to a claim just as Reload ends it.
-type lateClaim struct{ worker.Relay }
+// entered gets a value as each claim starts waiting.
+type lateClaim struct {
+	worker.Relay
+	entered chan struct{}
+}
 
 func (l lateClaim) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	select {
+	case l.entered <- struct{}{}:
+	default:
+	}
 	<-ctx.Done()
 	in.Wait = 0
 	return l.Relay.ClaimNext(context.WithoutCancel(ctx), in)
@@ -444,9 +452,14 @@ func (l lateClaim) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.T
 // queue, by the time Reload returns, instead of running under the
 // configuration that was replaced.
 func TestTaskClaimedAsReloadEndsTheClaimGoesBack(t *testing.T) {
-	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay} })
+	entered := make(chan struct{}, 1)
+	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay, entered} })
 	m := e.start()
-	poll.Until(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never claimed")
+	}
 	task := e.post(operator, "Handed over during a reload", "done")
 	cfg := e.cfg
 	cfg.Enabled = false
@@ -467,6 +480,22 @@ func TestTaskClaimedAsReloadEndsTheClaimGoesBack(t *testing.T) {
 	if asked != 0 {
 		t.Fatalf("the harness was asked to run %d time(s)", asked)
 	}
+}
+
+// Ensures Reloads in a row during a run start no loop before the run ends:
+// a worker runs one task at a time.
+func TestReloadsDuringARunKeepOneRunAtATime(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	e.post(operator, "Sleep", "sleep")
+	e.pids() // the first run has started
+	for range 2 {
+		if err := m.Reload(e.ctx, builder); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := e.post(operator, "Second", "done")
+	holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
 }
 
 // Ensures Reload applies a disabled or deleted configuration.
