@@ -430,6 +430,17 @@ func TestStopReleases(t *testing.T) {
 	}
 }
 
+// reconfigure saves cfg and reloads the worker, as the dashboard does.
+func (e *env) reconfigure(m *worker.Manager, cfg relay.WorkerConfig) {
+	e.t.Helper()
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // lateClaim is a relay whose claims wait for their context to end and then
 // claim at once: a post handing its task to a claim just as Reload ends it.
 // entered gets a value as each claim starts waiting.
@@ -463,12 +474,7 @@ func TestTaskClaimedAsReloadEndsTheClaimGoesBack(t *testing.T) {
 	task := e.post(operator, "Handed over during a reload", "done")
 	cfg := e.cfg
 	cfg.Enabled = false
-	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Reload(e.ctx, builder); err != nil {
-		t.Fatal(err)
-	}
+	e.reconfigure(m, cfg)
 	got := e.task(task.ID)
 	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "reconfigured") {
 		t.Fatalf("after Reload: task %s, last report %q", got.Status, lastReport(got).Message)
@@ -490,9 +496,7 @@ func TestReloadsDuringARunKeepOneRunAtATime(t *testing.T) {
 	e.post(operator, "Sleep", "sleep")
 	e.pids() // the first run has started
 	for range 2 {
-		if err := m.Reload(e.ctx, builder); err != nil {
-			t.Fatal(err)
-		}
+		e.reconfigure(m, e.cfg)
 	}
 	second := e.post(operator, "Second", "done")
 	holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
@@ -505,24 +509,14 @@ func TestReload(t *testing.T) {
 	poll.Until(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
 	cfg := e.cfg
 	cfg.Enabled = false
-	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Reload(e.ctx, builder); err != nil {
-		t.Fatal(err)
-	}
+	e.reconfigure(m, cfg)
 	if s := e.status(); s.State != relay.WorkerDisabled {
 		t.Fatalf("state %s", s.State)
 	}
 	task := e.post(operator, "Nobody runs this", "done")
 	holds(t, "queued while disabled", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
 	cfg.Enabled = true
-	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Reload(e.ctx, builder); err != nil {
-		t.Fatal(err)
-	}
+	e.reconfigure(m, cfg)
 	e.finished(task.ID)
 	if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
 		t.Fatal(err)
@@ -544,12 +538,7 @@ func TestReloadWhileRunning(t *testing.T) {
 	child, grandchild := e.pids()
 	cfg := e.cfg
 	cfg.TimeoutMinutes = 5
-	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Reload(e.ctx, builder); err != nil {
-		t.Fatal(err)
-	}
+	e.reconfigure(m, cfg)
 	holds(t, "the run going on", time.Second, func() bool {
 		s := e.status()
 		return alive(child) && s.State == relay.WorkerRunning && s.TimeoutMinutes == 5 && e.task(task.ID).Status == relay.StatusClaimed
