@@ -35,6 +35,15 @@ func openGroup(t *testing.T) *DB {
 	return db
 }
 
+// keepBatchesOpen lifts the batch time bound for the test, so a batch
+// behind a held write takes every write queued meanwhile however long the
+// machine takes to queue them.
+func keepBatchesOpen(t *testing.T) {
+	old := maxBatchTime
+	maxBatchTime = time.Hour
+	t.Cleanup(func() { maxBatchTime = old })
+}
+
 // holdWriter runs a write that blocks the writer goroutine until the
 // returned release is called; it returns once that write is running.
 func holdWriter(t *testing.T, db *DB) (release func() error) {
@@ -106,9 +115,7 @@ func TestBatchFailureStaysWithItsWrite(t *testing.T) {
 }
 
 func testBatchFailure(t *testing.T, firstFail error) {
-	old := maxBatchTime
-	maxBatchTime = time.Hour // the batch must not close early while held
-	defer func() { maxBatchTime = old }()
+	keepBatchesOpen(t)
 	db := openGroup(t)
 	ctx := context.Background()
 	changes, stop := db.Subscribe(256)
@@ -240,9 +247,7 @@ func drainChanges(ch <-chan relay.Change) []relay.Change {
 // TestGivenUpWriteLeavesTheBatch: a caller whose context ends while its
 // write waits in a batch gets its context error; the rest commit.
 func TestGivenUpWriteLeavesTheBatch(t *testing.T) {
-	old := maxBatchTime
-	maxBatchTime = time.Hour
-	defer func() { maxBatchTime = old }()
+	keepBatchesOpen(t)
 	db := openGroup(t)
 	release := holdWriter(t, db)
 	gone, cancel := context.WithCancel(context.Background())
@@ -471,6 +476,7 @@ func TestAnswersMatchTheStoredTask(t *testing.T) {
 // foreign key, checked only at commit) answers every write in it with the
 // error, keeps none of them, and the next write commits as usual.
 func TestFailedCommitLeavesNothing(t *testing.T) {
+	keepBatchesOpen(t)
 	db := openGroup(t)
 	ctx := context.Background()
 	release := holdWriter(t, db)
