@@ -49,10 +49,10 @@ func (w *worker) runLoop(ctx context.Context, claiming *sync.Mutex) {
 			// Reload or Stop ended the claiming just as a post handed
 			// this task to it: the task goes back to the queue (for the
 			// loop that replaces this one, if any) instead of running
-			// under a configuration that has gone.
-			// A task its sender cancelled meanwhile is no longer ours to
-			// give back; any other failure leaves it claimed until its
-			// lease runs out, so it is logged.
+			// under a configuration that has gone. A task its sender
+			// cancelled meanwhile is not ours to give back; any other
+			// failure leaves it claimed until its lease runs out, so it
+			// is logged.
 			if _, rerr := o.Relay.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, reloadReason); rerr != nil && relay.ErrorCode(rerr) != relay.ETaskUpdateDenied {
 				w.m.log.Error("worker: give back a task claimed while stopping", "agent", slug, "task", task.ID, "err", rerr)
 			}
