@@ -45,18 +45,8 @@ func (w *worker) runLoop(ctx context.Context, claiming *sync.Mutex) {
 		w.publish()
 		claiming.Lock()
 		task, err := w.claim(ctx, cfg, wake)
-		if task != nil && ctx.Err() != nil {
-			// Reload or Stop ended the claiming just as a post handed
-			// this task to it: the task goes back to the queue (for the
-			// loop that replaces this one, if any) instead of running
-			// under a configuration that has gone. A task its sender
-			// cancelled meanwhile is not ours to give back; any other
-			// failure leaves it claimed until its lease runs out, so it
-			// is logged.
-			if _, rerr := o.Relay.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, reloadReason); rerr != nil && relay.ErrorCode(rerr) != relay.ETaskUpdateDenied {
-				w.m.log.Error("worker: give back a task claimed while stopping", "agent", slug, "task", task.ID, "err", rerr)
-			}
-			task = nil
+		if task != nil {
+			task = w.keep(ctx, *task)
 		}
 		claiming.Unlock()
 		if err != nil {
@@ -87,6 +77,27 @@ func (w *worker) runLoop(ctx context.Context, claiming *sync.Mutex) {
 			w.m.log.Error("worker: run", "agent", slug, "task", task.ID, "err", err)
 		}
 	}
+}
+
+// keep returns task, just claimed, unless Reload or Stop (ctx) or a pause
+// ended the claiming as a post handed the task to it: then the task goes
+// back to the queue (for the loop that replaces this one, or for after
+// the pause) instead of running under a configuration that has gone or
+// while workers are paused, and keep returns nil. A task its sender
+// cancelled meanwhile is not ours to give back; any other failure leaves
+// it claimed until its lease runs out, so it is logged.
+func (w *worker) keep(ctx context.Context, task relay.Task) *relay.Task {
+	reason := reloadReason
+	if ctx.Err() == nil {
+		if paused, _ := w.m.isPaused(); !paused {
+			return &task
+		}
+		reason = pauseReason
+	}
+	if _, err := w.m.opts.Relay.ReleaseTask(context.WithoutCancel(ctx), task.RecipientSlug, task.ID, reason); err != nil && relay.ErrorCode(err) != relay.ETaskUpdateDenied {
+		w.m.log.Error("worker: give back a task claimed while stopping", "agent", task.RecipientSlug, "task", task.ID, "err", err)
+	}
+	return nil
 }
 
 // limit applies the runs-per-hour limit: it forgets starts older than an

@@ -332,7 +332,18 @@ func (m *Manager) SetPaused(paused bool) {
 	close(m.wake)
 	m.wake = make(chan struct{})
 	ws := m.listLocked()
+	var loops []*loopHandle
+	for _, w := range ws {
+		if paused && w.loop != nil {
+			loops = append(loops, w.loop)
+		}
+	}
 	m.mu.Unlock()
+	// Once a pause returns, no loop is claiming: a task handed to a claim
+	// the pause ended is back in the queue.
+	for _, h := range loops {
+		h.claimed()
+	}
 	for _, w := range ws {
 		w.publish()
 	}

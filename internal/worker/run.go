@@ -37,6 +37,7 @@ const (
 	restartReason  = "The relay restarted while its worker was running this task, so it will run again."
 	shutdownReason = "The relay stopped while its worker was running this task, so it will run again."
 	reloadReason   = "The worker was reconfigured or stopped as it claimed this task, so it went back to the queue."
+	pauseReason    = "Workers were paused as this worker claimed this task, so it went back to the queue."
 )
 
 // runState is one run of one task.

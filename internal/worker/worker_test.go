@@ -459,32 +459,45 @@ func (l lateClaim) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.T
 	return l.Relay.ClaimNext(context.WithoutCancel(ctx), in)
 }
 
-// Ensures a task that reaches a claim as Reload ends it goes back to the
-// queue, by the time Reload returns, instead of running under the
-// configuration that was replaced.
-func TestTaskClaimedAsReloadEndsTheClaimGoesBack(t *testing.T) {
-	entered := make(chan struct{}, 1)
-	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay, entered} })
-	m := e.start()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the worker never claimed")
-	}
-	task := e.post(operator, "Handed over during a reload", "done")
-	cfg := e.cfg
-	cfg.Enabled = false
-	e.reconfigure(m, cfg)
-	got := e.task(task.ID)
-	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "reconfigured") {
-		t.Fatalf("after Reload: task %s, last report %q", got.Status, lastReport(got).Message)
-	}
-	holds(t, "the task stays queued", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
-	e.harness.mu.Lock()
-	asked := len(e.harness.requests)
-	e.harness.mu.Unlock()
-	if asked != 0 {
-		t.Fatalf("the harness was asked to run %d time(s)", asked)
+// Ensures a task that reaches a claim as Reload or a pause ends it goes
+// back to the queue, by the time Reload or SetPaused returns, instead of
+// running under the configuration that was replaced or while paused.
+func TestTaskClaimedAsTheClaimEndsGoesBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		end    func(e *env, m *worker.Manager)
+		report string
+	}{
+		{"reload", func(e *env, m *worker.Manager) {
+			cfg := e.cfg
+			cfg.Enabled = false
+			e.reconfigure(m, cfg)
+		}, "reconfigured"},
+		{"pause", func(_ *env, m *worker.Manager) { m.SetPaused(true) }, "paused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered := make(chan struct{}, 1)
+			e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay, entered} })
+			m := e.start()
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the worker never claimed")
+			}
+			task := e.post(operator, "Handed over as the claim ends", "done")
+			tc.end(e, m)
+			got := e.task(task.ID)
+			if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, tc.report) {
+				t.Fatalf("at once: task %s, last report %q", got.Status, lastReport(got).Message)
+			}
+			holds(t, "the task stays queued", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+			e.harness.mu.Lock()
+			asked := len(e.harness.requests)
+			e.harness.mu.Unlock()
+			if asked != 0 {
+				t.Fatalf("the harness was asked to run %d time(s)", asked)
+			}
+		})
 	}
 }
 
