@@ -49,9 +49,11 @@ for m in re.finditer(r"<\((\d+), \{([^{}]*)\}", sys.stdin.read()):
         print(m.group(1)); break' "$1"; }
 for _ in $(seq 50); do menu 2>/dev/null | grep -q "'Quit'" && break; sleep 0.1; done
 menu >"$OUT/tray-menu.txt" 2>&1 || fail "GetLayout on $NAME failed: $(cat "$OUT/tray-menu.txt")"
-gdbus call --session --dest "$NAME" --object-path /StatusNotifierItem \
-  --method org.freedesktop.DBus.Properties.Get org.kde.StatusNotifierItem ToolTip >"$OUT/tray-tooltip.txt" 2>&1 \
-  || fail "no ToolTip property"
+# The tooltip gets its counts once the app has read them: wait for them.
+tooltip(){ gdbus call --session --dest "$NAME" --object-path /StatusNotifierItem \
+  --method org.freedesktop.DBus.Properties.Get org.kde.StatusNotifierItem ToolTip; }
+for _ in $(seq 50); do tooltip 2>/dev/null | grep -q "Crosschat Relay: 0 queued" && break; sleep 0.1; done
+tooltip >"$OUT/tray-tooltip.txt" 2>&1 || fail "no ToolTip property"
 for label in "Open dashboard" "Pause workers" "Start at login" "Notifications" "Open data folder" "Quit"; do
   grep -q "'$label'" "$OUT/tray-menu.txt" || fail "the tray menu lacks \"$label\" (dump: $OUT/tray-menu.txt)"
 done
