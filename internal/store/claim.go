@@ -131,7 +131,9 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 		if c.filter && len(c.senders) == 0 {
 			return nil
 		}
-		query := `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = ? AND t.status = 'queued'`
+		// The recipient is bound as +? so that the statement stays
+		// prepared (see limitSQL).
+		query := `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
 		args := []any{c.recipient}
 		if c.filter {
 			query += ` AND t.sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`

@@ -61,6 +61,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives operational messages (migrations); default discards.
 	Logger *slog.Logger
+
+	// driver is the database/sql driver of the relay's connections; default
+	// "sqlite3". Tests name one that watches statements being prepared.
+	driver string
 }
 
 // DB is the SQLite-backed relay.Service.
@@ -126,6 +130,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.driver == "" {
+		opts.driver = "sqlite3"
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -154,7 +161,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	db.healthy.Store(true)
 
-	db.w, err = sql.Open("sqlite3", dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
+	db.w, err = sql.Open(opts.driver, dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -169,7 +176,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, errors.Join(fmt.Errorf("open store: %w", err), db.w.Close())
 	}
 
-	db.r, err = sql.Open("sqlite3", dsn(abs, "mode=ro&_query_only=true&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
+	db.r, err = sql.Open(opts.driver, dsn(abs, "mode=ro&_query_only=true&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open store: readers: %w", err), db.w.Close())
 	}

@@ -52,7 +52,7 @@ func (db *DB) ReadUpdates(ctx context.Context, slug string, limit int) (relay.Up
 		}
 		missed := oldest.Valid && lastRead < oldest.Int64-1
 		rows, err := t.tx.QueryContext(t.ctx, `SELECT `+eventColumns+` FROM events
-			WHERE recipient_slug = ? AND sequence > ? ORDER BY sequence LIMIT ?`, slug, lastRead, limit)
+			WHERE recipient_slug = +? AND sequence > ? ORDER BY sequence`+limitSQL(limit), slug, lastRead)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
@@ -103,8 +103,7 @@ func (db *DB) ListEvents(ctx context.Context, f relay.EventFilter) ([]relay.Even
 		query += ` AND sequence < ?`
 		args = append(args, f.Before)
 	}
-	query += ` ORDER BY sequence DESC LIMIT ?`
-	args = append(args, relay.Clamp(f.Limit, relay.DefaultEventLimit, 1, relay.MaxListLimit))
+	query += ` ORDER BY sequence DESC` + limitSQL(relay.Clamp(f.Limit, relay.DefaultEventLimit, 1, relay.MaxListLimit))
 	rows, err := db.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)

@@ -25,7 +25,7 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]relay.OutboxItem,
 	var out []relay.OutboxItem
 	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at
-			FROM mesh_outbox ORDER BY seq LIMIT ?`, limit)
+			FROM mesh_outbox ORDER BY seq`+limitSQL(limit))
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}

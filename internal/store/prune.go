@@ -12,8 +12,8 @@ const MaxProgressReports = 100
 // capProgress keeps the newest MaxProgressReports progress reports of a task.
 func capProgress(t *tx, taskID string) error {
 	if _, err := t.exec(`DELETE FROM reports WHERE task_id = ? AND kind = 'progress' AND rowid NOT IN (
-			SELECT rowid FROM reports WHERE task_id = ? AND kind = 'progress' ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
-		taskID, taskID, MaxProgressReports); err != nil {
+			SELECT rowid FROM reports WHERE task_id = ? AND kind = 'progress' ORDER BY created_at DESC, rowid DESC`+limitSQL(MaxProgressReports)+`)`,
+		taskID, taskID); err != nil {
 		return fmt.Errorf("cap progress reports: %w", err)
 	}
 	return nil

@@ -45,7 +45,7 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
 				COALESCE(t.conversation_id, t.id, '')
 			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id
-			WHERE p.agent_slug = ? AND p.sequence > ? ORDER BY p.sequence LIMIT ?`, slug, after, limit)
+			WHERE p.agent_slug = ? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
 		}

@@ -102,7 +102,7 @@ func checkOpenTasks(t *tx, sender string) error {
 	}
 	var open int
 	if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks
-		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked') LIMIT ?)`, sender, limit).Scan(&open); err != nil {
+		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked')`+limitSQL(limit)+`)`, sender).Scan(&open); err != nil {
 		return fmt.Errorf("count open tasks of %s: %w", sender, err)
 	}
 	if open >= limit {

@@ -137,10 +137,11 @@ func getTask(ctx context.Context, q queryer, id string) (relay.Task, error) {
 	return t, loadReports(ctx, q, &t)
 }
 
-// loadReports reads the task's timeline into t.Reports.
+// loadReports reads the task's timeline into t.Reports. The task id is bound
+// as +? so that the statement stays prepared (see limitSQL).
 func loadReports(ctx context.Context, q queryer, t *relay.Task) error {
 	reports, err := queryAll(ctx, q, "get task reports", scanReport,
-		`SELECT id, kind, message, result, created_at FROM reports WHERE task_id = ? ORDER BY rowid`, t.ID)
+		`SELECT id, kind, message, result, created_at FROM reports WHERE task_id = +? ORDER BY rowid`, t.ID)
 	if err != nil {
 		return err
 	}
@@ -651,8 +652,7 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
-	query += " ORDER BY t.updated_at DESC, t.rowid DESC LIMIT ?"
-	args = append(args, relay.Clamp(f.Limit, relay.DefaultTaskLimit, 1, relay.MaxListLimit))
+	query += " ORDER BY t.updated_at DESC, t.rowid DESC" + limitSQL(relay.Clamp(f.Limit, relay.DefaultTaskLimit, 1, relay.MaxListLimit))
 	return listSummaries(ctx, db.r, "list tasks", query, args...)
 }
 
