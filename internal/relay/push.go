@@ -13,8 +13,9 @@ const (
 const (
 	// DefaultPushBatch is how many push events one read returns at most.
 	DefaultPushBatch = 100
-	// DefaultMaxPushEvents is how many push events the relay keeps; a
-	// stream whose cursor is older is told it may have missed some.
+	// DefaultMaxPushEvents is how many push events the relay keeps at least
+	// (it trims the older ones every 100th event, so it holds up to 99
+	// more); a stream whose cursor is older is told it may have missed some.
 	DefaultMaxPushEvents = 20000
 )
 
