@@ -25,7 +25,8 @@ Measures a relay with MCP load over real HTTP, one token per agent: the full
 task lifecycle with N concurrent agents (lifecycles/s, p50/p99 per tool),
 the relay's CPU time per tool call, fsyncs per lifecycle (commits of the
 group-committing writer per lifecycle), wake-up latency of a waiting
-claim_next_task, RSS after load, 1,000 parked claims at once (memory per
+claim_next_task (next to the disk's own write and fsync after the same
+idle gap, when the bench made the data folder), RSS after load, 1,000 parked claims at once (memory per
 waiter, wake-up latency among them), claim latency with short and long
 queues, and start-up time.
 
@@ -199,6 +200,7 @@ func benchRelayIn(ctx context.Context, o bench.Options, dir, version string, std
 	}
 	o.Service = r.Service()
 	o.InProcess = true
+	o.FloorDir = dir
 	return bench.Run(ctx, o)
 }
 

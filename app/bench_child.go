@@ -105,6 +105,11 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 			fmt.Fprintf(stdout, "  relay CPU per tool call %.3f ms (data folder), %.3f ms (tmpfs); fsyncs per lifecycle %.2f / %.2f\n",
 				d.Relay.CPUPerCallMs, t.Relay.CPUPerCallMs, d.Relay.FsyncsPerLifecycle, t.Relay.FsyncsPerLifecycle)
 		}
+		if d.Wake != nil && d.DiskFloor != nil {
+			w, f := d.Wake.Latency, d.DiskFloor.Latency
+			fmt.Fprintf(stdout, "  wake-up p50 / p99 on the data folder %.2f / %.2f ms; its disk's own write + fsync after the same idle %.2f / %.2f ms\n",
+				bench.Ms(w.P50), bench.Ms(w.P99), bench.Ms(f.P50), bench.Ms(f.P99))
+		}
 	}
 	return nil
 }
@@ -168,6 +173,7 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 	o.Startup = time.Since(t0)
 	o.Probe = p
 	o.Progress = stderr
+	o.FloorDir = dir
 	return bench.Run(ctx, o)
 }
 

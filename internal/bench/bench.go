@@ -2,8 +2,9 @@
 // speaks MCP to a relay as raw JSON-RPC over real HTTP, with a real
 // per-agent token for every agent, and measures side by side: the full task
 // lifecycle with N concurrent agents, the wake-up latency of a waiting
-// claim, claim latency with a short and a long queue, and (for a relay in
-// this process) start-up time and idle memory.
+// claim (and, on a disk the caller names, the disk's own write and fsync
+// after the same idle gap), claim latency with a short and a long queue,
+// and (for a relay in this process) start-up time and idle memory.
 //
 // It imports only the standard library and internal/relay; the caller
 // starts an in-process relay when there is none to point at.
@@ -85,6 +86,10 @@ type Options struct {
 	// Waiters is how many waiting claims the waiters phase parks at once
 	// (needs Probe); 0 means DefaultWaiters, negative skips the phase.
 	Waiters int
+	// FloorDir, when set, is a folder on the relay's disk (its data folder):
+	// after the wake-up phase the bench times the disk's own write and fsync
+	// there, with the same idle gap before each (DiskFloor).
+	FloorDir string
 	// Startup is how long the relay took from start to /health 200, when the
 	// caller measured it.
 	Startup time.Duration
@@ -160,8 +165,11 @@ type Report struct {
 	Lifecycle LifecycleResult `json:"lifecycle"`
 	// Relay is the relay process's own use during the lifecycle phase
 	// (only with a Probe).
-	Relay     *RelayUsage    `json:"relay,omitempty"`
-	Wake      *WakeResult    `json:"wake,omitempty"`
+	Relay *RelayUsage `json:"relay,omitempty"`
+	Wake  *WakeResult `json:"wake,omitempty"`
+	// DiskFloor is the disk's bare write and fsync after the wake-up
+	// phase's idle gap (only with Options.FloorDir).
+	DiskFloor *FloorResult   `json:"diskFloor,omitempty"`
 	Waiters   *WaitersResult `json:"waiters,omitempty"`
 	Queues    []QueueResult  `json:"queues"`
 	ElapsedMs float64        `json:"elapsedMs"`
@@ -351,6 +359,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 		rep.Wake = &w
+		if o.FloorDir != "" {
+			r.pr.linef("bench: disk floor: %d writes of %d KiB + fsync in %s, each after %s idle", o.WakeSamples, FloorWrite>>10, o.FloorDir, o.WakeSettle)
+			f, err := DiskFloor(ctx, o.FloorDir, o.WakeSamples, o.WakeSettle)
+			if err != nil {
+				return nil, err
+			}
+			r.pr.linef("bench: disk floor: p50 %s, p99 %s", fmtDur(f.Latency.P50), fmtDur(f.Latency.P99))
+			rep.DiskFloor = &f
+		}
 	}
 	if o.Probe != nil && o.Waiters > 0 {
 		w, err := r.waiters(ctx, o.Waiters)

@@ -55,6 +55,7 @@ func TestRunEndToEnd(t *testing.T) {
 	var progress bytes.Buffer
 	o.Agents, o.Tasks, o.QueueSizes, o.WakeSamples, o.ClaimSamples = 2, 20, []int{10, 100}, 5, 5
 	o.CommitWindow = 50 * time.Millisecond
+	o.FloorDir = t.TempDir()
 	o.Progress = &progress
 	rep, err := bench.Run(context.Background(), o)
 	if err != nil {
@@ -87,6 +88,9 @@ func TestRunEndToEnd(t *testing.T) {
 
 	if rep.Wake == nil || rep.Wake.Samples != 5 || rep.Wake.Latency.Count != 5 || rep.Wake.Post.Count != 5 {
 		t.Errorf("wake = %+v, want 5 samples", rep.Wake)
+	}
+	if f := rep.DiskFloor; f == nil || f.Dir != o.FloorDir || f.Latency.Count != 5 || f.IdleMs != bench.Ms(bench.DefaultWakeSettle) {
+		t.Errorf("disk floor = %+v, want 5 samples in %s after the wake-up's idle gap", rep.DiskFloor, o.FloorDir)
 	}
 	if len(rep.Queues) != 2 {
 		t.Fatalf("queues = %+v, want 2", rep.Queues)
@@ -122,7 +126,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Lifecycle: 2 agents, 20 tasks", "Wake-up", "post_task", "read_updates", "QUEUED", "idle RSS"} {
+	for _, want := range []string{"Lifecycle: 2 agents, 20 tasks", "Wake-up", "post_task", "disk floor", "read_updates", "QUEUED", "idle RSS"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -134,7 +138,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON report does not decode: %v", err)
 	}
-	if back.Lifecycle.Completed != 20 || back.Wake.Latency.Count != 5 {
+	if back.Lifecycle.Completed != 20 || back.Wake.Latency.Count != 5 || back.DiskFloor == nil || back.DiskFloor.Latency.Count != 5 {
 		t.Errorf("JSON round trip lost counts: %+v", back.Lifecycle)
 	}
 }
