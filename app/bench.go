@@ -62,6 +62,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		tmpfs      string
 		inProcess  bool
 		child      string
+		floorChild string
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
 	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
@@ -77,12 +78,16 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Waiters, "waiters", bench.DefaultWaiters, "waiting claims parked at once in the waiters phase (0 skips)")
 	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
 	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
+	fs.StringVar(&floorChild, "floor-child", "", "internal: serve the bench's floor service, writing in this dir, until stdin ends")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if child != "" {
 		return benchChild(child, version, os.Stdin, stdout, stderr)
+	}
+	if floorChild != "" {
+		return benchFloorChild(floorChild, os.Stdin, stdout)
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1

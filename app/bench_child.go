@@ -105,10 +105,14 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 			fmt.Fprintf(stdout, "  relay CPU per tool call %.3f ms (data folder), %.3f ms (tmpfs); fsyncs per lifecycle %.2f / %.2f\n",
 				d.Relay.CPUPerCallMs, t.Relay.CPUPerCallMs, d.Relay.FsyncsPerLifecycle, t.Relay.FsyncsPerLifecycle)
 		}
-		if d.Wake != nil && d.DiskFloor != nil {
-			w, f := d.Wake.Latency, d.DiskFloor.Latency
-			fmt.Fprintf(stdout, "  wake-up p50 / p99 on the data folder %.2f / %.2f ms; its disk's own write + fsync after the same idle %.2f / %.2f ms\n",
+		if d.Wake != nil && d.Floor != nil {
+			w, f := d.Wake.Latency, d.Floor.Disk
+			fmt.Fprintf(stdout, "  wake-up p50 / p99 on the data folder %.2f / %.2f ms; after the same idle, the disk's own write + fsync %.2f / %.2f ms",
 				bench.Ms(w.P50), bench.Ms(w.P99), bench.Ms(f.P50), bench.Ms(f.P99))
+			if s := d.Floor.Service; s != nil {
+				fmt.Fprintf(stdout, ", a request to a do-nothing Go service that does it %.2f / %.2f ms", bench.Ms(s.P50), bench.Ms(s.P99))
+			}
+			fmt.Fprintln(stdout)
 		}
 	}
 	return nil
@@ -174,6 +178,12 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 	o.Probe = p
 	o.Progress = stderr
 	o.FloorDir = dir
+	floorURL, stopFloor, err := startFloorChild(self, dir, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, stopFloor()) }()
+	o.FloorURL = floorURL
 	return bench.Run(ctx, o)
 }
 

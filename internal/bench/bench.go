@@ -90,6 +90,10 @@ type Options struct {
 	// after the wake-up phase the bench times the disk's own write and fsync
 	// there, with the same idle gap before each (DiskFloor).
 	FloorDir string
+	// FloorURL, with FloorDir, is a FloorServer committing in that folder,
+	// in a process of its own: the bench times requests to it as well
+	// (ServiceFloor).
+	FloorURL string
 	// Startup is how long the relay took from start to /health 200, when the
 	// caller measured it.
 	Startup time.Duration
@@ -167,9 +171,9 @@ type Report struct {
 	// (only with a Probe).
 	Relay *RelayUsage `json:"relay,omitempty"`
 	Wake  *WakeResult `json:"wake,omitempty"`
-	// DiskFloor is the disk's bare write and fsync after the wake-up
-	// phase's idle gap (only with Options.FloorDir).
-	DiskFloor *FloorResult   `json:"diskFloor,omitempty"`
+	// Floor is the machine's floor under a wake-up, with no relay (only
+	// with Options.FloorDir).
+	Floor     *FloorResult   `json:"floor,omitempty"`
 	Waiters   *WaitersResult `json:"waiters,omitempty"`
 	Queues    []QueueResult  `json:"queues"`
 	ElapsedMs float64        `json:"elapsedMs"`
@@ -360,13 +364,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Wake = &w
 		if o.FloorDir != "" {
-			r.pr.linef("bench: disk floor: %d writes of %d KiB + fsync in %s, each after %s idle", o.WakeSamples, FloorWrite>>10, o.FloorDir, o.WakeSettle)
-			f, err := DiskFloor(ctx, o.FloorDir, o.WakeSamples, o.WakeSettle)
+			f, err := r.floor(ctx)
 			if err != nil {
 				return nil, err
 			}
-			r.pr.linef("bench: disk floor: p50 %s, p99 %s", fmtDur(f.Latency.P50), fmtDur(f.Latency.P99))
-			rep.DiskFloor = &f
+			rep.Floor = &f
 		}
 	}
 	if o.Probe != nil && o.Waiters > 0 {

@@ -89,8 +89,8 @@ func TestRunEndToEnd(t *testing.T) {
 	if rep.Wake == nil || rep.Wake.Samples != 5 || rep.Wake.Latency.Count != 5 || rep.Wake.Post.Count != 5 {
 		t.Errorf("wake = %+v, want 5 samples", rep.Wake)
 	}
-	if f := rep.DiskFloor; f == nil || f.Dir != o.FloorDir || f.Latency.Count != 5 || f.IdleMs != bench.Ms(bench.DefaultWakeSettle) {
-		t.Errorf("disk floor = %+v, want 5 samples in %s after the wake-up's idle gap", rep.DiskFloor, o.FloorDir)
+	if f := rep.Floor; f == nil || f.Dir != o.FloorDir || f.Disk.Count != 5 || f.Service != nil || f.IdleMs != bench.Ms(bench.DefaultWakeSettle) {
+		t.Errorf("floor = %+v, want 5 disk samples in %s after the wake-up's idle gap, no service", rep.Floor, o.FloorDir)
 	}
 	if len(rep.Queues) != 2 {
 		t.Fatalf("queues = %+v, want 2", rep.Queues)
@@ -126,7 +126,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Lifecycle: 2 agents, 20 tasks", "Wake-up", "post_task", "disk floor", "read_updates", "QUEUED", "idle RSS"} {
+	for _, want := range []string{"Lifecycle: 2 agents, 20 tasks", "Wake-up", "post_task", "floor: 16 KiB write + fsync", "read_updates", "QUEUED", "idle RSS"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -138,7 +138,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatalf("JSON report does not decode: %v", err)
 	}
-	if back.Lifecycle.Completed != 20 || back.Wake.Latency.Count != 5 || back.DiskFloor == nil || back.DiskFloor.Latency.Count != 5 {
+	if back.Lifecycle.Completed != 20 || back.Wake.Latency.Count != 5 || back.Floor == nil || back.Floor.Disk.Count != 5 {
 		t.Errorf("JSON round trip lost counts: %+v", back.Lifecycle)
 	}
 }

@@ -2,8 +2,11 @@ package bench_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +42,7 @@ func TestDiskFloor(t *testing.T) {
 			if tc.wantErr {
 				return
 			}
-			l := res.Latency
+			l := res.Disk
 			if l.Count != tc.samples || l.Min <= 0 || l.P99 < l.P50 || res.WriteBytes != bench.FloorWrite || res.IdleMs != 2 || res.Dir != dir {
 				t.Errorf("result = %+v, want %d positive samples of %d bytes after 2 ms idle in %s", res, tc.samples, bench.FloorWrite, dir)
 			}
@@ -47,5 +50,41 @@ func TestDiskFloor(t *testing.T) {
 				t.Errorf("took %s, less than %d idle gaps of 2 ms", took, tc.samples)
 			}
 		})
+	}
+}
+
+// ServiceFloor times requests that the floor service commits one by one.
+func TestServiceFloor(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := bench.NewFloorServer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	s, err := bench.ServiceFloor(context.Background(), srv.URL, 4, time.Millisecond)
+	if err != nil || s.Count != 4 || s.Min <= 0 {
+		t.Fatalf("ServiceFloor = %+v, %v; want 4 positive samples", s, err)
+	}
+	if got := fs.Commits(); got != 4 {
+		t.Errorf("the service committed %d requests, want 4", got)
+	}
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || fs.Commits() != 4 {
+		t.Errorf("GET answered %d and committed %d in all; want 405 and 4", resp.StatusCode, fs.Commits())
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left %d files in %s", len(left), dir)
+	}
+	// A service that cannot commit answers an error, which ends the floor.
+	if _, err := bench.ServiceFloor(context.Background(), srv.URL, 1, time.Millisecond); err == nil || !strings.Contains(err.Error(), "HTTP 500") {
+		t.Errorf("ServiceFloor after Close = %v, want an HTTP 500 error", err)
 	}
 }

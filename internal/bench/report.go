@@ -114,13 +114,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "  \tSAMPLES\tP50\tP90\tP99\tMAX\t\n")
 		fmt.Fprintf(tw, "  wake-up\t%d\t%s\t%s\t%s\t%s\t\n", wk.Samples, fmtDur(wk.Latency.P50), fmtDur(wk.Latency.P90), fmtDur(wk.Latency.P99), fmtDur(wk.Latency.Max))
 		fmt.Fprintf(tw, "  post_task itself\t%d\t%s\t%s\t%s\t%s\t\n", wk.Post.Count, fmtDur(wk.Post.P50), fmtDur(wk.Post.P90), fmtDur(wk.Post.P99), fmtDur(wk.Post.Max))
-		if f := rep.DiskFloor; f != nil {
-			l := f.Latency
-			fmt.Fprintf(tw, "  disk floor: %d KiB write + fsync, no relay\t%d\t%s\t%s\t%s\t%s\t\n", f.WriteBytes>>10, l.Count, fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.Max))
+		if f := rep.Floor; f != nil {
+			row := func(name string, l Summary) {
+				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t\n", name, l.Count, fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.Max))
+			}
+			row(fmt.Sprintf("floor: %d KiB write + fsync, no relay", f.WriteBytes>>10), f.Disk)
+			if f.Service != nil {
+				row("floor: request to a Go service that does it", *f.Service)
+			}
 		}
 		tw.Flush()
-		if f := rep.DiskFloor; f != nil {
-			p("  (the disk floor is the data folder's own write and fsync after the same %.0f ms idle, with no relay: every wake-up waits for one such commit)\n", f.IdleMs)
+		if f := rep.Floor; f != nil {
+			p("  (floors: the data folder's own write and fsync, and a do-nothing Go HTTP service in its own process doing the same per request,\n")
+			p("   each after the same %.0f ms idle; a wake-up is such a request, which commits once)\n", f.IdleMs)
 		}
 	}
 

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// The bench's floor service (`bench --floor-child DIR`) is a do-nothing Go
+// HTTP service in a process of its own, as the relay is: each POST writes
+// and fsyncs bench.FloorWrite bytes in DIR before it answers. Timed after
+// the same idle gap as the wake-up phase, it shows what this machine needs
+// for a request that commits once, with no relay code in the way. It prints
+// "ready <url>" and serves until the end of stdin.
+
+// benchFloorChild serves the floor service on a random loopback port.
+func benchFloorChild(dir string, stdin io.Reader, stdout io.Writer) (err error) {
+	fs, err := bench.NewFloorServer(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, fs.Close()) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("bench floor: %w", err)
+	}
+	srv := &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer func() {
+		err = errors.Join(err, srv.Close())
+		if sErr := <-served; !errors.Is(sErr, http.ErrServerClosed) {
+			err = errors.Join(err, fmt.Errorf("bench floor: %w", sErr))
+		}
+	}()
+	if _, err := fmt.Fprintf(stdout, "ready http://%s/\n", ln.Addr()); err != nil {
+		return fmt.Errorf("bench floor: %w", err)
+	}
+	if _, err := io.Copy(io.Discard, stdin); err != nil {
+		return fmt.Errorf("bench floor: %w", err)
+	}
+	return nil
+}
+
+// startFloorChild starts self as the floor service writing in dir and
+// returns its URL and how to stop it.
+func startFloorChild(self, dir string, stderr io.Writer) (url string, stop func() error, err error) {
+	cmd := exec.Command(self, "bench", "--floor-child", dir)
+	cmd.Env = config.WithoutRelayEnv(os.Environ())
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("floor service: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("floor service: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start floor service: %w", err)
+	}
+	stop = func() error {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("floor service: %w", err)
+			}
+			return nil
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			return errors.New("floor service did not stop within 30 s; killed")
+		}
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 2 || f[0] != "ready" {
+		return "", nil, errors.Join(fmt.Errorf("floor service did not start: %q: %v", strings.TrimSpace(line), err), stop())
+	}
+	return f[1], stop, nil
+}
