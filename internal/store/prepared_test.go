@@ -131,13 +131,16 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			claimed(t, o.task, o.err, id)
 			report(t, id, relay.ReportCompleted)
 		}},
-		{"token and task reads", func(t *testing.T) {
+		{"token, task and push stream reads", func(t *testing.T) {
 			if p, err := db.Authenticate(ctx, token); err != nil || p.Slug != "worker" {
 				t.Fatalf("authenticate = %+v, %v", p, err)
 			}
 			id := post(t).ID
 			if got, err := db.GetTask(ctx, "sender", id); err != nil || got.ID != id {
 				t.Fatalf("get task = %+v, %v", got, err)
+			}
+			if b, err := db.PushEvents(ctx, "worker", 0, 10); err != nil || len(b.Events) == 0 {
+				t.Fatalf("push events = %+v, %v", b, err)
 			}
 		}},
 	}

@@ -41,11 +41,12 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 		}
 		out.MayHaveMissed = after > 0 && oldest.Valid && after < oldest.Int64-1
 		// The conversation is read from the task (by primary key), so the
-		// push rows written by triggers stay as they are.
+		// push rows written by triggers stay as they are. The agent is
+		// bound as +? so that the statement stays prepared (see limitSQL).
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
 				COALESCE(t.conversation_id, t.id, '')
 			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id
-			WHERE p.agent_slug = ? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
+			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
 		}
