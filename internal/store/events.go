@@ -96,7 +96,7 @@ func (db *DB) ListEvents(ctx context.Context, f relay.EventFilter) ([]relay.Even
 	query := `SELECT ` + eventColumns + ` FROM events WHERE 1 = 1`
 	var args []any
 	if a := strings.ToLower(strings.TrimSpace(f.Agent)); a != "" {
-		query += ` AND recipient_slug = ?`
+		query += ` AND recipient_slug = +?` // stays prepared (see limitSQL)
 		args = append(args, a)
 	}
 	if f.Before > 0 {

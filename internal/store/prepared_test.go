@@ -131,6 +131,37 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			claimed(t, o.task, o.err, id)
 			report(t, id, relay.ReportCompleted)
 		}},
+		{"heartbeat, lease, release, cancel", func(t *testing.T) {
+			if _, err := db.Heartbeat(ctx, "worker"); err != nil {
+				t.Fatal(err)
+			}
+			id := post(t).ID
+			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "worker"})
+			claimed(t, task, err, id)
+			if _, err := db.RenewLease(ctx, "worker", id, 600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ReleaseTask(ctx, "worker", id, "Not mine."); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.CancelTask(ctx, "sender", id, "Not needed."); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"dashboard lists", func(t *testing.T) {
+			if _, err := db.ListTasks(ctx, relay.TaskFilter{Agent: "worker", Limit: 20}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ListTasks(ctx, relay.TaskFilter{Statuses: []relay.TaskStatus{relay.StatusCompleted}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ListEvents(ctx, relay.EventFilter{Agent: "sender", Limit: 20}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ListAgents(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"token, task and push stream reads", func(t *testing.T) {
 			if p, err := db.Authenticate(ctx, token); err != nil || p.Slug != "worker" {
 				t.Fatalf("authenticate = %+v, %v", p, err)

@@ -641,7 +641,8 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 		where = append(where, "t.status IN ("+strings.Join(marks, ", ")+")")
 	}
 	if a := strings.ToLower(strings.TrimSpace(f.Agent)); a != "" {
-		where = append(where, "(t.sender_slug = ? OR t.recipient_slug = ?)")
+		// Bound as +? so that the statement stays prepared (see limitSQL).
+		where = append(where, "(t.sender_slug = +? OR t.recipient_slug = +?)")
 		args = append(args, a, a)
 	}
 	if q := strings.TrimSpace(f.Query); q != "" {
