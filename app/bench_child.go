@@ -149,22 +149,7 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 		return nil, fmt.Errorf("start child relay: %w", err)
 	}
 	p := &childProbe{in: in, out: bufio.NewReader(outPipe)}
-	defer func() {
-		// End of stdin stops the child; it must exit on its own.
-		in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case werr := <-done:
-			if werr != nil {
-				err = errors.Join(err, fmt.Errorf("child relay: %w", werr))
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			err = errors.Join(err, errors.New("child relay did not stop within 30 s; killed"))
-		}
-	}()
+	defer func() { err = errors.Join(err, stopChild(cmd, in, "child relay")) }()
 	line, err := p.out.ReadString('\n')
 	if err != nil {
 		return nil, fmt.Errorf("child relay did not start: %w", err)
@@ -185,6 +170,25 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 	defer func() { err = errors.Join(err, stopFloor()) }()
 	o.FloorURL = floorURL
 	return bench.Run(ctx, o)
+}
+
+// stopChild ends the input of a bench child, which stops it, and waits for
+// it to exit, killing it after 30 s; name names it in errors.
+func stopChild(cmd *exec.Cmd, in io.Closer, name string) error {
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("%s did not stop within 30 s; killed", name)
+	}
 }
 
 // childProbe asks the child relay for samples over its stdin and stdout.

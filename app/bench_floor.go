@@ -69,22 +69,7 @@ func startFloorChild(self, dir string, stderr io.Writer) (url string, stop func(
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start floor service: %w", err)
 	}
-	stop = func() error {
-		in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				return fmt.Errorf("floor service: %w", err)
-			}
-			return nil
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			return errors.New("floor service did not stop within 30 s; killed")
-		}
-	}
+	stop = func() error { return stopChild(cmd, in, "floor service") }
 	line, err := bufio.NewReader(out).ReadString('\n')
 	f := strings.Fields(line)
 	if err != nil || len(f) != 2 || f[0] != "ready" {
