@@ -104,6 +104,8 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 		if d.Relay != nil && t.Relay != nil {
 			fmt.Fprintf(stdout, "  relay CPU per tool call %.3f ms (data folder), %.3f ms (tmpfs); fsyncs per lifecycle %.2f / %.2f\n",
 				d.Relay.CPUPerCallMs, t.Relay.CPUPerCallMs, d.Relay.FsyncsPerLifecycle, t.Relay.FsyncsPerLifecycle)
+			fmt.Fprintf(stdout, "  the store's writer busy %.0f%% / %.0f%% of the lifecycle phase, in COMMIT %.0f%% / %.0f%%\n",
+				100*d.Relay.WriterBusy, 100*t.Relay.WriterBusy, 100*d.Relay.WriterCommitting, 100*t.Relay.WriterCommitting)
 		}
 		if d.Wake != nil && d.Floor != nil {
 			w, f := d.Wake.Latency, d.Floor.Disk
@@ -267,6 +269,7 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 		if stats != nil {
 			w := stats.WriteStats()
 			s.Batches, s.Writes = w.Batches, w.Writes
+			s.WriterBusy, s.Committing = w.Busy, w.Committing
 		}
 		b, err := json.Marshal(s)
 		if err != nil {

@@ -28,6 +28,10 @@ type Sample struct {
 	// each) and Writes how many writes they held (group commit).
 	Batches int64 `json:"batches"`
 	Writes  int64 `json:"writes"`
+	// WriterBusy is how long the store's single writer spent on batches,
+	// and Committing the part of it in COMMIT (fsync included).
+	WriterBusy time.Duration `json:"writerBusyNs,omitempty"`
+	Committing time.Duration `json:"committingNs,omitempty"`
 	// RSSAnon is the anonymous part of RSS (RssAnon: heap, stacks), without
 	// the pages of the executable and libraries.
 	RSSAnon int64 `json:"rssAnonBytes,omitempty"`
@@ -49,6 +53,11 @@ type RelayUsage struct {
 	// FsyncsPerLifecycle is Batches / lifecycles (one commit, one fsync,
 	// per batch).
 	FsyncsPerLifecycle float64 `json:"fsyncsPerLifecycle"`
+	// WriterBusy is the share of the phase's wall time the store's single
+	// writer spent on batches (every write waits for it: near 1 it is the
+	// limit), and WriterCommitting the share it spent in COMMIT.
+	WriterBusy       float64 `json:"writerBusy"`
+	WriterCommitting float64 `json:"writerCommitting"`
 	// RSSAfterLoad is the relay's resident memory right after the phase.
 	RSSAfterLoad int64 `json:"rssAfterLoadBytes"`
 }
@@ -81,6 +90,8 @@ func usage(before, after Sample, l LifecycleResult) RelayUsage {
 	}
 	if l.DurationMs > 0 {
 		u.CPUCores = Ms(cpu) / l.DurationMs
+		u.WriterBusy = Ms(after.WriterBusy-before.WriterBusy) / l.DurationMs
+		u.WriterCommitting = Ms(after.Committing-before.Committing) / l.DurationMs
 	}
 	if l.Completed > 0 {
 		u.FsyncsPerLifecycle = float64(u.Batches) / float64(l.Completed)

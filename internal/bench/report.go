@@ -106,6 +106,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if u := rep.Relay; u != nil {
 		p("  relay process: %.3f ms CPU per tool call (%.2f cores busy); %d writes in %d commits: %.2f fsyncs per lifecycle, %.1f writes per commit\n",
 			u.CPUPerCallMs, u.CPUCores, u.Writes, u.Batches, u.FsyncsPerLifecycle, float64(u.Writes)/float64(max(u.Batches, 1)))
+		p("  the store's single writer was busy %.0f%% of the phase, %.0f%% in COMMIT (fsync included); every write waits for it\n",
+			100*u.WriterBusy, 100*u.WriterCommitting)
 	}
 
 	if wk := rep.Wake; wk != nil {

@@ -99,6 +99,8 @@ type DB struct {
 	waiting    atomic.Int64   // writes handed to write and not yet answered
 	batches    atomic.Int64
 	writes     atomic.Int64
+	busy       atomic.Int64 // ns the writer spent on batches
+	committing atomic.Int64 // ns of busy spent in COMMIT
 }
 
 var _ relay.Service = (*DB)(nil)

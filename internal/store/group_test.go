@@ -516,3 +516,32 @@ func TestFailedCommitLeavesNothing(t *testing.T) {
 		t.Error("unhealthy after a write that committed")
 	}
 }
+
+// WriteStats times the writer: a batch held open for a while counts at least
+// that long as busy, its COMMIT counts within it, and a write refused alone
+// (rolled back, nothing to commit) adds to busy but not to committing.
+func TestWriteStatsTimeTheWriter(t *testing.T) {
+	db := openGroup(t)
+	before := db.WriteStats()
+	release := holdWriter(t, db)
+	const held = 20 * time.Millisecond
+	time.Sleep(held) // the write holds the writer this long at least
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	after := db.WriteStats()
+	busy, committing := after.Busy-before.Busy, after.Committing-before.Committing
+	if after.Batches != before.Batches+1 || busy < held || committing <= 0 || committing > busy {
+		t.Fatalf("after one held batch: %d batches, busy %s, committing %s; want 1 batch, busy ≥ %s, 0 < committing ≤ busy",
+			after.Batches-before.Batches, busy, committing, held)
+	}
+	_, err := db.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "nobody", Title: "T", Instructions: "I"})
+	if relay.ErrorCode(err) != relay.EUnknownAgent {
+		t.Fatalf("post to nobody = %v, want %s", err, relay.EUnknownAgent)
+	}
+	refused := db.WriteStats()
+	if refused.Batches != after.Batches || refused.Committing != after.Committing || refused.Busy <= after.Busy {
+		t.Errorf("a refused write: %d more batches, committing +%s, busy +%s; want none, none, more",
+			refused.Batches-after.Batches, refused.Committing-after.Committing, refused.Busy-after.Busy)
+	}
+}

@@ -58,11 +58,18 @@ type WriteStats struct {
 	Batches int64
 	// Writes is how many writes those batches held.
 	Writes int64
+	// Busy is how long the writer spent on batches, from taking a batch's
+	// first write to answering its last; every write waits for the writer,
+	// so the share of time it is busy shows how close it is to the limit.
+	Busy time.Duration
+	// Committing is the part of Busy spent in COMMIT, the fsync included.
+	Committing time.Duration
 }
 
-// WriteStats reports how many batches and writes have been committed.
+// WriteStats reports the writer's work so far.
 func (db *DB) WriteStats() WriteStats {
-	return WriteStats{Batches: db.batches.Load(), Writes: db.writes.Load()}
+	return WriteStats{Batches: db.batches.Load(), Writes: db.writes.Load(),
+		Busy: time.Duration(db.busy.Load()), Committing: time.Duration(db.committing.Load())}
 }
 
 // write runs fn as one write: the single writer goroutine runs it in its
@@ -114,6 +121,7 @@ func (db *DB) writer() {
 // one. Every later write runs in its own savepoint.
 func (db *DB) batch(first *writeReq) {
 	started := time.Now()
+	defer func() { db.busy.Add(int64(time.Since(started))) }()
 	var (
 		conn   *sql.Conn // the writer connection while a transaction is open
 		list   []pending // writes that succeeded in the transaction
@@ -163,7 +171,9 @@ func (db *DB) batch(first *writeReq) {
 		return
 	}
 	if broken == nil {
+		commit := time.Now()
 		broken = db.end(conn, "COMMIT")
+		db.committing.Add(int64(time.Since(commit)))
 	} else {
 		broken = errors.Join(broken, db.end(conn, "ROLLBACK"))
 	}
