@@ -24,9 +24,11 @@ const benchUsage = `Usage: crosschat-relay bench [flags]
 Measures a relay with MCP load over real HTTP, one token per agent: the full
 task lifecycle with N concurrent agents (lifecycles/s, p50/p99 per tool),
 the relay's CPU time per tool call, fsyncs per lifecycle (commits of the
-group-committing writer per lifecycle), wake-up latency of a waiting
-claim_next_task (next to the disk's own write and fsync after the same
-idle gap, when the bench made the data folder), RSS after load, 1,000 parked claims at once (memory per
+group-committing writer per lifecycle), how busy that writer was,
+wake-up latency of a waiting claim_next_task (next to the floor under it
+when the bench made the data folder: the disk's own write and fsync, and
+a do-nothing Go service doing that per request, after the same idle
+gap), RSS after load, 1,000 parked claims at once (memory per
 waiter, wake-up latency among them), claim latency with short and long
 queues, and start-up time.
 

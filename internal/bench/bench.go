@@ -2,7 +2,8 @@
 // speaks MCP to a relay as raw JSON-RPC over real HTTP, with a real
 // per-agent token for every agent, and measures side by side: the full task
 // lifecycle with N concurrent agents, the wake-up latency of a waiting
-// claim (and, on a disk the caller names, the disk's own write and fsync
+// claim (and, on a disk the caller names, the floor under it: the disk's
+// own write and fsync, and a do-nothing service doing that per request,
 // after the same idle gap), claim latency with a short and a long queue,
 // and (for a relay in this process) start-up time and idle memory.
 //
