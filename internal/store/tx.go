@@ -59,7 +59,7 @@ type WriteStats struct {
 	// Writes is how many writes those batches held.
 	Writes int64
 	// Busy is how long the writer spent on batches, from taking a batch's
-	// first write to answering its last; every write waits for the writer,
+	// first write until its writes are answered; every write waits for the writer,
 	// so the share of time it is busy shows how close it is to the limit.
 	Busy time.Duration
 	// Committing is the part of Busy spent in COMMIT, the fsync included.
@@ -121,7 +121,10 @@ func (db *DB) writer() {
 // one. Every later write runs in its own savepoint.
 func (db *DB) batch(first *writeReq) {
 	started := time.Now()
-	defer func() { db.busy.Add(int64(time.Since(started))) }()
+	// Busy counts up to the answers, so that a caller that has its answer
+	// sees its batch counted (a write refused during the batch is answered
+	// at once and may see it a moment later).
+	spent := func() { db.busy.Add(int64(time.Since(started))) }
 	var (
 		conn   *sql.Conn // the writer connection while a transaction is open
 		list   []pending // writes that succeeded in the transaction
@@ -168,6 +171,7 @@ func (db *DB) batch(first *writeReq) {
 		}
 	}
 	if conn == nil {
+		spent()
 		return
 	}
 	if broken == nil {
@@ -178,6 +182,7 @@ func (db *DB) batch(first *writeReq) {
 		broken = errors.Join(broken, db.end(conn, "ROLLBACK"))
 	}
 	if broken != nil {
+		spent()
 		// Nothing of this transaction is in the database: every write that
 		// had succeeded in it fails with the reason.
 		for _, p := range list {
@@ -192,6 +197,7 @@ func (db *DB) batch(first *writeReq) {
 	for _, p := range list {
 		db.committed(p.t)
 	}
+	spent()
 	for _, p := range list {
 		p.req.done <- nil
 	}
