@@ -136,60 +136,79 @@ func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io
 // bench against it and stops it.
 func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr io.Writer) (rep *bench.Report, err error) {
 	t0 := time.Now()
-	cmd := exec.Command(self, "bench", "--relay-child", dir)
+	relayChild, ready, err := startChild(self, "--relay-child", dir, "child relay", 2, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, relayChild.stop()) }()
+	o.URL, o.AdminToken = ready[0], ready[1]
+	o.Startup = time.Since(t0)
+	o.Probe = &childProbe{in: relayChild.in, out: relayChild.out}
+	o.Progress = stderr
+	floor, ready, err := startChild(self, "--floor-child", dir, "floor service", 1, stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, floor.stop()) }()
+	o.FloorDir, o.FloorURL = dir, ready[0]
+	return bench.Run(ctx, o)
+}
+
+// child is a bench child process (`bench --relay-child DIR`, `bench
+// --floor-child DIR`): it says "ready" and its details on its first line of
+// output, and stops at the end of its input.
+type child struct {
+	name string // in errors
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+}
+
+// startChild starts self with flag and dir and reads its ready line, which
+// must carry fields details after "ready"; it returns those details.
+func startChild(self, flag, dir, name string, fields int, stderr io.Writer) (*child, []string, error) {
+	cmd := exec.Command(self, "bench", flag, dir)
 	cmd.Env = config.WithoutRelayEnv(os.Environ())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("child relay: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	outPipe, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("child relay: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start child relay: %w", err)
+		return nil, nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &childProbe{in: in, out: bufio.NewReader(outPipe)}
-	defer func() { err = errors.Join(err, stopChild(cmd, in, "child relay")) }()
-	line, err := p.out.ReadString('\n')
+	c := &child{name: name, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	line, err := c.out.ReadString('\n')
 	if err != nil {
-		return nil, fmt.Errorf("child relay did not start: %w", err)
+		return nil, nil, errors.Join(fmt.Errorf("%s did not start: %w", name, err), c.stop())
 	}
 	f := strings.Fields(line)
-	if len(f) != 3 || f[0] != "ready" {
-		return nil, fmt.Errorf("child relay: unexpected first line %q", strings.TrimSpace(line))
+	if len(f) != fields+1 || f[0] != "ready" {
+		return nil, nil, errors.Join(fmt.Errorf("%s: unexpected first line %q", name, strings.TrimSpace(line)), c.stop())
 	}
-	o.URL, o.AdminToken = f[1], f[2]
-	o.Startup = time.Since(t0)
-	o.Probe = p
-	o.Progress = stderr
-	o.FloorDir = dir
-	floorURL, stopFloor, err := startFloorChild(self, dir, stderr)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, stopFloor()) }()
-	o.FloorURL = floorURL
-	return bench.Run(ctx, o)
+	return c, f[1:], nil
 }
 
-// stopChild ends the input of a bench child, which stops it, and waits for
-// it to exit, killing it after 30 s; name names it in errors.
-func stopChild(cmd *exec.Cmd, in io.Closer, name string) error {
-	in.Close()
+// stop ends the child's input, which stops it, and waits for it to exit,
+// killing it after 30 s.
+func (c *child) stop() error {
+	c.in.Close()
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- c.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		return nil
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = c.cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("%s did not stop within 30 s; killed", name)
+		return fmt.Errorf("%s did not stop within 30 s; killed", c.name)
 	}
 }
 

@@ -1,19 +1,14 @@
 package app
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
-	"github.com/crosschat/crosschat-relay/internal/config"
 )
 
 // The bench's floor service (`bench --floor-child DIR`) is a do-nothing Go
@@ -50,30 +45,4 @@ func benchFloorChild(dir string, stdin io.Reader, stdout io.Writer) (err error) 
 		return fmt.Errorf("bench floor: %w", err)
 	}
 	return nil
-}
-
-// startFloorChild starts self as the floor service writing in dir and
-// returns its URL and how to stop it.
-func startFloorChild(self, dir string, stderr io.Writer) (url string, stop func() error, err error) {
-	cmd := exec.Command(self, "bench", "--floor-child", dir)
-	cmd.Env = config.WithoutRelayEnv(os.Environ())
-	cmd.Stderr = stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return "", nil, fmt.Errorf("floor service: %w", err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, fmt.Errorf("floor service: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start floor service: %w", err)
-	}
-	stop = func() error { return stopChild(cmd, in, "floor service") }
-	line, err := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 2 || f[0] != "ready" {
-		return "", nil, errors.Join(fmt.Errorf("floor service did not start: %q: %v", strings.TrimSpace(line), err), stop())
-	}
-	return f[1], stop, nil
 }
