@@ -114,12 +114,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		p("\nWake-up: claim_next_task waiting (waitMs 20000), then post_task to it; from sending the post to the claim's answer\n")
 		tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "  \tSAMPLES\tP50\tP90\tP99\tMAX\t\n")
-		fmt.Fprintf(tw, "  wake-up\t%d\t%s\t%s\t%s\t%s\t\n", wk.Samples, fmtDur(wk.Latency.P50), fmtDur(wk.Latency.P90), fmtDur(wk.Latency.P99), fmtDur(wk.Latency.Max))
-		fmt.Fprintf(tw, "  post_task itself\t%d\t%s\t%s\t%s\t%s\t\n", wk.Post.Count, fmtDur(wk.Post.P50), fmtDur(wk.Post.P90), fmtDur(wk.Post.P99), fmtDur(wk.Post.Max))
+		row := func(name string, l Summary) {
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t\n", name, l.Count, fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.Max))
+		}
+		row("wake-up", wk.Latency)
+		row("post_task itself", wk.Post)
 		if f := rep.Floor; f != nil {
-			row := func(name string, l Summary) {
-				fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t\n", name, l.Count, fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.Max))
-			}
 			row(fmt.Sprintf("floor: %d KiB write + fsync, no relay", f.WriteBytes>>10), f.Disk)
 			if f.Service != nil {
 				row("floor: request to a Go service that does it", *f.Service)
