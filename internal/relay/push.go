@@ -55,6 +55,11 @@ type PushBatch struct {
 
 // PushSource reads agents' push streams; internal/store implements it.
 type PushSource interface {
+	// OpenPush makes sure the agent's push events are written from now on
+	// (they are only for agents whose stream was opened) and returns the
+	// sequence after which the stream holds all of them; a cursor older
+	// than that may have missed some.
+	OpenPush(ctx context.Context, slug string) (since int64, err error)
 	// PushCursor is the newest push sequence: a stream that starts "now"
 	// resumes after it.
 	PushCursor(ctx context.Context) (int64, error)

@@ -85,10 +85,10 @@ func TestMigrationBackfillsConversations(t *testing.T) {
 	if err := e.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Back to schema 6: the columns 0007 adds are gone.
+	// Back to schema 6: the columns 0007 adds and the table 0009 adds are gone.
 	raw := rawDB(t, e.path)
 	if _, err := raw.Exec(`ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
-		ALTER TABLE tasks DROP COLUMN target_session; PRAGMA user_version = 6`); err != nil {
+		ALTER TABLE tasks DROP COLUMN target_session; DROP TABLE push_agents; PRAGMA user_version = 6`); err != nil {
 		t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {
@@ -142,6 +142,11 @@ func TestPushEventsCarryConversation(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("ann")
 	e.register("bob")
+	for _, s := range []string{"ann", "bob"} {
+		if _, err := e.db.OpenPush(e.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := e.post("ann", "bob", "root", 0)
 	child, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "ann", Title: "child", Instructions: "i", ParentTaskID: root.ID})
 	if err != nil {

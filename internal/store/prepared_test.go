@@ -83,6 +83,12 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both streams followed: every round writes push rows too.
+	for _, s := range []string{"sender", "worker"} {
+		if _, err := db.OpenPush(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	post := func(t *testing.T) relay.Task {
 		t.Helper()
 		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "sender", RecipientSlug: "worker", Title: "Task", Instructions: "Do it."})

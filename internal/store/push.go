@@ -3,13 +3,47 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// The push stream's rows are written by the triggers of migration 0003, in
-// the transaction that queues the task or writes the journal event.
+// The push stream's rows are written by triggers (migrations 0003 and
+// 0009), in the transaction that queues the task or writes the journal
+// event, for the agents in push_agents: those whose stream was opened once
+// (OpenPush), and every agent that existed before version 9.
+
+// OpenPush makes sure slug's push stream is written from now on, and
+// returns since: the stream holds every push event of slug after that
+// sequence (0 when it always did), so a cursor older than since may have
+// missed some.
+func (db *DB) OpenPush(ctx context.Context, slug string) (int64, error) {
+	slug, err := relay.NormalizeSlug("agentSlug", slug)
+	if err != nil {
+		return 0, err
+	}
+	// A stream opened before costs a read, not a write.
+	var since int64
+	err = db.r.QueryRowContext(ctx, `SELECT since FROM push_agents WHERE slug = ?`, slug).Scan(&since)
+	if err == nil {
+		return since, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("open push stream: %w", err)
+	}
+	err = db.write(ctx, "open push stream", func(t *tx) error {
+		if err := t.mustExist(slug); err != nil {
+			return err
+		}
+		if _, err := t.exec(`INSERT OR IGNORE INTO push_agents (slug, since)
+			VALUES (?, (SELECT COALESCE(MAX(sequence), 0) FROM push_events))`, slug); err != nil {
+			return fmt.Errorf("follow push stream: %w", err)
+		}
+		return t.tx.QueryRowContext(t.ctx, `SELECT since FROM push_agents WHERE slug = ?`, slug).Scan(&since)
+	})
+	return since, err
+}
 
 // PushCursor returns the newest push sequence, 0 when there is none.
 func (db *DB) PushCursor(ctx context.Context) (int64, error) {

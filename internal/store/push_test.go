@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -54,5 +55,107 @@ func TestPushStreamTrim(t *testing.T) {
 	}
 	if !b.MayHaveMissed || len(b.Events) != 10 || b.Events[0].Sequence != 201 {
 		t.Errorf("a cursor among the trimmed rows read %d events from %+v, mayHaveMissed %v; want 10 from 201, true", len(b.Events), b.Events, b.MayHaveMissed)
+	}
+}
+
+// pushKinds reads slug's push events after the cursor as "kind title".
+func pushKinds(t *testing.T, e *env, slug string, after int64) []string {
+	t.Helper()
+	b, err := e.db.PushEvents(e.ctx, slug, after, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, ev := range b.Events {
+		out = append(out, ev.Kind+" "+ev.Title)
+	}
+	return out
+}
+
+// Push rows are written only for an agent whose stream was opened: from
+// the moment OpenPush returns, with since the newest sequence then, and
+// never again for it once it is deleted.
+func TestPushWrittenForFollowedAgents(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("ann", "bob", "cat")
+	if _, err := e.db.OpenPush(e.ctx, "cat"); err != nil {
+		t.Fatal(err)
+	}
+	forCat := e.post("bob", "cat", "for cat", 2)
+	e.post("bob", "ann", "before", 2)
+	if got := pushKinds(t, e, "ann", 0); len(got) != 0 {
+		t.Fatalf("ann's stream holds %v before it was opened", got)
+	}
+	cursor, err := e.db.PushCursor(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since, err := e.db.OpenPush(e.ctx, "ann")
+	if err != nil || since != cursor || since == 0 {
+		t.Fatalf("OpenPush = %d, %v; want the newest sequence %d", since, err, cursor)
+	}
+	task := e.post("bob", "ann", "after", 2)
+	if _, err := e.db.CancelTask(e.ctx, "bob", task.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{relay.PushTask + " after", relay.EventTaskCancelled + " after"}
+	if got := pushKinds(t, e, "ann", since); !slices.Equal(got, want) {
+		t.Errorf("ann's stream after %d = %v, want %v", since, got, want)
+	}
+	if again, err := e.db.OpenPush(e.ctx, "ann"); err != nil || again != since {
+		t.Errorf("second OpenPush = %d, %v; want %d", again, err, since)
+	}
+	_, err = e.db.OpenPush(e.ctx, "nobody")
+	wantCode(t, err, relay.EUnknownAgent)
+	// A deleted agent is no longer followed: a new agent of the same name
+	// starts unfollowed.
+	if _, err := e.db.CancelTask(e.ctx, "bob", forCat.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.DeleteAgent(e.ctx, "cat"); err != nil {
+		t.Fatal(err)
+	}
+	e.register("cat")
+	deleted, err := e.db.PushCursor(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.post("bob", "cat", "new cat", 2)
+	if got := pushKinds(t, e, "cat", deleted); len(got) != 0 {
+		t.Errorf("the new cat's stream holds %v before it was opened", got)
+	}
+}
+
+// Migration 0009 keeps every agent of an older database followed from the
+// start, so a cursor a client kept across the upgrade misses nothing.
+func TestMigrationFollowsExistingAgents(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("ann", "bob")
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Back to schema 8 (the triggers' bodies do not matter: 0009 replaces them).
+	raw := rawDB(t, e.path)
+	if _, err := raw.Exec(`DROP TABLE push_agents; DROP TRIGGER push_task; DROP TRIGGER push_event;
+		CREATE TRIGGER push_task AFTER INSERT ON tasks BEGIN SELECT 1; END;
+		CREATE TRIGGER push_event AFTER INSERT ON events BEGIN SELECT 1; END;
+		PRAGMA user_version = 8`); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(e.path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e.db = db
+	e.post("bob", "ann", "kept", 2)
+	if got := pushKinds(t, e, "ann", 0); !slices.Equal(got, []string{relay.PushTask + " kept"}) {
+		t.Errorf("ann's stream after the upgrade = %v, want the task", got)
+	}
+	if since, err := db.OpenPush(e.ctx, "ann"); err != nil || since != 0 {
+		t.Errorf("OpenPush after the upgrade = %d, %v; want 0", since, err)
 	}
 }

@@ -28,7 +28,7 @@ const (
 	PushEventReady  = "ready"  // data {"agent","cursor"}: the stream is open
 	PushEventTask   = "task"   // data relay.PushEvent: a task queued for the agent
 	PushEventUpdate = "update" // data relay.PushEvent: an update addressed to it
-	PushEventMissed = "missed" // data {"cursor"}: events after the cursor were trimmed
+	PushEventMissed = "missed" // data {"cursor"}: events after the cursor were trimmed, or never written
 )
 
 // pushHub wakes push streams in process when a change for their agent
@@ -74,8 +74,10 @@ func (p *pushHub) run(ch <-chan relay.Change, cancel func()) {
 // starting after the cursor given as ?after=N or Last-Event-ID (without
 // one, after the newest event: only what arrives from now on). Every event
 // carries its sequence as the SSE id, so a client resumes exactly where it
-// stopped, across reconnects and relay restarts. The admin token names the
-// agent with ?agent=slug; agent and run tokens stream their own agent.
+// stopped, across reconnects and relay restarts. An agent's push events are
+// written from the first time its stream is opened (OpenPush); a cursor
+// from before that gets a missed event. The admin token names the agent
+// with ?agent=slug; agent and run tokens stream their own agent.
 func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w, "GET")
@@ -108,12 +110,20 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, err.Error())
 		return
 	}
+	// From here on the agent's push events are written; before since they
+	// were not, so an older cursor may have missed some.
+	since, err := h.push.OpenPush(r.Context(), slug)
+	if err != nil {
+		h.writeDomainError(w, r, "push open", err)
+		return
+	}
 	if after < 0 {
 		if after, err = h.push.PushCursor(r.Context()); err != nil {
 			h.writeDomainError(w, r, "push cursor", err)
 			return
 		}
 	}
+	missed := after < since
 
 	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
@@ -131,10 +141,11 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		if batch.MayHaveMissed {
+		if batch.MayHaveMissed || missed {
 			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", PushEventMissed, after) {
 				return
 			}
+			missed = false
 		}
 		for _, e := range batch.Events {
 			name := PushEventUpdate

@@ -153,7 +153,8 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 		return task
 	}
 
-	// Without a cursor: only what arrives from now on.
+	// Without a cursor: only what arrives from now on ("before" is not even
+	// written: alice's stream was never opened).
 	post("before")
 	live := openPush(t, ctx, srv.URL+web.PushPath, aliceTok, nil)
 	ready := next(t, live)
@@ -164,7 +165,7 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 		Agent  string `json:"agent"`
 		Cursor int64  `json:"cursor"`
 	}
-	if err := json.Unmarshal([]byte(ready.data), &r); err != nil || r.Agent != "alice" || r.Cursor < 1 {
+	if err := json.Unmarshal([]byte(ready.data), &r); err != nil || r.Agent != "alice" || r.Cursor < 0 {
 		t.Fatalf("ready %s: %v", ready.data, err)
 	}
 	t1 := post("one")
@@ -220,5 +221,56 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 				t.Fatalf("resumed event %+v, want id %d", e, want)
 			}
 		}
+	}
+}
+
+// A stream's events are written from the moment it is first opened, so a
+// cursor from before then is told it may have missed some, once; a cursor
+// from then on is not.
+func TestPushCursorOlderThanTheStream(t *testing.T) {
+	srv, db := pushEnv(t)
+	aliceTok := createAgent(t, db, "alice")
+	carolTok := createAgent(t, db, "carol")
+	createAgent(t, db, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	post := func(to, title string) {
+		t.Helper()
+		if _, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: to, Title: title, Instructions: "Do " + title}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Carol follows her stream, so the sequence moves on.
+	carol := openPush(t, ctx, srv.URL+web.PushPath, carolTok, nil)
+	if e := next(t, carol); e.name != web.PushEventReady {
+		t.Fatalf("first %+v", e)
+	}
+	post("carol", "for carol")
+	if e := next(t, carol); e.name != web.PushEventTask {
+		t.Fatalf("carol got %+v", e)
+	}
+	post("alice", "unwritten")
+
+	old := openPush(t, ctx, srv.URL+web.PushPath+"?after=0", aliceTok, nil)
+	if e := next(t, old); e.name != web.PushEventReady {
+		t.Fatalf("first %+v", e)
+	}
+	if e := next(t, old); e.name != web.PushEventMissed || e.data != `{"cursor":0}` {
+		t.Fatalf("after=0 from before the stream was opened: %+v, want missed", e)
+	}
+	post("alice", "written")
+	e := next(t, old)
+	var pe relay.PushEvent
+	if err := json.Unmarshal([]byte(e.data), &pe); err != nil || e.name != web.PushEventTask || pe.Title != "written" {
+		t.Fatalf("then %+v (%v), want the task posted after", e, err)
+	}
+	// From the stream's start on, nothing is missed: the task only.
+	since := strconv.FormatInt(pe.Sequence-1, 10)
+	fresh := openPush(t, ctx, srv.URL+web.PushPath+"?after="+since, aliceTok, nil)
+	if e := next(t, fresh); e.name != web.PushEventReady {
+		t.Fatalf("first %+v", e)
+	}
+	if e := next(t, fresh); e.name != web.PushEventTask || e.id != strconv.FormatInt(pe.Sequence, 10) {
+		t.Fatalf("after=%s: %+v, want the task alone", since, e)
 	}
 }
