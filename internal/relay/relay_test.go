@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,10 +157,39 @@ func TestTokens(t *testing.T) {
 	if h := relay.HashToken("x"); len(h) != 64 || h != relay.HashToken("x") {
 		t.Fatalf("hash %q", h)
 	}
-	if id := relay.NewID(); len(id) != 36 || id[14] != '4' {
-		t.Fatalf("id %q", id)
+	if id := relay.NewID(); len(id) != 36 || id[14] != '7' || !strings.ContainsRune("89ab", rune(id[19])) {
+		t.Fatalf("id %q: want a version 7 UUID", id)
 	}
 	if _, err := relay.TaskID("id", relay.NewID()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// NewID's ids carry the millisecond they were made in, and so an id made
+// in a later millisecond sorts after one made earlier; ids are unique.
+func TestNewIDIsTimeOrdered(t *testing.T) {
+	before := time.Now().UnixMilli()
+	first := relay.NewID()
+	after := time.Now().UnixMilli()
+	ms, err := strconv.ParseInt(strings.ReplaceAll(first[:13], "-", ""), 16, 64)
+	if err != nil || ms < before || ms > after {
+		t.Fatalf("id %s carries %d (%v), want a time in [%d, %d]", first, ms, err, before, after)
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().UnixMilli() <= after {
+		if time.Now().After(deadline) {
+			t.Fatal("the clock did not move on")
+		}
+	}
+	if later := relay.NewID(); later <= first {
+		t.Errorf("id made later %s sorts before %s", later, first)
+	}
+	seen := map[string]bool{}
+	for range 10000 {
+		id := relay.NewID()
+		if seen[id] {
+			t.Fatalf("id %s made twice", id)
+		}
+		seen[id] = true
 	}
 }

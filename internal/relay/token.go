@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Token prefixes.
@@ -51,13 +52,26 @@ func TokensEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// NewID returns a random (version 4) UUID.
+// NewID returns a new id for a task, report or invite: a version 7 UUID
+// (RFC 9562), whose first 48 bits are the Unix time in milliseconds and
+// whose other 74 bits, besides version and variant, are random. An id made
+// later sorts after one made in an earlier millisecond, so a new row's id
+// goes at the end of its primary-key index and of the indexes holding task
+// ids (reports_task, tasks_parent) rather than on a random page of each: a
+// commit writes fewer pages, and the pages new rows touch stay in SQLite's
+// cache however large the database grows. Clients see an opaque UUID, as
+// before (upstream's were version 4, which are still accepted everywhere).
 func NewID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := rand.Read(b[6:]); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
-	b[6] = b[6]&0x0f | 0x40
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
