@@ -82,29 +82,15 @@ func TestMigrationBackfillsConversations(t *testing.T) {
 	child := post(root.ID)
 	grand := post(child.ID)
 	alone := e.post("bob", "ann", "alone", 0)
-	if err := e.db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Back to schema 6: the columns 0007 adds and the table 0009 adds are gone.
-	raw := rawDB(t, e.path)
-	if _, err := raw.Exec(`ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
-		ALTER TABLE tasks DROP COLUMN target_session; DROP TABLE push_agents; PRAGMA user_version = 6`); err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(e.path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	e.downgrade(`ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
+		ALTER TABLE tasks DROP COLUMN target_session; DROP TABLE push_agents; PRAGMA user_version = 6`)
 	for _, want := range []struct {
 		task relay.Task
 		conv string
 		hops int
 	}{{root, root.ID, 0}, {child, root.ID, 1}, {grand, root.ID, 2}, {alone, alone.ID, 0}} {
-		got, err := db.Task(e.ctx, want.task.ID)
+		got, err := e.db.Task(e.ctx, want.task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

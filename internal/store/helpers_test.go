@@ -64,6 +64,29 @@ func newEnv(t testing.TB, opts store.Options) *env {
 	return &env{t: t, db: db, path: path, clock: c, ctx: context.Background()}
 }
 
+// downgrade closes e's store, runs undo on its file (which ends by setting
+// an older user_version) and opens it again, so the migrations after that
+// version run on what the test left in it.
+func (e *env) downgrade(undo string) {
+	e.t.Helper()
+	if err := e.db.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	raw := rawDB(e.t, e.path)
+	if _, err := raw.Exec(undo); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	db, err := store.Open(e.path, store.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { db.Close() })
+	e.db = db
+}
+
 func (e *env) register(slug string, caps ...string) relay.Agent {
 	e.t.Helper()
 	if len(caps) == 0 {

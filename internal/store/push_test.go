@@ -131,31 +131,16 @@ func TestPushWrittenForFollowedAgents(t *testing.T) {
 func TestMigrationFollowsExistingAgents(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.agents("ann", "bob")
-	if err := e.db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Back to schema 8 (the triggers' bodies do not matter: 0009 replaces them).
-	raw := rawDB(t, e.path)
-	if _, err := raw.Exec(`DROP TABLE push_agents; DROP TRIGGER push_task; DROP TRIGGER push_event;
+	e.downgrade(`DROP TABLE push_agents; DROP TRIGGER push_task; DROP TRIGGER push_event;
 		CREATE TRIGGER push_task AFTER INSERT ON tasks BEGIN SELECT 1; END;
 		CREATE TRIGGER push_event AFTER INSERT ON events BEGIN SELECT 1; END;
-		PRAGMA user_version = 8`); err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(e.path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	e.db = db
+		PRAGMA user_version = 8`)
 	e.post("bob", "ann", "kept", 2)
 	if got := pushKinds(t, e, "ann", 0); !slices.Equal(got, []string{relay.PushTask + " kept"}) {
 		t.Errorf("ann's stream after the upgrade = %v, want the task", got)
 	}
-	if since, err := db.OpenPush(e.ctx, "ann"); err != nil || since != 0 {
+	if since, err := e.db.OpenPush(e.ctx, "ann"); err != nil || since != 0 {
 		t.Errorf("OpenPush after the upgrade = %d, %v; want 0", since, err)
 	}
 }
