@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +26,8 @@ import (
 // (`bench --relay-child DIR`), so the CPU time and memory it reports are
 // the relay's alone. The child prints "ready <url> <admin token>" once it
 // answers /health, then answers each "sample" line on stdin with a JSON
-// bench.Sample line; at the end of stdin it shuts down.
+// bench.Sample line ("settled": the same, after a garbage collection that
+// returns free memory to the OS); at the end of stdin it shuts down.
 
 // benchRun is one measured relay in the combined report.
 type benchRun struct {
@@ -220,11 +222,18 @@ type childProbe struct {
 }
 
 // Sample implements bench.Probe.
-func (p *childProbe) Sample(context.Context) (bench.Sample, error) {
+func (p *childProbe) Sample(context.Context) (bench.Sample, error) { return p.ask("sample") }
+
+// Settled implements bench.Probe.
+func (p *childProbe) Settled(context.Context) (bench.Sample, error) { return p.ask("settled") }
+
+// ask sends the child one request ("sample" or "settled") and reads its
+// sample.
+func (p *childProbe) ask(request string) (bench.Sample, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var s bench.Sample
-	if _, err := io.WriteString(p.in, "sample\n"); err != nil {
+	if _, err := io.WriteString(p.in, request+"\n"); err != nil {
 		return s, fmt.Errorf("sample the child relay: %w", err)
 	}
 	line, err := p.out.ReadBytes('\n')
@@ -274,7 +283,11 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
 	sc := bufio.NewScanner(stdin)
 	for sc.Scan() {
-		if sc.Text() != "sample" {
+		switch sc.Text() {
+		case "sample":
+		case "settled":
+			debug.FreeOSMemory() // collects garbage first
+		default:
 			return fmt.Errorf("bench child: unknown request %q", sc.Text())
 		}
 		var s bench.Sample
@@ -285,6 +298,7 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		s.GoStacks, s.GoHeap = int64(ms.StackInuse), int64(ms.HeapInuse)
+		s.GoLive, s.Goroutines = int64(ms.HeapAlloc+ms.StackInuse), runtime.NumGoroutine()
 		if stats != nil {
 			w := stats.WriteStats()
 			s.Batches, s.Writes = w.Batches, w.Writes

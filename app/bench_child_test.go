@@ -1,8 +1,15 @@
 package app
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/bench"
 )
 
 func TestProcessCPUGrows(t *testing.T) {
@@ -23,5 +30,58 @@ func TestProcessCPUGrows(t *testing.T) {
 			t.Fatalf("process CPU stayed at %v while spinning", after)
 		}
 		_ = x * x
+	}
+}
+
+// TestBenchChildWaitersPhase: a bench child relay answers samples and
+// settled samples, and the bench's waiters phase runs against it to the
+// end: claims parked, sampled, woken, given up, and sampled again once the
+// relay has let them go. (The figures are this test process's, not a
+// relay's alone, so only their presence is checked.)
+func TestBenchChildWaitersPhase(t *testing.T) {
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- benchChild(t.TempDir(), "test", stdinR, stdoutW, &stderr) }()
+	out := bufio.NewReader(stdoutR)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "ready" {
+		t.Fatalf("first line %q, want ready URL TOKEN", line)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	rep, err := bench.Run(ctx, bench.Options{
+		URL: f[1], AdminToken: f[2], Probe: &childProbe{in: stdinW, out: out},
+		Agents: 2, Tasks: 4, QueueSizes: []int{}, WakeSamples: -1, CommitWindow: -1, Waiters: 12,
+		Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, progress.String())
+	}
+	w := rep.Waiters
+	if w == nil || w.Waiters != 12 || w.RSSParked <= 0 || w.RSSParkedSettled <= 0 || w.RSSGoneSettled <= 0 || w.Wake.Count != 12 {
+		t.Fatalf("waiters phase = %+v", w)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "settled (after a garbage collection") {
+		t.Errorf("the report lacks the settled figures:\n%s", text.String())
+	}
+	stdinW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("bench child: %v\n%s", err, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatal("the bench child did not stop at the end of its input")
 	}
 }

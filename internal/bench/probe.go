@@ -15,7 +15,12 @@ import (
 // started it in a process of its own (so the figures hold the relay alone,
 // not the bench's client).
 type Probe interface {
+	// Sample reads the relay's use now.
 	Sample(ctx context.Context) (Sample, error)
+	// Settled reads it after the relay has collected its garbage and
+	// returned free memory to the OS (debug.FreeOSMemory): what it holds,
+	// without what its last burst of work left for the collector.
+	Settled(ctx context.Context) (Sample, error)
 }
 
 // Sample is the relay process's resource use so far.
@@ -39,6 +44,11 @@ type Sample struct {
 	// spans in use (runtime.MemStats StackInuse and HeapInuse).
 	GoStacks int64 `json:"goStacksBytes,omitempty"`
 	GoHeap   int64 `json:"goHeapBytes,omitempty"`
+	// GoLive is the Go heap's allocated bytes plus goroutine stacks
+	// (HeapAlloc + StackInuse): after a collection, what is live.
+	GoLive int64 `json:"goLiveBytes,omitempty"`
+	// Goroutines is how many goroutines the relay runs.
+	Goroutines int `json:"goroutines,omitempty"`
 }
 
 // RelayUsage is what the relay process spent on the lifecycle phase.
@@ -76,6 +86,16 @@ type WaitersResult struct {
 	// (zero when the probe does not report them).
 	StackPerWaiter int64 `json:"stackPerWaiterBytes,omitempty"`
 	HeapPerWaiter  int64 `json:"heapPerWaiterBytes,omitempty"`
+	// Settled: RSSParkedSettled is the relay's memory with all of them
+	// parked and RSSGoneSettled once they had gone, each after a garbage
+	// collection that returns free memory to the OS, so that the garbage
+	// the burst of requests left (until the next collection) does not
+	// count; SettledPerWaiterBytes is the difference per claim and
+	// LivePerWaiterBytes its live Go heap and stacks.
+	RSSParkedSettled      int64 `json:"rssParkedSettledBytes,omitempty"`
+	RSSGoneSettled        int64 `json:"rssGoneSettledBytes,omitempty"`
+	SettledPerWaiterBytes int64 `json:"settledPerWaiterBytes,omitempty"`
+	LivePerWaiterBytes    int64 `json:"livePerWaiterBytes,omitempty"`
 	// Wake is the wake-up latency (post sent → that agent's claim answered)
 	// with the others still parked.
 	Wake Summary `json:"wake"`
@@ -177,6 +197,11 @@ func (r *runner) waiters(ctx context.Context, n int) (WaitersResult, error) {
 		res.HeapPerWaiter = (parked.GoHeap - before.GoHeap) / int64(n)
 	}
 	r.pr.linef("bench: waiters: RSS %s → %s with %d parked (%.1f KiB each)", mib(before.RSS), mib(parked.RSS), n, float64(res.PerWaiterBytes)/1024)
+	settled, err := r.o.Probe.Settled(ctx)
+	if err != nil {
+		return res, fmt.Errorf("bench: waiters: %w", err)
+	}
+	res.RSSParkedSettled = settled.RSS
 
 	samples := min(n, crowdWakeSamples)
 	lat := make([]time.Duration, 0, samples)
@@ -200,13 +225,48 @@ func (r *runner) waiters(ctx context.Context, n int) (WaitersResult, error) {
 	}
 	res.Wake = Summarize(lat)
 	r.pr.linef("bench: waiters: wake-up with %d parked: p50 %s, p99 %s", n-1, fmtDur(res.Wake.P50), fmtDur(res.Wake.P99))
-	cancel() // the rest give up; their connections close
+	cancel()  // the rest give up; their connections close
+	c.Close() // and so do those of the claims that were answered
+	gone, err := r.settledWithout(ctx, before.Goroutines)
+	if err != nil {
+		return res, fmt.Errorf("bench: waiters: %w", err)
+	}
+	res.RSSGoneSettled = gone.RSS
+	res.SettledPerWaiterBytes = (settled.RSS - gone.RSS) / int64(n)
+	res.LivePerWaiterBytes = (settled.GoLive - gone.GoLive) / int64(n)
+	r.pr.linef("bench: waiters: settled RSS %s with them parked, %s once gone (%.1f KiB each)", mib(settled.RSS), mib(gone.RSS), float64(res.SettledPerWaiterBytes)/1024)
 	return res, nil
+}
+
+// settledWithout waits until the relay runs no more goroutines than it
+// did before the claims were parked (give or take a few of its own), so
+// that the given-up claims have ended, then takes a settled sample.
+func (r *runner) settledWithout(ctx context.Context, goroutines int) (Sample, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := r.o.Probe.Sample(ctx)
+		if err != nil {
+			return s, err
+		}
+		if s.Goroutines <= goroutines+crowdSlack {
+			break
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("the relay still runs %d goroutines 30 s after the claims gave up (%d before)", s.Goroutines, goroutines)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
+	}
+	return r.o.Probe.Settled(ctx)
 }
 
 // Crowd phase settings.
 const (
 	DefaultWaiters   = 1000
+	crowdSlack       = 16 // goroutines of the relay's own that may come and go
 	MaxWaiters       = 10_000
 	crowdWaitMs      = 25_000
 	crowdWakeSamples = 100

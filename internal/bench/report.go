@@ -138,6 +138,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if w.StackPerWaiter > 0 || w.HeapPerWaiter > 0 {
 			p("  of which Go stacks %.1f KiB and Go heap %.1f KiB per claim\n", float64(w.StackPerWaiter)/1024, float64(w.HeapPerWaiter)/1024)
 		}
+		if w.RSSParkedSettled > 0 {
+			p("  settled (after a garbage collection that returns free memory to the OS): %s with all parked, %s once they had gone:\n", mib(w.RSSParkedSettled), mib(w.RSSGoneSettled))
+			p("  %.1f KiB per parked claim, of which live Go heap and stacks %.1f KiB\n", float64(w.SettledPerWaiterBytes)/1024, float64(w.LivePerWaiterBytes)/1024)
+		}
 		p("  wake-up with the others parked (%d samples): p50 %s, p90 %s, p99 %s, max %s\n", w.Wake.Count, fmtDur(w.Wake.P50), fmtDur(w.Wake.P90), fmtDur(w.Wake.P99), fmtDur(w.Wake.Max))
 	}
 

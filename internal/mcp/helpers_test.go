@@ -40,6 +40,20 @@ func (c *countingService) ClaimNext(ctx context.Context, in relay.ClaimInput) (*
 	return c.Service.ClaimNext(ctx, in)
 }
 
+// StartClaim counts a claim that waits until it answers, so that parked
+// calls take the path that holds no goroutine, as with the store.
+func (c *countingService) StartClaim(ctx context.Context, in relay.ClaimInput, done func(*relay.Task, error)) (*relay.Task, bool, error) {
+	c.claims.Add(1)
+	task, waiting, err := c.Service.(relay.ClaimStarter).StartClaim(ctx, in, func(task *relay.Task, err error) {
+		c.claims.Add(-1)
+		done(task, err)
+	})
+	if !waiting {
+		c.claims.Add(-1)
+	}
+	return task, waiting, err
+}
+
 // withAuth is a small stand-in for the web layer's auth: it resolves the
 // bearer token into a principal. Without a valid token the request goes on
 // without one, so the tools' own unauthorized answer can be tested.

@@ -160,14 +160,42 @@ func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCa
 func (h *leanHandler) run(ctx context.Context, cancel context.CancelFunc, hdr http.Header, c leanCall) (int, []byte) {
 	done := h.track(cancelKey(ctx, c.id), cancel)
 	defer done()
+	res, err := h.tools[c.name](ctx, c.request(hdr))
+	return answerCall(c, res, err)
+}
 
+// start runs the call as run does, but a tool that can wait without its
+// goroutine (suspend.go) may return before it answers: end gets the status
+// and body once, on this goroutine or later on another.
+func (h *leanHandler) start(ctx context.Context, cancel context.CancelFunc, c leanCall, end func(int, []byte)) {
+	done := h.track(cancelKey(ctx, c.id), cancel)
+	sus := &suspension{}
+	res, err := h.tools[c.name](withSuspension(ctx, sus), c.request(nil))
+	if isSuspended(res, err) {
+		sus.returned(func(res *mcp.CallToolResult, err error) {
+			done()
+			end(answerCall(c, res, err))
+		})
+		return
+	}
+	done()
+	end(answerCall(c, res, err))
+}
+
+// request is the call as mcp-go hands it to a tool, with hdr.
+func (c leanCall) request(hdr http.Header) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{Header: hdr}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
 	if len(c.args) > 0 {
 		req.Params.RawArguments = c.args
 	}
-	res, err := h.tools[c.name](ctx, req)
+	return req
+}
+
+// answerCall is the HTTP status and body answering the call with what its
+// tool returned.
+func answerCall(c leanCall, res *mcp.CallToolResult, err error) (int, []byte) {
 	var resp mcp.JSONRPCMessage
 	switch {
 	case err != nil:

@@ -267,9 +267,9 @@ func FuzzLeanEnvelope(f *testing.F) {
 
 // countingObserver counts the tool calls it is told about.
 type countingObserver struct {
-	mu              sync.Mutex
-	started, failed map[string]int
-	finished        int
+	mu                     sync.Mutex
+	started, ended, failed map[string]int
+	finished               int
 }
 
 func (o *countingObserver) ToolStarted(tool string) {
@@ -282,16 +282,24 @@ func (o *countingObserver) ToolFinished(tool string, _ time.Duration, failed boo
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.finished++
+	o.ended[tool]++
 	if failed {
 		o.failed[tool]++
 	}
+}
+
+// inFlight is how many calls of tool have started and not finished.
+func (o *countingObserver) inFlight(tool string) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return int64(o.started[tool] - o.ended[tool])
 }
 
 // TestLeanPathReportsToObserver: calls the lean path serves reach the tool
 // observer (metrics) as mcp-go's do, failures marked.
 func TestLeanPathReportsToObserver(t *testing.T) {
 	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "obs-a", DisplayName: "A", ModelSlug: "m", Capabilities: []string{"text-input"}})
-	o := &countingObserver{started: map[string]int{}, failed: map[string]int{}}
+	o := &countingObserver{started: map[string]int{}, ended: map[string]int{}, failed: map[string]int{}}
 	h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Observer: o})
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`,

@@ -8,15 +8,18 @@ package mcp
 // agents waiting that is most of the relay's memory.
 //
 // So a claim that may wait takes its connection over from net/http
-// (Hijack) and runs on a goroutine of its own, whose stack starts small,
-// while net/http's goroutine and buffers go. A second small goroutine reads
-// the connection, as net/http's background reader does: a read that ends
-// the connection (EOF, reset) means the client went away, and the claim
-// ends. Bytes that arrive are the start of the client's next request. When
-// the answer has gone out, the reader waits for that request (at most the
-// server's idle timeout, and not past shutdown) and hands the connection,
-// with the bytes it read, back to the same http.Server, which serves it
-// from there as any connection it accepted.
+// (Hijack), and net/http's goroutine and buffers go. The call's first
+// attempt runs on net/http's goroutine before it returns; a claim that then
+// waits holds no goroutine of its own (suspend.go, and the store's
+// StartClaim): a post, its time running out or its caller leaving starts
+// one to answer. A small goroutine reads the connection meanwhile, as
+// net/http's background reader does: a read that ends the connection (EOF,
+// reset) means the client went away, and the claim ends. Bytes that arrive
+// are the start of the client's next request. When the answer has gone
+// out, the reader waits for that request (at most the server's idle
+// timeout, and not past shutdown) and hands the connection, with the bytes
+// it read, back to the same http.Server, which serves it from there as any
+// connection it accepted.
 
 import (
 	"bytes"
@@ -122,12 +125,13 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	h.nParked.Add(1)
 	h.tParked.Add(1)
 	answered := make(chan func() bool, 1) // the call's end: nil, or how to stop waiting for the next request
-	go func() {
+	go h.readParked(conn, next, srv, cancel, answered)
+	// The first attempt runs here, on net/http's goroutine; a claim that
+	// waits then holds no goroutine until it answers (suspend.go).
+	h.start(ctx, cancel, c, func(status int, body []byte) {
 		defer h.nParked.Add(-1)
 		defer stop()
 		defer cancel()
-		// No tool reads request headers; the parked call keeps none.
-		status, body := h.run(ctx, cancel, nil, c)
 		keep := srv != nil && h.life.Err() == nil
 		write := parkedWriteTimeout
 		if !keep {
@@ -147,33 +151,38 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 			_ = conn.SetReadDeadline(time.Now().Add(d))
 		}
 		answered <- context.AfterFunc(h.life, func() { _ = conn.SetReadDeadline(past) })
-	}()
-	go func() {
-		defer h.conns.leave()
-		if len(next) == 0 {
-			var b [1]byte
-			n, err := conn.Read(b[:])
-			switch {
-			case n > 0:
-				next = b[:1]
-			case !errors.Is(err, net.ErrClosed) && !isTimeout(err):
-				cancel() // the client went away
-			}
-		}
-		idle := <-answered
-		// A lifetime that ended meanwhile may still stop reads on conn
-		// (its AfterFunc has started): the server must not get it then.
-		if idle == nil || !idle() || h.life.Err() != nil || len(next) == 0 {
-			_ = conn.Close()
-			return
-		}
-		if conn.SetReadDeadline(time.Time{}) != nil {
-			_ = conn.Close()
-			return
-		}
-		serveAgain(srv, &replayConn{Conn: conn, next: next})
-	}()
+	})
 	return true
+}
+
+// readParked reads a parked call's connection, as net/http's background
+// reader does: the client going away cancels the call, and bytes that
+// arrive start its next request. Once the call has answered (answered), it
+// hands the connection with those bytes back to srv, or closes it.
+func (h *leanHandler) readParked(conn net.Conn, next []byte, srv *http.Server, cancel context.CancelFunc, answered <-chan func() bool) {
+	defer h.conns.leave()
+	if len(next) == 0 {
+		var b [1]byte
+		n, err := conn.Read(b[:])
+		switch {
+		case n > 0:
+			next = b[:1]
+		case !errors.Is(err, net.ErrClosed) && !isTimeout(err):
+			cancel() // the client went away
+		}
+	}
+	idle := <-answered
+	// A lifetime that ended meanwhile may still stop reads on conn
+	// (its AfterFunc has started): the server must not get it then.
+	if idle == nil || !idle() || h.life.Err() != nil || len(next) == 0 {
+		_ = conn.Close()
+		return
+	}
+	if conn.SetReadDeadline(time.Time{}) != nil {
+		_ = conn.Close()
+		return
+	}
+	serveAgain(srv, &replayConn{Conn: conn, next: next})
 }
 
 // isTimeout reports whether err is a read deadline passing.

@@ -220,6 +220,60 @@ func TestParkedClaimEndsWhenClientLeaves(t *testing.T) {
 	})
 }
 
+// TestParkedClaimHoldsOneGoroutine: a parked claim that waits holds one
+// goroutine, the one reading its connection, not one more for the call;
+// the calls still count as tool calls in flight until they answer, and
+// answer when a task comes.
+func TestParkedClaimHoldsOneGoroutine(t *testing.T) {
+	e := newEnv(t)
+	met := &countingObserver{started: map[string]int{}, ended: map[string]int{}, failed: map[string]int{}}
+	e.handler = relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: context.Background(), Observer: met})
+	srv := httptest.NewServer(withAuth(e.svc, e.handler))
+	t.Cleanup(srv.Close)
+	const n = 40
+	tok := e.agent("bob")
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tok +
+		"\r\nContent-Length: " + jsonInt(len(body)) + "\r\n\r\n" + body
+	before := runtime.NumGoroutine()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		// Raw connections: the client side holds no goroutine.
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	eventually(t, 10*time.Second, "the claims to be parked and waiting", func() bool {
+		return relaymcp.Parked(e.handler) == n && e.svc.claims.Load() == n && met.inFlight("claim_next_task") == n
+	})
+	// net/http's own goroutines end as it hands each connection over.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine()-before > n+5; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d parked claims hold %d goroutines; want one each", n, runtime.NumGoroutine()-before)
+		}
+	}
+	var task relay.Task
+	ok(t, call(t, e.client(e.agent("alice")), "post_task", map[string]any{"recipientSlug": "bob", "title": "One of many", "instructions": "Wake."}), &task)
+	eventually(t, 10*time.Second, "the oldest claim to take the task", func() bool {
+		return e.svc.claims.Load() == n-1 && met.inFlight("claim_next_task") == n-1
+	})
+	_ = conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Contains(got, []byte(task.ID)) {
+		t.Fatalf("the first parked claim answered %s, %v; want task %s", got, err, task.ID)
+	}
+}
+
 // TestParkedClaimsEndAtShutdown: Wait holds while claims are parked; the end
 // of the handler's lifetime answers them idle and lets Wait return.
 func TestParkedClaimsEndAtShutdown(t *testing.T) {

@@ -98,22 +98,34 @@ func errorResults(logger *slog.Logger) server.ToolHandlerMiddleware {
 				}
 			}()
 			res, err = next(ctx, req)
-			if err == nil && res == nil {
-				err = fmt.Errorf("tool %s returned no result", req.Params.Name)
-			}
-			if err == nil {
+			if isSuspended(res, err) {
+				suspensionFrom(ctx).deferStep(func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+					return toolAnswer(ctx, logger, req.Params.Name, res, err), nil
+				})
 				return res, nil
 			}
-			switch {
-			case relay.IsDomain(err):
-			case ctx.Err() != nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				// The client went away or the server is stopping; nobody
-				// reads this answer.
-				logger.DebugContext(ctx, "mcp tool ended with its request", "tool", req.Params.Name, "err", err)
-			default:
-				logger.ErrorContext(ctx, "mcp tool failed", "tool", req.Params.Name, "err", err)
-			}
-			return errorResult(relay.AsError(err)), nil
+			return toolAnswer(ctx, logger, req.Params.Name, res, err), nil
 		}
 	}
+}
+
+// toolAnswer is the result a tool's return becomes: the result, or an error
+// result for an error (logged unless it is a refusal or the request ended).
+func toolAnswer(ctx context.Context, logger *slog.Logger, tool string, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
+	if err == nil && res == nil {
+		err = fmt.Errorf("tool %s returned no result", tool)
+	}
+	if err == nil {
+		return res
+	}
+	switch {
+	case relay.IsDomain(err):
+	case ctx.Err() != nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The client went away or the server is stopping; nobody
+		// reads this answer.
+		logger.DebugContext(ctx, "mcp tool ended with its request", "tool", tool, "err", err)
+	default:
+		logger.ErrorContext(ctx, "mcp tool failed", "tool", tool, "err", err)
+	}
+	return errorResult(relay.AsError(err))
 }

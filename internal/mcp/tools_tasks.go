@@ -111,32 +111,54 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			}
 			return success(claimResult{Status: "idle", Note: workerOnlyNote})
 		}
-		// ctx is the request's: the wait ends when the client goes away.
-		task, err := svc.ClaimNext(ctx, relay.ClaimInput{
+		in := relay.ClaimInput{
 			RecipientSlug: slug,
 			Wait:          time.Duration(waitMs) * time.Millisecond,
 			LeaseSeconds:  lease,
 			Via:           relay.ViaChat,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("claim next task for %s: %w", slug, err)
 		}
-		if task == nil {
-			return success(claimResult{Status: "idle"})
-		}
-		if ctx.Err() != nil {
-			// The caller left (or cancelled, or the relay is stopping)
-			// while a post handed it this task: nobody reads the answer,
-			// so the task goes back to the queue now instead of staying
-			// claimed until its lease runs out.
-			if _, err := svc.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, unreadClaimReason); err != nil {
-				return nil, fmt.Errorf("claim next task for %s: give back a task its caller left: %w", slug, err)
+		// ctx is the request's: the wait ends when the client goes away.
+		// A parked call waits without its goroutine (suspend.go).
+		if sus, cs := suspensionFrom(ctx), claimStarter(svc); sus != nil && cs != nil {
+			task, waiting, err := cs.StartClaim(ctx, in, func(task *relay.Task, err error) {
+				sus.resume(func() (*mcp.CallToolResult, error) { return claimAnswer(ctx, svc, slug, task, err) })
+			})
+			if waiting {
+				return suspended, nil
 			}
-			return success(claimResult{Status: "idle"})
+			return claimAnswer(ctx, svc, slug, task, err)
 		}
-		out := taskOut(*task)
-		return success(claimResult{Status: "task", Task: &out})
+		task, err := svc.ClaimNext(ctx, in)
+		return claimAnswer(ctx, svc, slug, task, err)
 	})
+}
+
+// claimStarter is svc as a relay.ClaimStarter, or nil.
+func claimStarter(svc relay.Service) relay.ClaimStarter {
+	cs, _ := svc.(relay.ClaimStarter)
+	return cs
+}
+
+// claimAnswer is claim_next_task's answer for what ClaimNext returned.
+func claimAnswer(ctx context.Context, svc relay.Service, slug string, task *relay.Task, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return nil, fmt.Errorf("claim next task for %s: %w", slug, err)
+	}
+	if task == nil {
+		return success(claimResult{Status: "idle"})
+	}
+	if ctx.Err() != nil {
+		// The caller left (or cancelled, or the relay is stopping)
+		// while a post handed it this task: nobody reads the answer,
+		// so the task goes back to the queue now instead of staying
+		// claimed until its lease runs out.
+		if _, err := svc.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, unreadClaimReason); err != nil {
+			return nil, fmt.Errorf("claim next task for %s: give back a task its caller left: %w", slug, err)
+		}
+		return success(claimResult{Status: "idle"})
+	}
+	out := taskOut(*task)
+	return success(claimResult{Status: "task", Task: &out})
 }
 
 func renewTaskLease(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {

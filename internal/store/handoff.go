@@ -37,6 +37,9 @@ type parked struct {
 	// claim was rolled back, so it is waiting again. Buffered, never
 	// blocks.
 	released chan struct{}
+	// notify, when set, is called after result has the task: it must not
+	// block.
+	notify func()
 }
 
 // newParked is a claim about to wait for c.
@@ -103,7 +106,12 @@ func (pk *parking) release(p *parked) {
 }
 
 // handed gives a taken claim its task, after the commit.
-func handed(h handoff) { h.p.result <- &h.task }
+func handed(h handoff) {
+	h.p.result <- &h.task
+	if h.p.notify != nil {
+		h.p.notify()
+	}
+}
 
 // leave ends p's wait: it returns the task a write handed it, or nil when
 // none did (p is then out of the registry for good).

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,11 +29,6 @@ func claimAsync(db *DB, in relay.ClaimInput) <-chan claimOutcome {
 		out <- claimOutcome{task, err}
 	}()
 	return out
-}
-
-type claimOutcome struct {
-	task *relay.Task
-	err  error
 }
 
 // waitParked polls until n claims are parked for recipient.
@@ -270,6 +268,137 @@ func drainQueue(t *testing.T, db *DB) {
 		}
 		if _, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "Done."}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestStartClaimWaitsWithoutAGoroutine: a claim started with StartClaim
+// that waits holds no goroutine; each one is answered exactly once, by a
+// post's hand-off, its caller leaving, its time running out or the store
+// closing; and a claim that finds a task answers at once without done.
+func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = db.Close()
+		}
+	})
+	ctx := context.Background()
+	for _, s := range []string{"alice", "bob", "carol"} {
+		if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(to string) relay.Task {
+		t.Helper()
+		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: to, Title: "For " + to, Instructions: "Go."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+
+	// A queued task is claimed at once; done is not called.
+	queued := post("carol")
+	task, waiting, err := db.StartClaim(ctx, relay.ClaimInput{RecipientSlug: "carol", Wait: 20 * time.Second}, func(*relay.Task, error) {
+		t.Error("done called for a claim that did not wait")
+	})
+	if err != nil || waiting || task == nil || task.ID != queued.ID {
+		t.Fatalf("claim with a task queued: %+v, waiting %v, %v; want %s at once", task, waiting, err, queued.ID)
+	}
+
+	const n = 200
+	type answered struct {
+		i    int
+		task *relay.Task
+		err  error
+	}
+	answers := make(chan answered, 2*n)
+	calls := make([]atomic.Int32, n)
+	leaving, leave := context.WithCancel(ctx)
+	defer leave()
+	before := runtime.NumGoroutine()
+	for i := range n {
+		cctx := ctx
+		if i >= 3 && i < 100 {
+			cctx = leaving
+		}
+		task, waiting, err := db.StartClaim(cctx, relay.ClaimInput{RecipientSlug: "bob", Wait: time.Minute}, func(task *relay.Task, err error) {
+			calls[i].Add(1)
+			answers <- answered{i, task, err}
+		})
+		if err != nil || !waiting || task != nil {
+			t.Fatalf("claim %d with nothing queued: %+v, waiting %v, %v; want waiting", i, task, waiting, err)
+		}
+	}
+	if n := db.parkedFor("bob"); n != 200 {
+		t.Fatalf("%d claims parked, want 200", n)
+	}
+	if grown := runtime.NumGoroutine() - before; grown > 20 {
+		t.Fatalf("200 waiting claims added %d goroutines; a waiting claim must hold none", grown)
+	}
+	next := func() answered {
+		t.Helper()
+		select {
+		case a := <-answers:
+			return a
+		case <-time.After(30 * time.Second):
+			t.Fatal("a waiting claim was not answered")
+			return answered{}
+		}
+	}
+
+	// Three posts are handed to the three oldest claims.
+	posted := map[string]bool{}
+	for range 3 {
+		posted[post("bob").ID] = true
+	}
+	for range 3 {
+		a := next()
+		if a.err != nil || a.task == nil || !posted[a.task.ID] || a.i >= 3 {
+			t.Fatalf("claim %d answered %+v, %v; want one of the posted tasks for one of the three oldest claims", a.i, a.task, a.err)
+		}
+		delete(posted, a.task.ID)
+	}
+	// The callers of 97 of them leave: they answer no task.
+	leave()
+	for range 97 {
+		if a := next(); a.err != nil || a.task != nil || a.i < 3 || a.i >= 100 {
+			t.Fatalf("claim %d answered %+v, %v after its caller left; want no task", a.i, a.task, a.err)
+		}
+	}
+	// A short wait runs out.
+	short := make(chan answered, 1)
+	if _, waiting, err := db.StartClaim(ctx, relay.ClaimInput{RecipientSlug: "carol", Wait: 50 * time.Millisecond}, func(task *relay.Task, err error) {
+		short <- answered{-1, task, err}
+	}); err != nil || !waiting {
+		t.Fatalf("short claim: waiting %v, %v", waiting, err)
+	}
+	select {
+	case a := <-short:
+		if a.task != nil || a.err != nil {
+			t.Fatalf("a claim whose wait ran out answered %+v, %v", a.task, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a claim whose wait ran out was not answered")
+	}
+	// Closing the store answers the other 100.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	for range 100 {
+		if a := next(); a.err != nil || a.task != nil || a.i < 100 {
+			t.Fatalf("claim %d answered %+v, %v at close; want no task", a.i, a.task, a.err)
+		}
+	}
+	for i := range calls {
+		if c := calls[i].Load(); c != 1 {
+			t.Errorf("claim %d was answered %d times, want once", i, c)
 		}
 	}
 }
