@@ -124,6 +124,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	missed := after < since
+	told := int64(-1) // the cursor a missed event was last sent for
 
 	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
@@ -141,11 +142,13 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		if batch.MayHaveMissed || missed {
+		// Once per cursor: with no newer events of its own, the agent's
+		// cursor stays behind the trimmed rows until one comes.
+		if (batch.MayHaveMissed || missed) && after != told {
 			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", PushEventMissed, after) {
 				return
 			}
-			missed = false
+			missed, told = false, after
 		}
 		for _, e := range batch.Events {
 			name := PushEventUpdate

@@ -274,3 +274,89 @@ func TestPushCursorOlderThanTheStream(t *testing.T) {
 		t.Fatalf("after=%s: %+v, want the task alone", since, e)
 	}
 }
+
+// staleCursor is the store behind the push stream, except that agent's
+// cursor of stale reads as one among trimmed rows (MayHaveMissed), as the
+// store reports it once the rows after it are gone.
+type staleCursor struct {
+	relay.PushSource
+	agent string
+	stale int64
+}
+
+func (s staleCursor) PushEvents(ctx context.Context, slug string, after int64, limit int) (relay.PushBatch, error) {
+	b, err := s.PushSource.PushEvents(ctx, slug, after, limit)
+	if slug == s.agent && after == s.stale {
+		b.MayHaveMissed = true
+	}
+	return b, err
+}
+
+// A cursor among trimmed rows is told it may have missed some once, not
+// again at every heartbeat while the agent has no newer event to move it.
+func TestPushMissedOncePerCursor(t *testing.T) {
+	db := openStore(t, nil)
+	h, err := web.NewHandler(web.Config{
+		Service:       db,
+		AdminToken:    adminToken,
+		MCP:           echoPrincipal(),
+		Push:          staleCursor{PushSource: db, agent: "alice", stale: 2},
+		PushHeartbeat: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	aliceTok := createAgent(t, db, "alice")
+	carolTok := createAgent(t, db, "carol")
+	createAgent(t, db, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	post := func(to, title string) relay.Task {
+		t.Helper()
+		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: to, Title: title, Instructions: "Go."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	// Carol's stream moves the sequence past the stale cursor (2).
+	carol := openPush(t, ctx, srv.URL+web.PushPath, carolTok, nil)
+	if e := next(t, carol); e.name != web.PushEventReady {
+		t.Fatalf("carol's first %+v, want ready", e)
+	}
+	for i := range 3 {
+		post("carol", "for carol "+strconv.Itoa(i))
+		if e := next(t, carol); e.name != web.PushEventTask {
+			t.Fatalf("carol got %+v", e)
+		}
+	}
+
+	events := openPush(t, ctx, srv.URL+web.PushPath+"?after=2", aliceTok, nil)
+	if e := next(t, events); e.name != web.PushEventReady {
+		t.Fatalf("first %+v, want ready", e)
+	}
+	if e := next(t, events); e.name != web.PushEventMissed || e.data != `{"cursor":2}` {
+		t.Fatalf("second %+v, want missed for cursor 2", e)
+	}
+	for beats := 0; beats < 5; {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("push stream ended")
+			}
+			if e.name != "heartbeat" {
+				t.Fatalf("idle stream after missed sent %+v; want heartbeats only", e)
+			}
+			beats++
+		case <-time.After(10 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+	task := post("alice", "after the gap")
+	var pe relay.PushEvent
+	if e := next(t, events); e.name != web.PushEventTask || json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID {
+		t.Fatalf("then %+v, want the task posted", e)
+	}
+}
