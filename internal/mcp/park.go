@@ -127,8 +127,16 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	answered := make(chan func() bool, 1) // the call's end: nil, or how to stop waiting for the next request
 	go h.readParked(conn, next, srv, cancel, answered)
 	// The first attempt runs here, on net/http's goroutine; a claim that
-	// waits then holds no goroutine until it answers (suspend.go).
-	h.start(ctx, cancel, c, func(status int, body []byte) {
+	// waits then holds no goroutine until it answers (suspend.go). A
+	// service whose claims block gets a goroutine of its own instead, so
+	// that net/http's, with its grown stack, goes.
+	run := h.start
+	if !h.suspends {
+		run = func(ctx context.Context, cancel context.CancelFunc, c leanCall, end func(int, []byte)) {
+			go h.start(ctx, cancel, c, end)
+		}
+	}
+	run(ctx, cancel, c, func(status int, body []byte) {
 		defer h.nParked.Add(-1)
 		defer stop()
 		defer cancel()

@@ -73,7 +73,9 @@ func NewHandler(svc relay.Service, opts Options) *Handler {
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
 		server.WithDisableLocalhostProtection(true),
 	))
-	return &Handler{newLeanHandler(lib, ts, mws, opts.Lifetime)}
+	h := newLeanHandler(lib, ts, mws, opts.Lifetime)
+	h.suspends = claimStarter(svc) != nil
+	return &Handler{h}
 }
 
 // middleware is the tool middleware, first outermost, for mcp-go and the

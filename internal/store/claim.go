@@ -128,7 +128,7 @@ func (w *claimWait) attempt() (*relay.Task, bool, error) {
 		r.unwatch()
 		return w.outcome(task, err)
 	}
-	r.arm(remaining)
+	r.arm()
 	return nil, true, nil
 }
 
@@ -154,16 +154,17 @@ type claimRound struct {
 	stop  func() bool // stops watching ctx
 }
 
-// arm starts the round's timer and watches its ctx, unless it has already
-// ended (woken while the attempt ran), in which case it finishes now.
-func (r *claimRound) arm(remaining time.Duration) {
+// arm starts the round's timer (the wait's end, after the attempt that
+// just ran) and watches its ctx, unless it has already ended (woken while
+// the attempt ran), in which case it finishes now.
+func (r *claimRound) arm() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.why != 0 {
 		go r.finish()
 		return
 	}
-	r.timer = time.AfterFunc(remaining, func() { r.fire(endTime) })
+	r.timer = time.AfterFunc(time.Until(r.w.deadline), func() { r.fire(endTime) })
 	r.stop = context.AfterFunc(r.w.ctx, func() { r.fire(endCtx) })
 	r.armed = true
 }
