@@ -39,14 +39,16 @@ func waitParked(t *testing.T, db *DB, recipient string, n int) {
 		func() string { return fmt.Sprintf("%d parked", db.parkedFor(recipient)) })
 }
 
-func answer(t *testing.T, ch <-chan claimOutcome) claimOutcome {
+// answer receives a waiting claim's answer from ch, failing t after 30 s.
+func answer[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
 	select {
 	case o := <-ch:
 		return o
 	case <-time.After(30 * time.Second):
-		t.Fatal("the waiting claim was not answered")
-		return claimOutcome{}
+		t.Fatal("a waiting claim was not answered")
+		var none T
+		return none
 	}
 }
 
@@ -343,13 +345,7 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 	}
 	next := func() answered {
 		t.Helper()
-		select {
-		case a := <-answers:
-			return a
-		case <-time.After(30 * time.Second):
-			t.Fatal("a waiting claim was not answered")
-			return answered{}
-		}
+		return answer(t, answers)
 	}
 
 	// Three posts are handed to the three oldest claims.
@@ -378,13 +374,8 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 	}); err != nil || !waiting {
 		t.Fatalf("short claim: waiting %v, %v", waiting, err)
 	}
-	select {
-	case a := <-short:
-		if a.task != nil || a.err != nil {
-			t.Fatalf("a claim whose wait ran out answered %+v, %v", a.task, a.err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a claim whose wait ran out was not answered")
+	if a := answer(t, short); a.task != nil || a.err != nil {
+		t.Fatalf("a claim whose wait ran out answered %+v, %v", a.task, a.err)
 	}
 	// Closing the store answers the other 100.
 	if err := db.Close(); err != nil {
