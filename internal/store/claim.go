@@ -22,6 +22,10 @@ const leaseExpiredReport = "Lease expired; task returned to the recipient queue.
 // returns nil when no task came in time, when ctx ends or when the store
 // closes.
 func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	if in.Wait <= 0 { // one attempt, nothing to wait for
+		task, _, err := db.StartClaim(ctx, in, nil)
+		return task, err
+	}
 	answer := make(chan claimOutcome, 1)
 	task, waiting, err := db.StartClaim(ctx, in, func(t *relay.Task, err error) { answer <- claimOutcome{t, err} })
 	if !waiting {
