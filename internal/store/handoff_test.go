@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -392,4 +393,130 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 			t.Errorf("claim %d was answered %d times, want once", i, c)
 		}
 	}
+}
+
+// TestStartClaimUnderMixedLoad: claims that wait for random times, a third
+// of them given up by their callers and a quarter only for one sender's
+// tasks, race with posts from two senders. Every claim is answered once,
+// every task claimed reaches exactly one claim and no other task reaches
+// any, and nothing is left parked or running afterwards.
+func TestStartClaimUnderMixedLoad(t *testing.T) {
+	db := openGroup(t)
+	ctx := context.Background()
+	if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: "dave", DisplayName: "dave", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+		t.Fatal(err)
+	}
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	base := runtime.NumGoroutine()
+
+	const claims, posters, posts = 300, 4, 40
+	var (
+		mu        sync.Mutex
+		delivered = map[string]int{}
+		answers   = make([]atomic.Int32, claims)
+		all       sync.WaitGroup
+	)
+	deliver := func(task *relay.Task) {
+		if task != nil {
+			mu.Lock()
+			delivered[task.ID]++
+			mu.Unlock()
+		}
+	}
+	for i := range claims {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+		start, wait := time.Duration(rng.IntN(300))*time.Millisecond, time.Duration(rng.IntN(200))*time.Millisecond
+		leave := time.Duration(-1)
+		if rng.IntN(3) == 0 {
+			leave = time.Duration(rng.IntN(100)) * time.Millisecond
+		}
+		only := rng.IntN(4) == 0
+		all.Add(1)
+		go func() {
+			defer all.Done()
+			time.Sleep(start)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if leave >= 0 {
+				time.AfterFunc(leave, cancel)
+			}
+			in := relay.ClaimInput{RecipientSlug: "bob", Wait: wait}
+			if only {
+				in.FromSenders = []string{"dave"}
+			}
+			done := make(chan struct{})
+			task, waiting, err := db.StartClaim(cctx, in, func(task *relay.Task, err error) {
+				if answers[i].Add(1) != 1 {
+					t.Errorf("claim %d answered twice", i)
+					return
+				}
+				if err != nil {
+					t.Errorf("claim %d: %v", i, err)
+				}
+				deliver(task)
+				close(done)
+			})
+			if err != nil {
+				t.Errorf("claim %d: %v", i, err)
+			}
+			if !waiting {
+				deliver(task)
+				return
+			}
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("claim %d (wait %v) was never answered", i, wait)
+			}
+		}()
+	}
+	var (
+		posted []string
+		sent   sync.WaitGroup
+	)
+	for p := range posters {
+		sent.Add(1)
+		go func() {
+			defer sent.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(claims+p)))
+			for range posts {
+				time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+				from := []string{"alice", "dave"}[rng.IntN(2)]
+				task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: "bob", Title: "From " + from, Instructions: "Go."})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				posted = append(posted, task.ID)
+				mu.Unlock()
+			}
+		}()
+	}
+	sent.Wait()
+	all.Wait()
+
+	claimed := 0
+	for _, id := range posted {
+		task, err := db.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch n := delivered[id]; {
+		case task.Status == relay.StatusClaimed && n != 1:
+			t.Errorf("task %s is claimed and reached %d claims, want 1", id, n)
+		case task.Status != relay.StatusClaimed && n != 0:
+			t.Errorf("task %s is %s and reached %d claims, want none", id, task.Status, n)
+		}
+		if task.Status == relay.StatusClaimed {
+			claimed++
+		}
+	}
+	if n := db.parkedFor("bob"); n != 0 {
+		t.Errorf("%d claims still parked", n)
+	}
+	poll.Until(t, "the claims' goroutines to end", 10*time.Second, func() bool { return runtime.NumGoroutine() <= base+2 },
+		func() string { return fmt.Sprintf("%d goroutines, %d before", runtime.NumGoroutine(), base) })
+	t.Logf("%d tasks posted, %d claimed", len(posted), claimed)
 }
