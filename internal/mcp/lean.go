@@ -33,13 +33,13 @@ type leanHandler struct {
 	lib   http.Handler
 	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
 
-	life    context.Context // ends parked calls (park.go); nil parks none
+	life context.Context // ends parked calls (park.go); nil parks none
 	// suspends says a parked claim can wait without its goroutine: the
 	// service is a relay.ClaimStarter (suspend.go).
 	suspends bool
-	conns   parkedConns     // connections parked calls hold
-	nParked atomic.Int64    // how many
-	tParked atomic.Int64    // how many so far
+	conns    parkedConns  // connections parked calls hold
+	nParked  atomic.Int64 // how many
+	tParked  atomic.Int64 // how many so far
 
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it

@@ -130,13 +130,7 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	// waits then holds no goroutine until it answers (suspend.go). A
 	// service whose claims block gets a goroutine of its own instead, so
 	// that net/http's, with its grown stack, goes.
-	run := h.start
-	if !h.suspends {
-		run = func(ctx context.Context, cancel context.CancelFunc, c leanCall, end func(int, []byte)) {
-			go h.start(ctx, cancel, c, end)
-		}
-	}
-	run(ctx, cancel, c, func(status int, body []byte) {
+	end := func(status int, body []byte) {
 		defer h.nParked.Add(-1)
 		defer stop()
 		defer cancel()
@@ -159,7 +153,12 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 			_ = conn.SetReadDeadline(time.Now().Add(d))
 		}
 		answered <- context.AfterFunc(h.life, func() { _ = conn.SetReadDeadline(past) })
-	})
+	}
+	if h.suspends {
+		h.start(ctx, cancel, c, end)
+	} else {
+		go h.start(ctx, cancel, c, end)
+	}
 	return true
 }
 

@@ -91,6 +91,7 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		mcp.WithInteger("waitMs", mcp.Description("How long to wait for a task when none is queued, in milliseconds (0 answers at once, at most 25000)."), mcp.Min(0), mcp.Max(maxWaitMs), mcp.DefaultNumber(0)),
 		leaseParam("How long the task stays yours without renew_task_lease, in seconds (60..86400)."),
 	)
+	cs := claimStarter(svc)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		supplied := a.str("recipientSlug")
 		waitMs := a.integer("waitMs", 0, 0, maxWaitMs)
@@ -119,7 +120,7 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		// ctx is the request's: the wait ends when the client goes away.
 		// A parked call waits without its goroutine (suspend.go).
-		if sus, cs := suspensionFrom(ctx), claimStarter(svc); sus != nil && cs != nil {
+		if sus := suspensionFrom(ctx); sus != nil && cs != nil {
 			task, waiting, err := cs.StartClaim(ctx, in, func(task *relay.Task, err error) {
 				sus.resume(func() (*mcp.CallToolResult, error) { return claimAnswer(ctx, svc, slug, task, err) })
 			})

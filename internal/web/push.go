@@ -123,7 +123,6 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	missed := after < since
 	told := int64(-1) // the cursor a missed event was last sent for
 
 	send := h.openEventStream(w, "push stream")
@@ -143,12 +142,12 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Once per cursor: with no newer events of its own, the agent's
-		// cursor stays behind the trimmed rows until one comes.
-		if (batch.MayHaveMissed || missed) && after != told {
+		// cursor stays behind the trimmed or unwritten rows until one comes.
+		if (batch.MayHaveMissed || after < since) && after != told {
 			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", PushEventMissed, after) {
 				return
 			}
-			missed, told = false, after
+			told = after
 		}
 		for _, e := range batch.Events {
 			name := PushEventUpdate
