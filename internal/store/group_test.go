@@ -16,8 +16,9 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// openGroup opens a store on a fresh file with agents alice and bob.
-func openGroup(t *testing.T) *DB {
+// openGroup opens a store on a fresh file with agents alice, bob and any
+// more named.
+func openGroup(t *testing.T, more ...string) *DB {
 	t.Helper()
 	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{})
 	if err != nil {
@@ -28,7 +29,7 @@ func openGroup(t *testing.T) *DB {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	for _, s := range []string{"alice", "bob"} {
+	for _, s := range append([]string{"alice", "bob"}, more...) {
 		if _, err := db.RegisterAgent(context.Background(), relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -97,11 +96,8 @@ func TestPostHandsItsTaskToTheWaitingClaim(t *testing.T) {
 // some senders or sessions is handed only a task it would have claimed;
 // any other stays queued and the claim keeps waiting.
 func TestHandOffOnlyToAClaimThatWouldTakeTheTask(t *testing.T) {
-	db := openGroup(t)
+	db := openGroup(t, "carol")
 	ctx := context.Background()
-	if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: "carol", DisplayName: "carol", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-		t.Fatal(err)
-	}
 	post := func(from, session string) relay.Task {
 		t.Helper()
 		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: "bob", Title: "From " + from, Instructions: "Go.", TargetSession: session})
@@ -280,22 +276,8 @@ func drainQueue(t *testing.T, db *DB) {
 // post's hand-off, its caller leaving, its time running out or the store
 // closing; and a claim that finds a task answers at once without done.
 func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			_ = db.Close()
-		}
-	})
+	db := openGroup(t, "carol") // closed in the test too (Close is idempotent)
 	ctx := context.Background()
-	for _, s := range []string{"alice", "bob", "carol"} {
-		if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	post := func(to string) relay.Task {
 		t.Helper()
 		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: to, Title: "For " + to, Instructions: "Go."})
@@ -382,7 +364,6 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	closed = true
 	for range 100 {
 		if a := next(); a.err != nil || a.task != nil || a.i < 100 {
 			t.Fatalf("claim %d answered %+v, %v at close; want no task", a.i, a.task, a.err)
@@ -401,11 +382,8 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 // every task claimed reaches exactly one claim and no other task reaches
 // any, and nothing is left parked or running afterwards.
 func TestStartClaimUnderMixedLoad(t *testing.T) {
-	db := openGroup(t)
+	db := openGroup(t, "dave")
 	ctx := context.Background()
-	if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: "dave", DisplayName: "dave", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-		t.Fatal(err)
-	}
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	base := runtime.NumGoroutine()
