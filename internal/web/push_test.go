@@ -16,14 +16,19 @@ import (
 )
 
 // pushEnv is a relay handler with the push stream on a loopback server.
-func pushEnv(t *testing.T) (*httptest.Server, relay.Service) {
+// wrap, when given, stands between the stream and the store.
+func pushEnv(t *testing.T, wrap ...func(relay.PushSource) relay.PushSource) (*httptest.Server, relay.Service) {
 	t.Helper()
 	db := openStore(t, nil)
+	var push relay.PushSource = db
+	for _, w := range wrap {
+		push = w(push)
+	}
 	h, err := web.NewHandler(web.Config{
 		Service:       db,
 		AdminToken:    adminToken,
 		MCP:           echoPrincipal(),
-		Push:          db,
+		Push:          push,
 		PushHeartbeat: 50 * time.Millisecond,
 	})
 	if err != nil {
@@ -295,19 +300,7 @@ func (s staleCursor) PushEvents(ctx context.Context, slug string, after int64, l
 // A cursor among trimmed rows is told it may have missed some once, not
 // again at every heartbeat while the agent has no newer event to move it.
 func TestPushMissedOncePerCursor(t *testing.T) {
-	db := openStore(t, nil)
-	h, err := web.NewHandler(web.Config{
-		Service:       db,
-		AdminToken:    adminToken,
-		MCP:           echoPrincipal(),
-		Push:          staleCursor{PushSource: db, agent: "alice", stale: 2},
-		PushHeartbeat: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, db := pushEnv(t, func(p relay.PushSource) relay.PushSource { return staleCursor{PushSource: p, agent: "alice", stale: 2} })
 	aliceTok := createAgent(t, db, "alice")
 	carolTok := createAgent(t, db, "carol")
 	createAgent(t, db, "bob")
