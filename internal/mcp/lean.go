@@ -18,6 +18,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -367,7 +368,16 @@ func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
 // request id as mcp-go prints it. Calls of one caller only can be ended.
 func cancelKey(ctx context.Context, id any) string {
 	p, _ := relay.PrincipalFrom(ctx)
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%v", p.Kind, p.Slug, p.RunTaskID, id)
+	var ids string
+	switch v := id.(type) {
+	case string:
+		ids = v
+	case float64:
+		ids = strconv.FormatFloat(v, 'g', -1, 64) // as %v writes it
+	default:
+		ids = fmt.Sprint(v)
+	}
+	return string(p.Kind) + "\x00" + p.Slug + "\x00" + p.RunTaskID + "\x00" + ids
 }
 
 // track registers a running call under key; the returned func removes it.

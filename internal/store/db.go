@@ -92,6 +92,8 @@ type DB struct {
 
 	secrets atomic.Pointer[[]string] // scrubbed from reports and posted tasks (SetSecrets)
 
+	auth authCache // recent answers of Authenticate and WorkerOnly (authcache.go)
+
 	// The writer goroutine (group commit, see write).
 	queue      chan *writeReq // unbuffered: a sender is a waiting write
 	quit       chan struct{}  // closed by Close

@@ -64,6 +64,13 @@ func newEnv(t testing.TB, opts store.Options) *env {
 	return &env{t: t, db: db, path: path, clock: c, ctx: context.Background()}
 }
 
+// undoAuthEpoch takes a database back from version 10 to 9: the counter
+// and the triggers that bump it (migration 0010).
+const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_gone;
+	DROP TRIGGER auth_run_token_changed; DROP TRIGGER auth_run_token_gone;
+	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
+	DROP TABLE auth_epoch;`
+
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it.

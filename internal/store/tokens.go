@@ -21,27 +21,42 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 		return relay.Principal{}, unauthorized()
 	}
 	hash := relay.HashToken(token)
+	now := db.now()
+	if p, ok := db.auth.token(hash, now); ok {
+		return p, nil
+	}
+	gen := db.auth.gen.Load() // before the read: a change committed meanwhile makes it stale
 	// Two point lookups by index, too short to be worth cancelling: without
 	// a context that can end, database/sql starts no goroutine to watch it.
 	ctx = context.WithoutCancel(ctx)
 	var slug string
 	err := db.r.QueryRowContext(ctx, `SELECT slug FROM agents WHERE token_hash = ?`, hash).Scan(&slug)
 	if err == nil {
-		return relay.Principal{Kind: relay.PrincipalAgent, Slug: slug}, nil
+		p := relay.Principal{Kind: relay.PrincipalAgent, Slug: slug}
+		db.auth.keepToken(hash, p, gen, now.Add(authTTL).UnixNano())
+		return p, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return relay.Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	var taskID sql.NullString
-	err = db.r.QueryRowContext(ctx, `SELECT agent_slug, task_id FROM run_tokens WHERE token_hash = ? AND expires_at > ?`,
-		hash, relay.FormatTime(db.now())).Scan(&slug, &taskID)
+	var (
+		taskID  sql.NullString
+		expires string
+	)
+	err = db.r.QueryRowContext(ctx, `SELECT agent_slug, task_id, expires_at FROM run_tokens WHERE token_hash = ? AND expires_at > ?`,
+		hash, relay.FormatTime(now)).Scan(&slug, &taskID, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return relay.Principal{}, unauthorized()
 	}
 	if err != nil {
 		return relay.Principal{}, fmt.Errorf("authenticate: %w", err)
 	}
-	return relay.Principal{Kind: relay.PrincipalAgent, Slug: slug, RunTaskID: taskID.String}, nil
+	p := relay.Principal{Kind: relay.PrincipalAgent, Slug: slug, RunTaskID: taskID.String}
+	// A run token is kept no longer than it is valid.
+	if at, err := relay.ParseTime(expires); err == nil {
+		db.auth.keepToken(hash, p, gen, min(at.UnixNano(), now.Add(authTTL).UnixNano()))
+	}
+	return p, nil
 }
 
 // IssueRunToken mints a run token for one worker run of taskID by slug,

@@ -174,7 +174,12 @@ func (db *DB) batch(first *writeReq) {
 		spent()
 		return
 	}
+	var (
+		epoch    int64
+		epochErr error
+	)
 	if broken == nil {
+		epoch, epochErr = readAuthEpoch(conn)
 		commit := time.Now()
 		broken = db.end(conn, "COMMIT")
 		db.committing.Add(int64(time.Since(commit)))
@@ -194,6 +199,7 @@ func (db *DB) batch(first *writeReq) {
 	db.batches.Add(1)
 	db.writes.Add(int64(len(list)))
 	db.healthy.Store(true)
+	db.auth.observe(epoch, epochErr) // before anyone is answered or woken
 	for _, p := range list {
 		db.committed(p.t)
 	}

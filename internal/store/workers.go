@@ -145,14 +145,17 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	now := db.now()
+	if only, ok := db.auth.workerOnly(slug, now); ok {
+		return only, nil
+	}
+	gen := db.auth.gen.Load() // before the read, as in Authenticate
 	var only bool
 	err = db.r.QueryRowContext(ctx, `SELECT enabled AND exclusive FROM workers WHERE agent_slug = ?`, slug).Scan(&only)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("worker only: %w", err)
 	}
+	db.auth.keepWorkerOnly(slug, only, gen, now)
 	return only, nil
 }
 
