@@ -146,6 +146,7 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 	o.URL, o.AdminToken = ready[0], ready[1]
 	o.Startup = time.Since(t0)
 	o.Probe = &childProbe{in: relayChild.in, out: relayChild.out}
+	o.SelfCPU = processCPU
 	o.Progress = stderr
 	floor, ready, err := startChild(self, "--floor-child", dir, "floor service", 1, stderr)
 	if err != nil {

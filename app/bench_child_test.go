@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,8 +57,10 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
+	var reads atomic.Int64 // the bench's own CPU reads 1 s, then 3 s
+	selfCPU := func() (time.Duration, error) { return time.Duration(2*reads.Add(1)-1) * time.Second, nil }
 	rep, err := bench.Run(ctx, bench.Options{
-		URL: f[1], AdminToken: f[2], Probe: &childProbe{in: stdinW, out: out},
+		URL: f[1], AdminToken: f[2], Probe: &childProbe{in: stdinW, out: out}, SelfCPU: selfCPU,
 		Agents: 2, Tasks: 4, QueueSizes: []int{}, WakeSamples: -1, CommitWindow: -1, Waiters: 12,
 		Progress: &progress,
 	})
@@ -74,6 +77,9 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "settled (after a garbage collection") {
 		t.Errorf("the report lacks the settled figures:\n%s", text.String())
+	}
+	if l := rep.Lifecycle; l.Ops == 0 || l.BenchCPUPerCallMs != 2000/float64(l.Ops) || !strings.Contains(text.String(), "the bench itself") {
+		t.Errorf("bench CPU per call = %v for %d calls (want 2 s over them), report:\n%s", l.BenchCPUPerCallMs, l.Ops, text.String())
 	}
 	stdinW.Close()
 	select {

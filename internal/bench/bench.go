@@ -84,6 +84,10 @@ type Options struct {
 	// counts: the bench then reports CPU per tool call, fsyncs per
 	// lifecycle, RSS after load and runs the waiters phase.
 	Probe Probe
+	// SelfCPU, when set with a Probe, reads this process's own CPU time:
+	// the lifecycle phase then also reports what the load generator spent
+	// per call, on the same cores as the relay.
+	SelfCPU func() (time.Duration, error)
 	// Waiters is how many waiting claims the waiters phase parks at once
 	// (needs Probe); 0 means DefaultWaiters, negative skips the phase.
 	Waiters int
@@ -252,8 +256,11 @@ type LifecycleResult struct {
 	// followed by a waiting claim.
 	IdleClaims int `json:"idleClaims"`
 	// ClaimedAfterWait counts waiting claims that got a task.
-	ClaimedAfterWait int       `json:"claimedAfterWait"`
-	Tools            []OpStats `json:"tools"`
+	ClaimedAfterWait int `json:"claimedAfterWait"`
+	// BenchCPUPerCallMs is the bench's own CPU time per tool call (the load
+	// generator, sharing the machine with the relay), when it can be read.
+	BenchCPUPerCallMs float64   `json:"benchCpuPerCallMs,omitempty"`
+	Tools             []OpStats `json:"tools"`
 }
 
 // WakeResult is the wake-up phase: a claim_next_task waiting with waitMs
@@ -337,16 +344,30 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Commits = &c
 	}
-	var before Sample
+	var (
+		before  Sample
+		selfCPU = o.SelfCPU
+		cpu0    time.Duration
+	)
 	if o.Probe != nil {
 		if before, err = o.Probe.Sample(ctx); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if selfCPU != nil {
+			if cpu0, err = selfCPU(); err != nil {
+				selfCPU = nil // not on this system: the figure is left out
+			}
 		}
 	}
 	if rep.Lifecycle, err = r.lifecycle(ctx); err != nil {
 		return nil, err
 	}
 	if o.Probe != nil {
+		if selfCPU != nil && rep.Lifecycle.Ops > 0 {
+			if cpu, err := selfCPU(); err == nil {
+				rep.Lifecycle.BenchCPUPerCallMs = Ms(cpu-cpu0) / float64(rep.Lifecycle.Ops)
+			}
+		}
 		after, err := o.Probe.Sample(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)

@@ -24,7 +24,9 @@ const maxResponse = 16 << 20
 // calls the admin bridge. It is safe for concurrent use.
 type Client struct {
 	base string
-	http *http.Client
+	http *http.Client // the bridge and /health
+	mcp  *connPool    // tool calls (conn.go)
+	err  error        // why base cannot be used for tool calls
 	ids  atomic.Int64
 }
 
@@ -42,11 +44,18 @@ func NewClient(baseURL string, conns int) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Transport: tr}}
+	base := strings.TrimRight(baseURL, "/")
+	pool, err := newConnPool(base, conns)
+	return &Client{base: base, http: &http.Client{Transport: tr}, mcp: pool, err: err}
 }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	if c.mcp != nil {
+		c.mcp.close()
+	}
+}
 
 // ToolError is a tool result with isError set whose text is not the
 // relay's {error, message} envelope (e.g. an argument check by the MCP
@@ -95,26 +104,18 @@ func (c *Client) Tool(ctx context.Context, token, name string, args, out any) er
 	if err != nil {
 		return fmt.Errorf("%s: encode request: %w", name, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp", bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("%s: build request: %w", name, err)
+	if c.err != nil {
+		return fmt.Errorf("%s: %w", name, c.err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.http.Do(req)
+	resp, err := c.mcp.post(ctx, "/mcp", "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer "+token+"\r\n", body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return fmt.Errorf("%s: read response: %w", name, err)
+	data := resp.body
+	if resp.status != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", name, resp.status, snippet(data))
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d: %s", name, resp.StatusCode, snippet(data))
-	}
-	msg, err := RPCMessage(resp.Header.Get("Content-Type"), data)
+	msg, err := RPCMessage(resp.ctype, data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -186,28 +186,22 @@ func (fs *FloorServer) Close() error {
 	return fs.s.Close()
 }
 
-// ServiceFloor times samples POSTs to a FloorServer at url over one
-// keep-alive connection, each after idle.
+// ServiceFloor times samples POSTs to a FloorServer at url (its base, as
+// http://host:port) over one keep-alive connection, each after idle, sent
+// as the bench sends tool calls (conn.go).
 func ServiceFloor(ctx context.Context, url string, samples int, idle time.Duration) (Summary, error) {
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-	defer c.CloseIdleConnections()
+	p, err := newConnPool(strings.TrimRight(url, "/"), 1)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer p.close()
 	lat, err := idleSamples(ctx, samples, idle, func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{}`))
+		a, err := p.post(ctx, "/", "Content-Type: application/json\r\n", []byte(`{}`))
 		if err != nil {
 			return fmt.Errorf("bench: floor service: %w", err)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.Do(req)
-		if err != nil {
-			return fmt.Errorf("bench: floor service: %w", err)
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if err != nil {
-			return fmt.Errorf("bench: floor service: %w", err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("bench: floor service: HTTP %d: %s", resp.StatusCode, snippet(body))
+		if a.status != http.StatusOK {
+			return fmt.Errorf("bench: floor service: HTTP %d: %s", a.status, snippet(a.body))
 		}
 		return nil
 	})

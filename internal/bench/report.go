@@ -109,6 +109,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 		p("  the store's single writer was busy %.0f%% of the phase, %.0f%% in COMMIT (fsync included); every write waits for it\n",
 			100*u.WriterBusy, 100*u.WriterCommitting)
 	}
+	if l.BenchCPUPerCallMs > 0 {
+		p("  the bench itself (the load generator, on the same cores): %.3f ms CPU per tool call\n", l.BenchCPUPerCallMs)
+	}
 
 	if wk := rep.Wake; wk != nil {
 		p("\nWake-up: claim_next_task waiting (waitMs 20000), then post_task to it; from sending the post to the claim's answer\n")
