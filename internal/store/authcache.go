@@ -31,6 +31,11 @@ import (
 // still holds.
 const authTTL = 5 * time.Second
 
+// Test hooks, nil outside tests: testHookAuthRead runs after Authenticate's
+// database read and before it keeps the answer; testHookCommitted after a
+// batch's commit and the cache's check, before anyone is woken or answered.
+var testHookAuthRead, testHookCommitted func()
+
 // authMaxEntries bounds each map; a full map starts again empty.
 const authMaxEntries = 4096
 
@@ -48,7 +53,7 @@ type authCache struct {
 type tokenEntry struct {
 	p       relay.Principal
 	gen     uint64
-	expires int64 // Unix ns when it stops being trusted: authTTL on, or a run token's expiry if sooner
+	expires time.Time // when it stops being trusted: authTTL on, or a run token's expiry if sooner
 }
 
 // workerEntry is a kept WorkerOnly answer.
@@ -74,7 +79,7 @@ func (c *authCache) token(hash string, now time.Time) (relay.Principal, bool) {
 	c.mu.Lock()
 	e, ok := c.tokens[hash]
 	c.mu.Unlock()
-	if !ok || e.gen != gen || now.UnixNano() >= e.expires {
+	if !ok || e.gen != gen || !now.Before(e.expires) {
 		return relay.Principal{}, false
 	}
 	return e.p, true
@@ -82,7 +87,7 @@ func (c *authCache) token(hash string, now time.Time) (relay.Principal, bool) {
 
 // keepToken keeps p for hash, read in generation gen (loaded before the
 // read began, so that a change committed meanwhile makes it stale).
-func (c *authCache) keepToken(hash string, p relay.Principal, gen uint64, expires int64) {
+func (c *authCache) keepToken(hash string, p relay.Principal, gen uint64, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tokens == nil || len(c.tokens) >= authMaxEntries {

@@ -28,6 +28,13 @@ func (e *env) authAs(token string, want relay.Principal) {
 	}
 }
 
+// exclusiveWorker is an enabled, exclusive worker for coder taking tasks from sender.
+func exclusiveWorker(sender string) relay.WorkerConfig {
+	c := workerConfig("coder")
+	c.AllowedSenders, c.Exclusive = []string{sender}, true
+	return c
+}
+
 // workerOnly fails t unless WorkerOnly(slug) is want.
 func (e *env) workerOnly(slug string, want bool) {
 	e.t.Helper()
@@ -55,8 +62,7 @@ func TestAuthAnswersAreKept(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, store.Options{})
 			token := e.newAgent("coder")
-			e.saveWorker(relay.WorkerConfig{AgentSlug: "coder", Harness: "claude-code", Command: "/bin/true", Workdir: t.TempDir(),
-				AllowedSenders: []string{"operator"}, Enabled: true, Exclusive: true})
+			e.saveWorker(exclusiveWorker("operator"))
 			coder := relay.Principal{Kind: relay.PrincipalAgent, Slug: "coder"}
 			e.authAs(token, coder)
 			e.workerOnly("coder", true)
@@ -117,8 +123,9 @@ func TestAuthAnswersFollowEveryChange(t *testing.T) {
 			}
 		}, false, false, false},
 		{"worker turned off", func(e *env, _, _ string, _ relay.Task) {
-			e.saveWorker(relay.WorkerConfig{AgentSlug: "coder", Harness: "claude-code", Command: "/bin/true", Workdir: e.t.TempDir(),
-				AllowedSenders: []string{"operator"}, Enabled: false, Exclusive: true})
+			c := exclusiveWorker("operator")
+			c.Enabled = false
+			e.saveWorker(c)
 		}, true, true, false},
 		{"worker deleted", func(e *env, _, _ string, _ relay.Task) {
 			if err := e.db.DeleteWorker(e.ctx, "coder"); err != nil {
@@ -135,8 +142,7 @@ func TestAuthAnswersFollowEveryChange(t *testing.T) {
 			e := newEnv(t, store.Options{})
 			token := e.newAgent("coder")
 			e.newAgent("boss")
-			e.saveWorker(relay.WorkerConfig{AgentSlug: "coder", Harness: "claude-code", Command: "/bin/true", Workdir: t.TempDir(),
-				AllowedSenders: []string{"boss"}, Enabled: true, Exclusive: true})
+			e.saveWorker(exclusiveWorker("boss"))
 			task := e.post("operator", "coder", "Run", 0)
 			run, err := e.db.IssueRunToken(e.ctx, "coder", task.ID, 60)
 			if err != nil {
@@ -215,4 +221,28 @@ func TestRevokedTokenRefusedOnceRevokeReturns(t *testing.T) {
 			t.Fatalf("round %d: %d calls authenticated a token after its revoke returned", round, n)
 		}
 	}
+}
+
+// A kept "no worker" is dropped when a worker is added.
+func TestKeptNoWorkerFollowsAWorkerAdded(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.newAgent("coder")
+	e.workerOnly("coder", false) // kept: no worker
+	e.saveWorker(exclusiveWorker("operator"))
+	e.workerOnly("coder", true)
+}
+
+// A run token valid for less than authTTL is kept no longer than it is valid.
+func TestKeptRunTokenExpiresWithTheToken(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.newAgent("coder")
+	task := e.post("operator", "coder", "Run", 0)
+	run, err := e.db.IssueRunToken(e.ctx, "coder", task.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.authAs(run, relay.Principal{Kind: relay.PrincipalAgent, Slug: "coder", RunTaskID: task.ID})
+	e.clock.Advance(2 * time.Second)
+	_, err = e.db.Authenticate(e.ctx, run)
+	wantCode(t, err, relay.EUnauthorized)
 }

@@ -31,9 +31,12 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 	ctx = context.WithoutCancel(ctx)
 	var slug string
 	err := db.r.QueryRowContext(ctx, `SELECT slug FROM agents WHERE token_hash = ?`, hash).Scan(&slug)
+	if testHookAuthRead != nil {
+		testHookAuthRead()
+	}
 	if err == nil {
 		p := relay.Principal{Kind: relay.PrincipalAgent, Slug: slug}
-		db.auth.keepToken(hash, p, gen, now.Add(authTTL).UnixNano())
+		db.auth.keepToken(hash, p, gen, now.Add(authTTL))
 		return p, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -54,7 +57,11 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 	p := relay.Principal{Kind: relay.PrincipalAgent, Slug: slug, RunTaskID: taskID.String}
 	// A run token is kept no longer than it is valid.
 	if at, err := relay.ParseTime(expires); err == nil {
-		db.auth.keepToken(hash, p, gen, min(at.UnixNano(), now.Add(authTTL).UnixNano()))
+		until := now.Add(authTTL)
+		if at.Before(until) {
+			until = at
+		}
+		db.auth.keepToken(hash, p, gen, until)
 	}
 	return p, nil
 }

@@ -200,6 +200,9 @@ func (db *DB) batch(first *writeReq) {
 	db.writes.Add(int64(len(list)))
 	db.healthy.Store(true)
 	db.auth.observe(epoch, epochErr) // before anyone is answered or woken
+	if testHookCommitted != nil {
+		testHookCommitted()
+	}
 	for _, p := range list {
 		db.committed(p.t)
 	}
