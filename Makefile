@@ -4,7 +4,7 @@
 #   make bindings        regenerate frontend/wailsjs after a bound Go method changed
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
 #   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
-#   make test            THE test command: vet, race tests, tray and notifications on D-Bus, frontend tests and type-check, e2e
+#   make test            THE test command: gofmt and vet, race tests, tray and notifications on D-Bus, frontend tests and type-check, e2e
 #   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`;
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
 #   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
@@ -85,6 +85,7 @@ deps:
 	bash .ci/deps.sh chromium dbus dbus-daemon systemd libglib2.0-bin
 
 vet: .ci/bin/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: not formatted (run gofmt -w on them):"; echo "$$out"; exit 1; fi
 	go vet ./...
 	.ci/bin/staticcheck ./...
 
