@@ -137,6 +137,9 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   const files = drawer.locator('[data-test="changed-files"]');
   await files.locator(`[data-path$="/made-by-run.txt"]`).getByText("Added").waitFor({ timeout: 10000 });
   await files.locator(`[data-path$="/pixel.png"]`).waitFor();
+  // Previews load as their row scrolls into view; where the row starts
+  // depends on how the drawer's text wraps (the date, the temp path).
+  await files.locator(`[data-path$="/pixel.png"]`).scrollIntoViewIfNeeded();
   const img = files.locator(`[data-path$="/pixel.png"] img`);
   await img.waitFor({ timeout: 10000 });
   check(await img.evaluate((el) => el.complete && el.naturalWidth === 32), "the picture preview did not load");
