@@ -44,23 +44,8 @@ type authCache struct {
 	gen  atomic.Uint64 // generation of the answers that are still good
 	seen int64         // auth_epoch as the writer last read it (writer goroutine only)
 
-	mu      sync.Mutex
-	tokens  map[string]tokenEntry // token hash → principal
-	workers map[string]workerEntry
-}
-
-// tokenEntry is a kept Authenticate answer.
-type tokenEntry struct {
-	p       relay.Principal
-	gen     uint64
-	expires time.Time // when it stops being trusted: authTTL on, or a run token's expiry if sooner
-}
-
-// workerEntry is a kept WorkerOnly answer.
-type workerEntry struct {
-	only    bool
-	gen     uint64
-	expires time.Time
+	tokens  keptAnswers[relay.Principal] // token hash → principal
+	workers keptAnswers[bool]            // slug → WorkerOnly
 }
 
 // observe is called by the writer after a commit with the auth_epoch value
@@ -73,49 +58,42 @@ func (c *authCache) observe(n int64, err error) {
 	}
 }
 
-// token returns the kept principal of hash, if one is still good at now.
-func (c *authCache) token(hash string, now time.Time) (relay.Principal, bool) {
-	gen := c.gen.Load()
-	c.mu.Lock()
-	e, ok := c.tokens[hash]
-	c.mu.Unlock()
+// keptAnswers is a bounded map of answers, each kept with the generation
+// it was read in and the time it stops being trusted.
+type keptAnswers[V any] struct {
+	mu sync.Mutex
+	m  map[string]keptAnswer[V]
+}
+
+// keptAnswer is one kept answer.
+type keptAnswer[V any] struct {
+	v       V
+	gen     uint64
+	expires time.Time
+}
+
+// get returns the answer kept for key, if it is of generation gen (the
+// current one) and still trusted at now.
+func (k *keptAnswers[V]) get(key string, gen uint64, now time.Time) (V, bool) {
+	k.mu.Lock()
+	e, ok := k.m[key]
+	k.mu.Unlock()
 	if !ok || e.gen != gen || !now.Before(e.expires) {
-		return relay.Principal{}, false
+		var zero V
+		return zero, false
 	}
-	return e.p, true
+	return e.v, true
 }
 
-// keepToken keeps p for hash, read in generation gen (loaded before the
-// read began, so that a change committed meanwhile makes it stale).
-func (c *authCache) keepToken(hash string, p relay.Principal, gen uint64, expires time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tokens == nil || len(c.tokens) >= authMaxEntries {
-		c.tokens = make(map[string]tokenEntry)
+// put keeps v for key until expires, read in generation gen (loaded before
+// the read began, so that a change committed meanwhile makes it stale).
+func (k *keptAnswers[V]) put(key string, v V, gen uint64, expires time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= authMaxEntries {
+		k.m = make(map[string]keptAnswer[V])
 	}
-	c.tokens[hash] = tokenEntry{p: p, gen: gen, expires: expires}
-}
-
-// workerOnly returns the kept WorkerOnly answer for slug, if still good.
-func (c *authCache) workerOnly(slug string, now time.Time) (only, ok bool) {
-	gen := c.gen.Load()
-	c.mu.Lock()
-	e, found := c.workers[slug]
-	c.mu.Unlock()
-	if !found || e.gen != gen || !now.Before(e.expires) {
-		return false, false
-	}
-	return e.only, true
-}
-
-// keepWorkerOnly keeps only for slug, read in generation gen.
-func (c *authCache) keepWorkerOnly(slug string, only bool, gen uint64, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.workers == nil || len(c.workers) >= authMaxEntries {
-		c.workers = make(map[string]workerEntry)
-	}
-	c.workers[slug] = workerEntry{only: only, gen: gen, expires: now.Add(authTTL)}
+	k.m[key] = keptAnswer[V]{v: v, gen: gen, expires: expires}
 }
 
 // readAuthEpoch reads the counter inside the writer's open transaction.

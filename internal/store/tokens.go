@@ -22,7 +22,7 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 	}
 	hash := relay.HashToken(token)
 	now := db.now()
-	if p, ok := db.auth.token(hash, now); ok {
+	if p, ok := db.auth.tokens.get(hash, db.auth.gen.Load(), now); ok {
 		return p, nil
 	}
 	gen := db.auth.gen.Load() // before the read: a change committed meanwhile makes it stale
@@ -36,7 +36,7 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 	}
 	if err == nil {
 		p := relay.Principal{Kind: relay.PrincipalAgent, Slug: slug}
-		db.auth.keepToken(hash, p, gen, now.Add(authTTL))
+		db.auth.tokens.put(hash, p, gen, now.Add(authTTL))
 		return p, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -61,7 +61,7 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 		if at.Before(until) {
 			until = at
 		}
-		db.auth.keepToken(hash, p, gen, until)
+		db.auth.tokens.put(hash, p, gen, until)
 	}
 	return p, nil
 }

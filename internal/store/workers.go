@@ -146,7 +146,7 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 		return false, err
 	}
 	now := db.now()
-	if only, ok := db.auth.workerOnly(slug, now); ok {
+	if only, ok := db.auth.workers.get(slug, db.auth.gen.Load(), now); ok {
 		return only, nil
 	}
 	gen := db.auth.gen.Load() // before the read, as in Authenticate
@@ -155,7 +155,7 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("worker only: %w", err)
 	}
-	db.auth.keepWorkerOnly(slug, only, gen, now)
+	db.auth.workers.put(slug, only, gen, now.Add(authTTL))
 	return only, nil
 }
 
