@@ -96,6 +96,36 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
+// BenchmarkReadUpdatesBehind measures read_updates for an agent that has
+// nothing to read while the journal is full of other agents' events (the
+// default bound, 10,000). The journal has no index by recipient (migration
+// 0011): the first such read after a start walks all of it, the most any
+// read_updates walks, and each later one starts where the last ended
+// (DB.walked), so b.N reads cost one walk and b.N short reads.
+func BenchmarkReadUpdatesBehind(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "relay.db")
+	db := openBench(b, path)
+	ctx := context.Background()
+	if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: "idle", DisplayName: "idle", ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
+		b.Fatal(err)
+	}
+	raw := openRaw(b, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO events (recipient_slug, type, task_id, summary, created_at)
+		SELECT 'sender', 'task_completed', printf('task-%d', i), 'worker completed “Task”.', '2026-01-01T00:00:00.000Z' FROM n`,
+		relay.DefaultMaxEvents); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		u, err := db.ReadUpdates(ctx, "idle", 0)
+		if err != nil || len(u.Updates) != 0 {
+			b.Fatalf("updates = %+v, %v", u, err)
+		}
+	}
+}
+
 // claimMillion adds a queue of 1,000,000 tasks to BenchmarkClaim. Seeding
 // it takes minutes, and the benchmark re-seeds for every b.N it tries, so
 // it is opt-in: go test -bench 'BenchmarkClaim$' ./internal/store -args -claim-million

@@ -243,9 +243,7 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 		if c.filter && len(c.senders) == 0 {
 			return nil
 		}
-		// The recipient is bound as +? so that the statement stays
-		// prepared (see limitSQL).
-		query := `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
+		query := nextQueuedSQL
 		args := []any{c.recipient}
 		if c.filter {
 			query += ` AND t.sender_slug IN (?` + strings.Repeat(", ?", len(c.senders)-1) + `)`
@@ -259,7 +257,7 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 				args = append(args, s)
 			}
 		}
-		query += ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
+		query += nextQueuedOrder
 		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			if p != nil {
@@ -283,6 +281,21 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 	return out, err
 }
 
+// The statements a claim runs, named for TestHotQueryPlans, which holds
+// each to an index that keeps it flat however many tasks the database holds
+// (migration 0011).
+const (
+	// nextQueuedSQL and nextQueuedOrder find the recipient's next queued
+	// task (filters go between them) in tasks_queue's order. The recipient
+	// is bound as +? so that the statement stays prepared (see limitSQL).
+	nextQueuedSQL   = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
+	nextQueuedOrder = ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
+	// expiredLeasesSQL finds claimed tasks whose lease has run out;
+	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
+	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
+	expiredLeasesOfSQL = ` AND recipient_slug = ?`
+)
+
 // claim claims task (queued, with its timeline read) for c's recipient:
 // the row, the change and the sender's task-claimed event.
 func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
@@ -304,10 +317,10 @@ func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
 // recipient's queue (only recipient's, unless it is ""), with a timeline
 // entry and a task-requeued event for the sender, and wakes the recipients.
 func requeueExpired(t *tx, recipient string) (int, error) {
-	query := `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
+	query := expiredLeasesSQL
 	args := []any{t.ts}
 	if recipient != "" {
-		query += ` AND recipient_slug = ?`
+		query += expiredLeasesOfSQL
 		args = append(args, recipient)
 	}
 	rows, err := t.tx.QueryContext(t.ctx, query, args...)

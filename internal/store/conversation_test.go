@@ -82,8 +82,8 @@ func TestMigrationBackfillsConversations(t *testing.T) {
 	child := post(root.ID)
 	grand := post(child.ID)
 	alone := e.post("bob", "ann", "alone", 0)
-	// Back to schema 6: the columns 0007 adds and what 0009 and 0010 add are gone.
-	e.downgrade(undoAuthEpoch + `ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
+	// Back to schema 6: the columns 0007 adds and what 0009 to 0011 add are gone.
+	e.downgrade(undoTaskIndexes + undoAuthEpoch + `ALTER TABLE tasks DROP COLUMN conversation_id; ALTER TABLE tasks DROP COLUMN hops;
 		ALTER TABLE tasks DROP COLUMN target_session; DROP TABLE push_agents; PRAGMA user_version = 6`)
 	for _, want := range []struct {
 		task relay.Task

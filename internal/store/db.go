@@ -103,6 +103,11 @@ type DB struct {
 	writes     atomic.Int64
 	busy       atomic.Int64 // ns the writer spent on batches
 	committing atomic.Int64 // ns of busy spent in COMMIT
+
+	// walked is, per agent, the newest event sequence up to which the
+	// journal is known to hold no unread event for it (events.go). Only the
+	// writer goroutine touches it.
+	walked map[string]int64
 }
 
 var _ relay.Service = (*DB)(nil)
@@ -162,6 +167,7 @@ func Open(path string, opts Options) (*DB, error) {
 		queue:      make(chan *writeReq),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+		walked:     make(map[string]int64),
 	}
 	db.healthy.Store(true)
 

@@ -12,6 +12,25 @@ import (
 
 const eventColumns = `sequence, recipient_slug, type, task_id, summary, created_at`
 
+// unreadEventsSQL reads an agent's events after a sequence. The journal has
+// no index by recipient (migration 0011: every event would write a page of
+// that index of its own), so the read walks the events after that sequence,
+// all agents', in order. It starts after the agent's cursor or, when
+// further on, after the newest event its last read walked to (walk): an
+// agent that has nothing to read walks only what came since, and the first
+// read after a start walks at most the journal's bound (MaxEvents).
+const unreadEventsSQL = `SELECT ` + eventColumns + ` FROM events WHERE recipient_slug = +? AND sequence > ? ORDER BY sequence`
+
+// walk is how far a read_updates walked the journal: it found no event for
+// slug after the ones it returned, up to sequence to. The writer keeps it
+// in DB.walked once the read's transaction has committed, never before: an
+// event of a batch that fails to commit gives its sequence back, and the
+// next event, perhaps for slug, takes it.
+type walk struct {
+	slug string
+	to   int64
+}
+
 func scanEvents(rows *sql.Rows) ([]relay.Event, error) {
 	defer rows.Close()
 	out := []relay.Event{}
@@ -39,11 +58,12 @@ func (db *DB) ReadUpdates(ctx context.Context, slug string, limit int) (relay.Up
 	var out relay.Updates
 	err = db.write(ctx, "read updates", func(t *tx) error {
 		var (
-			lastRead int64
-			oldest   sql.NullInt64
+			lastRead, newest int64
+			oldest           sql.NullInt64
 		)
-		err := t.tx.QueryRowContext(t.ctx, `SELECT last_read_sequence, (SELECT MIN(sequence) FROM events) FROM agents WHERE slug = ?`, slug).
-			Scan(&lastRead, &oldest)
+		err := t.tx.QueryRowContext(t.ctx, `SELECT last_read_sequence, (SELECT MIN(sequence) FROM events),
+			(SELECT COALESCE(MAX(sequence), 0) FROM events) FROM agents WHERE slug = ?`, slug).
+			Scan(&lastRead, &oldest, &newest)
 		if errors.Is(err, sql.ErrNoRows) {
 			return unknownAgent(slug)
 		}
@@ -51,14 +71,17 @@ func (db *DB) ReadUpdates(ctx context.Context, slug string, limit int) (relay.Up
 			return fmt.Errorf("read cursor: %w", err)
 		}
 		missed := oldest.Valid && lastRead < oldest.Int64-1
-		rows, err := t.tx.QueryContext(t.ctx, `SELECT `+eventColumns+` FROM events
-			WHERE recipient_slug = +? AND sequence > ? ORDER BY sequence`+limitSQL(limit), slug, lastRead)
+		rows, err := t.tx.QueryContext(t.ctx, unreadEventsSQL+limitSQL(limit), slug, max(lastRead, t.db.walked[slug]))
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
 		updates, err := scanEvents(rows)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
+		}
+		if len(updates) < limit {
+			// The walk reached the newest event: none after it is for slug.
+			t.walk = walk{slug: slug, to: newest}
 		}
 		cursor := lastRead
 		switch {

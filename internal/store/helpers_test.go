@@ -64,6 +64,16 @@ func newEnv(t testing.TB, opts store.Options) *env {
 	return &env{t: t, db: db, path: path, clock: c, ctx: context.Background()}
 }
 
+// undoTaskIndexes takes a database back from version 11 to 10: the task
+// and journal indexes before migration 0011.
+const undoTaskIndexes = `DROP INDEX tasks_queue; DROP INDEX tasks_leases; DROP INDEX tasks_sender_open;
+	DROP INDEX tasks_sender; DROP INDEX tasks_recipient; DROP INDEX tasks_parent;
+	CREATE INDEX tasks_queue ON tasks (recipient_slug, status, priority DESC, created_at);
+	CREATE INDEX tasks_sender ON tasks (sender_slug, updated_at);
+	CREATE INDEX tasks_parent ON tasks (parent_task_id);
+	CREATE INDEX tasks_sender_status ON tasks (sender_slug, status);
+	CREATE INDEX events_recipient ON events (recipient_slug, sequence);`
+
 // undoAuthEpoch takes a database back from version 10 to 9: the counter
 // and the triggers that bump it (migration 0010).
 const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_gone;

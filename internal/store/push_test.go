@@ -132,7 +132,7 @@ func TestMigrationFollowsExistingAgents(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.agents("ann", "bob")
 	// Back to schema 8 (the triggers' bodies do not matter: 0009 replaces them).
-	e.downgrade(undoAuthEpoch + `DROP TABLE push_agents; DROP TRIGGER push_task; DROP TRIGGER push_event;
+	e.downgrade(undoTaskIndexes + undoAuthEpoch + `DROP TABLE push_agents; DROP TRIGGER push_task; DROP TRIGGER push_event;
 		CREATE TRIGGER push_task AFTER INSERT ON tasks BEGIN SELECT 1; END;
 		CREATE TRIGGER push_event AFTER INSERT ON events BEGIN SELECT 1; END;
 		PRAGMA user_version = 8`)

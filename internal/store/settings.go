@@ -84,6 +84,14 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 	return out, err
 }
 
+// countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
+// SQLite use the small partial index of open tasks (migration 0011), or
+// fail if it is gone, rather than walk every task the sender ever sent.
+func countOpenSQL(limit int) string {
+	return `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
+		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked')` + limitSQL(limit) + `)`
+}
+
 // checkOpenTasks fails with too_many_open_tasks when sender already has the
 // configured number of open tasks (queued, claimed or blocked), so one
 // sender cannot flood the queue and the database.
@@ -101,8 +109,7 @@ func checkOpenTasks(t *tx, sender string) error {
 		}
 	}
 	var open int
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks
-		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked')`+limitSQL(limit)+`)`, sender).Scan(&open); err != nil {
+	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL(limit), sender).Scan(&open); err != nil {
 		return fmt.Errorf("count open tasks of %s: %w", sender, err)
 	}
 	if open >= limit {

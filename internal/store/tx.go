@@ -33,6 +33,7 @@ type tx struct {
 
 	parks    []*parked // claims that found nothing and wait (handoff.go)
 	handoffs []handoff // tasks claimed for parked claims
+	walk     walk      // how far read_updates walked the journal (events.go)
 }
 
 // Group commit bounds: a batch takes at most maxBatch writes, and stops
@@ -360,6 +361,9 @@ func (db *DB) committed(t *tx) {
 	}
 	for _, h := range t.handoffs {
 		handed(h)
+	}
+	if t.walk.slug != "" && t.walk.to > db.walked[t.walk.slug] {
+		db.walked[t.walk.slug] = t.walk.to
 	}
 }
 
