@@ -341,6 +341,9 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 		if _, err := t.exec(`DELETE FROM agents WHERE slug = ?`, slug); err != nil {
 			return fmt.Errorf("delete agent row: %w", err)
 		}
+		// Forgetting the walk is always safe (the next reader of the slug
+		// walks from its cursor), so it need not wait for the commit.
+		delete(t.db.walked, slug)
 		t.publish(relay.Change{Type: relay.ChangeAgentRemoved, Slug: slug})
 		return nil
 	})

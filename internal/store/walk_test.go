@@ -68,4 +68,11 @@ func TestWalkKeptOnlyOnceCommitted(t *testing.T) {
 	if got, want := db.walked["dave"], u.Updates[0].Sequence; got != want {
 		t.Errorf("walked[dave] = %d, want %d", got, want)
 	}
+	// An agent deleted is forgotten.
+	if err := db.DeleteAgent(ctx, "dave"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := db.walked["dave"]; ok {
+		t.Error("walked still holds dave after his deletion")
+	}
 }
