@@ -95,14 +95,15 @@ type DB struct {
 	auth authCache // recent answers of Authenticate and WorkerOnly (authcache.go)
 
 	// The writer goroutine (group commit, see write).
-	queue      chan *writeReq // unbuffered: a sender is a waiting write
-	quit       chan struct{}  // closed by Close
-	writerDone chan struct{}  // closed when the writer has stopped
-	waiting    atomic.Int64   // writes handed to write and not yet answered
-	batches    atomic.Int64
-	writes     atomic.Int64
-	busy       atomic.Int64 // ns the writer spent on batches
-	committing atomic.Int64 // ns of busy spent in COMMIT
+	queue       chan *writeReq // unbuffered: a sender is a waiting write
+	quit        chan struct{}  // closed by Close
+	writerDone  chan struct{}  // closed when the writer has stopped
+	waiting     atomic.Int64   // writes handed to write and not yet answered
+	batches     atomic.Int64
+	writes      atomic.Int64
+	busy        atomic.Int64 // ns the writer spent on batches
+	committing  atomic.Int64 // ns of busy spent in COMMIT
+	checkpoints atomic.Int64 // checkpoints the writer ran between batches
 
 	// walked is, per agent, the newest event sequence up to which the
 	// journal is known to hold no unread event for it (events.go). Only the

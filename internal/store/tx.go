@@ -101,16 +101,61 @@ func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error 
 
 // writer runs batches until Close. The queue is unbuffered, so "waiting"
 // means a caller blocked in write; a lone write starts a batch at once.
+//
+// Once idleCheckpointBatches batches have committed since its last
+// checkpoint, the writer checkpoints the WAL (copies its pages into the
+// database file) the first time it finds no write waiting, rather than
+// leaving it to SQLite, whose automatic checkpoint runs inside the COMMIT
+// that takes the WAL past 1,000 pages: the write behind that COMMIT, and
+// every write waiting for it, would wait for the copy and its fsync too.
+// Under load that leaves the writer no idle moment, the automatic
+// checkpoint still bounds the WAL.
 func (db *DB) writer() {
 	defer close(db.writerDone)
+	since := 0 // batches since the last checkpoint
 	for {
 		select {
 		case req := <-db.queue:
 			db.batch(req)
+			since++
 		case <-db.quit:
 			return
 		}
+		if since < idleCheckpointBatches {
+			continue
+		}
+		select {
+		case req := <-db.queue:
+			db.batch(req)
+			since++
+		default:
+			db.checkpoint()
+			since = 0
+		}
 	}
+}
+
+// idleCheckpointBatches is how many batches the writer commits before it
+// checkpoints at its next idle moment: a few hundred pages, fewer than
+// SQLite's automatic checkpoint waits for, so that it rarely comes first.
+// A variable only so that tests can change it.
+var idleCheckpointBatches = 32
+
+// checkpoint copies what it can of the WAL into the database file
+// (PRAGMA wal_checkpoint(PASSIVE): never waits for a reader) on the writer
+// connection, between batches. It fails only with the connection, which
+// the next batch then reports; the failure is logged.
+func (db *DB) checkpoint() {
+	conn, err := db.w.Conn(context.Background())
+	if err == nil {
+		_, err = conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		err = errors.Join(err, conn.Close())
+	}
+	if err != nil {
+		db.log.Warn("checkpoint the WAL", "err", err)
+		return
+	}
+	db.checkpoints.Add(1)
 }
 
 // batch runs first and every write that is waiting (up to the bounds) in
