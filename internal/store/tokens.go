@@ -22,10 +22,12 @@ func (db *DB) Authenticate(ctx context.Context, token string) (relay.Principal, 
 	}
 	hash := relay.HashToken(token)
 	now := db.now()
-	if p, ok := db.auth.tokens.get(hash, db.auth.gen.Load(), now); ok {
+	// One generation for the lookup and for keeping what is read: taken
+	// before the read, so a change committed meanwhile makes it stale.
+	gen := db.auth.gen.Load()
+	if p, ok := db.auth.tokens.get(hash, gen, now); ok {
 		return p, nil
 	}
-	gen := db.auth.gen.Load() // before the read: a change committed meanwhile makes it stale
 	// Two point lookups by index, too short to be worth cancelling: without
 	// a context that can end, database/sql starts no goroutine to watch it.
 	ctx = context.WithoutCancel(ctx)

@@ -146,10 +146,10 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 		return false, err
 	}
 	now := db.now()
-	if only, ok := db.auth.workers.get(slug, db.auth.gen.Load(), now); ok {
+	gen := db.auth.gen.Load() // for the lookup and, taken before the read, for keeping it (as in Authenticate)
+	if only, ok := db.auth.workers.get(slug, gen, now); ok {
 		return only, nil
 	}
-	gen := db.auth.gen.Load() // before the read, as in Authenticate
 	var only bool
 	err = db.r.QueryRowContext(ctx, `SELECT enabled AND exclusive FROM workers WHERE agent_slug = ?`, slug).Scan(&only)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
