@@ -75,7 +75,7 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.lib.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		// mcp-go reports the read error itself.
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
@@ -89,6 +89,19 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.noteCancel(r, body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	h.lib.ServeHTTP(w, r)
+}
+
+// maxPresize bounds the buffer readBody sizes from Content-Length alone.
+const maxPresize = 1 << 20
+
+// readBody is io.ReadAll(r.Body) in a buffer sized from r.ContentLength
+// (the web layer sets it to the length of the body it read): one
+// allocation instead of a buffer grown from 512 bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(r.ContentLength, 0), maxPresize)) + bytes.MinRead) // MinRead: room for the read that finds EOF
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
 }
 
 // parse recognises a plain tools/call that mcp-go would serve through its
@@ -236,7 +249,8 @@ func encodeResponse(id any, res *mcp.CallToolResult, resp mcp.JSONRPCMessage) ([
 // "text","text":…}],"isError"?:true,"structuredContent":…}} and a newline,
 // with encoding/json's escaping (HTML characters, U+2028, U+2029), for a
 // result with exactly one plain text content and raw or no structured
-// content. ok is false for any other result.
+// content. ok is false for any other result. The id and the text are
+// encoded in a pooled buffer, so the answer is the one allocation.
 func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 	if res == nil || res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
 		len(res.RawStructuredContent) > 0 || len(res.Content) != 1 {
@@ -246,43 +260,60 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 	if !ok || text.Annotations != nil || text.Meta != nil || text.Type != "text" {
 		return nil, false
 	}
-	var structured []byte
+	var structured string
 	switch sc := res.StructuredContent.(type) {
 	case nil:
 	case compactRaw:
-		structured = htmlEscape(sc)
+		structured = htmlEscape(string(sc))
 	case json.RawMessage:
 		var b bytes.Buffer
 		if json.Compact(&b, sc) != nil {
 			return nil, false
 		}
-		structured = htmlEscape(b.Bytes())
+		structured = htmlEscape(b.String())
 	default:
 		b, err := json.Marshal(sc)
 		if err != nil {
 			return nil, false
 		}
-		structured = b
+		structured = string(b)
 	}
-	idJSON, err := json.Marshal(id)
-	if err != nil {
+	e := getEncoder(true)
+	defer e.put()
+	if e.enc.Encode(id) != nil {
 		return nil, false
 	}
-	textJSON, err := json.Marshal(text.Text)
-	if err != nil {
+	idEnd := e.buf.Len() - 1 // Encode ends each value with a newline
+	if e.enc.Encode(text.Text) != nil {
 		return nil, false
 	}
-	out := make([]byte, 0, 96+len(idJSON)+len(textJSON)+len(structured))
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	enc := e.buf.Bytes()
+	idJSON, textJSON := enc[:idEnd], enc[idEnd+1:len(enc)-1]
+
+	const (
+		head    = `{"jsonrpc":"2.0","id":`
+		content = `,"result":{"content":[{"type":"text","text":`
+		isError = `,"isError":true`
+		sc      = `,"structuredContent":`
+	)
+	n := len(head) + len(idJSON) + len(content) + len(textJSON) + len("}]") + len("}}\n")
+	if res.IsError {
+		n += len(isError)
+	}
+	if res.StructuredContent != nil {
+		n += len(sc) + len(structured)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, head...)
 	out = append(out, idJSON...)
-	out = append(out, `,"result":{"content":[{"type":"text","text":`...)
+	out = append(out, content...)
 	out = append(out, textJSON...)
 	out = append(out, "}]"...)
 	if res.IsError {
-		out = append(out, `,"isError":true`...)
+		out = append(out, isError...)
 	}
-	if structured != nil {
-		out = append(out, `,"structuredContent":`...)
+	if res.StructuredContent != nil {
+		out = append(out, sc...)
 		out = append(out, structured...)
 	}
 	out = append(out, "}}\n"...)
@@ -291,20 +322,20 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 
 // htmlEscape applies encoding/json's HTML escaping to compact JSON, as
 // json.Marshal does to a json.RawMessage.
-func htmlEscape(b []byte) []byte {
-	if !needsHTMLEscape(b) {
-		return b
+func htmlEscape(s string) string {
+	if !needsHTMLEscape(s) {
+		return s
 	}
 	var out bytes.Buffer
-	json.HTMLEscape(&out, b)
-	return out.Bytes()
+	json.HTMLEscape(&out, []byte(s))
+	return out.String()
 }
 
-// needsHTMLEscape reports whether b holds <, >, & or the first byte of
+// needsHTMLEscape reports whether s holds <, >, & or the first byte of
 // U+2028 or U+2029 (0xE2; a false alarm only costs the escape pass).
-func needsHTMLEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+func needsHTMLEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '<' || c == '>' || c == '&' || c == 0xE2 {
 			return true
 		}
 	}

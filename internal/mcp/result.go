@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -17,18 +18,50 @@ import (
 // compactJSON encodes v without whitespace and without HTML escaping, as the
 // upstream relay's JSON.stringify does.
 func compactJSON(v any) (string, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := getEncoder(false)
+	defer e.put()
+	if err := e.enc.Encode(v); err != nil {
 		return "", fmt.Errorf("encode tool result: %w", err)
 	}
-	return string(bytes.TrimRight(b.Bytes(), "\n")), nil
+	return string(bytes.TrimRight(e.buf.Bytes(), "\n")), nil
+}
+
+// encoder is a JSON encoder with the buffer it writes to, kept in a pool so
+// that encoding a result allocates only the copy it returns.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledEncoder is the largest buffer an encoder goes back to the pool
+// with; a rare huge result does not stay in memory for the next call.
+const maxPooledEncoder = 64 << 10
+
+// getEncoder returns an empty encoder from the pool, escaping HTML
+// characters as json.Marshal does, or not.
+func getEncoder(escapeHTML bool) *encoder {
+	e := encoders.Get().(*encoder)
+	e.buf.Reset()
+	e.enc.SetEscapeHTML(escapeHTML)
+	return e
+}
+
+// put returns e to the pool.
+func (e *encoder) put() {
+	if e.buf.Cap() <= maxPooledEncoder {
+		encoders.Put(e)
+	}
 }
 
 // success is a result whose text is the compact JSON of v and whose
 // structured content is v itself. v must encode as a JSON object. It is
-// encoded once: the structured content is the same bytes as the text.
+// encoded once: the structured content is the same string as the text.
 func success(v any) (*mcp.CallToolResult, error) {
 	s, err := compactJSON(v)
 	if err != nil {
@@ -42,11 +75,12 @@ func success(v any) (*mcp.CallToolResult, error) {
 
 // compactRaw is structured content the relay encoded itself: compact, valid
 // JSON. encoding/json writes it as it would a json.RawMessage; the lean
-// path writes it without scanning it again.
-type compactRaw []byte
+// path writes it without scanning it again. It is a string so that the text
+// and the structured content of a result share their bytes.
+type compactRaw string
 
 // MarshalJSON returns c itself.
-func (c compactRaw) MarshalJSON() ([]byte, error) { return c, nil }
+func (c compactRaw) MarshalJSON() ([]byte, error) { return []byte(c), nil }
 
 // successWrapped serves results that are arrays: the text keeps the bare
 // array (as the upstream relay sends it) while the structured content,
