@@ -36,7 +36,10 @@ Without --url it starts the relay twice, each time as a child process of
 its own (so CPU and memory are the relay's alone) in a temporary data
 directory on a random loopback port: once in --data-dir's folder (the
 disk), then in --tmpfs (where fsync is free), and prints both with their
-ratio. The directories are removed afterwards. With --url it creates
+ratio. --rounds N does that N times, interleaved, so that a busy moment of
+the machine falls on both, and ends with each figure's median and every
+round's value (the parked claims are measured in every round, the long
+queues in the first). The directories are removed afterwards. With --url it creates
 agents and tasks in that relay and leaves them there: point it at a
 scratch relay.
 
@@ -65,6 +68,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		inProcess  bool
 		child      string
 		floorChild string
+		rounds     int
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
 	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
@@ -78,6 +82,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.StringVar(&dataParent, "data-dir", "", "folder to create the relay's temporary data dir in (default: the system temp dir)")
 	fs.StringVar(&tmpfs, "tmpfs", defaultTmpfs(), "tmpfs folder for the second run (\"\" skips it)")
 	fs.IntVar(&o.Waiters, "waiters", bench.DefaultWaiters, "waiting claims parked at once in the waiters phase (0 skips)")
+	fs.IntVar(&rounds, "rounds", 1, "measure the data folder and tmpfs this many times, interleaved, and print each figure's median")
 	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
 	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
 	fs.StringVar(&floorChild, "floor-child", "", "internal: serve the bench's floor service, writing in this dir, until stdin ends")
@@ -96,6 +101,12 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: bench: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if rounds < 1 || rounds > maxBenchRounds {
+		return fmt.Errorf("%w: bench: --rounds must be 1 to %d", errUsage, maxBenchRounds)
+	}
+	if rounds > 1 && (o.URL != "" || inProcess) {
+		return fmt.Errorf("%w: bench: --rounds needs the child relays (not --url or --in-process)", errUsage)
 	}
 	if o.QueueSizes, err = parseSizes(queueSizes); err != nil {
 		return fmt.Errorf("%w: bench: --queue-sizes: %v", errUsage, err)
@@ -124,13 +135,16 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		return benchChildren(ctx, o, dataParent, tmpfs, jsonOut, stdout, stderr)
+		return benchChildren(ctx, o, dataParent, tmpfs, rounds, jsonOut, stdout, stderr)
 	}
 	if jsonOut {
 		return rep.WriteJSON(stdout)
 	}
 	return rep.WriteText(stdout)
 }
+
+// maxBenchRounds bounds --rounds.
+const maxBenchRounds = 50
 
 // parseSizes reads "10,100000".
 func parseSizes(s string) ([]int, error) {

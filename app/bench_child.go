@@ -31,7 +31,9 @@ import (
 
 // benchRun is one measured relay in the combined report.
 type benchRun struct {
-	Label   string        `json:"label"`
+	Label string `json:"label"`
+	// Round is the run's round, from 1, when the bench ran several.
+	Round   int           `json:"round,omitempty"`
 	Folder  string        `json:"folder"`
 	Report  *bench.Report `json:"report"`
 	Comment string        `json:"comment,omitempty"`
@@ -40,8 +42,12 @@ type benchRun struct {
 // benchSummary is the JSON of a run over several data folders.
 type benchSummary struct {
 	Runs []benchRun `json:"runs"`
-	// DiskToTmpfs is the data folder's lifecycles/s over tmpfs's.
+	// DiskToTmpfs is the data folder's lifecycles/s over tmpfs's (with
+	// several rounds, the median of each round's ratio).
 	DiskToTmpfs float64 `json:"diskToTmpfs,omitempty"`
+	// Medians are the figures' medians over the rounds, when there were
+	// several.
+	Medians *bench.Rounds `json:"medians,omitempty"`
 }
 
 // defaultTmpfs is /dev/shm when it exists.
@@ -52,8 +58,10 @@ func defaultTmpfs() string {
 	return ""
 }
 
-// benchChildren measures a child relay in dataParent, then one in tmpfs.
-func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs string, jsonOut bool, stdout, stderr io.Writer) error {
+// benchChildren measures a child relay in dataParent, then one in tmpfs,
+// rounds times over. The parked claims are measured in every round, on the
+// data folder; the long queues once, in the first.
+func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs string, rounds int, jsonOut bool, stdout, stderr io.Writer) error {
 	folder := dataParent
 	if folder == "" {
 		folder = os.TempDir()
@@ -63,24 +71,47 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 	if tmpfs != "" {
 		targets = append(targets, target{"tmpfs", tmpfs})
 	}
-	var sum benchSummary
-	for i, t := range targets {
-		oo := o
-		if i > 0 {
-			// The crowd and the long queues are measured once, on the disk.
-			oo.Waiters, oo.QueueSizes = -1, []int{}
+	var (
+		sum       benchSummary
+		disk, shm []*bench.Report // each round's report on the data folder, on tmpfs
+	)
+	for round := 1; round <= rounds; round++ {
+		for i, t := range targets {
+			oo := o
+			if i > 0 {
+				// The crowd and the long queues are measured on the disk.
+				oo.Waiters, oo.QueueSizes = -1, []int{}
+			}
+			if round > 1 {
+				oo.QueueSizes = []int{}
+			}
+			if rounds > 1 {
+				fmt.Fprintf(stderr, "bench: === round %d of %d, %s: %s ===\n", round, rounds, t.label, t.folder)
+			} else {
+				fmt.Fprintf(stderr, "bench: === %s: %s ===\n", t.label, t.folder)
+			}
+			rep, err := benchInChild(ctx, oo, t.folder, stderr)
+			if err != nil {
+				return fmt.Errorf("bench (%s %s): %w", t.label, t.folder, err)
+			}
+			run := benchRun{Label: t.label, Folder: t.folder, Report: rep}
+			if rounds > 1 {
+				run.Round = round
+			}
+			sum.Runs = append(sum.Runs, run)
+			if i == 0 {
+				disk = append(disk, rep)
+			} else {
+				shm = append(shm, rep)
+			}
 		}
-		fmt.Fprintf(stderr, "bench: === %s: %s ===\n", t.label, t.folder)
-		rep, err := benchInChild(ctx, oo, t.folder, stderr)
-		if err != nil {
-			return fmt.Errorf("bench (%s %s): %w", t.label, t.folder, err)
-		}
-		sum.Runs = append(sum.Runs, benchRun{Label: t.label, Folder: t.folder, Report: rep})
 	}
-	if len(sum.Runs) == 2 {
-		if tm := sum.Runs[1].Report.Lifecycle.LifecyclesPerSec; tm > 0 {
-			sum.DiskToTmpfs = sum.Runs[0].Report.Lifecycle.LifecyclesPerSec / tm
-		}
+	medians := bench.SummarizeRounds(disk, shm)
+	if medians.DiskToTmpfs != nil {
+		sum.DiskToTmpfs = medians.DiskToTmpfs.Median
+	}
+	if rounds > 1 {
+		sum.Medians = &medians
 	}
 	if jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -91,13 +122,20 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 		return nil
 	}
 	for _, r := range sum.Runs {
-		if _, err := fmt.Fprintf(stdout, "=== %s: %s ===\n", r.Label, r.Folder); err != nil {
+		head := r.Label + ": " + r.Folder
+		if r.Round > 0 {
+			head = fmt.Sprintf("round %d, %s", r.Round, head)
+		}
+		if _, err := fmt.Fprintf(stdout, "=== %s ===\n", head); err != nil {
 			return fmt.Errorf("bench: write report: %w", err)
 		}
 		if err := r.Report.WriteText(stdout); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout)
+	}
+	if sum.Medians != nil {
+		return sum.Medians.WriteText(stdout)
 	}
 	if len(sum.Runs) == 2 {
 		d, t := sum.Runs[0].Report, sum.Runs[1].Report
