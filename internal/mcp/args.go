@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -97,12 +98,41 @@ func (a *args) str(field string) string {
 	if v == nil {
 		return ""
 	}
-	var s string
-	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+	s, ok := jsonString(v)
+	if !ok {
 		a.fail("%s: must be a string.", field)
 		return ""
 	}
 	return s
+}
+
+// jsonString decodes v as a JSON string, as json.Unmarshal into a string
+// does. A string without escapes, all valid UTF-8 (almost every argument),
+// is its own bytes; the rest goes through json.Unmarshal.
+func jsonString(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	if in := v[1 : len(v)-1]; v[len(v)-1] == '"' && plainJSONString(in) {
+		return string(in), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// plainJSONString reports whether b, the inside of a JSON string, needs no
+// decoding: no escapes, quotes or control characters, and valid UTF-8
+// (json.Unmarshal replaces invalid bytes with U+FFFD).
+func plainJSONString(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // optStr returns the string field, or nil when absent.

@@ -94,14 +94,33 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // maxPresize bounds the buffer readBody sizes from Content-Length alone.
 const maxPresize = 1 << 20
 
-// readBody is io.ReadAll(r.Body) in a buffer sized from r.ContentLength
-// (the web layer sets it to the length of the body it read): one
-// allocation instead of a buffer grown from 512 bytes.
+// readBody is io.ReadAll(r.Body), read into a buffer of r.ContentLength
+// bytes when that is known (the web layer sets it to the length of the body
+// it read): one allocation of the body's size instead of a buffer grown
+// from 512 bytes.
 func readBody(r *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(int(min(max(r.ContentLength, 0), maxPresize)) + bytes.MinRead) // MinRead: room for the read that finds EOF
-	_, err := buf.ReadFrom(r.Body)
-	return buf.Bytes(), err
+	n := r.ContentLength
+	if n < 0 || n > maxPresize {
+		return io.ReadAll(r.Body)
+	}
+	b := make([]byte, n)
+	if k, err := io.ReadFull(r.Body, b); err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = nil // shorter than announced: what there is, as ReadAll
+		}
+		return b[:k], err
+	}
+	// The body should end here; whatever follows is kept, as ReadAll would.
+	var one [1]byte
+	k, err := r.Body.Read(one[:])
+	if k == 0 && err != nil {
+		if err == io.EOF {
+			err = nil
+		}
+		return b, err
+	}
+	rest, err := io.ReadAll(r.Body)
+	return append(append(b, one[:k]...), rest...), err
 }
 
 // parse recognises a plain tools/call that mcp-go would serve through its
@@ -331,11 +350,14 @@ func htmlEscape(s string) string {
 	return out.String()
 }
 
-// needsHTMLEscape reports whether s holds <, >, & or the first byte of
-// U+2028 or U+2029 (0xE2; a false alarm only costs the escape pass).
+// needsHTMLEscape reports whether s holds <, >, & or U+2028 or U+2029,
+// which encoding/json escapes.
 func needsHTMLEscape(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '<' || c == '>' || c == '&' || c == 0xE2 {
+		switch c := s[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9):
 			return true
 		}
 	}

@@ -21,7 +21,7 @@ import (
 // TestLeanEncodingMatchesMCPGo: the lean path's bytes for a tools/call
 // answer are exactly what mcp-go's json.Encoder writes for the same answer.
 func TestLeanEncodingMatchesMCPGo(t *testing.T) {
-	tricky := map[string]any{"text": "a<b>&c \u2028 \u2029 \"quoted\" \\ é 😀 \x01", "n": 1.5, "list": []string{"<x>"}}
+	tricky := map[string]any{"text": "a<b>&c \u2028 \u2029 \"quoted\" \\ é 😀 \x01", "n": 1.5, "list": []string{"<x>"}, "typographic": "“quoted” → …"}
 	ok1, _ := relaymcp.Success(tricky)
 	ok2, _ := relaymcp.Success(struct{}{})
 	wrapped, _ := relaymcp.SuccessWrapped([]string{"a&b", "</script>"}, "agents")

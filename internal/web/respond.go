@@ -1,9 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -74,13 +74,19 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.ContentLength > h.maxBody {
 		return nil, errTooLarge
 	}
-	// Sized from Content-Length when there is one: one allocation instead
-	// of a buffer grown from 512 bytes (MinRead: room for the read that
-	// finds EOF).
-	var buf bytes.Buffer
-	buf.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
-	b := buf.Bytes()
+	body := http.MaxBytesReader(w, r.Body, h.maxBody)
+	var (
+		b   []byte
+		err error
+	)
+	if r.ContentLength >= 0 {
+		// net/http ends the body after Content-Length bytes: read it into
+		// one buffer of that size rather than one grown from 512 bytes.
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, b)
+	} else {
+		b, err = io.ReadAll(body)
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

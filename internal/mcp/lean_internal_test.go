@@ -1,0 +1,117 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestJSONString: jsonString decodes exactly as json.Unmarshal into a
+// string does, on its fast path and off it.
+func TestJSONString(t *testing.T) {
+	cases := []string{
+		`""`, `"plain"`, `"with space and ümlaut → “quotes”"`, `"😀"`,
+		`"esc\"aped"`, `"back\\slash"`, `"\u00e9\n\t"`, `"\ud83d\ude00"`, `"lone \ud800"`,
+		"\"bad \xff utf-8\"", "\"cut \xe2\x80\"",
+		`123`, `null`, `["a"]`, `{"a":1}`, `"`, `"unterminated`,
+	}
+	for _, c := range cases {
+		var want string
+		wantErr := !strings.HasPrefix(c, `"`) || json.Unmarshal([]byte(c), &want) != nil
+		got, ok := jsonString(json.RawMessage(c))
+		if ok == wantErr || got != want {
+			t.Errorf("jsonString(%q) = %q, %v; json.Unmarshal gives %q, error %v", c, got, ok, want, wantErr)
+		}
+	}
+}
+
+// FuzzJSONString: any valid JSON string decodes as json.Unmarshal does.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"plain", "a\"b", "\\", "\xff", "\u2028", "\x01"} {
+		b, _ := json.Marshal(s)
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var want string
+		if !strings.HasPrefix(raw, `"`) || json.Unmarshal([]byte(raw), &want) != nil {
+			return
+		}
+		got, ok := jsonString(json.RawMessage(raw))
+		if !ok || got != want {
+			t.Fatalf("jsonString(%q) = %q, %v; json.Unmarshal gives %q", raw, got, ok, want)
+		}
+	})
+}
+
+// TestNeedsHTMLEscape: exactly the characters encoding/json escapes in
+// HTML-safe mode; other three-byte characters starting with 0xE2
+// (arrows, typographic quotes) need no escape pass.
+func TestNeedsHTMLEscape(t *testing.T) {
+	cases := map[string]bool{
+		"plain": false, "a<b": true, "a>b": true, "a&b": true, "line\u2028sep": true, "para\u2029sep": true,
+		"“quoted” → next": false, "…": false, "\xe2": false, "\xe2\x80": false, "": false,
+	}
+	for s, want := range cases {
+		if got := needsHTMLEscape(s); got != want {
+			t.Errorf("needsHTMLEscape(%q) = %v, want %v", s, got, want)
+		}
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, []byte(s))
+		if changed := esc.String() != s; changed != want {
+			t.Errorf("json.HTMLEscape changes %q: %v, but needsHTMLEscape says %v", s, changed, want)
+		}
+	}
+}
+
+// readBodyCase is a body and the Content-Length a request announces.
+type readBodyCase struct {
+	name   string
+	body   io.Reader
+	length int64
+	want   string
+	err    bool
+}
+
+// errAfter returns s, then err.
+type errAfter struct {
+	s   string
+	err error
+}
+
+func (e *errAfter) Read(p []byte) (int, error) {
+	if e.s == "" {
+		return 0, e.err
+	}
+	n := copy(p, e.s)
+	e.s = e.s[n:]
+	return n, nil
+}
+
+// TestReadBody: readBody reads what io.ReadAll would, whatever the
+// Content-Length says.
+func TestReadBody(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []readBodyCase{
+		{"exact", strings.NewReader("hello"), 5, "hello", false},
+		{"unknown length", strings.NewReader("hello"), -1, "hello", false},
+		{"empty", strings.NewReader(""), 0, "", false},
+		{"shorter than announced", strings.NewReader("hel"), 5, "hel", false},
+		{"longer than announced", strings.NewReader("hello world"), 5, "hello world", false},
+		{"huge announced length", strings.NewReader("hi"), 1 << 40, "hi", false},
+		{"error within", &errAfter{"hel", boom}, 5, "hel", true},
+		{"error after the end", &errAfter{"hello", boom}, 5, "hello", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &http.Request{Body: io.NopCloser(c.body), ContentLength: c.length}
+			got, err := readBody(r)
+			if string(got) != c.want || (err != nil) != c.err {
+				t.Errorf("readBody = %q, %v; want %q, error %v", got, err, c.want, c.err)
+			}
+		})
+	}
+}
