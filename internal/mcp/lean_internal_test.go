@@ -115,3 +115,84 @@ func TestReadBody(t *testing.T) {
 		})
 	}
 }
+
+// envelopeKeysRef is envelopeKeysOnly by way of encoding/json: the keys of
+// the object and of its params object (when params is one), decoded, must
+// be among the envelope's.
+func envelopeKeysRef(body []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil || top == nil {
+		return false
+	}
+	for k, v := range top {
+		switch k {
+		case "jsonrpc", "id", "method":
+		case "params":
+			if bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+				var params map[string]json.RawMessage
+				if json.Unmarshal(v, &params) != nil {
+					return false
+				}
+				for k := range params {
+					if k != "name" && k != "arguments" {
+						return false
+					}
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func TestEnvelopeKeysOnly(t *testing.T) {
+	cases := map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"x":{"y":[1,{"z":"}"}]}}}}`: true,
+		` { "jsonrpc" : "2.0" , "id" : "a\"b}" , "params" : { "name" : "w" } } `:                                          true,
+		`{}`:              true,
+		`{"params":null}`: true,
+		`{"params":{}}`:   true,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w"},"x":1}`: false,
+		`{"jsonrpc":"2.0","params":{"name":"w","_meta":{}}}`:                         false,
+		`{"Method":"tools/call"}`: false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w","Arguments":{}}}`: false,
+		`{"me\u0074hod":"tools/call"}`: false, // an escaped key goes to mcp-go
+		`[]`:                           false,
+		`"x"`:                          false,
+		`{"params":{"name":"w","arguments":[1,2,{"a":"]}"}]},"id":-1.5e3,"method":"m"}`: true,
+	}
+	for body, want := range cases {
+		if got := envelopeKeysOnly([]byte(body)); got != want {
+			t.Errorf("envelopeKeysOnly(%s) = %v, want %v", body, got, want)
+		}
+		if want && !envelopeKeysRef([]byte(body)) {
+			t.Errorf("the reference refuses %s", body)
+		}
+	}
+}
+
+// FuzzEnvelopeKeysOnly: envelopeKeysOnly never accepts a body encoding/json
+// decodes with other keys, and accepts every body without escapes that it
+// decodes with only the envelope's keys.
+func FuzzEnvelopeKeysOnly(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`,
+		`{"id":"}{","params":{"arguments":["\"",{"a":null}]}}`,
+		`{"JSONRPC":"2.0"}`, `{"a":1}`, `{"params":[1]}`, `{"id":true,"id":false}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		got, ref := envelopeKeysOnly([]byte(body)), envelopeKeysRef([]byte(body))
+		if got && !ref {
+			t.Fatalf("envelopeKeysOnly accepts %s, which holds other keys", body)
+		}
+		if ref && !got && !strings.Contains(body, `\`) {
+			t.Fatalf("envelopeKeysOnly refuses %s, which holds only the envelope's keys", body)
+		}
+	})
+}
