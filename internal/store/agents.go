@@ -82,8 +82,8 @@ func (t *tx) mustBeAgent(slug, why string) error {
 }
 
 func capsJSON(caps []string) string {
-	if caps == nil {
-		caps = []string{}
+	if len(caps) == 0 {
+		return "[]" // taskScan.task reads this one without decoding it
 	}
 	b, _ := json.Marshal(caps) // a []string always marshals
 	return string(b)

@@ -61,7 +61,9 @@ func (c *taskScan) task() (relay.Task, error) {
 	t.Status = relay.TaskStatus(c.status)
 	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = c.claimedAt.String, c.lease.String, c.parent.String, c.claimed.String
 	t.TargetSession = c.target.String
-	if err := json.Unmarshal([]byte(c.caps), &t.RequiredCapabilities); err != nil {
+	if c.caps == "[]" { // most tasks: capsJSON's empty list, no decoding
+		t.RequiredCapabilities = []string{}
+	} else if err := json.Unmarshal([]byte(c.caps), &t.RequiredCapabilities); err != nil {
 		return t, fmt.Errorf("task %s capabilities: %w", t.ID, err)
 	}
 	if t.RequiredCapabilities == nil {
