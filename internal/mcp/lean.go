@@ -285,6 +285,9 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 	switch sc := res.StructuredContent.(type) {
 	case nil:
 	case compactRaw:
+		if sc == "" {
+			return nil, false
+		}
 		structured = htmlEscape(string(sc))
 	case json.RawMessage:
 		var b bytes.Buffer
@@ -413,7 +416,7 @@ func objectMembers(b []byte, visit func(key, val []byte) bool) bool {
 		}
 		i = skipJSONSpace(b, i+1)
 		end = skipJSONValue(b, i)
-		if end < 0 || !visit(key, b[i:end]) {
+		if end <= i || !visit(key, b[i:end]) {
 			return false
 		}
 		switch i = skipJSONSpace(b, end); {

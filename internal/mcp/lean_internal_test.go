@@ -159,6 +159,8 @@ func TestEnvelopeKeysOnly(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w","Arguments":{}}}`: false,
 		`{"me\u0074hod":"tools/call"}`: false, // an escaped key goes to mcp-go
 		`[]`:                           false,
+		`{"params":,}`:                 false, // not JSON: refused, no panic
+		`{"params":{"name":"w",}}`:     false,
 		`"x"`:                          false,
 		`{"params":{"name":"w","arguments":[1,2,{"a":"]}"}]},"id":-1.5e3,"method":"m"}`: true,
 	}
@@ -172,22 +174,24 @@ func TestEnvelopeKeysOnly(t *testing.T) {
 	}
 }
 
-// FuzzEnvelopeKeysOnly: envelopeKeysOnly never accepts a body encoding/json
-// decodes with other keys, and accepts every body without escapes that it
-// decodes with only the envelope's keys.
+// FuzzEnvelopeKeysOnly: envelopeKeysOnly never panics; it never accepts a
+// valid body encoding/json decodes with other keys, and accepts every valid
+// body without escapes that it decodes with only the envelope's keys.
 func FuzzEnvelopeKeysOnly(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`,
 		`{"id":"}{","params":{"arguments":["\"",{"a":null}]}}`,
 		`{"JSONRPC":"2.0"}`, `{"a":1}`, `{"params":[1]}`, `{"id":true,"id":false}`,
+		`{"id":,}`, `{"params":{"name"`, `{"a":"\`, `{`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
+		got := envelopeKeysOnly([]byte(body)) // must not panic, valid or not
 		if !json.Valid([]byte(body)) {
 			return
 		}
-		got, ref := envelopeKeysOnly([]byte(body)), envelopeKeysRef([]byte(body))
+		ref := envelopeKeysRef([]byte(body))
 		if got && !ref {
 			t.Fatalf("envelopeKeysOnly accepts %s, which holds other keys", body)
 		}
