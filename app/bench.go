@@ -39,9 +39,9 @@ disk), then in --tmpfs (where fsync is free), and prints both with their
 ratio. --rounds N does that N times, interleaved, so that a busy moment of
 the machine falls on both, and ends with each figure's median and every
 round's value (the parked claims are measured in every round, the long
-queues in the first). The directories are removed afterwards. With --url it creates
-agents and tasks in that relay and leaves them there: point it at a
-scratch relay.
+queues in the first). The directories are removed afterwards. With --url
+it creates agents and tasks in that relay and leaves them there: point it
+at a scratch relay.
 
 Flags:
 `

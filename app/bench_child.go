@@ -85,14 +85,14 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 			if round > 1 {
 				oo.QueueSizes = []int{}
 			}
+			where := t.label + ": " + t.folder
 			if rounds > 1 {
-				fmt.Fprintf(stderr, "bench: === round %d of %d, %s: %s ===\n", round, rounds, t.label, t.folder)
-			} else {
-				fmt.Fprintf(stderr, "bench: === %s: %s ===\n", t.label, t.folder)
+				where = fmt.Sprintf("round %d of %d, %s", round, rounds, where)
 			}
+			fmt.Fprintf(stderr, "bench: === %s ===\n", where)
 			rep, err := benchInChild(ctx, oo, t.folder, stderr)
 			if err != nil {
-				return fmt.Errorf("bench (%s %s): %w", t.label, t.folder, err)
+				return fmt.Errorf("bench (%s): %w", where, err)
 			}
 			run := benchRun{Label: t.label, Folder: t.folder, Report: rep}
 			if rounds > 1 {
