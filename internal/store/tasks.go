@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -72,13 +73,30 @@ func (c *taskScan) task() (relay.Task, error) {
 	return t, nil
 }
 
+// scanTask reads one task's taskColumns from row.
 func scanTask(row rowScanner) (relay.Task, error) {
-	var c taskScan
-	if err := row.Scan(c.dest(true)...); err != nil {
-		return c.t, err
+	c := taskScans.Get().(*pooledTaskScan)
+	defer taskScans.Put(c)
+	c.t = relay.Task{}
+	if err := row.Scan(c.dest...); err != nil {
+		return relay.Task{}, err
 	}
 	return c.task()
 }
+
+// pooledTaskScan is a taskScan with its scan targets (taskColumns), kept
+// in taskScans: every claim and report reads a task, and the targets point
+// into the scan, so a fresh one is an allocation of both each time.
+type pooledTaskScan struct {
+	taskScan
+	dest []any
+}
+
+var taskScans = sync.Pool{New: func() any {
+	c := &pooledTaskScan{}
+	c.dest = c.taskScan.dest(true)
+	return c
+}}
 
 func scanSummary(row rowScanner) (relay.TaskSummary, error) {
 	var (
