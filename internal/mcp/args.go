@@ -222,9 +222,8 @@ func (a *args) strings(field string, def []string) []string {
 	}
 	out := make([]string, 0, len(raw))
 	for i, item := range raw {
-		var s string
-		item = bytes.TrimSpace(item)
-		if len(item) == 0 || item[0] != '"' || json.Unmarshal(item, &s) != nil {
+		s, ok := jsonString(bytes.TrimSpace(item))
+		if !ok {
 			a.fail("%s: entry %d must be a string.", field, i)
 			return def
 		}
