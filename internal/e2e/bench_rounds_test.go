@@ -83,14 +83,8 @@ func TestBenchRounds(t *testing.T) {
 	}
 
 	// Without --json the text ends with the medians.
-	cmd = exec.Command(relayBinary(t), "bench", "--rounds", "2", "--agents", "2", "--tasks", "6",
+	text := cli(t, "bench", "--rounds", "2", "--agents", "2", "--tasks", "6",
 		"--queue-sizes", "", "--wake-samples", "0", "--waiters", "0", "--data-dir", disk, "--tmpfs", shm)
-	cmd.Env = childEnv()
-	cmd.Dir = t.TempDir()
-	text, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench --rounds 2 (text): %v", err)
-	}
 	for _, s := range []string{"=== round 2, tmpfs: " + shm + " ===", "Medians of 2 rounds", "lifecycles/s, data folder:", "data folder / tmpfs:"} {
 		if !strings.Contains(string(text), s) {
 			t.Errorf("the text lacks %q:\n%s", s, text)
