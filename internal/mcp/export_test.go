@@ -35,6 +35,14 @@ var (
 func Parked(h *Handler) int64      { return h.nParked.Load() }
 func ParkedSoFar(h *Handler) int64 { return h.tParked.Load() }
 
+// TidyAfter makes h's tidier (tidy.go) notice a burst of step parked
+// claims and tidy once they have been quiet for quiet; it returns how many
+// times it has tidied. Call it before any claim parks.
+func TidyAfter(h *Handler, step int64, quiet time.Duration) (tidies func() int64) {
+	h.tidy.step, h.tidy.quiet = step, quiet
+	return h.tidy.runs.Load
+}
+
 // MayWait reports whether a call of tool with these arguments is parked.
 func MayWait(tool, args string) bool {
 	return mayWait(leanCall{name: tool, args: json.RawMessage(args)})

@@ -41,6 +41,7 @@ type leanHandler struct {
 	conns    parkedConns  // connections parked calls hold
 	nParked  atomic.Int64 // how many
 	tParked  atomic.Int64 // how many so far
+	tidy     *tidier      // returns the memory a burst of them left (tidy.go)
 
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it
@@ -60,6 +61,7 @@ func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.To
 		}
 		h.tools[t.Tool.Name] = fn
 	}
+	h.tidy = newTidier(h.nParked.Load)
 	return h
 }
 

@@ -122,7 +122,7 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	// the server shuts down.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	stop := context.AfterFunc(h.life, cancel)
-	h.nParked.Add(1)
+	h.tidy.parked(h.nParked.Add(1))
 	h.tParked.Add(1)
 	answered := make(chan func() bool, 1) // the call's end: nil, or how to stop waiting for the next request
 	go h.readParked(conn, next, srv, cancel, answered)
@@ -131,7 +131,7 @@ func (h *leanHandler) park(w http.ResponseWriter, r *http.Request, c leanCall) b
 	// service whose claims block gets a goroutine of its own instead, so
 	// that net/http's, with its grown stack, goes.
 	end := func(status int, body []byte) {
-		defer h.nParked.Add(-1)
+		defer func() { h.tidy.left(h.nParked.Add(-1)) }()
 		defer stop()
 		defer cancel()
 		keep := srv != nil && h.life.Err() == nil

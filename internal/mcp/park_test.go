@@ -289,6 +289,49 @@ func TestParkedClaimHoldsOneGoroutine(t *testing.T) {
 	}
 }
 
+// TestBurstOfParkedClaimsIsTidied: a burst of claims that park at once
+// makes the handler collect the garbage their requests left, once, when
+// they have stopped arriving; the claims stay parked and one still wakes
+// with a task. (TestTidierDecides holds the tidier's rules.)
+func TestBurstOfParkedClaimsIsTidied(t *testing.T) {
+	e := newEnv(t)
+	e.handler = relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: context.Background()})
+	tidies := relaymcp.TidyAfter(e.handler, 10, 20*time.Millisecond)
+	srv := httptest.NewServer(withAuth(e.svc, e.handler))
+	t.Cleanup(srv.Close)
+	const n = 12
+	tok := e.agent("bob")
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tok +
+		"\r\nContent-Length: " + jsonInt(len(body)) + "\r\n\r\n" + body
+	park := func() net.Conn {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for range n - 1 {
+		park()
+	}
+	eventually(t, 10*time.Second, "the first claims to park", func() bool { return relaymcp.Parked(e.handler) == n-1 })
+	if got := tidies(); got != 0 {
+		t.Fatalf("%d parked, below the burst size: tidied %d times, want 0", n-1, got)
+	}
+	park()
+	eventually(t, 10*time.Second, "one tidy after the burst", func() bool { return tidies() == 1 })
+	if got := relaymcp.Parked(e.handler); got != n {
+		t.Fatalf("after the tidy %d claims are parked, want %d", got, n)
+	}
+	var task relay.Task
+	ok(t, call(t, e.client(e.agent("alice")), "post_task", map[string]any{"recipientSlug": "bob", "title": "After the tidy", "instructions": "Wake."}), &task)
+	eventually(t, 10*time.Second, "a parked claim to take the task", func() bool { return relaymcp.Parked(e.handler) == n-1 })
+}
+
 // TestParkedClaimsEndAtShutdown: Wait holds while claims are parked; the end
 // of the handler's lifetime answers them idle and lets Wait return.
 func TestParkedClaimsEndAtShutdown(t *testing.T) {
