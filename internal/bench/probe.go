@@ -77,7 +77,9 @@ type RelayUsage struct {
 type WaitersResult struct {
 	Waiters int `json:"waiters"`
 	// RSSBefore is the relay's memory before the claims were sent, RSSParked
-	// with all of them parked; PerWaiterBytes is the difference per claim.
+	// with all of them parked, a second after the last was sent (by then the
+	// relay has normally tidied up after the burst: internal/mcp/tidy.go);
+	// PerWaiterBytes is the difference per claim.
 	RSSBefore      int64 `json:"rssBeforeBytes"`
 	RSSParked      int64 `json:"rssParkedBytes"`
 	PerWaiterBytes int64 `json:"perWaiterBytes"`
