@@ -220,6 +220,25 @@ func TestParkedClaimEndsWhenClientLeaves(t *testing.T) {
 	})
 }
 
+// rawWaitingClaim sends a claim_next_task that waits 20 s as token over a
+// raw TCP connection to addr (the client side holds no goroutine) and
+// returns the connection, closed when the test ends.
+func rawWaitingClaim(t *testing.T, addr, token string) net.Conn {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + token +
+		"\r\nContent-Length: " + jsonInt(len(body)) + "\r\n\r\n" + body
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestParkedClaimHoldsOneGoroutine: a parked claim that waits holds one
 // goroutine, the one reading its connection, not one more for the call;
 // the calls still count as tool calls in flight until they answer, and one
@@ -232,22 +251,10 @@ func TestParkedClaimHoldsOneGoroutine(t *testing.T) {
 	t.Cleanup(srv.Close)
 	const n = 40
 	tok := e.agent("bob")
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
-	req := "POST /mcp HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tok +
-		"\r\nContent-Length: " + jsonInt(len(body)) + "\r\n\r\n" + body
 	before := runtime.NumGoroutine()
 	conns := make([]net.Conn, n)
 	for i := range conns {
-		// Raw connections: the client side holds no goroutine.
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		conns[i] = c
+		conns[i] = rawWaitingClaim(t, srv.Listener.Addr().String(), tok)
 	}
 	eventually(t, 10*time.Second, "the claims to be parked and waiting", func() bool {
 		return relaymcp.Parked(e.handler) == n && e.svc.claims.Load() == n && met.inFlight("claim_next_task") == n
@@ -301,20 +308,7 @@ func TestBurstOfParkedClaimsIsTidied(t *testing.T) {
 	t.Cleanup(srv.Close)
 	const n = 12
 	tok := e.agent("bob")
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
-	req := "POST /mcp HTTP/1.1\r\nHost: " + srv.Listener.Addr().String() + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + tok +
-		"\r\nContent-Length: " + jsonInt(len(body)) + "\r\n\r\n" + body
-	park := func() net.Conn {
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	park := func() { rawWaitingClaim(t, srv.Listener.Addr().String(), tok) }
 	for range n - 1 {
 		park()
 	}
