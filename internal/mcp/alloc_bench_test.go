@@ -34,19 +34,12 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 			h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "bench"})
 			body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + c.tool + `","arguments":` + c.args + `}}`)
-			ctx := relay.WithPrincipal(context.Background(), p)
-			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
+			req := benchRequest(relay.WithPrincipal(context.Background(), p))
 			rd := bytes.NewReader(body)
 			w := &discard{h: http.Header{}}
 			serve := func() {
 				rd.Reset(body)
-				req.Body = io.NopCloser(rd)
-				req.ContentLength = int64(len(body))
-				clear(w.h)
-				w.status, w.n, w.last = 0, 0, w.last[:0]
-				h.ServeHTTP(w, req)
+				w.serve(h, req, rd, len(body))
 			}
 			serve()
 			if w.status != http.StatusOK || !bytes.Contains(w.last, []byte(`"result"`)) || bytes.Contains(w.last, []byte(`"isError":true`)) {
@@ -82,21 +75,10 @@ func benchLifecycleCalls(b *testing.B) {
 	sender, worker := principal("bench-s"), principal("bench-w")
 	h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "bench"})
 	w := &discard{h: http.Header{}}
-	reqs := map[context.Context]*http.Request{}
-	for _, ctx := range []context.Context{sender, worker} {
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		reqs[ctx] = req
-	}
+	reqs := map[context.Context]*http.Request{sender: benchRequest(sender), worker: benchRequest(worker)}
 	call := func(ctx context.Context, tool, args string) []byte {
 		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
-		req := reqs[ctx]
-		req.Body = io.NopCloser(strings.NewReader(body))
-		req.ContentLength = int64(len(body))
-		clear(w.h)
-		w.status, w.last = 0, w.last[:0]
-		h.ServeHTTP(w, req)
+		w.serve(h, reqs[ctx], strings.NewReader(body), len(body))
 		if w.status != http.StatusOK || bytes.Contains(w.last, []byte(`"isError":true`)) {
 			b.Fatalf("%s: status %d: %s", tool, w.status, w.last)
 		}
@@ -120,13 +102,31 @@ func benchLifecycleCalls(b *testing.B) {
 	}
 }
 
+// benchRequest is a POST /mcp as the web layer hands it to the handler,
+// ctx carrying the caller's principal; each call sets its body.
+func benchRequest(ctx context.Context) *http.Request {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", nil)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	return req
+}
+
 // discard is a ResponseWriter that keeps the status and the first write of
 // the answer in a buffer it reuses.
 type discard struct {
 	h      http.Header
 	status int
-	n      int
 	last   []byte // reused, so that it adds no garbage per call
+}
+
+// serve serves req with the n bytes of body through h into d, emptied
+// first.
+func (d *discard) serve(h http.Handler, req *http.Request, body io.Reader, n int) {
+	req.Body = io.NopCloser(body)
+	req.ContentLength = int64(n)
+	clear(d.h)
+	d.status, d.last = 0, d.last[:0]
+	h.ServeHTTP(d, req)
 }
 
 func (d *discard) Header() http.Header { return d.h }
@@ -138,6 +138,5 @@ func (d *discard) Write(p []byte) (int, error) {
 	if len(d.last) == 0 {
 		d.last = append(d.last, p...)
 	}
-	d.n += len(p)
 	return len(p), nil
 }
