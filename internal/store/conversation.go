@@ -20,12 +20,6 @@ WITH RECURSIVE chain(id, root) AS (
 UPDATE tasks SET conversation_id = chain.root FROM chain
 WHERE chain.id = tasks.id AND chain.root <> tasks.id AND tasks.conversation_id IS NULL;`
 
-// afterMigration are Go steps run inside a migration's transaction, after
-// its SQL, by version.
-var afterMigration = map[int]func(context.Context, *sql.Tx) error{
-	7: backfill,
-}
-
 // backfill runs backfillConversations in tx.
 func backfill(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, backfillConversations); err != nil {

@@ -14,7 +14,7 @@ import (
 // SchemaVersion is the database schema version this build writes and reads.
 // It is stored in PRAGMA user_version; a database with a newer version is
 // refused unchanged.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -76,6 +76,13 @@ func userVersion(ctx context.Context, q interface {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil
+}
+
+// afterMigration are Go steps run inside a migration's transaction, after
+// its SQL, by version.
+var afterMigration = map[int]func(context.Context, *sql.Tx) error{
+	7:  backfill,
+	12: chainChecks,
 }
 
 // migrate brings the database to SchemaVersion, one transaction per step.

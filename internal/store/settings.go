@@ -85,11 +85,12 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 }
 
 // countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
-// SQLite use the small partial index of open tasks (migration 0011), or
-// fail if it is gone, rather than walk every task the sender ever sent.
+// SQLite use the small partial index of open tasks (migrations 0011 and
+// 0012), or fail if it is gone, rather than walk every task the sender
+// ever sent; the status condition is the index's own, word for word.
 func countOpenSQL(limit int) string {
 	return `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
-		WHERE sender_slug = ? AND status IN ('queued', 'claimed', 'blocked')` + limitSQL(limit) + `)`
+		WHERE sender_slug = ? AND (status = 'queued' OR status = 'claimed' OR status = 'blocked')` + limitSQL(limit) + `)`
 }
 
 // checkOpenTasks fails with too_many_open_tasks when sender already has the
