@@ -219,6 +219,12 @@ func TestPresenceOverDBus(t *testing.T) {
 	if err := busConn.Object(sni, "/StatusNotifierItem").Call("org.freedesktop.DBus.Properties.Get", 0, "org.kde.StatusNotifierItem", "ToolTip").Store(&tip); err != nil {
 		t.Errorf("ToolTip: %v", err)
 	}
+	// A click on the icon opens the window (Activate); the menu is for a
+	// right click. With ItemIsMenu true a tray host shows the menu instead.
+	var isMenu bool
+	if err := busConn.Object(sni, "/StatusNotifierItem").Call("org.freedesktop.DBus.Properties.Get", 0, "org.kde.StatusNotifierItem", "ItemIsMenu").Store(&isMenu); err != nil || isMenu {
+		t.Errorf("ItemIsMenu = %v, %v; want false", isMenu, err)
+	}
 
 	// A task the operator posts, completed by the agent over MCP.
 	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "tray-bot", DisplayName: "Tray Bot", ModelSlug: "m", Capabilities: []string{"text-output"}})

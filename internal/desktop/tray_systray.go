@@ -43,6 +43,10 @@ func StartTray(icons map[TrayState][]byte, model TrayModel, act TrayActions) (*T
 		return nil, err
 	}
 	t := &Tray{icons: icons, act: act, model: model, done: make(chan struct{})}
+	// Before start, which reads it to publish ItemIsMenu: with a handler
+	// set, a click on the icon opens the window rather than the menu. Set
+	// in onReady, which runs on a goroutine of its own, it raced start.
+	systray.SetOnTapped(func() { call(t.act.Open) })
 	start, end := systray.RunWithExternalLoop(t.onReady, func() {})
 	t.end = end
 	start()
@@ -66,7 +70,6 @@ func (t *Tray) onReady() {
 	t.folder = systray.AddMenuItem(TrayDataFolderTitle, "Show the data folder in the file manager")
 	systray.AddSeparator()
 	t.quit = systray.AddMenuItem(TrayQuitTitle, "Stop the relay and quit")
-	systray.SetOnTapped(func() { call(t.act.Open) })
 
 	t.mu.Lock()
 	t.ready = true
