@@ -87,7 +87,10 @@ func chainChecks(ctx context.Context, tx *sql.Tx) (err error) {
 		return fmt.Errorf("rewrite checks: new schema version: %w", err)
 	}
 	for _, c := range listChecks {
-		// Preparing a statement on the table reads the new text.
+		// Preparing a statement on the table reads the new text. While
+		// writable_schema is on, SQLite leaves out a table whose text it
+		// cannot parse instead of failing: the table is missing, and this
+		// fails with "no such table".
 		if _, err := tx.ExecContext(ctx, "SELECT 1 FROM "+c.table+" LIMIT 0"); err != nil {
 			return fmt.Errorf("rewrite checks: read %s again: %w", c.table, err)
 		}
