@@ -64,7 +64,7 @@ func TestKillMidBatch(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string)
+	lines := make(chan string, 2*killAcked) // never blocks the reader
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(stdout)
@@ -96,6 +96,7 @@ func TestKillMidBatch(t *testing.T) {
 			}
 		case <-deadline:
 			cmd.Process.Kill()
+			cmd.Wait()
 			t.Fatalf("no batch held open in 2 minutes; %d posts answered:\n%s", len(acked), stderr.String())
 		}
 	}
