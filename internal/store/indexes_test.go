@@ -68,22 +68,40 @@ func TestLifecyclePagesWritten(t *testing.T) {
 
 	// A reader holding a snapshot keeps every frame written after it in
 	// the WAL: a checkpoint may copy none of them and the WAL cannot start
-	// over. The write just before makes sure the snapshot is in the WAL.
+	// over. The write just before makes sure the snapshot is in the WAL,
+	// and a first reader, holding the empty WAL's snapshot until the second
+	// has its own, keeps the writer's idle checkpoint from copying that
+	// write first (a reader that finds the WAL all copied reads the
+	// database file alone, and holds nothing in the WAL).
 	raw := rawDB(t, e.path)
 	ctx := context.Background()
 	if _, err := raw.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
 	}
+	first, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback()
+	var n int
+	if err := first.QueryRowContext(ctx, "SELECT COUNT(*) FROM tasks").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.db.Heartbeat(ctx, "sender-0"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		t.Fatal(err) // as the writer's idle checkpoint may, here
 	}
 	reader, err := raw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reader.Rollback()
-	var n int
 	if err := reader.QueryRowContext(ctx, "SELECT COUNT(*) FROM tasks").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	before, salt := walFrames(t, e.path+"-wal")
