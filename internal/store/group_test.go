@@ -29,12 +29,18 @@ func openGroup(t *testing.T, more ...string) *DB {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	for _, s := range append([]string{"alice", "bob"}, more...) {
+	registerAgents(t, db, append([]string{"alice", "bob"}, more...)...)
+	return db
+}
+
+// registerAgents registers an agent for each slug.
+func registerAgents(t *testing.T, db *DB, slugs ...string) {
+	t.Helper()
+	for _, s := range slugs {
 		if _, err := db.RegisterAgent(context.Background(), relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return db
 }
 
 // keepBatchesOpen lifts the batch time bound for the test, so a batch
@@ -57,10 +63,20 @@ func holdWriter(t *testing.T, db *DB) (release func() error) {
 // (when not nil), after writing a row that must not survive.
 func holdWriterFailing(t *testing.T, db *DB, fail error) (release func() error) {
 	t.Helper()
+	let, done := startHeldWrite(db, fail)
+	return func() error { let(); return <-done }
+}
+
+// startHeldWrite runs a write that blocks the writer goroutine until let is
+// called, then sets bob's display name to "held" (a row that must not
+// survive when the write or its batch fails) and fails with fail when it is
+// not nil. It returns once that write is running; done gets its answer,
+// which comes only after its batch has committed.
+func startHeldWrite(db *DB, fail error) (let func(), done <-chan error) {
 	running, hold := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
+	answer := make(chan error, 1)
 	go func() {
-		done <- db.write(context.Background(), "hold", func(t *tx) error {
+		answer <- db.write(context.Background(), "hold", func(t *tx) error {
 			close(running)
 			<-hold
 			if _, err := t.exec(`UPDATE agents SET display_name = 'held' WHERE slug = 'bob'`); err != nil {
@@ -70,7 +86,7 @@ func holdWriterFailing(t *testing.T, db *DB, fail error) (release func() error) 
 		})
 	}()
 	<-running
-	return func() error { close(hold); return <-done }
+	return func() { close(hold) }, answer
 }
 
 // waitQueued polls until n writes are handed to the writer and unanswered.

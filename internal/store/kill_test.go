@@ -44,11 +44,7 @@ func TestKillMidBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"alice", "bob"} {
-		if _, err := db.RegisterAgent(context.Background(), relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	registerAgents(t, db, "alice", "bob")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +188,7 @@ func killChild(t *testing.T, path string) {
 
 	// The batch that dies: a held first write, the posts queued behind it,
 	// then a last write that counts the posts the batch ran and stops there.
-	running, hold := make(chan struct{}), make(chan struct{})
-	go db.write(ctx, "hold", func(tx *tx) error {
-		close(running)
-		<-hold
-		_, err := tx.exec(`UPDATE agents SET display_name = 'held' WHERE slug = 'bob'`)
-		return err
-	})
-	<-running
+	let, _ := startHeldWrite(db, nil)
 	for i := range killInBatch {
 		go post(i, fmt.Sprintf("in batch %d", i))
 	}
@@ -213,6 +202,6 @@ func killChild(t *testing.T, path string) {
 		select {} // until the parent's SIGKILL
 	})
 	waitQueued(t, db, 2+killInBatch)
-	close(hold)
+	let()
 	select {}
 }
