@@ -65,7 +65,7 @@ def wait_healthy(port):
 
 
 def fsyncs_between(perf_out, t0, t1):
-    """Sums perf's per-interval counts whose interval ends in [t0, t1+20ms]."""
+    """Sums perf's per-interval counts whose interval ends after t0 and by t1+20ms."""
     n = 0
     for line in open(perf_out):
         parts = line.split(',')
