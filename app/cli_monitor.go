@@ -257,11 +257,22 @@ func MessageLine(e relay.PushEvent) string {
 		Verification string `json:"verification,omitempty"`
 	}
 	text := e.Message
-	if e.IsTask() && e.Title != "" && !strings.HasPrefix(e.Message, strings.TrimSuffix(e.Title, "…")) {
+	if e.IsTask() && e.Title != "" && !titleIsFirstLine(e.Title, e.Message) {
 		text = e.Title + "\n\n" + e.Message
 	}
 	b, _ := json.Marshal(message{e.From, e.Agent, shorten(strings.TrimSpace(text), maxMonitorMessage), e.TaskID, e.Kind, e.Signature})
 	return MonitorMessagePrefix + string(b)
+}
+
+// titleIsFirstLine reports whether title is message's first line, or that
+// line shortened (as send makes a title).
+func titleIsFirstLine(title, message string) bool {
+	first, _, _ := strings.Cut(message, "\n")
+	first = strings.TrimSpace(first)
+	if cut, ok := strings.CutSuffix(title, "…"); ok {
+		return strings.HasPrefix(first, cut)
+	}
+	return first == title
 }
 
 // shorten cuts s to at most n runes, marking the cut.

@@ -148,18 +148,17 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	base := localRelayURL(c)
 	var out registered
 	err = store.Update(func(ps []project.Project) ([]project.Project, bool, error) {
+		if j := slices.IndexFunc(ps, func(p project.Project) bool { return project.SameDir(p.Dir, dir) }); j >= 0 && ps[j].ID != id {
+			if src != project.FromFolder {
+				return nil, false, fmt.Errorf("the folder %s is already the project %q; it keeps that id (its agent and token stay as they are)", dir, ps[j].ID)
+			}
+			// The folder was registered under an id given by hand: that is its id.
+			id = ps[j].ID
+		}
 		i := slices.IndexFunc(ps, func(p project.Project) bool { return p.ID == id })
 		if i >= 0 && !project.SameDir(ps[i].Dir, dir) {
 			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: crosschat-relay register --id %s (or set %s)",
 				id, ps[i].Dir, dir, suggestID(id, dir, ps), project.EnvID)
-		}
-		if j := slices.IndexFunc(ps, func(p project.Project) bool { return project.SameDir(p.Dir, dir) }); j >= 0 && j != i {
-			if src == project.FromFolder {
-				// The folder was registered under an id given by hand: that is its id.
-				id, i = ps[j].ID, j
-			} else {
-				return nil, false, fmt.Errorf("the folder %s is already the project %q; it keeps that id (its agent and token stay as they are)", dir, ps[j].ID)
-			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
