@@ -428,5 +428,5 @@ func TestClaudePlugin(t *testing.T) {
 		sc := screen("second")
 		return ready(sc) && strings.Contains(sc, "this session is not connected: no relay is running at")
 	}, func() string { return screen("second") })
-	t.Logf("the second session's screen:\n%s", screen("second"))
+	t.Logf("the second session's screen:\n%s", strings.TrimRight(screen("second"), " \n"))
 }
