@@ -167,13 +167,25 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			return nil, false, err
 		}
 		ai := slices.IndexFunc(agents, func(a relay.Agent) bool { return a.Slug == id })
-		ours := i >= 0 && ps[i].Relay == base
 		switch {
-		case ai >= 0 && ours && agents[ai].HasToken:
+		case ai >= 0 && i >= 0 && !agents[ai].HasToken:
+			return nil, false, fmt.Errorf("the token of the project %q was revoked on the relay; issue a new one in the dashboard (Agents), or delete the agent and register again", id)
+		case ai >= 0 && i >= 0:
+			// Registered from this folder: the kept token must still be the
+			// agent's (on this relay, whatever name it was reached by).
+			if err := checkToken(ctx, base, ps[i].Token); err != nil {
+				if relay.ErrorCode(err) == relay.EUnauthorized || strings.Contains(err.Error(), "HTTP 401") {
+					return nil, false, fmt.Errorf("the relay at %s has an agent %q, but not with the token kept for %s (it was replaced, or belongs to another relay); delete that agent in the dashboard (Agents) and register again, or give this folder another id with --id", base, id, dir)
+				}
+				return nil, false, err
+			}
 			out = registered{Project: ps[i]}
-			return ps, false, nil
-		case ai >= 0 && ours:
-			return nil, false, fmt.Errorf("the token of the project %q was revoked on the relay; issue a new one in the dashboard (Agents), or remove the agent and register again", id)
+			if ps[i].Relay == base {
+				return ps, false, nil
+			}
+			ps[i].Relay = base
+			out.Project.Relay = base
+			return ps, true, nil
 		case ai >= 0:
 			return nil, false, fmt.Errorf("the relay already has an agent named %q that was not registered from %s; give this folder another id: crosschat-relay register --id %s", id, dir, suggestID(id, dir, ps))
 		}
@@ -226,6 +238,13 @@ func suggestID(id, dir string, ps []project.Project) string {
 			return s
 		}
 	}
+}
+
+// checkToken asks the relay at base who token is (whoami).
+func checkToken(ctx context.Context, base, token string) error {
+	cl := bench.NewClient(base, 2)
+	defer cl.Close()
+	return cl.Tool(ctx, token, "whoami", nil, nil)
 }
 
 // callCtx is call with the caller's context.

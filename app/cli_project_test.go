@@ -135,6 +135,21 @@ func TestRegisterIdempotentAndClash(t *testing.T) {
 	if code != 0 || out != "billing-api-team-b\n" {
 		t.Fatalf("register again without --id: exit %d, %q", code, out)
 	}
+	// The same relay reached by another name: the same project, its address updated.
+	out, errs, code = run(t, "register", first, "--host", "localhost", "--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir)
+	if code != 0 || out != "billing-api\n" {
+		t.Fatalf("register through localhost: exit %d, %q %q", code, out, errs)
+	}
+	if ps := storedProjects(t, storePath); ps[0].ID != "billing-api" || !strings.Contains(ps[0].Relay, "localhost") || ps[0].Token != stored[0].Token {
+		t.Fatalf("store after register through localhost: %+v", ps)
+	}
+	// A token replaced on the relay is not silently taken back.
+	_, err = r.Services.Agents.RotateToken("billing-api")
+	noErr(t, err)
+	_, errs, code = run(t, append([]string{"register", first}, loc...)...)
+	if code != 1 || !strings.Contains(errs, "not with the token kept") {
+		t.Fatalf("register after the token was replaced: exit %d, %q", code, errs)
+	}
 	// An agent of that name made by hand is not taken over.
 	createAgent(t, r, "handmade")
 	hand := filepath.Join(root, "handmade")
