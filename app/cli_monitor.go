@@ -243,10 +243,10 @@ func MonitorLine(e relay.PushEvent) string {
 // CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"},
 // the line crosschat's hooks match. kind is "task" for a task, else the
 // update's type (task-completed, …); text is a task's title and
-// instructions (the instructions alone when they start with the title), or
-// the update's message; verification is the signature
-// mark (verified, unverified, mismatch) of a task from another relay,
-// absent for a local one.
+// instructions (the instructions alone when their first line is the
+// title), or the update's message; verification is the signature mark
+// (verified, unverified, mismatch) of a task another relay told this one
+// about, on the task and on its updates, and absent for a local task.
 func MessageLine(e relay.PushEvent) string {
 	type message struct {
 		From         string `json:"from"`
