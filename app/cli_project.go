@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
@@ -160,7 +161,8 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: crosschat-relay register --id %s (or set %s)",
 				id, ps[i].Dir, dir, suggestID(id, dir, ps), project.EnvID)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Bounded well below the store lock's staleness (internal/project).
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		var agents []relay.Agent
 		if err := c.callCtx(ctx, "Agents", "List", &agents); err != nil {
@@ -190,10 +192,11 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			return nil, false, fmt.Errorf("the relay already has an agent named %q that was not registered from %s; give this folder another id: crosschat-relay register --id %s", id, dir, suggestID(id, dir, ps))
 		}
 		var rev TokenReveal
+		name := displayName(filepath.Base(dir), id)
 		in := relay.CreateAgentInput{
-			Slug: id, DisplayName: filepath.Base(dir), ModelSlug: "live-session",
+			Slug: id, DisplayName: name, ModelSlug: "live-session",
 			Capabilities: []string{"text-input", "text-output", "code-execution", "file-system"},
-			Details:      "Sessions in the project folder “" + filepath.Base(dir) + "” (crosschat-relay register).",
+			Details:      "Sessions in the project folder “" + name + "” (crosschat-relay register).",
 		}
 		if err := c.callCtx(ctx, "Agents", "Create", &rev, in); err != nil {
 			return nil, false, err
@@ -218,6 +221,22 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		}
 	}
 	return out, nil
+}
+
+// displayName is a folder's name as the project agent's display name:
+// control characters dropped, at most 80 characters; id when nothing is left.
+func displayName(folder, id string) string {
+	name := strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, folder))
+	name = shorten(name, project.MaxIDLen)
+	if name == "" {
+		return id
+	}
+	return name
 }
 
 // suggestID proposes a free id for dir: the parent folder's name and the

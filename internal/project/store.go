@@ -19,10 +19,11 @@ const StoreFile = "projects.json"
 const maxStoreSize = 4 << 20
 
 // lockStale is how old a lock left behind by a process that died may be
-// before another takes it over; lockWait is how long one waits for it.
+// before another takes it over (a holder's work under it is bounded well
+// below: the CLI gives the relay 15 s); lockWait is how long one waits.
 const (
-	lockStale = 30 * time.Second
-	lockWait  = 20 * time.Second
+	lockStale = 60 * time.Second
+	lockWait  = 40 * time.Second
 )
 
 // Project is one registered project folder.
