@@ -364,7 +364,7 @@ func sessionStart(c *command, dir, id string) error {
 		out.HookSpecificOutput = map[string]string{
 			"hookEventName": "SessionStart",
 			"additionalContext": fmt.Sprintf("This project folder is the Crosschat Relay project %q: other sessions and agents send it tasks with `crosschat-relay send %s \"…\"`. "+
-				"Start the Monitor tool now with the command `crosschat-relay monitor --format message` and keep it running: each CROSSCHAT_MESSAGE line is a task for this project (kind \"task\") or news on a task it sent. "+
+				"Unless this session already runs it, start the Monitor tool now with the command `crosschat-relay monitor --format message` and keep it running: each CROSSCHAT_MESSAGE line is a task for this project (kind \"task\") or news on a task it sent. "+
 				"Follow the crosschat skill to act on them. The relay's tools are on the crosschat MCP server. To hand work to another project, run `crosschat-relay send <id> \"<message>\"`.", p.ID, p.ID),
 		}
 	}
