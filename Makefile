@@ -118,10 +118,11 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 
 # The real Claude Code, Codex and Gemini CLIs run as relay workers against a
 # scripted fake model on loopback (internal/e2e), and Claude Code runs
-# interactive in tmux with the channel server (TestClaudeChannelLive); the
+# interactive in tmux with the channel server (TestClaudeChannelLive) and with
+# the repository's plugin installed (TestClaudePlugin); the
 # variable is set here only, so test-go does not run them twice.
 e2e-clis: .ci/clis/node_modules/.package-lock.json
-	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run 'TestRealCLIs|TestSessionWorkers|TestClaudeChannelLive' -timeout 10m ./internal/e2e/
+	CROSSCHAT_E2E_CLIS=$(CURDIR)/.ci/clis/node_modules/.bin go test -race -count=1 -v -run 'TestRealCLIs|TestSessionWorkers|TestClaudeChannelLive|TestClaudePlugin' -timeout 10m ./internal/e2e/
 
 # The mesh with real processes (internal/e2e): a three-node JetStream cluster
 # (nats-server built from the Go module go.mod pins) and three relays on

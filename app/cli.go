@@ -51,8 +51,13 @@ Usage:
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
   crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
-  crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
-  crosschat-relay channel --token cca_…      stdio MCP server for Claude Code: relay tools + channel events
+  crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
+  crosschat-relay send ID MESSAGE [--title T] [--priority P]
+                                             a task from this folder's project to ID (MESSAGE - reads stdin)
+  crosschat-relay monitor [--format task|message]
+                                             one line per task or update for the agent (live sessions; the
+                                             token from CROSSCHAT_TOKEN or the folder's registered project)
+  crosschat-relay channel                    stdio MCP server for Claude Code: relay tools + channel events
   crosschat-relay sessions list|show <id or exact name> [--tool claude-code|codex]
                                              Claude Code sessions and Codex threads on this computer
   crosschat-relay version
@@ -259,6 +264,10 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return meshCmd(args[1:], stdout, stderr)
 	case args[0] == "monitor":
 		return monitorCmd(args[1:], stdout, stderr)
+	case args[0] == "register":
+		return registerCmd(args[1:], stdout, stderr)
+	case args[0] == "send":
+		return sendCmd(args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "sessions":
 		return sessionsCmd(args[1:], stdout, stderr)
 	case args[0] == "channel":
