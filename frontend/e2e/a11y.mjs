@@ -381,7 +381,18 @@ async function main() {
   await tabTo(page, "Copy message", (f) => f.name === "Copy message");
   await page.keyboard.press("Enter");
   await poll("the clipboard to hold the invite message", async () => (await page.evaluate(() => navigator.clipboard.readText())) === message, 5000);
-  say("keyboard only: signed in, posted and opened a task, made an invite and copied its message");
+
+  step = "keyboard: the setup snippet tabs (one Tab stop, arrow keys)";
+  await tabTo(page, "the selected snippet tab", (f) => f.role === "tab" && f.name === "Claude Code");
+  await page.keyboard.press("ArrowRight");
+  await expectFocus(page, "the next tab", (f) => f.role === "tab" && f.name === "Claude Code channel");
+  check((await page.getByRole("tab", { name: "Claude Code channel" }).getAttribute("aria-selected")) === "true", "ArrowRight did not select the tab");
+  await page.locator('[data-test="snippet-channel"]').waitFor();
+  await page.keyboard.press("End");
+  await expectFocus(page, "the last tab", (f) => f.role === "tab" && f.name === "JSON");
+  await page.keyboard.press("Tab");
+  await expectFocus(page, "past the tabs in one Tab press: the Copy button", (f) => f.role !== "tab" && f.name === "Copy");
+  say("keyboard only: signed in, posted and opened a task, made an invite and copied its message, moved through tabs");
 
   // ===== seed the rest: tasks in every column, a finished worker run ================
   step = "seed tasks in every column";
