@@ -8,10 +8,12 @@ import SetupSnippets from "./SetupSnippets.vue";
 import Modal from "./Modal.vue";
 import RunView from "./RunView.vue";
 import HelpOverlay from "./HelpOverlay.vue";
+import NewTaskDialog from "./NewTaskDialog.vue";
 import { setSingleKeys, typing, ui } from "../lib/shortcuts";
 import type { RunStep } from "../stores/workers/state";
 import type { ActivityEntry } from "../api";
 import { withStores } from "../test/mount";
+import { agent } from "../test/fakes";
 
 afterEach(() => {
   document.body.innerHTML = "";
@@ -72,6 +74,22 @@ describe("Modal focus", () => {
     w.unmount();
     expect(document.activeElement?.tagName).toBe("H1");
     expect(document.activeElement?.getAttribute("tabindex")).toBe("-1");
+  });
+});
+
+describe("NewTaskDialog by keyboard", () => {
+  it("sends with Ctrl+Enter from the instructions field", async () => {
+    const s = await withStores({ agents: [agent({ slug: "operator", kind: "human", displayName: "Operator" }), agent({ slug: "bob" })] });
+    const w = s.mount(NewTaskDialog, { props: { recipient: "bob" } });
+    await w.find("#nt-title").setValue("Ship it");
+    const instr = w.find("#nt-instructions");
+    await instr.setValue("Tag and release.");
+    await instr.trigger("keydown", { key: "Enter" }); // a plain Enter is a new line, not a send
+    expect(s.api.tasks.post).not.toHaveBeenCalled();
+    await instr.trigger("keydown", { key: "Enter", ctrlKey: true });
+    await flushPromises();
+    expect(s.api.tasks.post).toHaveBeenCalledWith(expect.objectContaining({ recipientSlug: "bob", title: "Ship it", instructions: "Tag and release." }));
+    expect(w.emitted("close")).toBeTruthy();
   });
 });
 
