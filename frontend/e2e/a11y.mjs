@@ -545,6 +545,16 @@ async function main() {
       await shot(zpage, "zoom-200-tasks");
     }
   }
+  await zpage.goto(`${base}/#/tasks`);
+  await zpage.getByRole("button", { name: "New task" }).click();
+  await zpage.getByRole("dialog", { name: "New task" }).getByLabel("Recipient").selectOption("e2e-agent");
+  await noSidewaysScroll(zpage, "New task dialog at 200 % zoom");
+  await zpage.keyboard.press("Escape");
+  await zpage.goto(`${base}/#/agents`);
+  await zpage.locator('[data-agent="build-bot"]').getByRole("button", { name: "Worker settings…" }).click();
+  await zpage.getByRole("dialog", { name: "Worker for Build bot" }).locator('[data-test="worker-form"]').waitFor();
+  await noSidewaysScroll(zpage, "worker form at 200 % zoom");
+  await zpage.keyboard.press("Escape");
   await zpage.goto(`${base}/#/tasks?task=${runTaskId}`);
   await zpage.getByRole("dialog", { name: "Make the release chart" }).waitFor();
   await noSidewaysScroll(zpage, "task drawer at 200 % zoom");
