@@ -71,4 +71,6 @@ func TestEnvFileArg(t *testing.T) {
 }
 
 // loopbackHost reports whether host is one of the loopback hosts of these tests.
-func loopbackHost(host string) bool { return host == "127.0.0.1" || host == "::1" || host == "localhost" }
+func loopbackHost(host string) bool {
+	return host == "127.0.0.1" || host == "::1" || host == "localhost"
+}
