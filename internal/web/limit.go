@@ -148,6 +148,12 @@ func (l *limiter) spent(addr string) (bool, time.Duration) {
 		return false, 0
 	}
 	l.refillLocked(b, now)
+	if b.tokens >= float64(l.cfg.Burst) {
+		// Whole again: forgotten, so the lock is skipped once no address
+		// has failed lately.
+		delete(l.buckets, addr)
+		l.n.Store(int64(len(l.buckets)))
+	}
 	if b.tokens >= 1 {
 		return false, 0
 	}
