@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -117,11 +118,12 @@ func RedactSecrets(s string, secrets ...string) string {
 }
 
 // formCache keeps SecretForms' answers for the few secrets in use (the
-// admin token, the run tokens of running workers).
-var formCache = struct {
-	sync.Mutex
-	m map[string][]string
-}{m: map[string][]string{}}
+// admin token, the run tokens of running workers): secret → []string. It is
+// read without a lock on every scrub; formCount bounds it.
+var (
+	formCache sync.Map
+	formCount atomic.Int64
+)
 
 // maxCachedSecrets bounds formCache; it starts afresh when full.
 const maxCachedSecrets = 64
@@ -130,12 +132,11 @@ const maxCachedSecrets = 64
 // hides, longest first (so a form is replaced before a shorter one inside
 // it). For base64 it holds, per alphabet, the characters that encode only
 // sec's bytes at each of the three offsets sec can start at in a longer
-// base64 text, so the secret is found wherever it was encoded.
+// base64 text, so the secret is found wherever it was encoded. The slice
+// is shared: callers must not change it.
 func SecretForms(sec string) []string {
-	formCache.Lock()
-	defer formCache.Unlock()
-	if f, ok := formCache.m[sec]; ok {
-		return f
+	if f, ok := formCache.Load(sec); ok {
+		return f.([]string)
 	}
 	forms := []string{sec, hex.EncodeToString([]byte(sec)), strings.ToUpper(hex.EncodeToString([]byte(sec))),
 		url.QueryEscape(sec), url.PathEscape(sec), percentEncode(sec, "%%%02X"), percentEncode(sec, "%%%02x")}
@@ -154,10 +155,11 @@ func SecretForms(sec string) []string {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	if len(formCache.m) >= maxCachedSecrets {
-		formCache.m = map[string][]string{}
+	if formCount.Add(1) > maxCachedSecrets {
+		formCache.Clear()
+		formCount.Store(1)
 	}
-	formCache.m[sec] = out
+	formCache.Store(sec, out)
 	return out
 }
 
