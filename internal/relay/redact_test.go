@@ -28,9 +28,15 @@ func TestRedactEncodedSecrets(t *testing.T) {
 		{"hex", "0x" + hex.EncodeToString(b)},
 		{"HEX", strings.ToUpper(hex.EncodeToString(b))},
 		{"url", "https://evil.example/?t=" + url.QueryEscape(sec)},
+		{"url of an odd secret", "?t=" + url.QueryEscape("pa ss/wo+rd=1234")},
+		{"url path of an odd secret", "/t/" + url.PathEscape("pa ss/wo+rd=1234")},
 		{"percent every byte", percentAll(sec)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			sec := sec
+			if strings.Contains(tc.name, "odd") {
+				sec = "pa ss/wo+rd=1234"
+			}
 			got := relay.RedactSecrets(tc.text, sec)
 			if !strings.Contains(got, "[hidden]") {
 				t.Fatalf("not hidden: %q", got)

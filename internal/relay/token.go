@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -139,7 +138,7 @@ func SecretForms(sec string) []string {
 		return f.([]string)
 	}
 	forms := []string{sec, hex.EncodeToString([]byte(sec)), strings.ToUpper(hex.EncodeToString([]byte(sec))),
-		url.QueryEscape(sec), url.PathEscape(sec), percentEncode(sec, "%%%02X"), percentEncode(sec, "%%%02x")}
+		urlEscape(sec, "+", ""), urlEscape(sec, "%20", "$&+,:;=@"), percentEncode(sec, "%%%02X"), percentEncode(sec, "%%%02x")}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		forms = append(forms, enc.EncodeToString([]byte(sec)))
 		for k := range 3 {
@@ -174,6 +173,26 @@ func base64Core(enc *base64.Encoding, sec string, k int) string {
 		return ""
 	}
 	return full[start:end]
+}
+
+// urlEscape is s URL-escaped the way url.QueryEscape (space "+", keep "")
+// or url.PathEscape (space "%20", keep "$&+,:;=@") writes it: every byte
+// but the unreserved ones (letters, digits, "-", ".", "_", "~") and keep
+// as %XX. The domain does not import net/url.
+func urlEscape(s, space, keep string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~',
+			c != ' ' && strings.IndexByte(keep, c) >= 0:
+			b.WriteByte(c)
+		case c == ' ':
+			b.WriteString(space)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // percentEncode writes every byte of s as a %XX escape in format.
