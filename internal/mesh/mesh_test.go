@@ -37,16 +37,25 @@ type testRelay struct {
 // urls, or embeds a server when urls is empty.
 func startRelay(t testing.TB, name, dir string, urls ...string) *testRelay {
 	t.Helper()
+	return startRelayWith(t, name, dir, store.Options{}, nil, urls...)
+}
+
+// startRelayWith is startRelay with store options and a change to the mesh options.
+func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*Options), urls ...string) *testRelay {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	db, err := store.Open(filepath.Join(dir, "relay.db"), store.Options{})
+	db, err := store.Open(filepath.Join(dir, "relay.db"), so)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
 	if len(urls) == 0 {
 		opts.Embed = "127.0.0.1:-1"
+	}
+	if mod != nil {
+		mod(&opts)
 	}
 	node, err := Start(opts)
 	if err != nil {
