@@ -319,7 +319,7 @@ func TestCLIVerbs(t *testing.T) {
 		{"unknown verb", []string{"frobnicate"}, 2, "unknown command"},
 		{"agents add without slug", append([]string{"agents", "add", "--name", "x"}, loc...), 2, "needs a slug"},
 		{"service without action", []string{"service", "--json"}, 2, "usage: service needs install, uninstall or status\n"},
-		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `usage: mesh needs status or agents, not "frob"`},
+		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `usage: mesh needs status, agents, relays, trust, block or invite, not "frob"`},
 		{"unknown workers action", append([]string{"workers", "start"}, loc...), 2, `workers needs list, set, remove, pause or resume, not "start"`},
 		{"domain refusal", append([]string{"agents", "add", "cli-agent", "--name", "x", "--model", "m", "--capability", "c"}, loc...), 1, "agent_exists"},
 		{"bad status", append([]string{"tasks", "list", "--status", "done"}, loc...), 2, "--status"},

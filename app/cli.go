@@ -50,7 +50,10 @@ Usage:
   crosschat-relay import-upstream [--from PATH]
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
-  crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
+  crosschat-relay mesh status|agents|relays|invite
+                                             the mesh over NATS: relays, link, outbox, lag; every agent;
+                                             relays with trust state and key; the command to join
+  crosschat-relay mesh trust|block NAME|ID   admit or refuse a relay of the mesh
   crosschat-relay monitor --token cca_…      one line per task or update for the agent (live sessions)
   crosschat-relay channel --token cca_…      stdio MCP server for Claude Code: relay tools + channel events
   crosschat-relay sessions list|show <id or exact name> [--tool claude-code|codex]

@@ -24,6 +24,11 @@ const (
 	RefusedSignature   = "signature"
 )
 
+// refusalReasons are every reason a refusal can give (the store's
+// relay.MeshRefusal reasons included), so each is exported from zero.
+var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
+	"sender", "owner", "recipient", "local-task"}
+
 // Reasons a held envelope waits.
 const (
 	HeldUntrusted = "untrusted"
@@ -380,7 +385,10 @@ type HeldInfo struct {
 func (n *Node) Refused() map[string]int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make(map[string]int64, len(n.refused))
+	out := make(map[string]int64, len(n.refused)+len(refusalReasons))
+	for _, k := range refusalReasons {
+		out[k] = 0
+	}
 	for k, v := range n.refused {
 		out[k] = v
 	}
