@@ -128,7 +128,7 @@ e2e-clis: .ci/clis/node_modules/.package-lock.json
 # loopback; then SIGKILL of a relay, one NATS node stopped, a relay cut off
 # from NATS for 60 s through a TCP proxy, all of NATS restarted.
 e2e-mesh:
-	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run TestMeshEndToEnd -timeout 8m ./internal/e2e/
+	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run 'TestMeshEndToEnd|TestMeshDefaultOperatorEndToEnd' -timeout 10m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:
