@@ -175,3 +175,15 @@ func (m *Mesh) Invite() (mesh.Invite, error) {
 	}
 	return node.Invite(), nil
 }
+
+// Held lists the envelopes this relay keeps without applying them: tasks of
+// relays not trusted yet (delivered when trusted), of blocked relays (never
+// delivered) and of newer versions (read after an upgrade). Empty outside a
+// mesh. (Binding it also makes the generated models define mesh.HeldInfo.)
+func (m *Mesh) Held() ([]mesh.HeldInfo, error) {
+	node, ctx, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.HeldInfo{}, err
+	}
+	return node.Held(ctx)
+}
