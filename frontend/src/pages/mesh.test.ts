@@ -62,7 +62,7 @@ describe("MeshPage", () => {
     expect(rows.map((r) => r.attributes("data-relay"))).toEqual(["laptop", "gpu-box"]);
     expect(rows[0]!.text()).toContain("This relay");
     expect(rows[1]!.text()).toContain("offline");
-    expect(rows[1]!.findAll("td")[5]!.text()).toBe("10 min ago");
+    expect(rows[1]!.findAll("td")[4]!.text()).toBe("10 min ago");
     expect(rows[1]!.findAll("td.n").map((c) => c.text())).toEqual(["2", "0", "3"]);
     const agents = w.findAll('[data-test="mesh-agents"] tbody tr');
     expect(agents.map((r) => r.attributes("data-mesh-agent"))).toEqual(["alice", "zed", "bob"]);

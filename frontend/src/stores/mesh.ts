@@ -132,7 +132,7 @@ export function relayMarker(agents: Map<string, Agent>, operatorSlug: string): (
 
 /** trustText says a relay's admission state in plain words. */
 export function trustText(state: string, self: boolean): string {
-  if (self) return "This relay";
+  if (self) return "Own key";
   switch (state) {
     case "trusted":
       return "Trusted";
