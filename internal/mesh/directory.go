@@ -431,6 +431,9 @@ func (n *Node) isLocal(slug string) bool {
 func (n *Node) AgentRelay(slug string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if i := strings.IndexByte(slug, '@'); i > 0 && relay.IsQualified(slug) {
+		return slug[i+1:] // a remote sender, slug@relay
+	}
 	a, ok := n.good[slug]
 	if !ok || a.RelayID == n.id.ID {
 		return n.id.Name

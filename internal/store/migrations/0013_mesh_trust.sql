@@ -55,3 +55,27 @@ BEGIN
     INSERT OR IGNORE INTO mesh_task_peers (task_id, relay_id, side)
     VALUES (NEW.id, (SELECT relay_id FROM mesh_agents WHERE slug = NEW.recipient_slug), 'owner');
 END;
+
+-- A task's new state goes back to the relay that sent it, found from the
+-- task (its peer), not by looking the sender's slug up.
+DROP TRIGGER mesh_task_changed;
+CREATE TRIGGER mesh_task_changed AFTER UPDATE ON tasks
+WHEN EXISTS (SELECT 1 FROM mesh_task_peers WHERE task_id = NEW.id AND side = 'sender')
+ AND NOT EXISTS (SELECT 1 FROM mesh_outbox WHERE task_id = NEW.id AND event_type IS NULL)
+BEGIN
+    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
+    VALUES (lower(hex(randomblob(16))), (SELECT relay_id FROM mesh_task_peers WHERE task_id = NEW.id), NEW.id, NEW.updated_at);
+END;
+
+-- A journal entry for a remote agent goes to the other relay of its task
+-- (its relay in the directory for a task that never crossed).
+DROP TRIGGER mesh_event;
+CREATE TRIGGER mesh_event AFTER INSERT ON events
+WHEN EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.recipient_slug)
+BEGIN
+    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at, created_at)
+    VALUES (lower(hex(randomblob(16))),
+            COALESCE((SELECT relay_id FROM mesh_task_peers WHERE task_id = NEW.task_id),
+                     (SELECT relay_id FROM mesh_agents WHERE slug = NEW.recipient_slug)),
+            NEW.task_id, NEW.recipient_slug, NEW.type, NEW.summary, NEW.created_at, NEW.created_at);
+END;
