@@ -124,9 +124,9 @@ type meshProc struct {
 	// meshArgs, when set, replace the NATS flags (and the operator slug:
 	// the default one is kept).
 	meshArgs []string
-	cmd             *exec.Cmd
-	done            chan struct{}
-	out             *testkit.Buffer
+	cmd      *exec.Cmd
+	done     chan struct{}
+	out      *testkit.Buffer
 }
 
 func (r *meshProc) start(t *testing.T) {
