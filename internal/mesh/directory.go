@@ -161,7 +161,7 @@ func (n *Node) refreshLoop() {
 		if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("sync directory", err)
 		}
-		if _, err := n.opts.Store.PruneApplied(ctx, 2*streamMaxAge); err != nil && n.ctx.Err() == nil {
+		if _, err := n.opts.Store.PruneApplied(ctx, dedupMemory); err != nil && n.ctx.Err() == nil {
 			n.setErr("prune applied messages", err)
 		}
 	})
