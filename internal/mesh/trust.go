@@ -284,6 +284,21 @@ func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRel
 	if q == n.id.ID || strings.EqualFold(q, n.id.Name) {
 		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "“%s” is this relay.", q)
 	}
+	// Record every relay the directory shows first, so a name is judged
+	// against all of them.
+	n.mu.Lock()
+	var dir []dirRelay
+	for _, r := range n.relays {
+		if r.ID != n.id.ID && relayEntryValid(r) {
+			dir = append(dir, r)
+		}
+	}
+	n.mu.Unlock()
+	for _, r := range dir {
+		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
+			return relay.MeshRelay{}, err
+		}
+	}
 	rs, err := n.opts.Store.MeshRelays(ctx)
 	if err != nil {
 		return relay.MeshRelay{}, err
