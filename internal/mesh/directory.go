@@ -185,6 +185,13 @@ func (n *Node) syncAgents(ctx context.Context) error {
 			return err
 		}
 	}
+	if n.opts.TrustAccount {
+		// Relays trusted as they were first seen: what they sent before
+		// their directory entry appeared is delivered now.
+		if err := n.releaseHeld(ctx, ""); err != nil {
+			return err
+		}
+	}
 	n.mu.Lock()
 	for slug, a := range n.agents {
 		if n.agentAccepted(a) {

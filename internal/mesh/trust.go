@@ -27,7 +27,7 @@ const (
 // refusalReasons are every reason a refusal can give (the store's
 // relay.MeshRefusal reasons included), so each is exported from zero.
 var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
-	"sender", "owner", "recipient", "local-task"}
+	"sender", "owner", "recipient", "local-task", "held-full"}
 
 // Reasons a held envelope waits.
 const (
@@ -141,7 +141,11 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 	if len(h.Title) > 200 {
 		h.Title = h.Title[:200]
 	}
-	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); err != nil {
+	var refusal *relay.MeshRefusal
+	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
+		n.refuse(refusal.Reason, e.From, refusal.Detail)
+		return ack
+	} else if err != nil {
 		n.setErr("hold envelope", err)
 		return retry
 	}
@@ -182,6 +186,17 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
 	name, key := "", ""
 	if ok && relayEntryValid(d) {
 		name, key = d.Name, d.PublicKey
+	}
+	if key == "" {
+		// Known only from envelopes: pending, and not recorded until the
+		// directory shows its key (made-up ids leave no rows behind).
+		n.mu.Lock()
+		cur, known := n.trust[id]
+		n.mu.Unlock()
+		if !known {
+			return relay.MeshRelay{ID: id, State: relay.RelayPending}, nil
+		}
+		return cur, nil
 	}
 	return n.see(n.ctx, id, name, key)
 }

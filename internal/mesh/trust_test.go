@@ -475,3 +475,26 @@ func TestAttackAnonymousClientOnEmbed(t *testing.T) {
 	}
 	nc.Close()
 }
+
+// Ensure --mesh-trust account trusts every relay on the account as it is
+// first seen: a task flows with no `mesh trust`.
+func TestTrustAccountAdmitsAtOnce(t *testing.T) {
+	account := func(o *Options) { o.TrustAccount = true }
+	a := startRelayWith(t, "relay-a", "", store.Options{}, account)
+	b := startRelayWith(t, "relay-b", "", store.Options{}, account, a.node.InviteURL())
+	createAgent(t, b, "bee")
+	knows(t, a, "bee", "relay-b")
+	ctx := t.Context()
+	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "x", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "task on B", func() (bool, string) {
+		got, err := b.svc.Task(ctx, posted.ID)
+		return err == nil && got.SenderSlug == "operator@relay-a", fmt.Sprint(got.SenderSlug, err)
+	})
+	st, err := b.node.Status(ctx)
+	if err != nil || st.Trust != "account" {
+		t.Fatalf("trust mode = %q, %v", st.Trust, err)
+	}
+}

@@ -128,11 +128,27 @@ func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRe
 	return out, err
 }
 
+// Bounds of what is held: per sending relay and in all (a client that makes
+// up relay ids cannot fill the disk).
+const (
+	maxHeldPerRelay = 1000
+	maxHeld         = 10000
+)
+
 // HoldEnvelope keeps an envelope to apply later; false when its message id
-// is held already.
+// is held already. Past the bounds it refuses with a *relay.MeshRefusal
+// (reason held-full).
 func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
 	var n int64
 	err := db.write(ctx, "hold envelope", func(t *tx) error {
+		var perRelay, total int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT (SELECT COUNT(*) FROM mesh_held WHERE from_relay = ?), (SELECT COUNT(*) FROM mesh_held)`,
+			h.FromRelay).Scan(&perRelay, &total); err != nil {
+			return fmt.Errorf("count held envelopes: %w", err)
+		}
+		if perRelay >= maxHeldPerRelay || total >= maxHeld {
+			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes held from relay %s, %d in all", perRelay, h.FromRelay, total)}
+		}
 		var err error
 		n, err = t.execCount("hold envelope", `INSERT INTO mesh_held (msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (msg_id) DO NOTHING`,
