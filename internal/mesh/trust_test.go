@@ -498,3 +498,19 @@ func TestTrustAccountAdmitsAtOnce(t *testing.T) {
 		t.Fatalf("trust mode = %q, %v", st.Trust, err)
 	}
 }
+
+// Ensure a qualified name cannot be registered as a new agent, in a mesh
+// or not: slug@relay always names another relay's agent.
+func TestQualifiedSlugCannotBeRegistered(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	for _, svc := range []relay.Service{a.svc, a.db} {
+		_, _, err := svc.CreateAgent(t.Context(), relay.CreateAgentInput{Slug: "operator@relay-b", DisplayName: "x", ModelSlug: "m", Capabilities: []string{"text-output"}})
+		if relay.ErrorCode(err) != relay.EInvalidRequest {
+			t.Fatalf("create operator@relay-b = %v; want invalid_request", err)
+		}
+		_, err = svc.RegisterAgent(t.Context(), relay.RegisterInput{Slug: "bee@relay-b", DisplayName: "x", ModelSlug: "m", Capabilities: []string{"text-output"}})
+		if relay.ErrorCode(err) != relay.EInvalidRequest {
+			t.Fatalf("register bee@relay-b = %v; want invalid_request", err)
+		}
+	}
+}

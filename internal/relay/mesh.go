@@ -243,6 +243,10 @@ func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agen
 	if err != nil {
 		return Agent{}, err
 	}
+	if IsQualified(slug) {
+		_, err := in.Validate() // refuses the @ with the registration's own message
+		return Agent{}, err
+	}
 	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {
 		return Agent{}, err
 	}
@@ -254,6 +258,10 @@ func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agen
 func (s *MeshService) CreateAgent(ctx context.Context, in CreateAgentInput) (Agent, string, error) {
 	slug, err := NormalizeSlug("slug", in.Slug)
 	if err != nil {
+		return Agent{}, "", err
+	}
+	if IsQualified(slug) {
+		_, err := in.Validate()
 		return Agent{}, "", err
 	}
 	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {
