@@ -206,7 +206,7 @@ func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, 
 	n.mu.Lock()
 	cur, ok := n.trust[id]
 	n.mu.Unlock()
-	if ok && (key == "" || key == cur.PublicKey || key == cur.NewKey) && (name == "" || name == cur.Name) {
+	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
 		return cur, nil
 	}
 	r, changed, err := n.opts.Store.SeeRelay(ctx, id, name, key, n.opts.TrustAccount)

@@ -147,19 +147,25 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 // Ensure a relay whose key changes goes back to pending with a warning,
 // and trusting it again pins the new key.
 func TestChangedKeyPutsRelayBackToPending(t *testing.T) {
-	a, b := aliceAndBob(t)
+	srv := startServer(t, t.TempDir(), 0)
+	t.Cleanup(srv.Shutdown)
+	a := startRelay(t, "relay-a", "", srv.ClientURL())
+	b := startRelay(t, "relay-b", "", srv.ClientURL())
+	trustEachOther(t, a, b)
+	aID := a.node.id.ID
+	a.stop() // its refresh would write its real key back
 	ctx := t.Context()
 	other := identity(t, t.TempDir(), "relay-a")
-	entry := dirRelay{ID: a.node.id.ID, Name: "relay-a", PublicKey: other.PublicKey}
+	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: other.PublicKey}
 	entry.Sig = other.sign(entry.signedBytes())
 	raw, _ := json.Marshal(entry)
-	kv := bucketClient(t, a.node.InviteURL())
-	if _, err := kv.Put(ctx, relayKey(a.node.id.ID), raw); err != nil {
+	kv := bucketClient(t, srv.ClientURL())
+	if _, err := kv.Put(ctx, relayKey(aID), raw); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "B puts A back to pending", func() (bool, string) {
 		for _, r := range b.node.Relays() {
-			if r.ID == a.node.id.ID {
+			if r.ID == aID {
 				return r.State == relay.RelayPending && r.NewFingerprint == Fingerprint(other.PublicKey), fmt.Sprintf("%+v", r)
 			}
 		}
@@ -263,7 +269,12 @@ func TestAttackUnsignedEnvelope(t *testing.T) {
 // Ensure a directory entry written over another relay's agent is ignored
 // and shown as a conflict: alice stays relay A's everywhere.
 func TestAttackDirectoryOverwrite(t *testing.T) {
-	a, b := aliceAndBob(t)
+	// A refreshes its entries only hourly here, so what B shows is B's doing.
+	a := startRelayWith(t, "relay-a", "", store.Options{}, func(o *Options) { o.Refresh = time.Hour })
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	trustEachOther(t, a, b)
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
 	knows(t, b, "alice", "relay-a")
 	ctx := t.Context()
 	kv := bucketClient(t, a.node.InviteURL())

@@ -58,7 +58,11 @@ func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool
 			next.Name = name
 		}
 		switch {
-		case key == "" || key == cur.PublicKey:
+		case key == "":
+		case key == cur.PublicKey:
+			// The pinned key is shown again: a trust now pins it, not the
+			// other key seen meanwhile (the relay stays as it is).
+			next.NewKey = ""
 		case cur.PublicKey == "":
 			next.PublicKey = key
 			if autoTrust && cur.State == relay.RelayPending {

@@ -43,6 +43,13 @@ func TestMeshRelayAdmission(t *testing.T) {
 	if _, changed := see(a, "K2", false); changed {
 		t.Fatal("the same new key reported as a change twice")
 	}
+	if r, _ := see(a, "K1", false); r.State != relay.RelayPending || r.NewKey != "" {
+		t.Fatalf("the pinned key shown again: %+v; want pending, no other key", r)
+	}
+	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); err != nil || r.PublicKey != "K1" {
+		t.Fatalf("trust with the pinned key back = %+v, %v; want K1", r, err)
+	}
+	see(a, "K2", false)
 	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); err != nil || r.PublicKey != "K2" || r.NewKey != "" {
 		t.Fatalf("trust again = %+v, %v; want K2 pinned", r, err)
 	}
