@@ -397,10 +397,12 @@ func (n *Node) subscribe() (<-chan relay.Change, func()) {
 
 // flush publishes the outbox in order, one acknowledged message at a time,
 // and deletes what NATS stored. It stops at the first failure, so nothing
-// later overtakes a message that did not go out.
+// later overtakes a message that did not go out. Rows for a relay this one
+// does not trust (pending after a key change, or blocked) wait in the
+// outbox until it is trusted.
 func (n *Node) flush() error {
 	for n.ctx.Err() == nil {
-		items, err := n.opts.Store.PendingOutbox(n.ctx, outboxBatch)
+		items, err := n.opts.Store.PendingOutbox(n.ctx, outboxBatch, n.untrusted()...)
 		if err != nil {
 			return err
 		}

@@ -234,6 +234,21 @@ func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, 
 	return r, nil
 }
 
+// untrusted lists the relays seen that this relay does not trust: nothing
+// is published to them.
+func (n *Node) untrusted() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for id, r := range n.trust {
+		if r.State != relay.RelayTrusted {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // loadTrust fills the cache of admission records from the store.
 func (n *Node) loadTrust(ctx context.Context) error {
 	rs, err := n.opts.Store.MeshRelays(ctx)
@@ -357,6 +372,7 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state string) (RelayInfo,
 	n.mu.Unlock()
 	n.log.Info("mesh: relay "+state, "relay", r.Name, "id", r.ID, "fingerprint", Fingerprint(r.PublicKey))
 	if state == relay.RelayTrusted {
+		n.poke() // what waited in the outbox for it goes now
 		if err := n.releaseHeld(ctx, r.ID); err != nil {
 			return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
 		}

@@ -525,3 +525,39 @@ func TestQualifiedSlugCannotBeRegistered(t *testing.T) {
 		}
 	}
 }
+
+// Ensure nothing is published to a relay this one does not trust: a task
+// for an agent of a relay blocked here waits in the outbox, and goes once
+// the relay is trusted again.
+func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	trustEachOther(t, a, b)
+	createAgent(t, b, "bee")
+	knows(t, a, "bee", "relay-b")
+	ctx := t.Context()
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked); err != nil {
+		t.Fatal(err)
+	}
+	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Waits", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := a.node.published.Load()
+	if err := a.node.flush(); err != nil { // what the publisher does on each change, here at once
+		t.Fatal(err)
+	}
+	if d, err := a.db.OutboxDepth(ctx); err != nil || d != 1 || a.node.published.Load() != published {
+		t.Fatalf("A's outbox = %d, %v, published %d; want the task waiting", d, err, a.node.published.Load()-published)
+	}
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "task on B once trusted", func() (bool, string) {
+		_, err := b.svc.Task(ctx, posted.ID)
+		return err == nil, fmt.Sprint(err)
+	})
+	if got := a.node.published.Load(); got != published+1 {
+		t.Fatalf("published %d while blocked and after; want 1 after", got-published)
+	}
+}

@@ -134,8 +134,9 @@ func (r *MeshRefusal) Error() string { return "refused (" + r.Reason + "): " + r
 // transaction; ApplyRemote commits before it returns, so the message may be
 // acknowledged after it.
 type MeshStore interface {
-	// PendingOutbox returns up to limit outbox rows, oldest first.
-	PendingOutbox(ctx context.Context, limit int) ([]OutboxItem, error)
+	// PendingOutbox returns up to limit outbox rows, oldest first, leaving
+	// out those for the relays in skip (not trusted: they wait).
+	PendingOutbox(ctx context.Context, limit int, skip ...string) ([]OutboxItem, error)
 	// DeleteOutbox removes published rows.
 	DeleteOutbox(ctx context.Context, seqs ...int64) error
 	// OutboxDepth counts the rows not yet published.

@@ -19,13 +19,23 @@ import (
 var _ relay.MeshStore = (*DB)(nil)
 
 // PendingOutbox returns up to limit outbox rows, oldest first, each with the
-// task's current state. A row whose task is gone carries only the task id.
-func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]relay.OutboxItem, error) {
+// task's current state, leaving out the rows for the relays in skip (each
+// relay's rows keep their order: all of them wait). A row whose task is
+// gone carries only the task id.
+func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]relay.OutboxItem, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
+	where := ""
+	args := make([]any, 0, len(skip))
+	if len(skip) > 0 {
+		where = ` WHERE to_relay NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(skip)), ",") + `)`
+		for _, r := range skip {
+			args = append(args, r)
+		}
+	}
 	var out []relay.OutboxItem
 	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at
-			FROM mesh_outbox ORDER BY seq`+limitSQL(limit))
+			FROM mesh_outbox`+where+` ORDER BY seq`+limitSQL(limit), args...)
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
