@@ -44,8 +44,12 @@ const (
 	retry                // a store failure: deliver again
 )
 
-// maxRefusalLog bounds the refusal lines Status shows.
-const maxRefusalLog = 20
+// maxRefusalLog bounds the refusal lines Status shows; maxRefusalCauses
+// the causes (reason and relay) logged once each.
+const (
+	maxRefusalLog    = 20
+	maxRefusalCauses = 1000
+)
 
 // handle applies one message from the stream and acknowledges it after the
 // commit; a store failure leaves it to be delivered again.
@@ -158,8 +162,10 @@ func (n *Node) refuse(reason, from, detail string) {
 	n.mu.Lock()
 	n.refused[reason]++
 	key := reason + "/" + from
-	first := !n.refusedSeen[key]
-	n.refusedSeen[key] = true
+	first := !n.refusedSeen[key] && len(n.refusedSeen) < maxRefusalCauses // made-up relay ids cannot grow it without bound
+	if first {
+		n.refusedSeen[key] = true
+	}
 	line := relay.FormatTime(n.now()) + " " + reason + ": " + detail
 	if from != "" {
 		line += " (from relay " + from + ")"
