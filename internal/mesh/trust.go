@@ -49,6 +49,8 @@ const (
 const (
 	maxRefusalLog    = 20
 	maxRefusalCauses = 1000
+	// maxRelays bounds the relays recorded (admission records).
+	maxRelays = 1000
 )
 
 // handle applies one message from the stream and acknowledges it after the
@@ -211,9 +213,14 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
 func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, error) {
 	n.mu.Lock()
 	cur, ok := n.trust[id]
+	known := len(n.trust)
 	n.mu.Unlock()
 	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
 		return cur, nil
+	}
+	if !ok && known >= maxRelays {
+		// A flood of made-up relays in the directory: not recorded, pending.
+		return relay.MeshRelay{ID: id, Name: name, State: relay.RelayPending}, nil
 	}
 	r, changed, err := n.opts.Store.SeeRelay(ctx, id, name, key, n.opts.TrustAccount)
 	if err != nil {
