@@ -132,9 +132,11 @@ e2e-clis: .ci/clis/node_modules/.package-lock.json
 # The mesh with real processes (internal/e2e): a three-node JetStream cluster
 # (nats-server built from the Go module go.mod pins) and three relays on
 # loopback; then SIGKILL of a relay, one NATS node stopped, a relay cut off
-# from NATS for 60 s through a TCP proxy, all of NATS restarted.
+# from NATS for 60 s through a TCP proxy, all of NATS restarted; and the
+# default flow: an embedded server with its credential, `mesh invite`, a task
+# held until `mesh trust`, the operator's task across relays.
 e2e-mesh:
-	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run TestMeshEndToEnd -timeout 8m ./internal/e2e/
+	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run 'TestMeshEndToEnd|TestMeshDefaultOperatorEndToEnd' -timeout 10m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:

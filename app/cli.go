@@ -50,7 +50,10 @@ Usage:
   crosschat-relay import-upstream [--from PATH]
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
-  crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
+  crosschat-relay mesh status|agents|relays|invite
+                                             the mesh over NATS: relays, link, outbox, lag; every agent;
+                                             relays with trust state and key; the command to join
+  crosschat-relay mesh trust|block NAME|ID   admit or refuse a relay of the mesh
   crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
   crosschat-relay send ID MESSAGE [--title T] [--priority P]
                                              a task from this folder's project to ID (MESSAGE - reads stdin)
