@@ -179,7 +179,8 @@ install_setup() { # SETUP_EXE: silent install, timed
   t0=$(date +%s.%N)
   timeout 300 wine "$1" /S; rc=$?
   wineserver -w
-  echo "setup.exe /S: exit $rc, $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s"
+  INSTALL_SECS=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")
+  echo "setup.exe /S: exit $rc, $INSTALL_SECS s"
   [ $rc -eq 0 ] && test -f "$INSTDIR/crosschat-relay.exe"
 }
 
@@ -196,17 +197,18 @@ installed() (
   grep -q "DisplayVersion *REG_SZ *$v\$" "$OUT/uninstall-key.txt"
 )
 
-T_SETUP=$(date +%s.%N)
 check "silent install: setup.exe /S ($(basename "$SETUP"))" install_setup "$SETUP" || fatal "the installer did not install"
 check "installed: Program Files\\Crosschat\\Crosschat Relay, Start-menu entry, uninstall entry in the registry, version resource = DisplayVersion" installed
 INSTALLER_BYTES=$(stat -c %s "$SETUP")
 INSTALLED_BYTES=$(du -sb "$INSTDIR" | cut -f1)
 
 serve_start() { # LOG
+  local t0; t0=$(date +%s.%N)
   mkdir -p "$DATA"
   wine "$EXE" serve --port "$PORT" --data-dir "$DATAW" >"$OUT/$1" 2>&1 &
   SERVE_PID=$!; PIDS+=("$SERVE_PID")
   wait_health "$PORT" 300 || { tail -n 20 "$OUT/$1"; return 1; }
+  SERVE_SECS=$(python3 -c "print(round($(date +%s.%N)-$t0,1))")
   curl -s "http://127.0.0.1:$PORT/health"; echo
 }
 serve_stop() {
@@ -218,8 +220,8 @@ version_ok() { relay version | tee /dev/stderr | grep -q '^crosschat-relay [0-9]
 check "installed exe: 'version' prints the stamped version" version_ok
 check "'status' with no relay running: exit 3" status_exit 3
 check "'serve' with the data folder $DATAW (spaces): /health 200" serve_start serve-1.log || fatal "serve did not start"
-SERVING=$(python3 -c "print(round($(date +%s.%N)-$T_SETUP,1))")
-echo "     from setup.exe /S to a serving relay: $SERVING s"
+SERVING=$(python3 -c "print(round($INSTALL_SECS+$SERVE_SECS,1))")
+echo "     from setup.exe /S to a serving relay: $SERVING s (install $INSTALL_SECS s, then serve to /health 200 $SERVE_SECS s)"
 ADMIN=$(at token) && [ -n "$ADMIN" ] || fatal "'token' printed no admin token"
 check "the data folder holds relay.db and api-token" bash -c "test -s '$DATA/relay.db' && test -s '$DATA/api-token'"
 check "'status' while serving: exit 0" status_exit 0
@@ -238,16 +240,34 @@ post() { # SLUG TITLE: prints the task id
   bridge "$PORT" "$ADMIN" Tasks.Post "[{\"recipientSlug\":\"$1\",\"title\":\"$2\",\"instructions\":\"Answer in one line.\"}]" | jq_py 'j["id"]'
 }
 task_status() { bridge "$PORT" "$ADMIN" Tasks.Get "[\"$1\"]" | jq_py 'j["task"]["status"]'; }
-wait_task() { # ID STATUS TRIES(0.5 s)
+wait_task() { # ID STATUS TRIES(0.5 s): until the task has STATUS; fails at once on another final one
   local i s
-  for i in $(seq "$3"); do s=$(task_status "$1"); [ "$s" = "$2" ] && return 0; sleep 0.5; done
-  echo "task $1 is $s, want $2"; return 1
+  for i in $(seq "$3"); do
+    s=$(task_status "$1")
+    [ "$s" = "$2" ] && return 0
+    case $s in blocked|completed|cancelled) break ;; esac
+    sleep 0.5
+  done
+  echo "task $1 is $s, want $2:"
+  bridge "$PORT" "$ADMIN" Tasks.Get "[\"$1\"]" | jq_py 'j["task"]["reports"]'
+  return 1
 }
 SLOW_T0=$(date +%s)
 check "worker with a custom .cmd that overruns its 1-minute limit: set up, task posted" \
   worker_setup slow-bot slow.cmd
 SLOW_TASK=$(post slow-bot "Overrun the limit")
 echo "     task $SLOW_TASK"
+
+slow_running() {
+  local i
+  for i in $(seq 150); do
+    pgrep -f 'ping(.exe)? -n 611 ' >/dev/null && pgrep -f 'ping(.exe)? -n 613 ' >/dev/null && break
+    sleep 0.2
+  done
+  ps -eo pid,args | grep -E 'ping(.exe)? -n 61[13] ' | grep -v grep
+  pgrep -f 'ping(.exe)? -n 611 ' >/dev/null && pgrep -f 'ping(.exe)? -n 613 ' >/dev/null
+}
+check "the overrunning .cmd runs: the script's ping and the child it started (start /b ping) are running" slow_running
 
 check "worker with a custom .cmd: set up" \
   worker_setup cmd-bot answer.cmd
@@ -274,10 +294,10 @@ autostart() (
   set -e
   relay autostart enable
   reg64 "$RUN_KEY" /v "Crosschat Relay" | tee /dev/stderr | grep -qF '"C:\Program Files\Crosschat\Crosschat Relay\crosschat-relay.exe" --hidden'
-  relay autostart status | tee /dev/stderr | grep -qi 'enabled\|on'
+  relay autostart status | tee /dev/stderr | grep -q 'starts (hidden) when you log in'
   relay autostart disable
   ! reg64 "$RUN_KEY" /v "Crosschat Relay"
-  relay autostart status | tee /dev/stderr | grep -qi 'disabled\|off'
+  relay autostart status | tee /dev/stderr | grep -q 'does not start when you log in'
 )
 check "autostart enable|status|disable: the HKCU Run value written and removed" autostart
 
@@ -285,7 +305,8 @@ slow_killed() {
   local left
   left=$(( SLOW_T0 + 60 + 90 - $(date +%s) )); [ $left -gt 10 ] || left=10
   wait_task "$SLOW_TASK" blocked $((left * 2)) || return 1
-  bridge "$PORT" "$ADMIN" Tasks.Get "[\"$SLOW_TASK\"]" | tee "$OUT/slow-task.json" | jq_py 'j["task"]["reports"][-1]["message"]'
+  bridge "$PORT" "$ADMIN" Tasks.Get "[\"$SLOW_TASK\"]" | tee "$OUT/slow-task.json" | jq_py 'j["task"]["reports"][-1]["message"]' \
+    | tee /dev/stderr | grep -q 'stopped this task after 1 minute without finishing' || return 1
   echo "blocked after $(( $(date +%s) - SLOW_T0 )) s"
   local i
   for i in $(seq 50); do
@@ -305,13 +326,15 @@ check "'status' after quit: exit 3" status_exit 3
 # Upgrade: the same NSIS script, built again with a higher version, run over this install.
 newer_installer() (
   set -e
-  local n=$WORK/nsis v
+  # The layout wails builds in: build/windows/{installer/project.nsi,icon.ico},
+  # and the installer goes to build/bin.
+  local n=$WORK/nsis/build/windows v
   test -f "$DIST/check/nsis/installer/project.nsi" || { echo "no $DIST/check/nsis (build/dist.sh keeps it)"; exit 1; }
   mkdir -p "$n"; cp -r "$DIST/check/nsis/." "$n/"
   v=$(pe_version "$INSTDIR/crosschat-relay.exe")
   NEWER_VERSION=$(python3 -c "import sys; a=sys.argv[1].split('.'); a[2]=str(int(a[2])+1); print('.'.join(a))" "$v")
   (cd "$n/installer" && makensis -V2 -DARG_WAILS_AMD64_BINARY="$INSTDIR/crosschat-relay.exe" -DINFO_PRODUCTVERSION="$NEWER_VERSION" project.nsi)
-  mv "$n"/bin/*-installer.exe "$WORK/newer-setup.exe"
+  mv "$WORK"/nsis/build/bin/*-installer.exe "$WORK/newer-setup.exe"
   echo "$NEWER_VERSION" >"$WORK/newer-version"
 )
 upgrade() {
@@ -333,6 +356,9 @@ check "after the upgrade: serve starts on the same data folder, api-token and ta
 # Uninstall: the program, its entries and the Run value go; the data stays.
 uninstall() {
   relay autostart enable || return 1
+  # What the window app registers at start for its toasts (it cannot run
+  # here: no WebView2), as internal/desktop.RegisterURLScheme writes it.
+  wine reg add 'HKCU\Software\Classes\crosschat-relay\shell\open\command' /ve /d "\"$EXE\" \"%1\"" /f || return 1
   timeout 120 wine "$INSTDIR/uninstall.exe" /S || return 1
   # The uninstaller copies itself to %TEMP% and runs from there: wait for it.
   local i
@@ -342,9 +368,10 @@ uninstall() {
   ! find "$C" -name 'Crosschat Relay.lnk' | grep . || { echo "a shortcut is still there"; return 1; }
   ! reg64 "$UNINST_KEY" >/dev/null 2>&1 || { echo "the uninstall entry is still there"; return 1; }
   ! reg64 "$RUN_KEY" /v "Crosschat Relay" || { echo "the Run value is still there"; return 1; }
+  ! reg64 'HKCU\Software\Classes\crosschat-relay' || { echo "the crosschat-relay:// handler is still there"; return 1; }
   test -s "$DATA/relay.db" && test -s "$DATA/api-token"
 }
-check "silent uninstall: program, shortcuts, uninstall entry and Run value removed; the data folder kept" uninstall
+check "silent uninstall: program, shortcuts, uninstall entry, Run value and crosschat-relay:// handler removed; the data folder kept" uninstall
 
 echo
 echo "     figures: installer $INSTALLER_BYTES bytes ($(( INSTALLER_BYTES / 1048576 )) MB); installed $INSTALLED_BYTES bytes ($(( INSTALLED_BYTES / 1048576 )) MB);"
