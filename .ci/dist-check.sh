@@ -22,9 +22,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
-DIST=$ROOT/build/dist
-OUT=$ROOT/.ci/out/dist
+. .ci/lib.sh
 BUILD=yes SKIP_WINDOWS=no
 for a in "$@"; do
   case $a in
@@ -33,14 +31,8 @@ for a in "$@"; do
     *) echo "usage: $0 [--no-build] [--skip-windows]" >&2; exit 2 ;;
   esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "dist-check: run as root (it installs the .deb with apt-get)"; exit 2; }
-rm -rf "$OUT"; mkdir -p "$OUT"
-export DEBIAN_FRONTEND=noninteractive
+start_checks dist-check dist "it installs the .deb with apt-get"
 APT=(apt-get -y -q -o DPkg::Lock::Timeout=300)
-exec </dev/null
-
-NAME=dist-check
-. .ci/lib.sh
 
 # Tools the checks use (Debian 12 names); installed when missing.
 TOOLS=(xvfb xauth x11-utils imagemagick python3 curl file iproute2 binutils util-linux rpm)

@@ -1,12 +1,23 @@
 # Shell helpers shared by the release checks (.ci/dist-check.sh, Linux
 # packages; .ci/windows.sh, the Windows installer under wine), so neither
-# carries a copy of the other's plumbing. Source it after setting:
-#   NAME  the script's name in its summary line
-#   OUT   the folder for check logs
-# It sets PASS, FAIL and T0.
+# carries a copy of the other's plumbing. Source it from the repository's
+# root; it sets ROOT and DIST (build/dist), and start_checks the rest.
 
+ROOT=$PWD
+DIST=$ROOT/build/dist
 PASS=0 FAIL=0 T0=$(date +%s)
 _check_n=0
+
+# start_checks NAME SUBDIR WHY: as root only (WHY says why), with a fresh
+# log folder OUT=.ci/out/SUBDIR, no standard input, and the clock started.
+start_checks() {
+  NAME=$1 OUT=$ROOT/.ci/out/$2
+  [ "$(id -u)" -eq 0 ] || { echo "$NAME: run as root ($3)"; exit 2; }
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  export DEBIAN_FRONTEND=noninteractive
+  exec </dev/null
+  T0=$(date +%s)
+}
 
 ok()  { PASS=$((PASS+1)); echo "ok   $*"; }
 bad() { FAIL=$((FAIL+1)); echo "FAIL $*"; }

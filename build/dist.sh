@@ -208,9 +208,9 @@ if [ $SKIP_WINDOWS = no ]; then
   mkdir -p "$DIST/check"
   cp build/bin/crosschat-relay.exe "$DIST/check/crosschat-relay.exe"
   cp "$STAGE/windows.log" "$DIST/check/windows-build.log"
-  # The NSIS script as wails generated it (with wails_tools.nsh and the
-  # WebView2 bootstrapper in tmp/), for .ci/windows.sh's upgrade check, which
-  # runs makensis on it again with a higher version.
+  # The NSIS script as wails generated it (with wails_tools.nsh), for
+  # .ci/windows.sh's upgrade check, which runs makensis on it again with a
+  # higher version.
   mkdir -p "$DIST/check/nsis/installer"
   cp -r build/windows/installer/. "$DIST/check/nsis/installer/"
   cp build/windows/icon.ico "$DIST/check/nsis/"
