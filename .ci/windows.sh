@@ -27,9 +27,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
-DIST=$ROOT/build/dist
-OUT=$ROOT/.ci/out/windows
+. .ci/lib.sh
 UNIT=yes INSTALLER=yes
 while [ $# -gt 0 ]; do
   case $1 in
@@ -40,12 +38,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ "$(id -u)" -eq 0 ] || { echo "windows: run as root (it installs wine with apt-get)"; exit 2; }
-rm -rf "$OUT"; mkdir -p "$OUT"
-exec </dev/null
-
-NAME=windows
-. .ci/lib.sh
+start_checks windows windows "it installs wine with apt-get"
 
 WORK=$(mktemp -d /tmp/crosschat-windows.XXXXXX)
 # No display: the silent installer, the CLI and `serve` need none, and wine
@@ -330,7 +323,11 @@ newer_installer() (
   # and the installer goes to build/bin.
   local n=$WORK/nsis/build/windows v
   test -f "$DIST/check/nsis/installer/project.nsi" || { echo "no $DIST/check/nsis (build/dist.sh keeps it)"; exit 1; }
-  mkdir -p "$n"; cp -r "$DIST/check/nsis/." "$n/"
+  mkdir -p "$n" "$WORK/nsis/build/bin"; cp -r "$DIST/check/nsis/." "$n/"
+  # wails removes the WebView2 bootstrapper it embeds after the build: the
+  # same file, from the wails module the app is built with.
+  mkdir -p "$n/installer/tmp"
+  cp "$(go list -m -f '{{.Dir}}' github.com/wailsapp/wails/v2)/internal/webview2runtime/MicrosoftEdgeWebview2Setup.exe" "$n/installer/tmp/"
   v=$(pe_version "$INSTDIR/crosschat-relay.exe")
   NEWER_VERSION=$(python3 -c "import sys; a=sys.argv[1].split('.'); a[2]=str(int(a[2])+1); print('.'.join(a))" "$v")
   (cd "$n/installer" && makensis -V2 -DARG_WAILS_AMD64_BINARY="$INSTDIR/crosschat-relay.exe" -DINFO_PRODUCTVERSION="$NEWER_VERSION" project.nsi)
@@ -374,6 +371,7 @@ uninstall() {
 check "silent uninstall: program, shortcuts, uninstall entry, Run value and crosschat-relay:// handler removed; the data folder kept" uninstall
 
 echo
-echo "     figures: installer $INSTALLER_BYTES bytes ($(( INSTALLER_BYTES / 1048576 )) MB); installed $INSTALLED_BYTES bytes ($(( INSTALLED_BYTES / 1048576 )) MB);"
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1048576 }'; }
+echo "     figures: installer $INSTALLER_BYTES bytes ($(mb "$INSTALLER_BYTES")); installed $INSTALLED_BYTES bytes ($(mb "$INSTALLED_BYTES"));"
 echo "              setup.exe /S to a serving relay under wine: $SERVING s"
 finish
