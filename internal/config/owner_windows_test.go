@@ -10,10 +10,26 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// ownerSIDs are the accounts the data folder is for: this user and SYSTEM.
+func ownerSIDs(t *testing.T) []string {
+	user, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	system, err := windows.CreateWellKnownSid(windows.WinLocalSystemSid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sids := []string{user.User.Sid.String(), system.String()}
+	slices.Sort(sids)
+	return sids
+}
+
 // TestDataDirOwnerOnly: on Windows the data folder, and what it already
 // holds, end up readable by the current user and SYSTEM only, with nothing
 // inherited from the folder it is in.
 func TestDataDirOwnerOnly(t *testing.T) {
+	want := ownerSIDs(t)
 	if os.Getenv("CROSSCHAT_UNDER_WINE") != "" {
 		// EnsureDataDir still runs (and must not fail) in the other tests here.
 		t.Skip("wine 8.0 keeps no access lists on this filesystem: it derives them from Unix modes (Everyone from the 'other' bits) and drops the protected flag")
@@ -29,16 +45,6 @@ func TestDataDirOwnerOnly(t *testing.T) {
 	if err := (Config{DataDir: dir}).EnsureDataDir(); err != nil {
 		t.Fatal(err)
 	}
-	user, err := windows.GetCurrentProcessToken().GetTokenUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	system, err := windows.CreateWellKnownSid(windows.WinLocalSystemSid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{user.User.Sid.String(), system.String()}
-	slices.Sort(want)
 	for _, p := range []string{dir, old} {
 		sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
 		if err != nil {
