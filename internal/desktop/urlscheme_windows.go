@@ -19,7 +19,6 @@ func RegisterURLScheme(exe string) error {
 		{`Software\Classes\` + URLScheme + `\DefaultIcon`, "", `"` + exe + `",0`},
 		{`Software\Classes\` + URLScheme + `\shell\open\command`, "", `"` + exe + `" "%1"`},
 		{`Software\Classes\AppUserModelId\` + ToastAppID, "DisplayName", DisplayName},
-		{`Software\Classes\AppUserModelId\` + ToastAppID, "IconUri", exe},
 	}
 	for _, v := range values {
 		k, _, err := registry.CreateKey(registry.CURRENT_USER, v.key, registry.SET_VALUE)
