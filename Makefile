@@ -9,6 +9,8 @@
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
 #   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
 #   make dist-check      build and check them (as root: installs, upgrades and removes the .deb)
+#   make vet-darwin      go vet every package with GOOS=darwin (no cgo): macOS-only compile errors
+#   make windows-check   the Windows build under wine: unit tests and the release installer (as root; after make dist)
 #   make fuzz            every Fuzz target for $(FUZZTIME)
 #   make fuzz-ci         every Fuzz target for 5 s (part of make test)
 #   make bench           Go benchmarks
@@ -30,7 +32,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-mesh dist dist-check fuzz fuzz-ci bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet vet-darwin test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-mesh dist dist-check windows-check fuzz fuzz-ci bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -88,6 +90,13 @@ vet: .ci/bin/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: not formatted (run gofmt -w on them):"; echo "$$out"; exit 1; fi
 	go vet ./...
 	.ci/bin/staticcheck ./...
+
+# macOS, as far as Linux allows: every package vetted (so compiled, the
+# darwin-only files included) with GOOS=darwin and no cgo. internal/store's
+# tests need go-sqlite3's cgo constants, so that package is built, not vetted.
+vet-darwin:
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet $$(go list ./... | grep -v '/internal/store$$')
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go build ./internal/store
 
 # staticcheck, pinned, built from the Go module proxy into .ci/bin.
 .ci/bin/staticcheck:
@@ -168,6 +177,11 @@ dist:
 
 dist-check:
 	bash .ci/dist-check.sh $(DIST_ARGS)
+
+# Windows under wine (installs wine as root): the Windows unit tests and the
+# installer build/dist.sh made. WINDOWS_ARGS=--unit-only skips the installer.
+windows-check:
+	bash .ci/windows.sh $(WINDOWS_ARGS)
 
 # --- housekeeping ------------------------------------------------------------
 

@@ -129,6 +129,10 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		}
 	}
 	program, pre, err := resolveProgram(c.Command, goos)
+	if err != nil && p.ID == Custom && isBatch(c.Command, goos) {
+		// The user's own batch script (not an npm shim) runs as it is.
+		program, pre, err = c.Command, nil, batchSafe(c.Command, args, c.PromptMode)
+	}
 	if err != nil {
 		return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 	}
@@ -211,6 +215,34 @@ func utf16Len(s string) int {
 func isScript(path string) bool {
 	l := strings.ToLower(path)
 	return strings.HasSuffix(l, ".js") || strings.HasSuffix(l, ".cjs") || strings.HasSuffix(l, ".mjs")
+}
+
+func isBatch(path, goos string) bool {
+	l := strings.ToLower(path)
+	return goos == "windows" && (strings.HasSuffix(l, ".cmd") || strings.HasSuffix(l, ".bat"))
+}
+
+// batchSafe allows a custom .cmd or .bat program only when nothing on its
+// command line is something cmd.exe would interpret: Windows runs a batch
+// file through cmd.exe, which expands % and !, and splits at & | < > ^
+// outside quotes, whatever quoting the arguments got. So the task never
+// goes on the command line (prompt from a file or stdin), and the program's
+// path and arguments (the run's file names, the user's own arguments) hold
+// none of those characters; parentheses only inside quoted (spaced) words.
+func batchSafe(command string, args []string, mode relay.PromptMode) error {
+	if mode == relay.PromptArgument {
+		return fmt.Errorf("can't run %s safely: a .cmd or .bat program gets the task from a file ({prompt_file}) or standard input, never as an argument (cmd.exe would interpret it)", command)
+	}
+	for _, a := range append([]string{command}, args...) {
+		bad := strings.ContainsAny(a, "\"%!^&|<>") || !strings.ContainsAny(a, " \t") && strings.ContainsAny(a, "()")
+		for _, r := range a {
+			bad = bad || r < 0x20 || r == 0x7f
+		}
+		if bad {
+			return fmt.Errorf("can't run %s safely: %q holds characters cmd.exe would interpret (\" %% ! ^ & | < > or a line break)", command, a)
+		}
+	}
+	return nil
 }
 
 // shimTarget finds the program an npm .cmd shim runs: "%dp0%\…" %* or "%~dp0\…" %*.

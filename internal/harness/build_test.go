@@ -269,6 +269,52 @@ func TestBuildWindowsShims(t *testing.T) {
 	}
 }
 
+// Ensure a custom .cmd or .bat program (not an npm shim) runs as it is when
+// nothing cmd.exe would interpret reaches its command line, and is refused
+// otherwise: never the task as an argument, never % ! ^ & | < > " in its
+// path or arguments. Other presets still refuse opaque scripts.
+func TestBuildWindowsCustomBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, command string
+		args          []string
+		mode          relay.PromptMode
+		err           string
+	}{
+		{"prompt file", `C:\Crosschat Work\answer.cmd`, []string{"{prompt_file}", "--out", "{result_file}"}, relay.PromptFile, ""},
+		{"stdin, parentheses in a quoted path", `C:\Program Files (x86)\agent\run.bat`, nil, relay.PromptStdin, ""},
+		{"task as an argument", `C:\work\answer.cmd`, nil, relay.PromptArgument, "never as an argument"},
+		{"percent in an argument", `C:\work\answer.cmd`, []string{"--home=%USERPROFILE%", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"ampersand in an argument", `C:\work\answer.cmd`, []string{"a&calc", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"quote in an argument", `C:\work\answer.cmd`, []string{`x" & calc & "`, "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"unquoted parenthesis", `C:\work\answer.cmd`, []string{"a)b", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"line break", `C:\work\answer.cmd`, []string{"a\r\nb", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"caret in its path", `C:\wo^rk\answer.cmd`, []string{"{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request("windows", harness.Custom, false, false)
+			req.Config.Command, req.Config.Args, req.Config.PromptMode = tc.command, tc.args, tc.mode
+			spec, err := harness.Build(req, "windows")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Program != tc.command || len(spec.Args) != len(tc.args) {
+				t.Errorf("got %s %q, want %s and %d arguments", spec.Program, spec.Args, tc.command, len(tc.args))
+			}
+		})
+	}
+	req := request("windows", harness.Gemini, false, false)
+	req.Config.Command = `C:\work\answer.cmd`
+	if _, err := harness.Build(req, "windows"); err == nil || !strings.Contains(err.Error(), "can't run") {
+		t.Errorf("an opaque batch file as Gemini: err = %v", err)
+	}
+}
+
 // Ensure Lookup finds every preset, custom is last and each has a safety note.
 func TestPresets(t *testing.T) {
 	ps := harness.Presets()
