@@ -196,10 +196,24 @@ func (c *Channel) forwardResource(ctx context.Context, req mcp.ReadResourceReque
 	return res.Contents, nil
 }
 
-// Serve speaks MCP on stdin/stdout until stdin ends or ctx is cancelled.
+// ChannelProtocolVersions are the MCP revisions the channel offers over
+// stdio: the legacy era only (initialize handshake, up to 2025-11-25).
+// Claude Code 2.1.332 asks first with server/discover at 2026-07-28; offered
+// that revision it settles on the modern era, which has no path for
+// unsolicited notifications, and skips channel notifications ("Channel
+// notifications skipped" in its MCP log). Offered only these, it falls back
+// to initialize and registers the channel. Claude Code 2.1.197 never sends
+// server/discover and is unaffected.
+func ChannelProtocolVersions() []string { return mcp.LegacyProtocolVersions() }
+
+// Serve speaks MCP on stdin/stdout until stdin ends or ctx is cancelled,
+// offering only ChannelProtocolVersions.
 func (c *Channel) Serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	s := server.NewStdioServer(c.srv)
 	s.SetErrorLogger(log.New(c.stderr, "crosschat-relay channel: ", 0))
+	s.SetContextFunc(func(ctx context.Context) context.Context {
+		return server.WithSupportedProtocolVersions(ctx, ChannelProtocolVersions())
+	})
 	return s.Listen(ctx, stdin, stdout)
 }
 
