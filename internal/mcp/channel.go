@@ -68,9 +68,9 @@ type Channel struct {
 	upstream *mcpclient.Client
 	stderr   io.Writer
 
-	readyOnce sync.Once
-	ready     chan struct{} // closed Settle after the client's first tools/list
-	settle    time.Duration
+	readyOnce   sync.Once
+	ready       chan struct{} // closed Settle after the client's first tools/list
+	settle      time.Duration
 	mu          sync.Mutex
 	session     string
 	initialized bool // the client used the initialize handshake (legacy era)
