@@ -421,17 +421,13 @@ func (f *FakeModel) fileStep() step {
 func (f *FakeModel) anthropic(w http.ResponseWriter, r *http.Request, req map[string]any, body string) {
 	var t turn
 	// A deferred tool is sent with defer_loading: true; the API loads its
-	// schema once a ToolSearch result references it (tool_reference).
+	// schema once the conversation references it: a ToolSearch result
+	// ({"type": "tool_reference", "tool_name": …}), or, in a resumed
+	// session, a system message's "tool_addition" blocks
+	// ({"tool": {"type": "tool_reference", "name": …}}) for the tools that
+	// "just became available" (an alwaysLoad server).
 	loaded := map[string]bool{}
-	for _, m := range arr(req, "messages") {
-		for _, b := range arr(asObj(m), "content") {
-			for _, c := range arr(asObj(b), "content") {
-				if co := asObj(c); str(co, "type") == "tool_reference" {
-					loaded[str(co, "tool_name")] = true
-				}
-			}
-		}
-	}
+	walkToolReferences(req["messages"], func(name string) { loaded[name] = true })
 	for _, tool := range arr(req, "tools") {
 		name := str(asObj(tool), "name")
 		if name == ToolSearch {
@@ -648,6 +644,28 @@ func (f *FakeModel) gemini(w http.ResponseWriter, req map[string]any, body strin
 }
 
 // --- helpers --------------------------------------------------------------
+
+// walkToolReferences calls found with the tool name of every
+// {"type": "tool_reference"} object anywhere in v.
+func walkToolReferences(v any, found func(name string)) {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			walkToolReferences(e, found)
+		}
+	case map[string]any:
+		if str(t, "type") == "tool_reference" {
+			if n := str(t, "tool_name"); n != "" {
+				found(n)
+			} else if n := str(t, "name"); n != "" {
+				found(n)
+			}
+		}
+		for _, e := range t {
+			walkToolReferences(e, found)
+		}
+	}
+}
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
