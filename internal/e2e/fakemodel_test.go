@@ -218,4 +218,28 @@ func TestFakeModelToolSearch(t *testing.T) {
 	if len(s.Deferred) != 3 {
 		t.Errorf("deferred %v, want the three tools the system message names", s.Deferred)
 	}
+
+	// A resumed session: the tools of an alwaysLoad server come with
+	// defer_loading and are loaded by a system message's tool_addition
+	// blocks ("just became available"), so they are called directly.
+	added := map[string]any{"role": "system", "content": []any{
+		map[string]any{"type": "text", "text": "The following tools just became available and are ready to use:\n" + list + "\n" + post},
+		map[string]any{"type": "tool_addition", "tool": map[string]any{"type": "tool_reference", "name": list}},
+		map[string]any{"type": "tool_addition", "tool": map[string]any{"type": "tool_reference", "name": post}},
+	}}
+	fm2, err := e2e.StartFakeModel(e2e.Anthropic, e2e.Script{Marker: "e2e-y", Workdir: "/w", File: "F.md", HandOffTo: "reviewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fm2.Close()
+	b, _ := json.Marshal(map[string]any{"model": "m", "stream": true, "tools": tools(list, post), "messages": []map[string]any{prompt, added}})
+	resp, err := http.Post(fm2.URL()+"/v1/messages?beta=true", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(out), `"name":"`+list+`"`) || len(fm2.Seen().ToolSearches) != 0 {
+		t.Errorf("tools added by tool_addition are not called directly: %s (searches %v)", out, fm2.Seen().ToolSearches)
+	}
 }
