@@ -5,7 +5,7 @@
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
 #   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
 #   make test            THE test command: gofmt and vet, race tests, tray and notifications on D-Bus, frontend tests and type-check, e2e
-#   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium, against `serve`;
+#   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium (with axe-core), against `serve`;
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
 #   make e2e-clis        those CLI tests on both pinned lanes: .ci/clis (oldest supported) and .ci/clis-current
 #   make e2e-clis-latest the same tests on whatever the npm registry serves today (scratch folder, not part of make test)
@@ -119,18 +119,24 @@ e2e-mcp: build-headless .ci/e2e/node_modules/.package-lock.json
 	bash .ci/e2e/run.sh $(HEADLESS)
 
 # The dashboard in Debian's Chromium (playwright-core); screenshots in .ci/out/dashboard.
+# Then accessibility (e2e/a11y.mjs): axe-core's WCAG 2.0/2.1 A and AA rules on
+# every page and dialog in light and dark, a keyboard-only scenario, 1024×700
+# and 200 % zoom; its screenshots (a11y-*.png: focus ring, a dialog holding
+# the focus, 200 % zoom) go to the same folder.
 e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 	cd frontend && node e2e/dashboard.mjs $(CURDIR)/$(HEADLESS) $(CURDIR)/.ci/out/dashboard
+	cd frontend && node e2e/a11y.mjs $(CURDIR)/$(HEADLESS) $(CURDIR)/.ci/out/dashboard
 
 # The real Claude Code, Codex and Gemini CLIs run as relay workers against a
 # scripted fake model on loopback (internal/e2e), and Claude Code runs
-# interactive in tmux with the channel server (TestClaudeChannelLive); the
+# interactive in tmux with the channel server (TestClaudeChannelLive) and with
+# the repository's plugin installed (TestClaudePlugin); the
 # variable is set here only, so test-go does not run them twice.
 # Two lanes, each pinned in its own package file: .ci/clis keeps the oldest
 # versions we support, .ci/clis-current the newest ones the tests pass with
 # (docs/live-sessions.md says how to move that pin). The test binary is
 # built once and run against each lane in turn.
-E2E_CLIS_RUN := -run 'TestRealCLIs|TestSessionWorkers|TestClaudeChannelLive'
+E2E_CLIS_RUN := -run 'TestRealCLIs|TestSessionWorkers|TestClaudeChannelLive|TestClaudePlugin'
 E2E_CLIS_TEST = CROSSCHAT_E2E_CLIS=$(1) go test -race -count=1 -v $(E2E_CLIS_RUN) -timeout 10m ./internal/e2e/
 
 e2e-clis: e2e-clis-oldest e2e-clis-current

@@ -15,13 +15,15 @@ import (
 )
 
 // channelUsage is the help of channel; the flags follow it.
-const channelUsage = `Usage: crosschat-relay channel --token cca_… [--url URL] [--state FILE]
+const channelUsage = `Usage: crosschat-relay channel [--url URL] [--state FILE]
 
 A stdio MCP server for Claude Code (.mcp.json). It serves the relay's tools and
 sends each task for the agent and each update on tasks it sent as a Claude Code
 channel event, so a live session sees new work without anyone typing. Start
 Claude Code with --dangerously-load-development-channels server:crosschat while
-channels are in preview. See docs/live-sessions.md.
+channels are in preview. The token comes from CROSSCHAT_TOKEN, else the project
+registered for the current folder (crosschat-relay register). See
+docs/live-sessions.md.
 
 Flags:
 `
@@ -36,7 +38,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	if f.agent != "" {
-		return fmt.Errorf("%w: channel needs the agent's own token (--token), not --agent", errUsage)
+		return fmt.Errorf("%w: channel needs the agent's own token (%s or a registered project), not --agent", errUsage, envAgentToken)
 	}
 	ps, err := f.stream(c, os.Getenv)
 	if err != nil {

@@ -42,15 +42,17 @@ func TestAgentsAddShowsLiveSetup(t *testing.T) {
 }
 
 func TestLiveVerbsRefuse(t *testing.T) {
-	t.Setenv("CROSSCHAT_TOKEN", "")
+	projectHome(t)
+	t.Chdir(t.TempDir())
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"monitor without token", []string{"monitor", "--url", "http://127.0.0.1:1"}, 2, "--token"},
-		{"channel without token", []string{"channel", "--url", "http://127.0.0.1:1"}, 2, "--token"},
+		{"monitor without token", []string{"monitor", "--url", "http://127.0.0.1:1"}, 2, "CROSSCHAT_TOKEN"},
+		{"channel without token", []string{"channel", "--url", "http://127.0.0.1:1"}, 2, "CROSSCHAT_TOKEN"},
+		{"monitor bad format", []string{"monitor", "--format", "xml", "--url", "http://127.0.0.1:1"}, 2, "--format"},
 		{"channel as admin", []string{"channel", "--agent", "x", "--url", "http://127.0.0.1:1"}, 2, "own token"},
 		{"monitor bad state", []string{"monitor", "--token", "cca_x", "--state", "/dev/null/nope/x"}, 1, "--state"},
 	} {

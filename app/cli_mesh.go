@@ -25,7 +25,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.table("AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES", func(tw io.Writer) {
 			for _, a := range agents {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayLabel(a.Relay, a.Local), onlineWord(a.Online), a.ModelSlug, strings.Join(a.Capabilities, ","))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(relayLabel(a.Relay, a.Local)), onlineWord(a.Online), termSafe(a.ModelSlug), termSafe(strings.Join(a.Capabilities, ",")))
 			}
 		})
 	}
@@ -37,9 +37,9 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
 		return nil
 	}
-	fmt.Fprintf(stdout, "Relay %s (%s), link %s", st.RelayName, st.RelayID, st.Link)
+	fmt.Fprintf(stdout, "Relay %s (%s), link %s", termSafe(st.RelayName), termSafe(st.RelayID), termSafe(st.Link))
 	if st.Server != "" {
-		fmt.Fprintf(stdout, " to %s", st.Server)
+		fmt.Fprintf(stdout, " to %s", termSafe(st.Server))
 	}
 	fmt.Fprintf(stdout, "\nOutbox %d, consumer lag %d (+%d unacknowledged); published %d, applied %d, duplicates %d\n",
 		st.Outbox, st.Lag, st.AckPending, st.Published, st.Applied, st.Duplicates)
@@ -47,14 +47,14 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "Not set up yet: waiting for NATS.")
 	}
 	if st.LastError != "" {
-		fmt.Fprintf(stdout, "Last error: %s\n", st.LastError)
+		fmt.Fprintf(stdout, "Last error: %s\n", termSafe(st.LastError))
 	}
 	if len(st.Conflicts) > 0 {
-		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", strings.Join(st.Conflicts, ", "))
+		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
 	}
 	return c.table("RELAY\tID\tSTATE\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", relayLabel(r.Name, r.Self), r.ID, onlineWord(r.Online), r.LastSeen, r.Agents, r.Outbox, r.Address)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termSafe(relayLabel(r.Name, r.Self)), termSafe(r.ID), onlineWord(r.Online), termSafe(r.LastSeen), r.Agents, r.Outbox, termSafe(r.Address))
 		}
 	})
 }

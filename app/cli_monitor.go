@@ -29,8 +29,15 @@ const (
 
 // Monitor line prefixes: crosschat's wake contract.
 const (
-	MonitorTaskPrefix   = "CROSSCHAT_TASK "
-	MonitorUpdatePrefix = "CROSSCHAT_UPDATE "
+	MonitorTaskPrefix    = "CROSSCHAT_TASK "
+	MonitorUpdatePrefix  = "CROSSCHAT_UPDATE "
+	MonitorMessagePrefix = "CROSSCHAT_MESSAGE "
+)
+
+// monitor's line formats (--format).
+const (
+	formatTask    = "task"
+	formatMessage = "message"
 )
 
 // maxMonitorMessage bounds the message in one monitor line (runes).
@@ -44,6 +51,12 @@ type liveFlags struct {
 	agent string
 	after int64
 	state string
+	// register registers the working folder as a project when no token is
+	// given and it is not registered yet (the Claude Code plugin's channel).
+	register bool
+	// format is monitor's line format: "task" (CROSSCHAT_TASK/UPDATE) or
+	// "message" (CROSSCHAT_MESSAGE).
+	format string
 }
 
 // parseLive makes the command of a live-session verb (monitor, channel)
@@ -55,11 +68,15 @@ func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*co
 		return nil, nil, err
 	}
 	f := &liveFlags{after: -1}
-	c.fs.StringVar(&f.token, "token", "", "the agent's token, cca_… (env "+envAgentToken+")")
+	c.fs.StringVar(&f.token, "token", "", "deprecated: the agent's token on the command line, where every user of the computer can read it; use "+envAgentToken+" or a registered project")
 	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
 	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
 	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
-	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped")
+	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped (default for a registered project: one in your config folder)")
+	c.fs.BoolVar(&f.register, "register", false, "with no token, register the current folder as a project first if it is not (crosschat-relay register)")
+	if name == "monitor" {
+		c.fs.StringVar(&f.format, "format", formatTask, "line format: task (CROSSCHAT_TASK and CROSSCHAT_UPDATE lines) or message (one CROSSCHAT_MESSAGE line per task or update)")
+	}
 	c.fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		c.fs.PrintDefaults()
@@ -71,9 +88,15 @@ func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*co
 }
 
 // stream builds the push stream client from the flags, the environment and
-// the location flags.
+// the location flags. The token comes from, in order: --token (deprecated,
+// with a warning: it shows in the process list), CROSSCHAT_TOKEN, the
+// admin token with --agent, the registered project (CROSSCHAT_PROJECT_ID,
+// else the one whose folder holds the working folder).
 func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStream, error) {
 	token := strings.TrimSpace(f.token)
+	if token != "" {
+		fmt.Fprintf(c.stderr, "crosschat-relay %s: warning: --token puts the token in the process list, where every user of this computer can read it; set %s or run `crosschat-relay register` in the project folder instead\n", c.fs.Name(), envAgentToken)
+	}
 	if token == "" {
 		token = strings.TrimSpace(env(envAgentToken))
 	}
@@ -85,8 +108,37 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		}
 		token, adminTok = tok, true
 	}
+	projectBase := ""
 	if token == "" {
-		return nil, fmt.Errorf("%w: give the agent's token with --token or %s", errUsage, envAgentToken)
+		p, ok, err := projectToken(env)
+		if err != nil {
+			return nil, err
+		}
+		if !ok && f.register {
+			r, err := registerProject(c, "", "", env)
+			if err != nil {
+				return nil, err
+			}
+			p, ok = r.Project, true
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: no token: set %s to the agent's token, or run `crosschat-relay register` in the project folder (then %s needs no token there)", errUsage, envAgentToken, c.fs.Name())
+		}
+		token = p.Token
+		if !locationGiven(c.fs, env) {
+			projectBase = p.Relay
+		}
+		if f.state == "" && f.after < 0 {
+			state, err := projectCursorFile(p.ID)
+			if err != nil {
+				return nil, err
+			}
+			f.state = state
+			if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) {
+				// Registration opened the stream: everything since is there.
+				f.after = 0
+			}
+		}
 	}
 	base := strings.TrimSpace(f.url)
 	if base == "" {
@@ -94,6 +146,9 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 	}
 	if base == "" {
 		base = strings.TrimSpace(env(envMCPURL))
+	}
+	if base == "" {
+		base = projectBase
 	}
 	if base == "" {
 		cfg := c.cfg
@@ -184,6 +239,42 @@ func MonitorLine(e relay.PushEvent) string {
 	return MonitorUpdatePrefix + string(b)
 }
 
+// MessageLine is monitor's line for a push event with --format message:
+// CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"},
+// the line crosschat's hooks match. kind is "task" for a task, else the
+// update's type (task-completed, …); text is a task's title and
+// instructions (the instructions alone when their first line is the
+// title), or the update's message; verification is the signature mark
+// (verified, unverified, mismatch) of a task another relay told this one
+// about, on the task and on its updates, and absent for a local task.
+func MessageLine(e relay.PushEvent) string {
+	type message struct {
+		From         string `json:"from"`
+		To           string `json:"to"`
+		Text         string `json:"text"`
+		TaskID       string `json:"taskId"`
+		Kind         string `json:"kind"`
+		Verification string `json:"verification,omitempty"`
+	}
+	text := e.Message
+	if e.IsTask() && e.Title != "" && !titleIsFirstLine(e.Title, e.Message) {
+		text = e.Title + "\n\n" + e.Message
+	}
+	b, _ := json.Marshal(message{e.From, e.Agent, shorten(strings.TrimSpace(text), maxMonitorMessage), e.TaskID, e.Kind, e.Signature})
+	return MonitorMessagePrefix + string(b)
+}
+
+// titleIsFirstLine reports whether title is message's first line, or that
+// line shortened (as send makes a title).
+func titleIsFirstLine(title, message string) bool {
+	first, _, _ := strings.Cut(message, "\n")
+	first = strings.TrimSpace(first)
+	if cut, ok := strings.CutSuffix(title, "…"); ok {
+		return strings.HasPrefix(first, cut)
+	}
+	return first == title
+}
+
 // shorten cuts s to at most n runes, marking the cut.
 func shorten(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
@@ -194,12 +285,17 @@ func shorten(s string, n int) string {
 }
 
 // monitorUsage is the help of monitor; the flags follow it.
-const monitorUsage = `Usage: crosschat-relay monitor --token cca_… [--url URL] [--state FILE]
+const monitorUsage = `Usage: crosschat-relay monitor [--format task|message] [--url URL] [--state FILE]
 
 Follows the agent's push stream and prints exactly one line per event:
   CROSSCHAT_TASK {"taskId","title","sender","priority","message","conversationId"}   a task queued for the agent
   CROSSCHAT_UPDATE {"taskId","title","sender","kind","message","conversationId"}     an update on a task it sent
+or, with --format message, one line per task or update:
+  CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"}
 It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
+The token comes from CROSSCHAT_TOKEN, else the project registered for the
+current folder (crosschat-relay register); --token still works but shows the
+token to every user of the computer.
 
 Flags:
 `
@@ -212,6 +308,14 @@ func monitorCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	line := MonitorLine
+	switch f.format {
+	case formatTask:
+	case formatMessage:
+		line = MessageLine
+	default:
+		return fmt.Errorf("%w: --format %q: use task or message", errUsage, f.format)
+	}
 	ps, err := f.stream(c, os.Getenv)
 	if err != nil {
 		return err
@@ -221,7 +325,7 @@ func monitorCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "crosschat-relay monitor: the relay trimmed events after %d; some may be missing (call read_updates)\n", cursor)
 	}
 	ps.OnEvent = func(e relay.PushEvent) error {
-		if _, err := io.WriteString(stdout, MonitorLine(e)+"\n"); err != nil {
+		if _, err := io.WriteString(stdout, line(e)+"\n"); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 		if f.state != "" {

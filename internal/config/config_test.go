@@ -137,8 +137,8 @@ func TestAdminToken(t *testing.T) {
 			t.Fatalf("%s mode %v, want %v (%v)", path, st.Mode().Perm(), want, err)
 		}
 	}
-	c2, _ := load(t, mapEnv(map[string]string{"CROSSCHAT_API_TOKEN": " secret "}), "--data-dir", dir)
-	if got, _ := c2.AdminToken(true); got != "secret" {
+	c2, _ := load(t, mapEnv(map[string]string{"CROSSCHAT_API_TOKEN": " secret-secret-secret-secret "}), "--data-dir", dir)
+	if got, _ := c2.AdminToken(true); got != "secret-secret-secret-secret" {
 		t.Fatalf("env token %q", got)
 	}
 }

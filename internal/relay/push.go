@@ -39,6 +39,10 @@ type PushEvent struct {
 	// ConversationID is the task's conversation (see Task); empty once the
 	// task is no longer kept.
 	ConversationID string `json:"conversationId,omitempty"`
+	// Signature is the signature mark (MarkVerified, MarkUnverified,
+	// MarkMismatch) of a task another relay told this one about; empty for
+	// a local task.
+	Signature string `json:"signature,omitempty"`
 }
 
 // IsTask reports whether the event is a task queued for the agent.

@@ -78,8 +78,8 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 		// push rows written by triggers stay as they are. The agent is
 		// bound as +? so that the statement stays prepared (see limitSQL).
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
-				COALESCE(t.conversation_id, t.id, '')
-			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id
+				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, '')
+			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN mesh_tasks m ON m.task_id = p.task_id
 			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
@@ -87,7 +87,7 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 		defer rows.Close()
 		for rows.Next() {
 			var e relay.PushEvent
-			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID); err != nil {
+			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID, &e.Signature); err != nil {
 				return fmt.Errorf("read push events: %w", err)
 			}
 			out.Events = append(out.Events, e)

@@ -1,0 +1,91 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// A task from another relay reaches the recipient's push stream with its
+// signature mark, and monitor --format message shows it as verification;
+// a local task's line has none.
+func TestMessageLineVerificationAcrossRelays(t *testing.T) {
+	a := startMeshRelay(t, "relay-a")
+	st, err := a.Services.Mesh.Status()
+	noErr(t, err)
+	b := startMeshRelay(t, "relay-b", st.Embedded)
+	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	bob, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	carol, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "carol", DisplayName: "Carol", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	sa, sb := newSession(t, a, alice.Token), newSession(t, b, bob.Token)
+	sb.call("heartbeat", map[string]any{}, nil)
+
+	// Bob's push stream, open before anything is posted.
+	events := make(chan relay.PushEvent, 4)
+	connected := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ps := &client.PushStream{BaseURL: b.Config().BaseURL(), Token: bob.Token, After: -1,
+		OnEvent: func(e relay.PushEvent) error { events <- e; return nil },
+		Logf: func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "connected") {
+				select {
+				case connected <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- ps.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-connected:
+	case err := <-done:
+		t.Fatalf("push stream: %v", errors.Join(err, errors.New("ended before it connected")))
+	case <-time.After(30 * time.Second):
+		t.Fatal("bob's push stream did not connect")
+	}
+
+	waitFor(t, func() bool {
+		var listed struct{ Agents []relay.Agent }
+		sa.call("list_agents", map[string]any{"includeOffline": true}, &listed)
+		for _, ag := range listed.Agents {
+			if ag.Slug == "bob" && ag.Relay == "relay-b" {
+				return true
+			}
+		}
+		return false
+	}, "list_agents on A shows bob on relay-b")
+	var remote relay.Task
+	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Across", "instructions": "Do it on B."}, &remote)
+	next := func() relay.PushEvent {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(30 * time.Second):
+			t.Fatal("no push event for bob within 30 s")
+			return relay.PushEvent{}
+		}
+	}
+	e := next()
+	if line := app.MessageLine(e); e.TaskID != remote.ID || !strings.HasSuffix(line, `"kind":"task","verification":"verified"}`) {
+		t.Fatalf("the remote task's line: %s", line)
+	}
+	var local relay.Task
+	newSession(t, b, carol.Token).call("post_task", map[string]any{"recipientSlug": "bob", "title": "Here", "instructions": "Do it."}, &local)
+	if e := next(); e.TaskID != local.ID || strings.Contains(app.MessageLine(e), "verification") {
+		t.Fatalf("the local task's line: %s", app.MessageLine(e))
+	}
+}

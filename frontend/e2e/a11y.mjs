@@ -1,0 +1,621 @@
+// End to end, accessibility: the real dashboard in Debian's Chromium against a
+// real `crosschat-relay serve` in a mesh (it embeds NATS), with data on screen:
+// tasks in every column, an agent with a worker, a finished worker run with
+// changed files. It runs
+//
+//   1. a keyboard-only scenario: sign in, post a task to an agent, open it,
+//      create an invite and copy its message, with key presses only and the
+//      focused element asserted at each step; a dialog traps Tab and gives
+//      focus back; the help overlay (?) opens and closes;
+//   2. axe-core (WCAG 2.0 A/AA and 2.1 A/AA rules) on every page, dialog and
+//      drawer, in light and in dark: any violation fails;
+//   3. the layout at 1024×700 and at 200 % zoom (640×400 CSS pixels at a
+//      device scale of 2) without sideways scrolling of the main content, and
+//      prefers-reduced-motion.
+//
+// Screenshots (a11y-*.png) of the focus ring, a dialog holding focus and the
+// 200 % zoom view go to the output folder.
+//
+//   node e2e/a11y.mjs <relay-binary> [screenshot-dir]
+//
+// Env: CHROMIUM (default /usr/bin/chromium), E2E_HEADFUL=1 to watch.
+import { spawn, execFileSync } from "node:child_process";
+import { chmodSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { sendTask } from "./newtask.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FRONTEND = resolve(HERE, "..");
+const bin = process.argv[2] || process.env.CROSSCHAT_BIN;
+if (!bin || !existsSync(bin)) {
+  console.error(`usage: node e2e/a11y.mjs <relay-binary> [screenshot-dir]  (got ${bin ?? "nothing"})`);
+  process.exit(2);
+}
+const OUT = resolve(process.argv[3] || process.env.CROSSCHAT_SCREENSHOTS || join(FRONTEND, "../.ci/out/dashboard"));
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+mkdirSync(OUT, { recursive: true });
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+// The rule sets the issue names: WCAG 2.0 A and AA, WCAG 2.1 A and AA.
+const AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"];
+
+const tmp = mkdtempSync(join(tmpdir(), "ccr-a11y-"));
+const dataDir = join(tmp, "data");
+let relay = null;
+let browser = null;
+let step = "setup";
+const logPath = join(OUT, "a11y-relay.log");
+const log = createWriteStream(logPath);
+const t0 = Date.now();
+
+function say(msg) {
+  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
+}
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+async function cleanup() {
+  try {
+    await browser?.close();
+  } catch {}
+  if (relay && relay.exitCode === null) {
+    relay.kill("SIGTERM");
+    await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
+    if (relay.exitCode === null) relay.kill("SIGKILL");
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.on("SIGINT", async () => {
+  await cleanup();
+  process.exit(130);
+});
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+/** poll calls fn until it returns a truthy value or the deadline passes. */
+async function poll(what, fn, timeoutMs = 10000, everyMs = 100) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+// --- MCP over plain fetch ---------------------------------------------------
+let rpcId = 0;
+async function mcp(base, token, name, args) {
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args } }),
+  });
+  const text = await res.text();
+  check(res.ok, `MCP ${name}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  let msg;
+  if ((res.headers.get("content-type") || "").includes("text/event-stream")) {
+    const line = text.split("\n").find((l) => l.startsWith("data:"));
+    check(line, `MCP ${name}: no data line in SSE answer: ${text.slice(0, 300)}`);
+    msg = JSON.parse(line.slice(5).trim());
+  } else msg = JSON.parse(text);
+  check(!msg.error, `MCP ${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
+  const out = msg.result?.content?.[0]?.text;
+  check(!msg.result?.isError, `MCP ${name}: tool error: ${out}`);
+  return JSON.parse(out);
+}
+
+/** cli runs a relay CLI verb against the running relay and returns its stdout. */
+function cli(port, ...args) {
+  return execFileSync(bin, [...args, "--port", String(port), "--data-dir", dataDir], { encoding: "utf8" });
+}
+
+async function shot(page, name) {
+  await settle(page);
+  const file = join(OUT, `a11y-${name}.png`);
+  await page.screenshot({ path: file });
+  say(`screenshot ${file}`);
+}
+
+/** settle waits until no finite animation or transition runs (a theme switch, a switch's knob). */
+async function settle(page) {
+  await poll(
+    "animations to finish",
+    () =>
+      page.evaluate(
+        () =>
+          new Promise((done) =>
+            requestAnimationFrame(() =>
+              done(document.getAnimations().every((a) => a.playState !== "running" || a.effect?.getComputedTiming().iterations === Infinity)),
+            ),
+          ),
+      ),
+    5000,
+  );
+}
+
+// --- the focused element ------------------------------------------------------
+
+/** focused describes document.activeElement: tag, id, role, accessible-ish name, and the dialog it is in. */
+function focused(page) {
+  return page.evaluate(() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return { tag: "body", name: "", role: "", id: "", dialog: "", test: "" };
+    const byIds = (ids) => ids.split(/\s+/).map((i) => document.getElementById(i)?.textContent ?? "").join(" ");
+    const name =
+      e.getAttribute("aria-label") ||
+      (e.getAttribute("aria-labelledby") && byIds(e.getAttribute("aria-labelledby"))) ||
+      (e.labels && e.labels[0]?.textContent) ||
+      e.textContent ||
+      "";
+    const dlg = e.closest('[role="dialog"]');
+    return {
+      tag: e.tagName.toLowerCase(),
+      id: e.id,
+      role: e.getAttribute("role") || "",
+      name: name.replace(/\s+/g, " ").trim(),
+      dialog: dlg ? byIds(dlg.getAttribute("aria-labelledby") || "").replace(/\s+/g, " ").trim() : "",
+      test: e.getAttribute("data-test") || e.getAttribute("data-task-id") || "",
+      visibleRing: getComputedStyle(e).outlineStyle !== "none" && parseFloat(getComputedStyle(e).outlineWidth) >= 2,
+    };
+  });
+}
+const show = (f) => `<${f.tag}${f.id ? `#${f.id}` : ""}${f.role ? ` role=${f.role}` : ""}> "${f.name.slice(0, 60)}"${f.dialog ? ` in dialog "${f.dialog}"` : ""}`;
+
+/** expectFocus asserts the focused element (after the last key) matches pred; it must show a focus ring. */
+async function expectFocus(page, what, pred) {
+  let f;
+  await poll(`focus on ${what}`, async () => pred((f = await focused(page))), 3000).catch(() => {
+    throw new Error(`focus is not on ${what}: it is on ${show(f)}`);
+  });
+  if (f.tag !== "body" && f.role !== "dialog" && f.tag !== "h1") check(f.visibleRing, `the focused ${show(f)} shows no focus ring`);
+  say(`  focus: ${show(f)}`);
+  return f;
+}
+
+/** tabTo presses Tab (or Shift+Tab) until pred matches the focused element, at most max times. */
+async function tabTo(page, what, pred, { max = 40, back = false } = {}) {
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press(back ? "Shift+Tab" : "Tab");
+    const f = await focused(page);
+    if (pred(f)) return expectFocus(page, what, pred);
+  }
+  throw new Error(`${max} presses of ${back ? "Shift+Tab" : "Tab"} did not reach ${what} (focus on ${show(await focused(page))})`);
+}
+
+// --- axe ------------------------------------------------------------------------
+
+const checked = [];
+const failures = [];
+/** axe runs axe-core on the whole document in light and in dark; violations are collected and fail the run at the end. */
+async function axe(page, name) {
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await settle(page);
+    if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE_SOURCE);
+    const res = await page.evaluate(
+      (tags) => window.axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] }),
+      AXE_TAGS,
+    );
+    const label = `${name} (${scheme})`;
+    checked.push(label);
+    if (!res.violations.length) {
+      say(`axe: ${label}: no violations`);
+      continue;
+    }
+    const lines = res.violations.flatMap((v) => [
+      `  ${v.id} (${v.impact}) ${v.help}: ${v.nodes.length} element(s)`,
+      ...v.nodes.slice(0, 6).map((n) => `    ${n.target.join(" ")}: ${(n.failureSummary || "").split("\n").slice(1).join(" ").trim().slice(0, 220)}`),
+    ]);
+    failures.push(`${label}:\n${lines.join("\n")}`);
+    say(`axe: ${label}: ${res.violations.length} violation(s)\n${lines.join("\n")}`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+// --- the worker's program ---------------------------------------------------------
+
+const PNG_B64 =
+  "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAYAAABzenr0AAAAdUlEQVR42mNgGAVDDYgtnvIfHx4wi2nmEGyGW8WcwYqp7hBiLCXGMXS3nGJHUMNyihxBLcvRHTEglpPsiAF1ADXjnqy0QCvLiQ6FUQeMOmDQOGDAsuFoSTgoKqNBUR0PeINkUDTJBkWjdFA0ywdNx2QU0AoAAIY7+A15WJY7AAAAAElFTkSuQmCC";
+function workerScript() {
+  return `#!/bin/sh
+set -e
+echo "Reading the task from $(basename "$1")"
+echo "Writing notes.txt"
+printf 'Made by the accessibility e2e run.\\n' > notes.txt
+echo "Drawing chart.png"
+printf '%s' '${PNG_B64}' | base64 -d > chart.png
+printf 'Wrote notes.txt and chart.png.\\n' > "$2"
+`;
+}
+
+async function main() {
+  const port = await freePort();
+  let natsPort = await freePort();
+  while (natsPort === port) natsPort = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+
+  step = "start relay (in a mesh of one, NATS embedded)";
+  relay = spawn(bin, ["serve", "--port", String(port), "--data-dir", dataDir, "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "a11y-relay"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  relay.stdout.pipe(log);
+  relay.stderr.pipe(log);
+  let exited = null;
+  relay.once("exit", (code, sig) => (exited = `exit ${code ?? sig}`));
+  await poll(
+    "GET /health",
+    async () => {
+      if (exited) throw new Error(`relay ${exited} before /health answered (log: ${logPath})`);
+      return (await fetch(`${base}/health`)).ok;
+    },
+    30000,
+  );
+  const adminToken = execFileSync(bin, ["token", "--data-dir", dataDir], { encoding: "utf8" }).trim();
+  say(`relay up at ${base}`);
+
+  step = "seed agents and a worker (CLI verbs)";
+  const added = JSON.parse(cli(port, "agents", "add", "e2e-agent", "--name", "E2E Agent", "--model", "test-model", "--capability", "code-execution", "--role", "Writes end-to-end tests.", "--json"));
+  const agentToken = added.token ?? added.reveal?.token;
+  check(/^cca_/.test(agentToken ?? ""), `agents add gave no token: ${JSON.stringify(added).slice(0, 300)}`);
+  cli(port, "agents", "add", "build-bot", "--name", "Build bot", "--model", "script", "--capability", "code-execution", "--json");
+  const work = join(tmp, "work");
+  mkdirSync(work, { recursive: true });
+  const program = join(tmp, "a11y-agent.sh");
+  writeFileSync(program, workerScript());
+  chmodSync(program, 0o755);
+  cli(port, "workers", "set", "build-bot", "--harness", "custom", "--workdir", work, "--command", program, "--prompt", "file", "--arg", "{prompt_file}", "--arg", "{result_file}");
+  // e2e-agent has been seen: it calls whoami once, so it shows online.
+  await mcp(base, agentToken, "whoami", {});
+
+  step = "launch chromium";
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: !process.env.E2E_HEADFUL,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"].filter(
+      (a) => a !== "--headless" || !process.env.E2E_HEADFUL,
+    ),
+  });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
+  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  const page = await ctx.newPage();
+  const consoleErrors = [];
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+
+  // ===== 1. keyboard only ==========================================================
+  step = "keyboard: sign in";
+  await page.goto(base + "/");
+  await page.getByLabel("Admin token").waitFor();
+  await axe(page, "sign-in");
+  await expectFocus(page, "the admin token field", (f) => f.id === "token");
+  await page.keyboard.type(adminToken);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+  await expectFocus(page, "the Tasks heading", (f) => f.tag === "h1" && f.name === "Tasks");
+
+  step = "keyboard: the help overlay (?)";
+  await page.keyboard.press("Shift+Slash");
+  const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+  await help.waitFor();
+  await expectFocus(page, "inside the help overlay", (f) => f.dialog === "Keyboard shortcuts");
+  await axe(page, "help overlay");
+  await page.keyboard.press("Escape");
+  await help.waitFor({ state: "detached" });
+  await expectFocus(page, "the Tasks heading again", (f) => f.tag === "h1" && f.name === "Tasks");
+
+  step = "keyboard: post a task to an agent";
+  await page.keyboard.press("n");
+  const dlg = page.getByRole("dialog", { name: "New task" });
+  await dlg.waitFor();
+  await expectFocus(page, "the Recipient field", (f) => f.id === "nt-recipient" && f.dialog === "New task");
+  await page.keyboard.press("ArrowDown");
+  await poll("the recipient chosen with ArrowDown", async () => (await dlg.getByLabel("Recipient").inputValue()) !== "", 3000);
+  if ((await dlg.getByLabel("Recipient").inputValue()) !== "e2e-agent") {
+    await page.keyboard.press("ArrowDown");
+    await poll("e2e-agent chosen", async () => (await dlg.getByLabel("Recipient").inputValue()) === "e2e-agent", 3000);
+  }
+  await tabTo(page, "the Urgent priority", (f) => f.name === "Urgent");
+  await page.keyboard.press("Space");
+  await poll("Urgent pressed", () => dlg.getByRole("button", { name: "Urgent" }).getAttribute("aria-pressed").then((v) => v === "true"), 3000);
+  await tabTo(page, "the Title field", (f) => f.id === "nt-title");
+  await page.keyboard.type("Posted with keys only");
+  await page.keyboard.press("Tab");
+  await expectFocus(page, "the Instructions field", (f) => f.id === "nt-instructions");
+  await page.keyboard.type("Posted without a mouse.");
+  // Tab holds inside the dialog: from the last control it wraps to the first.
+  await tabTo(page, "the Send task button", (f) => f.name === "Send task");
+  await page.keyboard.press("Tab");
+  const wrapped = await expectFocus(page, "the dialog's first control after the last (focus trapped)", (f) => f.dialog === "New task");
+  check(wrapped.name !== "Send task", "Tab did not move on from Send task");
+  await shot(page, "dialog-focus-trapped");
+  await page.keyboard.press("Shift+Tab");
+  await expectFocus(page, "Send task again (Shift+Tab wraps back)", (f) => f.name === "Send task");
+  await page.keyboard.press("Enter");
+  await dlg.waitFor({ state: "detached" });
+  const card = page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Posted with keys only" });
+  await card.waitFor();
+  const kbTaskId = await card.getAttribute("data-task-id");
+  await expectFocus(page, "the Tasks heading (focus back where the dialog opened)", (f) => f.tag === "h1" && f.name === "Tasks");
+
+  step = "keyboard: open the task from the board";
+  await tabTo(page, "the task's card", (f) => f.test === kbTaskId);
+  await shot(page, "focus-ring");
+  await page.keyboard.press("Enter");
+  const drawer = page.getByRole("dialog", { name: "Posted with keys only" });
+  await drawer.waitFor();
+  await expectFocus(page, "inside the task drawer", (f) => f.dialog === "Posted with keys only");
+  check(page.url().includes(`task=${kbTaskId}`), "the drawer is not the task's");
+  await page.keyboard.press("Escape");
+  await drawer.waitFor({ state: "detached" });
+  await expectFocus(page, "the card again (focus returned)", (f) => f.test === kbTaskId);
+
+  step = "keyboard: create an invite and copy its message";
+  await page.keyboard.press("g");
+  await page.keyboard.press("c");
+  await page.getByRole("heading", { name: "Connect", level: 1 }).waitFor();
+  await expectFocus(page, "the Connect heading", (f) => f.tag === "h1" && f.name === "Connect");
+  await tabTo(page, "the invite's Label field", (f) => f.id === "inv-label");
+  await page.keyboard.type("Keyboard laptop");
+  await tabTo(page, "Create invite", (f) => f.name === "Create invite");
+  await page.keyboard.press("Enter");
+  const message = await page.locator('[data-test="invite-message"]').innerText({ timeout: 10000 });
+  check(/cci_/.test(message), "no invite code in the message");
+  await tabTo(page, "Copy message", (f) => f.name === "Copy message");
+  await page.keyboard.press("Enter");
+  await poll("the clipboard to hold the invite message", async () => (await page.evaluate(() => navigator.clipboard.readText())) === message, 5000);
+
+  step = "keyboard: the setup snippet tabs (one Tab stop, arrow keys)";
+  await tabTo(page, "the selected snippet tab", (f) => f.role === "tab" && f.name === "Claude Code");
+  await page.keyboard.press("ArrowRight");
+  await expectFocus(page, "the next tab", (f) => f.role === "tab" && f.name === "Claude Code channel");
+  check((await page.getByRole("tab", { name: "Claude Code channel" }).getAttribute("aria-selected")) === "true", "ArrowRight did not select the tab");
+  await page.locator('[data-test="snippet-channel"]').waitFor();
+  await page.keyboard.press("End");
+  await expectFocus(page, "the last tab", (f) => f.role === "tab" && f.name === "JSON");
+  await page.keyboard.press("Tab");
+  await expectFocus(page, "past the tabs in one Tab press: the Copy button", (f) => f.role !== "tab" && f.name === "Copy");
+  say("keyboard only: signed in, posted and opened a task, made an invite and copied its message, moved through tabs");
+
+  // ===== seed the rest: tasks in every column, a finished worker run ================
+  step = "seed tasks in every column";
+  await page.keyboard.press("g");
+  await page.keyboard.press("t");
+  await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
+  for (const title of ["Update the changelog", "Rotate the staging certificate", "Review the release branch"])
+    await sendTask(page, { recipient: "e2e-agent", title, instructions: `Please: ${title.toLowerCase()}.` });
+  // Posted with keys only is urgent: claimed first. It finishes; the next blocks; the next stays in progress.
+  const c1 = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  await mcp(base, agentToken, "report_task", { taskId: c1.task.id, kind: "completed", message: "Done.", result: "- one\n- two" });
+  const c2 = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  await mcp(base, agentToken, "report_task", { taskId: c2.task.id, kind: "blocked", message: "I have no access to the staging DNS account." });
+  const c3 = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
+  await mcp(base, agentToken, "report_task", { taskId: c3.task.id, kind: "progress", message: "Half way through." });
+  for (const col of ["queued", "claimed", "blocked", "done"]) await page.locator(`[data-column="${col}"] [data-task-id]`).first().waitFor({ timeout: 10000 });
+
+  step = "seed a finished worker run with changed files";
+  await sendTask(page, { recipient: "build-bot", title: "Make the release chart", instructions: "Write notes.txt and chart.png." });
+  const runCard = page.locator("[data-task-id]").filter({ hasText: "Make the release chart" }).first();
+  const runTaskId = await runCard.getAttribute("data-task-id");
+  await page.locator(`[data-column="done"] [data-task-id="${runTaskId}"]`).waitFor({ timeout: 30000 });
+  for (const b of await page.getByRole("button", { name: "Dismiss" }).all()) await b.click({ timeout: 1000 }).catch(() => {});
+  say("data on screen: tasks in every column, a worker, a finished run");
+
+  // ===== 2. axe on every page and dialog =============================================
+  const nav = (name) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name }).click();
+
+  step = "axe: Tasks";
+  await nav("Tasks");
+  await page.getByRole("heading", { name: "Needs your attention" }).waitFor();
+  await axe(page, "Tasks (board)");
+  await page.getByRole("button", { name: "List", exact: true }).click();
+  await page.locator("table [data-task-id]").first().waitFor();
+  await axe(page, "Tasks (list)");
+  await page.getByRole("button", { name: "Board", exact: true }).click();
+
+  step = "axe: New task dialog";
+  await page.getByRole("button", { name: "New task" }).click();
+  const nt = page.getByRole("dialog", { name: "New task" });
+  await nt.getByRole("button", { name: "Send task" }).click(); // with its validation messages
+  await nt.getByLabel("Recipient").selectOption("e2e-agent");
+  await nt.getByText("code-execution").waitFor();
+  await axe(page, "New task dialog");
+  await page.keyboard.press("Escape");
+  await nt.waitFor({ state: "detached" });
+
+  step = "axe: task drawer with a finished run and changed files";
+  await page.goto(`${base}/#/tasks?task=${runTaskId}`);
+  const rd = page.getByRole("dialog", { name: "Make the release chart" });
+  await rd.locator('[data-test="run-state"]').getByText("Finished").waitFor({ timeout: 15000 });
+  await rd.locator('[data-test="changed-files"] [data-path$="/chart.png"]').scrollIntoViewIfNeeded();
+  await rd.locator('[data-test="changed-files"] img').waitFor({ timeout: 10000 });
+  await axe(page, "task drawer (run, changed files)");
+  await page.keyboard.press("Escape");
+  await rd.waitFor({ state: "detached" });
+
+  step = "axe: task drawer of a blocked task, and its Resolve dialog";
+  await page.goto(`${base}/#/tasks?task=${c2.task.id}`);
+  const bd = page.getByRole("dialog", { name: c2.task.title });
+  await bd.waitFor();
+  await axe(page, "task drawer (blocked)");
+  await bd.getByRole("button", { name: "Cancel task" }).first().click();
+  const cancel = page.getByRole("dialog", { name: "Cancel task" });
+  await cancel.waitFor();
+  await axe(page, "note dialog (cancel task)");
+  await page.keyboard.press("Escape");
+  await cancel.waitFor({ state: "detached" });
+  await page.keyboard.press("Escape");
+  await bd.waitFor({ state: "detached" });
+
+  step = "axe: Agents";
+  await nav("Agents");
+  await page.locator('[data-agent="build-bot"] [data-test="worker-line"]').waitFor({ timeout: 15000 });
+  await axe(page, "Agents");
+  await page.getByRole("button", { name: "Add agent" }).click();
+  const ad = page.getByRole("dialog", { name: "Add agent" });
+  await ad.waitFor();
+  await axe(page, "agent dialog (add)");
+  await page.keyboard.press("Escape");
+  await ad.waitFor({ state: "detached" });
+  await page.locator('[data-agent="e2e-agent"]').getByRole("button", { name: "Edit" }).click();
+  const ed = page.getByRole("dialog", { name: "Edit E2E Agent" });
+  await ed.waitFor();
+  await axe(page, "agent dialog (edit)");
+  await page.keyboard.press("Escape");
+  await ed.waitFor({ state: "detached" });
+  await page.locator('[data-agent="build-bot"]').getByRole("button", { name: "Worker settings…" }).click();
+  const wd = page.getByRole("dialog", { name: "Worker for Build bot" });
+  await wd.locator('[data-test="worker-form"]').waitFor();
+  await axe(page, "worker form");
+  await page.keyboard.press("Escape");
+  await wd.waitFor({ state: "detached" });
+
+  step = "axe: Connect";
+  await nav("Connect");
+  await page.locator('[data-test="local-agents"] [data-harness="custom"]').waitFor({ timeout: 10000 });
+  await page.getByLabel("Give it a first task").check();
+  await page.getByRole("button", { name: "Create invite" }).click(); // the form's validation messages
+  await page.getByLabel("Task title").fill("Say hello");
+  await page.getByLabel("Instructions", { exact: true }).fill("Reply with hello.");
+  await page.getByRole("button", { name: "Create invite" }).click();
+  await page.locator('[data-test="invite-message"]').waitFor();
+  await axe(page, "Connect (invite form and message)");
+  await page.getByRole("tab", { name: "Codex" }).click();
+  await axe(page, "Connect (Codex tab)");
+  await page.locator('[data-test="local-agents"] [data-harness="custom"]').getByRole("button", { name: "Connect" }).click();
+  const cd = page.getByRole("dialog", { name: "Connect another command-line agent" });
+  await cd.waitFor();
+  await cd.getByRole("button", { name: "Connect", exact: true }).click(); // its validation messages
+  await cd.getByText("Choose the program to run.").waitFor();
+  await axe(page, "connect dialog");
+  await page.keyboard.press("Escape");
+  await cd.waitFor({ state: "detached" });
+
+  step = "axe: Activity, Mesh, Settings";
+  await nav("Activity");
+  await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
+  await axe(page, "Activity");
+  await nav("Mesh");
+  await page.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
+  await page.locator('[data-test="mesh-relays"] [data-relay="a11y-relay"]').waitFor();
+  await axe(page, "Mesh (joined)");
+  await nav("Settings");
+  await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
+  await page.locator('[data-test="mesh-settings"]').waitFor();
+  await axe(page, "Settings (with mesh settings)");
+
+  // ===== 3. small windows, zoom, reduced motion ========================================
+  step = "layout at 1024×700";
+  await page.setViewportSize({ width: 1024, height: 700 });
+  for (const p of ["Tasks", "Agents", "Connect", "Activity", "Mesh", "Settings"]) {
+    await nav(p);
+    await page.getByRole("heading", { name: p, level: 1 }).waitFor();
+    await noSidewaysScroll(page, `${p} at 1024×700`);
+  }
+
+  step = "layout at 200 % zoom";
+  const session = await page.evaluate(() => sessionStorage.getItem("crosschat.session"));
+  const zoom = await browser.newContext({ viewport: { width: 640, height: 400 }, deviceScaleFactor: 2, colorScheme: "light" });
+  await zoom.addInitScript((v) => sessionStorage.setItem("crosschat.session", v), session);
+  const zpage = await zoom.newPage();
+  zpage.on("pageerror", (e) => consoleErrors.push(String(e)));
+  for (const p of ["tasks", "agents", "connect", "activity", "mesh", "settings"]) {
+    await zpage.goto(`${base}/#/${p}`);
+    await zpage.getByRole("heading", { level: 1 }).first().waitFor();
+    await noSidewaysScroll(zpage, `${p} at 200 % zoom`);
+    if (p === "tasks") {
+      await zpage.locator("[data-task-id]").first().waitFor();
+      await shot(zpage, "zoom-200-tasks");
+    }
+  }
+  await zpage.goto(`${base}/#/tasks`);
+  await zpage.getByRole("button", { name: "New task" }).click();
+  await zpage.getByRole("dialog", { name: "New task" }).getByLabel("Recipient").selectOption("e2e-agent");
+  await noSidewaysScroll(zpage, "New task dialog at 200 % zoom");
+  await zpage.keyboard.press("Escape");
+  await zpage.goto(`${base}/#/agents`);
+  await zpage.locator('[data-agent="build-bot"]').getByRole("button", { name: "Worker settings…" }).click();
+  await zpage.getByRole("dialog", { name: "Worker for Build bot" }).locator('[data-test="worker-form"]').waitFor();
+  await noSidewaysScroll(zpage, "worker form at 200 % zoom");
+  await zpage.keyboard.press("Escape");
+  await zpage.goto(`${base}/#/tasks?task=${runTaskId}`);
+  await zpage.getByRole("dialog", { name: "Make the release chart" }).waitFor();
+  await noSidewaysScroll(zpage, "task drawer at 200 % zoom");
+  await shot(zpage, "zoom-200-drawer");
+  await zoom.close();
+
+  step = "prefers-reduced-motion";
+  await page.emulateMedia({ reducedMotion: "reduce" });
+  const motion = await page.evaluate(() => {
+    const el = document.createElement("span");
+    el.className = "spinner";
+    document.body.append(el);
+    const s = getComputedStyle(el);
+    const out = { name: s.animationName, iterations: s.animationIterationCount, duration: s.animationDuration };
+    el.remove();
+    return out;
+  });
+  check(motion.name === "none" || motion.iterations !== "infinite", `with reduced motion the spinner still spins forever: ${JSON.stringify(motion)}`);
+  await page.emulateMedia({ reducedMotion: "no-preference" });
+
+  check(!consoleErrors.length, `errors in the page:\n${consoleErrors.join("\n")}`);
+  say(`axe checked ${checked.length} views: ${checked.join(", ")}`);
+  check(!failures.length, `${failures.length} failure(s) (axe violations in ${checked.length} views checked, sideways scrolling):\n${failures.join("\n")}`);
+}
+
+/** noSidewaysScroll fails when the page or its main content scrolls sideways. */
+async function noSidewaysScroll(page, what) {
+  await settle(page);
+  const o = await page.evaluate(() => {
+    const main = document.querySelector("main.content") || document.querySelector("main");
+    const dlg = [...document.querySelectorAll('[role="dialog"] .dlg-body')].pop();
+    return {
+      doc: document.documentElement.scrollWidth - window.innerWidth,
+      main: main ? main.scrollWidth - main.clientWidth : 0,
+      dialog: dlg ? dlg.scrollWidth - dlg.clientWidth : 0,
+    };
+  });
+  if (o.doc > 0 || o.main > 0 || o.dialog > 0) {
+    failures.push(`${what} scrolls sideways: ${JSON.stringify(o)} px too wide`);
+    say(`layout: ${what} scrolls sideways: ${JSON.stringify(o)} px too wide`);
+  } else say(`layout: ${what}: no sideways scrolling`);
+}
+
+main()
+  .then(async () => {
+    await cleanup();
+    say(`PASS accessibility e2e; screenshots in ${OUT}`);
+  })
+  .catch(async (e) => {
+    console.error(`FAIL accessibility e2e at step "${step}": ${e?.message ?? e}`);
+    try {
+      const pages = browser?.contexts().flatMap((c) => c.pages()) ?? [];
+      if (pages.length) {
+        await pages[pages.length - 1].screenshot({ path: join(OUT, "a11y-failure.png") });
+        console.error(`screenshot of the failure: ${join(OUT, "a11y-failure.png")}`);
+      }
+    } catch {}
+    try {
+      const tail = readFileSync(logPath, "utf8").split("\n").slice(-20).join("\n");
+      console.error(`--- relay log (tail, ${logPath}) ---\n${tail}`);
+    } catch {}
+    await cleanup();
+    process.exit(1);
+  });
