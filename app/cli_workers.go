@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -145,11 +146,27 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(info.Harnesses)
 	}
-	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tPATH", func(tw io.Writer) {
+	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(h.Path))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
 		}
 	})
+}
+
+// testedText is the TESTED column: whether the version found is inside
+// the range the relay's tests run ("yes (2.1.197–2.1.332)", "no, newer
+// (tested 2.1.197–2.1.332)"), "-" when unknown.
+func testedText(h Harness) string {
+	switch h.Tested {
+	case harness.VersionTested:
+		return "yes (" + h.TestedRange + ")"
+	case harness.VersionNewer, harness.VersionOlder:
+		return "no, " + h.Tested + " (tested " + h.TestedRange + ")"
+	}
+	if h.TestedRange != "" && h.Found {
+		return "? (tested " + h.TestedRange + ")"
+	}
+	return "-"
 }
 
 func yesNo(b bool) string {

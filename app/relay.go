@@ -185,7 +185,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	m, err := worker.NewManager(worker.Options{
 		Relay:    r.db,
-		Harness:  harnessAdapter{},
+		Harness:  newHarnessAdapter(),
 		Tracker:  watch.Tracker{},
 		Sessions: r.Services.Workers.turns(),
 		RunRoot:  filepath.Join(r.cfg.DataDir, "runs"),

@@ -23,6 +23,14 @@ const (
 // (through DEEPSEEK_MCP_CONFIG). It names the token's variable, never the token.
 const CodewhaleMCPFile = "codewhale-mcp.json"
 
+// ClaudeMCPFile is the run-folder MCP configuration Claude Code reads the
+// run's own server from (--mcp-config). It marks that server "alwaysLoad":
+// Claude Code 2.1.332 otherwise defers MCP tools behind its ToolSearch tool,
+// so the model would not see the relay's tools the prompt names (2.1.197
+// accepts the key and always sent the tools). Only the run's server gets it;
+// the token stays a reference to the run's environment, never on disk.
+const ClaudeMCPFile = "claude-mcp.json"
+
 // GeminiSettingsFile is the run-folder settings file that gives a Gemini run
 // the relay's tools (as Gemini's system settings, with the server trusted).
 const GeminiSettingsFile = "gemini-settings.json"
@@ -61,7 +69,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 	case ClaudeCode:
 		args = []string{"-p", "--output-format", "stream-json", "--verbose",
 			"--permission-mode", "acceptEdits",
-			"--mcp-config", req.MCPConfigFile,
+			"--mcp-config", joinPath(goos, req.RunDir, ClaudeMCPFile),
 			"--allowedTools", "mcp__" + runspec.RunServer}
 		for _, d := range req.ExtraDirs {
 			args = append(args, "--add-dir", d)
@@ -70,6 +78,13 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 			args = append(args, "--resume", req.ResumeSession)
 		}
 		spec.Stdin = req.Prompt
+		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
+			"type": "http", "url": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"},
+			"alwaysLoad": true}}})
+		if err != nil {
+			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
+		}
+		spec.Files = map[string]string{ClaudeMCPFile: string(cfg)}
 	case Codex:
 		args = []string{"exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", c.Workdir}
 		for _, d := range req.ExtraDirs {

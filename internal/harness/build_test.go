@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,11 +102,27 @@ func TestBuildClaudeExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
+	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/claude-mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
 	if got := strings.Join(spec.Args, " "); got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
 	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != runspec.EventsClaudeStream || spec.ResultFile != "" {
 		t.Errorf("spec = %+v", spec)
+	}
+	// The run's own server, loaded up front (Claude Code 2.1.332 defers MCP
+	// tools behind ToolSearch otherwise), with the token left in the
+	// environment.
+	var cfg struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(spec.Files[harness.ClaudeMCPFile]), &cfg); err != nil {
+		t.Fatalf("%s: %v: %q", harness.ClaudeMCPFile, err, spec.Files[harness.ClaudeMCPFile])
+	}
+	run := cfg.MCPServers["crosschat-run"]
+	if len(cfg.MCPServers) != 1 || run["alwaysLoad"] != true || run["url"] != "http://127.0.0.1:4318/mcp" || run["type"] != "http" {
+		t.Errorf("%s = %s", harness.ClaudeMCPFile, spec.Files[harness.ClaudeMCPFile])
+	}
+	if h, _ := run["headers"].(map[string]any); h["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" {
+		t.Errorf("%s headers = %v, want the token as ${CROSSCHAT_TOKEN}", harness.ClaudeMCPFile, run["headers"])
 	}
 }
 

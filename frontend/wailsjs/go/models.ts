@@ -101,6 +101,8 @@ export namespace app {
 	    name: string;
 	    path?: string;
 	    version?: string;
+	    tested?: string;
+	    testedRange?: string;
 	    found: boolean;
 	    canRun: boolean;
 	    extraDirs: boolean;
@@ -117,6 +119,8 @@ export namespace app {
 	        this.name = source["name"];
 	        this.path = source["path"];
 	        this.version = source["version"];
+	        this.tested = source["tested"];
+	        this.testedRange = source["testedRange"];
 	        this.found = source["found"];
 	        this.canRun = source["canRun"];
 	        this.extraDirs = source["extraDirs"];
