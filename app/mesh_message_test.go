@@ -17,20 +17,7 @@ import (
 // signature mark, and monitor --format message shows it as verification;
 // a local task's line has none.
 func TestMessageLineVerificationAcrossRelays(t *testing.T) {
-	a := startMeshRelay(t, "relay-a")
-	inv, err := a.Services.Mesh.Invite()
-	noErr(t, err)
-	b := startMeshRelay(t, "relay-b", inv.URL)
-	// Each operator admits the other relay once it is seen.
-	for _, p := range []struct {
-		r     *app.Relay
-		other string
-	}{{a, "relay-b"}, {b, "relay-a"}} {
-		waitFor(t, func() bool {
-			_, err := p.r.Services.Mesh.Trust(p.other)
-			return err == nil
-		}, p.other+" trusted")
-	}
+	a, b := startTrustedPair(t)
 	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
 	noErr(t, err)
 	bob, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}})
@@ -67,16 +54,7 @@ func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 		t.Fatal("bob's push stream did not connect")
 	}
 
-	waitFor(t, func() bool {
-		var listed struct{ Agents []relay.Agent }
-		sa.call("list_agents", map[string]any{"includeOffline": true}, &listed)
-		for _, ag := range listed.Agents {
-			if ag.Slug == "bob" && ag.Relay == "relay-b" {
-				return true
-			}
-		}
-		return false
-	}, "list_agents on A shows bob on relay-b")
+	waitListed(t, sa, "bob", "relay-b")
 	var remote relay.Task
 	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Across", "instructions": "Do it on B."}, &remote)
 	next := func() relay.PushEvent {

@@ -39,6 +39,49 @@ func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	return r
 }
 
+// startMeshPair starts relay-a, embedding NATS, and relay-b joined to it
+// with the URL of relay-a's mesh invite. Neither trusts the other yet.
+func startMeshPair(t *testing.T) (a, b *app.Relay) {
+	t.Helper()
+	a = startMeshRelay(t, "relay-a")
+	inv, err := a.Services.Mesh.Invite()
+	noErr(t, err)
+	return a, startMeshRelay(t, "relay-b", inv.URL)
+}
+
+// startTrustedPair is startMeshPair with each relay's operator admitting the
+// other (Services.Mesh.Trust) once it is seen.
+func startTrustedPair(t *testing.T) (a, b *app.Relay) {
+	t.Helper()
+	a, b = startMeshPair(t)
+	for _, p := range []struct {
+		r     *app.Relay
+		other string
+	}{{a, "relay-b"}, {b, "relay-a"}} {
+		waitFor(t, func() bool {
+			_, err := p.r.Services.Mesh.Trust(p.other)
+			return err == nil
+		}, p.other+" trusted")
+	}
+	return a, b
+}
+
+// waitListed waits until list_agents in s (offline agents included) shows
+// the agent slug on the relay named relayName.
+func waitListed(t *testing.T, s *mcpSession, slug, relayName string) {
+	t.Helper()
+	waitFor(t, func() bool {
+		var listed struct{ Agents []relay.Agent }
+		s.call("list_agents", map[string]any{"includeOffline": true}, &listed)
+		for _, ag := range listed.Agents {
+			if ag.Slug == slug && ag.Relay == relayName {
+				return true
+			}
+		}
+		return false
+	}, "list_agents shows "+slug+" on "+relayName)
+}
+
 // mcpSession is a real MCP client for one agent token.
 type mcpSession struct {
 	t *testing.T
@@ -105,10 +148,7 @@ func (s *mcpSession) call(name string, args map[string]any, out any) {
 }
 
 func TestMeshThroughMCP(t *testing.T) {
-	a := startMeshRelay(t, "relay-a")
-	inv, err := a.Services.Mesh.Invite()
-	noErr(t, err)
-	b := startMeshRelay(t, "relay-b", inv.URL)
+	a, b := startMeshPair(t)
 	t.Setenv("CROSSCHAT_API_TOKEN", "")
 	// Each operator trusts the other relay with the CLI, once it is seen.
 	for _, p := range []struct {
@@ -144,16 +184,7 @@ func TestMeshThroughMCP(t *testing.T) {
 	sa, sb := newSession(t, a, alice.Token), newSession(t, b, bob.Token)
 	sb.call("heartbeat", map[string]any{}, nil)
 
-	var listed struct{ Agents []relay.Agent }
-	waitFor(t, func() bool {
-		sa.call("list_agents", map[string]any{"includeOffline": true}, &listed)
-		for _, ag := range listed.Agents {
-			if ag.Slug == "bob" && ag.Relay == "relay-b" {
-				return true
-			}
-		}
-		return false
-	}, "list_agents on A shows bob on relay-b")
+	waitListed(t, sa, "bob", "relay-b")
 
 	var posted relay.Task
 	sa.call("post_task", map[string]any{"recipientSlug": "bob", "title": "Across", "instructions": "Do it on B."}, &posted)

@@ -19,109 +19,20 @@
 //   node e2e/a11y.mjs <relay-binary> [screenshot-dir]
 //
 // Env: CHROMIUM (default /usr/bin/chromium), E2E_HEADFUL=1 to watch.
-import { spawn, execFileSync } from "node:child_process";
-import { chmodSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { say, check, freePort, poll, mcp, adminToken, openPage, e2eRun } from "./lib.mjs";
 import { sendTask } from "./newtask.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FRONTEND = resolve(HERE, "..");
-const bin = process.argv[2] || process.env.CROSSCHAT_BIN;
-if (!bin || !existsSync(bin)) {
-  console.error(`usage: node e2e/a11y.mjs <relay-binary> [screenshot-dir]  (got ${bin ?? "nothing"})`);
-  process.exit(2);
-}
-const OUT = resolve(process.argv[3] || process.env.CROSSCHAT_SCREENSHOTS || join(FRONTEND, "../.ci/out/dashboard"));
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-mkdirSync(OUT, { recursive: true });
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 // The rule sets the issue names: WCAG 2.0 A and AA, WCAG 2.1 A and AA.
 const AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"];
 
-const tmp = mkdtempSync(join(tmpdir(), "ccr-a11y-"));
+const run = e2eRun({ script: "a11y.mjs", tmpPrefix: "ccr-a11y-", logName: "a11y-relay.log" });
+const { bin, out: OUT, tmp } = run;
 const dataDir = join(tmp, "data");
-let relay = null;
-let browser = null;
-let step = "setup";
-const logPath = join(OUT, "a11y-relay.log");
-const log = createWriteStream(logPath);
-const t0 = Date.now();
-
-function say(msg) {
-  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
-}
-function check(cond, msg) {
-  if (!cond) throw new Error(msg);
-}
-async function cleanup() {
-  try {
-    await browser?.close();
-  } catch {}
-  if (relay && relay.exitCode === null) {
-    relay.kill("SIGTERM");
-    await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
-    if (relay.exitCode === null) relay.kill("SIGKILL");
-  }
-  rmSync(tmp, { recursive: true, force: true });
-}
-process.on("SIGINT", async () => {
-  await cleanup();
-  process.exit(130);
-});
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
-/** poll calls fn until it returns a truthy value or the deadline passes. */
-async function poll(what, fn, timeoutMs = 10000, everyMs = 100) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-// --- MCP over plain fetch ---------------------------------------------------
-let rpcId = 0;
-async function mcp(base, token, name, args) {
-  const res = await fetch(`${base}/mcp`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args } }),
-  });
-  const text = await res.text();
-  check(res.ok, `MCP ${name}: HTTP ${res.status}: ${text.slice(0, 300)}`);
-  let msg;
-  if ((res.headers.get("content-type") || "").includes("text/event-stream")) {
-    const line = text.split("\n").find((l) => l.startsWith("data:"));
-    check(line, `MCP ${name}: no data line in SSE answer: ${text.slice(0, 300)}`);
-    msg = JSON.parse(line.slice(5).trim());
-  } else msg = JSON.parse(text);
-  check(!msg.error, `MCP ${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
-  const out = msg.result?.content?.[0]?.text;
-  check(!msg.result?.isError, `MCP ${name}: tool error: ${out}`);
-  return JSON.parse(out);
-}
 
 /** cli runs a relay CLI verb against the running relay and returns its stdout. */
 function cli(port, ...args) {
@@ -231,6 +142,13 @@ async function axe(page, name) {
   await page.emulateMedia({ colorScheme: "light" });
 }
 
+/** axeAndClose runs axe on page with the dialog dlg open, as name, then closes dlg with Escape. */
+async function axeAndClose(page, dlg, name) {
+  await axe(page, name);
+  await page.keyboard.press("Escape");
+  await dlg.waitFor({ state: "detached" });
+}
+
 // --- the worker's program ---------------------------------------------------------
 
 const PNG_B64 =
@@ -253,26 +171,12 @@ async function main() {
   while (natsPort === port) natsPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
 
-  step = "start relay (in a mesh of one, NATS embedded)";
-  relay = spawn(bin, ["serve", "--port", String(port), "--data-dir", dataDir, "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "a11y-relay"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  relay.stdout.pipe(log);
-  relay.stderr.pipe(log);
-  let exited = null;
-  relay.once("exit", (code, sig) => (exited = `exit ${code ?? sig}`));
-  await poll(
-    "GET /health",
-    async () => {
-      if (exited) throw new Error(`relay ${exited} before /health answered (log: ${logPath})`);
-      return (await fetch(`${base}/health`)).ok;
-    },
-    30000,
-  );
-  const adminToken = execFileSync(bin, ["token", "--data-dir", dataDir], { encoding: "utf8" }).trim();
+  run.step = "start relay (in a mesh of one, NATS embedded)";
+  await run.startRelay(["--port", String(port), "--data-dir", dataDir, "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "a11y-relay"], base);
+  const token = adminToken(bin, dataDir);
   say(`relay up at ${base}`);
 
-  step = "seed agents and a worker (CLI verbs)";
+  run.step = "seed agents and a worker (CLI verbs)";
   const added = JSON.parse(cli(port, "agents", "add", "e2e-agent", "--name", "E2E Agent", "--model", "test-model", "--capability", "code-execution", "--role", "Writes end-to-end tests.", "--json"));
   const agentToken = added.token ?? added.reveal?.token;
   check(/^cca_/.test(agentToken ?? ""), `agents add gave no token: ${JSON.stringify(added).slice(0, 300)}`);
@@ -286,42 +190,32 @@ async function main() {
   // e2e-agent has been seen: it calls whoami once, so it shows online.
   await mcp(base, agentToken, "whoami", {});
 
-  step = "launch chromium";
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: !process.env.E2E_HEADFUL,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"].filter(
-      (a) => a !== "--headless" || !process.env.E2E_HEADFUL,
-    ),
-  });
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
-  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
-  const page = await ctx.newPage();
+  run.step = "launch chromium";
+  const browser = await run.launch();
+  const { page } = await openPage(browser, base);
   const consoleErrors = [];
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
 
   // ===== 1. keyboard only ==========================================================
-  step = "keyboard: sign in";
+  run.step = "keyboard: sign in";
   await page.goto(base + "/");
   await page.getByLabel("Admin token").waitFor();
   await axe(page, "sign-in");
   await expectFocus(page, "the admin token field", (f) => f.id === "token");
-  await page.keyboard.type(adminToken);
+  await page.keyboard.type(token);
   await page.keyboard.press("Enter");
   await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
   await expectFocus(page, "the Tasks heading", (f) => f.tag === "h1" && f.name === "Tasks");
 
-  step = "keyboard: the help overlay (?)";
+  run.step = "keyboard: the help overlay (?)";
   await page.keyboard.press("Shift+Slash");
   const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
   await help.waitFor();
   await expectFocus(page, "inside the help overlay", (f) => f.dialog === "Keyboard shortcuts");
-  await axe(page, "help overlay");
-  await page.keyboard.press("Escape");
-  await help.waitFor({ state: "detached" });
+  await axeAndClose(page, help, "help overlay");
   await expectFocus(page, "the Tasks heading again", (f) => f.tag === "h1" && f.name === "Tasks");
 
-  step = "keyboard: post a task to an agent";
+  run.step = "keyboard: post a task to an agent";
   await page.keyboard.press("n");
   const dlg = page.getByRole("dialog", { name: "New task" });
   await dlg.waitFor();
@@ -355,7 +249,7 @@ async function main() {
   const kbTaskId = await card.getAttribute("data-task-id");
   await expectFocus(page, "the Tasks heading (focus back where the dialog opened)", (f) => f.tag === "h1" && f.name === "Tasks");
 
-  step = "keyboard: open the task from the board";
+  run.step = "keyboard: open the task from the board";
   await tabTo(page, "the task's card", (f) => f.test === kbTaskId);
   await shot(page, "focus-ring");
   await page.keyboard.press("Enter");
@@ -367,7 +261,7 @@ async function main() {
   await drawer.waitFor({ state: "detached" });
   await expectFocus(page, "the card again (focus returned)", (f) => f.test === kbTaskId);
 
-  step = "keyboard: create an invite and copy its message";
+  run.step = "keyboard: create an invite and copy its message";
   await page.keyboard.press("g");
   await page.keyboard.press("c");
   await page.getByRole("heading", { name: "Connect", level: 1 }).waitFor();
@@ -382,7 +276,7 @@ async function main() {
   await page.keyboard.press("Enter");
   await poll("the clipboard to hold the invite message", async () => (await page.evaluate(() => navigator.clipboard.readText())) === message, 5000);
 
-  step = "keyboard: the setup snippet tabs (one Tab stop, arrow keys)";
+  run.step = "keyboard: the setup snippet tabs (one Tab stop, arrow keys)";
   await tabTo(page, "the selected snippet tab", (f) => f.role === "tab" && f.name === "Claude Code");
   await page.keyboard.press("ArrowRight");
   await expectFocus(page, "the next tab", (f) => f.role === "tab" && f.name === "Claude Code channel");
@@ -395,7 +289,7 @@ async function main() {
   say("keyboard only: signed in, posted and opened a task, made an invite and copied its message, moved through tabs");
 
   // ===== seed the rest: tasks in every column, a finished worker run ================
-  step = "seed tasks in every column";
+  run.step = "seed tasks in every column";
   await page.keyboard.press("g");
   await page.keyboard.press("t");
   await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
@@ -410,7 +304,7 @@ async function main() {
   await mcp(base, agentToken, "report_task", { taskId: c3.task.id, kind: "progress", message: "Half way through." });
   for (const col of ["queued", "claimed", "blocked", "done"]) await page.locator(`[data-column="${col}"] [data-task-id]`).first().waitFor({ timeout: 10000 });
 
-  step = "seed a finished worker run with changed files";
+  run.step = "seed a finished worker run with changed files";
   await sendTask(page, { recipient: "build-bot", title: "Make the release chart", instructions: "Write notes.txt and chart.png." });
   const runCard = page.locator("[data-task-id]").filter({ hasText: "Make the release chart" }).first();
   const runTaskId = await runCard.getAttribute("data-task-id");
@@ -421,7 +315,7 @@ async function main() {
   // ===== 2. axe on every page and dialog =============================================
   const nav = (name) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name }).click();
 
-  step = "axe: Tasks";
+  run.step = "axe: Tasks";
   await nav("Tasks");
   await page.getByRole("heading", { name: "Needs your attention" }).waitFor();
   await axe(page, "Tasks (board)");
@@ -430,27 +324,23 @@ async function main() {
   await axe(page, "Tasks (list)");
   await page.getByRole("button", { name: "Board", exact: true }).click();
 
-  step = "axe: New task dialog";
+  run.step = "axe: New task dialog";
   await page.getByRole("button", { name: "New task" }).click();
   const nt = page.getByRole("dialog", { name: "New task" });
   await nt.getByRole("button", { name: "Send task" }).click(); // with its validation messages
   await nt.getByLabel("Recipient").selectOption("e2e-agent");
   await nt.getByText("code-execution").waitFor();
-  await axe(page, "New task dialog");
-  await page.keyboard.press("Escape");
-  await nt.waitFor({ state: "detached" });
+  await axeAndClose(page, nt, "New task dialog");
 
-  step = "axe: task drawer with a finished run and changed files";
+  run.step = "axe: task drawer with a finished run and changed files";
   await page.goto(`${base}/#/tasks?task=${runTaskId}`);
   const rd = page.getByRole("dialog", { name: "Make the release chart" });
   await rd.locator('[data-test="run-state"]').getByText("Finished").waitFor({ timeout: 15000 });
   await rd.locator('[data-test="changed-files"] [data-path$="/chart.png"]').scrollIntoViewIfNeeded();
   await rd.locator('[data-test="changed-files"] img').waitFor({ timeout: 10000 });
-  await axe(page, "task drawer (run, changed files)");
-  await page.keyboard.press("Escape");
-  await rd.waitFor({ state: "detached" });
+  await axeAndClose(page, rd, "task drawer (run, changed files)");
 
-  step = "axe: task drawer of a blocked task, and its Resolve dialog";
+  run.step = "axe: task drawer of a blocked task, and its Resolve dialog";
   await page.goto(`${base}/#/tasks?task=${c2.task.id}`);
   const bd = page.getByRole("dialog", { name: c2.task.title });
   await bd.waitFor();
@@ -458,36 +348,28 @@ async function main() {
   await bd.getByRole("button", { name: "Cancel task" }).first().click();
   const cancel = page.getByRole("dialog", { name: "Cancel task" });
   await cancel.waitFor();
-  await axe(page, "note dialog (cancel task)");
-  await page.keyboard.press("Escape");
-  await cancel.waitFor({ state: "detached" });
+  await axeAndClose(page, cancel, "note dialog (cancel task)");
   await page.keyboard.press("Escape");
   await bd.waitFor({ state: "detached" });
 
-  step = "axe: Agents";
+  run.step = "axe: Agents";
   await nav("Agents");
   await page.locator('[data-agent="build-bot"] [data-test="worker-line"]').waitFor({ timeout: 15000 });
   await axe(page, "Agents");
   await page.getByRole("button", { name: "Add agent" }).click();
   const ad = page.getByRole("dialog", { name: "Add agent" });
   await ad.waitFor();
-  await axe(page, "agent dialog (add)");
-  await page.keyboard.press("Escape");
-  await ad.waitFor({ state: "detached" });
+  await axeAndClose(page, ad, "agent dialog (add)");
   await page.locator('[data-agent="e2e-agent"]').getByRole("button", { name: "Edit" }).click();
   const ed = page.getByRole("dialog", { name: "Edit E2E Agent" });
   await ed.waitFor();
-  await axe(page, "agent dialog (edit)");
-  await page.keyboard.press("Escape");
-  await ed.waitFor({ state: "detached" });
+  await axeAndClose(page, ed, "agent dialog (edit)");
   await page.locator('[data-agent="build-bot"]').getByRole("button", { name: "Worker settings…" }).click();
   const wd = page.getByRole("dialog", { name: "Worker for Build bot" });
   await wd.locator('[data-test="worker-form"]').waitFor();
-  await axe(page, "worker form");
-  await page.keyboard.press("Escape");
-  await wd.waitFor({ state: "detached" });
+  await axeAndClose(page, wd, "worker form");
 
-  step = "axe: Connect";
+  run.step = "axe: Connect";
   await nav("Connect");
   await page.locator('[data-test="local-agents"] [data-harness="custom"]').waitFor({ timeout: 10000 });
   await page.getByLabel("Give it a first task").check();
@@ -504,11 +386,9 @@ async function main() {
   await cd.waitFor();
   await cd.getByRole("button", { name: "Connect", exact: true }).click(); // its validation messages
   await cd.getByText("Choose the program to run.").waitFor();
-  await axe(page, "connect dialog");
-  await page.keyboard.press("Escape");
-  await cd.waitFor({ state: "detached" });
+  await axeAndClose(page, cd, "connect dialog");
 
-  step = "axe: Activity, Mesh, Settings";
+  run.step = "axe: Activity, Mesh, Settings";
   await nav("Activity");
   await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
   await axe(page, "Activity");
@@ -522,7 +402,7 @@ async function main() {
   await axe(page, "Settings (with mesh settings)");
 
   // ===== 3. small windows, zoom, reduced motion ========================================
-  step = "layout at 1024×700";
+  run.step = "layout at 1024×700";
   await page.setViewportSize({ width: 1024, height: 700 });
   for (const p of ["Tasks", "Agents", "Connect", "Activity", "Mesh", "Settings"]) {
     await nav(p);
@@ -530,7 +410,7 @@ async function main() {
     await noSidewaysScroll(page, `${p} at 1024×700`);
   }
 
-  step = "layout at 200 % zoom";
+  run.step = "layout at 200 % zoom";
   const session = await page.evaluate(() => sessionStorage.getItem("crosschat.session"));
   const zoom = await browser.newContext({ viewport: { width: 640, height: 400 }, deviceScaleFactor: 2, colorScheme: "light" });
   await zoom.addInitScript((v) => sessionStorage.setItem("crosschat.session", v), session);
@@ -561,7 +441,7 @@ async function main() {
   await shot(zpage, "zoom-200-drawer");
   await zoom.close();
 
-  step = "prefers-reduced-motion";
+  run.step = "prefers-reduced-motion";
   await page.emulateMedia({ reducedMotion: "reduce" });
   const motion = await page.evaluate(() => {
     const el = document.createElement("span");
@@ -598,24 +478,4 @@ async function noSidewaysScroll(page, what) {
   } else say(`layout: ${what}: no sideways scrolling`);
 }
 
-main()
-  .then(async () => {
-    await cleanup();
-    say(`PASS accessibility e2e; screenshots in ${OUT}`);
-  })
-  .catch(async (e) => {
-    console.error(`FAIL accessibility e2e at step "${step}": ${e?.message ?? e}`);
-    try {
-      const pages = browser?.contexts().flatMap((c) => c.pages()) ?? [];
-      if (pages.length) {
-        await pages[pages.length - 1].screenshot({ path: join(OUT, "a11y-failure.png") });
-        console.error(`screenshot of the failure: ${join(OUT, "a11y-failure.png")}`);
-      }
-    } catch {}
-    try {
-      const tail = readFileSync(logPath, "utf8").split("\n").slice(-20).join("\n");
-      console.error(`--- relay log (tail, ${logPath}) ---\n${tail}`);
-    } catch {}
-    await cleanup();
-    process.exit(1);
-  });
+run.finish("accessibility e2e", main, { failureShot: "a11y-failure.png", tailLines: 20 });

@@ -11,126 +11,15 @@
 // Env: CROSSCHAT_SCREENSHOTS (screenshot dir, default ../.ci/out/dashboard
 // relative to frontend/), CHROMIUM (default /usr/bin/chromium),
 // E2E_HEADFUL=1 to watch. Exits non-zero with a message on any failure.
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, createWriteStream, existsSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { join } from "node:path";
+import { say, check, freePort, poll, mcp, adminToken, openPage, e2eRun } from "./lib.mjs";
 import { sendTask } from "./newtask.mjs";
 import { runWorkers } from "./workers.mjs";
 import { runMeshTrust } from "./meshtrust.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const FRONTEND = resolve(HERE, "..");
-const bin = process.argv[2] || process.env.CROSSCHAT_BIN;
-if (!bin || !existsSync(bin)) {
-  console.error(`usage: node e2e/dashboard.mjs <relay-binary> [screenshot-dir]  (got ${bin ?? "nothing"})`);
-  process.exit(2);
-}
-const OUT = resolve(process.argv[3] || process.env.CROSSCHAT_SCREENSHOTS || join(FRONTEND, "../.ci/out/dashboard"));
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
-mkdirSync(OUT, { recursive: true });
-
-const tmp = mkdtempSync(join(tmpdir(), "ccr-dash-"));
+const run = e2eRun({ script: "dashboard.mjs", tmpPrefix: "ccr-dash-", logName: "relay.log" });
+const { bin, out: OUT, tmp } = run;
 const dataDir = join(tmp, "data");
-let relay = null;
-let publicRelay = null; // the second relay, started with --public-url
-const extraRelays = []; // relays the mesh trust scenario starts
-let browser = null;
-let step = "setup";
-const logPath = join(OUT, "relay.log");
-const log = createWriteStream(logPath);
-const t0 = Date.now();
-
-function say(msg) {
-  console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
-}
-async function cleanup() {
-  try {
-    await browser?.close();
-  } catch {}
-  if (relay && relay.exitCode === null) {
-    relay.kill("SIGTERM");
-    await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
-    if (relay.exitCode === null) relay.kill("SIGKILL");
-  }
-  for (const r of extraRelays) {
-    if (r.exitCode === null) {
-      r.kill("SIGTERM");
-      await Promise.race([new Promise((res) => r.once("exit", res)), new Promise((res) => setTimeout(res, 10000))]);
-      if (r.exitCode === null) r.kill("SIGKILL");
-    }
-  }
-  if (publicRelay && publicRelay.exitCode === null) {
-    publicRelay.kill("SIGTERM");
-    await Promise.race([new Promise((r) => publicRelay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
-    if (publicRelay.exitCode === null) publicRelay.kill("SIGKILL");
-  }
-  rmSync(tmp, { recursive: true, force: true });
-}
-process.on("SIGINT", async () => {
-  await cleanup();
-  process.exit(130);
-});
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once("error", rej);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
-/** poll calls fn until it returns a truthy value or the deadline passes. */
-async function poll(what, fn, timeoutMs = 10000, everyMs = 100) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-function check(cond, msg) {
-  if (!cond) throw new Error(msg);
-}
-
-// --- MCP over plain fetch ---------------------------------------------------
-let rpcId = 0;
-async function mcp(base, token, name, args) {
-  const res = await fetch(`${base}/mcp`, {
-    method: "POST",
-    headers: {
-      "Content-Type": "application/json",
-      Accept: "application/json, text/event-stream",
-      Authorization: `Bearer ${token}`,
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method: "tools/call", params: { name, arguments: args } }),
-  });
-  const text = await res.text();
-  check(res.ok, `MCP ${name}: HTTP ${res.status}: ${text.slice(0, 300)}`);
-  let msg;
-  if ((res.headers.get("content-type") || "").includes("text/event-stream")) {
-    const line = text.split("\n").find((l) => l.startsWith("data:"));
-    check(line, `MCP ${name}: no data line in SSE answer: ${text.slice(0, 300)}`);
-    msg = JSON.parse(line.slice(5).trim());
-  } else msg = JSON.parse(text);
-  check(!msg.error, `MCP ${name}: JSON-RPC error ${JSON.stringify(msg.error)}`);
-  const out = msg.result?.content?.[0]?.text;
-  check(!msg.result?.isError, `MCP ${name}: tool error: ${out}`);
-  return JSON.parse(out);
-}
 
 async function shot(page, name, { keepToasts = false } = {}) {
   if (!keepToasts) {
@@ -147,42 +36,15 @@ async function main() {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
 
-  step = "start relay";
-  relay = spawn(bin, ["serve", "--port", String(port), "--data-dir", dataDir], { stdio: ["ignore", "pipe", "pipe"] });
-  relay.stdout.pipe(log);
-  relay.stderr.pipe(log);
-  let exited = null;
-  relay.once("exit", (code, sig) => (exited = `exit ${code ?? sig}`));
-  await poll(
-    "GET /health",
-    async () => {
-      if (exited) throw new Error(`relay ${exited} before /health answered (log: ${logPath})`);
-      return (await fetch(`${base}/health`)).ok;
-    },
-    30000,
-  );
-  const adminToken = execFileSync(bin, ["token", "--data-dir", dataDir], { encoding: "utf8" }).trim();
-  check(adminToken.length >= 20 && !/\s/.test(adminToken), `unexpected admin token output: ${JSON.stringify(adminToken)}`);
+  run.step = "start relay";
+  await run.startRelay(["--port", String(port), "--data-dir", dataDir], base);
+  const token = adminToken(bin, dataDir);
+  check(token.length >= 20 && !/\s/.test(token), `unexpected admin token output: ${JSON.stringify(token)}`);
   say(`relay up at ${base}`);
 
-  step = "launch chromium";
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: !process.env.E2E_HEADFUL,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ].filter((a) => a !== "--headless" || !process.env.E2E_HEADFUL),
-  });
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
-  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
-  const page = await ctx.newPage();
+  run.step = "launch chromium";
+  const browser = await run.launch();
+  const { ctx, page } = await openPage(browser, base);
   const consoleErrors = [];
   page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
@@ -192,7 +54,7 @@ async function main() {
     page.on("requestfailed", (r) => r.url().includes("/bridge/") && say(`✗ ${r.url().replace(base, "")} ${r.failure()?.errorText}`));
   }
 
-  step = "sign in";
+  run.step = "sign in";
   await page.goto(base + "/");
   await page.getByLabel("Admin token").waitFor();
   await shot(page, "01-sign-in");
@@ -200,13 +62,13 @@ async function main() {
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("alert").filter({ hasText: "not the admin token" }).waitFor();
   consoleErrors.length = 0; // the refused sign-in logs its 401
-  await page.getByLabel("Admin token").fill(adminToken);
+  await page.getByLabel("Admin token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
   await page.getByText("No tasks yet").waitFor();
   say("signed in; empty Tasks page");
 
-  step = "create invite";
+  run.step = "create invite";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Connect" }).click();
   await page.getByRole("heading", { name: "Connect", level: 1 }).waitFor();
   await page.getByLabel("Label").fill("E2E laptop");
@@ -221,7 +83,7 @@ async function main() {
   await shot(page, "04-connect-invite");
   say(`invite created (${code.slice(0, 8)}…)`);
 
-  step = "channel setup on Connect";
+  run.step = "channel setup on Connect";
   await page.getByRole("tab", { name: "Claude Code channel" }).click();
   const channelJSON = await page.locator('[data-test="snippet-channel"]').innerText();
   const channelEntry = JSON.parse(channelJSON).mcpServers?.crosschat;
@@ -235,7 +97,7 @@ async function main() {
   await shot(page, "04b-connect-channel");
   say("Connect shows the Claude Code channel setup");
 
-  step = "enroll agent over HTTP";
+  run.step = "enroll agent over HTTP";
   const slug = "e2e-agent";
   const enrollRes = await fetch(`${base}/api/enroll`, {
     method: "POST",
@@ -248,14 +110,14 @@ async function main() {
   check(/^cca_/.test(agentToken), "enroll gave no agent token");
   check(enrolled.mcpUrl === `${base}/mcp`, `enroll named ${enrolled.mcpUrl}, not the address it was reached at (${base}/mcp)`);
 
-  step = "agent appears live";
+  run.step = "agent appears live";
   await page.locator('[data-test="invite-status"]').getByText(slug).waitFor({ timeout: 10000 });
   await page.locator(`[data-invite-id]`).first().getByText("Used up").waitFor();
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Agents" }).click();
   await page.locator(`[data-agent="${slug}"]`).waitFor({ timeout: 10000 });
   say("enrolled agent appeared live on Connect and Agents");
 
-  step = "post a task from the New task dialog";
+  run.step = "post a task from the New task dialog";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click();
   await page.getByRole("button", { name: "New task" }).click();
   const dlg = page.getByRole("dialog", { name: "New task" });
@@ -274,7 +136,7 @@ async function main() {
   const taskId = await queuedCard.getAttribute("data-task-id");
   say(`task ${taskId} queued`);
 
-  step = "MCP client claims the task";
+  run.step = "MCP client claims the task";
   const claim = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
   check(claim.status === "task" && claim.task?.id === taskId, `claim_next_task gave ${JSON.stringify(claim).slice(0, 300)}`);
   await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
@@ -283,7 +145,7 @@ async function main() {
   await mcp(base, agentToken, "report_task", { taskId, kind: "progress", message: "Collected 14 commits since v0.3.0." });
   await page.locator(`[data-task-id="${taskId}"]`).getByText("Collected 14 commits").waitFor({ timeout: 10000 });
 
-  step = "MCP client completes the task";
+  run.step = "MCP client completes the task";
   await mcp(base, agentToken, "report_task", {
     taskId,
     kind: "completed",
@@ -296,7 +158,7 @@ async function main() {
   say("card moved to Done live; alert shown; Done today counts it");
   await shot(page, "02-tasks-board", { keepToasts: true });
 
-  step = "request changes from the drawer";
+  run.step = "request changes from the drawer";
   await page.locator(`[data-column="done"] [data-task-id="${taskId}"]`).click();
   const drawer = page.getByRole("dialog", { name: "Write the release notes" });
   await drawer.waitFor();
@@ -313,14 +175,14 @@ async function main() {
   await drawer.waitFor({ state: "detached" });
   await page.locator(`[data-column="queued"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
 
-  step = "the agent sees the task again";
+  run.step = "the agent sees the task again";
   const again = await mcp(base, agentToken, "claim_next_task", { waitMs: 5000 });
   check(again.status === "task" && again.task?.id === taskId, `second claim_next_task gave ${JSON.stringify(again).slice(0, 300)}`);
   await page.locator(`[data-column="claimed"] [data-task-id="${taskId}"]`).waitFor({ timeout: 10000 });
   say("agent claimed the same task again after Request changes");
   await poll("the In progress tile to show 1", async () => (await page.locator('[data-tile="claimed"]').innerText()).includes("1"), 5000);
 
-  step = "block a second task (attention list)";
+  run.step = "block a second task (attention list)";
   await sendTask(page, { recipient: slug, title: "Rotate the staging certificate", instructions: "Renew it before Friday." });
   const second = await page.locator('[data-column="queued"] [data-task-id]').filter({ hasText: "Rotate the staging" }).getAttribute("data-task-id");
   await mcp(base, agentToken, "report_task", { taskId, kind: "progress", message: "Adding the Settings line." });
@@ -336,7 +198,7 @@ async function main() {
   await shot(page, "02c-tasks-list");
   await page.getByRole("button", { name: "Board" }).click();
 
-  step = "agents page";
+  run.step = "agents page";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Agents" }).click();
   await page.locator(`[data-agent="${slug}"]`).getByText("online", { exact: false }).first().waitFor();
   const cards = await page.locator("[data-agent]").count();
@@ -345,19 +207,19 @@ async function main() {
   check(header === `${cardsOnline} of ${cards} online`, `the Agents header says "${header}" for ${cards} cards, ${cardsOnline} online`);
   await shot(page, "05-agents");
 
-  step = "activity page";
+  run.step = "activity page";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Activity" }).click();
   await page.getByRole("heading", { name: "Activity", level: 1 }).waitFor();
   await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
   await shot(page, "06-activity");
 
-  step = "mesh page (not joined)";
+  run.step = "mesh page (not joined)";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();
   await page.getByRole("heading", { name: "Mesh", level: 1 }).waitFor();
   await page.locator('[data-test="mesh-not-joined"]').getByText("Not joined").waitFor({ timeout: 10000 });
   await shot(page, "06b-mesh-not-joined");
 
-  step = "settings page";
+  run.step = "settings page";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Settings" }).click();
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.getByText(dataDir).waitFor();
@@ -370,7 +232,7 @@ async function main() {
   await meshForm.getByText("Saved changes apply at the next start.").waitFor({ timeout: 10000 });
   await shot(page, "07b-settings-mesh-saved");
 
-  step = "small window (1024×700)";
+  run.step = "small window (1024×700)";
   await page.setViewportSize({ width: 1024, height: 700 });
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click();
   await page.getByRole("heading", { name: "Tasks", level: 1 }).waitFor();
@@ -378,7 +240,7 @@ async function main() {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
   check(!overflow, "the Tasks page scrolls sideways at 1024×700");
 
-  step = "dark mode";
+  run.step = "dark mode";
   const dark = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
   // The session lives in the tab's sessionStorage (no cookie): carry it over.
   const sessionValue = await page.evaluate(() => sessionStorage.getItem("crosschat.session"));
@@ -397,9 +259,9 @@ async function main() {
   await shot(dpage, "10-task-drawer-dark");
   await dark.close();
 
-  await runWorkers({ page, tmp, shot, say, check, setStep: (s) => (step = s) });
+  await runWorkers({ page, run, shot });
 
-  step = "--public-url: the invite names the public address";
+  run.step = "--public-url: the invite names the public address";
   const publicURL = "https://relay.example.test/crosschat";
   const port2 = await freePort();
   const base2 = `http://127.0.0.1:${port2}`;
@@ -407,12 +269,9 @@ async function main() {
   // It also embeds NATS, so the Mesh page is seen in a mesh of one relay.
   let natsPort = await freePort();
   while (natsPort === port2 || natsPort === port) natsPort = await freePort();
-  publicRelay = spawn(bin, ["serve", "--port", String(port2), "--data-dir", dataDir2, "--public-url", publicURL,
-    "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "e2e-relay"], { stdio: ["ignore", "pipe", "pipe"] });
-  publicRelay.stdout.pipe(log);
-  publicRelay.stderr.pipe(log);
-  await poll("GET /health of the --public-url relay", async () => (await fetch(`${base2}/health`)).ok, 30000);
-  const token2 = execFileSync(bin, ["token", "--data-dir", dataDir2], { encoding: "utf8" }).trim();
+  await run.startRelay(["--port", String(port2), "--data-dir", dataDir2, "--public-url", publicURL,
+    "--nats-embed", `127.0.0.1:${natsPort}`, "--nats-name", "e2e-relay"], base2, "the --public-url relay");
+  const token2 = adminToken(bin, dataDir2);
   const pctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const ppage = await pctx.newPage();
   ppage.on("pageerror", (e) => consoleErrors.push(String(e)));
@@ -425,37 +284,16 @@ async function main() {
   check(message2.includes(`Relay: ${publicURL}\n`) && message2.includes(`${publicURL}/api/enroll`) && !message2.includes(base2),
     `with --public-url the invite message does not name only ${publicURL}:\n${message2.slice(0, 400)}`);
   await shot(ppage, "19-connect-invite-public-url");
-  step = "mesh page (joined)";
+  run.step = "mesh page (joined)";
   await ppage.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();
   await ppage.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
   await ppage.locator('[data-test="mesh-relays"] [data-relay="e2e-relay"]').getByText("This relay").waitFor();
   await shot(ppage, "20-mesh-joined");
-  await runMeshTrust({ page: ppage, bin, tmp, log, base: base2, port: port2, dataDir: dataDir2, freePort, poll, shot, say, check,
-    setStep: (s) => (step = s), track: (p) => extraRelays.push(p) });
+  await runMeshTrust({ page: ppage, run, base: base2, port: port2, dataDir: dataDir2, shot });
   await pctx.close();
   say(`with --public-url the invite names ${publicURL}`);
 
   check(!consoleErrors.length, `console errors in the page:\n${consoleErrors.join("\n")}`);
 }
 
-main()
-  .then(async () => {
-    await cleanup();
-    say(`PASS dashboard e2e; screenshots in ${OUT}`);
-  })
-  .catch(async (e) => {
-    console.error(`FAIL dashboard e2e at step "${step}": ${e?.message ?? e}`);
-    try {
-      const pages = browser?.contexts().flatMap((c) => c.pages()) ?? [];
-      if (pages.length) {
-        await pages[pages.length - 1].screenshot({ path: join(OUT, "failure.png") });
-        console.error(`screenshot of the failure: ${join(OUT, "failure.png")}`);
-      }
-    } catch {}
-    try {
-      const tail = readFileSync(logPath, "utf8").split("\n").slice(-30).join("\n");
-      console.error(`--- relay log (tail, ${logPath}) ---\n${tail}`);
-    } catch {}
-    await cleanup();
-    process.exit(1);
-  });
+run.finish("dashboard e2e", main, { failureShot: "failure.png", tailLines: 30 });

@@ -4,8 +4,9 @@
 // test, the Mesh page shows gpu-box pending with its key fingerprint, the
 // task held, and Trust / Block; Trust delivers the held task.
 // Run by e2e/dashboard.mjs on its mesh relay (the --public-url one).
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
+import { say, check, freePort, poll } from "./lib.mjs";
 
 /** bridgeCall calls a bound method over the relay's HTTP bridge. */
 async function bridgeCall(base, token, target, args) {
@@ -19,11 +20,17 @@ async function bridgeCall(base, token, target, args) {
   return JSON.parse(text);
 }
 
-export async function runMeshTrust({ page, bin, tmp, log, base, port, dataDir, freePort, poll, shot, say, check, setStep, track }) {
+/**
+ * runMeshTrust runs the scenario against the relay at base (port, dataDir)
+ * embedding NATS, on page signed in to it; run is the e2eRun (lib.mjs) that
+ * starts and stops gpu-box.
+ */
+export async function runMeshTrust({ page, run, base, port, dataDir, shot }) {
+  const { bin, tmp } = run;
   const cli = (...args) => execFileSync(bin, args, { encoding: "utf8" });
   const loc = ["--port", String(port), "--data-dir", dataDir];
 
-  setStep("mesh trust: invite and a second relay");
+  run.step = "mesh trust: invite and a second relay";
   const invite = JSON.parse(cli("mesh", "invite", "--json", ...loc));
   check(invite.url.startsWith("nats://crosschat:") && invite.command.includes("--nats"), `mesh invite: ${JSON.stringify(invite)}`);
   const bee = JSON.parse(cli("agents", "add", "bee", "--name", "Bee", "--model", "test-model", "--capability", "text-output", "--json", ...loc));
@@ -31,13 +38,7 @@ export async function runMeshTrust({ page, bin, tmp, log, base, port, dataDir, f
   const portB = await freePort();
   const baseB = `http://127.0.0.1:${portB}`;
   const dataB = join(tmp, "data-gpu-box");
-  const other = spawn(bin, ["serve", "--port", String(portB), "--data-dir", dataB, "--nats", invite.url, "--nats-name", "gpu-box"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  track(other);
-  other.stdout.pipe(log);
-  other.stderr.pipe(log);
-  await poll("GET /health of gpu-box", async () => (await fetch(`${baseB}/health`)).ok, 30000);
+  await run.startRelay(["--port", String(portB), "--data-dir", dataB, "--nats", invite.url, "--nats-name", "gpu-box"], baseB, "gpu-box");
   const locB = ["--port", String(portB), "--data-dir", dataB];
   const tokenB = cli("token", "--data-dir", dataB).trim();
   await poll("gpu-box trusts the relay under test", async () => {
@@ -56,7 +57,7 @@ export async function runMeshTrust({ page, bin, tmp, log, base, port, dataDir, f
   }, 30000, 300);
   say(`gpu-box posted ${task.id} to bee`);
 
-  setStep("mesh trust: the Mesh page with a pending relay and a held task");
+  run.step = "mesh trust: the Mesh page with a pending relay and a held task";
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();
   const row = page.locator('[data-test="mesh-relays"] [data-relay="gpu-box"]');
@@ -68,7 +69,7 @@ export async function runMeshTrust({ page, bin, tmp, log, base, port, dataDir, f
   await row.getByRole("button", { name: "Block gpu-box" }).waitFor();
   await shot(page, "21-mesh-pending-held");
 
-  setStep("mesh trust: Trust delivers the held task");
+  run.step = "mesh trust: Trust delivers the held task";
   await row.getByRole("button", { name: "Trust gpu-box" }).click();
   await row.getByText("Trusted", { exact: true }).waitFor({ timeout: 20000 });
   await held.waitFor({ state: "detached", timeout: 20000 });

@@ -5,6 +5,7 @@
 // Run by e2e/dashboard.mjs after its own scenario, on the same relay and page.
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { say, check } from "./lib.mjs";
 import { sendTask } from "./newtask.mjs";
 
 // A 32×32 PNG: a blue disc with a teal ring on a transparent background.
@@ -33,7 +34,9 @@ printf '%s\\n' "${ANSWER}" > "$result"
 `;
 }
 
-export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
+/** runWorkers runs the scenario on page, signed in; run is the e2eRun (lib.mjs) it reports its steps to. */
+export async function runWorkers({ page, run, shot }) {
+  const { tmp } = run;
   const bin = join(tmp, "agent-bin");
   const work = join(tmp, "agent-work");
   mkdirSync(bin, { recursive: true });
@@ -43,7 +46,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   chmodSync(program, 0o755);
   const nav = (name) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name }).click();
 
-  setStep("workers: Connect → Agents on this computer");
+  run.step = "workers: Connect → Agents on this computer";
   await page.setViewportSize({ width: 1280, height: 800 });
   await nav("Connect");
   const local = page.locator('[data-test="local-agents"]');
@@ -53,7 +56,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   check((await local.locator("[data-harness]").count()) >= 2, "Agents on this computer lists fewer than two cards");
   await shot(page, "11-connect-local");
 
-  setStep("workers: connect dialog");
+  run.step = "workers: connect dialog";
   await other.getByRole("button", { name: "Connect" }).click();
   const dlg = page.getByRole("dialog", { name: "Connect another command-line agent" });
   await dlg.waitFor();
@@ -88,7 +91,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   await page.getByRole("dialog", { name: "Connected Build bot" }).getByRole("button", { name: "Done" }).click();
   say(`connected ${slug} with a worker in ${work}`);
 
-  setStep("workers: agent card with its worker");
+  run.step = "workers: agent card with its worker";
   await nav("Agents");
   const card = page.locator(`[data-agent="${slug}"]`);
   await card.locator('[data-test="worker-line"]').getByText("Listening").waitFor({ timeout: 15000 });
@@ -107,7 +110,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   await wd.waitFor({ state: "detached" });
   say("agent card shows the worker listening; worker form opens with its settings");
 
-  setStep("workers: post a task to the worker");
+  run.step = "workers: post a task to the worker";
   await nav("Tasks");
   await sendTask(page, {
     recipient: slug,
@@ -118,22 +121,22 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   await taskCard.waitFor();
   const taskId = await taskCard.getAttribute("data-task-id");
 
-  setStep("workers: live run view");
+  run.step = "workers: live run view";
   await taskCard.click();
   const drawer = page.getByRole("dialog", { name: "Make the release artifacts" });
   await drawer.waitFor();
-  const run = drawer.locator('[data-test="run-view"]');
-  await run.locator('[data-kind="start"]').waitFor({ timeout: 20000 });
-  await run.getByText("Reading the task from").waitFor({ timeout: 10000 });
-  if ((await run.getAttribute("data-state")) === "running") {
+  const runView = drawer.locator('[data-test="run-view"]');
+  await runView.locator('[data-kind="start"]').waitFor({ timeout: 20000 });
+  await runView.getByText("Reading the task from").waitFor({ timeout: 10000 });
+  if ((await runView.getAttribute("data-state")) === "running") {
     await shot(page, "15-task-run-live");
     say("run view streaming while the worker runs");
   }
-  await run.locator('[data-test="run-state"]').getByText("Finished").waitFor({ timeout: 30000 });
-  await run.getByText("Drawing pixel.png").waitFor();
-  await run.locator('[data-kind="end"][data-status="ok"]').waitFor();
+  await runView.locator('[data-test="run-state"]').getByText("Finished").waitFor({ timeout: 30000 });
+  await runView.getByText("Drawing pixel.png").waitFor();
+  await runView.locator('[data-kind="end"][data-status="ok"]').waitFor();
 
-  setStep("workers: changed files");
+  run.step = "workers: changed files";
   const files = drawer.locator('[data-test="changed-files"]');
   await files.locator(`[data-path$="/made-by-run.txt"]`).getByText("Added").waitFor({ timeout: 10000 });
   await files.locator(`[data-path$="/pixel.png"]`).waitFor();
@@ -145,7 +148,7 @@ export async function runWorkers({ page, tmp, shot, say, check, setStep }) {
   check(await img.evaluate((el) => el.complete && el.naturalWidth === 32), "the picture preview did not load");
   check(existsSync(join(work, "made-by-run.txt")), "the worker did not write made-by-run.txt");
 
-  setStep("workers: task done with the answer");
+  run.step = "workers: task done with the answer";
   await drawer.locator('[data-test="result"]').getByText(ANSWER).waitFor({ timeout: 10000 });
   await drawer.locator('[data-test="changed-files"]').scrollIntoViewIfNeeded();
   await shot(page, "16-task-run-files");

@@ -30,13 +30,20 @@ type monitorProc struct {
 	done   chan struct{}
 }
 
+// startMonitor starts `monitor` with args in a fresh folder, with the
+// children's environment.
 func startMonitor(t *testing.T, args ...string) *monitorProc {
+	t.Helper()
+	return startMonitorIn(t, childEnv(), t.TempDir(), args...)
+}
+
+// startMonitorIn starts `monitor` with args in dir with env; it reads its
+// stdout lines until it exits and kills it at the end of the test.
+func startMonitorIn(t *testing.T, env []string, dir string, args ...string) *monitorProc {
 	t.Helper()
 	m := &monitorProc{stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	m.cmd = exec.Command(relayBinary(t), append([]string{"monitor"}, args...)...)
-	m.cmd.Env = childEnv()
-	m.cmd.Dir = t.TempDir()
-	m.cmd.Stderr = m.stderr
+	m.cmd.Env, m.cmd.Dir, m.cmd.Stderr = env, dir, m.stderr
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

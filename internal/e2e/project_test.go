@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -51,40 +50,6 @@ func runIn(t *testing.T, env []string, dir, stdin string, args ...string) (strin
 	}
 	t.Fatalf("crosschat-relay %s: %v", strings.Join(args, " "), err)
 	return "", "", -1
-}
-
-// startMonitorIn starts `monitor` with args in dir with env.
-func startMonitorIn(t *testing.T, env []string, dir string, args ...string) *monitorProc {
-	t.Helper()
-	m := &monitorProc{stderr: &testkit.Buffer{}, done: make(chan struct{})}
-	m.cmd = exec.Command(relayBinary(t), append([]string{"monitor"}, args...)...)
-	m.cmd.Env, m.cmd.Dir, m.cmd.Stderr = env, dir, m.stderr
-	out, err := m.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			m.mu.Lock()
-			m.lines = append(m.lines, sc.Text())
-			m.mu.Unlock()
-		}
-		m.cmd.Wait()
-		close(m.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-m.done:
-		default:
-			m.cmd.Process.Kill()
-			<-m.done
-		}
-	})
-	return m
 }
 
 // crosschatMessage is one CROSSCHAT_MESSAGE line's JSON.
