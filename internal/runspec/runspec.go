@@ -89,3 +89,34 @@ type PromptInput struct {
 	// answer and request.
 	RequestToken string
 }
+
+// SandboxRequest is what confining one run's CLI needs (see
+// internal/sandbox): the command the worker would start and the run's
+// folders.
+type SandboxRequest struct {
+	Config relay.WorkerConfig
+	// Program is the CLI's absolute path; Args its arguments (not argv[0]).
+	Program string
+	Args    []string
+	// Env is the CLI's environment ("NAME=value"): HOME, PATH and the CLIs'
+	// configuration roots decide some of the allowed paths.
+	Env []string
+	// Workdir, ExtraDirs and RunDir are the run's read-write folders.
+	Workdir   string
+	ExtraDirs []string
+	RunDir    string
+}
+
+// Sandboxed is a run's command wrapped in the sandbox.
+type Sandboxed struct {
+	// Program and Args start the confined CLI (Args without argv[0]).
+	Program string
+	Args    []string
+	// Confined is false when the run goes ahead without the sandbox.
+	Confined bool
+	// Log is the run log's line that says how the run is confined (or, with
+	// Warning, why it is not).
+	Log     string
+	Detail  string
+	Warning bool
+}
