@@ -143,6 +143,8 @@ const (
 	// StepWarning is a notice shown as a banner in the run view (a session
 	// idle for a long time, a missing request token).
 	StepWarning = "warning"
+	// StepSandbox says how the run is confined: the paths it may reach.
+	StepSandbox = "sandbox"
 	StepEnd     = "end"
 )
 

@@ -54,3 +54,13 @@ func setEnv(env []string, name, value string) []string {
 	}
 	return append(out, name+"="+value)
 }
+
+// init runs the hidden verb before anything else of the program when our
+// own binary (or a test binary linking this package) is started as
+// `PROGRAM __sandbox …`: it confines itself and execs the CLI, or exits.
+// Any other start returns at once.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == Verb {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}

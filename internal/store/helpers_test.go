@@ -81,6 +81,12 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoWorkerSandbox reverts migration 0015 (the worker sandbox); every
+// downgrade goes below it, so downgrade runs it first.
+const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
+	ALTER TABLE workers DROP COLUMN allow_unsandboxed;
+	`
+
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it.
@@ -90,7 +96,7 @@ func (e *env) downgrade(undo string) {
 		e.t.Fatal(err)
 	}
 	raw := rawDB(e.t, e.path)
-	if _, err := raw.Exec(undo); err != nil {
+	if _, err := raw.Exec(undoWorkerSandbox + undo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

@@ -52,6 +52,11 @@ type runState struct {
 	rec    *recorder
 	// turn is the delivery into the worker's bound session, nil for a fresh run.
 	turn *sessionTurn
+	// image is the base name of the CLI's program (the process file's),
+	// which the sandbox starts through our own binary.
+	image string
+	// sandboxed: the run's CLI is confined to its folders.
+	sandboxed bool
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -258,6 +263,12 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			exitCode: ex.exitCode, answer: ex.answer, stdout: ex.stdoutTail, stderr: ex.stderrTail,
 			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
+	}
+	if r.sandboxed && res.out.kind == relay.ReportBlocked {
+		if hint := sandboxHint(ex.stdoutTail, ex.stderrTail); hint != "" {
+			res.out.message += "\n\n" + hint
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: hint})
+		}
 	}
 	if r.turn != nil {
 		res.out = labelOutcome(res.out, ex)
