@@ -117,8 +117,7 @@ type Options struct {
 	Sessions Sessions
 	// Sandbox wraps the command of a run whose worker has the sandbox on
 	// (relay.WorkerConfig.SandboxOn); the app passes internal/sandbox's
-	// Wrapper. nil runs every CLI unconfined, saying so in the run log of
-	// a worker that asked for the sandbox.
+	// Wrapper. nil runs every CLI unconfined (tests of the worker alone).
 	Sandbox func(runspec.SandboxRequest) (runspec.Sandboxed, error)
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger

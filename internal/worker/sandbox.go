@@ -17,12 +17,7 @@ import (
 // or that it is not.
 func (r *runState) sandbox(program string, args, env, extra []string) (string, []string, error) {
 	o := r.w.m.opts
-	if !r.cfg.SandboxOn() {
-		return program, args, nil
-	}
-	if o.Sandbox == nil {
-		r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning,
-			Text: "Not sandboxed: this relay runs workers without the sandbox, so this run can reach every file of the user."})
+	if !r.cfg.SandboxOn() || o.Sandbox == nil {
 		return program, args, nil
 	}
 	s, err := o.Sandbox(runspec.SandboxRequest{
