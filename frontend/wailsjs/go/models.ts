@@ -439,6 +439,7 @@ export namespace app {
 	    maxExtraDirs: number;
 	    maxSenders: number;
 	    maxEnv: number;
+	    maxAllowPaths: number;
 	    envNamePattern: string;
 	
 	    static createFrom(source: any = {}) {
@@ -455,6 +456,7 @@ export namespace app {
 	        this.maxExtraDirs = source["maxExtraDirs"];
 	        this.maxSenders = source["maxSenders"];
 	        this.maxEnv = source["maxEnv"];
+	        this.maxAllowPaths = source["maxAllowPaths"];
 	        this.envNamePattern = source["envNamePattern"];
 	    }
 	}
@@ -1271,6 +1273,9 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    sandbox: string;
+	    allowPaths: string[];
+	    allowUnsandboxed: boolean;
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1296,6 +1301,9 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.sandbox = source["sandbox"];
+	        this.allowPaths = source["allowPaths"];
+	        this.allowUnsandboxed = source["allowUnsandboxed"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1317,6 +1325,9 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    sandbox: string;
+	    allowPaths: string[];
+	    allowUnsandboxed: boolean;
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1347,6 +1358,9 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.sandbox = source["sandbox"];
+	        this.allowPaths = source["allowPaths"];
+	        this.allowUnsandboxed = source["allowUnsandboxed"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];
