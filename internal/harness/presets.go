@@ -123,7 +123,7 @@ func Presets() []Preset {
 			ID: Custom, Name: "Other command-line agent",
 			KnownLocations: func(home, goos string) []string { return nil },
 			CanRun:         true, ExtraDirs: true, Events: runspec.EventsPlain,
-			Safety: "A custom program runs without a sandbox, with the rights of the relay's user.",
+			Safety: "A custom program runs with the rights of the relay's user unless the worker's sandbox is on.",
 		},
 	}
 }
