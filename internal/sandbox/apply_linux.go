@@ -24,7 +24,8 @@ func ABI() int {
 var errNotEnforced = errors.New("this Linux kernel has no Landlock, so the run cannot be confined")
 
 // restrict confines the calling thread (locked to it for good) and what it
-// execs next to the rules: the filesystem only, so the network stays open.
+// execs next to the rules: the filesystem, signals and abstract sockets, so
+// the network stays open.
 // Best effort over Landlock ABI versions; the audit log of the kernel
 // records refused accesses of the programs the thread execs (ABI 7+).
 func restrict(r Rules) error {
@@ -66,7 +67,10 @@ func restrict(r Rules) error {
 	if r.TempDir != "" {
 		add([]string{r.TempDir}, true, false)
 	}
-	cfg := landlock.Config{HandledAccessFS: landlock.V8.HandledAccessFS}.BestEffort().EnableLoggingForSubprocesses()
+	// Files, and from ABI 6 signals and abstract Unix sockets to processes
+	// outside the sandbox (the relay, the user's other programs); not the
+	// network.
+	cfg := landlock.Config{HandledAccessFS: landlock.V8.HandledAccessFS, Scoped: landlock.V8.Scoped}.BestEffort().EnableLoggingForSubprocesses()
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
 		return fmt.Errorf("build the Landlock rules: %w", err)
