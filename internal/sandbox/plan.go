@@ -124,18 +124,13 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 }
 
 // installRoot is the folder of a CLI's real executable or, for a package
-// under node_modules, the package's folder.
+// under node_modules, the whole node_modules folder it lies in: a CLI's
+// dependencies and platform binaries are its siblings there (npm hoists
+// them), which it reads and executes.
 func installRoot(real string) string {
 	slash := filepath.ToSlash(real)
-	if i := strings.LastIndex(slash, "/node_modules/"); i >= 0 {
-		rest := strings.Split(slash[i+len("/node_modules/"):], "/")
-		n := 1
-		if strings.HasPrefix(rest[0], "@") && len(rest) > 1 {
-			n = 2
-		}
-		if len(rest) > n {
-			return filepath.FromSlash(slash[:i] + "/node_modules/" + strings.Join(rest[:n], "/"))
-		}
+	if i := strings.Index(slash, "/node_modules/"); i >= 0 {
+		return filepath.FromSlash(slash[:i] + "/node_modules")
 	}
 	return filepath.Dir(real)
 }

@@ -69,8 +69,8 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-// Ensure a CLI linked from a bin folder into node_modules gets its
-// package's folder, and a native one the folder it really lives in.
+// Ensure a CLI linked from a bin folder into node_modules gets the
+// node_modules folder (its hoisted dependencies are its siblings).
 func TestPlanInstallRoot(t *testing.T) {
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "lib", "node_modules", "@acme", "agent")
@@ -89,7 +89,7 @@ func TestPlanInstallRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := sandbox.Plan(runspec.SandboxRequest{Program: link, Env: []string{"HOME=/home/ada"}, Workdir: "/w"}, "linux")
-	real, _ := filepath.EvalSymlinks(pkg)
+	real, _ := filepath.EvalSymlinks(filepath.Join(dir, "lib", "node_modules"))
 	if !slices.Contains(r.RO, bin) || !slices.Contains(r.RO, real) {
 		t.Fatalf("ro %q, want %s and %s", r.RO, bin, real)
 	}
