@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"slices"
 	"strings"
 
@@ -28,6 +30,8 @@ var devicePaths = map[string][]string{
 var presetPaths = map[string]struct {
 	home []string
 	env  []string
+	// abs are absolute folders ({uid} is the user's id).
+	abs []string
 }{
 	"claude-code": {
 		home: []string{".claude", ".claude.json", ".claude.json.backup", ".config/claude",
@@ -37,6 +41,8 @@ var presetPaths = map[string]struct {
 	"codex": {
 		home: []string{".codex", ".cache/codex"},
 		env:  []string{"CODEX_HOME"},
+		// Codex's sandbox helper keeps its state here, whatever TMPDIR says.
+		abs: []string{"/tmp/codex-daemon-{uid}"},
 	},
 	"gemini": {
 		home: []string{".gemini", ".cache/gemini", ".config/gemini"},
@@ -67,6 +73,7 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 		r.TempDir = filepath.Join(req.RunDir, TempDirName)
 	}
 	var ro, rw []string
+	r.Create = []string{}
 
 	// The CLI's own installation: its folder and, through symbolic links,
 	// the folder of what it points at.
@@ -99,11 +106,20 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 		if home != "" {
 			for _, p := range pp.home {
 				rw = append(rw, filepath.Join(home, p))
+				if !strings.Contains(filepath.Base(p), ".json") {
+					r.Create = append(r.Create, filepath.Join(home, p))
+				}
 			}
+		}
+		for _, p := range pp.abs {
+			p = strings.ReplaceAll(p, "{uid}", strconv.Itoa(os.Getuid()))
+			rw = append(rw, p)
+			r.Create = append(r.Create, p)
 		}
 		for _, name := range pp.env {
 			if v := env[name]; filepath.IsAbs(v) {
 				rw = append(rw, v)
+				r.Create = append(r.Create, filepath.Clean(v))
 			}
 		}
 	}

@@ -49,6 +49,10 @@ type Rules struct {
 	TempDir string `json:"tmp,omitempty"`
 	// Required refuses to start the CLI unless the rules are enforced.
 	Required bool `json:"required"`
+	// Create are the CLI's own folders (among RW) made before the run
+	// when missing: a confined CLI could not make them itself, as what
+	// holds them (the home folder) is out of its reach.
+	Create []string `json:"-"`
 }
 
 // Wrapper wraps run commands in the sandbox; the app gives it to the worker.
@@ -75,6 +79,13 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	}
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
 	rules := Plan(req, goos)
+	if goos == "linux" || goos == "darwin" {
+		for _, d := range rules.Create {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
+			}
+		}
+	}
 	switch goos {
 	case "linux":
 		abi := w.abi()
