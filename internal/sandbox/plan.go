@@ -3,8 +3,8 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
