@@ -79,3 +79,49 @@ func TestSandboxedWorkerFromCLI(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a sandboxed run that fails on a path it was refused is blocked
+// with a message naming the path and how to allow it, and the worker's last
+// run lists it (the worker form offers to allow it); once allowed, the run
+// reads it.
+func TestSandboxBlockerNamesRefusedPath(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	r := startRelay(t)
+	createAgent(t, r, "reader")
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	needed := filepath.Join(elsewhere, "dataset.csv")
+	if err := os.WriteFile(needed, []byte("a,b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\ncat '"+needed+"' || exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := relay.WorkerConfig{AgentSlug: "reader", Harness: "custom", Command: script, Workdir: dir, Sandbox: relay.SandboxOn,
+		AllowedSenders: []string{"operator"}, Enabled: true, TimeoutMinutes: 2}
+	_, err := r.Services.Workers.Save(cfg)
+	noErr(t, err)
+	task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "reader", Title: "Read", Instructions: "Read the dataset."})
+	noErr(t, err)
+	done := waitStatus(t, r, task.ID, relay.StatusCompleted, relay.StatusBlocked)
+	msg := done.Reports[len(done.Reports)-1].Message
+	if done.Status != relay.StatusBlocked || !strings.Contains(msg, "The sandbox refused: "+needed) || !strings.Contains(msg, "--allow-path") {
+		t.Fatalf("task %s: %q", done.Status, msg)
+	}
+	st, ok := workerStatus(t, r, "reader")
+	if !ok || st.LastRun == nil || len(st.LastRun.Refused) != 1 || st.LastRun.Refused[0] != needed {
+		t.Fatalf("last run: %+v", st.LastRun)
+	}
+
+	cfg.AllowPaths = []string{needed}
+	_, err = r.Services.Workers.Save(cfg)
+	noErr(t, err)
+	again, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "reader", Title: "Read again", Instructions: "Read the dataset."})
+	noErr(t, err)
+	if done := waitStatus(t, r, again.ID, relay.StatusCompleted, relay.StatusBlocked); done.Status != relay.StatusCompleted ||
+		!strings.Contains(done.Reports[len(done.Reports)-1].Result, "a,b") {
+		t.Fatalf("allowed: %s %+v", done.Status, done.Reports)
+	}
+}

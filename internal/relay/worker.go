@@ -116,6 +116,9 @@ type LastRun struct {
 	Outcome    string `json:"outcome"` // completed, blocked or cancelled
 	FinishedAt string `json:"finishedAt"`
 	Summary    string `json:"summary"`
+	// Refused are the paths the worker's sandbox refused the run, as the
+	// CLI reported them (the worker form offers to allow them).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // WorkerStatus is a worker's configuration and live state.

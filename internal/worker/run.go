@@ -112,7 +112,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		}
 	}
 
-	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now())}
+	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused}
 	switch {
 	case res.cancelled || final.Status == relay.StatusCancelled:
 		last.Outcome = "cancelled"
@@ -160,6 +160,8 @@ type runResult struct {
 	stopped   bool // the manager stopped
 	// requeue, when set, gives the task back to the queue with this reason.
 	requeue string
+	// refused are the paths the sandbox refused a blocked run.
+	refused []string
 	errs    []error
 }
 
@@ -265,6 +267,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		})
 	}
 	if r.sandboxed && res.out.kind == relay.ReportBlocked {
+		res.refused = refusedPaths(ex.stderrTail+"\n"+ex.stdoutTail, maxRefused)
 		if hint := sandboxHint(ex.stdoutTail, ex.stderrTail); hint != "" {
 			res.out.message += "\n\n" + hint
 			r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: hint})

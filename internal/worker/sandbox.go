@@ -79,10 +79,13 @@ func refusedPaths(text string, max int) []string {
 	return out
 }
 
+// maxRefused bounds the refused paths a blocked run names.
+const maxRefused = 5
+
 // sandboxHint is what a blocker of a sandboxed run adds: the paths the
 // system refused, and how to allow one; "" when the output names none.
 func sandboxHint(stdout, stderr string) string {
-	paths := refusedPaths(stderr+"\n"+stdout, 5)
+	paths := refusedPaths(stderr+"\n"+stdout, maxRefused)
 	if len(paths) == 0 {
 		return ""
 	}

@@ -317,6 +317,22 @@ describe("Agent card and worker dialog", () => {
     );
   });
 
+  it("offers to allow the paths the sandbox refused the last run", async () => {
+    const last = { taskId: "t1", title: "Read", outcome: "blocked", finishedAt: new Date(T0).toISOString(), summary: "refused", refused: ["/srv/data", "/home/me/.tool"] };
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ sandbox: "on", allowPaths: ["/home/me/.tool:rw"], lastRun: last })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    const box = w.find('[data-test="sandbox-refused"]');
+    expect(box.text()).toContain("/srv/data");
+    expect(box.text()).not.toContain("/home/me/.tool");
+    await box.find('button[aria-label="Allow reading /srv/data"]').trigger("click");
+    expect((w.find("#wd-allow-paths").element as HTMLTextAreaElement).value).toBe("/home/me/.tool:rw\n/srv/data");
+    expect(w.find('[data-test="sandbox-refused"]').exists()).toBe(false);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ allowPaths: ["/home/me/.tool:rw", "/srv/data"] }));
+  });
+
   it("sandboxes Claude Code, Codex and Gemini CLI by default, and says so", async () => {
     const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "codex", command: "/usr/bin/codex" })] });
     const w = s.mount(WorkerDialog, { props: { agent: agent() } });

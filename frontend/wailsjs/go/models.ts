@@ -896,6 +896,7 @@ export namespace relay {
 	    outcome: string;
 	    finishedAt: string;
 	    summary: string;
+	    refused?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -908,6 +909,7 @@ export namespace relay {
 	        this.outcome = source["outcome"];
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
+	        this.refused = source["refused"];
 	    }
 	}
 	export class MeshSettings {
