@@ -1,9 +1,10 @@
 // Package runspec is the contract between the worker and the agent CLI
 // presets: what a harness needs to build one run's command (Request), the
 // command it builds (Spec), the prompt's inputs and the parser of the CLI's
-// output. The worker and internal/harness may not import each other, so
-// both import this package; it imports only the domain and the standard
-// library.
+// output; and what the worker asks of the sandbox (SandboxRequest,
+// Sandboxed). The worker, internal/harness and internal/sandbox may not
+// import each other, so they import this package; it imports only the
+// domain and the standard library.
 package runspec
 
 import "github.com/crosschat/crosschat-relay/internal/relay"
