@@ -31,6 +31,9 @@ func main() {
 	}
 	args := os.Args[1:]
 	switch {
+	case len(args) > 0 && strings.HasPrefix(strings.ToLower(args[0]), app.URLScheme+":"):
+		// A clicked Windows toast: crosschat-relay://task/<id> opens the window on it.
+		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
 	case len(args) > 0 && args[0] == "serve":
 		os.Exit(app.Serve(args[1:], assets, version, os.Stdout, os.Stderr))
 	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):

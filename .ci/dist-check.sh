@@ -22,9 +22,7 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
-ROOT=$PWD
-DIST=$ROOT/build/dist
-OUT=$ROOT/.ci/out/dist
+. .ci/lib.sh
 BUILD=yes SKIP_WINDOWS=no
 for a in "$@"; do
   case $a in
@@ -33,25 +31,13 @@ for a in "$@"; do
     *) echo "usage: $0 [--no-build] [--skip-windows]" >&2; exit 2 ;;
   esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "dist-check: run as root (it installs the .deb with apt-get)"; exit 2; }
-rm -rf "$OUT"; mkdir -p "$OUT"
-export DEBIAN_FRONTEND=noninteractive
+start_checks dist-check dist "it installs the .deb with apt-get"
 APT=(apt-get -y -q -o DPkg::Lock::Timeout=300)
-exec </dev/null
-
-T0=$(date +%s)
-PASS=0 FAIL=0
 
 # Tools the checks use (Debian 12 names); installed when missing.
 TOOLS=(xvfb xauth x11-utils imagemagick python3 curl file iproute2 binutils util-linux rpm)
 [ $SKIP_WINDOWS = yes ] || TOOLS+=(7zip binutils-mingw-w64-x86-64)
-missing=()
-for p in "${TOOLS[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  { apt-get update -q && "${APT[@]}" install --no-install-recommends "${missing[@]}"; } >"$OUT/apt.log" 2>&1 \
-    || echo "     note: could not install ${missing[*]} (see .ci/out/dist/apt.log); the checks needing them fall back or fail"
-fi
+need_apt "${TOOLS[@]}" || echo "     note: the checks needing them fall back or fail"
 WORK=$(mktemp -d /tmp/crosschat-dist-check.XXXXXX)
 chmod 755 "$WORK"
 PIDS=()
@@ -65,47 +51,6 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-ok()   { PASS=$((PASS+1)); echo "ok   $*"; }
-bad()  { FAIL=$((FAIL+1)); echo "FAIL $*"; }
-# check NAME CMD...: run CMD (output in $OUT/check-N.log, shown on failure).
-n=0
-check() {
-  local name=$1 log rc; shift
-  n=$((n+1)); log=$OUT/check-$n.log
-  "$@" >"$log" 2>&1; rc=$?
-  if [ $rc -eq 0 ]; then ok "$name"; else bad "$name (exit $rc)"; sed 's/^/     /' "$log" | tail -n 25; fi
-  return $rc
-}
-finish() {
-  echo
-  echo "dist-check: $(( $(date +%s) - T0 )) s; logs in .ci/out/dist/"
-  echo "$PASS passed, $FAIL failed"
-  [ "$FAIL" -eq 0 ]
-  exit
-}
-fatal() { bad "$*"; finish; }
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_health() { # PORT [tries]
-  local i
-  for i in $(seq "${2:-150}"); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/health")" = 200 ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-wait_exit() { # PID: up to 20 s, then its exit status
-  local i
-  for i in $(seq 200); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$1" 2>/dev/null && return 124
-  wait "$1"
-}
-size_between() { # FILE MIN_MB MAX_MB
-  local b; b=$(stat -c %s "$1") || return 1
-  echo "$1: $b bytes"
-  [ "$b" -ge $(($2 * 1048576)) ] && [ "$b" -le $(($3 * 1048576)) ]
-}
 
 # --- 1. build --------------------------------------------------------------------
 if [ $BUILD = yes ]; then
@@ -194,9 +139,7 @@ post_task() (
   set -e
   as_user /usr/bin/crosschat-relay agents add pkg-bot --name "Package Bot" --model test --capability text-output --port "$PORT"
   local token; token=$(as_user /usr/bin/crosschat-relay token)
-  curl -sf -X POST "http://127.0.0.1:$PORT/bridge/Tasks.Post" -H "Authorization: Bearer $token" \
-    -H 'Content-Type: application/json' \
-    -d "[{\"recipientSlug\":\"pkg-bot\",\"title\":\"$TITLE\",\"instructions\":\"Check that upgrades keep me.\"}]"
+  bridge "$PORT" "$token" Tasks.Post "[{\"recipientSlug\":\"pkg-bot\",\"title\":\"$TITLE\",\"instructions\":\"Check that upgrades keep me.\"}]"
   echo
   task_listed
 )
@@ -353,14 +296,9 @@ if [ $SKIP_WINDOWS = no ]; then
       file "$exe" | tee /dev/stderr | grep -q 'PE32+ executable (GUI) x86-64'
       size_between "$exe" 8 60
       if [ -f "$DIST/check/crosschat-relay.exe" ]; then cmp "$exe" "$DIST/check/crosschat-relay.exe"; fi
-      # Only system DLLs (the mingw runtime is linked statically).
-      if command -v x86_64-w64-mingw32-objdump >/dev/null; then
-        x86_64-w64-mingw32-objdump -p "$exe" | awk '/DLL Name/ {print $3}' | tee /dev/stderr \
-          | grep -viqE '^(kernel32|msvcrt|user32|advapi32|ws2_32|ole32|shell32|ntdll)\.dll$' && { echo "unexpected DLL"; return 1; }
-      fi
-      strings -el "$exe" | grep -A1 -x ProductVersion | tail -n1 | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$'
+      pe_system_dlls_only "$exe"
+      pe_version "$exe"
     )
-    export -f size_between
     if command -v 7zz >/dev/null; then
       check "crosschat-relay.exe inside the installer: PE32+ GUI x86-64, 8-60 MB, system DLLs only, version resource; uninstall.exe present" inner_exe
     else

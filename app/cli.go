@@ -51,7 +51,10 @@ Usage:
   crosschat-relay import-upstream [--from PATH]
                                              import the upstream Crosschat Relay's relay.db
   crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
-  crosschat-relay mesh status|agents         the mesh over NATS: relays, link, outbox, lag; every agent
+  crosschat-relay mesh status|agents|relays|invite
+                                             the mesh over NATS: relays, link, outbox, lag; every agent;
+                                             relays with trust state and key; the command to join
+  crosschat-relay mesh trust|block NAME|ID   admit or refuse a relay of the mesh
   crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
   crosschat-relay send ID MESSAGE [--title T] [--priority P]
                                              a task from this folder's project to ID (MESSAGE - reads stdin)
@@ -214,15 +217,15 @@ func Command(args []string, version string, stdout, stderr io.Writer) int {
 		errors.As(err, &ec)
 		return int(ec)
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "crosschat-relay:", err)
+		fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
 		fmt.Fprint(stderr, "\n"+Usage)
 		return 2
 	default:
 		var re *relay.Error
 		if errors.As(err, &re) {
-			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", re.Message, re.Code)
+			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termSafeText(re.Message), termSafe(re.Code))
 		} else {
-			fmt.Fprintln(stderr, "crosschat-relay:", err)
+			fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
 		}
 		return 1
 	}
@@ -329,7 +332,7 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
-		out.Agent.Slug, out.Agent.DisplayName, out.Token, out.Setup.ClaudeCode,
+		termSafe(out.Agent.Slug), termSafe(out.Agent.DisplayName), termSafe(out.Token), out.Setup.ClaudeCode,
 		strings.ReplaceAll(out.Setup.Codex, "\n", "\n  "), out.Setup.JSONSnippet())
 	fmt.Fprint(stdout, "\n"+liveSetupText(out.Token, c.cfg.BaseURL()))
 	return nil
@@ -350,7 +353,7 @@ func agentsList(args []string, stdout, stderr io.Writer) error {
 			if a.HasToken {
 				tok = "active"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Slug, a.DisplayName, a.Kind, a.ModelSlug, a.Availability, tok, a.LastSeenAt)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(a.DisplayName), termSafe(string(a.Kind)), termSafe(a.ModelSlug), termSafe(string(a.Availability)), tok, termSafe(a.LastSeenAt))
 		}
 	})
 }
@@ -380,7 +383,7 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", out.Code, out.Message)
+	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termSafe(out.Code), termSafeText(out.Message))
 	return nil
 }
 
@@ -411,7 +414,7 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
 		for _, t := range tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", t.ID, t.Status, t.Priority, t.SenderSlug, t.RecipientSlug, t.Title, t.UpdatedAt)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), t.Priority, termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func importUpstream(from, to, operator string) (store.ImportResult, error) {
 
 func printImport(w io.Writer, res store.ImportResult) {
 	if res.AlreadyImported {
-		fmt.Fprintf(w, "Already imported from %s; nothing changed.\n", res.Kept)
+		fmt.Fprintf(w, "Already imported from %s; nothing changed.\n", termSafe(res.Kept))
 		return
 	}
 	fmt.Fprintf(w, "Imported the upstream Crosschat Relay's database (schema %d).\n", res.UpstreamVersion)
@@ -74,9 +75,39 @@ func printImport(w io.Writer, res store.ImportResult) {
 		parts = append(parts, fmt.Sprintf("%d %s", res.Counts[t], strings.ReplaceAll(t, "_", " ")))
 	}
 	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
-	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", res.Kept, res.Backup)
+	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", termSafe(res.Kept), termSafe(res.Backup))
 	for _, s := range res.SkippedWorkers {
-		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", s)
+		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", termSafe(s))
+	}
+	if len(res.Workers) > 0 {
+		fmt.Fprint(w, importedWorkersText(res.Workers))
 	}
 	fmt.Fprintln(w, "Agents keep their tokens. Start the relay as usual.")
+}
+
+// importedWorkersText lists the workers an import brought in, each
+// disabled, with what it would run, and says how to enable them. The values
+// come from the imported file, so they are made safe for a terminal.
+func importedWorkersText(workers []store.ImportedWorker) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %d imported worker(s), each DISABLED until you enable it (Workers page) after checking what it runs:\n", len(workers))
+	for _, iw := range workers {
+		command := iw.Command
+		if command == "" {
+			command = "(the preset's own program, found when enabled)"
+		}
+		args := make([]string, len(iw.Args))
+		for i, a := range iw.Args {
+			args[i] = strconv.Quote(a)
+		}
+		fmt.Fprintf(&b, "    %s\n      harness:   %s\n      command:   %s\n      arguments: %s\n      folder:    %s\n",
+			termSafe(iw.AgentSlug), termSafe(iw.Harness), termSafe(command), termSafe(strings.Join(args, " ")), termSafe(iw.Workdir))
+		if len(iw.ExtraDirs) > 0 {
+			fmt.Fprintf(&b, "      also:      %s\n", termSafe(strings.Join(iw.ExtraDirs, "; ")))
+		}
+		if len(iw.AllowedSenders) > 0 {
+			fmt.Fprintf(&b, "      tasks from: %s\n", termSafe(strings.Join(iw.AllowedSenders, ", ")))
+		}
+	}
+	return b.String()
 }

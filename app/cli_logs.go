@@ -35,6 +35,8 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 			file = info.LogFile
 		}
 	}
+	// The log holds what agents and relays sent; a terminal gets it clean.
+	stdout = termWriter{stdout}
 	off, err := tail(file, lines, stdout)
 	if err != nil && !(follow && errors.Is(err, os.ErrNotExist)) {
 		return fmt.Errorf("logs: %w", err)

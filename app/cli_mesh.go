@@ -3,20 +3,52 @@ package app
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 )
 
-// meshCmd runs `crosschat-relay mesh status|agents [--json]`.
+// meshCmd runs `crosschat-relay mesh status|agents|relays|invite [--json]`
+// and `mesh trust|block NAME|ID`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
-	action, rest, err := verbAction("mesh", args, "status", "agents")
+	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite")
 	if err != nil {
 		return err
+	}
+	target := ""
+	if action == "trust" || action == "block" {
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+			target, rest = rest[0], rest[1:]
+		}
 	}
 	c, err := parseCommand("mesh "+action, rest, stdout, stderr, nil)
 	if err != nil {
 		return err
+	}
+	switch action {
+	case "relays":
+		return meshRelays(c)
+	case "invite":
+		return meshInvite(c)
+	case "trust", "block":
+		if target == "" && c.fs.NArg() > 0 {
+			target = c.fs.Arg(0)
+		}
+		if target == "" {
+			return fmt.Errorf("%w: mesh %s needs a relay's name or id (crosschat-relay mesh relays lists them)", errUsage, action)
+		}
+		method := "Trust"
+		if action == "block" {
+			method = "Block"
+		}
+		var r mesh.RelayInfo
+		if done, err := c.fetch("Mesh", method, &r, target); done || err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "Relay %s (%s) is %s; key %s.\n", termSafe(r.Name), termSafe(r.ID), r.State, termSafe(r.Fingerprint))
+		return nil
 	}
 	if action == "agents" {
 		var agents []mesh.AgentInfo
@@ -25,7 +57,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.table("AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES", func(tw io.Writer) {
 			for _, a := range agents {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Slug, relayLabel(a.Relay, a.Local), onlineWord(a.Online), a.ModelSlug, strings.Join(a.Capabilities, ","))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(relayLabel(a.Relay, a.Local)), onlineWord(a.Online), termSafe(a.ModelSlug), termSafe(strings.Join(a.Capabilities, ",")))
 			}
 		})
 	}
@@ -37,9 +69,9 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
 		return nil
 	}
-	fmt.Fprintf(stdout, "Relay %s (%s), link %s", st.RelayName, st.RelayID, st.Link)
+	fmt.Fprintf(stdout, "Relay %s (%s), link %s", termSafe(st.RelayName), termSafe(st.RelayID), termSafe(st.Link))
 	if st.Server != "" {
-		fmt.Fprintf(stdout, " to %s", st.Server)
+		fmt.Fprintf(stdout, " to %s", termSafe(st.Server))
 	}
 	fmt.Fprintf(stdout, "\nOutbox %d, consumer lag %d (+%d unacknowledged); published %d, applied %d, duplicates %d\n",
 		st.Outbox, st.Lag, st.AckPending, st.Published, st.Applied, st.Duplicates)
@@ -47,16 +79,93 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "Not set up yet: waiting for NATS.")
 	}
 	if st.LastError != "" {
-		fmt.Fprintf(stdout, "Last error: %s\n", st.LastError)
+		fmt.Fprintf(stdout, "Last error: %s\n", termSafe(st.LastError))
 	}
 	if len(st.Conflicts) > 0 {
-		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", strings.Join(st.Conflicts, ", "))
+		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
 	}
-	return c.table("RELAY\tID\tSTATE\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
+	fmt.Fprintf(stdout, "Trust: %s", st.Trust)
+	if st.EmbedAuth != "" {
+		fmt.Fprintf(stdout, "; embedded server: %s", st.EmbedAuth)
+	}
+	fmt.Fprintln(stdout)
+	for _, w := range st.Warnings {
+		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(w))
+	}
+	for _, d := range st.DirectoryConflicts {
+		fmt.Fprintf(stdout, "Directory conflict: %s\n", termSafe(d))
+	}
+	if len(st.Refused) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(st.Refused)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, st.Refused[k]))
+		}
+		fmt.Fprintf(stdout, "Refused envelopes: %s\n", termSafe(strings.Join(parts, ", ")))
+	}
+	if len(st.Held) > 0 {
+		fmt.Fprintf(stdout, "Held: %d envelopes (crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held))
+	}
+	return c.table("RELAY\tID\tSTATE\tTRUST\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", relayLabel(r.Name, r.Self), r.ID, onlineWord(r.Online), r.LastSeen, r.Agents, r.Outbox, r.Address)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termSafe(relayLabel(r.Name, r.Self)), termSafe(r.ID), onlineWord(r.Online), r.State, termSafe(r.LastSeen), r.Agents, r.Outbox, termSafe(r.Address))
 		}
 	})
+}
+
+// meshRelays prints every relay seen with its admission state and key
+// fingerprint, then the envelopes held.
+func meshRelays(c *command) error {
+	var st MeshStatus
+	if err := c.call("Mesh", "Status", &st); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st.Relays)
+	}
+	if !st.Enabled {
+		fmt.Fprintln(c.stdout, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
+		return nil
+	}
+	if err := c.table("RELAY\tID\tSTATE\tFINGERPRINT", func(tw io.Writer) {
+		for _, r := range st.Relays {
+			fp := r.Fingerprint
+			if r.NewFingerprint != "" {
+				fp += " (now shows " + r.NewFingerprint + ": trust it again only if its operator confirms)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(relayLabel(r.Name, r.Self)), termSafe(r.ID), r.State, termSafe(fp))
+		}
+	}); err != nil {
+		return err
+	}
+	if len(st.Held) == 0 {
+		return nil
+	}
+	fmt.Fprintln(c.stdout)
+	return c.table("HELD FROM\tREASON\tTASK\tFROM\tTO\tTITLE", func(tw io.Writer) {
+		for _, h := range st.Held {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(h.Relay), termSafe(h.Reason), termSafe(h.TaskID), termSafe(h.Sender), termSafe(h.Recipient), termSafe(h.Title))
+		}
+	})
+}
+
+// meshInvite prints the command another computer runs to join this mesh.
+func meshInvite(c *command) error {
+	var inv mesh.Invite
+	if done, err := c.fetch("Mesh", "Invite", &inv); done || err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, "On the other computer, run:")
+	fmt.Fprintln(c.stdout)
+	fmt.Fprintln(c.stdout, "  "+inv.Command)
+	fmt.Fprintln(c.stdout)
+	fmt.Fprintln(c.stdout, "or set "+inv.Env+" for its relay (keeps the credential out of the process list).")
+	for flag, f := range inv.Files {
+		fmt.Fprintf(c.stdout, "Copy %s to the other computer and give its path to %s.\n", f, flag)
+	}
+	if inv.Note != "" {
+		fmt.Fprintln(c.stdout, inv.Note)
+	}
+	return nil
 }
 
 // onlineWord is the state word of a relay or agent in the mesh tables.

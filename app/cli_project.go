@@ -504,43 +504,7 @@ func unknownRecipient(ctx context.Context, cl *bench.Client, from project.Projec
 // similarIDs returns up to five of names close to ref: containing it, it
 // containing them, or a few edits away.
 func similarIDs(ref string, names []string) []string {
-	low := project.Normalize(ref)
-	var out []string
-	for _, n := range names {
-		if slices.Contains(out, n) {
-			continue
-		}
-		nn := project.Normalize(n)
-		if strings.Contains(nn, low) || strings.Contains(low, nn) || editDistance(low, nn) <= max(2, utf8.RuneCountInString(low)/4) {
-			out = append(out, n)
-			if len(out) == 5 {
-				break
-			}
-		}
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return relay.Similar(ref, names, project.Normalize, 5)
 }
 
 // parsePriority reads low|normal|urgent or 1|2|3.

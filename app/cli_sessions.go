@@ -59,7 +59,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 			name = "(none; generated title: " + s.Title + ")"
 		}
 		fmt.Fprintf(stdout, "Tool:        %s\nID:          %s\nName:        %s\nTitle:       %s\nFolder:      %s\nLast active: %s (%s ago)\nTranscript:  %s\n",
-			s.Tool, s.ID, name, s.Title, s.Folder, s.LastActive.Local().Format(time.RFC3339), time.Since(s.LastActive).Round(time.Minute), s.Path)
+			termSafe(s.Tool), termSafe(s.ID), termSafe(name), termSafe(s.Title), termSafe(s.Folder), s.LastActive.Local().Format(time.RFC3339), time.Since(s.LastActive).Round(time.Minute), termSafe(s.Path))
 		return nil
 	}
 	list, err := st.List(tool)
@@ -75,7 +75,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 			if !s.Named() {
 				label = "(" + label + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Tool, s.ID, s.LastActive.Local().Format("2006-01-02 15:04"), label, s.Folder)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(s.Tool), termSafe(s.ID), s.LastActive.Local().Format("2006-01-02 15:04"), termSafe(label), termSafe(s.Folder))
 		}
 	})
 }

@@ -107,27 +107,27 @@ func healthy(ctx context.Context, base string) bool {
 func printStatus(w io.Writer, st Status, dataDir string) {
 	if !st.Running {
 		fmt.Fprintln(w, "Crosschat Relay is not running.")
-		fmt.Fprintf(w, "  Data     %s\n", dataDir)
+		fmt.Fprintf(w, "  Data     %s\n", termSafe(dataDir))
 		if st.Note != "" {
-			fmt.Fprintf(w, "  Note     %s\n", st.Note)
+			fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
 		}
 		return
 	}
-	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", st.Mode)
+	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", termSafe(st.Mode))
 	fmt.Fprintf(w, "  PID      %d\n", st.PID)
-	fmt.Fprintf(w, "  Version  %s\n", st.Version)
-	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, st.StartedAt)
-	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", st.URL, st.URL)
-	fmt.Fprintf(w, "  Data     %s\n", st.DataDir)
+	fmt.Fprintf(w, "  Version  %s\n", termSafe(st.Version))
+	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, termSafe(st.StartedAt))
+	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", termSafe(st.URL), termSafe(st.URL))
+	fmt.Fprintf(w, "  Data     %s\n", termSafe(st.DataDir))
 	if st.LogFile != "" {
-		fmt.Fprintf(w, "  Log      %s\n", st.LogFile)
+		fmt.Fprintf(w, "  Log      %s\n", termSafe(st.LogFile))
 	}
 	if s := st.Stats; s != nil {
 		fmt.Fprintf(w, "  Tasks    %d queued, %d claimed, %d blocked, %d completed today\n", s.Tasks.Queued, s.Tasks.Claimed, s.Tasks.Blocked, s.DoneToday)
 		fmt.Fprintf(w, "  Agents   %d online of %d\n", s.Agents.Online, s.Agents.Total)
 	}
 	if st.Note != "" {
-		fmt.Fprintf(w, "  Note     %s\n", st.Note)
+		fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
 	}
 }
 

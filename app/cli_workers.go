@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -47,7 +48,7 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 				if w.SessionID != "" {
 					harness += " in session “" + w.SessionLabel + "”"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", w.AgentSlug, harness, st, w.Workdir, strings.Join(w.AllowedSenders, ","), w.TimeoutMinutes, w.RunsPerHour, last)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termSafe(w.AgentSlug), termSafe(harness), termSafe(st), termSafe(w.Workdir), termSafe(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termSafe(last))
 			}
 		})
 	case "set":
@@ -129,9 +130,9 @@ func workersSet(c *command, args []string) error {
 	if done, err := c.fetch("Workers", "Save", &st, cfg); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", st.AgentSlug, st.Harness, st.Workdir, strings.Join(st.AllowedSenders, ", "), st.State)
+	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termSafe(st.AgentSlug), termSafe(st.Harness), termSafe(st.Workdir), termSafe(strings.Join(st.AllowedSenders, ", ")), termSafe(string(st.State)))
 	if st.SessionID != "" {
-		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, st.SessionID)
+		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termSafe(st.SessionID))
 	}
 	if st.SandboxOn() {
 		line := "Runs are sandboxed: they reach their folders and nothing else of yours"
@@ -158,11 +159,27 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(info.Harnesses)
 	}
-	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tPATH", func(tw io.Writer) {
+	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\n", h.ID, h.Name, yesNo(h.Found), yesNo(h.CanRun), h.Version, h.Path)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
 		}
 	})
+}
+
+// testedText is the TESTED column: whether the version found is inside
+// the range the relay's tests run ("yes (2.1.197–2.1.332)", "no, newer
+// (tested 2.1.197–2.1.332)"), "-" when unknown.
+func testedText(h Harness) string {
+	switch h.Tested {
+	case harness.VersionTested:
+		return "yes (" + h.TestedRange + ")"
+	case harness.VersionNewer, harness.VersionOlder:
+		return "no, " + h.Tested + " (tested " + h.TestedRange + ")"
+	}
+	if h.TestedRange != "" && h.Found {
+		return "? (tested " + h.TestedRange + ")"
+	}
+	return "-"
 }
 
 func yesNo(b bool) string {

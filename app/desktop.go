@@ -41,13 +41,16 @@ type DesktopOptions struct {
 // stops it. Nothing is opened before wails.Run (binding generation runs the
 // binary); the relay starts in OnStartup.
 func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
+	// crosschat-relay://task/<id>: Windows starts the app with the URL of a
+	// clicked toast; the window opens on that task.
+	startTask, _, args := desktop.URLArg(args)
 	cfg, log, closer, code := prepare("desktop", args, stderr)
 	if closer == nil {
 		return code
 	}
 	defer closer.Close()
 
-	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version)}
+	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version), startTask: startTask}
 	d.services.System.setLaunchArgs(args, cfg.DataDir)
 	geom := loadWindowState(cfg.DataDir)
 
@@ -63,7 +66,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 		AssetServer:       &assetserver.Options{Assets: opts.Assets},
 		SingleInstanceLock: &options.SingleInstanceLock{
 			UniqueId:               "dev.crosschat.relay",
-			OnSecondInstanceLaunch: func(options.SecondInstanceData) { d.show() },
+			OnSecondInstanceLaunch: func(second options.SecondInstanceData) { d.secondInstance(second.Args) },
 		},
 		ErrorFormatter: func(err error) any { return relay.AsError(err) },
 		OnStartup:      func(ctx context.Context) { d.startup(ctx, geom) },
@@ -95,6 +98,18 @@ type desktopApp struct {
 	startErr error
 	presence *presence
 	geom     windowState
+	// startTask is the task the window opens on (from a URL argument).
+	startTask string
+}
+
+// secondInstance handles a second launch: the window comes forward, on the
+// task its URL argument names (a clicked Windows toast).
+func (d *desktopApp) secondInstance(args []string) {
+	if id, _, _ := desktop.URLArg(args); id != "" {
+		d.openTask(id)
+		return
+	}
+	d.show()
 }
 
 // openTask shows the window on one task (a tray item or a notification).
@@ -111,6 +126,10 @@ func (d *desktopApp) openTask(id string) {
 func (d *desktopApp) domReady(ctx context.Context) {
 	if d.startErr == nil {
 		d.rt.ExecJS(focusJS)
+		if d.startTask != "" {
+			d.openTask(d.startTask)
+			d.startTask = ""
+		}
 		return
 	}
 	d.rt.Show()
@@ -184,6 +203,12 @@ func (d *desktopApp) startRelay() error {
 	if os.Getenv(selfTestEnv) != "" {
 		go selfTest(bg, d.rt)
 	}
+	// Windows: a clicked toast opens crosschat-relay://task/<id> with this exe.
+	if exe, err := os.Executable(); err == nil {
+		if err := desktop.RegisterURLScheme(exe); err != nil {
+			d.log.Warn("toasts will not open their task", "err", err)
+		}
+	}
 	d.log.Info("relay started", "dashboard", r.Config().BaseURL(), "mcp", r.Config().MCPURL(), "data", d.cfg.DataDir)
 	return nil
 }
@@ -236,3 +261,7 @@ func (d *desktopApp) shutdown() {
 		d.exitCode = 1
 	}
 }
+
+// URLScheme is the app's URL scheme (crosschat-relay://task/<id>): a
+// program started with such a URL opens the window on that task.
+const URLScheme = desktop.URLScheme

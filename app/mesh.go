@@ -48,9 +48,12 @@ func joinMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, er
 		Name:      cfg.Mesh.Name,
 		Address:   cfg.MCPURL(),
 		Replicas:  cfg.Mesh.Replicas,
-		Store:     db,
-		Changes:   db.Subscribe,
-		Logger:    log,
+		// The NATS account is the boundary only when the operator says so.
+		TrustAccount: cfg.Mesh.Trust == config.TrustAccount,
+		EmbedOpen:    cfg.Mesh.EmbedOpen,
+		Store:        db,
+		Changes:      db.Subscribe,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("join the mesh: %w", err)
@@ -132,4 +135,55 @@ func (m *Mesh) Agents() ([]mesh.AgentInfo, error) {
 		return []mesh.AgentInfo{}, err
 	}
 	return node.Agents(), nil
+}
+
+// errNoMesh answers the mesh actions outside a mesh.
+var errNoMesh = relay.Errorf(relay.EInvalidRequest, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
+
+// Trust admits the relay named nameOrID (its name, or its id when two
+// relays share the name): its key is pinned, and what it sent while pending
+// is delivered in order.
+func (m *Mesh) Trust(nameOrID string) (mesh.RelayInfo, error) {
+	return m.setTrust(nameOrID, relay.RelayTrusted)
+}
+
+// Block refuses the relay named nameOrID: what it sends is kept, marked
+// and never delivered.
+func (m *Mesh) Block(nameOrID string) (mesh.RelayInfo, error) {
+	return m.setTrust(nameOrID, relay.RelayBlocked)
+}
+
+func (m *Mesh) setTrust(nameOrID, state string) (mesh.RelayInfo, error) {
+	node, ctx, err := m.get()
+	if err != nil {
+		return mesh.RelayInfo{}, err
+	}
+	if node == nil {
+		return mesh.RelayInfo{}, errNoMesh
+	}
+	return node.SetTrust(ctx, nameOrID, state)
+}
+
+// Invite returns the command another computer runs to join this mesh.
+func (m *Mesh) Invite() (mesh.Invite, error) {
+	node, _, err := m.get()
+	if err != nil {
+		return mesh.Invite{}, err
+	}
+	if node == nil {
+		return mesh.Invite{}, errNoMesh
+	}
+	return node.Invite(), nil
+}
+
+// Held lists the envelopes this relay keeps without applying them: tasks of
+// relays not trusted yet (delivered when trusted), of blocked relays (never
+// delivered) and of newer versions (read after an upgrade). Empty outside a
+// mesh. (Binding it also makes the generated models define mesh.HeldInfo.)
+func (m *Mesh) Held() ([]mesh.HeldInfo, error) {
+	node, ctx, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.HeldInfo{}, err
+	}
+	return node.Held(ctx)
 }

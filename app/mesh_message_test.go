@@ -18,9 +18,19 @@ import (
 // a local task's line has none.
 func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 	a := startMeshRelay(t, "relay-a")
-	st, err := a.Services.Mesh.Status()
+	inv, err := a.Services.Mesh.Invite()
 	noErr(t, err)
-	b := startMeshRelay(t, "relay-b", st.Embedded)
+	b := startMeshRelay(t, "relay-b", inv.URL)
+	// Each operator admits the other relay once it is seen.
+	for _, p := range []struct {
+		r     *app.Relay
+		other string
+	}{{a, "relay-b"}, {b, "relay-a"}} {
+		waitFor(t, func() bool {
+			_, err := p.r.Services.Mesh.Trust(p.other)
+			return err == nil
+		}, p.other+" trusted")
+	}
 	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
 	noErr(t, err)
 	bob, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}})

@@ -17,6 +17,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -105,9 +106,33 @@ func (s *mcpSession) call(name string, args map[string]any, out any) {
 
 func TestMeshThroughMCP(t *testing.T) {
 	a := startMeshRelay(t, "relay-a")
-	st, err := a.Services.Mesh.Status()
+	inv, err := a.Services.Mesh.Invite()
 	noErr(t, err)
-	b := startMeshRelay(t, "relay-b", st.Embedded)
+	b := startMeshRelay(t, "relay-b", inv.URL)
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	// Each operator trusts the other relay with the CLI, once it is seen.
+	for _, p := range []struct {
+		r     *app.Relay
+		other string
+	}{{a, "relay-b"}, {b, "relay-a"}} {
+		loc := []string{"--port", strconv.Itoa(p.r.Config().Port), "--data-dir", p.r.Config().DataDir}
+		last := ""
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out, errs, code := run(t, append([]string{"mesh", "trust", p.other}, loc...)...)
+			if code == 0 && strings.Contains(out, "is trusted") {
+				break
+			}
+			last = strconv.Itoa(code) + " " + out + " " + errs
+			if time.Now().After(deadline) {
+				t.Fatalf("mesh trust %s: %s", p.other, last)
+			}
+		}
+		out, _, code := run(t, append([]string{"mesh", "relays", "--json"}, loc...)...)
+		var rs []mesh.RelayInfo
+		if code != 0 || json.Unmarshal([]byte(out), &rs) != nil || len(rs) != 2 || rs[1].Name != p.other || rs[1].State != relay.RelayTrusted || !strings.HasPrefix(rs[1].Fingerprint, "SHA256:") {
+			t.Fatalf("mesh relays --json: %d %s", code, out)
+		}
+	}
 	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
 	noErr(t, err)
 	bob, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"text-output"}})
@@ -170,7 +195,6 @@ func TestMeshThroughMCP(t *testing.T) {
 	}
 
 	loc := []string{"--port", strconv.Itoa(a.Config().Port), "--data-dir", a.Config().DataDir}
-	t.Setenv("CROSSCHAT_API_TOKEN", "")
 	out, errs, code := run(t, append([]string{"mesh", "status", "--json"}, loc...)...)
 	var ms app.MeshStatus
 	if code != 0 || json.Unmarshal([]byte(out), &ms) != nil || !ms.Enabled || ms.RelayName != "relay-a" || len(ms.Relays) != 2 || ms.Link != "connected" {
@@ -179,6 +203,13 @@ func TestMeshThroughMCP(t *testing.T) {
 	out, _, code = run(t, append([]string{"mesh", "agents"}, loc...)...)
 	if code != 0 || !strings.Contains(out, "bob") || !strings.Contains(out, "relay-b") || !strings.Contains(out, "alice") {
 		t.Fatalf("mesh agents: %d %s", code, out)
+	}
+	out, _, code = run(t, append([]string{"mesh", "invite"}, loc...)...)
+	if code != 0 || !strings.Contains(out, "crosschat-relay serve --nats nats://crosschat:") {
+		t.Fatalf("mesh invite: %d %s", code, out)
+	}
+	if sc.value("crosschat_mesh_refused_total", "reason", "signature") != 0 {
+		t.Fatal("A refused a signature")
 	}
 }
 

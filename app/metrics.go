@@ -36,7 +36,7 @@ func newMetrics(svc relay.Service, node *mesh.Node, ws *Workers) *metrics.Metric
 func meshSnapshot(st mesh.Status) metrics.MeshSnapshot {
 	s := metrics.MeshSnapshot{Link: st.Link, Ready: st.Ready, Outbox: st.Outbox, Lag: st.Lag,
 		AckPending: uint64(max(st.AckPending, 0)), Published: st.Published, Applied: st.Applied,
-		Duplicates: st.Duplicates, Failures: st.Failures}
+		Duplicates: st.Duplicates, Failures: st.Failures, Refused: st.Refused, Held: len(st.Held)}
 	for _, r := range st.Relays {
 		s.Relays = append(s.Relays, metrics.RelaySnapshot{Name: r.Name, Online: r.Online, Self: r.Self})
 	}

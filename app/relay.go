@@ -156,9 +156,14 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		srv: &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			BaseContext:       func(net.Listener) context.Context { return reqCtx },
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// A whole request, body included, on the slowest link waited
+			// for (internal/web cuts each body off by its own size first).
+			// net/http lifts it once the body is read, so the push stream
+			// and waiting claims, which only write, are not cut.
+			ReadTimeout: web.BodyReadTime(web.DefaultMaxBodyBytes) + 10*time.Second,
+			IdleTimeout: 2 * time.Minute,
+			BaseContext: func(net.Listener) context.Context { return reqCtx },
+			ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
 	go func() { r.served <- r.srv.Serve(ln) }()
@@ -188,7 +193,7 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	m, err := worker.NewManager(worker.Options{
 		Sandbox:  box.Wrap,
 		Relay:    r.db,
-		Harness:  harnessAdapter{},
+		Harness:  newHarnessAdapter(),
 		Tracker:  watch.Tracker{},
 		Sessions: r.Services.Workers.turns(),
 		RunRoot:  filepath.Join(r.cfg.DataDir, "runs"),

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
@@ -26,7 +27,11 @@ func offerImport(rt Runtime, dbPath, operator string, startErr error) (imported 
 	if err != nil {
 		return false, err
 	}
-	rt.Info("Imported", fmt.Sprintf("Imported %d agents, %d tasks and %d journal events.\nThe original: %s\nA backup copy: %s",
-		res.Counts["agents"], res.Counts["tasks"], res.Counts["events"], res.Kept, res.Backup))
+	msg = fmt.Sprintf("Imported %d agents, %d tasks and %d journal events.\nThe original: %s\nA backup copy: %s",
+		res.Counts["agents"], res.Counts["tasks"], res.Counts["events"], res.Kept, res.Backup)
+	if len(res.Workers) > 0 {
+		msg += "\n\n" + strings.TrimSpace(importedWorkersText(res.Workers))
+	}
+	rt.Info("Imported", msg)
 	return true, nil
 }

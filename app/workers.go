@@ -92,15 +92,21 @@ func (w *Workers) List() (WorkersOverview, error) {
 
 // Harness is an agent CLI found on this computer, or a preset that was not.
 type Harness struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Path      string `json:"path,omitempty"`
-	Version   string `json:"version,omitempty"`
-	Found     bool   `json:"found"`
-	CanRun    bool   `json:"canRun"`
-	ExtraDirs bool   `json:"extraDirs"`
-	Safety    string `json:"safety,omitempty"`
-	Note      string `json:"note,omitempty"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Path    string `json:"path,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Tested tells where Version lies against TestedRange: "tested",
+	// "newer", "older", or "" when unknown. An untested version still runs.
+	Tested string `json:"tested,omitempty"`
+	// TestedRange is the span of versions the relay's tests run, "" for
+	// presets no test runs.
+	TestedRange string `json:"testedRange,omitempty"`
+	Found       bool   `json:"found"`
+	CanRun      bool   `json:"canRun"`
+	ExtraDirs   bool   `json:"extraDirs"`
+	Safety      string `json:"safety,omitempty"`
+	Note        string `json:"note,omitempty"`
 }
 
 // LocalInfo describes this computer for the Connect page.
@@ -129,6 +135,10 @@ func (w *Workers) Local() (LocalInfo, error) {
 		h := Harness{ID: p.ID, Name: p.Name, CanRun: p.CanRun, ExtraDirs: p.ExtraDirs, Safety: p.Safety}
 		if d, ok := found[p.ID]; ok {
 			h.Path, h.Version, h.Found, h.Note = d.Path, d.Version, d.Path != "", d.Note
+			h.Tested = d.Tested
+		}
+		if r, ok := harness.Tested(p.ID); ok {
+			h.TestedRange = r.String()
 		}
 		if p.ID == harness.Custom {
 			h.Found = true

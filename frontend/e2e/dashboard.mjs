@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { sendTask } from "./newtask.mjs";
 import { runWorkers } from "./workers.mjs";
+import { runMeshTrust } from "./meshtrust.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FRONTEND = resolve(HERE, "..");
@@ -36,6 +37,7 @@ const tmp = mkdtempSync(join(tmpdir(), "ccr-dash-"));
 const dataDir = join(tmp, "data");
 let relay = null;
 let publicRelay = null; // the second relay, started with --public-url
+const extraRelays = []; // relays the mesh trust scenario starts
 let browser = null;
 let step = "setup";
 const logPath = join(OUT, "relay.log");
@@ -53,6 +55,13 @@ async function cleanup() {
     relay.kill("SIGTERM");
     await Promise.race([new Promise((r) => relay.once("exit", r)), new Promise((r) => setTimeout(r, 10000))]);
     if (relay.exitCode === null) relay.kill("SIGKILL");
+  }
+  for (const r of extraRelays) {
+    if (r.exitCode === null) {
+      r.kill("SIGTERM");
+      await Promise.race([new Promise((res) => r.once("exit", res)), new Promise((res) => setTimeout(res, 10000))]);
+      if (r.exitCode === null) r.kill("SIGKILL");
+    }
   }
   if (publicRelay && publicRelay.exitCode === null) {
     publicRelay.kill("SIGTERM");
@@ -421,6 +430,8 @@ async function main() {
   await ppage.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
   await ppage.locator('[data-test="mesh-relays"] [data-relay="e2e-relay"]').getByText("This relay").waitFor();
   await shot(ppage, "20-mesh-joined");
+  await runMeshTrust({ page: ppage, bin, tmp, log, base: base2, port: port2, dataDir: dataDir2, freePort, poll, shot, say, check,
+    setStep: (s) => (step = s), track: (p) => extraRelays.push(p) });
   await pctx.close();
   say(`with --public-url the invite names ${publicURL}`);
 

@@ -26,6 +26,10 @@ const (
 	DefaultHost = "127.0.0.1"
 	DefaultPort = 4318
 	TokenFile   = "api-token"
+	// MinTokenLen is the shortest admin token accepted from the
+	// environment on any address: failed guesses are rate-limited, but a
+	// short token would still fall to a patient guesser.
+	MinTokenLen = 24
 	// MinRemoteTokenLen is the shortest admin token accepted from the
 	// environment when the relay listens beyond loopback.
 	MinRemoteTokenLen = 32
@@ -227,6 +231,9 @@ func (c *Config) Finish() error {
 	}
 	if !loopback.Host(c.Host) && len(c.AllowedHosts) == 0 {
 		return fmt.Errorf("--host %s is not a loopback address: name the host names clients will use with --allowed-hosts (or %s)", c.Host, EnvAllowedHosts)
+	}
+	if c.APIToken != "" && len(c.APIToken) < MinTokenLen {
+		return fmt.Errorf("%s is %d characters: an admin token must be at least %d random characters (or unset it to use the generated one, see `crosschat-relay token`)", EnvAPIToken, len(c.APIToken), MinTokenLen)
 	}
 	if !loopback.Host(c.Host) && c.APIToken != "" && len(c.APIToken) < MinRemoteTokenLen {
 		return fmt.Errorf("%s is %d characters: a relay listening beyond loopback (--host %s) needs an admin token of at least %d random characters (or unset it to use the generated one)", EnvAPIToken, len(c.APIToken), c.Host, MinRemoteTokenLen)

@@ -8,8 +8,8 @@ import (
 )
 
 // TestShortEnvAdminTokenRefusedBeyondLoopback ensures a guessable admin
-// token from the environment is refused once the relay listens on a
-// network address, and still accepted on loopback.
+// token from the environment is refused: shorter than 24 characters on any
+// address, shorter than 32 once the relay listens on a network address.
 func TestShortEnvAdminTokenRefusedBeyondLoopback(t *testing.T) {
 	long := strings.Repeat("k", 32)
 	for _, tc := range []struct {
@@ -21,7 +21,10 @@ func TestShortEnvAdminTokenRefusedBeyondLoopback(t *testing.T) {
 		{"ShortOnNetwork", "0.0.0.0", "hunter2", true},
 		{"31OnNetwork", "192.0.2.10", long[:31], true},
 		{"32OnNetwork", "0.0.0.0", long, false},
-		{"ShortOnLoopback", "127.0.0.1", "hunter2", false},
+		{"ShortOnLoopback", "127.0.0.1", "hunter2", true},
+		{"23OnLoopback", "127.0.0.1", long[:23], true},
+		{"24OnLoopback", "127.0.0.1", long[:24], false},
+		{"24OnNetwork", "0.0.0.0", long[:24], true},
 		{"GeneratedOnNetwork", "0.0.0.0", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -33,7 +36,11 @@ func TestShortEnvAdminTokenRefusedBeyondLoopback(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			if err != nil && !strings.Contains(err.Error(), "at least 32") {
+			want := "at least 32"
+			if loopbackHost(tc.host) || len(tc.token) < 24 {
+				want = "at least 24"
+			}
+			if err != nil && !strings.Contains(err.Error(), want) {
 				t.Fatalf("unclear error: %v", err)
 			}
 		})
@@ -61,4 +68,9 @@ func TestEnvFileArg(t *testing.T) {
 			t.Errorf("EnvFileArg(%q) = %q %v, want %q %v", tc.args, got, found, tc.want, tc.found)
 		}
 	}
+}
+
+// loopbackHost reports whether host is one of the loopback hosts of these tests.
+func loopbackHost(host string) bool {
+	return host == "127.0.0.1" || host == "::1" || host == "localhost"
 }

@@ -10,13 +10,23 @@ import (
 
 // Mesh environment variables.
 const (
-	EnvNATS         = "CROSSCHAT_NATS"
-	EnvNATSCreds    = "CROSSCHAT_NATS_CREDS"
-	EnvNATSNKey     = "CROSSCHAT_NATS_NKEY"
-	EnvNATSTLSCA    = "CROSSCHAT_NATS_TLS_CA"
-	EnvNATSEmbed    = "CROSSCHAT_NATS_EMBED"
-	EnvNATSName     = "CROSSCHAT_NATS_NAME"
-	EnvNATSReplicas = "CROSSCHAT_NATS_REPLICAS"
+	EnvNATS          = "CROSSCHAT_NATS"
+	EnvNATSCreds     = "CROSSCHAT_NATS_CREDS"
+	EnvNATSNKey      = "CROSSCHAT_NATS_NKEY"
+	EnvNATSTLSCA     = "CROSSCHAT_NATS_TLS_CA"
+	EnvNATSEmbed     = "CROSSCHAT_NATS_EMBED"
+	EnvNATSName      = "CROSSCHAT_NATS_NAME"
+	EnvNATSReplicas  = "CROSSCHAT_NATS_REPLICAS"
+	EnvNATSEmbedOpen = "CROSSCHAT_NATS_EMBED_OPEN"
+	EnvMeshTrust     = "CROSSCHAT_MESH_TRUST"
+)
+
+// Mesh trust modes (--mesh-trust).
+const (
+	// TrustApproval: every relay seen waits for the operator's approval.
+	TrustApproval = "approval"
+	// TrustAccount: the NATS account is the boundary; every relay on it is trusted.
+	TrustAccount = "account"
 )
 
 // Mesh configures joining relays over NATS JetStream. The zero value is no mesh.
@@ -31,6 +41,10 @@ type Mesh struct {
 	Name string
 	// Replicas is the JetStream replica count: 1 for one server, 3 for a cluster.
 	Replicas int
+	// EmbedOpen lets anonymous clients into the embedded server (--nats-embed-open).
+	EmbedOpen bool
+	// Trust is TrustApproval (default) or TrustAccount (--mesh-trust).
+	Trust string
 }
 
 // Enabled reports whether the relay joins a mesh.
@@ -48,11 +62,18 @@ func (c *Config) meshFlags(fs *flag.FlagSet, env Env) {
 	fs.StringVar(&m.TLSCA, "nats-tls-ca", envOr(env, EnvNATSTLSCA, ""), "CA certificate file for NATS over TLS (env "+EnvNATSTLSCA+")")
 	fs.StringVar(&m.Embed, "nats-embed", envOr(env, EnvNATSEmbed, ""), "run a NATS server with JetStream inside this relay on HOST:PORT, stored in the data folder (env "+EnvNATSEmbed+")")
 	fs.StringVar(&m.Name, "nats-name", envOr(env, EnvNATSName, ""), "this relay's name in the mesh; default the host name (env "+EnvNATSName+")")
+	fs.BoolVar(&m.EmbedOpen, "nats-embed-open", envOr(env, EnvNATSEmbedOpen, "") == "1" || envOr(env, EnvNATSEmbedOpen, "") == "true",
+		"let clients into the embedded NATS server without credentials (anyone who can reach it joins the mesh; env "+EnvNATSEmbedOpen+")")
+	fs.StringVar(&m.Trust, "mesh-trust", envOr(env, EnvMeshTrust, TrustApproval),
+		"how relays are admitted: approval (each relay waits for `mesh trust`) or account (every relay on the NATS account is trusted; env "+EnvMeshTrust+")")
 	fs.IntVar(&m.Replicas, "nats-replicas", c.envInt(env, EnvNATSReplicas, 1), "JetStream replicas of the mesh stream and directory: 1, or 3 on a cluster (env "+EnvNATSReplicas+")")
 }
 
 // finish checks the mesh settings.
 func (m Mesh) finish() error {
+	if m.Trust != TrustApproval && m.Trust != TrustAccount {
+		return fmt.Errorf("--mesh-trust: must be approval or account, got %q", m.Trust)
+	}
 	if m.Replicas < 0 || m.Replicas > 5 {
 		return fmt.Errorf("--nats-replicas: must be 1..5, got %d", m.Replicas)
 	}

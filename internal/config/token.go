@@ -9,8 +9,9 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// EnsureDataDir creates the data directory, owner-only (0700), and tightens
-// the mode of an existing one that is wider.
+// EnsureDataDir creates the data directory, owner-only (0700; on Windows an
+// access list for the user and SYSTEM only), and tightens an existing one
+// that is wider.
 func (c Config) EnsureDataDir() error {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
@@ -24,7 +25,7 @@ func (c Config) EnsureDataDir() error {
 			return fmt.Errorf("restrict data dir: %w", err)
 		}
 	}
-	return nil
+	return restrictToOwner(c.DataDir)
 }
 
 // ErrNoToken means there is no admin token yet: the relay never ran with this data dir.

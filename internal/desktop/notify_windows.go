@@ -7,9 +7,15 @@ import (
 	"unicode/utf16"
 )
 
+// ToastAppID is the AppUserModelID the toasts are shown under. Windows shows
+// toasts of an unpackaged program only for an AppUserModelID registered
+// under HKCU\Software\Classes\AppUserModelId (RegisterURLScheme does it).
+const ToastAppID = "Crosschat.CrosschatRelay"
+
 // toastNotifier shows a Windows toast through PowerShell's WinRT access
-// (no extra library). A click brings the Start-menu app forward; it cannot
-// name the task (that needs a registered COM activator).
+// (no extra library). A click activates the toast's launch URL,
+// crosschat-relay://task/<id> (protocol activation): Windows starts the
+// registered program with the URL, and the running app shows the task.
 type toastNotifier struct{}
 
 func newNotifier(func(string)) (Notifier, error) { return toastNotifier{}, nil }
@@ -18,13 +24,23 @@ func xmlText(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace(s)
 }
 
-func (toastNotifier) Notify(n Notification) error {
-	script := `[Windows.UI.Notifications.ToastNotificationManager, Windows.UI.Notifications, ContentType = WindowsRuntime] | Out-Null
+// toastXML is the toast's XML: its text, and the URL a click opens.
+func toastXML(n Notification) string {
+	return `<toast activationType="protocol" launch="` + xmlText(TaskURL(n.TaskID)) + `"><visual><binding template="ToastGeneric"><text>` +
+		xmlText(n.Title) + `</text><text>` + xmlText(n.Body) + `</text></binding></visual></toast>`
+}
+
+// toastScript is the PowerShell that shows the toast.
+func toastScript(n Notification) string {
+	return `[Windows.UI.Notifications.ToastNotificationManager, Windows.UI.Notifications, ContentType = WindowsRuntime] | Out-Null
 [Windows.Data.Xml.Dom.XmlDocument, Windows.Data.Xml.Dom.XmlDocument, ContentType = WindowsRuntime] | Out-Null
 $x = New-Object Windows.Data.Xml.Dom.XmlDocument
-$x.LoadXml('<toast><visual><binding template="ToastGeneric"><text>` + strings.ReplaceAll(xmlText(n.Title), "'", "''") + `</text><text>` + strings.ReplaceAll(xmlText(n.Body), "'", "''") + `</text></binding></visual></toast>')
-[Windows.UI.Notifications.ToastNotificationManager]::CreateToastNotifier('` + DisplayName + `').Show([Windows.UI.Notifications.ToastNotification]::new($x))`
-	u := utf16.Encode([]rune(script))
+$x.LoadXml('` + strings.ReplaceAll(toastXML(n), "'", "''") + `')
+[Windows.UI.Notifications.ToastNotificationManager]::CreateToastNotifier('` + ToastAppID + `').Show([Windows.UI.Notifications.ToastNotification]::new($x))`
+}
+
+func (toastNotifier) Notify(n Notification) error {
+	u := utf16.Encode([]rune(toastScript(n)))
 	b := make([]byte, 2*len(u))
 	for i, c := range u {
 		b[2*i], b[2*i+1] = byte(c), byte(c>>8)

@@ -26,7 +26,8 @@ type Service struct {
 	Exec []string
 	// System installs for the whole machine instead of the current user.
 	System bool
-	// User runs a system-wide service as this account (Linux system units).
+	// User runs a system-wide service as this account (a Linux system
+	// unit's User=, a macOS launchd daemon's UserName).
 	User string
 	// GOOS selects the service manager; default runtime.GOOS.
 	GOOS string
@@ -135,7 +136,11 @@ func (s Service) plist() string {
 		fmt.Fprintf(&b, "    <string>%s</string>\n", xmlEscape(a))
 	}
 	b.WriteString(`  </array>
-  <key>RunAtLoad</key><true/>
+`)
+	if s.System && s.User != "" {
+		fmt.Fprintf(&b, "  <key>UserName</key><string>%s</string>\n", xmlEscape(s.User))
+	}
+	b.WriteString(`  <key>RunAtLoad</key><true/>
   <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>
   <key>ThrottleInterval</key><integer>5</integer>
 </dict>

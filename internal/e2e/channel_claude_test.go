@@ -40,7 +40,9 @@ func (s *tmuxSession) screen() string {
 // tmux, against the fake model, with `crosschat-relay channel` loaded from
 // the project's .mcp.json. Another agent posts a task; nobody types; the
 // model's next request carries the task as a <channel source="crosschat">
-// event.
+// event. On Claude Code 2.1.332 this needs the channel to offer only the
+// legacy MCP protocol (internal/mcp ChannelProtocolVersions): its MCP log
+// then says "Channel notifications registered", which the test waits for.
 func TestClaudeChannelLive(t *testing.T) {
 	dir := cliFolder(t, "claude")
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -130,10 +132,13 @@ func TestClaudeChannelLive(t *testing.T) {
 	if out, err := s.run("send-keys", "-t", "main", "Enter"); err != nil {
 		t.Fatalf("send-keys: %v %s", err, out)
 	}
-	// The session is up once the warning is gone and the channel is listed.
+	// The session is up once the warning is gone and the prompt waits for
+	// input (an empty "❯" line). Not the word "crosschat": the project's
+	// folder, shown in the header, holds it from the first screen; and
+	// 2.1.332 folds the channel notice away behind its auto-mode notice.
 	waitFor(t, "the session to start", func() bool {
-		sc := strings.ToLower(s.screen())
-		return !strings.Contains(sc, "loading development channels") && strings.Contains(sc, "crosschat")
+		sc := s.screen()
+		return !strings.Contains(strings.ToLower(sc), "loading development channels") && emptyPrompt(sc)
 	}, dump)
 	// And once Claude Code connected the channel server (its MCP log says so).
 	waitFor(t, "Claude Code to register the channel", func() bool {
@@ -167,6 +172,17 @@ func TestClaudeChannelLive(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// emptyPrompt reports whether the screen shows Claude Code's input prompt
+// with nothing typed: a line that is just "❯".
+func emptyPrompt(screen string) bool {
+	for _, line := range strings.Split(screen, "\n") {
+		if strings.TrimSpace(line) == "❯" {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSONFile(t *testing.T, path string, v any) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +250,11 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 	} else {
 		t.Errorf("the relay's MCP tools were not offered to the model; tools: %v", seen.ToolsOffered)
 	}
+	// Claude Code 2.1.332 defers MCP tools behind ToolSearch unless their
+	// server is "alwaysLoad", which the preset sets for the run's server.
+	if len(seen.ToolSearches) > 0 || len(seen.Deferred) > 0 {
+		t.Errorf("the run's own MCP server was not loaded up front: deferred %v, searched %v", seen.Deferred, seen.ToolSearches)
+	}
 
 	// The file: a step from the CLI's stream and the files entry.
 	path := filepath.Join(work, file)
@@ -463,4 +469,76 @@ func writeFile(path, s string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// TestRealCLIsToolSearch runs Claude Code as a worker through the custom
+// preset with the run's plain mcp.json, which has no "alwaysLoad": from
+// 2.1.332 on, Claude Code then defers the relay's tools behind ToolSearch
+// (the request names them in a system message and sends only ToolSearch).
+// The fake model loads list_agents and post_task with ToolSearch
+// ("select:<tool>") and calls them, so the hand-off proves post_task went
+// through the run's own MCP server the deferred way. On versions that send
+// the tools up front (2.1.197) the same run calls them directly.
+func TestRealCLIsToolSearch(t *testing.T) {
+	bin := cliFolder(t, "claude")
+	program := filepath.Join(bin, "claude")
+	if _, err := os.Stat(program); err != nil {
+		t.Fatalf("claude: %v (run npm ci in .ci/clis)", err)
+	}
+	tc := cases()[0]
+	base := filepath.Join(newRoot(t), "claude-toolsearch")
+	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+	marker := fmt.Sprintf("e2e-search-%d", time.Now().UnixNano()%1e6)
+	file := "REVIEW-search.md"
+	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer"})
+	r := startRelay(t, filepath.Join(base, "data"))
+	for _, a := range []relay.CreateAgentInput{
+		{Slug: "builder", DisplayName: "Builder", ModelSlug: "claude", Capabilities: []string{"file-system"}},
+		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
+	} {
+		if _, err := r.Services.Agents.Create(a); err != nil {
+			t.Fatalf("create agent %s: %v", a.Slug, err)
+		}
+	}
+	if _, err := r.Services.Workers.Save(relay.WorkerConfig{
+		AgentSlug: "builder", Harness: relay.HarnessCustom, Command: program, Workdir: work, PromptMode: relay.PromptStdin,
+		Args: []string{"-p", "--output-format", "text", "--permission-mode", "acceptEdits",
+			"--mcp-config", "{mcp_config}", "--allowedTools", "mcp__crosschat-run"},
+		AllowedSenders: []string{"operator"}, TimeoutMinutes: 5, Enabled: true, Exclusive: true, Env: names,
+	}); err != nil {
+		t.Fatalf("save worker: %v", err)
+	}
+	task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "builder", Title: "Review notes " + marker,
+		Instructions: "Write " + file + " with a short review, and hand the review itself to the reviewer agent."})
+	if err != nil {
+		t.Fatalf("post task: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logFailure(t, r, task.ID, fm)
+		}
+	})
+	d := waitDone(t, r, task.ID, 1, r.Config().DataDir, map[string]bool{})
+	seen := fm.Seen()
+	last := d.Task.Reports[len(d.Task.Reports)-1]
+	if d.Task.Status != relay.StatusCompleted || !strings.Contains(last.Result, e2e.FinalPrefix+marker) {
+		t.Fatalf("task %s, last report %s: %q / result %q", d.Task.Status, last.Kind, last.Message, last.Result)
+	}
+	child := e2e.TaskID(seen.Results["post_task"])
+	var handedOff bool
+	for _, c := range d.Related.Children {
+		handedOff = handedOff || c.ID == child && c.RecipientSlug == "reviewer" && c.SenderSlug == "builder"
+	}
+	if child == "" || !handedOff {
+		t.Fatalf("post_task did not hand off through the run's server: result %q, children %+v", seen.Results["post_task"], d.Related.Children)
+	}
+	if len(seen.Deferred) == 0 {
+		t.Logf("this Claude Code sent the relay's tools up front (no ToolSearch); called directly")
+		return
+	}
+	want := "select:mcp__" + "crosschat-run__post_task"
+	if !slices.Contains(seen.Deferred, "mcp__crosschat-run__post_task") || !slices.Contains(seen.ToolSearches, want) {
+		t.Fatalf("deferred %v, searches %v; want post_task deferred and loaded with %q", seen.Deferred, seen.ToolSearches, want)
+	}
+	t.Logf("deferred %v; loaded with ToolSearch %v; post_task made %s", seen.Deferred, seen.ToolSearches, child)
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,8 +71,14 @@ type Seen struct {
 	Requests []string
 	// ToolsOffered are the tool names of the last main-loop request.
 	ToolsOffered []string
-	// MCPOffered tells whether the relay's list_agents was among the tools.
+	// MCPOffered tells whether the relay's list_agents was among the tools,
+	// sent up front or deferred behind ToolSearch.
 	MCPOffered bool
+	// Deferred are the MCP tools a request named as deferred (Claude Code
+	// 2.1.332 and later: loaded through ToolSearch), first request first.
+	Deferred []string
+	// ToolSearches are the ToolSearch queries the fake model made.
+	ToolSearches []string
 	// Results maps a tool step ("list_agents", "post_task", "command",
 	// "file") to the text of the result the CLI sent back.
 	Results map[string]string
@@ -150,6 +157,8 @@ func (f *FakeModel) Seen() Seen {
 	s := f.seen
 	s.Requests = append([]string(nil), s.Requests...)
 	s.ToolsOffered = append([]string(nil), s.ToolsOffered...)
+	s.Deferred = append([]string(nil), s.Deferred...)
+	s.ToolSearches = append([]string(nil), s.ToolSearches...)
 	s.Problems = append([]string(nil), s.Problems...)
 	s.ChannelBodies = append([]string(nil), s.ChannelBodies...)
 	s.SessionRequests = append([]string(nil), s.SessionRequests...)
@@ -180,6 +189,31 @@ type item struct {
 type turn struct {
 	tools []string
 	items []item
+	// deferred are MCP tools the request names but does not send (their
+	// schemas load through search, the ToolSearch tool).
+	deferred []string
+	search   string
+}
+
+// ToolSearch is Claude Code's tool that loads deferred tools (2.1.332 and
+// later defer MCP tools behind it unless their server is "alwaysLoad").
+// Called with {"query": "select:<tool>"}, its result is a tool_reference
+// and the next request sends that tool's schema in tools[].
+const ToolSearch = "ToolSearch"
+
+// deferredName matches an MCP tool name as Claude Code writes it.
+var deferredName = regexp.MustCompile(`mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_]+`)
+
+// findDeferred lists the MCP tool names the body mentions that are not
+// among tools (Claude Code names deferred tools in a system message).
+func findDeferred(body string, tools []string) []string {
+	var out []string
+	for _, n := range deferredName.FindAllString(body, -1) {
+		if !slices.Contains(tools, n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // step is the fake model's answer: some text and/or one tool call.
@@ -276,14 +310,18 @@ func (f *FakeModel) next(t turn, body string) step {
 		return step{text: Round2Prefix + s.Marker + " " + verdict}
 	}
 
-	// First round: one step per tool result already in the request.
+	// First round: one step per tool result already in the request
+	// (ToolSearch's own results load tools; they are no step).
 	var results []item
 	for _, it := range t.items {
-		if it.kind == "result" {
+		if it.kind == "result" && it.name != ToolSearch {
 			results = append(results, it)
 		}
 	}
-	list, post, ns := f.mcpTools(t.tools)
+	if len(t.deferred) > 0 && f.seen.Deferred == nil {
+		f.seen.Deferred = t.deferred
+	}
+	list, post, ns := f.mcpTools(append(slices.Clone(t.tools), t.deferred...))
 	f.seen.MCPOffered = list != ""
 	var plan []step
 	if list != "" {
@@ -310,7 +348,14 @@ func (f *FakeModel) next(t turn, body string) step {
 		}
 	}
 	if len(results) < len(plan) {
-		return plan[len(results)]
+		next := plan[len(results)]
+		if t.search != "" && slices.Contains(t.deferred, next.tool) {
+			// Not loaded yet: load it through ToolSearch first.
+			q := "select:" + next.tool
+			f.seen.ToolSearches = append(f.seen.ToolSearches, q)
+			return step{tool: t.search, args: map[string]any{"query": q, "max_results": 5}}
+		}
+		return next
 	}
 	return step{text: FinalPrefix + s.Marker + ": wrote " + s.File + " and handed the review to " + s.HandOffTo + "."}
 }
@@ -375,8 +420,26 @@ func (f *FakeModel) fileStep() step {
 
 func (f *FakeModel) anthropic(w http.ResponseWriter, r *http.Request, req map[string]any, body string) {
 	var t turn
+	// A deferred tool is sent with defer_loading: true; the API loads its
+	// schema once the conversation references it: a ToolSearch result
+	// ({"type": "tool_reference", "tool_name": …}), or, in a resumed
+	// session, a system message's "tool_addition" blocks
+	// ({"tool": {"type": "tool_reference", "name": …}}) for the tools that
+	// "just became available" (an alwaysLoad server).
+	loaded := map[string]bool{}
+	walkToolReferences(req["messages"], func(name string) { loaded[name] = true })
 	for _, tool := range arr(req, "tools") {
-		t.tools = append(t.tools, str(asObj(tool), "name"))
+		name := str(asObj(tool), "name")
+		if name == ToolSearch {
+			t.search = name
+		}
+		if deferLoading, _ := asObj(tool)["defer_loading"].(bool); deferLoading && !loaded[name] {
+			continue // not callable until loaded (or a placeholder)
+		}
+		t.tools = append(t.tools, name)
+	}
+	if t.search != "" {
+		t.deferred = findDeferred(body, t.tools)
 	}
 	names := map[string]string{}
 	for _, m := range arr(req, "messages") {
@@ -581,6 +644,28 @@ func (f *FakeModel) gemini(w http.ResponseWriter, req map[string]any, body strin
 }
 
 // --- helpers --------------------------------------------------------------
+
+// walkToolReferences calls found with the tool name of every
+// {"type": "tool_reference"} object anywhere in v.
+func walkToolReferences(v any, found func(name string)) {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			walkToolReferences(e, found)
+		}
+	case map[string]any:
+		if str(t, "type") == "tool_reference" {
+			if n := str(t, "tool_name"); n != "" {
+				found(n)
+			} else if n := str(t, "name"); n != "" {
+				found(n)
+			}
+		}
+		for _, e := range t {
+			walkToolReferences(e, found)
+		}
+	}
+}
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	cclient "github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -119,16 +121,24 @@ func waitPort(t *testing.T, port int, what string) {
 type meshProc struct {
 	name, dir, nats string
 	port            int
-	cmd             *exec.Cmd
-	done            chan struct{}
-	out             *testkit.Buffer
+	// meshArgs, when set, replace the NATS flags (and the operator slug:
+	// the default one is kept).
+	meshArgs []string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	out      *testkit.Buffer
 }
 
 func (r *meshProc) start(t *testing.T) {
 	t.Helper()
 	r.out = &testkit.Buffer{}
-	r.cmd = exec.Command(relayBinary(t), "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(r.port), "--data-dir", r.dir,
-		"--operator-slug", "operator-"+r.name, "--nats", r.nats, "--nats-name", r.name, "--nats-replicas", "3")
+	args := []string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(r.port), "--data-dir", r.dir}
+	if r.meshArgs != nil {
+		args = append(args, r.meshArgs...)
+	} else {
+		args = append(args, "--operator-slug", "operator-"+r.name, "--nats", r.nats, "--nats-name", r.name, "--nats-replicas", "3")
+	}
+	r.cmd = exec.Command(relayBinary(t), args...)
 	r.cmd.Env = childEnv()
 	r.cmd.Dir = r.dir
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
@@ -297,6 +307,7 @@ func TestMeshEndToEnd(t *testing.T) {
 	for _, r := range []*meshProc{ra, rb, rc} {
 		r.start(t)
 	}
+	trustAll(t, ra, rb, rc)
 	alice, bob, carol := addMeshAgent(t, ra, "alice"), addMeshAgent(t, rb, "bob"), addMeshAgent(t, rc, "carol")
 	for _, a := range []meshAgent{alice, bob, carol} {
 		a.call(t, "heartbeat", map[string]any{}, nil)
@@ -485,4 +496,146 @@ func scrapeMetrics(t *testing.T, port int) string {
 		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
 	}
 	return string(b)
+}
+
+// loc is the CLI's flags that find relay r.
+func (r *meshProc) loc() []string {
+	return []string{"--port", strconv.Itoa(r.port), "--data-dir", r.dir}
+}
+
+// trust runs `mesh trust NAME` on r until the other relay has been seen.
+func (r *meshProc) trust(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		cmd := exec.Command(relayBinary(t), append([]string{"mesh", "trust", name}, r.loc()...)...)
+		cmd.Env = childEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil && strings.Contains(string(out), "is trusted") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mesh trust %s on %s: %v %s", name, r.name, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// trustAll makes each relay's operator trust every other relay.
+func trustAll(t *testing.T, rs ...*meshProc) {
+	t.Helper()
+	for _, r := range rs {
+		for _, o := range rs {
+			if r != o {
+				r.trust(t, o.name)
+			}
+		}
+	}
+}
+
+// bridge is the dashboard's API of relay r, signed in with its admin token.
+func (r *meshProc) bridge(t *testing.T) *cclient.Client {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(r.dir, config.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cclient.New("http://127.0.0.1:"+strconv.Itoa(r.port), strings.TrimSpace(string(tok)))
+}
+
+// The default flow with real processes: relay A embeds NATS (with its
+// credential), relay B joins with what `mesh invite` prints, both keep
+// the default operator slug. Before B trusts A, the operator's task to bee
+// waits, held; once trusted, bee claims and completes it, A's task is
+// completed and A's operator reads task-claimed and task-completed once each.
+func TestMeshDefaultOperatorEndToEnd(t *testing.T) {
+	if os.Getenv("CROSSCHAT_E2E_MESH") == "" {
+		t.Skip("set CROSSCHAT_E2E_MESH=1 (make e2e-mesh) to run the mesh with real processes")
+	}
+	relayBinary(t)
+	embed := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	ra := &meshProc{name: "relay-a", dir: t.TempDir(), port: testkit.FreePort(t), meshArgs: []string{"--nats-embed", embed, "--nats-name", "relay-a"}}
+	ra.start(t)
+	var inv struct{ URL, Command string }
+	if err := json.Unmarshal(cli(t, append([]string{"mesh", "invite", "--json"}, ra.loc()...)...), &inv); err != nil || !strings.Contains(inv.URL, "crosschat:") {
+		t.Fatalf("mesh invite: %+v %v", inv, err)
+	}
+	rb := &meshProc{name: "relay-b", dir: t.TempDir(), port: testkit.FreePort(t), meshArgs: []string{"--nats", inv.URL, "--nats-name", "relay-b"}}
+	rb.start(t)
+	bee := addMeshAgent(t, rb, "bee")
+	bee.call(t, "heartbeat", map[string]any{}, nil)
+	ra.trust(t, "relay-b")
+
+	ctx := context.Background()
+	ba, bb := ra.bridge(t), rb.bridge(t)
+	var task relay.Task
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := ba.Call(ctx, "Tasks", "Post", &task, map[string]any{"recipientSlug": "bee", "title": "From A's operator", "instructions": "Say hi."})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("post to bee on A: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Held on B until B's operator trusts A.
+	var st struct {
+		Held []struct{ TaskID, Reason, Sender string }
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := json.Unmarshal(cli(t, append([]string{"mesh", "status", "--json"}, rb.loc()...)...), &st); err == nil &&
+			len(st.Held) == 1 && st.Held[0].TaskID == task.ID && st.Held[0].Reason == "untrusted" && st.Held[0].Sender == "operator@relay-a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's held envelopes: %+v", st.Held)
+		}
+	}
+	out := string(cli(t, append([]string{"mesh", "relays"}, rb.loc()...)...))
+	if !strings.Contains(out, "relay-a") || !strings.Contains(out, "pending") || !strings.Contains(out, "SHA256:") || !strings.Contains(out, task.ID) {
+		t.Fatalf("mesh relays on B before trust:\n%s", out)
+	}
+	rb.trust(t, "relay-a")
+
+	var claimed struct{ Task *relay.Task }
+	bee.call(t, "claim_next_task", map[string]any{"waitMs": 25000}, &claimed)
+	if claimed.Task == nil || claimed.Task.ID != task.ID || claimed.Task.SenderSlug != "operator@relay-a" {
+		t.Fatalf("bee claimed %+v; want %s from operator@relay-a", claimed.Task, task.ID)
+	}
+	bee.call(t, "report_task", map[string]any{"taskId": task.ID, "kind": "completed", "message": "Hi from B."}, nil)
+
+	type detail struct{ Task relay.Task }
+	var d detail
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := ba.Call(ctx, "Tasks", "Get", &d, task.ID); err == nil && d.Task.Status == relay.StatusCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's task: %+v\nA's log:\n%s", d.Task, ra.out.String())
+		}
+	}
+	time.Sleep(time.Second) // lets a stray duplicate land before the count
+	var evs []relay.Event
+	if err := ba.Call(ctx, "Events", "List", &evs, relay.EventFilter{Agent: "operator", Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].TaskID == task.ID {
+			got = append(got, evs[i].Type)
+		}
+	}
+	if strings.Join(got, ",") != relay.EventTaskClaimed+","+relay.EventTaskCompleted {
+		t.Fatalf("A's operator read %v; want task-claimed and task-completed once each", got)
+	}
+	if err := bb.Call(ctx, "Events", "List", &evs, relay.EventFilter{Agent: "operator", Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.TaskID == task.ID {
+			t.Fatalf("B's own operator was told of A's operator's task: %+v", e)
+		}
+	}
 }

@@ -390,7 +390,10 @@ func TestClaudePlugin(t *testing.T) {
 		out, _ := s.run("capture-pane", "-p", "-J", "-t", name)
 		return out
 	}
-	ready := func(sc string) bool { return strings.Contains(sc, "for shortcuts") }
+	// Ready for input: 2.1.197 shows "? for shortcuts" under the prompt;
+	// 2.1.332 shows its auto-mode line there instead, so the empty prompt
+	// line ("❯") is the sign on both.
+	ready := func(sc string) bool { return strings.Contains(sc, "for shortcuts") || emptyPrompt(sc) }
 
 	// A session in a new folder registers it.
 	start("first", first)

@@ -113,7 +113,7 @@ func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			s := fm.Seen()
-			t.Logf("fake model: requests %v\nsession requests %q\nturns %+v\nheld %q\nproblems %v", s.Requests, s.SessionRequests, s.SessionTurns, s.Held, s.Problems)
+			t.Logf("fake model: requests %v\nsession requests %q\nturns %+v\nheld %q\nproblems %v\nlast tools %v", s.Requests, s.SessionRequests, s.SessionTurns, s.Held, s.Problems, s.ToolsOffered)
 		}
 	})
 	tokens := map[string]bool{}

@@ -23,6 +23,14 @@ const (
 // (through DEEPSEEK_MCP_CONFIG). It names the token's variable, never the token.
 const CodewhaleMCPFile = "codewhale-mcp.json"
 
+// ClaudeMCPFile is the run-folder MCP configuration Claude Code reads the
+// run's own server from (--mcp-config). It marks that server "alwaysLoad":
+// Claude Code 2.1.332 otherwise defers MCP tools behind its ToolSearch tool,
+// so the model would not see the relay's tools the prompt names (2.1.197
+// accepts the key and always sent the tools). Only the run's server gets it;
+// the token stays a reference to the run's environment, never on disk.
+const ClaudeMCPFile = "claude-mcp.json"
+
 // GeminiSettingsFile is the run-folder settings file that gives a Gemini run
 // the relay's tools (as Gemini's system settings, with the server trusted).
 const GeminiSettingsFile = "gemini-settings.json"
@@ -61,7 +69,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 	case ClaudeCode:
 		args = []string{"-p", "--output-format", "stream-json", "--verbose",
 			"--permission-mode", "acceptEdits",
-			"--mcp-config", req.MCPConfigFile,
+			"--mcp-config", joinPath(goos, req.RunDir, ClaudeMCPFile),
 			"--allowedTools", "mcp__" + runspec.RunServer}
 		for _, d := range req.ExtraDirs {
 			args = append(args, "--add-dir", d)
@@ -70,6 +78,13 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 			args = append(args, "--resume", req.ResumeSession)
 		}
 		spec.Stdin = req.Prompt
+		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
+			"type": "http", "url": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"},
+			"alwaysLoad": true}}})
+		if err != nil {
+			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
+		}
+		spec.Files = map[string]string{ClaudeMCPFile: string(cfg)}
 	case Codex:
 		mode := "workspace-write"
 		if (goos == "linux" || goos == "darwin") && c.SandboxOn() {
@@ -137,6 +152,10 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		}
 	}
 	program, pre, err := resolveProgram(c.Command, goos)
+	if err != nil && p.ID == Custom && isBatch(c.Command, goos) {
+		// The user's own batch script (not an npm shim) runs as it is.
+		program, pre, err = c.Command, nil, batchSafe(c.Command, args, c.PromptMode)
+	}
 	if err != nil {
 		return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 	}
@@ -219,6 +238,34 @@ func utf16Len(s string) int {
 func isScript(path string) bool {
 	l := strings.ToLower(path)
 	return strings.HasSuffix(l, ".js") || strings.HasSuffix(l, ".cjs") || strings.HasSuffix(l, ".mjs")
+}
+
+func isBatch(path, goos string) bool {
+	l := strings.ToLower(path)
+	return goos == "windows" && (strings.HasSuffix(l, ".cmd") || strings.HasSuffix(l, ".bat"))
+}
+
+// batchSafe allows a custom .cmd or .bat program only when nothing on its
+// command line is something cmd.exe would interpret: Windows runs a batch
+// file through cmd.exe, which expands % and !, and splits at & | < > ^
+// outside quotes, whatever quoting the arguments got. So the task never
+// goes on the command line (prompt from a file or stdin), and the program's
+// path and arguments (the run's file names, the user's own arguments) hold
+// none of those characters; parentheses only inside quoted (spaced) words.
+func batchSafe(command string, args []string, mode relay.PromptMode) error {
+	if mode == relay.PromptArgument {
+		return fmt.Errorf("can't run %s safely: a .cmd or .bat program gets the task from a file ({prompt_file}) or standard input, never as an argument (cmd.exe would interpret it)", command)
+	}
+	for _, a := range append([]string{command}, args...) {
+		bad := strings.ContainsAny(a, "\"%!^&|<>") || !strings.ContainsAny(a, " \t") && strings.ContainsAny(a, "()")
+		for _, r := range a {
+			bad = bad || r < 0x20 || r == 0x7f
+		}
+		if bad {
+			return fmt.Errorf("can't run %s safely: %q holds characters cmd.exe would interpret (\" %% ! ^ & | < > or a line break)", command, a)
+		}
+	}
+	return nil
 }
 
 // shimTarget finds the program an npm .cmd shim runs: "%dp0%\…" %* or "%~dp0\…" %*.

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,11 +102,27 @@ func TestBuildClaudeExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
+	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/claude-mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
 	if got := strings.Join(spec.Args, " "); got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
 	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != runspec.EventsClaudeStream || spec.ResultFile != "" {
 		t.Errorf("spec = %+v", spec)
+	}
+	// The run's own server, loaded up front (Claude Code 2.1.332 defers MCP
+	// tools behind ToolSearch otherwise), with the token left in the
+	// environment.
+	var cfg struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(spec.Files[harness.ClaudeMCPFile]), &cfg); err != nil {
+		t.Fatalf("%s: %v: %q", harness.ClaudeMCPFile, err, spec.Files[harness.ClaudeMCPFile])
+	}
+	run := cfg.MCPServers["crosschat-run"]
+	if len(cfg.MCPServers) != 1 || run["alwaysLoad"] != true || run["url"] != "http://127.0.0.1:4318/mcp" || run["type"] != "http" {
+		t.Errorf("%s = %s", harness.ClaudeMCPFile, spec.Files[harness.ClaudeMCPFile])
+	}
+	if h, _ := run["headers"].(map[string]any); h["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" {
+		t.Errorf("%s headers = %v, want the token as ${CROSSCHAT_TOKEN}", harness.ClaudeMCPFile, run["headers"])
 	}
 }
 
@@ -278,6 +295,52 @@ func TestBuildWindowsShims(t *testing.T) {
 	req.Config.Command = filepath.Join(dir, "missing.cmd")
 	if _, err := harness.Build(req, "windows"); err == nil || !strings.Contains(err.Error(), "can't run") {
 		t.Errorf("missing shim: err = %v", err)
+	}
+}
+
+// Ensure a custom .cmd or .bat program (not an npm shim) runs as it is when
+// nothing cmd.exe would interpret reaches its command line, and is refused
+// otherwise: never the task as an argument, never % ! ^ & | < > " in its
+// path or arguments. Other presets still refuse opaque scripts.
+func TestBuildWindowsCustomBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, command string
+		args          []string
+		mode          relay.PromptMode
+		err           string
+	}{
+		{"prompt file", `C:\Crosschat Work\answer.cmd`, []string{"{prompt_file}", "--out", "{result_file}"}, relay.PromptFile, ""},
+		{"stdin, parentheses in a quoted path", `C:\Program Files (x86)\agent\run.bat`, nil, relay.PromptStdin, ""},
+		{"task as an argument", `C:\work\answer.cmd`, nil, relay.PromptArgument, "never as an argument"},
+		{"percent in an argument", `C:\work\answer.cmd`, []string{"--home=%USERPROFILE%", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"ampersand in an argument", `C:\work\answer.cmd`, []string{"a&calc", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"quote in an argument", `C:\work\answer.cmd`, []string{`x" & calc & "`, "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"unquoted parenthesis", `C:\work\answer.cmd`, []string{"a)b", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"line break", `C:\work\answer.cmd`, []string{"a\r\nb", "{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+		{"caret in its path", `C:\wo^rk\answer.cmd`, []string{"{prompt_file}"}, relay.PromptFile, "cmd.exe would interpret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request("windows", harness.Custom, false, false)
+			req.Config.Command, req.Config.Args, req.Config.PromptMode = tc.command, tc.args, tc.mode
+			spec, err := harness.Build(req, "windows")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Program != tc.command || len(spec.Args) != len(tc.args) {
+				t.Errorf("got %s %q, want %s and %d arguments", spec.Program, spec.Args, tc.command, len(tc.args))
+			}
+		})
+	}
+	req := request("windows", harness.Gemini, false, false)
+	req.Config.Command = `C:\work\answer.cmd`
+	if _, err := harness.Build(req, "windows"); err == nil || !strings.Contains(err.Error(), "can't run") {
+		t.Errorf("an opaque batch file as Gemini: err = %v", err)
 	}
 }
 

@@ -71,11 +71,17 @@ type Detected struct {
 	// Path is the program found, "" when it is not installed.
 	Path string `json:"path,omitempty"`
 	// Version is the first line of `<path> --version`, "" when unknown.
-	Version   string `json:"version,omitempty"`
-	CanRun    bool   `json:"canRun"`
-	ExtraDirs bool   `json:"extraDirs"`
-	Safety    string `json:"safety,omitempty"`
-	Note      string `json:"note,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Tested tells where Version lies against TestedRange: VersionTested,
+	// VersionNewer, VersionOlder, or "" when unknown.
+	Tested string `json:"tested,omitempty"`
+	// TestedRange is the span of versions the relay's tests run ("2.1.197–2.1.332"),
+	// "" for presets no test runs.
+	TestedRange string `json:"testedRange,omitempty"`
+	CanRun      bool   `json:"canRun"`
+	ExtraDirs   bool   `json:"extraDirs"`
+	Safety      string `json:"safety,omitempty"`
+	Note        string `json:"note,omitempty"`
 }
 
 // Detect looks for every preset: on PATH first (on Windows with the
@@ -93,12 +99,16 @@ func Detect(ctx context.Context, env Env) []Detected {
 			d.Path = find(p, env)
 		}
 		d.Note = note(p, env, d.Path)
+		if r, ok := Tested(p.ID); ok {
+			d.TestedRange = r.String()
+		}
 		out[i] = d
 		if d.Path != "" {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				out[i].Version = version(ctx, env, d.Path)
+				out[i].Tested = CheckVersion(p.ID, out[i].Version)
 			}()
 		}
 	}

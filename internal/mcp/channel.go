@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,11 +68,69 @@ type Channel struct {
 	upstream *mcpclient.Client
 	stderr   io.Writer
 
-	readyOnce sync.Once
-	ready     chan struct{} // closed Settle after the client's first tools/list
-	settle    time.Duration
-	mu        sync.Mutex
-	session   string
+	readyOnce   sync.Once
+	ready       chan struct{} // closed Settle after the client's first tools/list
+	settle      time.Duration
+	mu          sync.Mutex
+	session     string
+	initialized bool // the client used the initialize handshake (legacy era)
+}
+
+// channelModernProblem is said on stderr when the client lists the tools
+// without the initialize handshake.
+const channelModernProblem = "this client connected with the 2026-07-28 MCP protocol, which cannot carry channel events, so none will reach the session. " +
+	"Use `crosschat-relay monitor` with this CLI instead (docs/live-sessions.md)."
+
+// ChannelOldestClaudeCode is the oldest Claude Code version channels were
+// tested with (the pin of .ci/clis).
+const ChannelOldestClaudeCode = "2.1.197"
+
+// ChannelClientProblem is what `crosschat-relay channel` says on stderr
+// about a client that cannot take channel events (any client but Claude
+// Code) or may not (a Claude Code older than ChannelOldestClaudeCode); ""
+// for a client that can.
+func ChannelClientProblem(client mcp.Implementation) string {
+	if client.Name != "claude-code" {
+		return fmt.Sprintf("the client %q is not Claude Code: it gets the relay's tools, but channel events are a Claude Code feature and will not reach the session. "+
+			"Use `crosschat-relay monitor` with this CLI instead (docs/live-sessions.md).", client.Name)
+	}
+	if v := client.Version; v != "" && olderVersion(v, ChannelOldestClaudeCode) {
+		return fmt.Sprintf("Claude Code %s is older than %s, the oldest version channels were tested with; if no events reach the session, update Claude Code or use `crosschat-relay monitor` (docs/live-sessions.md).",
+			v, ChannelOldestClaudeCode)
+	}
+	return ""
+}
+
+// olderVersion reports whether the x.y.z version a is before b; a version
+// that is not x.y.z is never older.
+func olderVersion(a, b string) bool {
+	pa, pb := strings.SplitN(a, ".", 3), strings.SplitN(b, ".", 3)
+	if len(pa) != 3 || len(pb) != 3 {
+		return false
+	}
+	for i := range 3 {
+		x, errX := strconv.Atoi(strings.TrimLeft(pa[i], "v"))
+		y, errY := strconv.Atoi(pb[i])
+		if errX != nil || errY != nil {
+			// "0-beta" and the like: compare the leading digits only.
+			x, y = leadingInt(pa[i]), leadingInt(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+func leadingInt(s string) int {
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
 }
 
 // NewChannel connects to the relay's MCP endpoint with the agent's token
@@ -138,8 +197,27 @@ func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 	)
+	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		c.mu.Lock()
+		c.initialized = true
+		c.mu.Unlock()
+		if msg := ChannelClientProblem(req.Params.ClientInfo); msg != "" {
+			fmt.Fprintln(c.stderr, "crosschat-relay channel: "+msg)
+		}
+	})
 	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
-		c.readyOnce.Do(func() { time.AfterFunc(c.settle, func() { close(c.ready) }) })
+		c.mu.Lock()
+		legacy := c.initialized
+		c.mu.Unlock()
+		c.readyOnce.Do(func() {
+			if !legacy {
+				// The client skipped initialize: it speaks the stateless
+				// 2026-07-28 protocol, which has no path for unsolicited
+				// notifications.
+				fmt.Fprintln(c.stderr, "crosschat-relay channel: "+channelModernProblem)
+			}
+			time.AfterFunc(c.settle, func() { close(c.ready) })
+		})
 	})
 	for _, t := range tools.Tools {
 		c.srv.AddTool(t, c.forward(t.Name))
@@ -196,10 +274,24 @@ func (c *Channel) forwardResource(ctx context.Context, req mcp.ReadResourceReque
 	return res.Contents, nil
 }
 
-// Serve speaks MCP on stdin/stdout until stdin ends or ctx is cancelled.
+// ChannelProtocolVersions are the MCP revisions the channel offers over
+// stdio: the legacy era only (initialize handshake, up to 2025-11-25).
+// Claude Code 2.1.332 asks first with server/discover at 2026-07-28; offered
+// that revision it settles on the modern era, which has no path for
+// unsolicited notifications, and skips channel notifications ("Channel
+// notifications skipped" in its MCP log). Offered only these, it falls back
+// to initialize and registers the channel. Claude Code 2.1.197 never sends
+// server/discover and is unaffected.
+func ChannelProtocolVersions() []string { return mcp.LegacyProtocolVersions() }
+
+// Serve speaks MCP on stdin/stdout until stdin ends or ctx is cancelled,
+// offering only ChannelProtocolVersions.
 func (c *Channel) Serve(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	s := server.NewStdioServer(c.srv)
 	s.SetErrorLogger(log.New(c.stderr, "crosschat-relay channel: ", 0))
+	s.SetContextFunc(func(ctx context.Context) context.Context {
+		return server.WithSupportedProtocolVersions(ctx, ChannelProtocolVersions())
+	})
 	return s.Listen(ctx, stdin, stdout)
 }
 

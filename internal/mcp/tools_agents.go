@@ -68,6 +68,9 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Capabilities: a.strings("capabilities", nil),
 			Details:      a.optStr("details"),
 		}
+		if err := checkRunScope(ctx, svc, p, "register_agent", runNever, ""); err != nil {
+			return nil, err
+		}
 		slug, err := a.actingAs(p, "slug")
 		if err != nil {
 			return nil, err
@@ -114,6 +117,9 @@ func heartbeat(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		selfSlug("agentSlug", "the agent that is alive"),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
+		if err := checkRunScope(ctx, svc, p, "heartbeat", runNever, ""); err != nil {
+			return nil, err
+		}
 		slug, err := a.actingAs(p, "agentSlug")
 		if err != nil {
 			return nil, err

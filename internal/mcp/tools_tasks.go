@@ -93,6 +93,9 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 	)
 	cs := claimStarter(svc)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
+		if err := checkRunScope(ctx, svc, p, "claim_next_task", runNever, ""); err != nil {
+			return nil, err
+		}
 		supplied := a.str("recipientSlug")
 		waitMs := a.integer("waitMs", 0, 0, maxWaitMs)
 		lease := a.integer("leaseSeconds", relay.DefaultLeaseSeconds, relay.MinLeaseSeconds, relay.MaxLeaseSeconds)
@@ -181,6 +184,9 @@ func renewTaskLease(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkRunScope(ctx, svc, p, "renew_task_lease", runOwnTask, id); err != nil {
+			return nil, err
+		}
 		slug, err := p.ActingSlug("reporterSlug", supplied)
 		if err != nil {
 			return nil, err
@@ -218,6 +224,9 @@ func reportTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if in, err = in.Validate(); err != nil {
 			return nil, err
 		}
+		if err := checkRunScope(ctx, svc, p, "report_task", runOwnTask, in.TaskID); err != nil {
+			return nil, err
+		}
 		if in.ReporterSlug, err = p.ActingSlug("reporterSlug", supplied); err != nil {
 			return nil, err
 		}
@@ -233,7 +242,7 @@ func reportTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 // request_changes: an acting slug, a task id and a required text.
 type taskTextCall func(ctx context.Context, slug, taskID, text string) (relay.Task, error)
 
-func taskTextHandler(slugField, textField, action string, call taskTextCall) server.ToolHandlerFunc {
+func taskTextHandler(svc relay.Service, tool string, rule runRule, slugField, textField, action string, call taskTextCall) server.ToolHandlerFunc {
 	return handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		supplied := a.str(slugField)
 		rawID := a.str("taskId")
@@ -247,6 +256,9 @@ func taskTextHandler(slugField, textField, action string, call taskTextCall) ser
 		}
 		text, err := relay.Text(textField, rawText, 1, relay.MaxLongText)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkRunScope(ctx, svc, p, tool, rule, id); err != nil {
 			return nil, err
 		}
 		slug, err := p.ActingSlug(slugField, supplied)
@@ -269,7 +281,7 @@ func releaseTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The claimed task."),
 		longTextParam("reason", "Why you are giving it back."),
 	)
-	return t, taskTextHandler("reporterSlug", "reason", "release", svc.ReleaseTask)
+	return t, taskTextHandler(svc, "release_task", runOwnTask, "reporterSlug", "reason", "release", svc.ReleaseTask)
 }
 
 func getTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -287,6 +299,9 @@ func getTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		id, err := relay.TaskID("taskId", rawID)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkRunScope(ctx, svc, p, "get_task", runConversation, id); err != nil {
 			return nil, err
 		}
 		slug, err := p.ActingSlug("requesterSlug", supplied)
@@ -309,7 +324,7 @@ func cancelTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The task to cancel."),
 		longTextParam("reason", "Why it is cancelled; the recipient sees it."),
 	)
-	return t, taskTextHandler("senderSlug", "reason", "cancel", svc.CancelTask)
+	return t, taskTextHandler(svc, "cancel_task", runConversation, "senderSlug", "reason", "cancel", svc.CancelTask)
 }
 
 func requeueTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -320,7 +335,7 @@ func requeueTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The blocked task."),
 		longTextParam("note", "How the blocker was resolved, or what to do now."),
 	)
-	return t, taskTextHandler("senderSlug", "note", "requeue", svc.RequeueTask)
+	return t, taskTextHandler(svc, "requeue_task", runConversation, "senderSlug", "note", "requeue", svc.RequeueTask)
 }
 
 func requestChanges(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -331,7 +346,7 @@ func requestChanges(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The completed task."),
 		longTextParam("note", "What to change."),
 	)
-	return t, taskTextHandler("senderSlug", "note", "request changes on", svc.RequestChanges)
+	return t, taskTextHandler(svc, "request_changes", runConversation, "senderSlug", "note", "request changes on", svc.RequestChanges)
 }
 
 // taskOut gives a task's lists as empty arrays rather than null.

@@ -37,7 +37,8 @@ func benchPairs(b *testing.B, mode string, n int) (pair, []string, []string) {
 	}
 	owner := a
 	if mode == "mesh" {
-		owner = startRelay(b, "relay-b", "", a.node.ClientURL())
+		owner = startRelay(b, "relay-b", "", a.node.InviteURL())
+		trustEachOther(b, a, owner)
 		p.owner = owner.svc
 	}
 	for _, r := range recipients {

@@ -26,8 +26,10 @@ type dirAgent struct {
 	Details      string   `json:"details,omitempty"`
 	Online       bool     `json:"online"`
 	// PublicKey is the key of the owning relay.
-	PublicKey string    `json:"publicKey"`
-	updated   time.Time // when the entry was last written
+	PublicKey string `json:"publicKey"`
+	// Sig is the owning relay's signature of the entry (dirSigned).
+	Sig     string    `json:"sig,omitempty"`
+	updated time.Time // when the entry was last written
 }
 
 // dirRelay is a relay's directory entry.
@@ -37,6 +39,7 @@ type dirRelay struct {
 	PublicKey string    `json:"publicKey"`
 	Address   string    `json:"address,omitempty"`
 	Outbox    int       `json:"outboxDepth"`
+	Sig       string    `json:"sig,omitempty"` // signed with PublicKey
 	updated   time.Time // when the entry was last written
 }
 
@@ -158,26 +161,63 @@ func (n *Node) refreshLoop() {
 		if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("sync directory", err)
 		}
-		if _, err := n.opts.Store.PruneApplied(ctx, 2*streamMaxAge); err != nil && n.ctx.Err() == nil {
+		if _, err := n.opts.Store.PruneApplied(ctx, dedupMemory); err != nil && n.ctx.Err() == nil {
 			n.setErr("prune applied messages", err)
 		}
 	})
 }
 
-// syncAgents gives the store the remote agents of the directory.
+// syncAgents records the relays of the directory (a new one is pending)
+// and gives the store the agents of trusted relays whose entries carry
+// their relay's signature. An entry for a slug an accepted entry holds,
+// written by anyone else, is ignored and reported as a conflict.
 func (n *Node) syncAgents(ctx context.Context) error {
 	n.mu.Lock()
+	rels := make([]dirRelay, 0, len(n.relays))
+	for _, r := range n.relays {
+		if r.ID != n.id.ID && relayEntryValid(r) {
+			rels = append(rels, r)
+		}
+	}
+	n.mu.Unlock()
+	for _, r := range rels {
+		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
+			return err
+		}
+	}
+	if n.opts.TrustAccount {
+		// Relays trusted as they were first seen: what they sent before
+		// their directory entry appeared is delivered now.
+		if err := n.releaseHeld(ctx, ""); err != nil {
+			return err
+		}
+	}
+	n.mu.Lock()
+	for slug, a := range n.agents {
+		if n.agentAccepted(a) {
+			n.good[slug] = a
+			delete(n.dirConflict, slug)
+			continue
+		}
+		if g, ok := n.good[slug]; ok && n.agentAccepted(g) {
+			n.dirConflict[slug] = fmt.Sprintf("%s: an entry naming relay %s was ignored (not trusted, or not signed by it); relay %s keeps the slug",
+				slug, a.RelayID, n.relayName(g))
+			continue
+		}
+		delete(n.good, slug)
+	}
+	for slug, g := range n.good {
+		if _, listed := n.agents[slug]; !listed || !n.agentAccepted(g) {
+			delete(n.good, slug)
+		}
+	}
 	var remote []relay.RemoteAgent
-	for _, a := range n.agents {
+	for _, a := range n.good {
 		if a.RelayID == n.id.ID {
 			continue
 		}
-		name := a.RelayName
-		if r, ok := n.relays[a.RelayID]; ok {
-			name = r.Name
-		}
 		remote = append(remote, relay.RemoteAgent{Slug: a.Slug, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
-			Capabilities: a.Capabilities, Details: a.Details, Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID, RelayName: name})
+			Capabilities: a.Capabilities, Details: a.Details, Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID, RelayName: n.relayName(a)})
 	}
 	n.mu.Unlock()
 	sort.Slice(remote, func(i, j int) bool { return remote[i].Slug < remote[j].Slug })
@@ -191,6 +231,18 @@ func (n *Node) syncAgents(ctx context.Context) error {
 	return nil
 }
 
+// relayName is the name of an agent's relay: the admission record's, the
+// directory's, else the entry's. Called with n.mu held.
+func (n *Node) relayName(a dirAgent) string {
+	if r, ok := n.trust[a.RelayID]; ok && r.Name != "" {
+		return r.Name
+	}
+	if r, ok := n.relays[a.RelayID]; ok {
+		return r.Name
+	}
+	return a.RelayName
+}
+
 // advertise writes this relay's entry and one per local agent.
 func (n *Node) advertise(ctx context.Context) error {
 	kv := n.bucket()
@@ -199,6 +251,7 @@ func (n *Node) advertise(ctx context.Context) error {
 		return err
 	}
 	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth}
+	r.Sig = n.id.sign(r.signedBytes())
 	b, _ := json.Marshal(r) // a struct of plain fields always marshals
 	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
 		return fmt.Errorf("advertise relay: %w", err)
@@ -239,6 +292,7 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 	kv := n.bucket()
 	e := dirAgent{Slug: a.Slug, RelayID: n.id.ID, RelayName: n.id.Name, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
 		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey}
+	e.Sig = n.id.sign(e.signedBytes())
 	b, _ := json.Marshal(e) // a struct of plain fields always marshals
 	key := agentKey(a.Slug)
 	for range 3 {
@@ -249,7 +303,7 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 			}
 		} else if err == nil {
 			var owner dirAgent
-			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID {
+			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner, true) {
 				return fmt.Errorf("slug %s: held by relay %s (%s)", a.Slug, owner.RelayName, owner.RelayID)
 			}
 			if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
@@ -262,6 +316,7 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 		e.updated = time.Now()
 		n.mu.Lock()
 		n.agents[a.Slug] = e
+		n.good[a.Slug] = e
 		n.mu.Unlock()
 		return nil
 	}
@@ -284,7 +339,9 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	key := agentKey(slug)
-	b, _ := json.Marshal(dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true})
+	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true}
+	entry.Sig = n.id.sign(entry.signedBytes())
+	b, _ := json.Marshal(entry)
 	for range 3 {
 		cur, err := kv.Get(cctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -301,10 +358,18 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 			return n.claimOffline(ctx, slug, err)
 		}
 		var owner dirAgent
-		if err := json.Unmarshal(cur.Value(), &owner); err != nil || owner.RelayID == n.id.ID {
-			return nil
+		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner, false) {
+			return n.taken(slug, owner.RelayID, owner.RelayName)
 		}
-		return n.taken(slug, owner.RelayID, owner.RelayName)
+		// Ours already, or a forged entry (not signed by the relay it names): take it.
+		_, err = kv.Update(cctx, key, b, cur.Revision())
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return n.claimOffline(ctx, slug, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("claim slug %s: the directory entry kept changing", slug)
 }
@@ -365,7 +430,7 @@ func (n *Node) ReleaseSlug(ctx context.Context, slug string) error {
 func (n *Node) isLocal(slug string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.agents[slug]
+	a, ok := n.good[slug]
 	return !ok || a.RelayID == n.id.ID
 }
 
@@ -373,14 +438,14 @@ func (n *Node) isLocal(slug string) bool {
 func (n *Node) AgentRelay(slug string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.agents[slug]
+	if i := strings.IndexByte(slug, '@'); i > 0 && relay.IsQualified(slug) {
+		return slug[i+1:] // a remote sender, slug@relay
+	}
+	a, ok := n.good[slug]
 	if !ok || a.RelayID == n.id.ID {
 		return n.id.Name
 	}
-	if r, ok := n.relays[a.RelayID]; ok {
-		return r.Name
-	}
-	return a.RelayName
+	return n.relayName(a)
 }
 
 // TaskMark returns the signature mark of a remote task, "" for a local one.
@@ -408,32 +473,86 @@ func (n *Node) fetchRelay(ctx context.Context, id string) (dirRelay, bool) {
 	return n.relay(id)
 }
 
-// Relays lists the directory's relays, this one first.
+// Relays lists the relays of the directory and those seen on envelopes,
+// this one first, each with its admission state and key fingerprint.
 func (n *Node) Relays() []RelayInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	count := map[string]int{}
-	for _, a := range n.agents {
+	for _, a := range n.good {
 		count[a.RelayID]++
 	}
 	out := []RelayInfo{}
-	self := false
+	seen := map[string]bool{}
 	for _, r := range n.relays {
+		if r.ID != n.id.ID && !relayEntryValid(r) {
+			continue
+		}
 		info := RelayInfo{ID: r.ID, Name: r.Name, Address: r.Address, Online: n.fresh(r.updated), LastSeen: relay.FormatTime(r.updated),
-			Agents: count[r.ID], Outbox: r.Outbox, Self: r.ID == n.id.ID}
-		self = self || info.Self
+			Agents: count[r.ID], Outbox: r.Outbox, Self: r.ID == n.id.ID, InDirectory: true}
+		n.admission(&info)
+		seen[r.ID] = true
 		out = append(out, info)
 	}
-	if !self {
-		out = append(out, RelayInfo{ID: n.id.ID, Name: n.id.Name, Address: n.opts.Address, Agents: count[n.id.ID], Self: true})
+	for id, t := range n.trust {
+		if seen[id] || id == n.id.ID {
+			continue
+		}
+		info := RelayInfo{ID: id, Name: t.Name, LastSeen: t.FirstSeen}
+		if info.Name == "" {
+			info.Name = id
+		}
+		n.admission(&info)
+		out = append(out, info)
+	}
+	if !seen[n.id.ID] {
+		info := RelayInfo{ID: n.id.ID, Name: n.id.Name, Address: n.opts.Address, Agents: count[n.id.ID], Self: true}
+		n.admission(&info)
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Self != out[j].Self {
 			return out[i].Self
 		}
-		return out[i].Name < out[j].Name
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID < out[j].ID
 	})
 	return out
+}
+
+// admission fills a relay's state and fingerprints. Called with n.mu held.
+func (n *Node) admission(info *RelayInfo) {
+	if info.Self {
+		info.State, info.Fingerprint = relay.RelayTrusted, Fingerprint(n.id.PublicKey)
+		return
+	}
+	t, ok := n.trust[info.ID]
+	if !ok {
+		info.State = relay.RelayPending
+		if r, ok := n.relays[info.ID]; ok {
+			info.Fingerprint = Fingerprint(r.PublicKey)
+		}
+		return
+	}
+	info.State, info.Fingerprint, info.NewFingerprint = t.State, Fingerprint(t.PublicKey), Fingerprint(t.NewKey)
+}
+
+// holds reports whether the entry holding a slug keeps it from this relay:
+// signed by the relay it names and, for an agent this relay already has
+// (local), from a relay this one trusts.
+func (n *Node) holds(owner dirAgent, local bool) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.ownerValid(owner) {
+		return false
+	}
+	if local {
+		r, ok := n.trust[owner.RelayID]
+		return ok && r.State == relay.RelayTrusted
+	}
+	return true
 }
 
 // AgentInfo is one agent of the directory.
@@ -453,11 +572,8 @@ func (n *Node) Agents() []AgentInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := []AgentInfo{}
-	for _, a := range n.agents {
-		name := a.RelayName
-		if r, ok := n.relays[a.RelayID]; ok {
-			name = r.Name
-		}
+	for _, a := range n.good {
+		name := n.relayName(a)
 		caps := a.Capabilities
 		if caps == nil {
 			caps = []string{}

@@ -1,17 +1,62 @@
 package mesh
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// embedCredFile holds the embedded server's credential in the data folder.
+const embedCredFile = "mesh-nats-embed.json"
+
+// EmbedCredential is the user and password the embedded server requires;
+// zero when it lets anyone in (--nats-embed-open).
+type EmbedCredential struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// LoadEmbedCredential reads the embedded server's credential from dir,
+// creating it (owner-only, a random 32-byte password) on first use.
+func LoadEmbedCredential(dir string) (EmbedCredential, error) {
+	var c EmbedCredential
+	path := filepath.Join(dir, embedCredFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return c, fmt.Errorf("mesh: embedded NATS credential: %w", err)
+		}
+		c = EmbedCredential{User: "crosschat", Password: hex.EncodeToString(raw)}
+		out, _ := json.MarshalIndent(c, "", "  ") // a struct of strings always marshals
+		if err := writeFile(path, out); err != nil {
+			return c, fmt.Errorf("mesh: embedded NATS credential: %w", err)
+		}
+		return c, nil
+	case err != nil:
+		return c, fmt.Errorf("mesh: embedded NATS credential: %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil || c.User == "" || len(c.Password) < 16 {
+		return c, fmt.Errorf("mesh: embedded NATS credential %s: not a credential (%v)", path, err)
+	}
+	return c, nil
+}
+
 // startEmbedded runs a NATS server with JetStream in this process, listening
-// on addr (HOST:PORT; port -1 picks a free one) and storing in dir.
-func startEmbedded(addr, dir, name string) (*server.Server, error) {
+// on addr (HOST:PORT; port -1 picks a free one) and storing in dir. With a
+// credential it refuses clients that do not give it.
+func startEmbedded(addr, dir, name string, cred EmbedCredential) (*server.Server, error) {
 	host, portS, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("mesh: embedded NATS address %q: %w", addr, err)
@@ -33,6 +78,8 @@ func startEmbedded(addr, dir, name string) (*server.Server, error) {
 		ln.Close()
 	}
 	srv, err := server.NewServer(&server.Options{
+		Username:   cred.User,
+		Password:   cred.Password,
 		ServerName: name,
 		Host:       host,
 		Port:       port,

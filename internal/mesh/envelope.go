@@ -2,9 +2,13 @@ package mesh
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -12,42 +16,76 @@ import (
 // maxEnvelope bounds a message from another relay (a task with its timeline).
 const maxEnvelope = 4 << 20
 
-// envelope is what travels on the stream: a body, who sent it to whom, and
-// the sender's signature over all of it.
+// envVersion is the envelope version this build writes and reads. Version 2
+// signs a timestamp; version 1 (no timestamp, so no replay window) is
+// refused, and a newer version is held until an upgrade can read it.
+const envVersion = 2
+
+// Replay limits: an envelope is applied only while its signed timestamp is
+// within replayWindow of the receiver's clock (maxSkew ahead at most).
+// Applied ids are remembered for dedupMemory, longer than the window, so an
+// envelope is either recognised by its id or refused by its age. The window
+// is longer than the stream keeps a message, so a relay that was away as
+// long as the stream remembers still applies what waited for it.
+const (
+	replayWindow = streamMaxAge + 24*time.Hour
+	dedupMemory  = 2 * streamMaxAge
+	maxSkew      = 10 * time.Minute
+)
+
+// envelope is what travels on the stream: a body, who sent it to whom and
+// when, and the sender's signature over all of it.
 type envelope struct {
 	V    int             `json:"v"`
 	ID   string          `json:"id"`
 	From string          `json:"from"`
 	To   string          `json:"to"`
+	TS   int64           `json:"ts"` // Unix milliseconds
 	Body json.RawMessage `json:"body"`
 	Sig  string          `json:"sig"`
 }
 
 // signed is the byte string a signature covers.
 func (e envelope) signed() []byte {
-	b := make([]byte, 0, len(e.Body)+96)
-	b = append(b, "crosschat-mesh/1\n"...)
+	b := make([]byte, 0, len(e.Body)+128)
+	b = append(b, "crosschat-mesh/"...)
+	b = strconv.AppendInt(b, int64(e.V), 10)
+	b = append(b, '\n')
 	b = append(b, e.ID...)
 	b = append(b, '\n')
 	b = append(b, e.From...)
 	b = append(b, '\n')
 	b = append(b, e.To...)
 	b = append(b, '\n')
+	b = strconv.AppendInt(b, e.TS, 10)
+	b = append(b, '\n')
 	return append(b, e.Body...)
 }
 
-// seal signs a change for relay to.
+// seal signs a change for relay to, stamped now.
 func seal(id Identity, msgID, to string, c relay.MeshChange) ([]byte, error) {
+	return sealAt(id, msgID, to, c, time.Now())
+}
+
+func sealAt(id Identity, msgID, to string, c relay.MeshChange, at time.Time) ([]byte, error) {
 	body, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode change: %w", err)
 	}
-	e := envelope{V: 1, ID: msgID, From: id.ID, To: to, Body: body}
+	e := envelope{V: envVersion, ID: msgID, From: id.ID, To: to, TS: at.UnixMilli(), Body: body}
 	e.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(id.priv, e.signed()))
 	return json.Marshal(e)
 }
 
-// decode parses an envelope without judging its signature.
+// errNewer is a well-formed envelope of a version newer than this build
+// reads: it is held, not dropped.
+var errNewer = errors.New("envelope of a newer version")
+
+// errOld is an envelope of version 1, which signs no timestamp.
+var errOld = errors.New("envelope of version 1 (no signed timestamp)")
+
+// decode parses an envelope without judging its signature. An envelope of
+// a newer version returns the envelope and errNewer.
 func decode(data []byte) (envelope, relay.MeshChange, error) {
 	var (
 		e envelope
@@ -59,8 +97,14 @@ func decode(data []byte) (envelope, relay.MeshChange, error) {
 	if err := json.Unmarshal(data, &e); err != nil {
 		return e, c, fmt.Errorf("decode envelope: %w", err)
 	}
-	if e.V != 1 || e.ID == "" || len(e.ID) > 64 || !validRelayID(e.From) {
+	if e.ID == "" || len(e.ID) > 64 || !validRelayID(e.From) {
 		return e, c, fmt.Errorf("decode envelope: version %d, id %q, from %q", e.V, e.ID, e.From)
+	}
+	switch {
+	case e.V > envVersion:
+		return e, c, errNewer
+	case e.V < envVersion:
+		return e, c, errOld
 	}
 	if err := json.Unmarshal(e.Body, &c); err != nil {
 		return e, c, fmt.Errorf("decode envelope body: %w", err)
@@ -70,7 +114,7 @@ func decode(data []byte) (envelope, relay.MeshChange, error) {
 
 // verify marks an envelope against the sender's pinned key: verified,
 // unverified (no key known) or mismatch (bad signature, or the directory
-// now lists another key than the one first seen).
+// now lists another key than the one pinned).
 func verify(e envelope, dirKey, pinned string) string {
 	if pinned == "" {
 		return relay.MarkUnverified
@@ -78,13 +122,29 @@ func verify(e envelope, dirKey, pinned string) string {
 	if dirKey != "" && dirKey != pinned {
 		return relay.MarkMismatch
 	}
-	pub, err := base64.StdEncoding.DecodeString(pinned)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		return relay.MarkMismatch
-	}
-	sig, err := base64.StdEncoding.DecodeString(e.Sig)
-	if err != nil || !ed25519.Verify(ed25519.PublicKey(pub), e.signed(), sig) {
+	if !checkSig(pinned, e.signed(), e.Sig) {
 		return relay.MarkMismatch
 	}
 	return relay.MarkVerified
+}
+
+// checkSig reports whether sig (base64) is key's (base64) signature of msg.
+func checkSig(key string, msg []byte, sig string) bool {
+	pub, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	s, err := base64.StdEncoding.DecodeString(sig)
+	return err == nil && ed25519.Verify(ed25519.PublicKey(pub), msg, s)
+}
+
+// Fingerprint is the short form of a relay key an operator compares:
+// SHA256: and the unpadded base64 of the key's SHA-256 ("" for no key).
+func Fingerprint(key string) string {
+	pub, err := base64.StdEncoding.DecodeString(key)
+	if err != nil || len(pub) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(pub)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }

@@ -120,3 +120,8 @@ func validRelayID(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
 }
+
+// sign returns the base64 Ed25519 signature of msg with the relay's key.
+func (id Identity) sign(msg []byte) string {
+	return base64.StdEncoding.EncodeToString(ed25519.Sign(id.priv, msg))
+}

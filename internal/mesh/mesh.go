@@ -65,7 +65,18 @@ type Options struct {
 	// Refresh is how often the directory entries are written again; their
 	// TTL is three times as long. Default DefaultRefresh.
 	Refresh time.Duration
-	Logger  *slog.Logger
+	// TrustAccount makes the NATS account the trust boundary
+	// (--mesh-trust account): every relay seen is trusted at once, and a
+	// changed key is taken with a warning. By default each relay waits for
+	// the operator's approval.
+	TrustAccount bool
+	// EmbedOpen lets anonymous clients into the embedded server
+	// (--nats-embed-open); by default it requires the credential kept in
+	// DataDir (see EmbedCredential).
+	EmbedOpen bool
+	Logger    *slog.Logger
+	// Now is the clock the replay window is judged by (tests move it); default time.Now.
+	Now func() time.Time
 }
 
 // Node is one relay's membership of the mesh.
@@ -87,13 +98,28 @@ type Node struct {
 	kv        jetstream.KeyValue
 	cons      jetstream.Consumer
 	watcher   jetstream.KeyWatcher
-	agents    map[string]dirAgent
+	agents    map[string]dirAgent // the bucket's agent entries, as written
+	good      map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
 	relays    map[string]dirRelay
+	trust     map[string]relay.MeshRelay // admission records (the store's, cached)
 	conflicts []string
-	lastErr   string
+	// dirConflict: slug → why an entry for it was ignored.
+	dirConflict map[string]string
+	lastErr     string
+	refused     map[string]int64
+	refusedSeen map[string]bool
+	refusals    []string
+	warnings    []string
+	embedCred   EmbedCredential
 
-	published, applied, duplicates, failures atomic.Int64
+	// applyMu orders applying: the consumer and the release of held
+	// envelopes never interleave.
+	applyMu sync.Mutex
+
+	published, applied, duplicates, failures, held atomic.Int64
 }
+
+func (n *Node) now() time.Time { return n.opts.Now() }
 
 // Start joins the mesh. It returns once the relay's identity is loaded, the
 // embedded server (if any) runs and a NATS connection is being made; the
@@ -112,6 +138,9 @@ func Start(opts Options) (*Node, error) {
 	if opts.Replicas <= 0 {
 		opts.Replicas = 1
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -121,14 +150,24 @@ func Start(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}),
-		agents: map[string]dirAgent{}, relays: map[string]dirRelay{}}
+		agents: map[string]dirAgent{}, good: map[string]dirAgent{}, relays: map[string]dirRelay{}, trust: map[string]relay.MeshRelay{},
+		dirConflict: map[string]string{}, refused: map[string]int64{}, refusedSeen: map[string]bool{}}
 	urls := opts.URLs
+	embedAuth := false
 	if opts.Embed != "" {
-		if n.srv, err = startEmbedded(opts.Embed, filepath.Join(opts.DataDir, "nats"), "crosschat-"+id.ID); err != nil {
+		if !opts.EmbedOpen {
+			if n.embedCred, err = LoadEmbedCredential(opts.DataDir); err != nil {
+				return nil, err
+			}
+		} else {
+			log.Warn("mesh: the embedded NATS server lets anyone who can reach it in without credentials (--nats-embed-open)", "addr", opts.Embed)
+		}
+		if n.srv, err = startEmbedded(opts.Embed, filepath.Join(opts.DataDir, "nats"), "crosschat-"+id.ID, n.embedCred); err != nil {
 			return nil, err
 		}
 		if len(urls) == 0 {
 			urls = []string{n.srv.ClientURL()}
+			embedAuth = !opts.EmbedOpen
 		}
 	}
 	copts := []nats.Option{
@@ -145,6 +184,9 @@ func Start(opts Options) (*Node, error) {
 			n.log.Info("mesh: reconnected to NATS", "url", c.ConnectedUrlRedacted())
 			n.poke()
 		}),
+	}
+	if embedAuth {
+		copts = append(copts, nats.UserInfo(n.embedCred.User, n.embedCred.Password))
 	}
 	if opts.CredsFile != "" {
 		copts = append(copts, nats.UserCredentials(opts.CredsFile))
@@ -234,6 +276,9 @@ func (n *Node) run() {
 		case <-time.After(time.Second):
 		}
 	}
+	if err := n.releaseHeld(n.ctx, ""); err != nil && n.ctx.Err() == nil {
+		n.setErr("deliver held envelopes", err)
+	}
 	close(n.ready)
 	n.wg.Add(3)
 	go n.watchDirectory()
@@ -290,6 +335,9 @@ func (n *Node) setup() error {
 	n.mu.Lock()
 	n.js, n.kv, n.cons = js, kv, cons
 	n.mu.Unlock()
+	if err := n.loadTrust(ctx); err != nil {
+		return err
+	}
 	if err := n.loadDirectory(ctx); err != nil {
 		return err
 	}
@@ -349,10 +397,12 @@ func (n *Node) subscribe() (<-chan relay.Change, func()) {
 
 // flush publishes the outbox in order, one acknowledged message at a time,
 // and deletes what NATS stored. It stops at the first failure, so nothing
-// later overtakes a message that did not go out.
+// later overtakes a message that did not go out. Rows for a relay this one
+// does not trust (pending after a key change, or blocked) wait in the
+// outbox until it is trusted.
 func (n *Node) flush() error {
 	for n.ctx.Err() == nil {
-		items, err := n.opts.Store.PendingOutbox(n.ctx, outboxBatch)
+		items, err := n.opts.Store.PendingOutbox(n.ctx, outboxBatch, n.untrusted()...)
 		if err != nil {
 			return err
 		}
@@ -405,63 +455,6 @@ func (n *Node) consumeLoop() {
 	<-cc.Closed()
 }
 
-// handle applies one message and acknowledges it after the commit. A
-// message that cannot be decoded is terminated (redelivery would not help);
-// a store failure leaves it to be delivered again.
-func (n *Node) handle(msg jetstream.Msg) {
-	e, change, err := decode(msg.Data())
-	if err != nil {
-		n.setErr("drop undecodable message", err)
-		if err := msg.Term(); err != nil {
-			n.setErr("terminate message", err)
-		}
-		return
-	}
-	mark, err := n.markOf(e)
-	if err != nil {
-		n.setErr("verify", err)
-		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
-		return
-	}
-	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, Mark: mark, Change: change})
-	if err != nil {
-		n.setErr("apply", err)
-		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
-		return
-	}
-	if applied {
-		n.applied.Add(1)
-	} else {
-		n.duplicates.Add(1)
-	}
-	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
-	defer cancel()
-	if err := msg.DoubleAck(ctx); err != nil {
-		// Applied already: a redelivery is recognised by its id and acknowledged.
-		n.setErr("ack", err)
-	}
-}
-
-// markOf judges an envelope's signature against the sender's key.
-func (n *Node) markOf(e envelope) (string, error) {
-	r, ok := n.relay(e.From)
-	if !ok {
-		// The watch may not have shown a new relay yet: ask the bucket.
-		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
-		r, ok = n.fetchRelay(ctx, e.From)
-		cancel()
-	}
-	dirKey := ""
-	if ok {
-		dirKey = r.PublicKey
-	}
-	pinned, err := n.opts.Store.PinRelayKey(n.ctx, e.From, dirKey)
-	if err != nil {
-		return "", err
-	}
-	return verify(e, dirKey, pinned), nil
-}
-
 // Status is the mesh as this relay sees it.
 type Status struct {
 	RelayID   string `json:"relayId"`
@@ -482,8 +475,23 @@ type Status struct {
 	Failures   int64  `json:"failures"`
 	LastError  string `json:"lastError,omitempty"`
 	// Conflicts are local slugs another relay holds in the directory.
-	Conflicts []string    `json:"conflicts,omitempty"`
-	Relays    []RelayInfo `json:"relays"`
+	Conflicts []string `json:"conflicts,omitempty"`
+	// DirectoryConflicts are directory entries ignored because they claim
+	// a slug a trusted relay (or this one) holds.
+	DirectoryConflicts []string `json:"directoryConflicts,omitempty"`
+	// Trust is approval (each relay waits for the operator) or account
+	// (--mesh-trust account: the NATS account is the boundary).
+	Trust string `json:"trust"`
+	// EmbedAuth is credential or open for an embedded server, "" without one.
+	EmbedAuth string `json:"embedAuth,omitempty"`
+	// Held are envelopes kept but not applied (relays not trusted, newer versions).
+	Held []HeldInfo `json:"held"`
+	// Refused counts envelopes refused, by reason; Refusals are the latest, one a line.
+	Refused  map[string]int64 `json:"refused"`
+	Refusals []string         `json:"refusals,omitempty"`
+	// Warnings are key changes seen.
+	Warnings []string    `json:"warnings,omitempty"`
+	Relays   []RelayInfo `json:"relays"`
 }
 
 // RelayInfo is one relay of the directory.
@@ -499,6 +507,14 @@ type RelayInfo struct {
 	// (its durable consumer's pending count); filled by Status.
 	Lag  uint64 `json:"consumerLag"`
 	Self bool   `json:"self"`
+	// State is pending, trusted or blocked (trusted for this relay).
+	State string `json:"state"`
+	// Fingerprint is the pinned key's (Fingerprint); NewFingerprint a
+	// different key the relay now shows, awaiting trust.
+	Fingerprint    string `json:"fingerprint"`
+	NewFingerprint string `json:"newFingerprint,omitempty"`
+	// InDirectory is false for a relay known only from an envelope.
+	InDirectory bool `json:"inDirectory"`
 }
 
 // Link names the NATS connection state.
@@ -546,7 +562,24 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	n.mu.Lock()
 	s.LastError = n.lastErr
 	s.Conflicts = append([]string(nil), n.conflicts...)
+	s.Refusals = append([]string(nil), n.refusals...)
+	s.Warnings = append([]string(nil), n.warnings...)
 	n.mu.Unlock()
+	s.DirectoryConflicts = n.dirConflicts()
+	s.Refused = n.Refused()
+	s.Trust = "approval"
+	if n.opts.TrustAccount {
+		s.Trust = "account"
+	}
+	if n.srv != nil {
+		s.EmbedAuth = "credential"
+		if n.opts.EmbedOpen {
+			s.EmbedAuth = "open"
+		}
+	}
+	if s.Held, err = n.Held(ctx); err != nil {
+		return s, err
+	}
 	s.Relays = n.Relays()
 	n.relayLags(ctx, s.Relays)
 	return s, nil

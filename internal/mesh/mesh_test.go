@@ -37,16 +37,25 @@ type testRelay struct {
 // urls, or embeds a server when urls is empty.
 func startRelay(t testing.TB, name, dir string, urls ...string) *testRelay {
 	t.Helper()
+	return startRelayWith(t, name, dir, store.Options{}, nil, urls...)
+}
+
+// startRelayWith is startRelay with store options and a change to the mesh options.
+func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*Options), urls ...string) *testRelay {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	db, err := store.Open(filepath.Join(dir, "relay.db"), store.Options{})
+	db, err := store.Open(filepath.Join(dir, "relay.db"), so)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
 	if len(urls) == 0 {
 		opts.Embed = "127.0.0.1:-1"
+	}
+	if mod != nil {
+		mod(&opts)
 	}
 	node, err := Start(opts)
 	if err != nil {
@@ -101,10 +110,36 @@ func createAgent(t *testing.T, r *testRelay, slug string) {
 func aliceAndBob(t *testing.T) (a, b *testRelay) {
 	t.Helper()
 	a = startRelay(t, "relay-a", "")
-	b = startRelay(t, "relay-b", "", a.node.ClientURL())
+	b = startRelay(t, "relay-b", "", a.node.InviteURL())
+	trustEachOther(t, a, b)
 	createAgent(t, a, "alice")
 	createAgent(t, b, "bob")
 	return a, b
+}
+
+// trustEachOther makes every relay of rs trust every other, as their
+// operators would with `mesh trust`, once each has seen the others.
+func trustEachOther(t testing.TB, rs ...*testRelay) {
+	t.Helper()
+	for _, x := range rs {
+		for _, y := range rs {
+			if x == y {
+				continue
+			}
+			var last error
+			ok := false
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+				if _, last = x.node.SetTrust(context.Background(), y.node.id.ID, relay.RelayTrusted); last == nil {
+					ok = true
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !ok {
+				t.Fatalf("%s trusts %s: %v", x.name, y.name, last)
+			}
+		}
+	}
 }
 
 // knows waits until r lists slug as an agent of relay owner.
@@ -384,6 +419,7 @@ func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown() })
 	a := startRelay(t, "relay-a", "", url)
 	b := startRelay(t, "relay-b", "", url)
+	trustEachOther(t, a, b)
 	createAgent(t, a, "alice")
 	createAgent(t, b, "bob")
 	knows(t, a, "bob", "relay-b")
@@ -435,7 +471,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	})
 	// The same envelope again under a new JetStream id (past de-duplication)
 	// and under its own id: applied zero more times.
-	js := jetStreamClient(t, a.node.ClientURL())
+	js := jetStreamClient(t, a.node.InviteURL())
 	m, err := a.db.Task(ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +500,10 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	}
 }
 
-func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
+// Ensure an envelope signed with another key than the one pinned for a
+// trusted relay is refused (counted, nothing stored), and a genuine one
+// from that relay still arrives, verified.
+func TestForgedEnvelopeIsRefused(t *testing.T) {
 	a, b := aliceAndBob(t)
 	knows(t, b, "alice", "relay-a")
 	ctx := t.Context()
@@ -478,14 +517,17 @@ func TestForgedEnvelopeIsStoredAndMarked(t *testing.T) {
 	forged := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: "Forged", Instructions: "rm -rf",
 		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, RequiredCapabilities: []string{}}
 	data := sealed(t, forger, "forged-1", b.node.id.ID, relay.MeshChange{Task: forged})
-	js := jetStreamClient(t, a.node.ClientURL())
+	js := jetStreamClient(t, a.node.InviteURL())
 	if _, err := js.Publish(ctx, subject(b.node.id.ID), data, jetstream.WithMsgID("forged-1")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "forged task stored on B", func() (bool, string) {
-		got, err := b.svc.GetTask(ctx, "bob", forged.ID)
-		return err == nil && got.Signature == relay.MarkMismatch, fmt.Sprintf("%+v %v", got.Signature, err)
+	eventually(t, "forged envelope refused on B", func() (bool, string) {
+		r := b.node.Refused()
+		return r[RefusedSignature] == 1, fmt.Sprint(r)
 	})
+	if _, err := b.svc.GetTask(ctx, "bob", forged.ID); err == nil {
+		t.Fatal("the forged task was stored on B")
+	}
 	// A genuine task from A is still verified.
 	real, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Real", Instructions: "x"})
 	if err != nil {
@@ -541,8 +583,9 @@ func TestApplyRefusesOutOfBoundsAndPrunes(t *testing.T) {
 // while it is away, and falls to zero once it is back.
 func TestRelayLagWhileARelayIsAway(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
-	url := a.node.ClientURL()
+	url := a.node.InviteURL()
 	b := startRelay(t, "relay-b", "", url)
+	trustEachOther(t, a, b)
 	createAgent(t, a, "alice")
 	createAgent(t, b, "bob")
 	knows(t, a, "bob", "relay-b")
@@ -597,7 +640,7 @@ func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken")
+	_, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken", EmbedCredential{})
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("embedding on a taken port = %v; want address already in use", err)
 	}

@@ -53,6 +53,10 @@ type MeshSnapshot struct {
 	Lag, AckPending uint64
 	// Published, Applied, Duplicates and Failures count since the relay started.
 	Published, Applied, Duplicates, Failures int64
+	// Refused counts envelopes refused since the relay started, by reason.
+	Refused map[string]int64
+	// Held is the number of envelopes held (relays not trusted, newer versions).
+	Held int
 	// Relays are the relays of the directory.
 	Relays []RelaySnapshot
 }

@@ -27,6 +27,8 @@ var (
 	descMeshApplied    = desc("mesh_applied_total", "Messages from other relays applied since the relay started.")
 	descMeshDuplicates = desc("mesh_duplicates_total", "Redelivered messages recognised as already applied.")
 	descMeshFailures   = desc("mesh_failures_total", "Mesh operations that failed (and are retried).")
+	descMeshRefused    = desc("mesh_refused_total", "Envelopes from other relays refused (wrong relay, not addressed here, outside the replay window, bad signature…) since the relay started.", "reason")
+	descMeshHeld       = desc("mesh_held", "Envelopes kept but not applied: from relays not trusted (yet), or of a newer version.")
 	descMeshRelays     = desc("mesh_relay_online", "1 for each relay of the directory that is online, 0 when offline.", "relay", "self")
 )
 
@@ -42,7 +44,7 @@ type scraped struct{ src Sources }
 func (c *scraped) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTasks, descAgents, descWorkers, descMeshLink, descMeshReady,
 		descMeshOutbox, descMeshLag, descMeshAckPending, descMeshPublished, descMeshApplied,
-		descMeshDuplicates, descMeshFailures, descMeshRelays} {
+		descMeshDuplicates, descMeshFailures, descMeshRefused, descMeshHeld, descMeshRelays} {
 		ch <- d
 	}
 }
@@ -107,6 +109,10 @@ func (c *scraped) collectMesh(ctx context.Context, ch chan<- prometheus.Metric) 
 	ch <- counter(descMeshApplied, float64(m.Applied))
 	ch <- counter(descMeshDuplicates, float64(m.Duplicates))
 	ch <- counter(descMeshFailures, float64(m.Failures))
+	for reason, n := range m.Refused {
+		ch <- counter(descMeshRefused, float64(n), reason)
+	}
+	ch <- gauge(descMeshHeld, float64(m.Held))
 	seen := map[string]bool{}
 	for _, r := range m.Relays {
 		if seen[r.Name] { // two relays of one name: report the first

@@ -29,7 +29,10 @@ const (
 	EOperatorProtected        = "operator_protected"
 	EAgentHasOpenTasks        = "agent_has_open_tasks"
 	ETooManyOpenTasks         = "too_many_open_tasks"
-	EInternal                 = "internal_error"
+	// EForbidden refuses a call the caller's token may not make at all,
+	// such as a worker run's token acting beyond its run's task.
+	EForbidden = "forbidden"
+	EInternal  = "internal_error"
 )
 
 // Error is a domain error with a stable code, a message meant for the agent or

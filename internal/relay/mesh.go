@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Signature marks on remote tasks and updates. A mark is recorded, never a
-// reason to drop what arrived.
+// Signature marks on remote tasks and updates. Only a trusted relay's
+// envelopes are applied, and only with a good signature, so a stored mark is
+// verified; unverified and mismatch remain for what older versions stored.
 const (
 	// MarkVerified: the envelope's signature checks against the sending
 	// relay's key in the directory, which matches the key first seen for it.
@@ -56,8 +57,12 @@ type RemoteApply struct {
 	// MsgID is the sender's de-duplication id: a message applied once is
 	// acknowledged again without changing anything.
 	MsgID string
-	// FromRelay is the id of the relay that sent it.
-	FromRelay string
+	// FromRelay is the id of the relay that sent it, FromName its name (the
+	// label of its senders' qualified names, slug@name).
+	FromRelay, FromName string
+	// SelfID and SelfName are this relay's id and name: a recipient named
+	// slug@SelfName or slug@SelfID is the local agent slug.
+	SelfID, SelfName string
 	// Mark is the signature mark (MarkVerified, MarkUnverified, MarkMismatch).
 	Mark   string
 	Change MeshChange
@@ -76,12 +81,62 @@ type RemoteAgent struct {
 	RelayName    string   `json:"relayName"`
 }
 
+// Relay admission states.
+const (
+	// RelayPending: seen, not yet approved; what it sends is held.
+	RelayPending = "pending"
+	// RelayTrusted: approved by the operator; its key is pinned.
+	RelayTrusted = "trusted"
+	// RelayBlocked: refused by the operator; what it sends is kept, marked
+	// and never delivered.
+	RelayBlocked = "blocked"
+)
+
+// MeshRelay is a relay this one has seen, with its admission state.
+type MeshRelay struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// PublicKey is the pinned key ("" while none is known).
+	PublicKey string `json:"publicKey"`
+	// NewKey is a different key the directory now shows; set, the relay is
+	// pending again until the operator trusts the new key.
+	NewKey    string `json:"newKey,omitempty"`
+	State     string `json:"state"`
+	FirstSeen string `json:"firstSeen"`
+	ChangedAt string `json:"changedAt,omitempty"`
+}
+
+// HeldEnvelope is an envelope kept but not applied: from a relay not
+// trusted, or of a newer version than this build reads.
+type HeldEnvelope struct {
+	Seq           int64  `json:"seq"`
+	MsgID         string `json:"msgId"`
+	FromRelay     string `json:"fromRelay"`
+	Reason        string `json:"reason"`
+	TaskID        string `json:"taskId"`
+	Title         string `json:"title"`
+	SenderSlug    string `json:"senderSlug"`
+	RecipientSlug string `json:"recipientSlug"`
+	ReceivedAt    string `json:"receivedAt"`
+	Data          []byte `json:"-"`
+}
+
+// MeshRefusal is a change from another relay that this relay refuses: it is
+// not applied and not retried. Reason is a short word for the metric.
+type MeshRefusal struct {
+	Reason string
+	Detail string
+}
+
+func (r *MeshRefusal) Error() string { return "refused (" + r.Reason + "): " + r.Detail }
+
 // MeshStore is what the mesh needs from the store. Every method is one
 // transaction; ApplyRemote commits before it returns, so the message may be
 // acknowledged after it.
 type MeshStore interface {
-	// PendingOutbox returns up to limit outbox rows, oldest first.
-	PendingOutbox(ctx context.Context, limit int) ([]OutboxItem, error)
+	// PendingOutbox returns up to limit outbox rows, oldest first, leaving
+	// out those for the relays in skip (not trusted: they wait).
+	PendingOutbox(ctx context.Context, limit int, skip ...string) ([]OutboxItem, error)
 	// DeleteOutbox removes published rows.
 	DeleteOutbox(ctx context.Context, seqs ...int64) error
 	// OutboxDepth counts the rows not yet published.
@@ -107,6 +162,22 @@ type MeshStore interface {
 	TaskMark(ctx context.Context, taskID string) (string, error)
 	// PruneApplied forgets applied message ids older than age.
 	PruneApplied(ctx context.Context, age time.Duration) (int, error)
+	// SeeRelay records a relay seen in the directory or on an envelope: a new
+	// one is pending (trusted when autoTrust), a first key is pinned, and a
+	// key other than the pinned one puts a trusted relay back to pending
+	// (changed reports that). A blocked relay stays blocked.
+	SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (r MeshRelay, changed bool, err error)
+	// MeshRelays lists the relays seen, by name.
+	MeshRelays(ctx context.Context) ([]MeshRelay, error)
+	// SetRelayState trusts (pinning the newest key seen) or blocks a relay.
+	SetRelayState(ctx context.Context, id, state string) (MeshRelay, error)
+	// HoldEnvelope keeps an envelope to apply later; false when it is held already.
+	HoldEnvelope(ctx context.Context, h HeldEnvelope) (bool, error)
+	// HeldEnvelopes returns up to limit held envelopes, oldest first, of
+	// fromRelay ("" for every relay) and reason ("" for any).
+	HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]HeldEnvelope, error)
+	// DropHeld removes a held envelope once applied or refused.
+	DropHeld(ctx context.Context, seq int64) error
 }
 
 // Mesh is the federation as the domain sees it; internal/mesh implements it.
@@ -173,6 +244,10 @@ func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agen
 	if err != nil {
 		return Agent{}, err
 	}
+	if IsQualified(slug) {
+		_, err := in.Validate() // refuses the @ with the registration's own message
+		return Agent{}, err
+	}
 	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {
 		return Agent{}, err
 	}
@@ -184,6 +259,10 @@ func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agen
 func (s *MeshService) CreateAgent(ctx context.Context, in CreateAgentInput) (Agent, string, error) {
 	slug, err := NormalizeSlug("slug", in.Slug)
 	if err != nil {
+		return Agent{}, "", err
+	}
+	if IsQualified(slug) {
+		_, err := in.Validate()
 		return Agent{}, "", err
 	}
 	if err := s.Mesh.ClaimSlug(ctx, slug); err != nil {

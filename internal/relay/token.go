@@ -8,7 +8,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,14 +92,114 @@ const minSecret = 8
 // at least 8 characters), and anything shaped like an agent token, run
 // token or invite code, in s with "[hidden]". It is how a run's output and
 // reports are kept from leaking the keys of the relay.
+//
+// A secret is also found in its common encodings (SecretForms): base64 in
+// the standard and URL alphabets, padded or not and at any offset inside a
+// longer base64 text, hex in either case, and URL-escaped. That stops the
+// accidental and the lazy leak (`base64 api-token`), not a determined one:
+// a process that can read the secret can also transform it in ways no
+// filter can list (see docs/security.md).
 func RedactSecrets(s string, secrets ...string) string {
 	for _, sec := range secrets {
-		if len(sec) >= minSecret {
-			s = strings.ReplaceAll(s, sec, "[hidden]")
+		if len(sec) < minSecret {
+			continue
+		}
+		for _, f := range SecretForms(sec) {
+			if strings.Contains(s, f) {
+				s = strings.ReplaceAll(s, f, "[hidden]")
+			}
 		}
 	}
 	if strings.Contains(s, "_") {
 		s = tokenShaped.ReplaceAllString(s, "[hidden]")
 	}
 	return s
+}
+
+// formCache keeps SecretForms' answers for the few secrets in use (the
+// admin token, the run tokens of running workers): secret → []string. It is
+// read without a lock on every scrub; formCount bounds it.
+var (
+	formCache sync.Map
+	formCount atomic.Int64
+)
+
+// maxCachedSecrets bounds formCache; it starts afresh when full.
+const maxCachedSecrets = 64
+
+// SecretForms returns sec and the encodings of it that RedactSecrets
+// hides, longest first (so a form is replaced before a shorter one inside
+// it). For base64 it holds, per alphabet, the characters that encode only
+// sec's bytes at each of the three offsets sec can start at in a longer
+// base64 text, so the secret is found wherever it was encoded. The slice
+// is shared: callers must not change it.
+func SecretForms(sec string) []string {
+	if f, ok := formCache.Load(sec); ok {
+		return f.([]string)
+	}
+	forms := []string{sec, hex.EncodeToString([]byte(sec)), strings.ToUpper(hex.EncodeToString([]byte(sec))),
+		urlEscape(sec, "+", ""), urlEscape(sec, "%20", "$&+,:;=@"), percentEncode(sec, "%%%02X"), percentEncode(sec, "%%%02x")}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		forms = append(forms, enc.EncodeToString([]byte(sec)))
+		for k := range 3 {
+			forms = append(forms, base64Core(enc.WithPadding(base64.NoPadding), sec, k))
+		}
+	}
+	seen := map[string]bool{}
+	out := forms[:0]
+	for _, f := range forms {
+		if len(f) >= minSecret && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	if formCount.Add(1) > maxCachedSecrets {
+		formCache.Clear()
+		formCount.Store(1)
+	}
+	formCache.Store(sec, out)
+	return out
+}
+
+// base64Core is the part of the base64 of sec, preceded by k other bytes,
+// that depends on sec's bytes alone: the same whatever comes before or
+// after it.
+func base64Core(enc *base64.Encoding, sec string, k int) string {
+	full := enc.EncodeToString(append(make([]byte, k), sec...))
+	start := (8*k + 5) / 6        // the first character with no bit of the k bytes
+	end := 8 * (k + len(sec)) / 6 // past the last character made only of sec's bits
+	if end > len(full) || start >= end {
+		return ""
+	}
+	return full[start:end]
+}
+
+// urlEscape is s URL-escaped the way url.QueryEscape (space "+", keep "")
+// or url.PathEscape (space "%20", keep "$&+,:;=@") writes it: every byte
+// but the unreserved ones (letters, digits, "-", ".", "_", "~") and keep
+// as %XX. The domain does not import net/url.
+func urlEscape(s, space, keep string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~',
+			c != ' ' && strings.IndexByte(keep, c) >= 0:
+			b.WriteByte(c)
+		case c == ' ':
+			b.WriteString(space)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// percentEncode writes every byte of s as a %XX escape in format.
+func percentEncode(s, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, format, s[i])
+	}
+	return b.String()
 }

@@ -44,12 +44,23 @@ func isSlug(s string) bool {
 	return true
 }
 
+// IsQualified reports whether s is a qualified remote name, slug@relay:
+// one @ between two parts that each follow the slug rule.
+func IsQualified(s string) bool {
+	i := strings.IndexByte(s, '@')
+	return i > 0 && isSlug(s[:i]) && isSlug(s[i+1:])
+}
+
 // NormalizeSlug trims and lowercases s and checks it against the slug rule:
 // 2–80 characters, lowercase letters, digits, dots, underscores, colons and
 // hyphens, starting with a letter or digit.
+//
+// A qualified name, slug@relay, names an agent of another relay of the mesh
+// (both parts follow the slug rule); it is accepted wherever an agent is
+// named, and refused where an agent is registered (see checker.agent).
 func NormalizeSlug(field, s string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(s))
-	if !isSlug(n) {
+	if !isSlug(n) && !IsQualified(n) {
 		return "", Errorf(EInvalidRequest, "%s: must be 2–80 characters of lowercase letters, digits, dots, underscores, colons or hyphens, starting with a letter or digit.", field)
 	}
 	return n, nil
@@ -183,6 +194,9 @@ func (c *checker) taskID(field string, s *string) {
 // skipped when nil.
 func (c *checker) agent(slug, displayName, modelSlug *string, caps *[]string, details *string) {
 	c.slug("slug", slug)
+	if c.err == nil && IsQualified(*slug) {
+		c.fail(Errorf(EInvalidRequest, "slug: “%s” names an agent of another relay (slug@relay); a new agent's slug has no @.", *slug))
+	}
 	c.text("displayName", displayName, 1, MaxShortText)
 	c.text("modelSlug", modelSlug, 1, MaxShortText)
 	c.caps("capabilities", caps, 1)

@@ -58,6 +58,10 @@ type Spec struct {
 	// RelayServer is the MCP server name under which the run sees the
 	// relay's tools, "" when the CLI gets none.
 	RelayServer string
+	// Notes are warnings the worker puts in the run log once, when the CLI
+	// starts (an agent CLI version outside the tested range); the run goes
+	// ahead.
+	Notes []string
 }
 
 // StreamParser turns an agent CLI's output, line by line, into activity steps.

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Tools whose sessions are read (the relay's harness ids).
@@ -196,46 +198,11 @@ func (st Store) Lookup(tool, ref string) (Session, error) {
 // similar returns up to five labels close to ref: containing it or it
 // containing them (case-insensitively), or a few edits away.
 func similar(ref string, all []Session) []string {
-	low := strings.ToLower(ref)
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range all {
-		l := s.Label()
-		if l == "" || seen[l] {
-			continue
-		}
-		ll := strings.ToLower(l)
-		if strings.Contains(ll, low) || strings.Contains(low, ll) || distance(low, ll) <= max(2, utf8.RuneCountInString(low)/4) {
-			seen[l] = true
-			out = append(out, l)
-			if len(out) == 5 {
-				break
-			}
-		}
+	labels := make([]string, len(all))
+	for i, s := range all {
+		labels[i] = s.Label()
 	}
-	return out
-}
-
-// distance is the Levenshtein distance in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return relay.Similar(ref, labels, strings.ToLower, 5)
 }
 
 // eachLine calls fn with each line of the file that is at most maxLine

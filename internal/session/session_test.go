@@ -55,7 +55,8 @@ func TestListGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range list { // paths relative to the home folder
-				list[i].Path, _ = filepath.Rel(st.Home, list[i].Path)
+				rel, _ := filepath.Rel(st.Home, list[i].Path)
+				list[i].Path = filepath.ToSlash(rel) // the golden files hold / on every system
 			}
 			b, err := json.MarshalIndent(list, "", "  ")
 			if err != nil {

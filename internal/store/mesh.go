@@ -19,13 +19,23 @@ import (
 var _ relay.MeshStore = (*DB)(nil)
 
 // PendingOutbox returns up to limit outbox rows, oldest first, each with the
-// task's current state. A row whose task is gone carries only the task id.
-func (db *DB) PendingOutbox(ctx context.Context, limit int) ([]relay.OutboxItem, error) {
+// task's current state, leaving out the rows for the relays in skip (each
+// relay's rows keep their order: all of them wait). A row whose task is
+// gone carries only the task id.
+func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]relay.OutboxItem, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
+	where := ""
+	args := make([]any, 0, len(skip))
+	if len(skip) > 0 {
+		where = ` WHERE to_relay NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(skip)), ",") + `)`
+		for _, r := range skip {
+			args = append(args, r)
+		}
+	}
 	var out []relay.OutboxItem
 	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at
-			FROM mesh_outbox ORDER BY seq`+limitSQL(limit))
+			FROM mesh_outbox`+where+` ORDER BY seq`+limitSQL(limit), args...)
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
@@ -118,7 +128,7 @@ func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) 
 		conflicts = conflicts[:0]
 		for _, a := range agents {
 			slug, err := relay.NormalizeSlug("slug", a.Slug)
-			if err != nil || a.RelayID == "" {
+			if err != nil || a.RelayID == "" || relay.IsQualified(slug) {
 				continue // a bad directory entry is skipped, not fatal
 			}
 			var (
@@ -216,23 +226,6 @@ func (t *tx) isLocalAgent(slug string) (bool, error) {
 	return !remote.Valid, nil
 }
 
-// ensurePlaceholder makes slug a placeholder agent of relayID unless it is
-// an agent here already (local or remote).
-func (t *tx) ensurePlaceholder(slug, relayID string) error {
-	res, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, registered_at, last_seen_at, last_read_sequence)
-		VALUES (?, 'agent', ?, '', '[]', ?, ?, 0) ON CONFLICT (slug) DO NOTHING`, slug, slug, t.ts, t.ts)
-	if err != nil {
-		return fmt.Errorf("store remote agent %s: %w", slug, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err
-	}
-	if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)`, slug, relayID, relayID); err != nil {
-		return fmt.Errorf("store remote agent %s: %w", slug, err)
-	}
-	return t.agentChanged(slug)
-}
-
 // copyReports appends the reports of task that are not on the local timeline yet.
 func (t *tx) copyReports(task relay.Task) error {
 	for _, r := range task.Reports {
@@ -251,9 +244,12 @@ func (t *tx) copyReports(task relay.Task) error {
 }
 
 // ApplyRemote stores a change from another relay once: a new task for a
-// local recipient, a sender's action on a task owned here, or a task's new
-// state for the mirror of a task a local agent sent. It commits before it
-// returns and reports false when the message was applied before.
+// local recipient (its sender qualified with the sending relay), a sender's
+// action on a task owned here (only from the relay that sent it), or a
+// task's new state for a task a local agent sent (only from the relay that
+// owns it). It commits before it returns and reports false when the message
+// was applied before. A change the sending relay has no right to make is
+// refused with a *relay.MeshRefusal and nothing is stored.
 func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
 	switch in.Mark {
 	case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:
@@ -286,41 +282,152 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 			Instructions: rt.Instructions, RequiredCapabilities: rt.RequiredCapabilities}).Validate(); err != nil {
 			return nil // out of bounds: no relay of this build writes that; recorded as applied
 		}
-		known, err := t.isLocalAgent(rt.RecipientSlug)
-		if err != nil {
-			return err
-		}
-		senderLocal, err := t.isLocalAgent(rt.SenderSlug)
-		if err != nil {
-			return err
-		}
 		local, err := getTask(t.ctx, t.tx, rt.ID)
 		var de *relay.Error
 		exists := err == nil
 		if err != nil && !(errors.As(err, &de) && de.Code == relay.EUnknownTask) {
 			return err
 		}
-		switch {
-		case known && !exists:
-			err = t.applyNewTask(in.FromRelay, rt)
-		case known:
-			err = t.applyCommand(in.FromRelay, local, in.Change)
-		case senderLocal:
-			err = t.applyState(in.FromRelay, exists, rt, in.Change.Event)
-		default:
-			return nil // neither side of the task is here
-		}
-		if err != nil {
-			return err
+		if !exists {
+			recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfName)
+			known, err := t.isLocalAgent(recipient)
+			if err != nil {
+				return err
+			}
+			if !known {
+				return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}
+			}
+			sender, err := t.qualify(rt.SenderSlug, in.FromRelay, in.FromName)
+			if err != nil {
+				return err
+			}
+			rt.SenderSlug, rt.RecipientSlug = sender, recipient
+			if err := t.applyNewTask(in.FromRelay, rt); err != nil {
+				return err
+			}
+		} else {
+			var peer, side string
+			err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id, side FROM mesh_task_peers WHERE task_id = ?`, rt.ID).Scan(&peer, &side)
+			if errors.Is(err, sql.ErrNoRows) {
+				return &relay.MeshRefusal{Reason: "local-task", Detail: fmt.Sprintf("task %s never crossed to relay %s", rt.ID, in.FromRelay)}
+			}
+			if err != nil {
+				return fmt.Errorf("find task peer: %w", err)
+			}
+			if peer != in.FromRelay {
+				return &relay.MeshRefusal{Reason: side, Detail: fmt.Sprintf("task %s: only its %s relay %s may change it, not %s", rt.ID, side, peer, in.FromRelay)}
+			}
+			if side == "sender" {
+				err = t.applyCommand(in.FromRelay, local, in.Change)
+			} else {
+				err = t.applyState(local, rt, in.Change.Event)
+			}
+			if err != nil {
+				return err
+			}
 		}
 		if _, err := t.exec(`INSERT INTO mesh_tasks (task_id, relay_id, mark) VALUES (?, ?, ?)
-			ON CONFLICT (task_id) DO UPDATE SET relay_id = excluded.relay_id, mark = excluded.mark`, rt.ID, in.FromRelay, in.Mark); err != nil {
+			ON CONFLICT (task_id) DO UPDATE SET mark = excluded.mark`, rt.ID, in.FromRelay, in.Mark); err != nil {
 			return fmt.Errorf("mark remote task: %w", err)
 		}
 		_, err = t.taskChanged(rt.ID)
 		return err
 	})
+	if err != nil {
+		applied = false
+	}
 	return applied, err
+}
+
+// RelayLabel is the part after @ in the qualified names of a relay's
+// agents: its name in slug characters, or "" when nothing of it is left.
+func RelayLabel(name string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(strings.TrimSpace(name)) {
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	l := strings.Trim(b.String(), "-._")
+	if len(l) > 40 {
+		l = strings.Trim(l[:40], "-._")
+	}
+	if len(l) < 2 {
+		return ""
+	}
+	return l
+}
+
+// localName maps a recipient another relay named slug@<this relay> back to
+// the local slug.
+func localName(slug, selfID, selfName string) string {
+	i := strings.IndexByte(slug, '@')
+	if i < 0 {
+		return slug
+	}
+	if q := slug[i+1:]; q == selfID || (q != "" && q == RelayLabel(selfName)) {
+		return slug[:i]
+	}
+	return slug
+}
+
+// qualify names the sender slug of relay from as this relay stores it: the
+// plain slug when the directory (of trusted relays) gives it to that relay,
+// else slug@relay-name (slug@relay-id when another relay holds that name),
+// a placeholder of that relay which no local agent can be.
+func (t *tx) qualify(slug, from, fromName string) (string, error) {
+	if i := strings.IndexByte(slug, '@'); i > 0 {
+		slug = slug[:i] // a relay names only its own agents
+	}
+	var owner sql.NullString
+	err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug).Scan(&owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("find agent %s: %w", slug, err)
+	}
+	if owner.Valid && owner.String == from {
+		return slug, nil
+	}
+	q := ""
+	if l := RelayLabel(fromName); l != "" {
+		q = slug + "@" + l
+		var holder string
+		err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id FROM mesh_agents WHERE slug = ?`, q).Scan(&holder)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("find agent %s: %w", q, err)
+		}
+		if err == nil && holder != from {
+			q = ""
+		}
+	}
+	if q == "" {
+		q = slug + "@" + from
+	}
+	if fromName == "" {
+		fromName = from
+	}
+	res, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, registered_at, last_seen_at, last_read_sequence)
+		VALUES (?, 'agent', ?, '', '[]', ?, ?, 0) ON CONFLICT (slug) DO NOTHING`, q, slug+"@"+fromName, t.ts, t.ts)
+	if err != nil {
+		return "", fmt.Errorf("store remote sender %s: %w", q, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return "", err
+	} else if n > 0 {
+		if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)
+			ON CONFLICT (slug) DO UPDATE SET relay_id = excluded.relay_id, relay_name = excluded.relay_name`, q, from, fromName); err != nil {
+			return "", fmt.Errorf("store remote sender %s: %w", q, err)
+		}
+		if err := t.agentChanged(q); err != nil {
+			return "", err
+		}
+	}
+	return q, nil
 }
 
 // remoteConversation is the conversation column (NULL when the task started
@@ -342,9 +449,6 @@ func remoteConversation(rt relay.Task) (conv any, hops int, target any) {
 // applyNewTask stores a task a remote agent posted to a local one, with the
 // same id, and wakes the recipient's waiting claims.
 func (t *tx) applyNewTask(from string, rt relay.Task) error {
-	if err := t.ensurePlaceholder(rt.SenderSlug, from); err != nil {
-		return err
-	}
 	var parent any
 	if rt.ParentTaskID != "" {
 		var one int
@@ -364,6 +468,9 @@ func (t *tx) applyNewTask(from string, rt relay.Task) error {
 		rt.CreatedAt, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
 		return fmt.Errorf("insert remote task: %w", err)
 	}
+	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side) VALUES (?, ?, 'sender')`, rt.ID, from); err != nil {
+		return fmt.Errorf("record task sender relay: %w", err)
+	}
 	if err := t.copyReports(rt); err != nil {
 		return err
 	}
@@ -377,7 +484,7 @@ func (t *tx) applyNewTask(from string, rt relay.Task) error {
 // sent the task's true state instead.
 func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
 	ev := c.Event
-	if ev == nil || ev.RecipientSlug != local.RecipientSlug || c.Task.SenderSlug != local.SenderSlug {
+	if ev == nil {
 		return nil
 	}
 	var q string
@@ -404,34 +511,23 @@ func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) err
 }
 
 // applyState brings the mirror of a task a local agent sent to the owner's
-// state and adds the owner's journal entry for the sender. The mirror keeps
-// no lease: only the owner requeues expired claims.
-func (t *tx) applyState(from string, exists bool, rt relay.Task, ev *relay.MeshEvent) error {
-	if err := t.ensurePlaceholder(rt.RecipientSlug, from); err != nil {
-		return err
-	}
-	if !exists {
-		conv, hops, target := remoteConversation(rt)
-		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-				created_at, updated_at, depth, conversation_id, hops, target_session) VALUES (?, ?, ?, ?, ?, ?, 2, 'queued', ?, ?, ?, ?, ?, ?)`,
-			rt.ID, rt.SenderSlug, rt.RecipientSlug, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), rt.CreatedAt, t.ts, rt.Depth,
-			conv, hops, target); err != nil {
-			return fmt.Errorf("insert mirror task: %w", err)
-		}
-	}
+// state and adds the owner's journal entry for the sender (the owner names
+// the sender in its own way: the entry goes to the local sender of the
+// task). The mirror keeps no lease: only the owner requeues expired claims.
+func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent) error {
 	via := nullString(rt.ClaimedVia)
 	if rt.ClaimedVia != relay.ViaChat && rt.ClaimedVia != relay.ViaWorker {
 		via = nil
 	}
 	if _, err := t.exec(`UPDATE tasks SET status = ?, claimed_at = ?, claimed_via = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
-		string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, rt.ID); err != nil {
+		string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, local.ID); err != nil {
 		return fmt.Errorf("update mirror task: %w", err)
 	}
 	if err := t.copyReports(rt); err != nil {
 		return err
 	}
 	if ev != nil && ev.RecipientSlug == rt.SenderSlug {
-		return t.event(rt.SenderSlug, ev.Type, rt.ID, ev.Summary)
+		return t.event(local.SenderSlug, ev.Type, local.ID, ev.Summary)
 	}
 	return nil
 }

@@ -142,8 +142,25 @@ type ImportResult struct {
 	Counts map[string]int `json:"counts"`
 	// SkippedWorkers are the workers whose harness this build does not know.
 	SkippedWorkers []string `json:"skippedWorkers,omitempty"`
+	// Workers are the imported workers, each disabled, with what it would
+	// run: the operator enables them one by one after reading this.
+	Workers []ImportedWorker `json:"workers,omitempty"`
 	// UpstreamVersion is the upstream file's schema version.
 	UpstreamVersion int `json:"upstreamVersion"`
+}
+
+// ImportedWorker is one worker an import brought in, disabled.
+type ImportedWorker struct {
+	AgentSlug string `json:"agentSlug"`
+	Harness   string `json:"harness"`
+	// Command is the custom program the worker would run; empty for a
+	// preset, whose own program is found when the worker is enabled.
+	Command string `json:"command"`
+	// Args are the custom program's arguments (none for a preset).
+	Args           []string `json:"args"`
+	Workdir        string   `json:"workdir"`
+	ExtraDirs      []string `json:"extraDirs"`
+	AllowedSenders []string `json:"allowedSenders"`
 }
 
 // importMarker is the value stored under importMarkerKey.
@@ -157,7 +174,8 @@ type importMarker struct {
 // database at dst: agents with their token hashes (their tokens keep
 // working), invites, tasks with reports and run activity, the journal with
 // its sequences and every agent's read cursor, the settings both relays
-// share, and workers whose harness exists here. Run tokens are not imported
+// share, and workers whose harness exists here, each disabled (see
+// copyWorkers). Run tokens are not imported
 // (they belong to runs that ended with the old process).
 //
 // The upstream file is never written: it is copied to a backup beside dst
@@ -406,38 +424,72 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 	return nil
 }
 
+// copyWorkers copies the upstream workers whose harness this build knows.
+// Every one arrives disabled: an upstream database is a file anyone may
+// hand over, and its worker rows name a program and arguments to run. The
+// operator reads each in the import's summary and enables it in the
+// dashboard. A preset's command is not imported (the preset's own program
+// is found again when the worker is enabled), only a custom program's.
 func copyWorkers(ctx context.Context, tx *sql.Tx, col func(t, n, f string) string, opts ImportOptions, res *ImportResult) error {
-	rows, err := tx.QueryContext(ctx, `SELECT agent_slug, harness FROM up.workers ORDER BY agent_slug`)
+	rows, err := tx.QueryContext(ctx, `SELECT agent_slug, harness, command, args, workdir, `+col("workers", "extra_dirs", "'[]'")+`, allowed_senders
+		FROM up.workers ORDER BY agent_slug`)
 	if err != nil {
 		return fmt.Errorf("read workers: %w", err)
 	}
-	var keep []string
+	var keep []ImportedWorker
 	for rows.Next() {
-		var slug, h string
-		if err := rows.Scan(&slug, &h); err != nil {
+		var w ImportedWorker
+		var args, extra, senders sql.NullString
+		var command, workdir sql.NullString
+		if err := rows.Scan(&w.AgentSlug, &w.Harness, &command, &args, &workdir, &extra, &senders); err != nil {
 			return errors.Join(fmt.Errorf("read workers: %w", err), rows.Close())
 		}
-		if opts.KnownHarness == nil || opts.KnownHarness(h) {
-			keep = append(keep, slug)
-		} else {
-			res.SkippedWorkers = append(res.SkippedWorkers, slug+" ("+h+")")
+		if opts.KnownHarness != nil && !opts.KnownHarness(w.Harness) {
+			res.SkippedWorkers = append(res.SkippedWorkers, w.AgentSlug+" ("+w.Harness+")")
+			continue
 		}
+		w.Workdir = workdir.String
+		w.Args, w.ExtraDirs, w.AllowedSenders = jsonStrings(args), jsonStrings(extra), jsonStrings(senders)
+		if w.Harness == relay.HarnessCustom {
+			w.Command = command.String
+		} else {
+			w.Args = []string{}
+		}
+		keep = append(keep, w)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("read workers: %w", err)
 	}
-	for _, slug := range keep {
-		_, err := tx.ExecContext(ctx, `INSERT INTO main.workers (agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
-				timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at)
-			SELECT agent_slug, harness, command, args, prompt_mode, workdir, `+col("workers", "extra_dirs", "'[]'")+`, allowed_senders,
-				timeout_minutes, `+col("workers", "max_runs_per_hour", "20")+`, `+col("workers", "exclusive", "0")+`, enabled, '[]', created_at, updated_at
-			FROM up.workers WHERE agent_slug = ?`, slug)
+	for _, w := range keep {
+		argsJSON, err := json.Marshal(w.Args)
 		if err != nil {
-			return fmt.Errorf("copy worker %s: %w", slug, err)
+			return fmt.Errorf("copy worker %s: %w", w.AgentSlug, err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO main.workers (agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
+				timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at)
+			SELECT agent_slug, harness, ?, ?, prompt_mode, workdir, `+col("workers", "extra_dirs", "'[]'")+`, allowed_senders,
+				timeout_minutes, `+col("workers", "max_runs_per_hour", "20")+`, `+col("workers", "exclusive", "0")+`, 0, '[]', created_at, updated_at
+			FROM up.workers WHERE agent_slug = ?`, w.Command, string(argsJSON), w.AgentSlug)
+		if err != nil {
+			return fmt.Errorf("copy worker %s: %w", w.AgentSlug, err)
 		}
 	}
+	res.Workers = keep
 	res.Counts["workers"] = len(keep)
 	return nil
+}
+
+// jsonStrings decodes a JSON array of strings, or answers it as one string
+// when it is not one, so the summary shows what the file held.
+func jsonStrings(v sql.NullString) []string {
+	out := []string{}
+	if !v.Valid || v.String == "" {
+		return out
+	}
+	if err := json.Unmarshal([]byte(v.String), &out); err != nil {
+		return []string{v.String}
+	}
+	return out
 }
 
 // upstreamColumns lists the upstream tables' columns as "table.column":

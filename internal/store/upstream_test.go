@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -277,5 +278,63 @@ func checkImported(t *testing.T, path string, want upstreamExpected) {
 	ev, err := db.ListEvents(ctx, relay.EventFilter{Limit: 1})
 	if err != nil || len(ev) != 1 || ev[0].Sequence <= 31 {
 		t.Errorf("newest event %+v, %v; want a sequence after 31", ev, err)
+	}
+}
+
+// TestImportedWorkersArriveDisabled ensures every imported worker is
+// disabled and listed with what it would run, and that a preset's command
+// and arguments from the file are dropped (the preset's own program is
+// found when the operator enables it); a custom program's are kept, to be
+// read before enabling.
+func TestImportedWorkersArriveDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		harness, wantCommand string
+		wantArgs             []string
+	}{
+		{relay.HarnessCustom, "/home/dev/fixture-work/bin/fixture-worker.sh", []string{"--checklist", "deploy-checklist.md"}},
+		{"claude-code", "", []string{}},
+	} {
+		t.Run(tc.harness, func(t *testing.T) {
+			ctx := context.Background()
+			src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+			if tc.harness != relay.HarnessCustom {
+				setUpstreamHarness(t, src, tc.harness)
+			}
+			dst := filepath.Join(t.TempDir(), "data", "relay.db")
+			res, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{})
+			if err != nil {
+				t.Fatalf("ImportUpstream: %v", err)
+			}
+			if len(res.Workers) != 1 {
+				t.Fatalf("imported workers %+v", res.Workers)
+			}
+			w := res.Workers[0]
+			if w.AgentSlug != "deployer-bot" || w.Harness != tc.harness || w.Command != tc.wantCommand || strings.Join(w.Args, " ") != strings.Join(tc.wantArgs, " ") ||
+				w.Workdir != "/home/dev/fixture-work/deploy" || strings.Join(w.AllowedSenders, ",") != "operator" {
+				t.Fatalf("summary %+v", w)
+			}
+			db, err := store.Open(dst, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			got, err := db.ListWorkers(ctx)
+			if err != nil || len(got) != 1 || got[0].Enabled || got[0].Command != tc.wantCommand || len(got[0].Args) != len(tc.wantArgs) {
+				t.Fatalf("stored workers %+v, %v; want one, disabled", got, err)
+			}
+		})
+	}
+}
+
+// setUpstreamHarness sets the upstream worker's harness in the file at path.
+func setUpstreamHarness(t *testing.T, path, harness string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`UPDATE workers SET harness = ?`, harness); err != nil {
+		t.Fatal(err)
 	}
 }

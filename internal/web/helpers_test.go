@@ -54,6 +54,10 @@ type envOptions struct {
 	rateLimit *web.RateLimit
 	// mcp replaces the stand-in MCP handler.
 	mcp http.Handler
+	// metrics serves /metrics (nil: 404).
+	metrics http.Handler
+	// bodyTimeout overrides Config.BodyReadTimeout.
+	bodyTimeout time.Duration
 }
 
 // testClock is a clock the test moves by hand.
@@ -116,17 +120,19 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 		mcpHandler = echoPrincipal()
 	}
 	h, err := web.NewHandler(web.Config{
-		Logger:       logger,
-		Now:          now,
-		Service:      svc,
-		AdminToken:   adminToken,
-		MCP:          mcpHandler,
-		Services:     map[string]any{"Tests": &testService{svc: svc}},
-		Access:       accessFrom(o.localOnly),
-		Assets:       o.assets,
-		Version:      "1.2.3-test",
-		MaxBodyBytes: o.maxBody,
-		RateLimit:    o.rateLimit,
+		Logger:          logger,
+		Now:             now,
+		Service:         svc,
+		AdminToken:      adminToken,
+		MCP:             mcpHandler,
+		Services:        map[string]any{"Tests": &testService{svc: svc}},
+		Access:          accessFrom(o.localOnly),
+		Assets:          o.assets,
+		Version:         "1.2.3-test",
+		MaxBodyBytes:    o.maxBody,
+		RateLimit:       o.rateLimit,
+		Metrics:         o.metrics,
+		BodyReadTimeout: o.bodyTimeout,
 	})
 	if err != nil {
 		tb.Fatalf("NewHandler: %v", err)

@@ -6,13 +6,17 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// RateLimit bounds the unauthenticated attempts (sign-in, enroll) one client
-// address may make: a bucket of Burst attempts per address, refilled by one
-// every Every. A successful attempt gives its token back, so only failures
-// (wrong tokens, bad invites) use the budget up.
+// RateLimit bounds the unauthenticated attempts (sign-in, enroll, and any
+// request with a wrong bearer token) one client address may make: a bucket
+// of Burst attempts per address, refilled by one every Every. A successful
+// sign-in or enrollment gives its token back, so only failures (wrong
+// tokens, bad invites) use the budget up. Once it is spent, every request
+// from the address that carries a bearer token is answered 429 before the
+// token is looked at, so a right guess is not told apart from a wrong one.
 type RateLimit struct {
 	// Burst is how many attempts an address may make at once; a negative
 	// value turns the limit off (tests and fuzzing).
@@ -35,6 +39,8 @@ type limiter struct {
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	// n is len(buckets), read without the lock.
+	n atomic.Int64
 }
 
 // bucket is one address's budget: tokens as of last.
@@ -76,6 +82,7 @@ func (l *limiter) take(addr string) (ok bool, retryAfter time.Duration) {
 		}
 		b = &bucket{tokens: float64(l.cfg.Burst), last: now}
 		l.buckets[addr] = b
+		l.n.Store(int64(len(l.buckets)))
 	}
 	l.refillLocked(b, now)
 	if b.tokens < 1 {
@@ -112,6 +119,7 @@ func (l *limiter) pruneLocked(now time.Time) {
 			delete(l.buckets, addr)
 		}
 	}
+	l.n.Store(int64(len(l.buckets)))
 }
 
 // allow spends an attempt for r's address, or answers 429 with Retry-After
@@ -121,11 +129,46 @@ func (l *limiter) allow(w http.ResponseWriter, r *http.Request) bool {
 	if ok {
 		return true
 	}
+	writeLimited(w, wait)
+	return false
+}
+
+// spent reports whether addr has no attempt left, and how long until the
+// next one, without spending anything. An address that never failed costs
+// no lock.
+func (l *limiter) spent(addr string) (bool, time.Duration) {
+	if l.cfg.Burst < 0 || l.n.Load() == 0 {
+		return false, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[addr]
+	if b == nil {
+		return false, 0
+	}
+	l.refillLocked(b, now)
+	if b.tokens >= float64(l.cfg.Burst) {
+		// Whole again: forgotten, so the lock is skipped once no address
+		// has failed lately.
+		delete(l.buckets, addr)
+		l.n.Store(int64(len(l.buckets)))
+	}
+	if b.tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration((1 - b.tokens) * float64(l.cfg.Every))
+}
+
+// fail spends an attempt of r's address for a failed authentication.
+func (l *limiter) fail(r *http.Request) { l.take(clientAddr(r)) }
+
+// writeLimited answers 429 with Retry-After.
+func writeLimited(w http.ResponseWriter, wait time.Duration) {
 	secs := int(math.Ceil(wait.Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	writeError(w, http.StatusTooManyRequests, "rate_limited", "Too many attempts from this address; try again in "+strconv.Itoa(secs)+" s.")
-	return false
 }

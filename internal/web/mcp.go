@@ -79,6 +79,11 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 					fmt.Sprintf("Request body too large: the limit is %d bytes.", h.maxBody))
 				return
 			}
+			if errors.Is(err, errBodyTimeout) {
+				w.Header().Set("Connection", "close")
+				writeJSONRPCErrorStatus(w, http.StatusRequestTimeout, -32600, "The request body did not arrive in time.")
+				return
+			}
 			writeJSONRPCErrorStatus(w, http.StatusBadRequest, -32700, "The request body could not be read.")
 			return
 		}
@@ -95,6 +100,9 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 	tok := bearerToken(r)
 	if tok == "" || len(tok) > maxTokenLen {
+		if r.Header.Get("Authorization") != "" {
+			h.attempts.fail(r)
+		}
 		return relay.Principal{}, relay.Errorf(relay.EUnauthorized, "%s", unauthorizedMCP.Message)
 	}
 	if relay.TokensEqual(tok, h.adminToken) {
@@ -102,6 +110,9 @@ func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 	}
 	p, err := h.svc.Authenticate(r.Context(), tok)
 	if err != nil {
+		if relay.ErrorCode(err) == relay.EUnauthorized {
+			h.attempts.fail(r)
+		}
 		return relay.Principal{}, err
 	}
 	return p, nil

@@ -94,6 +94,13 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if p.RunTaskID != "" {
+		// The stream carries all the agent's tasks and updates; a run's
+		// token acts only on its run's task (internal/mcp/runscope.go).
+		h.writeDomainError(w, r, "push", relay.Errorf(relay.EForbidden, "A worker run's token acts only on its run's task; the push stream is the whole agent's. Use the agent's own token.").
+			WithDetails(map[string]any{"rule": "run_token_scope"}))
+		return
+	}
 	slug, err := p.ActingSlug("agent", r.URL.Query().Get("agent"))
 	if err != nil {
 		h.writeDomainError(w, r, "push", err)

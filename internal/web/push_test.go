@@ -42,6 +42,15 @@ func pushEnv(t *testing.T, wrap ...func(relay.PushSource) relay.PushSource) (*ht
 func TestPushRefusals(t *testing.T) {
 	srv, db := pushEnv(t)
 	tok := createAgent(t, db, "alice")
+	ctx := context.Background()
+	task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: db.OperatorSlug(), RecipientSlug: "alice", Title: "Run", Instructions: "Go."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTok, err := db.IssueRunToken(ctx, "alice", task.ID, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, method, query, token string
 		status                     int
@@ -54,6 +63,7 @@ func TestPushRefusals(t *testing.T) {
 		{"other agent", "GET", "?agent=bob", tok, http.StatusForbidden, relay.EIdentityMismatch},
 		{"admin without agent", "GET", "", adminToken, http.StatusBadRequest, relay.ESlugRequired},
 		{"admin, unknown agent", "GET", "?agent=nobody", adminToken, http.StatusNotFound, relay.EUnknownAgent},
+		{"a worker run's token", "GET", "", runTok, http.StatusForbidden, relay.EForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, srv.URL+web.PushPath+tc.query, nil)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -92,9 +94,57 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		if errors.As(err, &mbe) {
 			return nil, errTooLarge
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errBodyTimeout
+		}
 		return nil, err
 	}
+	// The body had until the deadline ServeHTTP set; what runs after it (a
+	// waiting claim, net/http's background read) has none. A body that
+	// failed keeps it, so the rest of it is not waited for either.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return b, nil
+}
+
+// errBodyTimeout marks a body that did not arrive within its read time.
+var errBodyTimeout = errors.New("request body too slow")
+
+// minBodyRate is the slowest link a body is waited for: 8 KiB/s (64 kbit/s),
+// so the largest allowed body (1 MiB) has about two minutes.
+const minBodyRate = 8 << 10
+
+// bodyGrace is added to every body's read time (latency, a slow start).
+const bodyGrace = 10 * time.Second
+
+// bodyReadTime is how long a body of n bytes (n < 0: unknown, so the
+// largest allowed) may take to arrive: Config.BodyReadTimeout when set,
+// else bodyGrace plus n at minBodyRate.
+func (h *handler) bodyReadTime(n int64) time.Duration {
+	if h.bodyTimeout > 0 {
+		return h.bodyTimeout
+	}
+	if n < 0 || n > h.maxBody {
+		n = h.maxBody
+	}
+	return BodyReadTime(n)
+}
+
+// BodyReadTime is how long a body of n bytes is waited for: 10 s plus n at
+// 8 KiB/s (about 2 min 18 s for DefaultMaxBodyBytes). The server's
+// ReadTimeout uses it for the largest body, as a backstop.
+func BodyReadTime(n int64) time.Duration {
+	return bodyGrace + time.Duration(n)*time.Second/minBodyRate
+}
+
+// limitBodyRead sets the read deadline of a request that has a body: a
+// client that sends it slower than the slowest link it is waited for is
+// cut off (408) instead of holding its connection. Requests without a
+// body (the push stream, the change stream, GETs) get none.
+func (h *handler) limitBodyRead(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyReadTime(r.ContentLength)))
 }
 
 // writeBodyError answers a readBody failure: 413 for an oversized body, 400
@@ -102,6 +152,11 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 func writeBodyError(w http.ResponseWriter, err error) {
 	if errors.Is(err, errTooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "The request body is too large.")
+		return
+	}
+	if errors.Is(err, errBodyTimeout) {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "request_timeout", "The request body did not arrive in time.")
 		return
 	}
 	writeError(w, http.StatusBadRequest, "bad_request", "The request body could not be read.")

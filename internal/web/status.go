@@ -32,6 +32,7 @@ var statusByCode = map[string]int{
 	relay.EOperatorProtected:        http.StatusConflict,
 	relay.EAgentHasOpenTasks:        http.StatusConflict,
 	relay.ETooManyOpenTasks:         http.StatusTooManyRequests,
+	relay.EForbidden:                http.StatusForbidden,
 	relay.EInternal:                 http.StatusInternalServerError,
 }
 

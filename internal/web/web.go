@@ -74,6 +74,11 @@ type Config struct {
 	// Metrics serves GET /metrics (the Prometheus text format) to the admin
 	// token or to loopback; nil answers 404.
 	Metrics http.Handler
+	// BodyReadTimeout bounds the time a request's body may take to arrive
+	// (408 after it); 0 scales it to the body's size: 10 s plus the size at
+	// 8 KiB/s, about two minutes for the largest allowed body. The header
+	// timeout is the http.Server's (ReadHeaderTimeout).
+	BodyReadTimeout time.Duration
 }
 
 // Access says who may call a bridge method.
@@ -109,6 +114,7 @@ type handler struct {
 	sessions       *secretSet
 	tickets        *secretSet
 	metrics        http.Handler
+	bodyTimeout    time.Duration
 }
 
 // NewHandler validates cfg and returns the relay's HTTP handler.
@@ -142,20 +148,21 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("web: Config.MaxBodyBytes is negative (%d)", cfg.MaxBodyBytes)
 	}
 	h := &handler{
-		svc:        cfg.Service,
-		adminToken: token,
-		mcp:        cfg.MCP,
-		access:     cfg.Access,
-		assets:     cfg.Assets,
-		version:    cfg.Version,
-		log:        cfg.Logger,
-		maxBody:    cfg.MaxBodyBytes,
-		now:        cfg.Now,
-		push:       cfg.Push,
-		pushBeat:   cfg.PushHeartbeat,
-		pushHub:    &pushHub{subscribe: cfg.Service.Subscribe},
-		publicURL:  cfg.PublicURL,
-		metrics:    cfg.Metrics,
+		svc:         cfg.Service,
+		adminToken:  token,
+		mcp:         cfg.MCP,
+		access:      cfg.Access,
+		assets:      cfg.Assets,
+		version:     cfg.Version,
+		log:         cfg.Logger,
+		maxBody:     cfg.MaxBodyBytes,
+		now:         cfg.Now,
+		push:        cfg.Push,
+		pushBeat:    cfg.PushHeartbeat,
+		pushHub:     &pushHub{subscribe: cfg.Service.Subscribe},
+		publicURL:   cfg.PublicURL,
+		metrics:     cfg.Metrics,
+		bodyTimeout: cfg.BodyReadTimeout,
 	}
 	if h.pushBeat <= 0 {
 		h.pushBeat = DefaultPushHeartbeat
@@ -226,10 +233,15 @@ func isNilValue(v any) bool {
 // already decoded by net/http), never from the Host header.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
-	switch {
-	case p == "/health":
+	if p == "/health" {
 		h.serveHealth(w, r)
 		return
+	}
+	if !h.bearerAllowed(w, r) {
+		return
+	}
+	h.limitBodyRead(w, r)
+	switch {
 	case p == "/mcp":
 		h.serveMCP(w, r)
 		return
@@ -250,6 +262,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, "not_found", "Nothing is served here.")
 	}
+}
+
+// bearerAllowed answers 429 itself and returns false when r carries a
+// bearer token and its address has spent its budget of failed attempts
+// (on any route: /mcp, /bridge, /metrics, the push stream). The token is
+// not checked then, so guessing on gets no answer at all.
+func (h *handler) bearerAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Authorization") == "" {
+		return true
+	}
+	spent, wait := h.attempts.spent(clientAddr(r))
+	if !spent {
+		return true
+	}
+	writeLimited(w, wait)
+	return false
 }
 
 // serveHealth answers GET|HEAD /health without Host or Origin checks, so

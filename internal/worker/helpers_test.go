@@ -4,8 +4,11 @@ package worker_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -174,6 +177,20 @@ func helperMain() int {
 		fmt.Fprintln(out, "step one")
 		fmt.Fprintln(os.Stderr, "warning: token "+token)
 		fmt.Fprintln(out, "All done with "+token)
+	case "encoded":
+		// A run that read the admin token file and hands it back encoded,
+		// and its own run token too, in its answer and its log.
+		admin, _ := os.ReadFile(os.Getenv("CCR_ADMIN_FILE"))
+		for _, sec := range []string{string(admin), token} {
+			b := []byte(sec)
+			fmt.Fprintln(out, "b64:"+base64.StdEncoding.EncodeToString(b))
+			fmt.Fprintln(out, "b64url:"+base64.RawURLEncoding.EncodeToString(b))
+			fmt.Fprintln(out, "b64mid:"+base64.StdEncoding.EncodeToString(append([]byte("key="), b...)))
+			fmt.Fprintln(out, "hex:"+hex.EncodeToString(b))
+			fmt.Fprintln(out, "HEX:"+strings.ToUpper(hex.EncodeToString(b)))
+			fmt.Fprintln(out, "url:"+url.QueryEscape(sec))
+			fmt.Fprintln(os.Stderr, "log b64:"+base64.StdEncoding.EncodeToString(b)+" hex:"+hex.EncodeToString(b))
+		}
 	case "env":
 		env := os.Environ()
 		sort.Strings(env)

@@ -47,6 +47,9 @@ func (r *runState) spawnAndWait(ctx context.Context, extra []string) (ex execRes
 		ex.stopped = ctx.Err() != nil
 		return ex
 	}
+	for _, n := range spec.Notes {
+		r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Status: relay.StepOK, Text: n})
+	}
 	plain := spec.Events == "" || spec.Events == runspec.EventsPlain
 	stdout := newCapture(func(line string) {
 		entries := parser.Line(line)

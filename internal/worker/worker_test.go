@@ -4,6 +4,8 @@ package worker_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -563,5 +565,58 @@ func TestReloadWhileRunning(t *testing.T) {
 	next := e.post(operator, "Next", "done")
 	if got := e.finished(next.ID); got.Status != relay.StatusCompleted {
 		t.Fatalf("next task: %s", got.Status)
+	}
+}
+
+// TestEncodedSecretsHidden is M3: a run reads the admin token file and
+// returns the admin token and its own run token encoded (base64 in both
+// alphabets, padded or not, inside a longer base64 text, hex in both
+// cases, URL-escaped) in its answer and its log. Neither the report nor
+// the run log shows any of them.
+func TestEncodedSecretsHidden(t *testing.T) {
+	admin := relay.NewAdminToken()
+	adminFile := filepath.Join(t.TempDir(), "api-token")
+	if err := os.WriteFile(adminFile, []byte(admin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(cfg *relay.WorkerConfig, o *worker.Options) {
+		cfg.Env = append(cfg.Env, "CCR_ADMIN_FILE")
+		o.Secrets = []string{admin}
+		base := o.Env
+		o.Env = func() []string { return append(base(), "CCR_ADMIN_FILE="+adminFile) }
+	})
+	e.start()
+	got, r := e.runToEnd(operator, "Leak the keys", "encoded")
+	runTok, err := os.ReadFile(e.tokFile)
+	if err != nil || !strings.HasPrefix(string(runTok), relay.RunTokenPrefix) {
+		t.Fatalf("run token file: %q %v", runTok, err)
+	}
+	if got.Status != relay.StatusCompleted || !strings.Contains(r.Result, "b64:[hidden]") || !strings.Contains(r.Result, "hex:[hidden]") {
+		t.Fatalf("status %s report %+v", got.Status, r)
+	}
+	var logText strings.Builder
+	for _, entry := range e.activity(got.ID) {
+		logText.WriteString(entry.Text + "\n" + entry.Detail + "\n" + entry.Ref + "\n")
+	}
+	if !strings.Contains(logText.String(), "log b64:[hidden] hex:[hidden]") {
+		t.Fatalf("the run log lacks the hidden line:\n%s", logText.String())
+	}
+	for _, sec := range []string{admin, string(runTok)} {
+		b := []byte(sec)
+		forms := map[string]string{
+			"base64":         base64.StdEncoding.EncodeToString(b),
+			"base64url":      base64.RawURLEncoding.EncodeToString(b),
+			"base64 in text": base64.StdEncoding.EncodeToString(append([]byte("key="), b...))[8:40],
+			"hex":            hex.EncodeToString(b),
+			"HEX":            strings.ToUpper(hex.EncodeToString(b)),
+		}
+		for name, f := range forms {
+			if strings.Contains(r.Result+r.Message, f) {
+				t.Errorf("the report shows the %s of a secret:\n%s", name, r.Result)
+			}
+			if strings.Contains(logText.String(), f) {
+				t.Errorf("the run log shows the %s of a secret", name)
+			}
+		}
 	}
 }

@@ -14,7 +14,8 @@ Unicode true
 ##  - optionally starts the app (hidden) at login: the same HKCU Run value the
 ##    app's own "Start at login" switch and `crosschat-relay autostart enable`
 ##    write (internal/desktop/autostart_windows.go).
-## The uninstaller removes the program, its shortcuts and the Run value. It
+## The uninstaller removes the program, its shortcuts, the Run value and the
+## crosschat-relay:// handler the app registers for its toasts. It
 ## never touches the relay's data in %LOCALAPPDATA%\crosschat-relay (tasks,
 ## agents, tokens), so a reinstall or upgrade finds everything in place.
 ####
@@ -127,6 +128,10 @@ Section "uninstall"
 
     # Start at login: the installer's option or the app's switch (same value).
     DeleteRegValue HKCU "${RUN_KEY}" "${RUN_VALUE}"
+    # What the app registers for its toasts (internal/desktop/urlscheme_windows.go):
+    # the crosschat-relay:// URL a clicked toast opens, and the toasts' AppUserModelID.
+    DeleteRegKey HKCU "Software\Classes\crosschat-relay"
+    DeleteRegKey HKCU "Software\Classes\AppUserModelId\Crosschat.CrosschatRelay"
 
     # WebView2's cache (%APPDATA%\crosschat-relay.exe), not the relay's data.
     SetShellVarContext current

@@ -65,6 +65,7 @@ export type FilePreview = Data<app.FilePreview>;
 export type MeshStatus = Data<app.MeshStatus>;
 export type MeshRelay = Data<mesh.RelayInfo>;
 export type MeshAgent = Data<mesh.AgentInfo>;
+export type MeshHeld = Data<mesh.HeldInfo>;
 export type MeshSettings = Data<relay.MeshSettings>;
 export type MeshSettingsView = Data<app.MeshSettingsView> & { source: "flags" | "settings" | "none" };
 
@@ -149,6 +150,10 @@ export interface Api {
     agents(): Promise<MeshAgent[]>;
     settings(): Promise<MeshSettingsView>;
     saveSettings(s: MeshSettings): Promise<MeshSettingsView>;
+    /** trust admits a relay (by id): its key is pinned and its held tasks are delivered. */
+    trust(relayId: string): Promise<MeshRelay>;
+    /** block refuses a relay (by id): what it sends is kept, never delivered. */
+    block(relayId: string): Promise<MeshRelay>;
   };
   system: {
     startsAtLogin(): Promise<boolean>;
@@ -233,6 +238,8 @@ export const api: Api = {
     agents: norm(async () => (await MeshB.Agents()) ?? []),
     settings: norm(() => MeshB.MeshSettings() as Promise<MeshSettingsView>),
     saveSettings: norm((s) => MeshB.SaveMeshSettings(s as relay.MeshSettings) as Promise<MeshSettingsView>),
+    trust: norm((id) => MeshB.Trust(id)),
+    block: norm((id) => MeshB.Block(id)),
   },
   system: {
     startsAtLogin: norm(() => SystemB.StartsAtLogin()),

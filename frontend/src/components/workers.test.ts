@@ -176,6 +176,21 @@ describe("Agents on this computer", () => {
     expect(s.relay.state.workers.has("claude-code-laptop-2")).toBe(true);
   });
 
+  it("shows the chosen program's version against the tested range in the worker form", async () => {
+    for (const [h, want] of [
+      [harness({ version: "2.1.400 (Claude Code)", tested: "newer", testedRange: "2.1.197–2.1.332" }), "is newer than the versions this relay was tested with (tested: 2.1.197–2.1.332); it runs anyway"],
+      [harness({ version: "2.1.332 (Claude Code)", tested: "tested", testedRange: "2.1.197–2.1.332" }), "inside the tested range (tested: 2.1.197–2.1.332)"],
+    ] as const) {
+      const s = await withStores({ agents: [operator], local: localInfo([h]) });
+      const w = s.mount(LocalAgents);
+      await flushPromises();
+      await w.get('[data-harness="claude-code"] button').trigger("click");
+      await flushPromises();
+      expect(w.findComponent(ConnectDialog).get('[data-test="harness-version"]').text()).toContain(want);
+      w.unmount();
+    }
+  });
+
   it("offers no picker button in a browser, and says setup is only for this computer when remote", async () => {
     const s = await withStores();
     vi.mocked(s.api.workers.local).mockRejectedValueOnce(new ApiError("local_only", "This action is only available from this computer."));

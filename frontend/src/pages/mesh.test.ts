@@ -6,7 +6,7 @@ import SettingsPage from "./SettingsPage.vue";
 import TaskCard from "../components/TaskCard.vue";
 import AgentCard from "../components/AgentCard.vue";
 import { createMesh, linkText, parseUrls, relayMarker, remoteRelay } from "../stores/mesh";
-import { agent, fakeApi, iso, meshSettings, meshStatus, summary, T0 } from "../test/fakes";
+import { agent, fakeApi, iso, meshRelay, meshSettings, meshStatus, summary, T0 } from "../test/fakes";
 import { withStores } from "../test/mount";
 
 afterEach(() => {
@@ -27,8 +27,8 @@ const joined = (p: Partial<MeshStatus> = {}): MeshStatus =>
     published: 10,
     applied: 7,
     relays: [
-      { id: "a1", name: "laptop", address: "http://localhost:4318/mcp", online: true, lastSeen: iso(-5000), agents: 1, outboxDepth: 2, consumerLag: 5, self: true },
-      { id: "b2", name: "gpu-box", address: "http://gpu:4318/mcp", online: false, lastSeen: iso(-600_000), agents: 2, outboxDepth: 0, consumerLag: 3, self: false },
+      meshRelay({ id: "a1", name: "laptop", address: "http://localhost:4318/mcp", online: true, lastSeen: iso(-5000), agents: 1, outboxDepth: 2, consumerLag: 5, self: true }),
+      meshRelay({ id: "b2", name: "gpu-box", address: "http://gpu:4318/mcp", online: false, lastSeen: iso(-600_000), agents: 2, outboxDepth: 0, consumerLag: 3 }),
     ],
     ...p,
   });
@@ -62,7 +62,7 @@ describe("MeshPage", () => {
     expect(rows.map((r) => r.attributes("data-relay"))).toEqual(["laptop", "gpu-box"]);
     expect(rows[0]!.text()).toContain("This relay");
     expect(rows[1]!.text()).toContain("offline");
-    expect(rows[1]!.findAll("td")[3]!.text()).toBe("10 min ago");
+    expect(rows[1]!.findAll("td")[4]!.text()).toBe("10 min ago");
     expect(rows[1]!.findAll("td.n").map((c) => c.text())).toEqual(["2", "0", "3"]);
     const agents = w.findAll('[data-test="mesh-agents"] tbody tr');
     expect(agents.map((r) => r.attributes("data-mesh-agent"))).toEqual(["alice", "zed", "bob"]);
@@ -167,5 +167,54 @@ describe("remote marks", () => {
       props: { agent: agent({ slug: "gpu", relay: "gpu-box" }), now: T0, isOperator: false, work: { claimed: [], queued: 0 }, remoteRelay: "gpu-box" },
     });
     expect(w.find('[data-test="agent-relay"]').text()).toBe("on gpu-box");
+  });
+});
+
+describe("MeshPage trust", () => {
+  const pending = () =>
+    joined({
+      relays: [
+        meshRelay({ id: "a1", name: "laptop", self: true }),
+        meshRelay({ id: "c3", name: "stranger", state: "pending", fingerprint: "SHA256:c3key" }),
+      ],
+      held: [
+        { msgId: "m1", relayId: "c3", relay: "stranger", reason: "untrusted", taskId: "t-held", title: "Build it", sender: "operator@stranger", recipient: "bee", receivedAt: iso(-1000) },
+      ],
+      refused: { signature: 2, to: 0 },
+      refusals: ["2026-03-01T12:00:00Z signature: bad (from relay c3)"],
+    });
+
+  it("shows a pending relay with its fingerprint, its held task, and Trust and Block buttons that act by id", async () => {
+    const { mount: m, api } = await withStores({ mesh: pending() });
+    const w = m(MeshPage);
+    await flushPromises();
+    const row = w.find('[data-relay="stranger"]');
+    expect(row.text()).toContain("Pending approval");
+    expect(row.text()).toContain("SHA256:c3key");
+    expect(w.find('[data-relay="laptop"]').find("button").exists()).toBe(false);
+    expect(w.find('[data-held="t-held"]').text()).toContain("operator@stranger");
+    expect(w.find('[data-held="t-held"]').text()).toContain("Waits until the relay is trusted");
+    expect(w.find('[data-test="mesh-refused"]').text()).toContain("2 signature");
+    const buttons = row.findAll("button");
+    expect(buttons.map((b) => b.text())).toEqual(["Trust", "Block"]);
+    await buttons[0].trigger("click");
+    await flushPromises();
+    expect(api.mesh.trust).toHaveBeenCalledWith("c3");
+    expect(api.mesh.status).toHaveBeenCalledTimes(2);
+    await row.findAll("button")[1].trigger("click");
+    await flushPromises();
+    expect(api.mesh.block).toHaveBeenCalledWith("c3");
+    w.unmount();
+  });
+
+  it("shows why a trust failed", async () => {
+    const { mount: m, api } = await withStores({ mesh: pending() });
+    vi.mocked(api.mesh.trust).mockRejectedValue(new ApiError("invalid_request", "The name is shared: give the id."));
+    const w = m(MeshPage);
+    await flushPromises();
+    await w.find('[data-relay="stranger"] [data-test="relay-trust-btn"]').trigger("click");
+    await flushPromises();
+    expect(w.find('[role="alert"]').text()).toContain("give the id");
+    w.unmount();
   });
 });

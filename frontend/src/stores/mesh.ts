@@ -10,11 +10,13 @@ export interface MeshState {
   agents: MeshAgent[];
   error: string;
   loading: boolean;
+  /** busy is the id of the relay being trusted or blocked ("" when none). */
+  busy: string;
 }
 
 /** createMesh loads the mesh for the page; start() polls until stop(). */
 export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
-  const state = reactive<MeshState>({ status: null, agents: [], error: "", loading: false });
+  const state = reactive<MeshState>({ status: null, agents: [], error: "", loading: false, busy: "" });
   let timer: ReturnType<typeof setInterval> | undefined;
 
   async function load() {
@@ -42,10 +44,26 @@ export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
     return out;
   });
 
+  /** setTrust trusts or blocks a relay by id, then reads the mesh again. */
+  async function setTrust(relayId: string, trust: boolean) {
+    state.busy = relayId;
+    try {
+      await (trust ? api.mesh.trust(relayId) : api.mesh.block(relayId));
+      state.error = "";
+      await load();
+    } catch (e) {
+      state.error = errorMessage(e);
+    } finally {
+      state.busy = "";
+    }
+  }
+
   return {
     state,
     agentsByRelay,
     load,
+    trust: (relayId: string) => setTrust(relayId, true),
+    block: (relayId: string) => setTrust(relayId, false),
     start() {
       void load();
       if (!timer && pollMs > 0) timer = setInterval(() => void load(), pollMs);
@@ -110,4 +128,31 @@ export function sameSettings(a: MeshSettings, b: MeshSettings): boolean {
 export function relayMarker(agents: Map<string, Agent>, operatorSlug: string): (slug: string) => string {
   const self = agents.get(operatorSlug)?.relay;
   return (slug) => remoteRelay(agents.get(slug), self);
+}
+
+/** trustText says a relay's admission state in plain words. */
+export function trustText(state: string, self: boolean): string {
+  if (self) return "Own key";
+  switch (state) {
+    case "trusted":
+      return "Trusted";
+    case "blocked":
+      return "Blocked";
+    default:
+      return "Pending approval";
+  }
+}
+
+/** heldReasonText says why a held task waits. */
+export function heldReasonText(reason: string): string {
+  switch (reason) {
+    case "untrusted":
+      return "Waits until the relay is trusted";
+    case "blocked":
+      return "Relay blocked: never delivered";
+    case "version":
+      return "Newer version: read after an upgrade";
+    default:
+      return reason;
+  }
 }

@@ -9,6 +9,7 @@ import type {
   Invite,
   LocalInfo,
   MeshSettingsView,
+  MeshRelay,
   MeshStatus,
   SessionChoice,
   RelayEvent,
@@ -246,6 +247,8 @@ export function fakeApi(data: {
       agents: vi.fn(async () => []),
       settings: vi.fn(async () => data.meshSettings ?? { saved: meshSettings(), source: "none" as const, applied: true }),
       saveSettings: vi.fn(async (s) => ({ saved: s, source: "none" as const, applied: false })),
+      trust: vi.fn(async (id) => meshRelay({ id, state: "trusted" })),
+      block: vi.fn(async (id) => meshRelay({ id, state: "blocked" })),
     },
     system: {
       startsAtLogin: vi.fn(async () => false),
@@ -290,7 +293,28 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     applied: 0,
     duplicates: 0,
     failures: 0,
+    trust: "approval",
+    held: [],
+    refused: {},
     relays: [],
+    ...p,
+  };
+}
+
+/** meshRelay is one mesh.RelayInfo: a trusted remote relay unless p says otherwise. */
+export function meshRelay(p: Partial<MeshRelay> = {}): MeshRelay {
+  return {
+    id: "b2",
+    name: "gpu-box",
+    online: true,
+    lastSeen: "",
+    agents: 0,
+    outboxDepth: 0,
+    consumerLag: 0,
+    self: false,
+    state: "trusted",
+    fingerprint: "SHA256:Zm9vYmFy",
+    inDirectory: true,
     ...p,
   };
 }

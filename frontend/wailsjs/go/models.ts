@@ -101,6 +101,8 @@ export namespace app {
 	    name: string;
 	    path?: string;
 	    version?: string;
+	    tested?: string;
+	    testedRange?: string;
 	    found: boolean;
 	    canRun: boolean;
 	    extraDirs: boolean;
@@ -117,6 +119,8 @@ export namespace app {
 	        this.name = source["name"];
 	        this.path = source["path"];
 	        this.version = source["version"];
+	        this.tested = source["tested"];
+	        this.testedRange = source["testedRange"];
 	        this.found = source["found"];
 	        this.canRun = source["canRun"];
 	        this.extraDirs = source["extraDirs"];
@@ -270,6 +274,13 @@ export namespace app {
 	    failures: number;
 	    lastError?: string;
 	    conflicts?: string[];
+	    directoryConflicts?: string[];
+	    trust: string;
+	    embedAuth?: string;
+	    held: mesh.HeldInfo[];
+	    refused: {[key: string]: number};
+	    refusals?: string[];
+	    warnings?: string[];
 	    relays: mesh.RelayInfo[];
 	
 	    static createFrom(source: any = {}) {
@@ -295,6 +306,13 @@ export namespace app {
 	        this.failures = source["failures"];
 	        this.lastError = source["lastError"];
 	        this.conflicts = source["conflicts"];
+	        this.directoryConflicts = source["directoryConflicts"];
+	        this.trust = source["trust"];
+	        this.embedAuth = source["embedAuth"];
+	        this.held = this.convertValues(source["held"], mesh.HeldInfo);
+	        this.refused = source["refused"];
+	        this.refusals = source["refusals"];
+	        this.warnings = source["warnings"];
 	        this.relays = this.convertValues(source["relays"], mesh.RelayInfo);
 	    }
 	
@@ -548,6 +566,54 @@ export namespace mesh {
 	        this.local = source["local"];
 	    }
 	}
+	export class HeldInfo {
+	    msgId: string;
+	    relayId: string;
+	    relay: string;
+	    reason: string;
+	    taskId: string;
+	    title: string;
+	    sender: string;
+	    recipient: string;
+	    receivedAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new HeldInfo(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.msgId = source["msgId"];
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.reason = source["reason"];
+	        this.taskId = source["taskId"];
+	        this.title = source["title"];
+	        this.sender = source["sender"];
+	        this.recipient = source["recipient"];
+	        this.receivedAt = source["receivedAt"];
+	    }
+	}
+	export class Invite {
+	    url: string;
+	    command: string;
+	    env: string;
+	    files?: {[key: string]: string};
+	    note?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new Invite(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.url = source["url"];
+	        this.command = source["command"];
+	        this.env = source["env"];
+	        this.files = source["files"];
+	        this.note = source["note"];
+	    }
+	}
 	export class RelayInfo {
 	    id: string;
 	    name: string;
@@ -558,6 +624,10 @@ export namespace mesh {
 	    outboxDepth: number;
 	    consumerLag: number;
 	    self: boolean;
+	    state: string;
+	    fingerprint: string;
+	    newFingerprint?: string;
+	    inDirectory: boolean;
 	
 	    static createFrom(source: any = {}) {
 	        return new RelayInfo(source);
@@ -574,6 +644,10 @@ export namespace mesh {
 	        this.outboxDepth = source["outboxDepth"];
 	        this.consumerLag = source["consumerLag"];
 	        this.self = source["self"];
+	        this.state = source["state"];
+	        this.fingerprint = source["fingerprint"];
+	        this.newFingerprint = source["newFingerprint"];
+	        this.inDirectory = source["inDirectory"];
 	    }
 	}
 

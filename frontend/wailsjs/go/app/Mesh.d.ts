@@ -6,6 +6,12 @@ import {relay} from '../models';
 
 export function Agents():Promise<Array<mesh.AgentInfo>>;
 
+export function Block(arg1:string):Promise<mesh.RelayInfo>;
+
+export function Held():Promise<Array<mesh.HeldInfo>>;
+
+export function Invite():Promise<mesh.Invite>;
+
 export function MeshSettings():Promise<app.MeshSettingsView>;
 
 export function Relays():Promise<Array<mesh.RelayInfo>>;
@@ -13,3 +19,5 @@ export function Relays():Promise<Array<mesh.RelayInfo>>;
 export function SaveMeshSettings(arg1:relay.MeshSettings):Promise<app.MeshSettingsView>;
 
 export function Status():Promise<app.MeshStatus>;
+
+export function Trust(arg1:string):Promise<mesh.RelayInfo>;

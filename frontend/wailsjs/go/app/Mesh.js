@@ -6,6 +6,18 @@ export function Agents() {
   return window['go']['app']['Mesh']['Agents']();
 }
 
+export function Block(arg1) {
+  return window['go']['app']['Mesh']['Block'](arg1);
+}
+
+export function Held() {
+  return window['go']['app']['Mesh']['Held']();
+}
+
+export function Invite() {
+  return window['go']['app']['Mesh']['Invite']();
+}
+
 export function MeshSettings() {
   return window['go']['app']['Mesh']['MeshSettings']();
 }
@@ -20,4 +32,8 @@ export function SaveMeshSettings(arg1) {
 
 export function Status() {
   return window['go']['app']['Mesh']['Status']();
+}
+
+export function Trust(arg1) {
+  return window['go']['app']['Mesh']['Trust'](arg1);
 }

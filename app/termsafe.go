@@ -1,0 +1,89 @@
+package app
+
+import (
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// termSafe makes a value from data (a task title, an agent or relay name, a
+// message, a path) safe to print on one line of a terminal: control
+// characters (C0, DEL, C1, so ESC, BEL, CR and newlines too), Unicode
+// direction overrides and bytes that are not UTF-8 become U+FFFD, so a
+// value can neither send escape sequences nor rewrite or hide the lines
+// around it. JSON output is never passed through it.
+func termSafe(s string) string { return sanitizeTerm(s, false) }
+
+// termSafeText is termSafe for text printed over several lines (a result,
+// a run log): newlines and tabs are kept, everything else is replaced.
+func termSafeText(s string) string { return sanitizeTerm(s, true) }
+
+// termReplacement stands in for each character that is taken out.
+const termReplacement = '\uFFFD'
+
+func sanitizeTerm(s string, multiline bool) string {
+	clean := true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || termUnsafe(r, multiline) {
+			clean = false
+			break
+		}
+		i += n
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || termUnsafe(r, multiline) {
+			b.WriteRune(termReplacement)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// termUnsafe reports whether r must not reach a terminal as it is.
+func termUnsafe(r rune, multiline bool) bool {
+	switch {
+	case multiline && (r == '\n' || r == '\t'):
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
+
+// termWriter passes text to a terminal with its ASCII control characters
+// (ESC, BEL, a CR that does not end a line, DEL, …) replaced by '?'; newlines
+// and tabs pass. It works on bytes, so it needs no whole lines: for
+// streams such as `logs --follow`.
+type termWriter struct{ w io.Writer }
+
+// Write implements io.Writer; it reports len(p) when all of it was written.
+func (t termWriter) Write(p []byte) (int, error) {
+	var out []byte
+	for i, c := range p {
+		if c >= 0x20 && c != 0x7f || c == '\n' || c == '\t' || (c == '\r' && i+1 < len(p) && p[i+1] == '\n') {
+			continue
+		}
+		if out == nil {
+			out = append([]byte(nil), p...)
+		}
+		out[i] = '?'
+	}
+	if out == nil {
+		out = p
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

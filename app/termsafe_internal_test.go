@@ -1,0 +1,65 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestTermSafe ensures control characters, direction overrides and broken
+// UTF-8 are replaced, newlines and tabs kept only in multi-line text, and
+// clean text returned as it is.
+func TestTermSafe(t *testing.T) {
+	for _, tc := range []struct{ in, line, text string }{
+		{"plain title", "plain title", "plain title"},
+		{"é ünïcode ✓", "é ünïcode ✓", "é ünïcode ✓"},
+		{"a\x1b[31mred", "a\uFFFD[31mred", "a\uFFFD[31mred"},
+		{"bell\x07cr\rdel\x7f", "bell\uFFFDcr\uFFFDdel\uFFFD", "bell\uFFFDcr\uFFFDdel\uFFFD"},
+		{"two\nlines\tand tab", "two\uFFFDlines\uFFFDand tab", "two\nlines\tand tab"},
+		{"c1\u009b2J", "c1\uFFFD2J", "c1\uFFFD2J"},
+		{"rtl\u202eevil\u2066", "rtl\uFFFDevil\uFFFD", "rtl\uFFFDevil\uFFFD"},
+		{"bad\xffutf8", "bad\uFFFDutf8", "bad\uFFFDutf8"},
+	} {
+		if got := termSafe(tc.in); got != tc.line {
+			t.Errorf("termSafe(%q) = %q, want %q", tc.in, got, tc.line)
+		}
+		if got := termSafeText(tc.in); got != tc.text {
+			t.Errorf("termSafeText(%q) = %q, want %q", tc.in, got, tc.text)
+		}
+	}
+	var b bytes.Buffer
+	if _, err := (termWriter{&b}).Write([]byte("ok\r\nesc\x1b[2Jbell\x07\tend\r")); err != nil || b.String() != "ok\r\nesc?[2Jbell?\tend?" {
+		t.Fatalf("termWriter: %q %v", b.String(), err)
+	}
+}
+
+// FuzzTermSafe checks that nothing a terminal acts on survives, whatever
+// the input.
+func FuzzTermSafe(f *testing.F) {
+	f.Add("title\x1b]0;x\x07")
+	f.Add("\u009b\u202e\xff\r\n\t")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, multiline := range []bool{false, true} {
+			got := sanitizeTerm(s, multiline)
+			if !utf8.ValidString(got) {
+				t.Fatalf("invalid UTF-8 out of %q: %q", s, got)
+			}
+			for _, r := range got {
+				if termUnsafe(r, multiline) {
+					t.Fatalf("%q left in %q", r, got)
+				}
+			}
+			if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return termUnsafe(r, multiline) }) && got != s {
+				t.Fatalf("clean %q changed to %q", s, got)
+			}
+		}
+		var b bytes.Buffer
+		_, _ = termWriter{&b}.Write([]byte(s))
+		for i, c := range b.Bytes() {
+			if (c < 0x20 && c != '\n' && c != '\t' && !(c == '\r' && i+1 < b.Len() && b.Bytes()[i+1] == '\n')) || c == 0x7f {
+				t.Fatalf("byte %#x left by termWriter in %q", c, b.String())
+			}
+		}
+	})
+}

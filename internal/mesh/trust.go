@@ -1,0 +1,516 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Refusal reasons (the reason label of crosschat_mesh_refused_total).
+const (
+	RefusedUndecodable = "undecodable"
+	RefusedOldVersion  = "old-version"
+	RefusedTo          = "to"
+	RefusedStale       = "stale"
+	RefusedFuture      = "future"
+	RefusedSignature   = "signature"
+)
+
+// refusalReasons are every reason a refusal can give (the store's
+// relay.MeshRefusal reasons included), so each is exported from zero.
+var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
+	"sender", "owner", "recipient", "local-task", "held-full"}
+
+// Reasons a held envelope waits.
+const (
+	HeldUntrusted = "untrusted"
+	HeldBlocked   = "blocked"
+	HeldVersion   = "version"
+)
+
+// outcome is what becomes of a message from the stream.
+type outcome int
+
+const (
+	ack   outcome = iota // applied, held, recognised or refused for good
+	retry                // a store failure: deliver again
+)
+
+// maxRefusalLog bounds the refusal lines Status shows; maxRefusalCauses
+// the causes (reason and relay) logged once each.
+const (
+	maxRefusalLog    = 20
+	maxRefusalCauses = 1000
+	// maxRelays bounds the relays recorded (admission records).
+	maxRelays = 1000
+)
+
+// handle applies one message from the stream and acknowledges it after the
+// commit; a store failure leaves it to be delivered again.
+func (n *Node) handle(msg jetstream.Msg) {
+	n.applyMu.Lock()
+	res := n.receive(msg.Data(), false)
+	n.applyMu.Unlock()
+	if res == retry {
+		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+	defer cancel()
+	if err := msg.DoubleAck(ctx); err != nil {
+		// Applied already: a redelivery is recognised by its id and acknowledged.
+		n.setErr("ack", err)
+	}
+}
+
+// receive checks one envelope against who may send it and applies it, holds
+// it, or refuses it. released is set for an envelope held while its relay
+// was pending, whose timestamp was checked when it arrived.
+func (n *Node) receive(data []byte, released bool) outcome {
+	e, change, err := decode(data)
+	switch {
+	case errors.Is(err, errNewer):
+		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
+	case errors.Is(err, errOld):
+		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
+		return ack
+	case err != nil:
+		n.refuse(RefusedUndecodable, e.From, err.Error())
+		return ack
+	}
+	if e.To != n.id.ID {
+		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, e.To))
+		return ack
+	}
+	if !released {
+		now := n.now()
+		at := time.UnixMilli(e.TS)
+		switch {
+		case now.Sub(at) > replayWindow:
+			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
+			return ack
+		case at.Sub(now) > maxSkew:
+			n.refuse(RefusedFuture, e.From, fmt.Sprintf("envelope %s is dated %s ahead", e.ID, at.Sub(now).Round(time.Second)))
+			return ack
+		}
+	}
+	r, err := n.relayOf(e.From)
+	if err != nil {
+		n.setErr("admit relay", err)
+		return retry
+	}
+	switch r.State {
+	case relay.RelayTrusted:
+	case relay.RelayBlocked:
+		return n.hold(e, change, HeldBlocked, data)
+	default:
+		return n.hold(e, change, HeldUntrusted, data)
+	}
+	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
+		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
+		return ack
+	}
+	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name,
+		SelfID: n.id.ID, SelfName: n.id.Name, Mark: relay.MarkVerified, Change: change})
+	var refusal *relay.MeshRefusal
+	switch {
+	case errors.As(err, &refusal):
+		n.refuse(refusal.Reason, e.From, refusal.Detail)
+		return ack
+	case err != nil:
+		n.setErr("apply", err)
+		return retry
+	case applied:
+		n.applied.Add(1)
+	default:
+		n.duplicates.Add(1)
+	}
+	return ack
+}
+
+// hold keeps an envelope in the store until its relay is trusted (or an
+// upgrade reads its version).
+func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) outcome {
+	h := relay.HeldEnvelope{MsgID: e.ID, FromRelay: e.From, Reason: reason, TaskID: c.Task.ID, Title: c.Task.Title,
+		SenderSlug: c.Task.SenderSlug, RecipientSlug: c.Task.RecipientSlug, Data: data}
+	if h.MsgID == "" {
+		h.MsgID = fmt.Sprintf("held-%d", n.now().UnixNano())
+	}
+	if len(h.Title) > 200 {
+		h.Title = h.Title[:200]
+	}
+	var refusal *relay.MeshRefusal
+	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
+		n.refuse(refusal.Reason, e.From, refusal.Detail)
+		return ack
+	} else if err != nil {
+		n.setErr("hold envelope", err)
+		return retry
+	}
+	n.held.Add(1)
+	return ack
+}
+
+// refuse counts a refusal and logs it once per reason and relay.
+func (n *Node) refuse(reason, from, detail string) {
+	n.mu.Lock()
+	n.refused[reason]++
+	key := reason + "/" + from
+	first := !n.refusedSeen[key] && len(n.refusedSeen) < maxRefusalCauses // made-up relay ids cannot grow it without bound
+	if first {
+		n.refusedSeen[key] = true
+	}
+	line := relay.FormatTime(n.now()) + " " + reason + ": " + detail
+	if from != "" {
+		line += " (from relay " + from + ")"
+	}
+	n.refusals = append(n.refusals, line)
+	if len(n.refusals) > maxRefusalLog {
+		n.refusals = n.refusals[len(n.refusals)-maxRefusalLog:]
+	}
+	n.mu.Unlock()
+	if first {
+		n.log.Warn("mesh: refused an envelope", "reason", reason, "from", from, "detail", detail)
+	}
+}
+
+// relayOf returns the admission record of relay id, recording what the
+// directory shows of it (its name and self-signed key).
+func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
+	d, ok := n.relay(id)
+	if !ok {
+		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+		d, ok = n.fetchRelay(ctx, id)
+		cancel()
+	}
+	name, key := "", ""
+	if ok && relayEntryValid(d) {
+		name, key = d.Name, d.PublicKey
+	}
+	if key == "" {
+		// Known only from envelopes: pending, and not recorded until the
+		// directory shows its key (made-up ids leave no rows behind).
+		n.mu.Lock()
+		cur, known := n.trust[id]
+		n.mu.Unlock()
+		if !known {
+			return relay.MeshRelay{ID: id, State: relay.RelayPending}, nil
+		}
+		return cur, nil
+	}
+	return n.see(n.ctx, id, name, key)
+}
+
+// see records a relay seen with name and key, through the cache.
+func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, error) {
+	n.mu.Lock()
+	cur, ok := n.trust[id]
+	known := len(n.trust)
+	n.mu.Unlock()
+	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
+		return cur, nil
+	}
+	if !ok && known >= maxRelays {
+		// A flood of made-up relays in the directory: not recorded, pending.
+		return relay.MeshRelay{ID: id, Name: name, State: relay.RelayPending}, nil
+	}
+	r, changed, err := n.opts.Store.SeeRelay(ctx, id, name, key, n.opts.TrustAccount)
+	if err != nil {
+		return r, err
+	}
+	n.mu.Lock()
+	n.trust[id] = r
+	if changed {
+		w := fmt.Sprintf("relay %s (%s) shows a new key %s; its pinned key was %s", r.Name, id, Fingerprint(key), Fingerprint(cur.PublicKey))
+		if r.State == relay.RelayPending {
+			w += "; it is pending until you trust it again"
+		}
+		n.warnings = append(n.warnings, w)
+		if len(n.warnings) > maxRefusalLog {
+			n.warnings = n.warnings[len(n.warnings)-maxRefusalLog:]
+		}
+	}
+	n.mu.Unlock()
+	if changed {
+		n.log.Warn("mesh: a relay's key changed", "relay", r.Name, "id", id, "fingerprint", Fingerprint(key), "state", r.State)
+	} else if !ok {
+		n.log.Info("mesh: relay seen", "relay", r.Name, "id", id, "fingerprint", Fingerprint(r.PublicKey), "state", r.State)
+	}
+	return r, nil
+}
+
+// untrusted lists the relays seen that this relay does not trust: nothing
+// is published to them.
+func (n *Node) untrusted() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for id, r := range n.trust {
+		if r.State != relay.RelayTrusted {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadTrust fills the cache of admission records from the store.
+func (n *Node) loadTrust(ctx context.Context) error {
+	rs, err := n.opts.Store.MeshRelays(ctx)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range rs {
+		n.trust[r.ID] = r
+	}
+	return nil
+}
+
+// releaseHeld applies, in order, what trusted relays sent while they were
+// pending, and what an older build held for its version.
+func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	for _, reason := range []string{HeldUntrusted, HeldVersion} {
+		for ctx.Err() == nil {
+			hs, err := n.opts.Store.HeldEnvelopes(ctx, relayID, reason, 100)
+			if err != nil {
+				return err
+			}
+			progressed := false
+			for _, h := range hs {
+				if reason == HeldUntrusted {
+					n.mu.Lock()
+					st := n.trust[h.FromRelay].State
+					n.mu.Unlock()
+					if st != relay.RelayTrusted {
+						continue
+					}
+				}
+				before := n.held.Load()
+				if n.receive(h.Data, reason == HeldUntrusted) == retry {
+					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
+				}
+				if n.held.Load() != before {
+					continue // held again (a version this build cannot read yet)
+				}
+				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
+					return err
+				}
+				progressed = true
+			}
+			if !progressed || len(hs) < 100 {
+				break
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// resolveRelay finds a relay by id or by name; a name two relays share is
+// refused as ambiguous.
+func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRelay, error) {
+	q := strings.TrimSpace(nameOrID)
+	if q == "" {
+		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "Name a relay (its name or id).")
+	}
+	if q == n.id.ID || strings.EqualFold(q, n.id.Name) {
+		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "“%s” is this relay.", q)
+	}
+	// Record every relay the directory shows first, so a name is judged
+	// against all of them.
+	n.mu.Lock()
+	var dir []dirRelay
+	for _, r := range n.relays {
+		if r.ID != n.id.ID && relayEntryValid(r) {
+			dir = append(dir, r)
+		}
+	}
+	n.mu.Unlock()
+	for _, r := range dir {
+		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
+			return relay.MeshRelay{}, err
+		}
+	}
+	rs, err := n.opts.Store.MeshRelays(ctx)
+	if err != nil {
+		return relay.MeshRelay{}, err
+	}
+	var byName []relay.MeshRelay
+	for _, r := range rs {
+		if r.ID == q {
+			return r, nil
+		}
+		if strings.EqualFold(r.Name, q) {
+			byName = append(byName, r)
+		}
+	}
+	switch len(byName) {
+	case 0:
+		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "No relay “%s” has been seen; `crosschat-relay mesh relays` lists them.", q)
+	case 1:
+		return byName[0], nil
+	}
+	ids := make([]string, len(byName))
+	for i, r := range byName {
+		ids[i] = r.ID
+	}
+	return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "The name “%s” is shared by relays %s: give the id.", q, strings.Join(ids, ", "))
+}
+
+// SetTrust trusts or blocks the relay named nameOrID (its name, or its id
+// when a name is shared). Trusting pins its newest key and applies, in
+// order, what it sent while pending.
+func (n *Node) SetTrust(ctx context.Context, nameOrID, state string) (RelayInfo, error) {
+	r, err := n.resolveRelay(ctx, nameOrID)
+	if err != nil {
+		return RelayInfo{}, err
+	}
+	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state)
+	if err != nil {
+		return RelayInfo{}, err
+	}
+	n.mu.Lock()
+	n.trust[r.ID] = r
+	n.mu.Unlock()
+	n.log.Info("mesh: relay "+state, "relay", r.Name, "id", r.ID, "fingerprint", Fingerprint(r.PublicKey))
+	if state == relay.RelayTrusted {
+		n.poke() // what waited in the outbox for it goes now
+		if err := n.releaseHeld(ctx, r.ID); err != nil {
+			return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
+		}
+	}
+	if err := n.syncAgents(ctx); err != nil {
+		n.setErr("sync directory", err)
+	}
+	for _, info := range n.Relays() {
+		if info.ID == r.ID {
+			return info, nil
+		}
+	}
+	return RelayInfo{ID: r.ID, Name: r.Name, State: r.State, Fingerprint: Fingerprint(r.PublicKey)}, nil
+}
+
+// Held lists the envelopes held, oldest first (at most 200).
+func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
+	hs, err := n.opts.Store.HeldEnvelopes(ctx, "", "", 200)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]HeldInfo, 0, len(hs))
+	for _, h := range hs {
+		name := n.trust[h.FromRelay].Name
+		if name == "" {
+			name = h.FromRelay
+		}
+		sender := h.SenderSlug
+		if sender != "" {
+			sender += "@" + name
+		}
+		out = append(out, HeldInfo{MsgID: h.MsgID, RelayID: h.FromRelay, Relay: name, Reason: h.Reason, TaskID: h.TaskID,
+			Title: h.Title, Sender: sender, Recipient: h.RecipientSlug, ReceivedAt: h.ReceivedAt})
+	}
+	return out, nil
+}
+
+// HeldInfo is one held envelope as the Mesh page shows it.
+type HeldInfo struct {
+	MsgID   string `json:"msgId"`
+	RelayID string `json:"relayId"`
+	Relay   string `json:"relay"`
+	// Reason is untrusted (delivered when the relay is trusted), blocked
+	// (never delivered) or version (read after an upgrade).
+	Reason     string `json:"reason"`
+	TaskID     string `json:"taskId"`
+	Title      string `json:"title"`
+	Sender     string `json:"sender"`
+	Recipient  string `json:"recipient"`
+	ReceivedAt string `json:"receivedAt"`
+}
+
+// Refused returns the refusal counts by reason.
+func (n *Node) Refused() map[string]int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]int64, len(n.refused)+len(refusalReasons))
+	for _, k := range refusalReasons {
+		out[k] = 0
+	}
+	for k, v := range n.refused {
+		out[k] = v
+	}
+	return out
+}
+
+// dirSigned is the byte string a directory entry's signature covers: the
+// entry's JSON without its signature.
+func dirSigned(v any) []byte {
+	b, _ := json.Marshal(v) // entries are structs of plain fields
+	return append([]byte("crosschat-dir/1\n"), b...)
+}
+
+func (a dirAgent) signedBytes() []byte {
+	a.Sig = ""
+	return dirSigned(a)
+}
+
+func (r dirRelay) signedBytes() []byte {
+	r.Sig = ""
+	return dirSigned(r)
+}
+
+// relayEntryValid reports whether a relay entry is signed by the key it
+// shows (it proves the writer holds that key, not that the key is the
+// relay's: the pinned key decides that).
+func relayEntryValid(r dirRelay) bool {
+	return r.PublicKey != "" && checkSig(r.PublicKey, r.signedBytes(), r.Sig)
+}
+
+// agentAccepted reports whether an agent entry is one the directory view
+// takes: from a trusted relay (or this one), signed with its pinned key.
+// Called with n.mu held.
+func (n *Node) agentAccepted(a dirAgent) bool {
+	if a.RelayID == n.id.ID {
+		return checkSig(n.id.PublicKey, a.signedBytes(), a.Sig)
+	}
+	r, ok := n.trust[a.RelayID]
+	return ok && r.State == relay.RelayTrusted && checkSig(r.PublicKey, a.signedBytes(), a.Sig)
+}
+
+// ownerValid reports whether the entry holding a slug is signed by its
+// relay: the pinned key when there is one, else the key of the relay's own
+// directory entry. A forged entry does not hold a slug. Called with n.mu held.
+func (n *Node) ownerValid(a dirAgent) bool {
+	key := ""
+	if r, ok := n.trust[a.RelayID]; ok && r.PublicKey != "" {
+		key = r.PublicKey
+	} else if d, ok := n.relays[a.RelayID]; ok && relayEntryValid(d) {
+		key = d.PublicKey
+	}
+	return key != "" && checkSig(key, a.signedBytes(), a.Sig)
+}
+
+// dirConflicts returns the directory entries ignored because they claim a
+// slug a trusted relay holds.
+func (n *Node) dirConflicts() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]string, 0, len(n.dirConflict))
+	for _, c := range n.dirConflict {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}

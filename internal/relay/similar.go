@@ -1,0 +1,57 @@
+package relay
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Similar returns up to limit of names that look like ref, for the "did you
+// mean" of a name nobody has: one contains the other, or they are a few edits
+// apart (at most two, or a quarter of ref's length). fold puts ref and each
+// name in the form they are compared in (lower case, a normalised id); names
+// are returned as given, each once, empty ones never.
+func Similar(ref string, names []string, fold func(string) string, limit int) []string {
+	want := fold(ref)
+	reach := max(2, utf8.RuneCountInString(want)/4)
+	var out []string
+	for _, n := range names {
+		if n == "" || slices.Contains(out, n) {
+			continue
+		}
+		f := fold(n)
+		if containsEither(f, want) || editDistance(want, f) <= reach {
+			out = append(out, n)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func containsEither(a, b string) bool {
+	return len(a) > 0 && len(b) > 0 && (strings.Contains(a, b) || strings.Contains(b, a))
+}
+
+// editDistance is the Levenshtein distance in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Relay admission and held envelopes (migration 0013).
+
+const meshRelayColumns = `relay_id, name, public_key, COALESCE(new_key, ''), state, first_seen, COALESCE(changed_at, '')`
+
+func scanMeshRelay(r rowScanner) (relay.MeshRelay, error) {
+	var m relay.MeshRelay
+	err := r.Scan(&m.ID, &m.Name, &m.PublicKey, &m.NewKey, &m.State, &m.FirstSeen, &m.ChangedAt)
+	return m, err
+}
+
+// SeeRelay records a relay seen in the directory or on an envelope. A new
+// relay is pending (trusted with autoTrust) and its first key is pinned; a
+// key other than the pinned one is kept as new_key and puts a trusted relay
+// back to pending (changed is then true). A blocked relay stays blocked.
+// With autoTrust a changed key is trusted at once (the NATS account is the
+// boundary) and changed still reports it.
+func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (relay.MeshRelay, bool, error) {
+	var (
+		out     relay.MeshRelay
+		changed bool
+	)
+	if id == "" {
+		return out, false, errors.New("see relay: an id is required")
+	}
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	err := db.write(ctx, "see relay", func(t *tx) error {
+		cur, err := scanMeshRelay(t.tx.QueryRowContext(t.ctx, `SELECT `+meshRelayColumns+` FROM mesh_relays WHERE relay_id = ?`, id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			state := relay.RelayPending
+			if autoTrust && key != "" {
+				state = relay.RelayTrusted
+			}
+			if _, err := t.exec(`INSERT INTO mesh_relays (relay_id, public_key, first_seen, name, state, changed_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				id, key, t.ts, name, state, t.ts); err != nil {
+				return fmt.Errorf("record relay %s: %w", id, err)
+			}
+			out = relay.MeshRelay{ID: id, Name: name, PublicKey: key, State: state, FirstSeen: t.ts, ChangedAt: t.ts}
+			return nil
+		case err != nil:
+			return fmt.Errorf("read relay %s: %w", id, err)
+		}
+		next := cur
+		if name != "" {
+			next.Name = name
+		}
+		switch {
+		case key == "":
+		case key == cur.PublicKey:
+			// The pinned key is shown again: a trust now pins it, not the
+			// other key seen meanwhile (the relay stays as it is).
+			next.NewKey = ""
+		case cur.PublicKey == "":
+			next.PublicKey = key
+			if autoTrust && cur.State == relay.RelayPending {
+				next.State = relay.RelayTrusted
+			}
+		case key != cur.NewKey:
+			changed = true
+			next.NewKey = key
+			if cur.State == relay.RelayTrusted {
+				next.State = relay.RelayPending
+			}
+			if autoTrust && cur.State != relay.RelayBlocked {
+				next.PublicKey, next.NewKey, next.State = key, "", relay.RelayTrusted
+			}
+			next.ChangedAt = t.ts
+		}
+		if next == cur {
+			out = cur
+			return nil
+		}
+		if _, err := t.exec(`UPDATE mesh_relays SET name = ?, public_key = ?, new_key = NULLIF(?, ''), state = ?, changed_at = NULLIF(?, '') WHERE relay_id = ?`,
+			next.Name, next.PublicKey, next.NewKey, next.State, next.ChangedAt, id); err != nil {
+			return fmt.Errorf("update relay %s: %w", id, err)
+		}
+		out = next
+		return nil
+	})
+	return out, changed, err
+}
+
+// MeshRelays lists the relays seen, by name then id.
+func (db *DB) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
+	return queryAll(ctx, db.r, "list relays", scanMeshRelay, `SELECT `+meshRelayColumns+` FROM mesh_relays ORDER BY name, relay_id`)
+}
+
+// SetRelayState trusts or blocks a relay. Trusting pins the newest key
+// seen; a relay whose key is not known yet cannot be trusted.
+func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRelay, error) {
+	var out relay.MeshRelay
+	if state != relay.RelayTrusted && state != relay.RelayBlocked && state != relay.RelayPending {
+		return out, relay.Errorf(relay.EInvalidRequest, "state: must be trusted, blocked or pending.")
+	}
+	err := db.write(ctx, "set relay state", func(t *tx) error {
+		cur, err := scanMeshRelay(t.tx.QueryRowContext(t.ctx, `SELECT `+meshRelayColumns+` FROM mesh_relays WHERE relay_id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return relay.Errorf(relay.EInvalidRequest, "No relay %s has been seen.", id)
+		}
+		if err != nil {
+			return fmt.Errorf("read relay %s: %w", id, err)
+		}
+		if state == relay.RelayTrusted {
+			if cur.NewKey != "" {
+				cur.PublicKey, cur.NewKey = cur.NewKey, ""
+			}
+			if cur.PublicKey == "" {
+				return relay.Errorf(relay.EInvalidRequest, "Relay %s has shown no key yet, so it cannot be trusted; wait until it is in the mesh directory.", id)
+			}
+		}
+		cur.State, cur.ChangedAt = state, t.ts
+		if _, err := t.exec(`UPDATE mesh_relays SET public_key = ?, new_key = NULLIF(?, ''), state = ?, changed_at = ? WHERE relay_id = ?`,
+			cur.PublicKey, cur.NewKey, cur.State, cur.ChangedAt, id); err != nil {
+			return fmt.Errorf("set relay %s %s: %w", id, state, err)
+		}
+		out = cur
+		return nil
+	})
+	return out, err
+}
+
+// Bounds of what is held: per sending relay and in all (a client that makes
+// up relay ids cannot fill the disk).
+const (
+	maxHeldPerRelay = 1000
+	maxHeld         = 10000
+)
+
+// HoldEnvelope keeps an envelope to apply later; false when its message id
+// is held already. Past the bounds it refuses with a *relay.MeshRefusal
+// (reason held-full).
+func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
+	var n int64
+	err := db.write(ctx, "hold envelope", func(t *tx) error {
+		var perRelay, total int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT (SELECT COUNT(*) FROM mesh_held WHERE from_relay = ?), (SELECT COUNT(*) FROM mesh_held)`,
+			h.FromRelay).Scan(&perRelay, &total); err != nil {
+			return fmt.Errorf("count held envelopes: %w", err)
+		}
+		if perRelay >= maxHeldPerRelay || total >= maxHeld {
+			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes held from relay %s, %d in all", perRelay, h.FromRelay, total)}
+		}
+		var err error
+		n, err = t.execCount("hold envelope", `INSERT INTO mesh_held (msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (msg_id) DO NOTHING`,
+			h.MsgID, h.FromRelay, h.Reason, h.TaskID, h.Title, h.SenderSlug, h.RecipientSlug, h.Data, t.ts)
+		return err
+	})
+	return n > 0, err
+}
+
+// HeldEnvelopes returns up to limit held envelopes, oldest first, of
+// fromRelay ("" for all) and reason ("" for any).
+func (db *DB) HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]relay.HeldEnvelope, error) {
+	limit = relay.Clamp(limit, 100, 1, 1000)
+	return queryAll(ctx, db.r, "list held envelopes", func(r rowScanner) (relay.HeldEnvelope, error) {
+		var h relay.HeldEnvelope
+		err := r.Scan(&h.Seq, &h.MsgID, &h.FromRelay, &h.Reason, &h.TaskID, &h.Title, &h.SenderSlug, &h.RecipientSlug, &h.Data, &h.ReceivedAt)
+		return h, err
+	}, `SELECT seq, msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at FROM mesh_held
+		WHERE (? = '' OR from_relay = ?) AND (? = '' OR reason = ?) ORDER BY seq`+limitSQL(limit), fromRelay, fromRelay, reason, reason)
+}
+
+// DropHeld removes a held envelope.
+func (db *DB) DropHeld(ctx context.Context, seq int64) error {
+	return db.writeOne(ctx, "drop held envelope", `DELETE FROM mesh_held WHERE seq = ?`, seq)
+}
