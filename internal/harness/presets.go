@@ -87,7 +87,7 @@ func Presets() []Preset {
 			},
 			CanRun: true, ExtraDirs: true, Resume: true,
 			Events: runspec.EventsCodexJSON, RelayServer: UserServer,
-			Safety: "Codex runs in its workspace-write sandbox: it may change files in the working folder and the extra folders only.",
+			Safety: "Codex may change files in the working folder and the extra folders only: in the worker sandbox (on by default), or else in its own workspace-write sandbox.",
 		},
 		{
 			ID: Gemini, Name: "Gemini CLI", Binaries: []string{"gemini"},
