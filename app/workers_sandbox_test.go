@@ -49,6 +49,12 @@ func TestSandboxedWorkerFromCLI(t *testing.T) {
 			if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Sandbox != mode || st.SandboxOn() != (mode == "on") {
 				t.Fatalf("workers set: %d %s %s", code, out, errs)
 			}
+			plain := loc[:len(loc)-1] // without --json
+			out, _, code = run(t, append([]string{"workers", "set", "builder", "--harness", "custom", "--command", script,
+				"--workdir", work, "--timeout", "2m", "--sandbox", mode}, plain...)...)
+			if said := map[string]string{"on": "Runs are sandboxed", "off": "Runs are not sandboxed"}[mode]; code != 0 || !strings.Contains(out, said) {
+				t.Fatalf("workers set says %q, want %q", out, said)
+			}
 			task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "builder", Title: "Look around", Instructions: "Read the token."})
 			noErr(t, err)
 			done := waitStatus(t, r, task.ID, relay.StatusCompleted, relay.StatusBlocked)
