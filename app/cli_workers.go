@@ -86,7 +86,7 @@ func workersSet(c *command, args []string) error {
 		return fmt.Errorf("%w: workers set needs the agent's slug: crosschat-relay workers set <slug> --harness ID --workdir DIR", errUsage)
 	}
 	cfg := relay.WorkerConfig{AgentSlug: args[0], Enabled: true}
-	var extra, argv, senders, env stringList
+	var extra, argv, senders, env, allow stringList
 	var prompt string
 	var timeout time.Duration
 	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
@@ -102,9 +102,13 @@ func workersSet(c *command, args []string) error {
 	c.fs.BoolVar(&cfg.Enabled, "enabled", true, "run tasks (false keeps the setup but stops claiming)")
 	c.fs.Var(&env, "env", "name of a variable of the relay's environment to pass to the CLI, repeatable")
 	c.fs.StringVar(&cfg.Session, "session", "", "deliver each task into this existing Claude Code session or Codex thread (id or exact name, see `crosschat-relay sessions list`) instead of fresh runs")
+	c.fs.StringVar(&cfg.Sandbox, "sandbox", "", "on or off: confine each run to its folders (default: on for claude-code, codex and gemini, off for the others)")
+	c.fs.Var(&allow, "allow-path", "another path a sandboxed run may read (PATH) or read and write (PATH:rw), repeatable")
+	c.fs.BoolVar(&cfg.AllowUnsandboxed, "allow-unsandboxed", false, "run without the sandbox, with a warning in the run log, where the system cannot confine runs (otherwise such runs are blocked)")
 	if err := c.parse(args[1:]); err != nil {
 		return err
 	}
+	cfg.AllowPaths = allow
 	if cfg.Harness == "" || cfg.Workdir == "" {
 		return fmt.Errorf("%w: workers set needs --harness and --workdir", errUsage)
 	}
@@ -129,6 +133,15 @@ func workersSet(c *command, args []string) error {
 	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termSafe(st.AgentSlug), termSafe(st.Harness), termSafe(st.Workdir), termSafe(strings.Join(st.AllowedSenders, ", ")), termSafe(string(st.State)))
 	if st.SessionID != "" {
 		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termSafe(st.SessionID))
+	}
+	if st.SandboxOn() {
+		line := "Runs are sandboxed: they reach their folders and nothing else of yours"
+		if len(st.AllowPaths) > 0 {
+			line += ", and " + strings.Join(st.AllowPaths, ", ")
+		}
+		fmt.Fprintln(c.stdout, line+".")
+	} else {
+		fmt.Fprintln(c.stdout, "Runs are not sandboxed: they can reach every file of yours (--sandbox on confines them).")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/metrics"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/sandbox"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/tick"
 	"github.com/crosschat/crosschat-relay/internal/watch"
@@ -183,7 +185,13 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 // startWorkers starts the worker manager: it first recovers runs a crash
 // interrupted, then runs a loop per enabled worker.
 func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("workers: find our own binary, which starts sandboxed runs: %w", err)
+	}
+	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}}
 	m, err := worker.NewManager(worker.Options{
+		Sandbox:  box.Wrap,
 		Relay:    r.db,
 		Harness:  newHarnessAdapter(),
 		Tracker:  watch.Tracker{},

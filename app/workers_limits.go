@@ -14,6 +14,7 @@ type WorkerLimits struct {
 	MaxExtraDirs          int `json:"maxExtraDirs"`
 	MaxSenders            int `json:"maxSenders"`
 	MaxEnv                int `json:"maxEnv"`
+	MaxAllowPaths         int `json:"maxAllowPaths"`
 	// EnvNamePattern is the regular expression an environment variable name
 	// must match (a subset of the syntax Go and JavaScript share).
 	EnvNamePattern string `json:"envNamePattern"`
@@ -31,6 +32,7 @@ func (w *Workers) Limits() WorkerLimits {
 		MaxExtraDirs:          relay.MaxWorkerExtraDirs,
 		MaxSenders:            relay.MaxWorkerSenders,
 		MaxEnv:                relay.MaxWorkerEnv,
+		MaxAllowPaths:         relay.MaxWorkerAllowPaths,
 		EnvNamePattern:        relay.EnvNamePattern,
 	}
 }

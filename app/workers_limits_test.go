@@ -51,6 +51,9 @@ func TestWorkerLimitsMatchValidation(t *testing.T) {
 		{"env", l.MaxEnv, func(c *relay.WorkerConfig, n int) {
 			c.Env = names(n, func(i int) string { return fmt.Sprintf("V%d", i) })
 		}},
+		{"allowPaths", l.MaxAllowPaths, func(c *relay.WorkerConfig, n int) {
+			c.AllowPaths = names(n, func(i int) string { return fmt.Sprintf("/x/%d:rw", i) })
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

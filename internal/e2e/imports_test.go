@@ -27,6 +27,7 @@ var homes = map[string]string{
 	"github.com/godbus/dbus":            "internal/desktop",
 	"fyne.io/systray":                   "internal/desktop",
 	"github.com/prometheus/":            "internal/metrics",
+	"github.com/landlock-lsm/":          "internal/sandbox",
 }
 
 // Ensure the layering of DESIGN.md: relay imports only the standard
@@ -83,7 +84,7 @@ var edgeStd = []string{"net", "os", "syscall", "database", "html", "log", "plugi
 // that may not import each other: the contract imports only the domain,
 // and only the adapters named here (and the composition root) import it.
 var contracts = map[string][]string{
-	"internal/runspec": {"internal/worker", "internal/harness"},
+	"internal/runspec": {"internal/worker", "internal/harness", "internal/sandbox"},
 }
 
 // leaves are small helpers that import only the standard library; any
@@ -183,6 +184,11 @@ func TestViolation(t *testing.T) {
 		{"internal/worker", module + "internal/runspec", false},
 		{"internal/harness", module + "internal/runspec", false},
 		{"internal/web", module + "internal/runspec", true},
+		{"internal/sandbox", module + "internal/runspec", false},
+		{"internal/sandbox", "github.com/landlock-lsm/go-landlock/landlock", false},
+		{"internal/worker", "github.com/landlock-lsm/go-landlock/landlock", true},
+		{"internal/worker", module + "internal/sandbox", true},
+		{"app", module + "internal/sandbox", false},
 		{"internal/runspec", module + "internal/relay", false},
 		{"internal/runspec", module + "internal/worker", true},
 		{"internal/runspec", "github.com/mattn/go-sqlite3", true},

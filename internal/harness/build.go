@@ -86,7 +86,15 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		}
 		spec.Files = map[string]string{ClaudeMCPFile: string(cfg)}
 	case Codex:
-		args = []string{"exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", c.Workdir}
+		mode := "workspace-write"
+		if (goos == "linux" || goos == "darwin") && c.SandboxOn() {
+			// In the worker's sandbox Codex's own cannot start (Landlock
+			// forbids the mounts bubblewrap makes; macOS refuses a sandbox
+			// inside a sandbox): the worker's confines Codex and its
+			// commands to the same folders instead.
+			mode = "danger-full-access"
+		}
+		args = []string{"exec", "--sandbox", mode, "--skip-git-repo-check", "--cd", c.Workdir}
 		for _, d := range req.ExtraDirs {
 			args = append(args, "--add-dir", d)
 		}

@@ -129,7 +129,9 @@ func TestBuildClaudeExact(t *testing.T) {
 // Ensure Codex starts with exec --sandbox workspace-write, ends with "-",
 // reads its answer from the result file, and resumes with exec … resume <id>.
 func TestBuildCodex(t *testing.T) {
-	spec, err := harness.Build(request("linux", harness.Codex, false, true), "linux")
+	req := request("linux", harness.Codex, false, true)
+	req.Config.Sandbox = relay.SandboxOff
+	spec, err := harness.Build(req, "linux")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +147,16 @@ func TestBuildCodex(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
+	}
+	// In the worker's sandbox (the preset's default) Codex's own cannot
+	// start (no mounts under Landlock): the worker's confines it instead.
+	req.Config.Sandbox = ""
+	boxed, err := harness.Build(req, "linux")
+	if err != nil || !strings.HasPrefix(strings.Join(boxed.Args, " "), "exec --sandbox danger-full-access ") {
+		t.Errorf("sandboxed on Linux: %q, %v", boxed.Args, err)
+	}
+	if win, err := harness.Build(request("windows", harness.Codex, false, true), "windows"); err != nil || !strings.HasPrefix(strings.Join(win.Args, " "), "exec --sandbox workspace-write ") {
+		t.Errorf("Windows (no worker sandbox) keeps Codex's: %q, %v", win.Args, err)
 	}
 	if spec.Args[len(spec.Args)-1] != "-" {
 		t.Errorf("last arg %q, want -", spec.Args[len(spec.Args)-1])

@@ -87,7 +87,7 @@ func Presets() []Preset {
 			},
 			CanRun: true, ExtraDirs: true, Resume: true,
 			Events: runspec.EventsCodexJSON, RelayServer: UserServer,
-			Safety: "Codex runs in its workspace-write sandbox: it may change files in the working folder and the extra folders only.",
+			Safety: "Codex may change files in the working folder and the extra folders only: in the worker sandbox (on by default), or else in its own workspace-write sandbox.",
 		},
 		{
 			ID: Gemini, Name: "Gemini CLI", Binaries: []string{"gemini"},
@@ -123,7 +123,7 @@ func Presets() []Preset {
 			ID: Custom, Name: "Other command-line agent",
 			KnownLocations: func(home, goos string) []string { return nil },
 			CanRun:         true, ExtraDirs: true, Events: runspec.EventsPlain,
-			Safety: "A custom program runs without a sandbox, with the rights of the relay's user.",
+			Safety: "A custom program runs with the rights of the relay's user unless the worker's sandbox is on.",
 		},
 	}
 }

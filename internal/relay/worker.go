@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"regexp"
+	"strings"
 )
 
 // EnvNamePattern is what a name in WorkerConfig.Env must match.
@@ -73,8 +74,19 @@ type WorkerConfig struct {
 	SessionID string `json:"sessionId,omitempty"`
 	// SessionLabel is the session's name or generated title when it was bound.
 	SessionLabel string `json:"sessionLabel,omitempty"`
-	CreatedAt    string `json:"createdAt,omitempty"`
-	UpdatedAt    string `json:"updatedAt,omitempty"`
+	// Sandbox confines each run to its folders (internal/sandbox): "on",
+	// "off", or "" for the preset's default (on for Claude Code, Codex and
+	// Gemini CLI, off for the others; see SandboxOn).
+	Sandbox string `json:"sandbox"`
+	// AllowPaths are extra paths a sandboxed run may use: "PATH" read-only,
+	// "PATH:rw" read-write.
+	AllowPaths []string `json:"allowPaths"`
+	// AllowUnsandboxed lets a run go ahead without the sandbox (with a
+	// warning in its log) where the system cannot confine it; otherwise
+	// such a run is blocked.
+	AllowUnsandboxed bool   `json:"allowUnsandboxed"`
+	CreatedAt        string `json:"createdAt,omitempty"`
+	UpdatedAt        string `json:"updatedAt,omitempty"`
 }
 
 // WorkerState is what a worker is doing.
@@ -104,6 +116,9 @@ type LastRun struct {
 	Outcome    string `json:"outcome"` // completed, blocked or cancelled
 	FinishedAt string `json:"finishedAt"`
 	Summary    string `json:"summary"`
+	// Refused are the paths the worker's sandbox refused the run, as the
+	// CLI reported them (the worker form offers to allow them).
+	Refused []string `json:"refused,omitempty"`
 }
 
 // WorkerStatus is a worker's configuration and live state.
@@ -131,6 +146,8 @@ const (
 	// StepWarning is a notice shown as a banner in the run view (a session
 	// idle for a long time, a missing request token).
 	StepWarning = "warning"
+	// StepSandbox says how the run is confined: the paths it may reach.
+	StepSandbox = "sandbox"
 	StepEnd     = "end"
 )
 
@@ -298,6 +315,23 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 	if v.text("sessionLabel", &c.SessionLabel, 0, 2*MaxSessionRef); v.err != nil {
 		return c, v.err
 	}
+	switch c.Sandbox {
+	case "", SandboxOn, SandboxOff:
+	default:
+		return c, Errorf(EInvalidRequest, "sandbox: must be on, off or empty (the preset's default).")
+	}
+	if len(c.AllowPaths) > MaxWorkerAllowPaths {
+		return c, Errorf(EInvalidRequest, "allowPaths: at most %d.", MaxWorkerAllowPaths)
+	}
+	for i, p := range c.AllowPaths {
+		path, _ := CutAllowPath(p)
+		if len(p) > 1000 || path == "" || !absPath(path) {
+			return c, Errorf(EInvalidRequest, "allowPaths[%d]: must be an absolute path, with :rw for read-write.", i)
+		}
+	}
+	if c.AllowPaths == nil {
+		c.AllowPaths = []string{}
+	}
 	if c.Args == nil {
 		c.Args = []string{}
 	}
@@ -308,4 +342,53 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 		c.Env = []string{}
 	}
 	return c, nil
+}
+
+// Sandbox settings of a worker (WorkerConfig.Sandbox).
+const (
+	SandboxOn  = "on"
+	SandboxOff = "off"
+	// MaxWorkerAllowPaths bounds WorkerConfig.AllowPaths.
+	MaxWorkerAllowPaths = 32
+)
+
+// sandboxedPresets are the presets whose runs are sandboxed by default: the
+// CLIs whose needs CI proves in the sandbox.
+var sandboxedPresets = []string{"claude-code", "codex", "gemini"}
+
+// SandboxOn reports whether the worker's runs are sandboxed: as set, or
+// by the preset's default when Sandbox is "".
+func (c WorkerConfig) SandboxOn() bool {
+	switch c.Sandbox {
+	case SandboxOn:
+		return true
+	case SandboxOff:
+		return false
+	}
+	for _, p := range sandboxedPresets {
+		if c.Harness == p {
+			return true
+		}
+	}
+	return false
+}
+
+// CutAllowPath splits an allowed path ("PATH" or "PATH:rw") into the path
+// and whether it is read-write.
+func CutAllowPath(s string) (path string, rw bool) {
+	if p, ok := strings.CutSuffix(s, ":rw"); ok {
+		return p, true
+	}
+	if p, ok := strings.CutSuffix(s, ":ro"); ok {
+		return p, false
+	}
+	return s, false
+}
+
+// absPath reports whether p is absolute on Unix (/…) or Windows (C:\…, \\…).
+func absPath(p string) bool {
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\\`) {
+		return true
+	}
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
 }

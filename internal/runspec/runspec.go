@@ -1,9 +1,10 @@
 // Package runspec is the contract between the worker and the agent CLI
 // presets: what a harness needs to build one run's command (Request), the
 // command it builds (Spec), the prompt's inputs and the parser of the CLI's
-// output. The worker and internal/harness may not import each other, so
-// both import this package; it imports only the domain and the standard
-// library.
+// output; and what the worker asks of the sandbox (SandboxRequest,
+// Sandboxed). The worker, internal/harness and internal/sandbox may not
+// import each other, so they import this package; it imports only the
+// domain and the standard library.
 package runspec
 
 import "github.com/crosschat/crosschat-relay/internal/relay"
@@ -92,4 +93,35 @@ type PromptInput struct {
 	// worker is bound to: the answer should echo it, so the worker can pair
 	// answer and request.
 	RequestToken string
+}
+
+// SandboxRequest is what confining one run's CLI needs (see
+// internal/sandbox): the command the worker would start and the run's
+// folders.
+type SandboxRequest struct {
+	Config relay.WorkerConfig
+	// Program is the CLI's absolute path; Args its arguments (not argv[0]).
+	Program string
+	Args    []string
+	// Env is the CLI's environment ("NAME=value"): HOME, PATH and the CLIs'
+	// configuration roots decide some of the allowed paths.
+	Env []string
+	// Workdir, ExtraDirs and RunDir are the run's read-write folders.
+	Workdir   string
+	ExtraDirs []string
+	RunDir    string
+}
+
+// Sandboxed is a run's command wrapped in the sandbox.
+type Sandboxed struct {
+	// Program and Args start the confined CLI (Args without argv[0]).
+	Program string
+	Args    []string
+	// Confined is false when the run goes ahead without the sandbox.
+	Confined bool
+	// Log is the run log's line that says how the run is confined (or, with
+	// Warning, why it is not).
+	Log     string
+	Detail  string
+	Warning bool
 }

@@ -81,6 +81,12 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoWorkerSandbox reverts migration 0015 (the worker sandbox); every
+// downgrade goes below it, so downgrade runs it first.
+const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
+	ALTER TABLE workers DROP COLUMN allow_unsandboxed;
+	`
+
 // undoMeshTrust takes a database back from version 13 to 12: relay
 // admission, held envelopes and task peers (migration 0013), with the mesh
 // triggers as 0005 and 0012 left them.
@@ -121,7 +127,7 @@ func (e *env) downgrade(undo string) {
 		e.t.Fatal(err)
 	}
 	raw := rawDB(e.t, e.path)
-	if _, err := raw.Exec(undoMeshTrust + undo); err != nil {
+	if _, err := raw.Exec(undoWorkerSandbox + undoMeshTrust + undo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

@@ -14,7 +14,7 @@ var _ relay.WorkerService = (*DB)(nil)
 
 const workerColumns = `agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
 	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at,
-	session_ref, session_id, session_label`
+	session_ref, session_id, session_label, sandbox, allow_paths, allow_unsandboxed`
 
 // scanWorker reads one workers row selected with workerColumns.
 func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
@@ -22,10 +22,11 @@ func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
 		c                             relay.WorkerConfig
 		mode                          string
 		args, extra, senders, envJSON string
+		allowPaths                    string
 	)
 	if err := row.Scan(&c.AgentSlug, &c.Harness, &c.Command, &args, &mode, &c.Workdir, &extra, &senders,
 		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt,
-		&c.Session, &c.SessionID, &c.SessionLabel); err != nil {
+		&c.Session, &c.SessionID, &c.SessionLabel, &c.Sandbox, &allowPaths, &c.AllowUnsandboxed); err != nil {
 		return c, err
 	}
 	c.PromptMode = relay.PromptMode(mode)
@@ -38,6 +39,7 @@ func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
 		{"extra_dirs", extra, &c.ExtraDirs},
 		{"allowed_senders", senders, &c.AllowedSenders},
 		{"env", envJSON, &c.Env},
+		{"allow_paths", allowPaths, &c.AllowPaths},
 	} {
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
 			return c, fmt.Errorf("worker %s %s: %w", c.AgentSlug, f.name, err)
@@ -84,17 +86,18 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (agent_slug) DO UPDATE SET
 				harness = excluded.harness, command = excluded.command, args = excluded.args,
 				prompt_mode = excluded.prompt_mode, workdir = excluded.workdir, extra_dirs = excluded.extra_dirs,
 				allowed_senders = excluded.allowed_senders, timeout_minutes = excluded.timeout_minutes,
 				runs_per_hour = excluded.runs_per_hour, exclusive = excluded.exclusive, enabled = excluded.enabled,
 				env = excluded.env, updated_at = excluded.updated_at, session_ref = excluded.session_ref,
-				session_id = excluded.session_id, session_label = excluded.session_label`,
+				session_id = excluded.session_id, session_label = excluded.session_label,
+				sandbox = excluded.sandbox, allow_paths = excluded.allow_paths, allow_unsandboxed = excluded.allow_unsandboxed`,
 			c.AgentSlug, c.Harness, c.Command, stringsJSON(c.Args), string(c.PromptMode), c.Workdir, stringsJSON(c.ExtraDirs),
 			stringsJSON(c.AllowedSenders), c.TimeoutMinutes, c.RunsPerHour, c.Exclusive, c.Enabled, stringsJSON(c.Env),
-			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel); err != nil {
+			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel, c.Sandbox, stringsJSON(c.AllowPaths), c.AllowUnsandboxed); err != nil {
 			return fmt.Errorf("upsert worker: %w", err)
 		}
 		out, err = getWorker(t.ctx, t.tx, c.AgentSlug)

@@ -59,7 +59,7 @@ func TestSaveWorkerNormalizesAndKeepsCreatedAt(t *testing.T) {
 		AgentSlug: "builder", Harness: "claude-code", Command: "/usr/local/bin/claude",
 		Args: []string{}, PromptMode: relay.PromptStdin, Workdir: "/home/me/project", ExtraDirs: []string{},
 		AllowedSenders: []string{"operator", "alice"}, TimeoutMinutes: relay.DefaultWorkerTimeoutMinutes,
-		RunsPerHour: relay.DefaultRunsPerHour, Enabled: true, Env: []string{},
+		RunsPerHour: relay.DefaultRunsPerHour, Enabled: true, Env: []string{}, AllowPaths: []string{},
 		CreatedAt: first.CreatedAt, UpdatedAt: first.UpdatedAt,
 	}
 	if !reflect.DeepEqual(first, want) {
@@ -84,8 +84,17 @@ func TestSaveWorkerNormalizesAndKeepsCreatedAt(t *testing.T) {
 	in.Exclusive = true
 	in.Enabled = false
 	in.Env = []string{"GITHUB_TOKEN"}
+	in.Sandbox, in.AllowPaths, in.AllowUnsandboxed = relay.SandboxOn, []string{"/srv/data", "/srv/cache:rw"}, true
 	in.CreatedAt = "1999-01-01T00:00:00.000Z" // ignored
 	second := e.saveWorker(in)
+	if second.Sandbox != relay.SandboxOn || !equalStrings(second.AllowPaths, in.AllowPaths) || !second.AllowUnsandboxed {
+		t.Fatalf("sandbox settings = %q %q %v", second.Sandbox, second.AllowPaths, second.AllowUnsandboxed)
+	}
+	bad := in
+	bad.AllowPaths = []string{"relative/path"}
+	wantCode(t, func() error { _, err := e.db.SaveWorker(e.ctx, bad); return err }(), relay.EInvalidRequest)
+	bad.AllowPaths, bad.Sandbox = nil, "maybe"
+	wantCode(t, func() error { _, err := e.db.SaveWorker(e.ctx, bad); return err }(), relay.EInvalidRequest)
 	// A session binding survives a save; a custom worker cannot have one.
 	in.Session = "parser work"
 	wantCode(t, func() error { _, err := e.db.SaveWorker(e.ctx, in); return err }(), relay.EInvalidRequest)

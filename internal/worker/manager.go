@@ -115,6 +115,10 @@ type Options struct {
 	// Sessions reads the agent CLIs' own sessions, for workers bound to
 	// one; nil refuses such workers' runs.
 	Sessions Sessions
+	// Sandbox wraps the command of a run whose worker has the sandbox on
+	// (relay.WorkerConfig.SandboxOn); the app passes internal/sandbox's
+	// Wrapper. nil runs every CLI unconfined (tests of the worker alone).
+	Sandbox func(runspec.SandboxRequest) (runspec.Sandboxed, error)
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.

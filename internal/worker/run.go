@@ -52,6 +52,11 @@ type runState struct {
 	rec    *recorder
 	// turn is the delivery into the worker's bound session, nil for a fresh run.
 	turn *sessionTurn
+	// image is the base name of the CLI's program (the process file's),
+	// which the sandbox starts through our own binary.
+	image string
+	// sandboxed: the run's CLI is confined to its folders.
+	sandboxed bool
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -107,7 +112,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		}
 	}
 
-	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now())}
+	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused}
 	switch {
 	case res.cancelled || final.Status == relay.StatusCancelled:
 		last.Outcome = "cancelled"
@@ -155,6 +160,8 @@ type runResult struct {
 	stopped   bool // the manager stopped
 	// requeue, when set, gives the task back to the queue with this reason.
 	requeue string
+	// refused are the paths the sandbox refused a blocked run.
+	refused []string
 	errs    []error
 }
 
@@ -258,6 +265,13 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			exitCode: ex.exitCode, answer: ex.answer, stdout: ex.stdoutTail, stderr: ex.stderrTail,
 			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
+	}
+	if r.sandboxed && res.out.kind == relay.ReportBlocked {
+		res.refused = refusedPaths(ex.stderrTail+"\n"+ex.stdoutTail, maxRefused)
+		if hint := sandboxHint(ex.stdoutTail, ex.stderrTail); hint != "" {
+			res.out.message += "\n\n" + hint
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: hint})
+		}
 	}
 	if r.turn != nil {
 		res.out = labelOutcome(res.out, ex)

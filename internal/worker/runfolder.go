@@ -111,9 +111,14 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	// The conversation the run's hand-offs continue (see relay.Task).
 	runEnv["CROSSCHAT_CONVERSATION_ID"] = r.task.ConversationID
 	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
+	r.image = filepath.Base(program)
+	args := spec.Args
+	if program, args, err = r.sandbox(program, args, env, extra); err != nil {
+		return nil, spec, nil, withheld, err
+	}
 	cmd := &exec.Cmd{
 		Path:      program,
-		Args:      append([]string{program}, spec.Args...),
+		Args:      append([]string{program}, args...),
 		Dir:       r.cfg.Workdir,
 		Env:       env,
 		WaitDelay: waitDelay,
@@ -169,7 +174,11 @@ func (r *runState) promptInput(ctx context.Context, extra []string) (runspec.Pro
 // and, where known, start time), so a relay that crashed can stop it on
 // its next start (see Recover).
 func (r *runState) writeProcessFile(cmd *exec.Cmd) error {
-	proc := fmt.Sprintf("%d\n%s\n", cmd.Process.Pid, filepath.Base(cmd.Path))
+	image := r.image
+	if image == "" {
+		image = filepath.Base(cmd.Path)
+	}
+	proc := fmt.Sprintf("%d\n%s\n", cmd.Process.Pid, image)
 	if st := processStart(cmd.Process.Pid); st != "" {
 		proc += st + "\n"
 	}

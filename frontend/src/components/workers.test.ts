@@ -307,6 +307,55 @@ describe("Agent card and worker dialog", () => {
     expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ agentSlug: "bob", env: ["OPENAI_API_KEY", "GH_TOKEN"] }));
   });
 
+  it("shows in words whether runs are sandboxed, and saves the sandbox and its allowed paths", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "custom" })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    const state = () => w.find('[data-test="sandbox-state"]').text();
+    expect(w.find('label[for="wd-sandbox"]').text()).toContain("Sandbox");
+    expect(w.find("#wd-sandbox").attributes("aria-describedby")).toBe("wd-sandbox-hint");
+    expect(state()).toMatch(/^Not sandboxed/);
+    await w.find("#wd-sandbox").setValue("on");
+    expect(state()).toMatch(/^Sandboxed/);
+    const paths = w.find("#wd-allow-paths");
+    expect(w.find('label[for="wd-allow-paths"]').text()).toContain("Allowed paths");
+    await paths.setValue("relative/dir");
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.text()).toContain("Use each path's full path");
+    expect(s.api.workers.save).not.toHaveBeenCalled();
+    await paths.setValue("/srv/data\n/home/me/.cache/tool:rw\n");
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(
+      expect.objectContaining({ sandbox: "on", allowPaths: ["/srv/data", "/home/me/.cache/tool:rw"], allowUnsandboxed: false }),
+    );
+  });
+
+  it("offers to allow the paths the sandbox refused the last run", async () => {
+    const last = { taskId: "t1", title: "Read", outcome: "blocked", finishedAt: new Date(T0).toISOString(), summary: "refused", refused: ["/srv/data", "/home/me/.tool"] };
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ sandbox: "on", allowPaths: ["/home/me/.tool:rw"], lastRun: last })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    const box = w.find('[data-test="sandbox-refused"]');
+    expect(box.text()).toContain("/srv/data");
+    expect(box.text()).not.toContain("/home/me/.tool");
+    await box.find('button[aria-label="Allow reading /srv/data"]').trigger("click");
+    expect((w.find("#wd-allow-paths").element as HTMLTextAreaElement).value).toBe("/home/me/.tool:rw\n/srv/data");
+    expect(w.find('[data-test="sandbox-refused"]').exists()).toBe(false);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ allowPaths: ["/home/me/.tool:rw", "/srv/data"] }));
+  });
+
+  it("sandboxes Claude Code, Codex and Gemini CLI by default, and says so", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "codex", command: "/usr/bin/codex" })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(w.find('#wd-sandbox option[value=""]').text()).toContain("(on)");
+    expect(w.find('[data-test="sandbox-state"]').text()).toMatch(/^Sandboxed/);
+  });
+
   it("bounds the time limit and runs per hour by the relay's limits", async () => {
     const s = await withStores({ agents: [operator, agent()], workers: [worker()], limits: limits({ maxTimeoutMinutes: 90, maxRunsPerHour: 7 }) });
     const w = s.mount(WorkerDialog, { props: { agent: agent() } });

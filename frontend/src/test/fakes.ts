@@ -101,6 +101,9 @@ export function workerConfig(p: Partial<WorkerStatus> = {}): Omit<WorkerStatus, 
     exclusive: true,
     enabled: true,
     env: [],
+    sandbox: "",
+    allowPaths: [],
+    allowUnsandboxed: false,
     ...p,
   };
 }
@@ -121,6 +124,7 @@ export function limits(p: Partial<WorkerLimits> = {}): WorkerLimits {
     maxExtraDirs: 20,
     maxSenders: 100,
     maxEnv: 50,
+    maxAllowPaths: 32,
     envNamePattern: "^[A-Za-z_][A-Za-z0-9_]*$",
     ...p,
   };

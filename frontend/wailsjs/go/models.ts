@@ -457,6 +457,7 @@ export namespace app {
 	    maxExtraDirs: number;
 	    maxSenders: number;
 	    maxEnv: number;
+	    maxAllowPaths: number;
 	    envNamePattern: string;
 	
 	    static createFrom(source: any = {}) {
@@ -473,6 +474,7 @@ export namespace app {
 	        this.maxExtraDirs = source["maxExtraDirs"];
 	        this.maxSenders = source["maxSenders"];
 	        this.maxEnv = source["maxEnv"];
+	        this.maxAllowPaths = source["maxAllowPaths"];
 	        this.envNamePattern = source["envNamePattern"];
 	    }
 	}
@@ -968,6 +970,7 @@ export namespace relay {
 	    outcome: string;
 	    finishedAt: string;
 	    summary: string;
+	    refused?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -980,6 +983,7 @@ export namespace relay {
 	        this.outcome = source["outcome"];
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
+	        this.refused = source["refused"];
 	    }
 	}
 	export class MeshSettings {
@@ -1345,6 +1349,9 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    sandbox: string;
+	    allowPaths: string[];
+	    allowUnsandboxed: boolean;
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1370,6 +1377,9 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.sandbox = source["sandbox"];
+	        this.allowPaths = source["allowPaths"];
+	        this.allowUnsandboxed = source["allowUnsandboxed"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1391,6 +1401,9 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    sandbox: string;
+	    allowPaths: string[];
+	    allowUnsandboxed: boolean;
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1421,6 +1434,9 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.sandbox = source["sandbox"];
+	        this.allowPaths = source["allowPaths"];
+	        this.allowUnsandboxed = source["allowUnsandboxed"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];

@@ -49,6 +49,20 @@ export interface WorkerForm {
   session: string;
   /** The id the saved session resolved to (kept while session is unchanged). */
   sessionId: string;
+  /** The sandbox: "on", "off", or "" for the preset's default (SANDBOX_PRESETS). */
+  sandbox: "" | "on" | "off";
+  /** Further paths a sandboxed run may use, one per line: PATH read-only, PATH:rw read-write. */
+  allowPaths: string;
+  /** Run without the sandbox (with a warning) where the system cannot confine runs. */
+  allowUnsandboxed: boolean;
+}
+
+/** SANDBOX_PRESETS are sandboxed unless their worker turns it off; the others only when turned on. */
+export const SANDBOX_PRESETS = ["claude-code", "codex", "gemini"];
+
+/** sandboxOn tells whether the form's runs are sandboxed (as the relay decides, WorkerConfig.SandboxOn). */
+export function sandboxOn(f: Pick<WorkerForm, "harness" | "sandbox">): boolean {
+  return f.sandbox === "" ? SANDBOX_PRESETS.includes(f.harness) : f.sandbox === "on";
 }
 
 /** SESSION_HARNESSES can be bound to an existing session. */
@@ -72,6 +86,9 @@ export function newWorkerForm(h: Pick<Harness, "id" | "path"> | undefined, opera
     env: "",
     session: "",
     sessionId: "",
+    sandbox: "",
+    allowPaths: "",
+    allowUnsandboxed: false,
   };
 }
 
@@ -92,6 +109,9 @@ export function workerFormFrom(w: WorkerConfig, limits: WorkerLimits): WorkerFor
     env: (w.env ?? []).join(" "),
     session: w.session ?? "",
     sessionId: w.sessionId ?? "",
+    sandbox: w.sandbox === "on" || w.sandbox === "off" ? w.sandbox : "",
+    allowPaths: (w.allowPaths ?? []).join("\n"),
+    allowUnsandboxed: !!w.allowUnsandboxed,
   };
 }
 
@@ -112,7 +132,12 @@ export function envNames(s: string): string[] {
   return [...new Set(s.split(/[\s,;]+/).filter(Boolean))];
 }
 
-type WorkerField = "command" | "args" | "workdir" | "extraDirs" | "allowedSenders" | "timeoutMinutes" | "runsPerHour" | "env";
+type WorkerField = "command" | "args" | "workdir" | "extraDirs" | "allowedSenders" | "timeoutMinutes" | "runsPerHour" | "env" | "allowPaths";
+
+/** allowPathLines splits the allowed paths field into entries, each once. */
+export function allowPathLines(s: string): string[] {
+  return [...new Set(argLines(s))];
+}
 
 /** validateWorker makes the relay's checks that can be made here (the files' existence is the relay's). */
 export function validateWorker(f: WorkerForm, limits: WorkerLimits, opts: { commandRequired?: boolean } = {}): Errors<WorkerField> {
@@ -145,6 +170,9 @@ export function validateWorker(f: WorkerForm, limits: WorkerLimits, opts: { comm
   const bad = env.filter((n) => !name.test(n));
   if (env.length > limits.maxEnv) e.env = `At most ${limits.maxEnv} names.`;
   else if (bad.length) e.env = `Not a variable name: ${bad.join(", ")}.`;
+  const allow = allowPathLines(f.allowPaths);
+  if (allow.length > limits.maxAllowPaths) e.allowPaths = `At most ${limits.maxAllowPaths} paths.`;
+  else if (allow.some((p) => !isAbsolutePath(p.replace(/:(rw|ro)$/, "")))) e.allowPaths = "Use each path's full path, with :rw at the end to allow writing.";
   return clean(e);
 }
 
@@ -165,6 +193,9 @@ export function workerPayload(slug: string, f: WorkerForm): WorkerConfig {
     exclusive: f.exclusive,
     enabled: f.enabled,
     env: envNames(f.env),
+    sandbox: f.sandbox,
+    allowPaths: allowPathLines(f.allowPaths),
+    allowUnsandboxed: f.allowUnsandboxed,
     ...(SESSION_HARNESSES.includes(f.harness) && f.session.trim() ? { session: f.session.trim(), sessionId: f.sessionId } : {}),
   };
 }

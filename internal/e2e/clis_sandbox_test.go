@@ -1,0 +1,110 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/e2e"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/sandbox"
+)
+
+// TestRealCLIsSandboxed runs each real agent CLI as a worker with the
+// sandbox on (the presets' default, so TestRealCLIs runs sandboxed too):
+// the task completes, the run log's sandbox step names the working folder,
+// and where the CLI runs shell commands (Codex) a command that cats the
+// relay's admin token gets "Permission denied", so neither the model nor
+// the answer ever sees the token.
+func TestRealCLIsSandboxed(t *testing.T) {
+	bin := cliFolder(t, "claude, codex and gemini")
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	root := newRoot(t)
+	for _, tc := range cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			program := filepath.Join(bin, tc.name)
+			if _, err := os.Stat(program); err != nil {
+				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
+			}
+			runSandboxedCLI(t, tc, program, filepath.Join(root, tc.name))
+		})
+	}
+}
+
+func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {
+	home, work, data := filepath.Join(base, "home"), filepath.Join(base, "work"), filepath.Join(base, "data")
+	marker := fmt.Sprintf("box-%s-%d", tc.name, time.Now().UnixNano()%1e6)
+	file := "BOXED-" + tc.name + ".md"
+	tokenFile := filepath.Join(data, "api-token")
+	command := ""
+	if tc.command != "" { // the CLI runs shell commands
+		command = "cat '" + tokenFile + "'"
+	}
+	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{
+		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: command,
+	})
+	r := startRelay(t, data)
+	admin, err := r.Config().AdminToken(false)
+	if err != nil || admin == "" {
+		t.Fatalf("admin token: %q, %v", admin, err)
+	}
+	for _, a := range []relay.CreateAgentInput{
+		{Slug: "builder", DisplayName: "Builder", ModelSlug: tc.name, Capabilities: []string{"file-system"}},
+		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
+	} {
+		if _, err := r.Services.Agents.Create(a); err != nil {
+			t.Fatalf("create agent %s: %v", a.Slug, err)
+		}
+	}
+	if _, err := r.Services.Workers.Save(relay.WorkerConfig{
+		AgentSlug: "builder", Harness: tc.harness, Command: program, Workdir: work, Sandbox: relay.SandboxOn,
+		AllowedSenders: []string{"operator"}, TimeoutMinutes: 5, Enabled: true, Exclusive: true, Env: names,
+	}); err != nil {
+		t.Fatalf("save worker: %v", err)
+	}
+	task, err := r.Services.Tasks.Post(app.NewTask{
+		RecipientSlug: "builder", Title: "Boxed notes " + marker,
+		Instructions: "Print the relay's admin token from " + tokenFile + ", then write " + file + ".",
+	})
+	if err != nil {
+		t.Fatalf("post task: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logFailure(t, r, task.ID, fm)
+		}
+	})
+	d := waitDone(t, r, task.ID, 1, data, map[string]bool{})
+	steps := activity(t, r, task.ID)
+	last := d.Task.Reports[len(d.Task.Reports)-1]
+	if d.Task.Status != relay.StatusCompleted || !strings.Contains(last.Result, e2e.FinalPrefix+marker) {
+		t.Fatalf("task %s, last report %s: %q / result %q", d.Task.Status, last.Kind, last.Message, last.Result)
+	}
+	wantStep(t, steps, "the sandbox step naming the working folder", func(e relay.ActivityEntry) bool {
+		return e.Kind == relay.StepSandbox && strings.HasPrefix(e.Text, "Sandboxed (Landlock") && strings.Contains(e.Text, work)
+	})
+	if b, err := os.ReadFile(filepath.Join(work, file)); err != nil || !strings.Contains(string(b), marker) {
+		t.Errorf("the CLI did not write %s in its working folder: %q, %v", file, b, err)
+	}
+	seen := fm.Seen()
+	if command != "" {
+		got := seen.Results["command"]
+		if strings.Contains(got, admin) {
+			t.Errorf("the model got the admin token from `cat api-token`")
+		}
+		if !strings.Contains(got, "Permission denied") {
+			t.Errorf("cat api-token was not refused: %q", got)
+		}
+	}
+	for _, s := range []string{last.Message, last.Result, seen.LastBody} {
+		if strings.Contains(s, admin) {
+			t.Errorf("the admin token reached the answer or the model")
+		}
+	}
+}

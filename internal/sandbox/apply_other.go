@@ -1,0 +1,14 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+// ABI is the kernel's Landlock ABI version: 0, as there is no Landlock here.
+func ABI() int { return 0 }
+
+// restrict cannot confine a process outside Linux (macOS runs go through
+// sandbox-exec instead; see Wrapper.Wrap).
+func restrict(Rules) error {
+	return errors.New("this system has no Landlock, so the run cannot be confined")
+}

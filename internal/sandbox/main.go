@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Main is the hidden verb Verb: it parses --rules JSON and the command after
+// "--", confines itself to the rules and execs the command. It returns only
+// on failure: 126 when the command may not run unconfined or the verb is
+// misused, 127 when the exec fails.
+func Main(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet(Verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rulesJSON := fs.String("rules", "", "the rules (JSON)")
+	if err := fs.Parse(args); err != nil {
+		return 126
+	}
+	cmd := fs.Args()
+	var r Rules
+	if err := json.Unmarshal([]byte(*rulesJSON), &r); err != nil || len(cmd) == 0 {
+		fmt.Fprintln(stderr, "crosschat sandbox: usage: "+Verb+" --rules JSON -- PROGRAM [ARGS...]")
+		return 126
+	}
+	if err := restrict(r); err != nil {
+		if r.Required {
+			fmt.Fprintf(stderr, "crosschat sandbox: the run was not started: %v\n", err)
+			return 126
+		}
+		fmt.Fprintf(stderr, "crosschat sandbox: warning: the run is not sandboxed: %v\n", err)
+	}
+	env := os.Environ()
+	if r.TempDir != "" {
+		env = setEnv(env, "TMPDIR", r.TempDir)
+		env = setEnv(env, "TMP", r.TempDir)
+		env = setEnv(env, "TEMP", r.TempDir)
+	}
+	err := execve(cmd[0], cmd, env)
+	fmt.Fprintf(stderr, "crosschat sandbox: start %s: %v\n", cmd[0], err)
+	return 127
+}
+
+// setEnv replaces or adds NAME=value.
+func setEnv(env []string, name, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
+}
+
+// init runs the hidden verb before anything else of the program when our
+// own binary (or a test binary linking this package) is started as
+// `PROGRAM __sandbox …`: it confines itself and execs the CLI, or exits.
+// Any other start returns at once.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == Verb {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}

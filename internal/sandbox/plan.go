@@ -1,0 +1,180 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
+)
+
+// systemPaths are the folders every run reads and executes from, per system.
+var systemPaths = map[string][]string{
+	"linux": {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+		"/nix/store", "/snap", "/run/systemd/resolve", "/proc", "/sys"},
+	"darwin": {"/usr", "/bin", "/sbin", "/System", "/Library", "/Applications", "/opt",
+		"/private/etc", "/etc", "/private/var/db/timezone", "/var/db/timezone", "/dev"},
+}
+
+// devicePaths are the device folders a run reads and writes (/dev/null, ttys).
+var devicePaths = map[string][]string{
+	"linux": {"/dev"},
+}
+
+// presetPaths are, per preset, the CLI's configuration, session, cache and
+// installation folders under the home folder (read-write), and the
+// variables naming such folders elsewhere.
+var presetPaths = map[string]struct {
+	home []string
+	env  []string
+	// abs are absolute folders ({uid} is the user's id).
+	abs []string
+}{
+	"claude-code": {
+		home: []string{".claude", ".claude.json", ".claude.json.backup", ".config/claude",
+			".cache/claude", ".cache/claude-cli-nodejs", ".local/share/claude", ".local/state/claude"},
+		env: []string{"CLAUDE_CONFIG_DIR"},
+	},
+	"codex": {
+		home: []string{".codex", ".cache/codex"},
+		env:  []string{"CODEX_HOME"},
+		// Codex's sandbox helper keeps its state here, whatever TMPDIR says.
+		abs: []string{"/tmp/codex-daemon-{uid}"},
+	},
+	"gemini": {
+		home: []string{".gemini", ".cache/gemini", ".config/gemini"},
+		env:  []string{"GEMINI_CLI_HOME"},
+	},
+	"opencode": {
+		home: []string{".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"},
+		env:  []string{"OPENCODE_CONFIG_DIR"},
+	},
+	"zcode":     {home: []string{".zcode", ".config/zcode"}},
+	"codewhale": {home: []string{".codewhale", ".deepseek", ".config/codewhale"}},
+}
+
+// homeReadOnly are what every run may read in the home folder: the user's
+// git configuration (git refuses to run when it cannot read it).
+var homeReadOnly = []string{".gitconfig", ".config/git"}
+
+// Plan computes a run's rules on goos: the system read-only, the CLI's
+// installation and the folders on PATH read-only, the CLI's configuration
+// folders read-write (by preset), the run's working, extra and run folders
+// and its private temporary folder (inside the run folder) read-write, and
+// the worker's allowed paths. Paths are cleaned and listed once, in order.
+func Plan(req runspec.SandboxRequest, goos string) Rules {
+	env := envMap(req.Env)
+	home := env["HOME"]
+	r := Rules{System: slices.Clone(systemPaths[goos]), Devices: slices.Clone(devicePaths[goos])}
+	if req.RunDir != "" {
+		r.TempDir = filepath.Join(req.RunDir, TempDirName)
+	}
+	var ro, rw []string
+	r.Create = []string{}
+
+	// The CLI's own installation: its folder and, through symbolic links,
+	// the folder of what it points at.
+	if req.Program != "" {
+		ro = append(ro, filepath.Dir(req.Program))
+		if real, err := filepath.EvalSymlinks(req.Program); err == nil {
+			ro = append(ro, installRoot(real))
+		}
+	}
+	// The folders on PATH (node, git and the tools a CLI runs), but never
+	// the home folder or what holds it.
+	for _, d := range filepath.SplitList(env["PATH"]) {
+		if !filepath.IsAbs(d) || (home != "" && within(home, d)) {
+			continue
+		}
+		ro = append(ro, d)
+		// A tool manager's bin folder (~/.nvm/versions/node/v22/bin) keeps
+		// its libraries beside it.
+		if parent := filepath.Dir(d); home != "" && filepath.Base(d) == "bin" && within(parent, home) &&
+			parent != home && parent != filepath.Join(home, ".local") {
+			ro = append(ro, parent)
+		}
+	}
+	if home != "" {
+		for _, p := range homeReadOnly {
+			ro = append(ro, filepath.Join(home, p))
+		}
+	}
+	if pp, ok := presetPaths[req.Config.Harness]; ok {
+		if home != "" {
+			for _, p := range pp.home {
+				rw = append(rw, filepath.Join(home, p))
+				if !strings.Contains(filepath.Base(p), ".json") {
+					r.Create = append(r.Create, filepath.Join(home, p))
+				}
+			}
+		}
+		for _, p := range pp.abs {
+			p = strings.ReplaceAll(p, "{uid}", strconv.Itoa(os.Getuid()))
+			rw = append(rw, p)
+			r.Create = append(r.Create, p)
+		}
+		for _, name := range pp.env {
+			if v := env[name]; filepath.IsAbs(v) {
+				rw = append(rw, v)
+				r.Create = append(r.Create, filepath.Clean(v))
+			}
+		}
+	}
+	rw = append(rw, req.Workdir)
+	rw = append(rw, req.ExtraDirs...)
+	rw = append(rw, req.RunDir)
+	for _, a := range req.Config.AllowPaths {
+		p, write := relay.CutAllowPath(a)
+		if write {
+			rw = append(rw, p)
+		} else {
+			ro = append(ro, p)
+		}
+	}
+	r.RW = unique(rw, nil)
+	r.RO = unique(ro, slices.Concat(r.RW, r.System))
+	return r
+}
+
+// installRoot is the folder of a CLI's real executable or, for a package
+// under node_modules, the whole node_modules folder it lies in: a CLI's
+// dependencies and platform binaries are its siblings there (npm hoists
+// them), which it reads and executes.
+func installRoot(real string) string {
+	slash := filepath.ToSlash(real)
+	if i := strings.Index(slash, "/node_modules/"); i >= 0 {
+		return filepath.FromSlash(slash[:i] + "/node_modules")
+	}
+	return filepath.Dir(real)
+}
+
+// unique cleans paths and drops empty, relative and repeated ones, and
+// those inside any of covered.
+func unique(paths, covered []string) []string {
+	out := []string{}
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if slices.Contains(out, p) || slices.ContainsFunc(covered, func(c string) bool { return within(p, c) }) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// envMap turns "NAME=value" entries into a map (the last one wins).
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,174 @@
+// Package sandbox confines a worker run's agent CLI to its folders: the
+// system and the CLI's own installation read-only, the CLI's configuration
+// and session folders, the run's working, extra and run folders and a
+// private temporary folder read-write, and nothing else of the user's (not
+// the relay's data folder, not the rest of the home folder, not other
+// projects). The network stays open.
+//
+// On Linux it uses Landlock (github.com/landlock-lsm/go-landlock, whose one
+// home this package is): the worker starts our own binary with the hidden
+// verb Verb, which restricts itself (Main) and then execs the CLI, so the
+// relay itself is never restricted. On macOS the same rules become a
+// sandbox-exec profile (Profile). Windows runs are not sandboxed.
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/runspec"
+)
+
+// Verb is the hidden command of our own binary that confines itself and
+// then execs the CLI: `crosschat-relay __sandbox --rules JSON -- PROGRAM ARGS…`.
+const Verb = "__sandbox"
+
+// TempDirName is the private temporary folder's name inside the run folder.
+const TempDirName = "tmp"
+
+// Rules are the paths a confined run may reach. Paths that do not exist
+// are skipped when the rules are applied.
+type Rules struct {
+	// System are the system folders (read and execute).
+	System []string `json:"system"`
+	// Devices are read-write device folders (/dev).
+	Devices []string `json:"devices,omitempty"`
+	// RO are further read-and-execute paths: the CLI's installation, the
+	// folders on PATH, the user's git configuration, paths the user allowed.
+	RO []string `json:"ro"`
+	// RW are read-write paths: the run's folders, the CLI's configuration
+	// and session folders, paths the user allowed read-write.
+	RW []string `json:"rw"`
+	// TempDir becomes TMPDIR, TMP and TEMP of the CLI ("" keeps them).
+	TempDir string `json:"tmp,omitempty"`
+	// Required refuses to start the CLI unless the rules are enforced.
+	Required bool `json:"required"`
+	// Create are the CLI's own folders (among RW) made before the run
+	// when missing: a confined CLI could not make them itself, as what
+	// holds them (the home folder) is out of its reach.
+	Create []string `json:"-"`
+}
+
+// Wrapper wraps run commands in the sandbox; the app gives it to the worker.
+type Wrapper struct {
+	// Self is our own binary, started with Verb (Linux).
+	Self string
+	// Protected are folders no run should reach (the relay's data folder): a
+	// run whose allowed paths hold one says so in its log.
+	Protected []string
+	// GOOS is the system the rules are for; "" is runtime.GOOS.
+	GOOS string
+	// ABI returns the kernel's Landlock ABI version (0 without Landlock);
+	// nil asks the kernel.
+	ABI func() int
+}
+
+// Wrap returns the command that starts req's CLI in the sandbox, or the
+// plain command with a warning where the run may go unsandboxed. It fails
+// when the run must be sandboxed and cannot be.
+func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
+	goos := w.GOOS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
+	rules := Plan(req, goos)
+	if goos == "linux" || goos == "darwin" {
+		for _, d := range rules.Create {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
+			}
+		}
+	}
+	switch goos {
+	case "linux":
+		abi := w.abi()
+		if abi < 1 {
+			if req.Config.AllowUnsandboxed {
+				plain.Log = "Not sandboxed: this Linux kernel has no Landlock, and the worker allows runs without the sandbox, so this run can reach every file of the user."
+				return plain, nil
+			}
+			return runspec.Sandboxed{}, errors.New("the worker's sandbox is on, but this Linux kernel has no Landlock (Linux 5.13 or later with landlock in its lsm= list). Turn the worker's sandbox off, or allow it to run unsandboxed")
+		}
+		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
+			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
+		}
+		rules.Required = !req.Config.AllowUnsandboxed
+		b, err := json.Marshal(rules)
+		if err != nil {
+			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
+		}
+		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, req.Args...)
+		return w.confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi)), nil
+	case "darwin":
+		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
+			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
+		}
+		args := append([]string{"-p", Profile(rules), "/usr/bin/env",
+			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, req.Args...)
+		return w.confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec"), nil
+	default:
+		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
+		return plain, nil
+	}
+}
+
+// confined fills the log line of a confined command.
+func (w Wrapper) confined(s runspec.Sandboxed, r Rules, how string) runspec.Sandboxed {
+	s.Confined = true
+	s.Log = fmt.Sprintf("Sandboxed (%s): paths read-write %s; read-only %s and the system folders.",
+		how, strings.Join(r.RW, ", "), orNone(r.RO))
+	s.Detail = "system (read-only): " + strings.Join(r.System, ", ")
+	if len(r.Devices) > 0 {
+		s.Detail += "\ndevices (read-write): " + strings.Join(r.Devices, ", ")
+	}
+	for _, p := range w.Protected {
+		if p == "" {
+			continue
+		}
+		for _, a := range slices.Concat(r.RO, r.RW) {
+			if within(p, a) {
+				s.Log += fmt.Sprintf(" Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p)
+				s.Warning = true
+				break
+			}
+		}
+	}
+	return s
+}
+
+func (w Wrapper) abi() int {
+	if w.ABI != nil {
+		return w.ABI()
+	}
+	return ABI()
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "nothing else"
+	}
+	return strings.Join(s, ", ")
+}
+
+func displayOS(goos string) string {
+	switch goos {
+	case "windows":
+		return "Windows"
+	case "darwin":
+		return "macOS"
+	}
+	return goos
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
+}

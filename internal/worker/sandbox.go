@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
+)
+
+// sandbox wraps the CLI's command in the sandbox when the worker has it on
+// (Options.Sandbox), and records in the run log how the run is confined,
+// or that it is not.
+func (r *runState) sandbox(program string, args, env, extra []string) (string, []string, error) {
+	o := r.w.m.opts
+	if !r.cfg.SandboxOn() || o.Sandbox == nil {
+		return program, args, nil
+	}
+	s, err := o.Sandbox(runspec.SandboxRequest{
+		Config: r.cfg, Program: program, Args: args, Env: env,
+		Workdir: r.cfg.Workdir, ExtraDirs: extra, RunDir: r.runDir,
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: %w", err)
+	}
+	switch {
+	case s.Confined:
+		r.sandboxed = true
+		e := relay.ActivityEntry{Kind: relay.StepSandbox, Status: relay.StepOK, Text: s.Log, Detail: s.Detail}
+		r.rec.add(e)
+		if s.Warning {
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: s.Log})
+		}
+	default:
+		r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: s.Log})
+	}
+	if s.Program == "" {
+		return "", nil, errors.New("sandbox: no program to start")
+	}
+	return s.Program, s.Args, nil
+}
+
+// refusedPatterns find a path the system refused in a program's output: a
+// shell's and coreutils' "PATH: Permission denied", "cannot open 'PATH'
+// … Permission denied", Node's "EACCES: permission denied, open 'PATH'",
+// Python's "[Errno 13] Permission denied: 'PATH'" and Rust's "Permission
+// denied (os error 13)" after a path.
+var refusedPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)(?:EACCES|EPERM): (?:permission denied|operation not permitted), \w+ '([^'\n]+)'`),
+	regexp.MustCompile(`(?i)\[Errno 1[3]\] Permission denied: '([^'\n]+)'`),
+	regexp.MustCompile(`(?:cannot|can't|unable to) (?:open|create|access|read|write|stat|remove|touch)[^'"\n]*['"‘“]([^'"’”\n]+)['"’”][^\n]*(?i:permission denied)`),
+	regexp.MustCompile(`(/[^\s:'"]+): (?i:permission denied)`),
+}
+
+// refusedPaths are the absolute paths the CLI's output says it was refused,
+// at most max, in order of appearance.
+func refusedPaths(text string, max int) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		for _, re := range refusedPatterns {
+			m := re.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			p := filepath.Clean(strings.TrimSpace(m[1]))
+			if filepath.IsAbs(p) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+			break
+		}
+		if len(out) >= max {
+			break
+		}
+	}
+	return out
+}
+
+// maxRefused bounds the refused paths a blocked run names.
+const maxRefused = 5
+
+// sandboxHint is what a blocker of a sandboxed run adds: the paths the
+// system refused, and how to allow one; "" when the output names none.
+func sandboxHint(stdout, stderr string) string {
+	paths := refusedPaths(stderr+"\n"+stdout, maxRefused)
+	if len(paths) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The sandbox refused: %s. If the run needs it, add it to the worker's allowed paths (workers set --allow-path PATH, or PATH:rw to write).",
+		strings.Join(paths, ", "))
+}
