@@ -1,4 +1,4 @@
--- 0015: the worker sandbox. sandbox is "on", "off" or '' (the preset's
+-- 0014: the worker sandbox. sandbox is "on", "off" or '' (the preset's
 -- default); allow_paths the extra paths a sandboxed run may use (a JSON
 -- array of "PATH" or "PATH:rw"); allow_unsandboxed lets a run go ahead
 -- without the sandbox where the system cannot confine it.
