@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// tx is one write transaction with the changes and wake-ups it will publish
+// after commit.
+type tx struct {
+	ctx context.Context
+	tx  *sql.Conn // the writer connection, inside BEGIN IMMEDIATE
+	db  *DB
+	now time.Time
+	ts  string // now in relay.TimeLayout
+
+	changes []relay.Change
+	wake    []string
+	agents  []string // agents whose change this transaction publishes
+
+	parks    []*parked // claims that found nothing and wait (handoff.go)
+	handoffs []handoff // tasks claimed for parked claims
+	walk     walk      // how far read_updates walked the journal (events.go)
+}
+
+// exec runs a statement in the transaction.
+func (t *tx) exec(query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+// execCount runs a statement and returns how many rows it changed; op names
+// it in errors.
+func (t *tx) execCount(op, query string, args ...any) (int64, error) {
+	res, err := t.exec(query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	return n, nil
+}
+
+// publish queues a change for after commit.
+func (t *tx) publish(c relay.Change) { t.changes = append(t.changes, c) }
+
+// wakeUp queues a wake-up of slug's waiting claims for after commit.
+func (t *tx) wakeUp(slug string) { t.wake = append(t.wake, slug) }
+
+// agentChanged publishes the agent's current row.
+func (t *tx) agentChanged(slug string) error {
+	a, err := getAgent(t.ctx, t.tx, slug, t.now)
+	if err != nil {
+		return err
+	}
+	t.publish(relay.Change{Type: relay.ChangeAgent, Agent: &a})
+	t.agents = append(t.agents, slug)
+	return nil
+}
+
+// taskChanged publishes the task's current summary and returns the full task.
+func (t *tx) taskChanged(id string) (relay.Task, error) {
+	task, err := getTask(t.ctx, t.tx, id)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	s := summarize(task)
+	t.publish(relay.Change{Type: relay.ChangeTask, Task: &s})
+	return task, nil
+}
+
+// taskKnown publishes the summary of a task that the transaction has
+// brought up to date in memory, so it needs no re-read.
+func (t *tx) taskKnown(task relay.Task) {
+	s := summarize(task)
+	t.publish(relay.Change{Type: relay.ChangeTask, Task: &s})
+}
+
+// touch refreshes slug's presence (unknown_agent if it does not exist).
+// Actions the operator takes on an agent's behalf leave presence alone.
+// A presence-only agent change is published at most once per
+// presenceThrottle per agent.
+func (t *tx) touch(slug string) error {
+	if relay.IsByOperator(t.ctx) {
+		return t.mustExist(slug)
+	}
+	return t.present(slug)
+}
+
+// present refreshes slug's presence (unknown_agent if it does not exist),
+// whoever acts.
+func (t *tx) present(slug string) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// touchCursor is touch for an agent (not the operator acting for it) that
+// also moves its read cursor, in one UPDATE.
+func (t *tx) touchCursor(slug string, cursor int64) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ?, last_read_sequence = ? WHERE slug = ?`, t.ts, cursor, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// seen publishes slug's agent change after its presence was refreshed, at
+// most once per presenceThrottle.
+func (t *tx) seen(slug string) error {
+	t.db.presenceMu.Lock()
+	last, seen := t.db.presence[slug]
+	t.db.presenceMu.Unlock()
+	if seen && t.now.Sub(last) < presenceThrottle && !t.now.Before(last) {
+		return nil
+	}
+	for _, s := range t.agents {
+		if s == slug {
+			return nil
+		}
+	}
+	return t.agentChanged(slug)
+}
+
+// mustExist fails with unknown_agent unless slug is an agent.
+func (t *tx) mustExist(slug string) error {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, slug).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return unknownAgent(slug)
+	}
+	if err != nil {
+		return fmt.Errorf("find agent: %w", err)
+	}
+	return nil
+}
+
+// event appends a journal entry for recipient, trims the journal to
+// maxEvents and publishes the event after commit.
+func (t *tx) event(recipient, typ, taskID, summary string) error {
+	res, err := t.exec(`INSERT INTO events (recipient_slug, type, task_id, summary, created_at) VALUES (?, ?, ?, ?, ?)`,
+		recipient, typ, taskID, summary, t.ts)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	if cut := seq - t.db.maxEvents; cut > 0 {
+		if _, err := t.exec(`DELETE FROM events WHERE sequence <= ?`, cut); err != nil {
+			return fmt.Errorf("trim events: %w", err)
+		}
+	}
+	t.publish(relay.Change{Type: relay.ChangeJournal, Event: &relay.Event{
+		Sequence: seq, RecipientSlug: recipient, Type: typ, TaskID: taskID, Summary: summary, CreatedAt: t.ts,
+	}})
+	return nil
+}
+
+// report appends a report to a task's timeline.
+func (t *tx) report(taskID, kind, message, result string) error {
+	_, err := t.insertReport(taskID, kind, message, result)
+	return err
+}
+
+// addReport appends a report to the task's timeline, in the database and
+// in task.
+func (t *tx) addReport(task *relay.Task, kind, message, result string) error {
+	r, err := t.insertReport(task.ID, kind, message, result)
+	if err != nil {
+		return err
+	}
+	task.Reports = append(task.Reports, r)
+	return nil
+}
+
+func (t *tx) insertReport(taskID, kind, message, result string) (relay.Report, error) {
+	r := relay.Report{ID: relay.NewID(), Kind: kind, Message: message, Result: result, CreatedAt: t.ts}
+	if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, taskID, kind, message, nullString(result), t.ts); err != nil {
+		return r, fmt.Errorf("insert report: %w", err)
+	}
+	return r, nil
+}
+
+// nullString stores "" as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func unknownAgent(slug string) error {
+	return relay.Errorf(relay.EUnknownAgent, "Unknown agent “%s”.", slug).WithDetails(map[string]any{"slug": slug})
+}
+
+func unknownTask(id string) error {
+	return relay.Errorf(relay.EUnknownTask, "Unknown task “%s”.", id).WithDetails(map[string]any{"taskId": id})
+}
