@@ -2,32 +2,13 @@ package mesh
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
-
-// Refusal reasons (the reason label of crosschat_mesh_refused_total).
-const (
-	RefusedUndecodable = "undecodable"
-	RefusedOldVersion  = "old-version"
-	RefusedTo          = "to"
-	RefusedStale       = "stale"
-	RefusedFuture      = "future"
-	RefusedSignature   = "signature"
-)
-
-// refusalReasons are every reason a refusal can give (the store's
-// relay.MeshRefusal reasons included), so each is exported from zero.
-var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
-	"sender", "owner", "recipient", "local-task", "held-full"}
 
 // Reasons a held envelope waits.
 const (
@@ -35,106 +16,6 @@ const (
 	HeldBlocked   = "blocked"
 	HeldVersion   = "version"
 )
-
-// outcome is what becomes of a message from the stream.
-type outcome int
-
-const (
-	ack   outcome = iota // applied, held, recognised or refused for good
-	retry                // a store failure: deliver again
-)
-
-// maxRefusalLog bounds the refusal lines Status shows; maxRefusalCauses
-// the causes (reason and relay) logged once each.
-const (
-	maxRefusalLog    = 20
-	maxRefusalCauses = 1000
-	// maxRelays bounds the relays recorded (admission records).
-	maxRelays = 1000
-)
-
-// handle applies one message from the stream and acknowledges it after the
-// commit; a store failure leaves it to be delivered again.
-func (n *Node) handle(msg jetstream.Msg) {
-	n.applyMu.Lock()
-	res := n.receive(msg.Data(), false)
-	n.applyMu.Unlock()
-	if res == retry {
-		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
-		return
-	}
-	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
-	defer cancel()
-	if err := msg.DoubleAck(ctx); err != nil {
-		// Applied already: a redelivery is recognised by its id and acknowledged.
-		n.setErr("ack", err)
-	}
-}
-
-// receive checks one envelope against who may send it and applies it, holds
-// it, or refuses it. released is set for an envelope held while its relay
-// was pending, whose timestamp was checked when it arrived.
-func (n *Node) receive(data []byte, released bool) outcome {
-	e, change, err := decode(data)
-	switch {
-	case errors.Is(err, errNewer):
-		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
-	case errors.Is(err, errOld):
-		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
-		return ack
-	case err != nil:
-		n.refuse(RefusedUndecodable, e.From, err.Error())
-		return ack
-	}
-	if e.To != n.id.ID {
-		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, e.To))
-		return ack
-	}
-	if !released {
-		now := n.now()
-		at := time.UnixMilli(e.TS)
-		switch {
-		case now.Sub(at) > replayWindow:
-			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
-			return ack
-		case at.Sub(now) > maxSkew:
-			n.refuse(RefusedFuture, e.From, fmt.Sprintf("envelope %s is dated %s ahead", e.ID, at.Sub(now).Round(time.Second)))
-			return ack
-		}
-	}
-	r, err := n.relayOf(e.From)
-	if err != nil {
-		n.setErr("admit relay", err)
-		return retry
-	}
-	switch r.State {
-	case relay.RelayTrusted:
-	case relay.RelayBlocked:
-		return n.hold(e, change, HeldBlocked, data)
-	default:
-		return n.hold(e, change, HeldUntrusted, data)
-	}
-	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
-		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
-		return ack
-	}
-	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name,
-		SelfID: n.id.ID, SelfName: n.id.Name, Mark: relay.MarkVerified, Change: change})
-	var refusal *relay.MeshRefusal
-	switch {
-	case errors.As(err, &refusal):
-		n.refuse(refusal.Reason, e.From, refusal.Detail)
-		return ack
-	case err != nil:
-		n.setErr("apply", err)
-		return retry
-	case applied:
-		n.applied.Add(1)
-	default:
-		n.duplicates.Add(1)
-	}
-	return ack
-}
 
 // hold keeps an envelope in the store until its relay is trusted (or an
 // upgrade reads its version).
@@ -157,29 +38,6 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 	}
 	n.held.Add(1)
 	return ack
-}
-
-// refuse counts a refusal and logs it once per reason and relay.
-func (n *Node) refuse(reason, from, detail string) {
-	n.mu.Lock()
-	n.refused[reason]++
-	key := reason + "/" + from
-	first := !n.refusedSeen[key] && len(n.refusedSeen) < maxRefusalCauses // made-up relay ids cannot grow it without bound
-	if first {
-		n.refusedSeen[key] = true
-	}
-	line := relay.FormatTime(n.now()) + " " + reason + ": " + detail
-	if from != "" {
-		line += " (from relay " + from + ")"
-	}
-	n.refusals = append(n.refusals, line)
-	if len(n.refusals) > maxRefusalLog {
-		n.refusals = n.refusals[len(n.refusals)-maxRefusalLog:]
-	}
-	n.mu.Unlock()
-	if first {
-		n.log.Warn("mesh: refused an envelope", "reason", reason, "from", from, "detail", detail)
-	}
 }
 
 // relayOf returns the admission record of relay id, recording what the
@@ -438,79 +296,4 @@ type HeldInfo struct {
 	Sender     string `json:"sender"`
 	Recipient  string `json:"recipient"`
 	ReceivedAt string `json:"receivedAt"`
-}
-
-// Refused returns the refusal counts by reason.
-func (n *Node) Refused() map[string]int64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make(map[string]int64, len(n.refused)+len(refusalReasons))
-	for _, k := range refusalReasons {
-		out[k] = 0
-	}
-	for k, v := range n.refused {
-		out[k] = v
-	}
-	return out
-}
-
-// dirSigned is the byte string a directory entry's signature covers: the
-// entry's JSON without its signature.
-func dirSigned(v any) []byte {
-	b, _ := json.Marshal(v) // entries are structs of plain fields
-	return append([]byte("crosschat-dir/1\n"), b...)
-}
-
-func (a dirAgent) signedBytes() []byte {
-	a.Sig = ""
-	return dirSigned(a)
-}
-
-func (r dirRelay) signedBytes() []byte {
-	r.Sig = ""
-	return dirSigned(r)
-}
-
-// relayEntryValid reports whether a relay entry is signed by the key it
-// shows (it proves the writer holds that key, not that the key is the
-// relay's: the pinned key decides that).
-func relayEntryValid(r dirRelay) bool {
-	return r.PublicKey != "" && checkSig(r.PublicKey, r.signedBytes(), r.Sig)
-}
-
-// agentAccepted reports whether an agent entry is one the directory view
-// takes: from a trusted relay (or this one), signed with its pinned key.
-// Called with n.mu held.
-func (n *Node) agentAccepted(a dirAgent) bool {
-	if a.RelayID == n.id.ID {
-		return checkSig(n.id.PublicKey, a.signedBytes(), a.Sig)
-	}
-	r, ok := n.trust[a.RelayID]
-	return ok && r.State == relay.RelayTrusted && checkSig(r.PublicKey, a.signedBytes(), a.Sig)
-}
-
-// ownerValid reports whether the entry holding a slug is signed by its
-// relay: the pinned key when there is one, else the key of the relay's own
-// directory entry. A forged entry does not hold a slug. Called with n.mu held.
-func (n *Node) ownerValid(a dirAgent) bool {
-	key := ""
-	if r, ok := n.trust[a.RelayID]; ok && r.PublicKey != "" {
-		key = r.PublicKey
-	} else if d, ok := n.relays[a.RelayID]; ok && relayEntryValid(d) {
-		key = d.PublicKey
-	}
-	return key != "" && checkSig(key, a.signedBytes(), a.Sig)
-}
-
-// dirConflicts returns the directory entries ignored because they claim a
-// slug a trusted relay holds.
-func (n *Node) dirConflicts() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]string, 0, len(n.dirConflict))
-	for _, c := range n.dirConflict {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
 }

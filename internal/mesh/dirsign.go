@@ -1,0 +1,69 @@
+package mesh
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// dirSigned is the byte string a directory entry's signature covers: the
+// entry's JSON without its signature.
+func dirSigned(v any) []byte {
+	b, _ := json.Marshal(v) // entries are structs of plain fields
+	return append([]byte("crosschat-dir/1\n"), b...)
+}
+
+func (a dirAgent) signedBytes() []byte {
+	a.Sig = ""
+	return dirSigned(a)
+}
+
+func (r dirRelay) signedBytes() []byte {
+	r.Sig = ""
+	return dirSigned(r)
+}
+
+// relayEntryValid reports whether a relay entry is signed by the key it
+// shows (it proves the writer holds that key, not that the key is the
+// relay's: the pinned key decides that).
+func relayEntryValid(r dirRelay) bool {
+	return r.PublicKey != "" && checkSig(r.PublicKey, r.signedBytes(), r.Sig)
+}
+
+// agentAccepted reports whether an agent entry is one the directory view
+// takes: from a trusted relay (or this one), signed with its pinned key.
+// Called with n.mu held.
+func (n *Node) agentAccepted(a dirAgent) bool {
+	if a.RelayID == n.id.ID {
+		return checkSig(n.id.PublicKey, a.signedBytes(), a.Sig)
+	}
+	r, ok := n.trust[a.RelayID]
+	return ok && r.State == relay.RelayTrusted && checkSig(r.PublicKey, a.signedBytes(), a.Sig)
+}
+
+// ownerValid reports whether the entry holding a slug is signed by its
+// relay: the pinned key when there is one, else the key of the relay's own
+// directory entry. A forged entry does not hold a slug. Called with n.mu held.
+func (n *Node) ownerValid(a dirAgent) bool {
+	key := ""
+	if r, ok := n.trust[a.RelayID]; ok && r.PublicKey != "" {
+		key = r.PublicKey
+	} else if d, ok := n.relays[a.RelayID]; ok && relayEntryValid(d) {
+		key = d.PublicKey
+	}
+	return key != "" && checkSig(key, a.signedBytes(), a.Sig)
+}
+
+// dirConflicts returns the directory entries ignored because they claim a
+// slug a trusted relay holds.
+func (n *Node) dirConflicts() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]string, 0, len(n.dirConflict))
+	for _, c := range n.dirConflict {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}

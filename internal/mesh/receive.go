@@ -1,0 +1,164 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Refusal reasons (the reason label of crosschat_mesh_refused_total).
+const (
+	RefusedUndecodable = "undecodable"
+	RefusedOldVersion  = "old-version"
+	RefusedTo          = "to"
+	RefusedStale       = "stale"
+	RefusedFuture      = "future"
+	RefusedSignature   = "signature"
+)
+
+// refusalReasons are every reason a refusal can give (the store's
+// relay.MeshRefusal reasons included), so each is exported from zero.
+var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
+	"sender", "owner", "recipient", "local-task", "held-full"}
+
+// outcome is what becomes of a message from the stream.
+type outcome int
+
+const (
+	ack   outcome = iota // applied, held, recognised or refused for good
+	retry                // a store failure: deliver again
+)
+
+// maxRefusalLog bounds the refusal lines Status shows; maxRefusalCauses
+// the causes (reason and relay) logged once each.
+const (
+	maxRefusalLog    = 20
+	maxRefusalCauses = 1000
+	// maxRelays bounds the relays recorded (admission records).
+	maxRelays = 1000
+)
+
+// handle applies one message from the stream and acknowledges it after the
+// commit; a store failure leaves it to be delivered again.
+func (n *Node) handle(msg jetstream.Msg) {
+	n.applyMu.Lock()
+	res := n.receive(msg.Data(), false)
+	n.applyMu.Unlock()
+	if res == retry {
+		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+	defer cancel()
+	if err := msg.DoubleAck(ctx); err != nil {
+		// Applied already: a redelivery is recognised by its id and acknowledged.
+		n.setErr("ack", err)
+	}
+}
+
+// receive checks one envelope against who may send it and applies it, holds
+// it, or refuses it. released is set for an envelope held while its relay
+// was pending, whose timestamp was checked when it arrived.
+func (n *Node) receive(data []byte, released bool) outcome {
+	e, change, err := decode(data)
+	switch {
+	case errors.Is(err, errNewer):
+		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
+	case errors.Is(err, errOld):
+		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
+		return ack
+	case err != nil:
+		n.refuse(RefusedUndecodable, e.From, err.Error())
+		return ack
+	}
+	if e.To != n.id.ID {
+		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, e.To))
+		return ack
+	}
+	if !released {
+		now := n.now()
+		at := time.UnixMilli(e.TS)
+		switch {
+		case now.Sub(at) > replayWindow:
+			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
+			return ack
+		case at.Sub(now) > maxSkew:
+			n.refuse(RefusedFuture, e.From, fmt.Sprintf("envelope %s is dated %s ahead", e.ID, at.Sub(now).Round(time.Second)))
+			return ack
+		}
+	}
+	r, err := n.relayOf(e.From)
+	if err != nil {
+		n.setErr("admit relay", err)
+		return retry
+	}
+	switch r.State {
+	case relay.RelayTrusted:
+	case relay.RelayBlocked:
+		return n.hold(e, change, HeldBlocked, data)
+	default:
+		return n.hold(e, change, HeldUntrusted, data)
+	}
+	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
+		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
+		return ack
+	}
+	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name,
+		SelfID: n.id.ID, SelfName: n.id.Name, Mark: relay.MarkVerified, Change: change})
+	var refusal *relay.MeshRefusal
+	switch {
+	case errors.As(err, &refusal):
+		n.refuse(refusal.Reason, e.From, refusal.Detail)
+		return ack
+	case err != nil:
+		n.setErr("apply", err)
+		return retry
+	case applied:
+		n.applied.Add(1)
+	default:
+		n.duplicates.Add(1)
+	}
+	return ack
+}
+
+// refuse counts a refusal and logs it once per reason and relay.
+func (n *Node) refuse(reason, from, detail string) {
+	n.mu.Lock()
+	n.refused[reason]++
+	key := reason + "/" + from
+	first := !n.refusedSeen[key] && len(n.refusedSeen) < maxRefusalCauses // made-up relay ids cannot grow it without bound
+	if first {
+		n.refusedSeen[key] = true
+	}
+	line := relay.FormatTime(n.now()) + " " + reason + ": " + detail
+	if from != "" {
+		line += " (from relay " + from + ")"
+	}
+	n.refusals = append(n.refusals, line)
+	if len(n.refusals) > maxRefusalLog {
+		n.refusals = n.refusals[len(n.refusals)-maxRefusalLog:]
+	}
+	n.mu.Unlock()
+	if first {
+		n.log.Warn("mesh: refused an envelope", "reason", reason, "from", from, "detail", detail)
+	}
+}
+
+// Refused returns the refusal counts by reason.
+func (n *Node) Refused() map[string]int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]int64, len(n.refused)+len(refusalReasons))
+	for _, k := range refusalReasons {
+		out[k] = 0
+	}
+	for k, v := range n.refused {
+		out[k] = v
+	}
+	return out
+}

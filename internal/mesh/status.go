@@ -1,0 +1,161 @@
+package mesh
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Status is the mesh as this relay sees it.
+type Status struct {
+	RelayID   string `json:"relayId"`
+	RelayName string `json:"relayName"`
+	PublicKey string `json:"publicKey"`
+	// Link is connected, connecting, reconnecting or closed.
+	Link string `json:"link"`
+	// Ready is false until the stream, directory and consumer are set up.
+	Ready      bool   `json:"ready"`
+	Server     string `json:"server,omitempty"`
+	Embedded   string `json:"embedded,omitempty"`
+	Outbox     int    `json:"outboxDepth"`
+	Lag        uint64 `json:"consumerLag"`
+	AckPending int    `json:"consumerAckPending"`
+	Published  int64  `json:"published"`
+	Applied    int64  `json:"applied"`
+	Duplicates int64  `json:"duplicates"`
+	Failures   int64  `json:"failures"`
+	LastError  string `json:"lastError,omitempty"`
+	// Conflicts are local slugs another relay holds in the directory.
+	Conflicts []string `json:"conflicts,omitempty"`
+	// DirectoryConflicts are directory entries ignored because they claim
+	// a slug a trusted relay (or this one) holds.
+	DirectoryConflicts []string `json:"directoryConflicts,omitempty"`
+	// Trust is approval (each relay waits for the operator) or account
+	// (--mesh-trust account: the NATS account is the boundary).
+	Trust string `json:"trust"`
+	// EmbedAuth is credential or open for an embedded server, "" without one.
+	EmbedAuth string `json:"embedAuth,omitempty"`
+	// Held are envelopes kept but not applied (relays not trusted, newer versions).
+	Held []HeldInfo `json:"held"`
+	// Refused counts envelopes refused, by reason; Refusals are the latest, one a line.
+	Refused  map[string]int64 `json:"refused"`
+	Refusals []string         `json:"refusals,omitempty"`
+	// Warnings are key changes seen.
+	Warnings []string    `json:"warnings,omitempty"`
+	Relays   []RelayInfo `json:"relays"`
+}
+
+// RelayInfo is one relay of the directory.
+type RelayInfo struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Address  string `json:"address,omitempty"`
+	Online   bool   `json:"online"`
+	LastSeen string `json:"lastSeen"`
+	Agents   int    `json:"agents"`
+	Outbox   int    `json:"outboxDepth"`
+	// Lag is the number of messages waiting for this relay in the stream
+	// (its durable consumer's pending count); filled by Status.
+	Lag  uint64 `json:"consumerLag"`
+	Self bool   `json:"self"`
+	// State is pending, trusted or blocked (trusted for this relay).
+	State string `json:"state"`
+	// Fingerprint is the pinned key's (Fingerprint); NewFingerprint a
+	// different key the relay now shows, awaiting trust.
+	Fingerprint    string `json:"fingerprint"`
+	NewFingerprint string `json:"newFingerprint,omitempty"`
+	// InDirectory is false for a relay known only from an envelope.
+	InDirectory bool `json:"inDirectory"`
+}
+
+// Link names the NATS connection state.
+func (n *Node) Link() string {
+	switch n.nc.Status() {
+	case nats.CONNECTED:
+		return "connected"
+	case nats.RECONNECTING:
+		return "reconnecting"
+	case nats.CONNECTING:
+		return "connecting"
+	default:
+		return "closed"
+	}
+}
+
+// Status reports the link, the outbox, the consumer and the directory.
+func (n *Node) Status(ctx context.Context) (Status, error) {
+	s := Status{RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Link: n.Link(),
+		Published: n.published.Load(), Applied: n.applied.Load(), Duplicates: n.duplicates.Load(), Failures: n.failures.Load()}
+	if n.nc.IsConnected() {
+		s.Server = n.nc.ConnectedUrlRedacted()
+	}
+	if n.srv != nil {
+		s.Embedded = n.srv.ClientURL()
+	}
+	depth, err := n.opts.Store.OutboxDepth(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Outbox = depth
+	select {
+	case <-n.ready:
+		s.Ready = true
+		if n.nc.IsConnected() {
+			cctx, cancel := context.WithTimeout(ctx, opTimeout)
+			info, err := n.cons.Info(cctx)
+			cancel()
+			if err == nil {
+				s.Lag, s.AckPending = info.NumPending, info.NumAckPending
+			}
+		}
+	default:
+	}
+	n.mu.Lock()
+	s.LastError = n.lastErr
+	s.Conflicts = append([]string(nil), n.conflicts...)
+	s.Refusals = append([]string(nil), n.refusals...)
+	s.Warnings = append([]string(nil), n.warnings...)
+	n.mu.Unlock()
+	s.DirectoryConflicts = n.dirConflicts()
+	s.Refused = n.Refused()
+	s.Trust = "approval"
+	if n.opts.TrustAccount {
+		s.Trust = "account"
+	}
+	if n.srv != nil {
+		s.EmbedAuth = "credential"
+		if n.opts.EmbedOpen {
+			s.EmbedAuth = "open"
+		}
+	}
+	if s.Held, err = n.Held(ctx); err != nil {
+		return s, err
+	}
+	s.Relays = n.Relays()
+	n.relayLags(ctx, s.Relays)
+	return s, nil
+}
+
+// relayLags fills each relay's consumer lag, as far as NATS answers (a
+// relay that never joined has no consumer yet: 0).
+func (n *Node) relayLags(ctx context.Context, relays []RelayInfo) {
+	select {
+	case <-n.ready:
+	default:
+		return
+	}
+	if !n.nc.IsConnected() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	for i := range relays {
+		c, err := n.js.Consumer(cctx, StreamName, "relay-"+relays[i].ID)
+		if err != nil {
+			continue
+		}
+		if info := c.CachedInfo(); info != nil {
+			relays[i].Lag = info.NumPending
+		}
+	}
+}
