@@ -18,6 +18,8 @@ import (
 // their relay's signature. An entry for a slug an accepted entry holds,
 // written by anyone else, is ignored and reported as a conflict.
 func (n *Node) syncAgents(ctx context.Context) error {
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
 	n.mu.Lock()
 	rels := make([]dirRelay, 0, len(n.relays))
 	for _, r := range n.relays {

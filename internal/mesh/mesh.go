@@ -93,6 +93,11 @@ type Node struct {
 	kick   chan struct{}
 	ready  chan struct{}
 
+	// syncMu makes one syncAgents at a time: each computes the remote
+	// agents and writes them to the store under it, so an older view can
+	// never be written after a newer one.
+	syncMu sync.Mutex
+
 	mu        sync.Mutex
 	js        jetstream.JetStream
 	kv        jetstream.KeyValue
