@@ -3,7 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,8 +66,11 @@ func refusedPaths(text string, max int) []string {
 			if m == nil {
 				continue
 			}
-			p := filepath.Clean(strings.TrimSpace(m[1]))
-			if filepath.IsAbs(p) && !slices.Contains(out, p) {
+			// The sandbox runs on Linux and macOS only: the paths its
+			// refusals name are slash paths on every system the relay
+			// reads them on.
+			p := path.Clean(strings.TrimSpace(m[1]))
+			if path.IsAbs(p) && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 			break
