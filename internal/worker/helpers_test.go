@@ -202,6 +202,20 @@ func helperMain() int {
 			path = os.Getenv("CROSSCHAT_RESULT_FILE")
 		}
 		_ = os.WriteFile(path, []byte("Answer from the file."), 0o600)
+	case "link", "hardlink":
+		// A run that makes its result file a link to a file of the user's
+		// (~/.ssh/id_ed25519) for the relay to read for it.
+		path := os.Getenv("CROSSCHAT_RESULT_FILE")
+		_ = os.Remove(path)
+		link := os.Symlink
+		if mode == "hardlink" {
+			link = os.Link
+		}
+		if err := link(os.Getenv("CCR_SECRET_FILE"), path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(out, "stdout noise")
 	case "session", "sessiondie", "sessionmute":
 		return sessionHelper(mode, prompt)
 	case "remember":
