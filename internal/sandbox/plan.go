@@ -19,9 +19,11 @@ var systemPaths = map[string][]string{
 		"/private/etc", "/etc", "/private/var/db/timezone", "/var/db/timezone", "/dev"},
 }
 
-// devicePaths are the device folders a run reads and writes (/dev/null, ttys).
+// devicePaths are the devices a run reads and writes: only the harmless
+// ones, never a terminal (/dev/tty, whose TIOCSTI would type into the
+// user's shell) nor the rest of /dev, and no device ioctls.
 var devicePaths = map[string][]string{
-	"linux": {"/dev"},
+	"linux": {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 }
 
 // presetPaths are, per preset, the CLI's configuration, session, cache and

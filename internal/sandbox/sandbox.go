@@ -37,7 +37,7 @@ const TempDirName = "tmp"
 type Rules struct {
 	// System are the system folders (read and execute).
 	System []string `json:"system"`
-	// Devices are read-write device folders (/dev).
+	// Devices are read-write device files (/dev/null, /dev/urandom…).
 	Devices []string `json:"devices,omitempty"`
 	// RO are further read-and-execute paths: the CLI's installation, the
 	// folders on PATH, the user's git configuration, paths the user allowed.

@@ -31,6 +31,10 @@ try write-tmp sh -c 'echo x > "$TMPDIR/scratch"'
 try write-extra-ro sh -c 'echo x > "$SHARED/new.txt"'
 try read-extra-ro cat "$SHARED/spec.md"
 try read-relay-environ cat "/proc/$RELAY_PID/environ"
+try list-dev ls /dev
+try write-dev-shm sh -c 'echo x > /dev/shm/ccr-probe'
+try write-dev-null sh -c 'echo x > /dev/null'
+try read-urandom head -c 1 /dev/urandom
 try signal-relay kill -0 "$RELAY_PID"
 `
 
@@ -77,11 +81,17 @@ func TestChildInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	denied := []string{"read-token", "read-home", "read-other-project", "list-other-project", "write-home", "write-data", "write-extra-ro"}
+	denied := []string{"read-token", "read-home", "read-other-project", "list-other-project", "write-home", "write-data", "write-extra-ro",
+		"list-dev"}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		denied = append(denied, "write-dev-shm")
+		t.Cleanup(func() { _ = os.Remove("/dev/shm/ccr-probe") })
+	}
 	if sandbox.ABI() >= 6 { // signals are scoped from Landlock ABI 6
 		denied = append(denied, "signal-relay")
 	}
-	allowed := []string{"read-system", "exec-system", "write-workdir", "read-workdir", "write-run", "write-tmp", "read-extra-ro"}
+	allowed := []string{"read-system", "exec-system", "write-workdir", "read-workdir", "write-run", "write-tmp", "read-extra-ro",
+		"write-dev-null", "read-urandom"}
 	for _, sandboxed := range []bool{true, false} {
 		name := map[bool]string{true: "on", false: "off"}[sandboxed]
 		t.Run(name, func(t *testing.T) {

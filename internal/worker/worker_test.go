@@ -165,6 +165,24 @@ func TestResultFileLinkRefused(t *testing.T) {
 	}
 }
 
+// Ensures the CLI leads a session of its own, so it has no controlling
+// terminal (the relay's, whose TIOCSTI would type into the user's shell).
+func TestRunHasItsOwnSession(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	e := newEnv(t, nil)
+	e.start()
+	got, r := e.runToEnd(operator, "Which session", "sid")
+	var pid, sid int
+	if _, err := fmt.Sscanf(r.Result, "pid:%d sid:%d", &pid, &sid); err != nil || got.Status != relay.StatusCompleted {
+		t.Fatalf("status %s result %q: %v", got.Status, r.Result, err)
+	}
+	if sid != pid {
+		t.Fatalf("the CLI (pid %d) is in session %d, not a session of its own", pid, sid)
+	}
+}
+
 // Ensures a run past its time limit is stopped, its whole tree killed, and
 // reported as a blocker.
 func TestTimeout(t *testing.T) {
