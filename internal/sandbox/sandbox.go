@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
@@ -78,8 +79,13 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		goos = runtime.GOOS
 	}
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
-	rules := Plan(req, goos)
+	rules := plan(req, goos, w.Protected)
+	var warning string
 	if goos == "linux" || goos == "darwin" {
+		var err error
+		if warning, err = w.overlap(req, rules); err != nil {
+			return runspec.Sandboxed{}, err
+		}
 		for _, d := range rules.Create {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
@@ -105,22 +111,23 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
 		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, req.Args...)
-		return w.confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi)), nil
+		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
 		args := append([]string{"-p", Profile(rules), "/usr/bin/env",
 			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, req.Args...)
-		return w.confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec"), nil
+		return confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec", warning), nil
 	default:
 		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
 		return plain, nil
 	}
 }
 
-// confined fills the log line of a confined command.
-func (w Wrapper) confined(s runspec.Sandboxed, r Rules, how string) runspec.Sandboxed {
+// confined fills the log line of a confined command; warning ("" for none)
+// is added to it.
+func confined(s runspec.Sandboxed, r Rules, how, warning string) runspec.Sandboxed {
 	s.Confined = true
 	s.Log = fmt.Sprintf("Sandboxed (%s): paths read-write %s; read-only %s and the system folders.",
 		how, strings.Join(r.RW, ", "), orNone(r.RO))
@@ -128,19 +135,42 @@ func (w Wrapper) confined(s runspec.Sandboxed, r Rules, how string) runspec.Sand
 	if len(r.Devices) > 0 {
 		s.Detail += "\ndevices (read-write): " + strings.Join(r.Devices, ", ")
 	}
+	if warning != "" {
+		s.Log += " " + warning
+		s.Warning = true
+	}
+	return s
+}
+
+// overlap checks that no path of the rules holds a protected folder (the
+// relay's data folder). One the operator allowed explicitly (the worker's
+// allowed paths) gives a warning for the run's log; any other (a working
+// or extra folder, a CLI's folder named by a variable) refuses the run.
+func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
+	explicit := map[string]bool{}
+	for _, a := range req.Config.AllowPaths {
+		p, _ := relay.CutAllowPath(a)
+		if filepath.IsAbs(p) {
+			explicit[filepath.Clean(p)] = true
+		}
+	}
+	var warnings []string
 	for _, p := range w.Protected {
 		if p == "" {
 			continue
 		}
 		for _, a := range slices.Concat(r.RO, r.RW) {
-			if within(p, a) {
-				s.Log += fmt.Sprintf(" Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p)
-				s.Warning = true
-				break
+			if !within(p, a) {
+				continue
 			}
+			if !explicit[a] {
+				return "", fmt.Errorf("the run would reach the relay's data folder %s through %s, so it was not started: choose a folder that does not hold it, or add %s to the worker's allowed paths to accept that the run can reach it", p, a, a)
+			}
+			warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p))
+			break
 		}
 	}
-	return s
+	return strings.Join(warnings, " "), nil
 }
 
 func (w Wrapper) abi() int {

@@ -168,3 +168,67 @@ func TestNoLandlock(t *testing.T) {
 		t.Fatalf("allowed unsandboxed: %+v, %v", s, err)
 	}
 }
+
+// Ensure a custom program kept directly in the home folder gets a rule for
+// itself alone: it runs, but neither the rest of the home folder nor the
+// relay's data folder inside it becomes readable.
+func TestProgramInHomeFolder(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, data, work, run, _ := layout(t)
+	program := filepath.Join(home, "agent.sh")
+	script := "#!/bin/sh\n" + `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok"; else echo "$name denied"; fi; }
+echo "started ok"
+try read-home cat "$HOME/secret.txt"
+try read-token cat "$DATA/api-token"
+try list-home ls "$HOME"
+`
+	if err := os.WriteFile(program, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "DATA=" + data}
+	req := runspec.SandboxRequest{
+		Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: program, Env: env, Workdir: work, RunDir: run,
+	}
+	s, err := sandbox.Wrapper{Self: self, Protected: []string{data}}.Wrap(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Warning || strings.Contains(s.Log, home+",") || strings.Contains(s.Log, home+" ") {
+		t.Errorf("the rules allow the home folder: %s", s.Log)
+	}
+	cmd := exec.Command(s.Program, s.Args...)
+	cmd.Env, cmd.Dir = env, work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"started ok", "read-home denied", "read-token denied", "list-home denied"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+}
+
+// Ensure a run whose folders hold the relay's data folder is refused,
+// unless the operator allowed that path explicitly (then its log warns).
+func TestProtectedOverlapRefused(t *testing.T) {
+	home, data, _, run, _ := layout(t)
+	w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }}
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: home, RunDir: run}
+	if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), "data folder") {
+		t.Fatalf("a working folder holding the data folder: %v", err)
+	}
+	req.Config.AllowPaths = []string{home + ":rw"}
+	s, err := w.Wrap(req)
+	if err != nil || !s.Confined || !s.Warning || !strings.Contains(s.Log, "holds the relay's data folder") {
+		t.Fatalf("allowed explicitly: %+v, %v", s, err)
+	}
+}
