@@ -50,6 +50,10 @@ type Rules struct {
 	TempDir string `json:"tmp,omitempty"`
 	// Required refuses to start the CLI unless the rules are enforced.
 	Required bool `json:"required"`
+	// Fallback is the command (program and arguments) started instead when
+	// the rules cannot be enforced and are not Required: the CLI's plain
+	// arguments, not those meant for a confined run (ConfinedArgs).
+	Fallback []string `json:"fallback,omitempty"`
 	// Create are the CLI's own folders (among RW) made before the run
 	// when missing: a confined CLI could not make them itself, as what
 	// holds them (the home folder) is out of its reach.
@@ -106,18 +110,21 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
 		rules.Required = !req.Config.AllowUnsandboxed
+		if !rules.Required && req.ConfinedArgs != nil {
+			rules.Fallback = append([]string{req.Program}, req.Args...)
+		}
 		b, err := json.Marshal(rules)
 		if err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
-		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, req.Args...)
+		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, confinedArgs(req)...)
 		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
 		args := append([]string{"-p", Profile(rules), "/usr/bin/env",
-			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, req.Args...)
+			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, confinedArgs(req)...)
 		return confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec", warning), nil
 	default:
 		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
@@ -171,6 +178,14 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		}
 	}
 	return strings.Join(warnings, " "), nil
+}
+
+// confinedArgs are the CLI's arguments for a confined run.
+func confinedArgs(req runspec.SandboxRequest) []string {
+	if req.ConfinedArgs != nil {
+		return req.ConfinedArgs
+	}
+	return req.Args
 }
 
 func (w Wrapper) abi() int {

@@ -232,3 +232,46 @@ func TestProtectedOverlapRefused(t *testing.T) {
 		t.Fatalf("allowed explicitly: %+v, %v", s, err)
 	}
 }
+
+// Ensure a CLI's arguments for a confined run (Codex's own sandbox off) are
+// used only where the run is actually confined: a kernel without Landlock
+// (the worker allowing unsandboxed runs) and a child whose confinement
+// fails (here: Landlock's limit of 16 nested layers, reached by real
+// nested sandbox children) both start the plain arguments.
+func TestConfinedArgsOnlyWhenConfined(t *testing.T) {
+	_, _, work, run, _ := layout(t)
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "codex", AllowUnsandboxed: true},
+		Program: "/bin/echo", Args: []string{"--sandbox", "workspace-write"}, ConfinedArgs: []string{"--sandbox", "danger-full-access"},
+		Env: []string{"PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run}
+	s, err := sandbox.Wrapper{Self: "/relay", GOOS: "linux", ABI: func() int { return 0 }}.Wrap(req)
+	if err != nil || s.Confined || strings.Join(s.Args, " ") != "--sandbox workspace-write" {
+		t.Fatalf("without Landlock: %+v, %v", s, err)
+	}
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = (sandbox.Wrapper{Self: self}).Wrap(req); err != nil || !s.Confined || !strings.Contains(strings.Join(s.Args, " "), "danger-full-access") {
+		t.Fatalf("confined: %+v, %v", s, err)
+	}
+	program, args := s.Program, s.Args
+	outer := `{"system":["/usr","/bin","/lib","/lib64","/etc","/proc"],"devices":["/dev/null"],"ro":[` +
+		strconv.Quote(filepath.Dir(self)) + `],"rw":[],"required":false}`
+	for range 16 {
+		args = append([]string{sandbox.Verb, "--rules", outer, "--", program}, args...)
+		program = self
+	}
+	cmd := exec.Command(program, args...)
+	cmd.Dir = work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "the run is not sandboxed") || !strings.Contains(string(out), "--sandbox workspace-write") ||
+		strings.Contains(string(out), "danger-full-access") {
+		t.Fatalf("an unconfined child started the confined arguments:\n%s", out)
+	}
+}
