@@ -72,7 +72,14 @@ type Wrapper struct {
 	// ABI returns the kernel's Landlock ABI version (0 without Landlock);
 	// nil asks the kernel.
 	ABI func() int
+	// UID returns the relay's effective user id; nil asks the system.
+	UID func() int
 }
+
+// rootWarning is the run log's warning for a run of a relay running as root.
+const rootWarning = "Warning: the relay runs as root, so this run can still read other processes' environment " +
+	"(/proc/PID/environ, the relay's included, with CROSSCHAT_API_TOKEN if it is set there) and, as root, " +
+	"change files' owners and modes in its folders. Run the relay as an ordinary user."
 
 // Wrap returns the command that starts req's CLI in the sandbox, or the
 // plain command with a warning where the run may go unsandboxed. It fails
@@ -89,6 +96,9 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		var err error
 		if warning, err = w.overlap(req, rules); err != nil {
 			return runspec.Sandboxed{}, err
+		}
+		if w.uid() == 0 {
+			warning = strings.TrimSpace(warning + " " + rootWarning)
 		}
 		for _, d := range rules.Create {
 			if err := os.MkdirAll(d, 0o700); err != nil {
@@ -186,6 +196,13 @@ func confinedArgs(req runspec.SandboxRequest) []string {
 		return req.ConfinedArgs
 	}
 	return req.Args
+}
+
+func (w Wrapper) uid() int {
+	if w.UID != nil {
+		return w.UID()
+	}
+	return os.Geteuid()
 }
 
 func (w Wrapper) abi() int {
