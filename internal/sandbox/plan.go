@@ -139,9 +139,12 @@ func plan(req runspec.SandboxRequest, goos string, protected []string) Rules {
 			}
 		}
 		for _, p := range pp.abs {
+			// A folder in a place every user writes (/tmp): made private
+			// when missing, and allowed only if it is a real folder of the
+			// user's that no one else may enter (see Wrapper.Wrap).
 			p = strings.ReplaceAll(p, "{uid}", strconv.Itoa(os.Getuid()))
 			rw = append(rw, p)
-			r.Create = append(r.Create, p)
+			r.Private = append(r.Private, filepath.Clean(p))
 		}
 		for _, name := range pp.env {
 			if v := env[name]; filepath.IsAbs(v) {

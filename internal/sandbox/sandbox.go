@@ -58,6 +58,12 @@ type Rules struct {
 	// when missing: a confined CLI could not make them itself, as what
 	// holds them (the home folder) is out of its reach.
 	Create []string `json:"-"`
+	// Private are the CLI's folders (among RW) in a place every user
+	// writes (/tmp/codex-daemon-{uid}): made with mode 0700 when missing,
+	// and dropped from RW unless they are a real folder (not a link) of the
+	// user's with mode 0700, so another user's folder or link is never
+	// allowed.
+	Private []string `json:"-"`
 }
 
 // Wrapper wraps run commands in the sandbox; the app gives it to the worker.
@@ -103,6 +109,11 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		for _, d := range rules.Create {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
+			}
+		}
+		for _, d := range rules.Private {
+			if err := os.Mkdir(d, 0o700); (err != nil && !errors.Is(err, os.ErrExist)) || !privateDir(d, os.Getuid()) {
+				rules.RW = slices.DeleteFunc(rules.RW, func(p string) bool { return p == d })
 			}
 		}
 	}
