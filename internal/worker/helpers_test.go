@@ -202,6 +202,9 @@ func helperMain() int {
 			path = os.Getenv("CROSSCHAT_RESULT_FILE")
 		}
 		_ = os.WriteFile(path, []byte("Answer from the file."), 0o600)
+	case "ran":
+		_ = os.WriteFile(os.Getenv("CCR_RAN_FILE"), []byte("ran"), 0o600)
+		fmt.Fprintln(out, "I ran.")
 	case "sid":
 		// The run's session: its own (a new session has no controlling
 		// terminal), or the relay's.

@@ -183,6 +183,28 @@ func TestRunHasItsOwnSession(t *testing.T) {
 	}
 }
 
+// Ensures a worker whose sandbox is on never runs unconfined in a relay
+// without a sandbox (Options.Sandbox nil): the run is not started and the
+// task is blocked saying why.
+func TestSandboxOnWithoutSandboxRefused(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := newEnv(t, func(cfg *relay.WorkerConfig, o *worker.Options) {
+		cfg.Sandbox = relay.SandboxOn
+		o.Sandbox = nil
+		cfg.Env = append(cfg.Env, "CCR_RAN_FILE")
+		base := o.Env
+		o.Env = func() []string { return append(base(), "CCR_RAN_FILE="+marker) }
+	})
+	e.start()
+	got, r := e.runToEnd(operator, "Run unconfined", "ran")
+	if got.Status != relay.StatusBlocked || !strings.Contains(r.Message, "sandbox is on") {
+		t.Fatalf("status %s report %+v", got.Status, r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the CLI ran without its sandbox")
+	}
+}
+
 // Ensures a run past its time limit is stopped, its whole tree killed, and
 // reported as a blocker.
 func TestTimeout(t *testing.T) {
