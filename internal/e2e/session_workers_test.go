@@ -183,7 +183,7 @@ func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 		b, _ := os.ReadFile(first.Path)
 		return strings.Contains(string(b), partial)
 	})
-	pid := cliPID(t, filepath.Join(dataDir, "runs", c.ID, "process"))
+	pid := cliPID(t, filepath.Join(dataDir, "runs", c.ID+".process"))
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the CLI's process group %d: %v", pid, err)
 	}

@@ -86,29 +86,32 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		}
 		spec.Files = map[string]string{ClaudeMCPFile: string(cfg)}
 	case Codex:
-		mode := "workspace-write"
+		codexArgs := func(mode string) []string {
+			a := []string{"exec", "--sandbox", mode, "--skip-git-repo-check", "--cd", c.Workdir}
+			for _, d := range req.ExtraDirs {
+				a = append(a, "--add-dir", d)
+			}
+			if req.ResumeSession != "" {
+				// exec resume has no --sandbox, --cd or --add-dir of its own:
+				// they stay on exec, before the subcommand.
+				a = append(a, "resume", req.ResumeSession)
+			}
+			return append(a, "--output-last-message", req.ResultFile, "--json",
+				"-c", `mcp_servers.`+UserServer+`.url=`+tomlString(req.MCPURL),
+				"-c", `mcp_servers.`+UserServer+`.bearer_token_env_var="CROSSCHAT_TOKEN"`,
+				"-c", `mcp_servers.`+UserServer+`.http_headers={}`,
+				"-c", `mcp_servers.`+UserServer+`.default_tools_approval_mode="approve"`,
+				"-")
+		}
+		args = codexArgs("workspace-write")
 		if (goos == "linux" || goos == "darwin") && c.SandboxOn() {
 			// In the worker's sandbox Codex's own cannot start (Landlock
 			// forbids the mounts bubblewrap makes; macOS refuses a sandbox
 			// inside a sandbox): the worker's confines Codex and its
-			// commands to the same folders instead.
-			mode = "danger-full-access"
+			// commands to the same folders instead. Only where the run is
+			// actually confined: otherwise Codex keeps its own.
+			spec.ConfinedArgs = codexArgs("danger-full-access")
 		}
-		args = []string{"exec", "--sandbox", mode, "--skip-git-repo-check", "--cd", c.Workdir}
-		for _, d := range req.ExtraDirs {
-			args = append(args, "--add-dir", d)
-		}
-		if req.ResumeSession != "" {
-			// exec resume has no --sandbox, --cd or --add-dir of its own:
-			// they stay on exec, before the subcommand.
-			args = append(args, "resume", req.ResumeSession)
-		}
-		args = append(args, "--output-last-message", req.ResultFile, "--json",
-			"-c", `mcp_servers.`+UserServer+`.url=`+tomlString(req.MCPURL),
-			"-c", `mcp_servers.`+UserServer+`.bearer_token_env_var="CROSSCHAT_TOKEN"`,
-			"-c", `mcp_servers.`+UserServer+`.http_headers={}`,
-			"-c", `mcp_servers.`+UserServer+`.default_tools_approval_mode="approve"`,
-			"-")
 		spec.Stdin = req.Prompt
 		spec.ResultFile = req.ResultFile
 	case Gemini:
@@ -160,6 +163,9 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)
 	}
 	spec.Program = program
+	if spec.ConfinedArgs != nil {
+		spec.ConfinedArgs = append(append([]string{}, pre...), spec.ConfinedArgs...)
+	}
 	spec.Args = append(pre, args...)
 	return spec, nil
 }

@@ -150,10 +150,16 @@ func TestBuildCodex(t *testing.T) {
 	}
 	// In the worker's sandbox (the preset's default) Codex's own cannot
 	// start (no mounts under Landlock): the worker's confines it instead.
+	// Only where the run is actually confined (ConfinedArgs): an
+	// unconfined run keeps Codex's own sandbox.
 	req.Config.Sandbox = ""
 	boxed, err := harness.Build(req, "linux")
-	if err != nil || !strings.HasPrefix(strings.Join(boxed.Args, " "), "exec --sandbox danger-full-access ") {
-		t.Errorf("sandboxed on Linux: %q, %v", boxed.Args, err)
+	if err != nil || !strings.HasPrefix(strings.Join(boxed.ConfinedArgs, " "), "exec --sandbox danger-full-access ") ||
+		!strings.HasPrefix(strings.Join(boxed.Args, " "), "exec --sandbox workspace-write ") {
+		t.Errorf("sandboxed on Linux: %q / confined %q, %v", boxed.Args, boxed.ConfinedArgs, err)
+	}
+	if strings.Join(boxed.ConfinedArgs, " ") != strings.Replace(strings.Join(boxed.Args, " "), "workspace-write", "danger-full-access", 1) {
+		t.Errorf("confined args differ beyond the mode: %q vs %q", boxed.ConfinedArgs, boxed.Args)
 	}
 	if win, err := harness.Build(request("windows", harness.Codex, false, true), "windows"); err != nil || !strings.HasPrefix(strings.Join(win.Args, " "), "exec --sandbox workspace-write ") {
 		t.Errorf("Windows (no worker sandbox) keeps Codex's: %q, %v", win.Args, err)

@@ -206,7 +206,7 @@ func (s *Store) ensureDir() error {
 
 // lock takes the store's lock: a folder next to the file (os.Mkdir is
 // atomic everywhere). A lock older than lockStale was left by a process
-// that died and is taken over.
+// that died and is taken over, by one waiter only (see takeOver).
 func (s *Store) lock() (func(), error) {
 	path := s.Path() + ".lock"
 	deadline := time.Now().Add(lockWait)
@@ -219,13 +219,38 @@ func (s *Store) lock() (func(), error) {
 			return nil, fmt.Errorf("lock the project store: %w", err)
 		}
 		if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > lockStale {
-			os.Remove(path)
-			continue
+			takeOver(path)
+			if time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+				continue
+			}
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the project store is locked (%s); if no crosschat-relay command is running, remove that folder", path)
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// takeOver removes the stale lock folder path so that of several waiters
+// that found it stale only one does, and never a newer lock: under a
+// second lock (path+".takeover", os.Mkdir again) the lock is looked at once
+// more and removed only if it is still stale. Only a takeover removes a
+// stale lock and a new one is made only where none is, so a lock still
+// stale under the takeover lock is the one found. A takeover lock left by
+// a process that died while holding it (for an instant) is removed once it
+// is stale itself.
+func takeOver(path string) {
+	guard := path + ".takeover"
+	if err := os.Mkdir(guard, 0o700); err != nil {
+		if st, err := os.Stat(guard); err == nil && time.Since(st.ModTime()) > lockStale {
+			_ = os.Remove(guard)
+		}
+		return
+	}
+	defer os.Remove(guard)
+	if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > lockStale {
+		_ = os.Remove(path)
 	}
 }
 

@@ -58,6 +58,11 @@ type Spec struct {
 	// RelayServer is the MCP server name under which the run sees the
 	// relay's tools, "" when the CLI gets none.
 	RelayServer string
+	// ConfinedArgs, when set, replace Args when (and only when) the run is
+	// actually confined by the worker's sandbox: a CLI whose own sandbox
+	// cannot start inside it (Codex) leaves its own off there, and keeps
+	// it on whenever the run goes unconfined.
+	ConfinedArgs []string
 	// Notes are warnings the worker puts in the run log once, when the CLI
 	// starts (an agent CLI version outside the tested range); the run goes
 	// ahead.
@@ -103,6 +108,9 @@ type SandboxRequest struct {
 	// Program is the CLI's absolute path; Args its arguments (not argv[0]).
 	Program string
 	Args    []string
+	// ConfinedArgs, when set, are the arguments to use instead of Args
+	// only where the run is actually confined (Spec.ConfinedArgs).
+	ConfinedArgs []string
 	// Env is the CLI's environment ("NAME=value"): HOME, PATH and the CLIs'
 	// configuration roots decide some of the allowed paths.
 	Env []string

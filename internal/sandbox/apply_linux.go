@@ -34,7 +34,7 @@ func restrict(r Rules) error {
 		return errNotEnforced
 	}
 	var rules []landlock.Rule
-	add := func(paths []string, write, dev bool) {
+	add := func(paths []string, write bool) {
 		for _, p := range paths {
 			fi, err := os.Stat(p)
 			if err != nil {
@@ -54,18 +54,15 @@ func restrict(r Rules) error {
 			default:
 				rule = landlock.ROFiles(p)
 			}
-			if dev {
-				rule = rule.WithIoctlDev()
-			}
 			rules = append(rules, rule.IgnoreIfMissing())
 		}
 	}
-	add(r.System, false, false)
-	add(r.RO, false, false)
-	add(r.Devices, true, true)
-	add(r.RW, true, false)
+	add(r.System, false)
+	add(r.RO, false)
+	add(r.Devices, true) // files only, without device ioctls
+	add(r.RW, true)
 	if r.TempDir != "" {
-		add([]string{r.TempDir}, true, false)
+		add([]string{r.TempDir}, true)
 	}
 	// Files, and from ABI 6 signals and abstract Unix sockets to processes
 	// outside the sandbox (the relay, the user's other programs); not the

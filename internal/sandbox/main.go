@@ -32,6 +32,11 @@ func Main(args []string, stderr io.Writer) int {
 			return 126
 		}
 		fmt.Fprintf(stderr, "crosschat sandbox: warning: the run is not sandboxed: %v\n", err)
+		if len(r.Fallback) > 0 {
+			// The CLI's arguments for an unconfined run (Codex keeps its
+			// own sandbox).
+			cmd = r.Fallback
+		}
 	}
 	env := os.Environ()
 	if r.TempDir != "" {

@@ -19,9 +19,11 @@ var systemPaths = map[string][]string{
 		"/private/etc", "/etc", "/private/var/db/timezone", "/var/db/timezone", "/dev"},
 }
 
-// devicePaths are the device folders a run reads and writes (/dev/null, ttys).
+// devicePaths are the devices a run reads and writes: only the harmless
+// ones, never a terminal (/dev/tty, whose TIOCSTI would type into the
+// user's shell) nor the rest of /dev, and no device ioctls.
 var devicePaths = map[string][]string{
-	"linux": {"/dev"},
+	"linux": {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 }
 
 // presetPaths are, per preset, the CLI's configuration, session, cache and
@@ -66,8 +68,24 @@ var homeReadOnly = []string{".gitconfig", ".config/git"}
 // and its private temporary folder (inside the run folder) read-write, and
 // the worker's allowed paths. Paths are cleaned and listed once, in order.
 func Plan(req runspec.SandboxRequest, goos string) Rules {
+	return plan(req, goos, nil)
+}
+
+// plan is Plan with the folders no run should reach (the relay's data
+// folder): a folder of the CLI's installation or on PATH that holds one of
+// them, or the home folder, is never allowed whole.
+func plan(req runspec.SandboxRequest, goos string, protected []string) Rules {
 	env := envMap(req.Env)
 	home := env["HOME"]
+	// tooBroad: a folder that is, or holds, the home folder or a protected
+	// folder, or is the root.
+	tooBroad := func(d string) bool {
+		d = filepath.Clean(d)
+		if d == string(filepath.Separator) || (home != "" && within(home, d)) {
+			return true
+		}
+		return slices.ContainsFunc(protected, func(p string) bool { return p != "" && within(p, d) })
+	}
 	r := Rules{System: slices.Clone(systemPaths[goos]), Devices: slices.Clone(devicePaths[goos])}
 	if req.RunDir != "" {
 		r.TempDir = filepath.Join(req.RunDir, TempDirName)
@@ -76,17 +94,26 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 	r.Create = []string{}
 
 	// The CLI's own installation: its folder and, through symbolic links,
-	// the folder of what it points at.
+	// the folder of what it points at; only the program file itself where
+	// that folder is too broad (a custom program kept in the home folder).
 	if req.Program != "" {
-		ro = append(ro, filepath.Dir(req.Program))
+		if d := filepath.Dir(req.Program); tooBroad(d) {
+			ro = append(ro, req.Program)
+		} else {
+			ro = append(ro, d)
+		}
 		if real, err := filepath.EvalSymlinks(req.Program); err == nil {
-			ro = append(ro, installRoot(real))
+			if root := installRoot(real); tooBroad(root) {
+				ro = append(ro, real)
+			} else {
+				ro = append(ro, root)
+			}
 		}
 	}
 	// The folders on PATH (node, git and the tools a CLI runs), but never
-	// the home folder or what holds it.
+	// the home folder or what holds it, nor what holds a protected folder.
 	for _, d := range filepath.SplitList(env["PATH"]) {
-		if !filepath.IsAbs(d) || (home != "" && within(home, d)) {
+		if !filepath.IsAbs(d) || tooBroad(d) {
 			continue
 		}
 		ro = append(ro, d)
@@ -112,9 +139,12 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 			}
 		}
 		for _, p := range pp.abs {
+			// A folder in a place every user writes (/tmp): made private
+			// when missing, and allowed only if it is a real folder of the
+			// user's that no one else may enter (see Wrapper.Wrap).
 			p = strings.ReplaceAll(p, "{uid}", strconv.Itoa(os.Getuid()))
 			rw = append(rw, p)
-			r.Create = append(r.Create, p)
+			r.Private = append(r.Private, filepath.Clean(p))
 		}
 		for _, name := range pp.env {
 			if v := env[name]; filepath.IsAbs(v) {

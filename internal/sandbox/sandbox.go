@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
@@ -37,7 +38,7 @@ const TempDirName = "tmp"
 type Rules struct {
 	// System are the system folders (read and execute).
 	System []string `json:"system"`
-	// Devices are read-write device folders (/dev).
+	// Devices are read-write device files (/dev/null, /dev/urandom…).
 	Devices []string `json:"devices,omitempty"`
 	// RO are further read-and-execute paths: the CLI's installation, the
 	// folders on PATH, the user's git configuration, paths the user allowed.
@@ -49,10 +50,20 @@ type Rules struct {
 	TempDir string `json:"tmp,omitempty"`
 	// Required refuses to start the CLI unless the rules are enforced.
 	Required bool `json:"required"`
+	// Fallback is the command (program and arguments) started instead when
+	// the rules cannot be enforced and are not Required: the CLI's plain
+	// arguments, not those meant for a confined run (ConfinedArgs).
+	Fallback []string `json:"fallback,omitempty"`
 	// Create are the CLI's own folders (among RW) made before the run
 	// when missing: a confined CLI could not make them itself, as what
 	// holds them (the home folder) is out of its reach.
 	Create []string `json:"-"`
+	// Private are the CLI's folders (among RW) in a place every user
+	// writes (/tmp/codex-daemon-{uid}): made with mode 0700 when missing,
+	// and dropped from RW unless they are a real folder (not a link) of the
+	// user's with mode 0700, so another user's folder or link is never
+	// allowed.
+	Private []string `json:"-"`
 }
 
 // Wrapper wraps run commands in the sandbox; the app gives it to the worker.
@@ -67,7 +78,14 @@ type Wrapper struct {
 	// ABI returns the kernel's Landlock ABI version (0 without Landlock);
 	// nil asks the kernel.
 	ABI func() int
+	// UID returns the relay's effective user id; nil asks the system.
+	UID func() int
 }
+
+// rootWarning is the run log's warning for a run of a relay running as root.
+const rootWarning = "Warning: the relay runs as root, so this run can still read other processes' environment " +
+	"(/proc/PID/environ, the relay's included, with CROSSCHAT_API_TOKEN if it is set there) and, as root, " +
+	"change files' owners and modes in its folders. Run the relay as an ordinary user."
 
 // Wrap returns the command that starts req's CLI in the sandbox, or the
 // plain command with a warning where the run may go unsandboxed. It fails
@@ -78,11 +96,24 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		goos = runtime.GOOS
 	}
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
-	rules := Plan(req, goos)
+	rules := plan(req, goos, w.Protected)
+	var warning string
 	if goos == "linux" || goos == "darwin" {
+		var err error
+		if warning, err = w.overlap(req, rules); err != nil {
+			return runspec.Sandboxed{}, err
+		}
+		if w.uid() == 0 {
+			warning = strings.TrimSpace(warning + " " + rootWarning)
+		}
 		for _, d := range rules.Create {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
+			}
+		}
+		for _, d := range rules.Private {
+			if err := os.Mkdir(d, 0o700); (err != nil && !errors.Is(err, os.ErrExist)) || !privateDir(d, os.Getuid()) {
+				rules.RW = slices.DeleteFunc(rules.RW, func(p string) bool { return p == d })
 			}
 		}
 	}
@@ -100,27 +131,31 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
 		rules.Required = !req.Config.AllowUnsandboxed
+		if !rules.Required && req.ConfinedArgs != nil {
+			rules.Fallback = append([]string{req.Program}, req.Args...)
+		}
 		b, err := json.Marshal(rules)
 		if err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
-		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, req.Args...)
-		return w.confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi)), nil
+		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, confinedArgs(req)...)
+		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
 		args := append([]string{"-p", Profile(rules), "/usr/bin/env",
-			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, req.Args...)
-		return w.confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec"), nil
+			"TMPDIR=" + rules.TempDir, "TMP=" + rules.TempDir, "TEMP=" + rules.TempDir, req.Program}, confinedArgs(req)...)
+		return confined(runspec.Sandboxed{Program: "/usr/bin/sandbox-exec", Args: args}, rules, "sandbox-exec", warning), nil
 	default:
 		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
 		return plain, nil
 	}
 }
 
-// confined fills the log line of a confined command.
-func (w Wrapper) confined(s runspec.Sandboxed, r Rules, how string) runspec.Sandboxed {
+// confined fills the log line of a confined command; warning ("" for none)
+// is added to it.
+func confined(s runspec.Sandboxed, r Rules, how, warning string) runspec.Sandboxed {
 	s.Confined = true
 	s.Log = fmt.Sprintf("Sandboxed (%s): paths read-write %s; read-only %s and the system folders.",
 		how, strings.Join(r.RW, ", "), orNone(r.RO))
@@ -128,19 +163,57 @@ func (w Wrapper) confined(s runspec.Sandboxed, r Rules, how string) runspec.Sand
 	if len(r.Devices) > 0 {
 		s.Detail += "\ndevices (read-write): " + strings.Join(r.Devices, ", ")
 	}
+	if warning != "" {
+		s.Log += " " + warning
+		s.Warning = true
+	}
+	return s
+}
+
+// overlap checks that no path of the rules holds a protected folder (the
+// relay's data folder). One the operator allowed explicitly (the worker's
+// allowed paths) gives a warning for the run's log; any other (a working
+// or extra folder, a CLI's folder named by a variable) refuses the run.
+func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
+	explicit := map[string]bool{}
+	for _, a := range req.Config.AllowPaths {
+		p, _ := relay.CutAllowPath(a)
+		if filepath.IsAbs(p) {
+			explicit[filepath.Clean(p)] = true
+		}
+	}
+	var warnings []string
 	for _, p := range w.Protected {
 		if p == "" {
 			continue
 		}
 		for _, a := range slices.Concat(r.RO, r.RW) {
-			if within(p, a) {
-				s.Log += fmt.Sprintf(" Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p)
-				s.Warning = true
-				break
+			if !within(p, a) {
+				continue
 			}
+			if !explicit[a] {
+				return "", fmt.Errorf("the run would reach the relay's data folder %s through %s, so it was not started: choose a folder that does not hold it, or add %s to the worker's allowed paths to accept that the run can reach it", p, a, a)
+			}
+			warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p))
+			break
 		}
 	}
-	return s
+	return strings.Join(warnings, " "), nil
+}
+
+// confinedArgs are the CLI's arguments for a confined run.
+func confinedArgs(req runspec.SandboxRequest) []string {
+	if req.ConfinedArgs != nil {
+		return req.ConfinedArgs
+	}
+	return req.Args
+}
+
+func (w Wrapper) uid() int {
+	if w.UID != nil {
+		return w.UID()
+	}
+	return os.Geteuid()
 }
 
 func (w Wrapper) abi() int {

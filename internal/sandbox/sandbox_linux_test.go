@@ -31,6 +31,10 @@ try write-tmp sh -c 'echo x > "$TMPDIR/scratch"'
 try write-extra-ro sh -c 'echo x > "$SHARED/new.txt"'
 try read-extra-ro cat "$SHARED/spec.md"
 try read-relay-environ cat "/proc/$RELAY_PID/environ"
+try list-dev ls /dev
+try write-dev-shm sh -c 'echo x > /dev/shm/ccr-probe'
+try write-dev-null sh -c 'echo x > /dev/null'
+try read-urandom head -c 1 /dev/urandom
 try signal-relay kill -0 "$RELAY_PID"
 `
 
@@ -77,11 +81,17 @@ func TestChildInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	denied := []string{"read-token", "read-home", "read-other-project", "list-other-project", "write-home", "write-data", "write-extra-ro"}
+	denied := []string{"read-token", "read-home", "read-other-project", "list-other-project", "write-home", "write-data", "write-extra-ro",
+		"list-dev"}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		denied = append(denied, "write-dev-shm")
+		t.Cleanup(func() { _ = os.Remove("/dev/shm/ccr-probe") })
+	}
 	if sandbox.ABI() >= 6 { // signals are scoped from Landlock ABI 6
 		denied = append(denied, "signal-relay")
 	}
-	allowed := []string{"read-system", "exec-system", "write-workdir", "read-workdir", "write-run", "write-tmp", "read-extra-ro"}
+	allowed := []string{"read-system", "exec-system", "write-workdir", "read-workdir", "write-run", "write-tmp", "read-extra-ro",
+		"write-dev-null", "read-urandom"}
 	for _, sandboxed := range []bool{true, false} {
 		name := map[bool]string{true: "on", false: "off"}[sandboxed]
 		t.Run(name, func(t *testing.T) {
@@ -133,9 +143,14 @@ func TestChildInSandbox(t *testing.T) {
 					t.Errorf("%s: %q, want %s\n%s", k, got[k], want, out)
 				}
 			}
-			// Landlock's ptrace rule refuses this on Linux; an emulated kernel
-			// (gVisor) may not have it, so it is only reported.
-			t.Logf("reading the relay's /proc/PID/environ: %s", got["read-relay-environ"])
+			// Landlock's ptrace rule refuses this to an ordinary user on
+			// Linux; as root (uid 0) it goes through on Linux 6.18, and an
+			// emulated kernel (gVisor) may not have the rule at all: it is
+			// reported, and a relay running as root says so in the run log.
+			t.Logf("reading the relay's /proc/PID/environ as uid %d: %s", os.Geteuid(), got["read-relay-environ"])
+			if sandboxed && os.Geteuid() == 0 && (!s.Warning || !strings.Contains(s.Log, "the relay runs as root")) {
+				t.Errorf("a run of a relay running as root has no warning: %+v", s)
+			}
 			if _, err := os.Stat(filepath.Join(home, "outside.txt")); (err == nil) == sandboxed {
 				t.Errorf("outside.txt written = %v with the sandbox %s", err == nil, name)
 			}
@@ -156,5 +171,131 @@ func TestNoLandlock(t *testing.T) {
 	s, err := w.Wrap(req)
 	if err != nil || s.Confined || !s.Warning || s.Program != "/usr/bin/codex" || !strings.Contains(s.Log, "Not sandboxed") {
 		t.Fatalf("allowed unsandboxed: %+v, %v", s, err)
+	}
+}
+
+// Ensure a custom program kept directly in the home folder gets a rule for
+// itself alone: it runs, but neither the rest of the home folder nor the
+// relay's data folder inside it becomes readable.
+func TestProgramInHomeFolder(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, data, work, run, _ := layout(t)
+	program := filepath.Join(home, "agent.sh")
+	script := "#!/bin/sh\n" + `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok"; else echo "$name denied"; fi; }
+echo "started ok"
+try read-home cat "$HOME/secret.txt"
+try read-token cat "$DATA/api-token"
+try list-home ls "$HOME"
+`
+	if err := os.WriteFile(program, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin", "DATA=" + data}
+	req := runspec.SandboxRequest{
+		Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: program, Env: env, Workdir: work, RunDir: run,
+	}
+	s, err := sandbox.Wrapper{Self: self, Protected: []string{data}}.Wrap(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.Log, "holds the relay's data folder") || strings.Contains(s.Log, home+",") || strings.Contains(s.Log, home+" ") {
+		t.Errorf("the rules allow the home folder: %s", s.Log)
+	}
+	cmd := exec.Command(s.Program, s.Args...)
+	cmd.Env, cmd.Dir = env, work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"started ok", "read-home denied", "read-token denied", "list-home denied"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+}
+
+// Ensure a run whose folders hold the relay's data folder is refused,
+// unless the operator allowed that path explicitly (then its log warns).
+func TestProtectedOverlapRefused(t *testing.T) {
+	home, data, _, run, _ := layout(t)
+	w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }}
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: home, RunDir: run}
+	if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), "data folder") {
+		t.Fatalf("a working folder holding the data folder: %v", err)
+	}
+	req.Config.AllowPaths = []string{home + ":rw"}
+	s, err := w.Wrap(req)
+	if err != nil || !s.Confined || !s.Warning || !strings.Contains(s.Log, "holds the relay's data folder") {
+		t.Fatalf("allowed explicitly: %+v, %v", s, err)
+	}
+}
+
+// Ensure a CLI's arguments for a confined run (Codex's own sandbox off) are
+// used only where the run is actually confined: a kernel without Landlock
+// (the worker allowing unsandboxed runs) and a child whose confinement
+// fails (here: Landlock's limit of 16 nested layers, reached by real
+// nested sandbox children) both start the plain arguments.
+func TestConfinedArgsOnlyWhenConfined(t *testing.T) {
+	_, _, work, run, _ := layout(t)
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "codex", AllowUnsandboxed: true},
+		Program: "/bin/echo", Args: []string{"--sandbox", "workspace-write"}, ConfinedArgs: []string{"--sandbox", "danger-full-access"},
+		Env: []string{"PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run}
+	s, err := sandbox.Wrapper{Self: "/relay", GOOS: "linux", ABI: func() int { return 0 }}.Wrap(req)
+	if err != nil || s.Confined || strings.Join(s.Args, " ") != "--sandbox workspace-write" {
+		t.Fatalf("without Landlock: %+v, %v", s, err)
+	}
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = (sandbox.Wrapper{Self: self}).Wrap(req); err != nil || !s.Confined || !strings.Contains(strings.Join(s.Args, " "), "danger-full-access") {
+		t.Fatalf("confined: %+v, %v", s, err)
+	}
+	program, args := s.Program, s.Args
+	outer := `{"system":["/usr","/bin","/lib","/lib64","/etc","/proc"],"devices":["/dev/null"],"ro":[` +
+		strconv.Quote(filepath.Dir(self)) + `],"rw":[],"required":false}`
+	for range 16 {
+		args = append([]string{sandbox.Verb, "--rules", outer, "--", program}, args...)
+		program = self
+	}
+	cmd := exec.Command(program, args...)
+	cmd.Dir = work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "the run is not sandboxed") || !strings.Contains(string(out), "--sandbox workspace-write") ||
+		strings.Contains(string(out), "danger-full-access") {
+		t.Fatalf("an unconfined child started the confined arguments:\n%s", out)
+	}
+}
+
+// Ensure a confined run of a relay running as root says in its log that it
+// can still read other processes' environment; a relay of an ordinary user
+// has no such warning.
+func TestRootWarning(t *testing.T) {
+	_, _, work, run, _ := layout(t)
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Env: []string{"PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run}
+	for _, uid := range []int{0, 1000} {
+		w := sandbox.Wrapper{Self: "/relay", GOOS: "linux", ABI: func() int { return 7 }, UID: func() int { return uid }}
+		s, err := w.Wrap(req)
+		if err != nil || !s.Confined {
+			t.Fatalf("uid %d: %+v, %v", uid, s, err)
+		}
+		if warned := s.Warning && strings.Contains(s.Log, "the relay runs as root") && strings.Contains(s.Log, "/proc/PID/environ"); warned != (uid == 0) {
+			t.Errorf("uid %d: warned %v: %s", uid, warned, s.Log)
+		}
 	}
 }

@@ -202,6 +202,29 @@ func helperMain() int {
 			path = os.Getenv("CROSSCHAT_RESULT_FILE")
 		}
 		_ = os.WriteFile(path, []byte("Answer from the file."), 0o600)
+	case "ran":
+		_ = os.WriteFile(os.Getenv("CCR_RAN_FILE"), []byte("ran"), 0o600)
+		fmt.Fprintln(out, "I ran.")
+	case "sid":
+		// The run's session: its own (a new session has no controlling
+		// terminal), or the relay's.
+		b, _ := os.ReadFile("/proc/self/stat")
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		fmt.Fprintf(out, "pid:%d sid:%s\n", os.Getpid(), f[3])
+	case "link", "hardlink":
+		// A run that makes its result file a link to a file of the user's
+		// (~/.ssh/id_ed25519) for the relay to read for it.
+		path := os.Getenv("CROSSCHAT_RESULT_FILE")
+		_ = os.Remove(path)
+		link := os.Symlink
+		if mode == "hardlink" {
+			link = os.Link
+		}
+		if err := link(os.Getenv("CCR_SECRET_FILE"), path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Fprintln(out, "stdout noise")
 	case "session", "sessiondie", "sessionmute":
 		return sessionHelper(mode, prompt)
 	case "remember":

@@ -53,7 +53,8 @@ type Options struct {
 	Sessions Sessions
 	// Sandbox wraps the command of a run whose worker has the sandbox on
 	// (relay.WorkerConfig.SandboxOn); the app passes internal/sandbox's
-	// Wrapper. nil runs every CLI unconfined (tests of the worker alone).
+	// Wrapper. nil refuses the runs of a worker whose sandbox is on; the
+	// others run as they are (tests of the worker alone).
 	Sandbox func(runspec.SandboxRequest) (runspec.Sandboxed, error)
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger

@@ -20,10 +20,12 @@ type tree struct {
 	pgid int
 }
 
-// prepare makes the command lead a new process group, so its whole tree can
-// be signalled at once.
+// prepare makes the command lead a new session, and so a new process group
+// (its id is the CLI's pid), so its whole tree can be signalled at once;
+// the new session has no controlling terminal, so the run cannot reach the
+// relay's terminal (TIOCSTI on /dev/tty would type into the user's shell).
 func prepare(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // attach returns the tree of a started command.

@@ -15,7 +15,7 @@ import (
 // Recover cleans up after runs a previous relay process left behind (it
 // crashed or was killed mid-run), per run folder in RunRoot (README,
 // "Workers: agents that run unattended"): the CLI recorded in its process
-// file is stopped with its tree, but only if that pid still runs the same
+// file (beside the run folder, out of the run's reach) is stopped with its tree, but only if that pid still runs the same
 // program (and, where known, started at the same time), so an unrelated
 // process that reuses the pid is left alone; a task still claimed by a
 // worker goes back to the queue with a report telling the sender why; the
@@ -30,11 +30,22 @@ func (m *Manager) Recover(ctx context.Context) error {
 		return fmt.Errorf("read run folder: %w", err)
 	}
 	var errs []error
+	seen := map[string]bool{}
 	for _, e := range entries {
+		id := e.Name()
 		if !e.IsDir() {
+			// A process file whose run folder is gone.
+			var ok bool
+			if id, ok = strings.CutSuffix(id, processFileSuffix); !ok {
+				_ = os.Remove(filepath.Join(m.opts.RunRoot, e.Name())) // a temporary process file
+				continue
+			}
+		}
+		if seen[id] {
 			continue
 		}
-		if err := m.recoverRun(ctx, e.Name()); err != nil {
+		seen[id] = true
+		if err := m.recoverRun(ctx, id); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -44,7 +55,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
 	dir := filepath.Join(m.opts.RunRoot, taskID)
 	var errs []error
-	if b, err := os.ReadFile(filepath.Join(dir, processFileName)); err == nil {
+	procFile := processFile(m.opts.RunRoot, taskID)
+	if b, err := os.ReadFile(procFile); err == nil {
 		pid, image, start := parseProcessFile(string(b))
 		if pid > 0 && processMatches(pid, image) && (start == "" || processStart(pid) == start) {
 			killLeftover(pid, m.opts.KillGrace)
@@ -67,6 +79,9 @@ func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove run folder: %w", err))
+	}
+	if err := os.Remove(procFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("remove process file: %w", err))
 	}
 	return errors.Join(errs...)
 }

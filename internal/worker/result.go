@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -29,7 +28,13 @@ func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec
 		ex.errs = append(ex.errs, fmt.Errorf("wait for %s: %w", filepath.Base(cmd.Path), waitErr))
 	}
 	if spec.ResultFile != "" {
-		if b, cut, err := readLimited(spec.ResultFile, maxResultFile); err == nil {
+		b, cut, err := readLimited(spec.ResultFile, maxResultFile)
+		switch {
+		case errors.Is(err, errNotRegular):
+			// A link to a file of the user's (~/.ssh/id_ed25519) must not
+			// become the answer: the run is blocked instead.
+			ex.answer = fmt.Sprintf("BLOCKED: The worker did not read the run's result file %s: %v.", filepath.Base(spec.ResultFile), err)
+		case err == nil:
 			ex.answer = strings.TrimSpace(string(b))
 			if cut && ex.answer != "" {
 				ex.cut = fmt.Sprintf("[The result file passed %d MiB; the worker read only the start.]", maxResultFile>>20)
@@ -110,15 +115,29 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-// readLimited reads at most limit bytes of the file at path; cut tells
-// whether there was more. A run's result file is the run's to make as
-// large as it likes, so it is never read whole.
+// errNotRegular: a run's file is not a regular file with one link (a
+// symbolic link, a hard link, a device, a pipe, a folder).
+var errNotRegular = errors.New("it is not a regular file of the run's own (a symbolic link, a hard link to another file, a device or a pipe)")
+
+// readLimited reads at most limit bytes of the regular file at path; cut
+// tells whether there was more. A run's result file is the run's to make as
+// large as it likes, so it is never read whole; and the run (sandboxed,
+// while the relay is not) may have made it a link to a file it cannot read
+// itself, so a symbolic link is not followed and anything but a regular
+// file with a single link is refused (errNotRegular).
 func readLimited(path string, limit int64) (b []byte, cut bool, err error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !fi.Mode().IsRegular() || links(fi) > 1 {
+		return nil, false, errNotRegular
+	}
 	b, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, false, err

@@ -194,6 +194,9 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		if err := os.RemoveAll(r.runDir); err != nil {
 			res.errs = append(res.errs, fmt.Errorf("remove run folder: %w", err))
 		}
+		if err := os.Remove(processFile(o.RunRoot, r.task.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			res.errs = append(res.errs, fmt.Errorf("remove process file: %w", err))
+		}
 	}()
 
 	r.rec.add(relay.ActivityEntry{Kind: relay.StepStart, Text: fmt.Sprintf("%s started in %s", r.name, r.cfg.Workdir)})

@@ -17,10 +17,12 @@ import (
 
 // Run folder files.
 const (
-	promptFileName  = "task.md"
-	resultFileName  = "result.md"
-	mcpFileName     = "mcp.json"
-	processFileName = "process"
+	promptFileName = "task.md"
+	resultFileName = "result.md"
+	mcpFileName    = "mcp.json"
+	// processFileSuffix ends the name of a run's process file, beside its
+	// run folder (see processFile).
+	processFileSuffix = ".process"
 )
 
 // prepareRun writes the run folder and builds the command.
@@ -71,7 +73,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 		if !filepath.IsLocal(name) {
 			return nil, spec, nil, nil, fmt.Errorf("the harness asked for a file outside the run folder: %q", name)
 		}
-		if _, reserved := files[name]; reserved || name == processFileName {
+		if _, reserved := files[name]; reserved {
 			return nil, spec, nil, nil, fmt.Errorf("the harness asked for the worker's own file %q", name)
 		}
 		files[name] = content
@@ -113,7 +115,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
 	r.image = filepath.Base(program)
 	args := spec.Args
-	if program, args, err = r.sandbox(program, args, env, extra); err != nil {
+	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra); err != nil {
 		return nil, spec, nil, withheld, err
 	}
 	cmd := &exec.Cmd{
@@ -170,9 +172,18 @@ func (r *runState) promptInput(ctx context.Context, extra []string) (runspec.Pro
 	return in, resume
 }
 
-// writeProcessFile records the started CLI in the run folder (pid, program
-// and, where known, start time), so a relay that crashed can stop it on
-// its next start (see Recover).
+// processFile is where a run's process file lives: beside its run folder in
+// RunRoot, not inside it, since the run may write its run folder (and, in
+// the sandbox, only that) and must not be able to name a process of the
+// user's for the next start's Recover to kill.
+func processFile(runRoot, taskID string) string {
+	return filepath.Join(runRoot, taskID+processFileSuffix)
+}
+
+// writeProcessFile records the started CLI (pid, program and, where known,
+// start time) in its process file, so a relay that crashed can stop it on
+// its next start (see Recover). It writes a new temporary file, never
+// following a link, and renames it into place.
 func (r *runState) writeProcessFile(cmd *exec.Cmd) error {
 	image := r.image
 	if image == "" {
@@ -182,7 +193,22 @@ func (r *runState) writeProcessFile(cmd *exec.Cmd) error {
 	if st := processStart(cmd.Process.Pid); st != "" {
 		proc += st + "\n"
 	}
-	if err := os.WriteFile(filepath.Join(r.runDir, processFileName), []byte(proc), 0o600); err != nil {
+	path := processFile(r.w.m.opts.RunRoot, r.task.ID)
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := createNoFollow(tmp)
+	if err != nil {
+		return fmt.Errorf("write the process file: %w", err)
+	}
+	_, err = f.WriteString(proc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write the process file: %w", err)
 	}
 	return nil

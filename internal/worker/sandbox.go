@@ -14,14 +14,20 @@ import (
 
 // sandbox wraps the CLI's command in the sandbox when the worker has it on
 // (Options.Sandbox), and records in the run log how the run is confined,
-// or that it is not.
-func (r *runState) sandbox(program string, args, env, extra []string) (string, []string, error) {
+// or that it is not. confined (nil: args) are the CLI's arguments for a
+// run the sandbox actually confines.
+func (r *runState) sandbox(program string, args, confined, env, extra []string) (string, []string, error) {
 	o := r.w.m.opts
-	if !r.cfg.SandboxOn() || o.Sandbox == nil {
+	if !r.cfg.SandboxOn() {
 		return program, args, nil
 	}
+	if o.Sandbox == nil {
+		// Never silently unconfined: a worker whose sandbox is on does not
+		// run in a relay that has no sandbox to give it.
+		return "", nil, errors.New("sandbox: the worker's sandbox is on, but this relay has none to run it in; the run was not started")
+	}
 	s, err := o.Sandbox(runspec.SandboxRequest{
-		Config: r.cfg, Program: program, Args: args, Env: env,
+		Config: r.cfg, Program: program, Args: args, ConfinedArgs: confined, Env: env,
 		Workdir: r.cfg.Workdir, ExtraDirs: extra, RunDir: r.runDir,
 	})
 	if err != nil {

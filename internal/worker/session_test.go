@@ -99,6 +99,9 @@ func sessionEnv(t *testing.T, idle time.Duration, mutate func(*relay.WorkerConfi
 	}
 	e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
 		c.Harness, c.Session, c.SessionID, c.SessionLabel = relay.SessionClaudeCode, sessionID, sessionID, "Fix the parser."
+		// The worker alone, without the app's sandbox (the preset has it on
+		// by default, which a relay without one refuses).
+		c.Sandbox = relay.SandboxOff
 		c.Env = append(c.Env, transcriptEnv)
 		o.Sessions = turns
 		env := o.Env

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +123,88 @@ func TestResultFile(t *testing.T) {
 	}
 }
 
+// Ensures a run that makes its result file a symbolic or hard link to a
+// file of the user's (which a sandboxed run cannot read itself) is blocked
+// with a clear message, and the file's content is never its answer.
+func TestResultFileLinkRefused(t *testing.T) {
+	for _, mode := range []string{"link", "hardlink"} {
+		t.Run(mode, func(t *testing.T) {
+			secret := filepath.Join(t.TempDir(), "id_ed25519")
+			if err := os.WriteFile(secret, []byte("PRIVATE KEY of the user"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, func(cfg *relay.WorkerConfig, o *worker.Options) {
+				cfg.PromptMode = relay.PromptFile
+				cfg.Args = []string{"-test.run=^TestHelperProcess$", "--", "{prompt_file}", "--out", "{result_file}"}
+				cfg.Env = append(cfg.Env, "CCR_SECRET_FILE")
+				base := o.Env
+				o.Env = func() []string { return append(base(), "CCR_SECRET_FILE="+secret) }
+			})
+			if mode == "hardlink" {
+				// A hard link needs both in one file system: the secret
+				// beside the run folders.
+				secret = filepath.Join(e.dir, "id_ed25519")
+				if err := os.WriteFile(secret, []byte("PRIVATE KEY of the user"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.start()
+			got, r := e.runToEnd(operator, "Answer with a key", mode)
+			if strings.Contains(r.Result+r.Message, "PRIVATE KEY") {
+				t.Fatalf("the report shows the linked file: %+v", r)
+			}
+			for _, a := range e.activity(got.ID) {
+				if strings.Contains(a.Text+a.Detail, "PRIVATE KEY") {
+					t.Fatalf("the run log shows the linked file: %+v", a)
+				}
+			}
+			if got.Status != relay.StatusBlocked || !strings.Contains(r.Message, "did not read the run's result file") {
+				t.Fatalf("status %s report %+v", got.Status, r)
+			}
+		})
+	}
+}
+
+// Ensures the CLI leads a session of its own, so it has no controlling
+// terminal (the relay's, whose TIOCSTI would type into the user's shell).
+func TestRunHasItsOwnSession(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	e := newEnv(t, nil)
+	e.start()
+	got, r := e.runToEnd(operator, "Which session", "sid")
+	var pid, sid int
+	if _, err := fmt.Sscanf(r.Result, "pid:%d sid:%d", &pid, &sid); err != nil || got.Status != relay.StatusCompleted {
+		t.Fatalf("status %s result %q: %v", got.Status, r.Result, err)
+	}
+	if sid != pid {
+		t.Fatalf("the CLI (pid %d) is in session %d, not a session of its own", pid, sid)
+	}
+}
+
+// Ensures a worker whose sandbox is on never runs unconfined in a relay
+// without a sandbox (Options.Sandbox nil): the run is not started and the
+// task is blocked saying why.
+func TestSandboxOnWithoutSandboxRefused(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	e := newEnv(t, func(cfg *relay.WorkerConfig, o *worker.Options) {
+		cfg.Sandbox = relay.SandboxOn
+		o.Sandbox = nil
+		cfg.Env = append(cfg.Env, "CCR_RAN_FILE")
+		base := o.Env
+		o.Env = func() []string { return append(base(), "CCR_RAN_FILE="+marker) }
+	})
+	e.start()
+	got, r := e.runToEnd(operator, "Run unconfined", "ran")
+	if got.Status != relay.StatusBlocked || !strings.Contains(r.Message, "sandbox is on") {
+		t.Fatalf("status %s report %+v", got.Status, r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the CLI ran without its sandbox")
+	}
+}
+
 // Ensures a run past its time limit is stopped, its whole tree killed, and
 // reported as a blocker.
 func TestTimeout(t *testing.T) {
@@ -156,7 +239,7 @@ func TestCancelKillsTree(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(runDir, "mcp.json")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("mcp.json mode %v", fi.Mode())
 	}
-	proc, _ := os.ReadFile(filepath.Join(runDir, "process"))
+	proc, _ := os.ReadFile(filepath.Join(e.opts.RunRoot, task.ID+".process"))
 	if !strings.HasPrefix(string(proc), strconv.Itoa(child)+"\n"+filepath.Base(e.cfg.Command)) {
 		t.Fatalf("process file = %q (child %d)", proc, child)
 	}
@@ -252,6 +335,21 @@ func TestRestartRecovery(t *testing.T) {
 	crashed := e.relayProcess()
 	task := e.post(operator, "Sleep through a crash", "sleep")
 	child, grandchild := e.pids()
+	// The run may write its run folder: it names a process of the user's
+	// running the same program there, for the next start to kill.
+	victim := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	victim.Env = append(os.Environ(), helperEnv+"=1", "CCR_HELPER_MODE=grandchild")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = victim.Process.Kill()
+		_ = victim.Wait()
+	})
+	forged := fmt.Sprintf("%d\n%s\n", victim.Process.Pid, filepath.Base(e.cfg.Command))
+	if err := os.WriteFile(filepath.Join(e.opts.RunRoot, task.ID, "process"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := crashed.Process.Kill(); err != nil {
 		t.Fatalf("kill the relay process: %v", err)
 	}
@@ -273,7 +371,7 @@ func TestRestartRecovery(t *testing.T) {
 	if err := os.MkdirAll(fake, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(fake, "process"), []byte(strconv.Itoa(unrelated.Process.Pid)+"\nclaude\n"), 0o600); err != nil {
+	if err := os.WriteFile(fake+".process", []byte(strconv.Itoa(unrelated.Process.Pid)+"\nclaude\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if !alive(child) || !alive(grandchild) {
@@ -290,6 +388,9 @@ func TestRestartRecovery(t *testing.T) {
 	waitGone(t, child, grandchild)
 	if !alive(unrelated.Process.Pid) {
 		t.Fatal("recovery killed an unrelated process")
+	}
+	if !alive(victim.Process.Pid) {
+		t.Fatal("recovery killed the process the run named in its run folder")
 	}
 	got := e.task(task.ID)
 	if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, "relay restarted") {
