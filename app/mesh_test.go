@@ -59,7 +59,7 @@ func startTrustedPair(t *testing.T) (a, b *app.Relay) {
 		other string
 	}{{a, "relay-b"}, {b, "relay-a"}} {
 		waitFor(t, func() bool {
-			_, err := p.r.Services.Mesh.Trust(p.other)
+			_, err := p.r.Services.Mesh.Trust(p.other, "")
 			return err == nil
 		}, p.other+" trusted")
 	}

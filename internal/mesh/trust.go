@@ -227,14 +227,21 @@ func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRel
 }
 
 // SetTrust trusts or blocks the relay named nameOrID (its name, or its id
-// when a name is shared). Trusting pins its newest key and applies, in
-// order, what it sent while pending.
-func (n *Node) SetTrust(ctx context.Context, nameOrID, state string) (RelayInfo, error) {
+// when a name is shared). Trusting pins exactly the key whose fingerprint
+// the operator approved (fingerprint; "" for the relay's only key, refused
+// when it shows two) and applies, in order, what it sent while pending.
+func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string) (RelayInfo, error) {
 	r, err := n.resolveRelay(ctx, nameOrID)
 	if err != nil {
 		return RelayInfo{}, err
 	}
-	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state)
+	key := ""
+	if state == relay.RelayTrusted {
+		if key, err = approvedKey(r, fingerprint); err != nil {
+			return RelayInfo{}, err
+		}
+	}
+	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state, key)
 	if err != nil {
 		return RelayInfo{}, err
 	}
@@ -296,4 +303,33 @@ type HeldInfo struct {
 	Sender     string `json:"sender"`
 	Recipient  string `json:"recipient"`
 	ReceivedAt string `json:"receivedAt"`
+}
+
+// approvedKey is the key of r whose fingerprint is fingerprint: the key
+// first seen (pinned) or the other key the directory now shows. Without a
+// fingerprint, the relay's only key; a relay showing two keys is refused
+// with both fingerprints, so the operator names the one confirmed.
+func approvedKey(r relay.MeshRelay, fingerprint string) (string, error) {
+	fp := strings.TrimSpace(fingerprint)
+	if fp != "" && !strings.HasPrefix(fp, "SHA256:") {
+		fp = "SHA256:" + fp
+	}
+	pinned, other := Fingerprint(r.PublicKey), Fingerprint(r.NewKey)
+	shows := pinned
+	if other != "" {
+		shows = fmt.Sprintf("%s (first seen) and %s (shown since)", pinned, other)
+	}
+	switch {
+	case r.PublicKey == "" && r.NewKey == "":
+		return "", relay.Errorf(relay.EInvalidRequest, "Relay %s has shown no key yet, so it cannot be trusted; wait until it is in the mesh directory.", r.Name)
+	case fp == "" && r.NewKey != "":
+		return "", relay.Errorf(relay.EInvalidRequest, "Relay %s (%s) shows two keys, %s: trust it with --fingerprint naming the one its operator confirms.", r.Name, r.ID, shows)
+	case fp == "":
+		return r.PublicKey, nil
+	case fp == pinned:
+		return r.PublicKey, nil
+	case other != "" && fp == other:
+		return r.NewKey, nil
+	}
+	return "", relay.Errorf(relay.EInvalidRequest, "Relay %s (%s) does not show the key %s; it shows %s.", r.Name, r.ID, fp, shows)
 }

@@ -92,7 +92,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	if _, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "x", Instructions: "x"}); err == nil {
 		t.Fatal("A's operator could post to bee of a relay A has not trusted")
 	}
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	knows(t, a, "bee", "relay-b")
@@ -111,7 +111,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	if task, err := b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bee", Via: relay.ViaChat}); err != nil || task != nil {
 		t.Fatalf("bee claimed %+v, %v before A was trusted", task, err)
 	}
-	if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted); err != nil {
+	if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -128,7 +128,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	c := startRelay(t, "relay-c", "", a.node.InviteURL())
 	trustEachOther(t, c, b)
 	knows(t, c, "bee", "relay-b")
-	if _, err := b.node.SetTrust(ctx, "relay-c", relay.RelayBlocked); err != nil {
+	if _, err := b.node.SetTrust(ctx, "relay-c", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
 	blocked, err := c.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Blocked", Instructions: "x"})
@@ -175,7 +175,11 @@ func TestChangedKeyPutsRelayBackToPending(t *testing.T) {
 	if err != nil || len(st.Warnings) == 0 || !strings.Contains(st.Warnings[0], "new key") {
 		t.Fatalf("warnings = %v, %v", st.Warnings, err)
 	}
-	info, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted)
+	if _, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted, ""); err == nil ||
+		!strings.Contains(err.Error(), Fingerprint(a.node.id.PublicKey)) || !strings.Contains(err.Error(), Fingerprint(other.PublicKey)) {
+		t.Fatalf("trust without a fingerprint while two keys show = %v; want refused with both fingerprints", err)
+	}
+	info, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted, Fingerprint(other.PublicKey))
 	if err != nil || info.State != relay.RelayTrusted || info.Fingerprint != Fingerprint(other.PublicKey) {
 		t.Fatalf("trust again = %+v, %v; want the new key pinned", info, err)
 	}
@@ -195,7 +199,7 @@ func TestTrustByAmbiguousNameIsRefused(t *testing.T) {
 		}
 		return n == 2, fmt.Sprint(n)
 	})
-	if _, err := a.node.SetTrust(t.Context(), "twin", relay.RelayTrusted); err == nil || !strings.Contains(err.Error(), "give the id") {
+	if _, err := a.node.SetTrust(t.Context(), "twin", relay.RelayTrusted, ""); err == nil || !strings.Contains(err.Error(), "give the id") {
 		t.Fatalf("trust twin = %v; want ambiguous", err)
 	}
 }
@@ -536,7 +540,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	createAgent(t, b, "bee")
 	knows(t, a, "bee", "relay-b")
 	ctx := t.Context()
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
 	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Waits", Instructions: "x"})
@@ -550,7 +554,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	if d, err := a.db.OutboxDepth(ctx); err != nil || d != 1 || a.node.published.Load() != published {
 		t.Fatalf("A's outbox = %d, %v, published %d; want the task waiting", d, err, a.node.published.Load()-published)
 	}
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "task on B once trusted", func() (bool, string) {

@@ -169,8 +169,9 @@ type MeshStore interface {
 	SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (r MeshRelay, changed bool, err error)
 	// MeshRelays lists the relays seen, by name.
 	MeshRelays(ctx context.Context) ([]MeshRelay, error)
-	// SetRelayState trusts (pinning the newest key seen) or blocks a relay.
-	SetRelayState(ctx context.Context, id, state string) (MeshRelay, error)
+	// SetRelayState trusts (pinning exactly key, the pinned or the new key
+	// the operator approved) or blocks a relay.
+	SetRelayState(ctx context.Context, id, state, key string) (MeshRelay, error)
 	// HoldEnvelope keeps an envelope to apply later; false when it is held already.
 	HoldEnvelope(ctx context.Context, h HeldEnvelope) (bool, error)
 	// HeldEnvelopes returns up to limit held envelopes, oldest first, of

@@ -98,9 +98,12 @@ func (db *DB) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
 	return queryAll(ctx, db.r, "list relays", scanMeshRelay, `SELECT `+meshRelayColumns+` FROM mesh_relays ORDER BY name, relay_id`)
 }
 
-// SetRelayState trusts or blocks a relay. Trusting pins the newest key
-// seen; a relay whose key is not known yet cannot be trusted.
-func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRelay, error) {
+// SetRelayState trusts or blocks a relay. Trusting pins exactly key, which
+// must be the relay's pinned key or the other key it now shows (new_key):
+// the one whose fingerprint the operator approved. Any other key (the
+// relay's keys changed since the operator looked) is refused; a relay whose
+// key is not known yet cannot be trusted. key is ignored for other states.
+func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.MeshRelay, error) {
 	var out relay.MeshRelay
 	if state != relay.RelayTrusted && state != relay.RelayBlocked && state != relay.RelayPending {
 		return out, relay.Errorf(relay.EInvalidRequest, "state: must be trusted, blocked or pending.")
@@ -114,11 +117,18 @@ func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRe
 			return fmt.Errorf("read relay %s: %w", id, err)
 		}
 		if state == relay.RelayTrusted {
-			if cur.NewKey != "" {
-				cur.PublicKey, cur.NewKey = cur.NewKey, ""
-			}
-			if cur.PublicKey == "" {
+			switch {
+			case cur.PublicKey == "" && cur.NewKey == "":
 				return relay.Errorf(relay.EInvalidRequest, "Relay %s has shown no key yet, so it cannot be trusted; wait until it is in the mesh directory.", id)
+			case key == "":
+				return relay.Errorf(relay.EInvalidRequest, "Trusting relay %s needs the key to pin.", id)
+			case key == cur.NewKey:
+				cur.PublicKey, cur.NewKey = cur.NewKey, ""
+			case key == cur.PublicKey:
+				// The key first seen is pinned; another key shown meanwhile
+				// stays listed (and is never pinned by this trust).
+			default:
+				return relay.Errorf(relay.EInvalidRequest, "Relay %s's key changed since it was shown: look at its fingerprint again (crosschat-relay mesh relays) before trusting it.", id)
 			}
 		}
 		cur.State, cur.ChangedAt = state, t.ts
