@@ -89,3 +89,66 @@ func TestReviewTrustPinsApprovedFingerprint(t *testing.T) {
 		t.Fatalf("the forged task reached bob: %+v", got)
 	}
 }
+
+// Ensure a keyless client cannot fill a pending relay's held list: unsigned
+// envelopes in its name are refused (not held), newer-version ones have
+// their own bounded share, made-up relay ids are refused; the relay's
+// genuine task is held and delivered when it is trusted.
+func TestReviewHeldListNotFillable(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	createAgent(t, b, "bee")
+	ctx := t.Context()
+	// A trusts B (so A can post to bee); B has not trusted A yet.
+	eventually(t, "A trusts B", func() (bool, string) {
+		_, err := a.node.SetTrust(ctx, b.node.id.ID, relay.RelayTrusted, "")
+		return err == nil, fmt.Sprint(err)
+	})
+	knows(t, a, "bee", "relay-b")
+	eventually(t, "B records A", func() (bool, string) {
+		r, ok := relayInfoOf(b, a.node.id.ID)
+		return ok && r.Fingerprint != "", fmt.Sprintf("%+v", r)
+	})
+	js := jetStreamClient(t, a.node.InviteURL())
+	now := time.Now()
+	const junk = 1000 // the per-relay bound of held envelopes
+	for i := range junk {
+		data := rawEnvelope(t, envVersion, fmt.Sprintf("junk-%d", i), a.node.id.ID, b.node.id.ID, now, relay.Task{ID: relay.NewID(), Title: "junk"}, nil, "")
+		if _, err := js.Publish(ctx, subject(b.node.id.ID), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		for _, data := range [][]byte{
+			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-%d", i), a.node.id.ID, b.node.id.ID, now, relay.Task{}, nil, ""),
+			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-elsewhere-%d", i), a.node.id.ID, "0123456789abcdef", now, relay.Task{}, nil, ""),
+			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-madeup-%d", i), "0123456789abcdef", b.node.id.ID, now, relay.Task{}, nil, ""),
+		} {
+			if _, err := js.Publish(ctx, subject(b.node.id.ID), data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, "the junk is refused", func() (bool, string) {
+		r := b.node.Refused()
+		return r[RefusedSignature] == junk && r[RefusedTo] == 3 && r[RefusedUnknownRelay] == 3, fmt.Sprint(r)
+	})
+	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Genuine", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the genuine task is held, beside the 3 newer-version ones", func() (bool, string) {
+		untrusted, err1 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldUntrusted, 1000)
+		version, err2 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldVersion, 1000)
+		return len(untrusted) == 1 && untrusted[0].TaskID == posted.ID && len(version) == 3, fmt.Sprint(len(untrusted), len(version), err1, err2)
+	})
+	if r := b.node.Refused(); r["held-full"] != 0 {
+		t.Fatalf("refused %v", r)
+	}
+	if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Task(ctx, posted.ID); err != nil || got.Title != "Genuine" {
+		t.Fatalf("genuine task on B after trust = %+v, %v", got, err)
+	}
+}

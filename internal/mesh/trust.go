@@ -31,7 +31,10 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 	var refusal *relay.MeshRefusal
 	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
 		n.refuse(refusal.Reason, e.From, refusal.Detail)
-		return ack
+		if reason == HeldVersion {
+			return ack // unverifiable: its share is bounded, the rest refused
+		}
+		return later // signed by the relay: left in the stream, delivered again later
 	} else if err != nil {
 		n.setErr("hold envelope", err)
 		return retry
@@ -41,8 +44,9 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 }
 
 // relayOf returns the admission record of relay id, recording what the
-// directory shows of it (its name and self-signed key).
-func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
+// directory shows of it (its name and self-signed key), and that key ("" if
+// the directory shows none).
+func (n *Node) relayOf(id string) (relay.MeshRelay, string, error) {
 	d, ok := n.relay(id)
 	if !ok {
 		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
@@ -60,11 +64,12 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
 		cur, known := n.trust[id]
 		n.mu.Unlock()
 		if !known {
-			return relay.MeshRelay{ID: id, State: relay.RelayPending}, nil
+			return relay.MeshRelay{ID: id, State: relay.RelayPending}, "", nil
 		}
-		return cur, nil
+		return cur, "", nil
 	}
-	return n.see(n.ctx, id, name, key)
+	r, err := n.see(n.ctx, id, name, key)
+	return r, key, err
 }
 
 // see records a relay seen with name and key, through the cache.
@@ -156,7 +161,7 @@ func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 					}
 				}
 				before := n.held.Load()
-				if n.receive(h.Data, reason == HeldUntrusted) == retry {
+				if n.receive(h.Data, reason == HeldUntrusted) != ack {
 					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
 				}
 				if n.held.Load() != before {

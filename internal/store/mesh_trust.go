@@ -142,26 +142,45 @@ func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.M
 	return out, err
 }
 
-// Bounds of what is held: per sending relay and in all (a client that makes
-// up relay ids cannot fill the disk).
+// Bounds of what is held, in envelopes and bytes: per sending relay and in
+// all (a client that makes up relay ids cannot fill the disk). Envelopes of
+// a newer version (whose signature this build cannot judge) are bounded
+// apart from the rest, so they cannot crowd out a relay's signed tasks.
 const (
-	maxHeldPerRelay = 1000
-	maxHeld         = 10000
+	maxHeldPerRelay      = 1000
+	maxHeld              = 10000
+	maxHeldBytesPerRelay = 64 << 20
+	maxHeldBytes         = 256 << 20
 )
 
 // HoldEnvelope keeps an envelope to apply later; false when its message id
-// is held already. Past the bounds it refuses with a *relay.MeshRefusal
-// (reason held-full).
+// is held already. Past the bounds (counted apart for reason version) it
+// refuses with a *relay.MeshRefusal (reason held-full).
 func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
 	var n int64
 	err := db.write(ctx, "hold envelope", func(t *tx) error {
+		var held int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_held WHERE msg_id = ?`, h.MsgID).Scan(&held); err != nil {
+			return fmt.Errorf("find held envelope: %w", err)
+		}
+		if held > 0 {
+			return nil
+		}
+		version := h.Reason == "version"
 		var perRelay, total int
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT (SELECT COUNT(*) FROM mesh_held WHERE from_relay = ?), (SELECT COUNT(*) FROM mesh_held)`,
-			h.FromRelay).Scan(&perRelay, &total); err != nil {
+		var perRelayBytes, totalBytes int64
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT
+				(SELECT COUNT(*) FROM mesh_held WHERE from_relay = ? AND (reason = 'version') = ?),
+				(SELECT COALESCE(SUM(LENGTH(data)), 0) FROM mesh_held WHERE from_relay = ? AND (reason = 'version') = ?),
+				(SELECT COUNT(*) FROM mesh_held WHERE (reason = 'version') = ?),
+				(SELECT COALESCE(SUM(LENGTH(data)), 0) FROM mesh_held WHERE (reason = 'version') = ?)`,
+			h.FromRelay, version, h.FromRelay, version, version, version).Scan(&perRelay, &perRelayBytes, &total, &totalBytes); err != nil {
 			return fmt.Errorf("count held envelopes: %w", err)
 		}
-		if perRelay >= maxHeldPerRelay || total >= maxHeld {
-			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes held from relay %s, %d in all", perRelay, h.FromRelay, total)}
+		size := int64(len(h.Data))
+		if perRelay >= maxHeldPerRelay || total >= maxHeld || perRelayBytes+size > maxHeldBytesPerRelay || totalBytes+size > maxHeldBytes {
+			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes (%d bytes) held from relay %s, %d (%d bytes) in all",
+				perRelay, perRelayBytes, h.FromRelay, total, totalBytes)}
 		}
 		var err error
 		n, err = t.execCount("hold envelope", `INSERT INTO mesh_held (msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at)

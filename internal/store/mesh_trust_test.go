@@ -112,6 +112,21 @@ func TestMeshHeldEnvelopes(t *testing.T) {
 	if _, err := hold("one-more", "flood", "untrusted"); !asRefusal(err, &refusal) || refusal.Reason != "held-full" {
 		t.Fatalf("hold past the bound = %v; want held-full", err)
 	}
+	if ok, err := hold("flood-1", "flood", "untrusted"); err != nil || ok {
+		t.Fatalf("holding a held message again when full = %v, %v; want recognised", ok, err)
+	}
+	// Newer-version envelopes (unverifiable) have their own share: they
+	// neither crowd out nor are crowded out by signed ones.
+	if ok, err := hold("newer-1", "flood", "version"); err != nil || !ok {
+		t.Fatalf("version hold beside a full untrusted share = %v, %v", ok, err)
+	}
+	big := make([]byte, 40<<20)
+	if ok, err := e.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "big-1", FromRelay: "big", Reason: "untrusted", Data: big}); err != nil || !ok {
+		t.Fatalf("hold 40 MiB = %v, %v", ok, err)
+	}
+	if _, err := e.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "big-2", FromRelay: "big", Reason: "untrusted", Data: big}); !asRefusal(err, &refusal) || refusal.Reason != "held-full" {
+		t.Fatalf("hold past the byte bound = %v; want held-full", err)
+	}
 }
 
 func asRefusal(err error, out **relay.MeshRefusal) bool { return errors.As(err, out) }
