@@ -149,7 +149,7 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 			}
 		} else if err == nil {
 			var owner dirAgent
-			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner, true) {
+			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner) {
 				return fmt.Errorf("slug %s: held by relay %s (%s)", a.Slug, owner.RelayName, owner.RelayID)
 			}
 			if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyExists) {

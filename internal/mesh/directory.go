@@ -280,19 +280,18 @@ func (n *Node) admission(info *RelayInfo) {
 }
 
 // holds reports whether the entry holding a slug keeps it from this relay:
-// signed by the relay it names and, for an agent this relay already has
-// (local), from a relay this one trusts.
-func (n *Node) holds(owner dirAgent, local bool) bool {
+// signed by the relay it names with its pinned key, and that relay trusted.
+// An entry of a relay not trusted (one a keyless client made up, say)
+// neither keeps a local agent from registering again nor a new slug from
+// being claimed.
+func (n *Node) holds(owner dirAgent) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.ownerValid(owner) {
 		return false
 	}
-	if local {
-		r, ok := n.trust[owner.RelayID]
-		return ok && r.State == relay.RelayTrusted
-	}
-	return true
+	r, ok := n.trust[owner.RelayID]
+	return ok && r.State == relay.RelayTrusted
 }
 
 // AgentInfo is one agent of the directory.

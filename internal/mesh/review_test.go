@@ -152,3 +152,45 @@ func TestReviewHeldListNotFillable(t *testing.T) {
 		t.Fatalf("genuine task on B after trust = %+v, %v", got, err)
 	}
 }
+
+// Ensure a keyless client that writes a directory entry of a relay it made
+// up (signed with its own key) over a slug keeps neither an existing local
+// agent from registering again nor a new slug from being claimed.
+func TestReviewSquatBlocksNoRegistration(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	createAgent(t, a, "alice")
+	ctx := t.Context()
+	kv := bucketClient(t, a.node.InviteURL())
+	mallory := identity(t, t.TempDir(), "mallory")
+	r := dirRelay{ID: mallory.ID, Name: "mallory", PublicKey: mallory.PublicKey}
+	r.Sig = mallory.sign(r.signedBytes())
+	raw, _ := json.Marshal(r)
+	if _, err := kv.Put(ctx, relayKey(mallory.ID), raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, slug := range []string{"alice", "alice2"} {
+		e := dirAgent{Slug: slug, RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true}
+		e.Sig = mallory.sign(e.signedBytes())
+		raw, _ = json.Marshal(e)
+		if _, err := kv.Put(ctx, agentKey(slug), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "A sees mallory", func() (bool, string) {
+		_, ok := relayInfoOf(a, mallory.ID)
+		return ok, "not yet"
+	})
+	for _, slug := range []string{"alice", "alice2"} {
+		if _, err := a.svc.RegisterAgent(ctx, relay.RegisterInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
+			t.Fatalf("register %s beside mallory's entry: %v", slug, err)
+		}
+		ent, err := kv.Get(ctx, agentKey(slug))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got dirAgent
+		if err := json.Unmarshal(ent.Value(), &got); err != nil || got.RelayID != a.node.id.ID {
+			t.Fatalf("directory entry of %s = %+v, %v; want relay A's", slug, got, err)
+		}
+	}
+}

@@ -12,7 +12,9 @@ import (
 )
 
 // ClaimSlug takes slug for this relay with a compare-and-set create. A slug
-// another relay holds is refused with agent_exists naming that relay. While
+// another trusted relay holds (its entry signed with its pinned key) is
+// refused with agent_exists naming that relay; an entry of a relay not
+// trusted is taken over. While
 // the directory cannot be reached, only slugs this relay already has pass.
 func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	if rid, err := n.opts.Store.RemoteRelayOf(ctx, slug); err != nil {
@@ -46,7 +48,7 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 			return n.claimOffline(ctx, slug, err)
 		}
 		var owner dirAgent
-		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner, false) {
+		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner) {
 			return n.taken(slug, owner.RelayID, owner.RelayName)
 		}
 		// Ours already, or a forged entry (not signed by the relay it names): take it.
