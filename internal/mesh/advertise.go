@@ -26,17 +26,8 @@ func (n *Node) syncAgents(ctx context.Context) error {
 		}
 	}
 	n.mu.Unlock()
-	for _, r := range rels {
-		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
-			return err
-		}
-	}
-	if n.opts.TrustAccount {
-		// Relays trusted as they were first seen: what they sent before
-		// their directory entry appeared is delivered now.
-		if err := n.releaseHeld(ctx, ""); err != nil {
-			return err
-		}
+	if err := n.seeAll(ctx, rels); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	for slug, a := range n.agents {
@@ -167,4 +158,23 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 		return nil
 	}
 	return fmt.Errorf("advertise agent %s: the entry kept changing", a.Slug)
+}
+
+// seeAll records the relays of the directory. With --mesh-trust account
+// they are trusted as first seen, and what they sent before is delivered at
+// once, before the consumer applies anything newer of theirs (applyMu).
+func (n *Node) seeAll(ctx context.Context, rels []dirRelay) error {
+	if n.opts.TrustAccount {
+		n.applyMu.Lock()
+		defer n.applyMu.Unlock()
+	}
+	for _, r := range rels {
+		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
+			return err
+		}
+	}
+	if n.opts.TrustAccount {
+		return n.releaseHeldLocked(ctx, "")
+	}
+	return nil
 }

@@ -194,3 +194,37 @@ func TestReviewSquatBlocksNoRegistration(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a cancel (or any change of a closed task) for a task the receiving
+// relay does not know creates no task, even from a trusted relay.
+func TestReviewCancelCreatesNoTask(t *testing.T) {
+	a, b := aliceAndBob(t)
+	ctx := t.Context()
+	js := jetStreamClient(t, a.node.InviteURL())
+	now := time.Now()
+	for i, tc := range []struct {
+		status relay.TaskStatus
+		ev     *relay.MeshEvent
+	}{
+		{relay.StatusCancelled, &relay.MeshEvent{Type: relay.EventTaskCancelled}},
+		{relay.StatusCompleted, nil},
+		{relay.StatusQueued, &relay.MeshEvent{Type: relay.EventTaskCancelled}},
+	} {
+		task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: "Closed", Instructions: "x",
+			Priority: 2, Status: tc.status, CreatedAt: relay.FormatTime(now), UpdatedAt: relay.FormatTime(now)}
+		data, err := sealAt(a.node.id, fmt.Sprintf("closed-%d", i), b.node.id.ID, relay.MeshChange{Task: task, Event: tc.ev}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, subject(b.node.id.ID), data); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "refused as closed-task", func() (bool, string) {
+			r := b.node.Refused()
+			return r["closed-task"] == int64(i+1), fmt.Sprint(r)
+		})
+		if got, err := b.svc.Task(ctx, task.ID); err == nil {
+			t.Fatalf("case %d: a task was created: %+v", i, got)
+		}
+	}
+}

@@ -144,6 +144,11 @@ func (n *Node) loadTrust(ctx context.Context) error {
 func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
+	return n.releaseHeldLocked(ctx, relayID)
+}
+
+// releaseHeldLocked is releaseHeld with applyMu held.
+func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 	for _, reason := range []string{HeldUntrusted, HeldVersion} {
 		for ctx.Err() == nil {
 			hs, err := n.opts.Store.HeldEnvelopes(ctx, relayID, reason, 100)
@@ -246,8 +251,12 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 			return RelayInfo{}, err
 		}
 	}
+	// The consumer waits while the state changes and the held envelopes
+	// are applied: nothing new of the relay is applied before them.
+	n.applyMu.Lock()
 	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state, key)
 	if err != nil {
+		n.applyMu.Unlock()
 		return RelayInfo{}, err
 	}
 	n.mu.Lock()
@@ -255,10 +264,14 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 	n.mu.Unlock()
 	n.log.Info("mesh: relay "+state, "relay", r.Name, "id", r.ID, "fingerprint", Fingerprint(r.PublicKey))
 	if state == relay.RelayTrusted {
+		err = n.releaseHeldLocked(ctx, r.ID)
+	}
+	n.applyMu.Unlock()
+	if err != nil {
+		return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
+	}
+	if state == relay.RelayTrusted {
 		n.poke() // what waited in the outbox for it goes now
-		if err := n.releaseHeld(ctx, r.ID); err != nil {
-			return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
-		}
 	}
 	if err := n.syncAgents(ctx); err != nil {
 		n.setErr("sync directory", err)

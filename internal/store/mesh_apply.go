@@ -91,6 +91,10 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 			return err
 		}
 		if !exists {
+			if !rt.Status.Open() || in.Change.Event != nil && (in.Change.Event.Type == relay.EventTaskCancelled || in.Change.Event.Type == relay.EventTaskRequeued) {
+				// A cancel, a requeue or a closed task's state never creates a task.
+				return &relay.MeshRefusal{Reason: "closed-task", Detail: fmt.Sprintf("task %s is not known here and arrived as %s, not as a new task", rt.ID, rt.Status)}
+			}
 			recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfName)
 			known, err := t.isLocalAgent(recipient)
 			if err != nil {
