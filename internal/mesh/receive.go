@@ -49,6 +49,8 @@ const (
 	maxRefusalCauses = 1000
 	// maxRelays bounds the relays recorded (admission records).
 	maxRelays = 1000
+	// maxRefusalDetail bounds a refusal's detail line (bytes).
+	maxRefusalDetail = 200
 )
 
 // handle applies one message from the stream and acknowledges it after the
@@ -90,7 +92,7 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		return ack
 	}
 	if e.To != n.id.ID {
-		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, e.To))
+		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, clip(e.To, 64)))
 		return ack
 	}
 	if !released {
@@ -164,8 +166,15 @@ func (n *Node) receive(data []byte, released bool) outcome {
 	return ack
 }
 
-// refuse counts a refusal and logs it once per reason and relay.
+// refuse counts a refusal and logs it once per reason and relay. A from
+// that is not a relay id (an undecodable envelope's) counts as "", and the
+// detail is cut to maxRefusalDetail bytes, so what a sender writes cannot
+// grow what is kept.
 func (n *Node) refuse(reason, from, detail string) {
+	if !validRelayID(from) {
+		from = ""
+	}
+	detail = clip(detail, maxRefusalDetail)
 	n.mu.Lock()
 	n.refused[reason]++
 	key := reason + "/" + from

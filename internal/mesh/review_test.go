@@ -228,3 +228,37 @@ func TestReviewCancelCreatesNoTask(t *testing.T) {
 		}
 	}
 }
+
+// Ensure what an undecodable envelope's sender writes (a from of any
+// length) grows neither the refusal causes kept nor the refusal lines.
+func TestReviewRefusalBookkeepingBounded(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	js := jetStreamClient(t, a.node.InviteURL())
+	big := strings.Repeat("abcdefghijklmnopqrstuvwxyz", 900<<10/26)
+	for i := range 5 {
+		data, err := json.Marshal(envelope{V: envVersion, ID: "x" + big, From: fmt.Sprintf("%d%s", i, big), To: a.node.id.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(t.Context(), subject(a.node.id.ID), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "refused", func() (bool, string) {
+		r := a.node.Refused()
+		return r[RefusedUndecodable] == 5, fmt.Sprint(r)
+	})
+	a.node.mu.Lock()
+	keys, lines := 0, 0
+	for k := range a.node.refusedSeen {
+		keys += len(k)
+	}
+	for _, l := range a.node.refusals {
+		lines += len(l)
+	}
+	causes := len(a.node.refusedSeen)
+	a.node.mu.Unlock()
+	if causes != 1 || keys > 64 || lines > 5*400 {
+		t.Fatalf("5 refusals keep %d causes (%d bytes) and %d bytes of lines", causes, keys, lines)
+	}
+}
