@@ -16,7 +16,8 @@ import (
 // syncAgents records the relays of the directory (a new one is pending)
 // and gives the store the agents of trusted relays whose entries carry
 // their relay's signature. An entry for a slug an accepted entry holds,
-// written by anyone else, is ignored and reported as a conflict.
+// written by anyone else (another trusted relay included, while the
+// holder's relay is alive), is ignored and reported as a conflict.
 func (n *Node) syncAgents(ctx context.Context) error {
 	n.mu.Lock()
 	rels := make([]dirRelay, 0, len(n.relays))
@@ -32,6 +33,13 @@ func (n *Node) syncAgents(ctx context.Context) error {
 	n.mu.Lock()
 	for slug, a := range n.agents {
 		if n.agentAccepted(a) {
+			if g, ok := n.good[slug]; ok && g.RelayID != a.RelayID && n.agentAccepted(g) && n.holderAlive(g) {
+				// One trusted relay wrote over another's entry: the first
+				// holder keeps the slug while its relay is alive.
+				n.dirConflict[slug] = fmt.Sprintf("%s: relay %s wrote an entry over relay %s's, which keeps the slug",
+					slug, n.relayName(a), n.relayName(g))
+				continue
+			}
 			n.good[slug] = a
 			delete(n.dirConflict, slug)
 			continue
@@ -66,6 +74,16 @@ func (n *Node) syncAgents(ctx context.Context) error {
 	n.conflicts = conflicts
 	n.mu.Unlock()
 	return nil
+}
+
+// holderAlive reports whether the relay of entry g, which holds a slug,
+// is this relay or still refreshes its directory entry. Called with n.mu held.
+func (n *Node) holderAlive(g dirAgent) bool {
+	if g.RelayID == n.id.ID {
+		return true
+	}
+	r, ok := n.relays[g.RelayID]
+	return ok && n.fresh(r.updated)
 }
 
 // relayName is the name of an agent's relay: the admission record's, the

@@ -262,3 +262,32 @@ func TestReviewRefusalBookkeepingBounded(t *testing.T) {
 		t.Fatalf("5 refusals keep %d causes (%d bytes) and %d bytes of lines", causes, keys, lines)
 	}
 }
+
+// Ensure a trusted relay that writes its entry over another trusted relay's
+// agent does not take the slug: the other relays keep the first holder and
+// show a conflict.
+func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	c := startRelay(t, "relay-c", "", a.node.InviteURL())
+	trustEachOther(t, a, b, c)
+	createAgent(t, a, "alice")
+	knows(t, c, "alice", "relay-a")
+	ctx := t.Context()
+	e := dirAgent{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true}
+	e.Sig = b.node.id.sign(e.signedBytes())
+	raw, _ := json.Marshal(e)
+	if _, err := bucketClient(t, a.node.InviteURL()).Put(ctx, agentKey("alice"), raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*testRelay{a, c} {
+		eventually(t, r.name+" shows the conflict", func() (bool, string) {
+			st, err := r.node.Status(ctx)
+			return err == nil && len(st.DirectoryConflicts) == 1 && strings.Contains(st.DirectoryConflicts[0], "relay-b"), fmt.Sprint(st.DirectoryConflicts, err)
+		})
+	}
+	if rid, err := c.db.RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
+		t.Fatalf("alice on C = %q, %v; want relay A's", rid, err)
+	}
+	knows(t, c, "alice", "relay-a")
+}
