@@ -291,3 +291,35 @@ func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
 	}
 	knows(t, c, "alice", "relay-a")
 }
+
+// Ensure releasing held envelopes pages past the ones it must leave held: a
+// trusted relay's envelope behind 100 of a relay still pending is applied.
+func TestReviewReleasePagesPastLeftHeld(t *testing.T) {
+	a, b := aliceAndBob(t)
+	ctx := t.Context()
+	for i := range 100 {
+		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: fmt.Sprintf("pending-%d", i), FromRelay: "0123456789abcdef",
+			Reason: HeldUntrusted, Data: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: "Behind", Instructions: "x",
+		Priority: 2, Status: relay.StatusQueued, CreatedAt: relay.FormatTime(now), UpdatedAt: relay.FormatTime(now)}
+	data, err := sealAt(a.node.id, "behind-1", b.node.id.ID, relay.MeshChange{Task: task}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "behind-1", FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.node.releaseHeld(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Task(ctx, task.ID); err != nil || got.Title != "Behind" {
+		t.Fatalf("the trusted relay's held task = %+v, %v; want applied", got, err)
+	}
+	if left, err := b.db.HeldEnvelopes(ctx, "", "", 1000); err != nil || len(left) != 100 {
+		t.Fatalf("left held = %d, %v; want the pending relay's 100", len(left), err)
+	}
+}

@@ -150,13 +150,16 @@ func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 // releaseHeldLocked is releaseHeld with applyMu held.
 func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 	for _, reason := range []string{HeldUntrusted, HeldVersion} {
+		// Paged by seq: envelopes left held (a relay still pending, a
+		// version still unread) never stop the ones after them.
+		var last int64
 		for ctx.Err() == nil {
-			hs, err := n.opts.Store.HeldEnvelopes(ctx, relayID, reason, 100)
+			hs, err := n.opts.Store.HeldEnvelopesAfter(ctx, relayID, reason, last, 100)
 			if err != nil {
 				return err
 			}
-			progressed := false
 			for _, h := range hs {
+				last = h.Seq
 				if reason == HeldUntrusted {
 					n.mu.Lock()
 					st := n.trust[h.FromRelay].State
@@ -175,9 +178,8 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
 					return err
 				}
-				progressed = true
 			}
-			if !progressed || len(hs) < 100 {
+			if len(hs) < 100 {
 				break
 			}
 		}

@@ -177,6 +177,9 @@ type MeshStore interface {
 	// HeldEnvelopes returns up to limit held envelopes, oldest first, of
 	// fromRelay ("" for every relay) and reason ("" for any).
 	HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]HeldEnvelope, error)
+	// HeldEnvelopesAfter is HeldEnvelopes from seq afterSeq on (exclusive):
+	// a page after the last one read.
+	HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]HeldEnvelope, error)
 	// DropHeld removes a held envelope once applied or refused.
 	DropHeld(ctx context.Context, seq int64) error
 }

@@ -194,13 +194,19 @@ func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, err
 // HeldEnvelopes returns up to limit held envelopes, oldest first, of
 // fromRelay ("" for all) and reason ("" for any).
 func (db *DB) HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]relay.HeldEnvelope, error) {
+	return db.HeldEnvelopesAfter(ctx, fromRelay, reason, 0, limit)
+}
+
+// HeldEnvelopesAfter is HeldEnvelopes from seq afterSeq on (exclusive), so
+// a caller pages past envelopes it leaves held.
+func (db *DB) HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]relay.HeldEnvelope, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
 	return queryAll(ctx, db.r, "list held envelopes", func(r rowScanner) (relay.HeldEnvelope, error) {
 		var h relay.HeldEnvelope
 		err := r.Scan(&h.Seq, &h.MsgID, &h.FromRelay, &h.Reason, &h.TaskID, &h.Title, &h.SenderSlug, &h.RecipientSlug, &h.Data, &h.ReceivedAt)
 		return h, err
 	}, `SELECT seq, msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at FROM mesh_held
-		WHERE (? = '' OR from_relay = ?) AND (? = '' OR reason = ?) ORDER BY seq`+limitSQL(limit), fromRelay, fromRelay, reason, reason)
+		WHERE seq > ? AND (? = '' OR from_relay = ?) AND (? = '' OR reason = ?) ORDER BY seq`+limitSQL(limit), afterSeq, fromRelay, fromRelay, reason, reason)
 }
 
 // DropHeld removes a held envelope.
