@@ -30,6 +30,9 @@ func (n *Node) syncAgents(ctx context.Context) error {
 	if err := n.seeAll(ctx, rels); err != nil {
 		return err
 	}
+	if err := n.forgetGone(ctx); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	for slug, a := range n.agents {
 		if n.agentAccepted(a) {

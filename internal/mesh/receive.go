@@ -38,6 +38,12 @@ const (
 	later                // the held list is full: deliver again after heldFullDelay
 )
 
+// maxRelays bounds the relays recorded as trusted or blocked (admission
+// records the operator decided on). Pending records do not count: they are
+// forgotten when their directory entry goes, so relays a client makes up
+// cannot keep a real one from being admitted. A variable for tests.
+var maxRelays = 1000
+
 // heldFullDelay is how long an envelope that found the held list full waits
 // before it is delivered again (it is never acknowledged unheld).
 const heldFullDelay = 30 * time.Second
@@ -47,8 +53,6 @@ const heldFullDelay = 30 * time.Second
 const (
 	maxRefusalLog    = 20
 	maxRefusalCauses = 1000
-	// maxRelays bounds the relays recorded (admission records).
-	maxRelays = 1000
 	// maxRefusalDetail bounds a refusal's detail line (bytes).
 	maxRefusalDetail = 200
 )

@@ -323,3 +323,47 @@ func TestReviewReleasePagesPastLeftHeld(t *testing.T) {
 		t.Fatalf("left held = %d, %v; want the pending relay's 100", len(left), err)
 	}
 }
+
+// Ensure relays a client makes up in the directory keep no real relay from
+// being admitted (only trusted and blocked relays count toward the bound),
+// and are forgotten when their entries go.
+func TestReviewMadeUpRelaysAdmitNoFlood(t *testing.T) {
+	old := maxRelays
+	maxRelays = 3
+	t.Cleanup(func() { maxRelays = old })
+	a := startRelay(t, "relay-a", "")
+	ctx := t.Context()
+	kv := bucketClient(t, a.node.InviteURL())
+	var fake []string
+	for i := range maxRelays {
+		m := identity(t, t.TempDir(), fmt.Sprintf("fake-%d", i))
+		r := dirRelay{ID: m.ID, Name: m.Name, PublicKey: m.PublicKey}
+		r.Sig = m.sign(r.signedBytes())
+		raw, _ := json.Marshal(r)
+		if _, err := kv.Put(ctx, relayKey(m.ID), raw); err != nil {
+			t.Fatal(err)
+		}
+		fake = append(fake, m.ID)
+	}
+	eventually(t, "A records the made-up relays", func() (bool, string) {
+		rs, err := a.db.MeshRelays(ctx)
+		return err == nil && len(rs) == maxRelays, fmt.Sprint(len(rs), err)
+	})
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	eventually(t, "A admits relay-b", func() (bool, string) {
+		_, err := a.node.SetTrust(ctx, b.node.id.ID, relay.RelayTrusted, Fingerprint(b.node.id.PublicKey))
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := kv.Delete(ctx, relayKey(fake[0])); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "A forgets the removed made-up relay", func() (bool, string) {
+		rs, err := a.db.MeshRelays(ctx)
+		for _, r := range rs {
+			if r.ID == fake[0] {
+				return false, "still recorded"
+			}
+		}
+		return err == nil && len(rs) == maxRelays, fmt.Sprint(len(rs), err)
+	})
+}

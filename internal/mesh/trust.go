@@ -76,13 +76,18 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, string, error) {
 func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, error) {
 	n.mu.Lock()
 	cur, ok := n.trust[id]
-	known := len(n.trust)
+	known := 0
+	for _, r := range n.trust {
+		if r.State != relay.RelayPending {
+			known++
+		}
+	}
 	n.mu.Unlock()
 	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
 		return cur, nil
 	}
 	if !ok && known >= maxRelays {
-		// A flood of made-up relays in the directory: not recorded, pending.
+		// The operator decided on maxRelays relays already: not recorded, pending.
 		return relay.MeshRelay{ID: id, Name: name, State: relay.RelayPending}, nil
 	}
 	r, changed, err := n.opts.Store.SeeRelay(ctx, id, name, key, n.opts.TrustAccount)
@@ -352,4 +357,32 @@ func approvedKey(r relay.MeshRelay, fingerprint string) (string, error) {
 		return r.NewKey, nil
 	}
 	return "", relay.Errorf(relay.EInvalidRequest, "Relay %s (%s) does not show the key %s; it shows %s.", r.Name, r.ID, fp, shows)
+}
+
+// forgetGone drops the pending admission records of relays the directory
+// no longer shows (never one the operator trusted or blocked, nor one
+// whose key changed): relays a client made up and removed leave nothing.
+func (n *Node) forgetGone(ctx context.Context) error {
+	n.mu.Lock()
+	var gone []string
+	for id, r := range n.trust {
+		if _, listed := n.relays[id]; !listed && r.State == relay.RelayPending && r.NewKey == "" {
+			gone = append(gone, id)
+		}
+	}
+	n.mu.Unlock()
+	for _, id := range gone {
+		forgot, err := n.opts.Store.ForgetPendingRelay(ctx, id)
+		if err != nil {
+			return err
+		}
+		if forgot {
+			n.mu.Lock()
+			if r, ok := n.trust[id]; ok && r.State == relay.RelayPending {
+				delete(n.trust, id)
+			}
+			n.mu.Unlock()
+		}
+	}
+	return nil
 }

@@ -172,6 +172,9 @@ type MeshStore interface {
 	// SetRelayState trusts (pinning exactly key, the pinned or the new key
 	// the operator approved) or blocks a relay.
 	SetRelayState(ctx context.Context, id, state, key string) (MeshRelay, error)
+	// ForgetPendingRelay deletes a relay's admission record if it is still
+	// pending with no other key shown; true when it did.
+	ForgetPendingRelay(ctx context.Context, id string) (bool, error)
 	// HoldEnvelope keeps an envelope to apply later; false when it is held already.
 	HoldEnvelope(ctx context.Context, h HeldEnvelope) (bool, error)
 	// HeldEnvelopes returns up to limit held envelopes, oldest first, of

@@ -142,6 +142,19 @@ func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.M
 	return out, err
 }
 
+// ForgetPendingRelay deletes relay id's admission record if it is pending
+// with no other key shown (a relay the operator never decided on); true
+// when it did. Its held envelopes stay.
+func (db *DB) ForgetPendingRelay(ctx context.Context, id string) (bool, error) {
+	var n int64
+	err := db.write(ctx, "forget relay", func(t *tx) error {
+		var err error
+		n, err = t.execCount("forget relay", `DELETE FROM mesh_relays WHERE relay_id = ? AND state = 'pending' AND new_key IS NULL`, id)
+		return err
+	})
+	return n > 0, err
+}
+
 // Bounds of what is held, in envelopes and bytes: per sending relay and in
 // all (a client that makes up relay ids cannot fill the disk). Envelopes of
 // a newer version (whose signature this build cannot judge) are bounded
