@@ -99,9 +99,14 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, clip(e.To, 64)))
 		return ack
 	}
+	now, at := n.now(), time.UnixMilli(e.TS)
+	if released && now.Sub(at) > dedupMemory-maxSkew {
+		// Held past what the applied ids remember: it could be a replay
+		// of one applied and forgotten, so it is refused.
+		n.refuse(RefusedStale, e.From, fmt.Sprintf("held envelope %s is older than the %s the relay remembers applied ids", e.ID, dedupMemory-maxSkew))
+		return ack
+	}
 	if !released {
-		now := n.now()
-		at := time.UnixMilli(e.TS)
 		switch {
 		case now.Sub(at) > replayWindow:
 			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))

@@ -367,3 +367,39 @@ func TestReviewMadeUpRelaysAdmitNoFlood(t *testing.T) {
 		return err == nil && len(rs) == maxRelays, fmt.Sprint(len(rs), err)
 	})
 }
+
+// Ensure an envelope held longer than applied ids are remembered is refused
+// on release (it could replay one applied and forgotten), while a recent
+// one is applied.
+func TestReviewReleasedEnvelopeOlderThanDedupRefused(t *testing.T) {
+	a, b := aliceAndBob(t)
+	ctx := t.Context()
+	now := time.Now()
+	tasks := map[string]time.Time{"old": now.Add(-(dedupMemory - maxSkew) - time.Hour), "recent": now.Add(-time.Hour)}
+	ids := map[string]string{}
+	for name, at := range tasks {
+		task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: name, Instructions: "x",
+			Priority: 2, Status: relay.StatusQueued, CreatedAt: relay.FormatTime(at), UpdatedAt: relay.FormatTime(at)}
+		ids[name] = task.ID
+		data, err := sealAt(a.node.id, "held-"+name, b.node.id.ID, relay.MeshChange{Task: task}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "held-" + name, FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := b.node.Refused()[RefusedStale]
+	if err := b.node.releaseHeld(ctx, a.node.id.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.svc.Task(ctx, ids["old"]); err == nil {
+		t.Fatalf("the envelope held past the dedup memory was applied: %+v", got)
+	}
+	if r := b.node.Refused()[RefusedStale]; r != before+1 {
+		t.Fatalf("stale refusals = %d, want %d", r, before+1)
+	}
+	if _, err := b.svc.Task(ctx, ids["recent"]); err != nil {
+		t.Fatalf("the recent held envelope: %v", err)
+	}
+}
