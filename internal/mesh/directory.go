@@ -83,8 +83,18 @@ func (n *Node) loadDirectory(ctx context.Context) error {
 	}
 }
 
-// note applies one directory entry to the cache.
+// Bounds of the directory bucket: one entry, and all of them.
+const (
+	maxDirEntry = 32 << 10
+	maxDirBytes = 64 << 20
+)
+
+// note applies one directory entry to the cache; an entry over maxDirEntry
+// (a bucket made before the bound) is skipped.
 func (n *Node) note(e jetstream.KeyValueEntry) {
+	if len(e.Value()) > maxDirEntry {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := e.Key()

@@ -403,3 +403,15 @@ func TestReviewReleasedEnvelopeOlderThanDedupRefused(t *testing.T) {
 		t.Fatalf("the recent held envelope: %v", err)
 	}
 }
+
+// Ensure the directory bucket refuses an entry over its bound.
+func TestReviewDirectoryEntryBounded(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	kv := bucketClient(t, a.node.InviteURL())
+	if _, err := kv.Put(t.Context(), agentKey("huge"), make([]byte, maxDirEntry+1)); err == nil {
+		t.Fatal("an entry over the bound was stored")
+	}
+	if _, err := kv.Put(t.Context(), agentKey("small"), []byte("{}")); err != nil {
+		t.Fatalf("a small entry: %v", err)
+	}
+}
