@@ -415,3 +415,44 @@ func TestReviewDirectoryEntryBounded(t *testing.T) {
 		t.Fatalf("a small entry: %v", err)
 	}
 }
+
+// Ensure a trusted relay that renames itself after another relay (or after
+// the receiving one) does not get its senders named like that relay's: they
+// are qualified with its id.
+func TestReviewRenameCannotImpersonate(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	// C refreshes its entries only hourly here, so its rename stays.
+	c := startRelayWith(t, "relay-c", "", store.Options{}, func(o *Options) { o.Refresh = time.Hour }, a.node.InviteURL())
+	trustEachOther(t, a, b, c)
+	createAgent(t, b, "bob")
+	ctx := t.Context()
+	kv := bucketClient(t, a.node.InviteURL())
+	for i, name := range []string{"relay-a", "RELAY-B"} {
+		entry := dirRelay{ID: c.node.id.ID, Name: name, PublicKey: c.node.id.PublicKey}
+		entry.Sig = c.node.id.sign(entry.signedBytes())
+		raw, _ := json.Marshal(entry)
+		if _, err := kv.Put(ctx, relayKey(c.node.id.ID), raw); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "B sees C renamed "+name, func() (bool, string) {
+			r, _ := relayInfoOf(b, c.node.id.ID)
+			return r.Name == name, fmt.Sprintf("%+v", r)
+		})
+		now := time.Now()
+		task := relay.Task{ID: relay.NewID(), SenderSlug: fmt.Sprintf("carol%d", i), RecipientSlug: "bob", Title: "Hi", Instructions: "x",
+			Priority: 2, Status: relay.StatusQueued, CreatedAt: relay.FormatTime(now), UpdatedAt: relay.FormatTime(now)}
+		data, err := sealAt(c.node.id, fmt.Sprintf("renamed-%d", i), b.node.id.ID, relay.MeshChange{Task: task}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jetStreamClient(t, a.node.InviteURL()).Publish(ctx, subject(b.node.id.ID), data); err != nil {
+			t.Fatal(err)
+		}
+		want := task.SenderSlug + "@" + c.node.id.ID
+		eventually(t, "the task arrives, its sender qualified with C's id", func() (bool, string) {
+			got, err := b.svc.Task(ctx, task.ID)
+			return err == nil && got.SenderSlug == want, fmt.Sprintf("%+v %v", got.SenderSlug, err)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -103,7 +104,11 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 			if !known {
 				return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}
 			}
-			sender, err := t.qualify(rt.SenderSlug, in.FromRelay, in.FromName)
+			fromName := in.FromName
+			if strings.EqualFold(RelayLabel(fromName), RelayLabel(in.SelfName)) {
+				fromName = "" // a relay named as this one is named by its id
+			}
+			sender, err := t.qualify(rt.SenderSlug, in.FromRelay, fromName)
 			if err != nil {
 				return err
 			}
