@@ -3,6 +3,9 @@ package mesh
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -454,5 +457,30 @@ func TestReviewRenameCannotImpersonate(t *testing.T) {
 			got, err := b.svc.Task(ctx, task.ID)
 			return err == nil && got.SenderSlug == want, fmt.Sprintf("%+v %v", got.SenderSlug, err)
 		})
+	}
+}
+
+// Ensure an embedded-server credential file others can read is made
+// owner-only again when it is loaded.
+func TestReviewEmbedCredentialModeRepaired(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes are not POSIX on Windows")
+	}
+	dir := t.TempDir()
+	c, err := LoadEmbedCredential(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, embedCredFile)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadEmbedCredential(dir)
+	if err != nil || again != c {
+		t.Fatalf("load again = %+v, %v", again, err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, %v; want 0600", st.Mode().Perm(), err)
 	}
 }
