@@ -108,7 +108,7 @@ func (n *Node) advertise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth}
+	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli()}
 	r.Sig = n.id.sign(r.signedBytes())
 	b, _ := json.Marshal(r) // a struct of plain fields always marshals
 	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
@@ -149,7 +149,7 @@ func (n *Node) advertiseAgent(a relay.Agent) {
 func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 	kv := n.bucket()
 	e := dirAgent{Slug: a.Slug, RelayID: n.id.ID, RelayName: n.id.Name, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
-		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey}
+		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey, At: time.Now().UnixMilli()}
 	e.Sig = n.id.sign(e.signedBytes())
 	b, _ := json.Marshal(e) // a struct of plain fields always marshals
 	key := agentKey(a.Slug)

@@ -46,7 +46,7 @@ func TestReviewTrustPinsApprovedFingerprint(t *testing.T) {
 	})
 	ctx := t.Context()
 	mallory := identity(t, t.TempDir(), "relay-a")
-	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: mallory.PublicKey}
+	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: mallory.PublicKey, At: time.Now().UnixMilli()}
 	entry.Sig = mallory.sign(entry.signedBytes())
 	raw, err := json.Marshal(entry)
 	if err != nil {
@@ -165,14 +165,14 @@ func TestReviewSquatBlocksNoRegistration(t *testing.T) {
 	ctx := t.Context()
 	kv := bucketClient(t, a.node.InviteURL())
 	mallory := identity(t, t.TempDir(), "mallory")
-	r := dirRelay{ID: mallory.ID, Name: "mallory", PublicKey: mallory.PublicKey}
+	r := dirRelay{ID: mallory.ID, Name: "mallory", PublicKey: mallory.PublicKey, At: time.Now().UnixMilli()}
 	r.Sig = mallory.sign(r.signedBytes())
 	raw, _ := json.Marshal(r)
 	if _, err := kv.Put(ctx, relayKey(mallory.ID), raw); err != nil {
 		t.Fatal(err)
 	}
 	for _, slug := range []string{"alice", "alice2"} {
-		e := dirAgent{Slug: slug, RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true}
+		e := dirAgent{Slug: slug, RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true, At: time.Now().UnixMilli()}
 		e.Sig = mallory.sign(e.signedBytes())
 		raw, _ = json.Marshal(e)
 		if _, err := kv.Put(ctx, agentKey(slug), raw); err != nil {
@@ -277,7 +277,7 @@ func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
 	createAgent(t, a, "alice")
 	knows(t, c, "alice", "relay-a")
 	ctx := t.Context()
-	e := dirAgent{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true}
+	e := dirAgent{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true, At: time.Now().UnixMilli()}
 	e.Sig = b.node.id.sign(e.signedBytes())
 	raw, _ := json.Marshal(e)
 	if _, err := bucketClient(t, a.node.InviteURL()).Put(ctx, agentKey("alice"), raw); err != nil {
@@ -340,7 +340,7 @@ func TestReviewMadeUpRelaysAdmitNoFlood(t *testing.T) {
 	var fake []string
 	for i := range maxRelays {
 		m := identity(t, t.TempDir(), fmt.Sprintf("fake-%d", i))
-		r := dirRelay{ID: m.ID, Name: m.Name, PublicKey: m.PublicKey}
+		r := dirRelay{ID: m.ID, Name: m.Name, PublicKey: m.PublicKey, At: time.Now().UnixMilli()}
 		r.Sig = m.sign(r.signedBytes())
 		raw, _ := json.Marshal(r)
 		if _, err := kv.Put(ctx, relayKey(m.ID), raw); err != nil {
@@ -432,7 +432,7 @@ func TestReviewRenameCannotImpersonate(t *testing.T) {
 	ctx := t.Context()
 	kv := bucketClient(t, a.node.InviteURL())
 	for i, name := range []string{"relay-a", "RELAY-B"} {
-		entry := dirRelay{ID: c.node.id.ID, Name: name, PublicKey: c.node.id.PublicKey}
+		entry := dirRelay{ID: c.node.id.ID, Name: name, PublicKey: c.node.id.PublicKey, At: time.Now().UnixMilli()}
 		entry.Sig = c.node.id.sign(entry.signedBytes())
 		raw, _ := json.Marshal(entry)
 		if _, err := kv.Put(ctx, relayKey(c.node.id.ID), raw); err != nil {
@@ -482,5 +482,37 @@ func TestReviewEmbedCredentialModeRepaired(t *testing.T) {
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode = %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+}
+
+// Ensure an old signed directory entry written again (a replay: the relay
+// signed it long before the bucket got it) is ignored, while a fresh one
+// of the same relay counts.
+func TestReviewReplayedDirectoryEntryIgnored(t *testing.T) {
+	a, b := aliceAndBob(t)
+	ctx := t.Context()
+	kv := bucketClient(t, a.node.InviteURL())
+	for _, tc := range []struct {
+		slug string
+		at   time.Time
+	}{
+		{"ghost", time.Now().Add(-time.Hour)}, // signed an hour ago, captured and replayed now
+		{"fresh", time.Now()},
+	} {
+		e := dirAgent{Slug: tc.slug, RelayID: a.node.id.ID, RelayName: "relay-a", PublicKey: a.node.id.PublicKey, Online: true, At: tc.at.UnixMilli()}
+		e.Sig = a.node.id.sign(e.signedBytes())
+		raw, _ := json.Marshal(e)
+		if _, err := kv.Put(ctx, agentKey(tc.slug), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	knows(t, b, "fresh", "relay-a")
+	for _, ag := range b.node.Agents() {
+		if ag.Slug == "ghost" {
+			t.Fatalf("the replayed entry counts: %+v", ag)
+		}
+	}
+	if rid, err := b.db.RemoteRelayOf(ctx, "ghost"); err != nil || rid != "" {
+		t.Fatalf("ghost on B = %q, %v; want none", rid, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -29,7 +30,7 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	key := agentKey(slug)
-	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true}
+	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true, At: time.Now().UnixMilli()}
 	entry.Sig = n.id.sign(entry.signedBytes())
 	b, _ := json.Marshal(entry)
 	for range 3 {

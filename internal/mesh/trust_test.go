@@ -156,7 +156,7 @@ func TestChangedKeyPutsRelayBackToPending(t *testing.T) {
 	a.stop() // its refresh would write its real key back
 	ctx := t.Context()
 	other := identity(t, t.TempDir(), "relay-a")
-	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: other.PublicKey}
+	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: other.PublicKey, At: time.Now().UnixMilli()}
 	entry.Sig = other.sign(entry.signedBytes())
 	raw, _ := json.Marshal(entry)
 	kv := bucketClient(t, srv.ClientURL())
@@ -288,6 +288,7 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 		{Slug: "alice", RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true},
 		{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true},
 	} {
+		e.At = time.Now().UnixMilli()
 		e.Sig = mallory.sign(e.signedBytes())
 		raw, _ := json.Marshal(e)
 		if _, err := kv.Put(ctx, agentKey("alice"), raw); err != nil {
