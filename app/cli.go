@@ -54,7 +54,7 @@ Usage:
   crosschat-relay mesh status|agents|relays|invite
                                              the mesh over NATS: relays, link, outbox, lag; every agent;
                                              relays with trust state and key; the command to join
-  crosschat-relay mesh trust|block NAME|ID   admit or refuse a relay of the mesh
+  crosschat-relay mesh trust|block NAME|ID   admit (--fingerprint SHA256:… pins exactly that key) or refuse a relay
   crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
   crosschat-relay send ID MESSAGE [--title T] [--priority P]
                                              a task from this folder's project to ID (MESSAGE - reads stdin)

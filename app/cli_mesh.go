@@ -1,6 +1,7 @@
 package app
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -11,7 +12,7 @@ import (
 )
 
 // meshCmd runs `crosschat-relay mesh status|agents|relays|invite [--json]`
-// and `mesh trust|block NAME|ID`.
+// and `mesh trust NAME|ID [--fingerprint SHA256:…]` / `mesh block NAME|ID`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
 	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite")
 	if err != nil {
@@ -23,7 +24,14 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 			target, rest = rest[0], rest[1:]
 		}
 	}
-	c, err := parseCommand("mesh "+action, rest, stdout, stderr, nil)
+	fingerprint := ""
+	var flags func(fs *flag.FlagSet)
+	if action == "trust" {
+		flags = func(fs *flag.FlagSet) {
+			fs.StringVar(&fingerprint, "fingerprint", "", "the key fingerprint (SHA256:…) its operator confirmed; without it, the relay's only key is pinned")
+		}
+	}
+	c, err := parseCommand("mesh "+action, rest, stdout, stderr, flags)
 	if err != nil {
 		return err
 	}
@@ -39,12 +47,12 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		if target == "" {
 			return fmt.Errorf("%w: mesh %s needs a relay's name or id (crosschat-relay mesh relays lists them)", errUsage, action)
 		}
-		method := "Trust"
-		if action == "block" {
-			method = "Block"
-		}
 		var r mesh.RelayInfo
-		if done, err := c.fetch("Mesh", method, &r, target); done || err != nil {
+		method, args := "Trust", []any{target, fingerprint}
+		if action == "block" {
+			method, args = "Block", []any{target}
+		}
+		if done, err := c.fetch("Mesh", method, &r, args...); done || err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "Relay %s (%s) is %s; key %s.\n", termSafe(r.Name), termSafe(r.ID), r.State, termSafe(r.Fingerprint))

@@ -141,19 +141,21 @@ func (m *Mesh) Agents() ([]mesh.AgentInfo, error) {
 var errNoMesh = relay.Errorf(relay.EInvalidRequest, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
 
 // Trust admits the relay named nameOrID (its name, or its id when two
-// relays share the name): its key is pinned, and what it sent while pending
-// is delivered in order.
-func (m *Mesh) Trust(nameOrID string) (mesh.RelayInfo, error) {
-	return m.setTrust(nameOrID, relay.RelayTrusted)
+// relays share the name): exactly the key whose fingerprint the operator
+// approved is pinned (fingerprint as the page or `mesh relays` showed it;
+// "" for the relay's only key, refused when it shows two), and what it sent
+// while pending is delivered in order.
+func (m *Mesh) Trust(nameOrID, fingerprint string) (mesh.RelayInfo, error) {
+	return m.setTrust(nameOrID, relay.RelayTrusted, fingerprint)
 }
 
 // Block refuses the relay named nameOrID: what it sends is kept, marked
 // and never delivered.
 func (m *Mesh) Block(nameOrID string) (mesh.RelayInfo, error) {
-	return m.setTrust(nameOrID, relay.RelayBlocked)
+	return m.setTrust(nameOrID, relay.RelayBlocked, "")
 }
 
-func (m *Mesh) setTrust(nameOrID, state string) (mesh.RelayInfo, error) {
+func (m *Mesh) setTrust(nameOrID, state, fingerprint string) (mesh.RelayInfo, error) {
 	node, ctx, err := m.get()
 	if err != nil {
 		return mesh.RelayInfo{}, err
@@ -161,7 +163,7 @@ func (m *Mesh) setTrust(nameOrID, state string) (mesh.RelayInfo, error) {
 	if node == nil {
 		return mesh.RelayInfo{}, errNoMesh
 	}
-	return node.SetTrust(ctx, nameOrID, state)
+	return node.SetTrust(ctx, nameOrID, state, fingerprint)
 }
 
 // Invite returns the command another computer runs to join this mesh.

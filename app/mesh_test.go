@@ -59,7 +59,7 @@ func startTrustedPair(t *testing.T) (a, b *app.Relay) {
 		other string
 	}{{a, "relay-b"}, {b, "relay-a"}} {
 		waitFor(t, func() bool {
-			_, err := p.r.Services.Mesh.Trust(p.other)
+			_, err := p.r.Services.Mesh.Trust(p.other, "")
 			return err == nil
 		}, p.other+" trusted")
 	}
@@ -171,6 +171,15 @@ func TestMeshThroughMCP(t *testing.T) {
 		var rs []mesh.RelayInfo
 		if code != 0 || json.Unmarshal([]byte(out), &rs) != nil || len(rs) != 2 || rs[1].Name != p.other || rs[1].State != relay.RelayTrusted || !strings.HasPrefix(rs[1].Fingerprint, "SHA256:") {
 			t.Fatalf("mesh relays --json: %d %s", code, out)
+		}
+		// --fingerprint pins exactly that key: one the relay does not show is refused.
+		_, errs, code := run(t, append([]string{"mesh", "trust", p.other, "--fingerprint", "SHA256:not-its-key"}, loc...)...)
+		if code == 0 || !strings.Contains(errs, "does not show the key SHA256:not-its-key") {
+			t.Fatalf("mesh trust with a wrong fingerprint: %d %s", code, errs)
+		}
+		out, _, code = run(t, append([]string{"mesh", "trust", p.other, "--fingerprint", rs[1].Fingerprint}, loc...)...)
+		if code != 0 || !strings.Contains(out, "is trusted; key "+rs[1].Fingerprint) {
+			t.Fatalf("mesh trust with its fingerprint: %d %s", code, out)
 		}
 	}
 	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})

@@ -503,19 +503,37 @@ func (r *meshProc) loc() []string {
 	return []string{"--port", strconv.Itoa(r.port), "--data-dir", r.dir}
 }
 
-// trust runs `mesh trust NAME` on r until the other relay has been seen.
-func (r *meshProc) trust(t *testing.T, name string) {
+// trust runs `mesh trust NAME --fingerprint FP` on r, with the fingerprint
+// the other relay's own `mesh relays --json` shows for itself (as its
+// operator would read it out), until r has seen it.
+func (r *meshProc) trust(t *testing.T, other *meshProc) {
 	t.Helper()
+	var rs []struct {
+		Name, Fingerprint string
+		Self              bool
+	}
+	if err := json.Unmarshal(cli(t, append([]string{"mesh", "relays", "--json"}, other.loc()...)...), &rs); err != nil {
+		t.Fatalf("mesh relays on %s: %v", other.name, err)
+	}
+	fp := ""
+	for _, x := range rs {
+		if x.Self {
+			fp = x.Fingerprint
+		}
+	}
+	if !strings.HasPrefix(fp, "SHA256:") {
+		t.Fatalf("%s shows no fingerprint of its own: %+v", other.name, rs)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		cmd := exec.Command(relayBinary(t), append([]string{"mesh", "trust", name}, r.loc()...)...)
+		cmd := exec.Command(relayBinary(t), append([]string{"mesh", "trust", other.name, "--fingerprint", fp}, r.loc()...)...)
 		cmd.Env = childEnv()
 		out, err := cmd.CombinedOutput()
-		if err == nil && strings.Contains(string(out), "is trusted") {
+		if err == nil && strings.Contains(string(out), "is trusted") && strings.Contains(string(out), fp) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mesh trust %s on %s: %v %s", name, r.name, err, out)
+			t.Fatalf("mesh trust %s on %s: %v %s", other.name, r.name, err, out)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -527,7 +545,7 @@ func trustAll(t *testing.T, rs ...*meshProc) {
 	for _, r := range rs {
 		for _, o := range rs {
 			if r != o {
-				r.trust(t, o.name)
+				r.trust(t, o)
 			}
 		}
 	}
@@ -564,7 +582,7 @@ func TestMeshDefaultOperatorEndToEnd(t *testing.T) {
 	rb.start(t)
 	bee := addMeshAgent(t, rb, "bee")
 	bee.call(t, "heartbeat", map[string]any{}, nil)
-	ra.trust(t, "relay-b")
+	ra.trust(t, rb)
 
 	ctx := context.Background()
 	ba, bb := ra.bridge(t), rb.bridge(t)
@@ -597,7 +615,7 @@ func TestMeshDefaultOperatorEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "relay-a") || !strings.Contains(out, "pending") || !strings.Contains(out, "SHA256:") || !strings.Contains(out, task.ID) {
 		t.Fatalf("mesh relays on B before trust:\n%s", out)
 	}
-	rb.trust(t, "relay-a")
+	rb.trust(t, ra)
 
 	var claimed struct{ Task *relay.Task }
 	bee.call(t, "claim_next_task", map[string]any{"waitMs": 25000}, &claimed)

@@ -16,7 +16,8 @@ import (
 // syncAgents records the relays of the directory (a new one is pending)
 // and gives the store the agents of trusted relays whose entries carry
 // their relay's signature. An entry for a slug an accepted entry holds,
-// written by anyone else, is ignored and reported as a conflict.
+// written by anyone else (another trusted relay included, while the
+// holder's relay is alive), is ignored and reported as a conflict.
 func (n *Node) syncAgents(ctx context.Context) error {
 	n.syncMu.Lock()
 	defer n.syncMu.Unlock()
@@ -28,21 +29,22 @@ func (n *Node) syncAgents(ctx context.Context) error {
 		}
 	}
 	n.mu.Unlock()
-	for _, r := range rels {
-		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
-			return err
-		}
+	if err := n.seeAll(ctx, rels); err != nil {
+		return err
 	}
-	if n.opts.TrustAccount {
-		// Relays trusted as they were first seen: what they sent before
-		// their directory entry appeared is delivered now.
-		if err := n.releaseHeld(ctx, ""); err != nil {
-			return err
-		}
+	if err := n.forgetGone(ctx); err != nil {
+		return err
 	}
 	n.mu.Lock()
 	for slug, a := range n.agents {
 		if n.agentAccepted(a) {
+			if g, ok := n.good[slug]; ok && g.RelayID != a.RelayID && n.agentAccepted(g) && n.holderAlive(g) {
+				// One trusted relay wrote over another's entry: the first
+				// holder keeps the slug while its relay is alive.
+				n.dirConflict[slug] = fmt.Sprintf("%s: relay %s wrote an entry over relay %s's, which keeps the slug",
+					slug, n.relayName(a), n.relayName(g))
+				continue
+			}
 			n.good[slug] = a
 			delete(n.dirConflict, slug)
 			continue
@@ -79,6 +81,16 @@ func (n *Node) syncAgents(ctx context.Context) error {
 	return nil
 }
 
+// holderAlive reports whether the relay of entry g, which holds a slug,
+// is this relay or still refreshes its directory entry. Called with n.mu held.
+func (n *Node) holderAlive(g dirAgent) bool {
+	if g.RelayID == n.id.ID {
+		return true
+	}
+	r, ok := n.relays[g.RelayID]
+	return ok && n.fresh(r.updated)
+}
+
 // relayName is the name of an agent's relay: the admission record's, the
 // directory's, else the entry's. Called with n.mu held.
 func (n *Node) relayName(a dirAgent) string {
@@ -98,7 +110,7 @@ func (n *Node) advertise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth}
+	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli()}
 	r.Sig = n.id.sign(r.signedBytes())
 	b, _ := json.Marshal(r) // a struct of plain fields always marshals
 	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
@@ -139,7 +151,7 @@ func (n *Node) advertiseAgent(a relay.Agent) {
 func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 	kv := n.bucket()
 	e := dirAgent{Slug: a.Slug, RelayID: n.id.ID, RelayName: n.id.Name, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
-		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey}
+		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey, At: time.Now().UnixMilli()}
 	e.Sig = n.id.sign(e.signedBytes())
 	b, _ := json.Marshal(e) // a struct of plain fields always marshals
 	key := agentKey(a.Slug)
@@ -151,7 +163,7 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 			}
 		} else if err == nil {
 			var owner dirAgent
-			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner, true) {
+			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner) {
 				return fmt.Errorf("slug %s: held by relay %s (%s)", a.Slug, owner.RelayName, owner.RelayID)
 			}
 			if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
@@ -169,4 +181,23 @@ func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 		return nil
 	}
 	return fmt.Errorf("advertise agent %s: the entry kept changing", a.Slug)
+}
+
+// seeAll records the relays of the directory. With --mesh-trust account
+// they are trusted as first seen, and what they sent before is delivered at
+// once, before the consumer applies anything newer of theirs (applyMu).
+func (n *Node) seeAll(ctx context.Context, rels []dirRelay) error {
+	if n.opts.TrustAccount {
+		n.applyMu.Lock()
+		defer n.applyMu.Unlock()
+	}
+	for _, r := range rels {
+		if _, err := n.see(ctx, r.ID, r.Name, r.PublicKey); err != nil {
+			return err
+		}
+	}
+	if n.opts.TrustAccount {
+		return n.releaseHeldLocked(ctx, "")
+	}
+	return nil
 }

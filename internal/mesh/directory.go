@@ -26,6 +26,9 @@ type dirAgent struct {
 	Online       bool     `json:"online"`
 	// PublicKey is the key of the owning relay.
 	PublicKey string `json:"publicKey"`
+	// At is when the owning relay wrote the entry (Unix ms), signed with
+	// it: a replayed old entry is told from a fresh one (entryFresh).
+	At int64 `json:"at"`
 	// Sig is the owning relay's signature of the entry (dirSigned).
 	Sig     string    `json:"sig,omitempty"`
 	updated time.Time // when the entry was last written
@@ -38,6 +41,7 @@ type dirRelay struct {
 	PublicKey string    `json:"publicKey"`
 	Address   string    `json:"address,omitempty"`
 	Outbox    int       `json:"outboxDepth"`
+	At        int64     `json:"at"`            // when it was written (Unix ms), signed
 	Sig       string    `json:"sig,omitempty"` // signed with PublicKey
 	updated   time.Time // when the entry was last written
 }
@@ -83,8 +87,30 @@ func (n *Node) loadDirectory(ctx context.Context) error {
 	}
 }
 
-// note applies one directory entry to the cache.
+// entryFresh reports whether an entry its relay stamped at (Unix ms) was
+// written to the bucket (created, the server's time) soon after: within
+// the entries' TTL plus the clock skew allowed. An old signed entry written
+// again by someone else is not. Called with n.mu held.
+func (n *Node) entryFresh(at int64, created time.Time) bool {
+	if at <= 0 {
+		return false
+	}
+	age := created.Sub(time.UnixMilli(at))
+	return age <= 3*n.opts.Refresh+maxSkew && age >= -maxSkew
+}
+
+// Bounds of the directory bucket: one entry, and all of them.
+const (
+	maxDirEntry = 32 << 10
+	maxDirBytes = 64 << 20
+)
+
+// note applies one directory entry to the cache; an entry over maxDirEntry
+// (a bucket made before the bound) is skipped.
 func (n *Node) note(e jetstream.KeyValueEntry) {
+	if len(e.Value()) > maxDirEntry {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := e.Key()
@@ -103,6 +129,9 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 		if json.Unmarshal(e.Value(), &a) != nil || agentKey(a.Slug) != key {
 			return
 		}
+		if !n.entryFresh(a.At, e.Created()) {
+			return // a replay of an old entry (or an unstamped one): ignored
+		}
 		a.updated = e.Created()
 		n.agents[a.Slug] = a
 	case strings.HasPrefix(key, "relay."):
@@ -113,6 +142,9 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 		}
 		var r dirRelay
 		if json.Unmarshal(e.Value(), &r) != nil || r.ID != id {
+			return
+		}
+		if !n.entryFresh(r.At, e.Created()) {
 			return
 		}
 		r.updated = e.Created()
@@ -280,19 +312,18 @@ func (n *Node) admission(info *RelayInfo) {
 }
 
 // holds reports whether the entry holding a slug keeps it from this relay:
-// signed by the relay it names and, for an agent this relay already has
-// (local), from a relay this one trusts.
-func (n *Node) holds(owner dirAgent, local bool) bool {
+// signed by the relay it names with its pinned key, and that relay trusted.
+// An entry of a relay not trusted (one a keyless client made up, say)
+// neither keeps a local agent from registering again nor a new slug from
+// being claimed.
+func (n *Node) holds(owner dirAgent) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.ownerValid(owner) {
 		return false
 	}
-	if local {
-		r, ok := n.trust[owner.RelayID]
-		return ok && r.State == relay.RelayTrusted
-	}
-	return true
+	r, ok := n.trust[owner.RelayID]
+	return ok && r.State == relay.RelayTrusted
 }
 
 // AgentInfo is one agent of the directory.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -27,7 +28,8 @@ type EmbedCredential struct {
 }
 
 // LoadEmbedCredential reads the embedded server's credential from dir,
-// creating it (owner-only, a random 32-byte password) on first use.
+// creating it (owner-only, a random 32-byte password) on first use. A file
+// others can read (copied, or made by hand) is made owner-only again.
 func LoadEmbedCredential(dir string) (EmbedCredential, error) {
 	var c EmbedCredential
 	path := filepath.Join(dir, embedCredFile)
@@ -49,6 +51,13 @@ func LoadEmbedCredential(dir string) (EmbedCredential, error) {
 	}
 	if err := json.Unmarshal(b, &c); err != nil || c.User == "" || len(c.Password) < 16 {
 		return c, fmt.Errorf("mesh: embedded NATS credential %s: not a credential (%v)", path, err)
+	}
+	if runtime.GOOS != "windows" {
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return c, fmt.Errorf("mesh: embedded NATS credential %s is readable by others and cannot be made owner-only: %w", path, err)
+			}
+		}
 	}
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -98,7 +99,7 @@ func decode(data []byte) (envelope, relay.MeshChange, error) {
 		return e, c, fmt.Errorf("decode envelope: %w", err)
 	}
 	if e.ID == "" || len(e.ID) > 64 || !validRelayID(e.From) {
-		return e, c, fmt.Errorf("decode envelope: version %d, id %q, from %q", e.V, e.ID, e.From)
+		return e, c, fmt.Errorf("decode envelope: version %d, id %q, from %q", e.V, clip(e.ID, 64), clip(e.From, 64))
 	}
 	switch {
 	case e.V > envVersion:
@@ -126,6 +127,19 @@ func verify(e envelope, dirKey, pinned string) string {
 		return relay.MarkMismatch
 	}
 	return relay.MarkVerified
+}
+
+// clip cuts s to at most n bytes (on a rune boundary), marking the cut: what
+// an envelope's sender chose is never kept or logged at any length.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // checkSig reports whether sig (base64) is key's (base64) signature of msg.

@@ -315,8 +315,12 @@ func (n *Node) setup() error {
 		Description: "Crosschat Relay mesh directory: relays and agents",
 		TTL:         3 * n.opts.Refresh,
 		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    n.opts.Replicas,
+		// Bounded: an entry is a few KiB at most (details, capabilities),
+		// so no client can fill the server's disk through the directory.
+		MaxValueSize: maxDirEntry,
+		MaxBytes:     maxDirBytes,
+		Storage:      jetstream.FileStorage,
+		Replicas:     n.opts.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("create directory bucket %s: %w", BucketName, err)

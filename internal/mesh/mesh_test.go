@@ -129,7 +129,7 @@ func trustEachOther(t testing.TB, rs ...*testRelay) {
 			var last error
 			ok := false
 			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-				if _, last = x.node.SetTrust(context.Background(), y.node.id.ID, relay.RelayTrusted); last == nil {
+				if _, last = x.node.SetTrust(context.Background(), y.node.id.ID, relay.RelayTrusted, ""); last == nil {
 					ok = true
 					break
 				}

@@ -19,12 +19,15 @@ const (
 	RefusedStale       = "stale"
 	RefusedFuture      = "future"
 	RefusedSignature   = "signature"
+	// RefusedUnknownRelay is an envelope from a relay id this relay has
+	// not recorded (no key in the directory): it is not held.
+	RefusedUnknownRelay = "unknown-relay"
 )
 
 // refusalReasons are every reason a refusal can give (the store's
 // relay.MeshRefusal reasons included), so each is exported from zero.
 var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
-	"sender", "owner", "recipient", "local-task", "held-full"}
+	RefusedUnknownRelay, "sender", "owner", "recipient", "local-task", "closed-task", "held-full"}
 
 // outcome is what becomes of a message from the stream.
 type outcome int
@@ -32,15 +35,26 @@ type outcome int
 const (
 	ack   outcome = iota // applied, held, recognised or refused for good
 	retry                // a store failure: deliver again
+	later                // the held list is full: deliver again after heldFullDelay
 )
+
+// maxRelays bounds the relays recorded as trusted or blocked (admission
+// records the operator decided on). Pending records do not count: they are
+// forgotten when their directory entry goes, so relays a client makes up
+// cannot keep a real one from being admitted. A variable for tests.
+var maxRelays = 1000
+
+// heldFullDelay is how long an envelope that found the held list full waits
+// before it is delivered again (it is never acknowledged unheld).
+const heldFullDelay = 30 * time.Second
 
 // maxRefusalLog bounds the refusal lines Status shows; maxRefusalCauses
 // the causes (reason and relay) logged once each.
 const (
 	maxRefusalLog    = 20
 	maxRefusalCauses = 1000
-	// maxRelays bounds the relays recorded (admission records).
-	maxRelays = 1000
+	// maxRefusalDetail bounds a refusal's detail line (bytes).
+	maxRefusalDetail = 200
 )
 
 // handle applies one message from the stream and acknowledges it after the
@@ -49,8 +63,12 @@ func (n *Node) handle(msg jetstream.Msg) {
 	n.applyMu.Lock()
 	res := n.receive(msg.Data(), false)
 	n.applyMu.Unlock()
-	if res == retry {
+	switch res {
+	case retry:
 		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		return
+	case later:
+		_ = msg.NakWithDelay(heldFullDelay)
 		return
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
@@ -66,9 +84,10 @@ func (n *Node) handle(msg jetstream.Msg) {
 // was pending, whose timestamp was checked when it arrived.
 func (n *Node) receive(data []byte, released bool) outcome {
 	e, change, err := decode(data)
+	newer := errors.Is(err, errNewer)
 	switch {
-	case errors.Is(err, errNewer):
-		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
+	case newer:
+		// Checked below as far as this build can read it, then held.
 	case errors.Is(err, errOld):
 		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
 		return ack
@@ -77,12 +96,17 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		return ack
 	}
 	if e.To != n.id.ID {
-		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, e.To))
+		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, clip(e.To, 64)))
+		return ack
+	}
+	now, at := n.now(), time.UnixMilli(e.TS)
+	if released && now.Sub(at) > dedupMemory-maxSkew {
+		// Held past what the applied ids remember: it could be a replay
+		// of one applied and forgotten, so it is refused.
+		n.refuse(RefusedStale, e.From, fmt.Sprintf("held envelope %s is older than the %s the relay remembers applied ids", e.ID, dedupMemory-maxSkew))
 		return ack
 	}
 	if !released {
-		now := n.now()
-		at := time.UnixMilli(e.TS)
 		switch {
 		case now.Sub(at) > replayWindow:
 			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
@@ -92,16 +116,41 @@ func (n *Node) receive(data []byte, released bool) outcome {
 			return ack
 		}
 	}
-	r, err := n.relayOf(e.From)
+	if newer {
+		// Its signature cannot be judged by this build: held only from a
+		// relay recorded with a key, in its own bounded share.
+		n.mu.Lock()
+		cur, known := n.trust[e.From]
+		n.mu.Unlock()
+		if !known || cur.PublicKey == "" {
+			n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s of version %d is from a relay never recorded", e.ID, e.V))
+			return ack
+		}
+		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
+	}
+	r, dirKey, err := n.relayOf(e.From)
 	if err != nil {
 		n.setErr("admit relay", err)
 		return retry
 	}
-	switch r.State {
-	case relay.RelayTrusted:
-	case relay.RelayBlocked:
-		return n.hold(e, change, HeldBlocked, data)
-	default:
+	if r.State != relay.RelayTrusted {
+		// Held only when signed with the key the relay's directory entry
+		// shows, so a client without that key cannot fill the held list.
+		if r.PublicKey == "" {
+			n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s is from a relay with no key in the directory", e.ID))
+			return ack
+		}
+		key := dirKey
+		if key == "" {
+			key = r.PublicKey
+		}
+		if !checkSig(key, e.signed(), e.Sig) {
+			n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the signature of relay %s's directory key", e.ID, r.Name))
+			return ack
+		}
+		if r.State == relay.RelayBlocked {
+			return n.hold(e, change, HeldBlocked, data)
+		}
 		return n.hold(e, change, HeldUntrusted, data)
 	}
 	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
@@ -126,8 +175,15 @@ func (n *Node) receive(data []byte, released bool) outcome {
 	return ack
 }
 
-// refuse counts a refusal and logs it once per reason and relay.
+// refuse counts a refusal and logs it once per reason and relay. A from
+// that is not a relay id (an undecodable envelope's) counts as "", and the
+// detail is cut to maxRefusalDetail bytes, so what a sender writes cannot
+// grow what is kept.
 func (n *Node) refuse(reason, from, detail string) {
+	if !validRelayID(from) {
+		from = ""
+	}
+	detail = clip(detail, maxRefusalDetail)
 	n.mu.Lock()
 	n.refused[reason]++
 	key := reason + "/" + from

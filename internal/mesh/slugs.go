@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -12,7 +13,9 @@ import (
 )
 
 // ClaimSlug takes slug for this relay with a compare-and-set create. A slug
-// another relay holds is refused with agent_exists naming that relay. While
+// another trusted relay holds (its entry signed with its pinned key) is
+// refused with agent_exists naming that relay; an entry of a relay not
+// trusted is taken over. While
 // the directory cannot be reached, only slugs this relay already has pass.
 func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	if rid, err := n.opts.Store.RemoteRelayOf(ctx, slug); err != nil {
@@ -27,7 +30,7 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	key := agentKey(slug)
-	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true}
+	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true, At: time.Now().UnixMilli()}
 	entry.Sig = n.id.sign(entry.signedBytes())
 	b, _ := json.Marshal(entry)
 	for range 3 {
@@ -46,7 +49,7 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 			return n.claimOffline(ctx, slug, err)
 		}
 		var owner dirAgent
-		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner, false) {
+		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner) {
 			return n.taken(slug, owner.RelayID, owner.RelayName)
 		}
 		// Ours already, or a forged entry (not signed by the relay it names): take it.

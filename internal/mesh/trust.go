@@ -31,7 +31,10 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 	var refusal *relay.MeshRefusal
 	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
 		n.refuse(refusal.Reason, e.From, refusal.Detail)
-		return ack
+		if reason == HeldVersion {
+			return ack // unverifiable: its share is bounded, the rest refused
+		}
+		return later // signed by the relay: left in the stream, delivered again later
 	} else if err != nil {
 		n.setErr("hold envelope", err)
 		return retry
@@ -41,8 +44,9 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 }
 
 // relayOf returns the admission record of relay id, recording what the
-// directory shows of it (its name and self-signed key).
-func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
+// directory shows of it (its name and self-signed key), and that key ("" if
+// the directory shows none).
+func (n *Node) relayOf(id string) (relay.MeshRelay, string, error) {
 	d, ok := n.relay(id)
 	if !ok {
 		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
@@ -60,24 +64,30 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, error) {
 		cur, known := n.trust[id]
 		n.mu.Unlock()
 		if !known {
-			return relay.MeshRelay{ID: id, State: relay.RelayPending}, nil
+			return relay.MeshRelay{ID: id, State: relay.RelayPending}, "", nil
 		}
-		return cur, nil
+		return cur, "", nil
 	}
-	return n.see(n.ctx, id, name, key)
+	r, err := n.see(n.ctx, id, name, key)
+	return r, key, err
 }
 
 // see records a relay seen with name and key, through the cache.
 func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, error) {
 	n.mu.Lock()
 	cur, ok := n.trust[id]
-	known := len(n.trust)
+	known := 0
+	for _, r := range n.trust {
+		if r.State != relay.RelayPending {
+			known++
+		}
+	}
 	n.mu.Unlock()
 	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
 		return cur, nil
 	}
 	if !ok && known >= maxRelays {
-		// A flood of made-up relays in the directory: not recorded, pending.
+		// The operator decided on maxRelays relays already: not recorded, pending.
 		return relay.MeshRelay{ID: id, Name: name, State: relay.RelayPending}, nil
 	}
 	r, changed, err := n.opts.Store.SeeRelay(ctx, id, name, key, n.opts.TrustAccount)
@@ -139,14 +149,22 @@ func (n *Node) loadTrust(ctx context.Context) error {
 func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
+	return n.releaseHeldLocked(ctx, relayID)
+}
+
+// releaseHeldLocked is releaseHeld with applyMu held.
+func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 	for _, reason := range []string{HeldUntrusted, HeldVersion} {
+		// Paged by seq: envelopes left held (a relay still pending, a
+		// version still unread) never stop the ones after them.
+		var last int64
 		for ctx.Err() == nil {
-			hs, err := n.opts.Store.HeldEnvelopes(ctx, relayID, reason, 100)
+			hs, err := n.opts.Store.HeldEnvelopesAfter(ctx, relayID, reason, last, 100)
 			if err != nil {
 				return err
 			}
-			progressed := false
 			for _, h := range hs {
+				last = h.Seq
 				if reason == HeldUntrusted {
 					n.mu.Lock()
 					st := n.trust[h.FromRelay].State
@@ -156,7 +174,7 @@ func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 					}
 				}
 				before := n.held.Load()
-				if n.receive(h.Data, reason == HeldUntrusted) == retry {
+				if n.receive(h.Data, reason == HeldUntrusted) != ack {
 					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
 				}
 				if n.held.Load() != before {
@@ -165,9 +183,8 @@ func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
 					return err
 				}
-				progressed = true
 			}
-			if !progressed || len(hs) < 100 {
+			if len(hs) < 100 {
 				break
 			}
 		}
@@ -227,15 +244,26 @@ func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRel
 }
 
 // SetTrust trusts or blocks the relay named nameOrID (its name, or its id
-// when a name is shared). Trusting pins its newest key and applies, in
-// order, what it sent while pending.
-func (n *Node) SetTrust(ctx context.Context, nameOrID, state string) (RelayInfo, error) {
+// when a name is shared). Trusting pins exactly the key whose fingerprint
+// the operator approved (fingerprint; "" for the relay's only key, refused
+// when it shows two) and applies, in order, what it sent while pending.
+func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string) (RelayInfo, error) {
 	r, err := n.resolveRelay(ctx, nameOrID)
 	if err != nil {
 		return RelayInfo{}, err
 	}
-	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state)
+	key := ""
+	if state == relay.RelayTrusted {
+		if key, err = approvedKey(r, fingerprint); err != nil {
+			return RelayInfo{}, err
+		}
+	}
+	// The consumer waits while the state changes and the held envelopes
+	// are applied: nothing new of the relay is applied before them.
+	n.applyMu.Lock()
+	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state, key)
 	if err != nil {
+		n.applyMu.Unlock()
 		return RelayInfo{}, err
 	}
 	n.mu.Lock()
@@ -243,10 +271,14 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state string) (RelayInfo,
 	n.mu.Unlock()
 	n.log.Info("mesh: relay "+state, "relay", r.Name, "id", r.ID, "fingerprint", Fingerprint(r.PublicKey))
 	if state == relay.RelayTrusted {
+		err = n.releaseHeldLocked(ctx, r.ID)
+	}
+	n.applyMu.Unlock()
+	if err != nil {
+		return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
+	}
+	if state == relay.RelayTrusted {
 		n.poke() // what waited in the outbox for it goes now
-		if err := n.releaseHeld(ctx, r.ID); err != nil {
-			return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
-		}
 	}
 	if err := n.syncAgents(ctx); err != nil {
 		n.setErr("sync directory", err)
@@ -296,4 +328,61 @@ type HeldInfo struct {
 	Sender     string `json:"sender"`
 	Recipient  string `json:"recipient"`
 	ReceivedAt string `json:"receivedAt"`
+}
+
+// approvedKey is the key of r whose fingerprint is fingerprint: the key
+// first seen (pinned) or the other key the directory now shows. Without a
+// fingerprint, the relay's only key; a relay showing two keys is refused
+// with both fingerprints, so the operator names the one confirmed.
+func approvedKey(r relay.MeshRelay, fingerprint string) (string, error) {
+	fp := strings.TrimSpace(fingerprint)
+	if fp != "" && !strings.HasPrefix(fp, "SHA256:") {
+		fp = "SHA256:" + fp
+	}
+	pinned, other := Fingerprint(r.PublicKey), Fingerprint(r.NewKey)
+	shows := pinned
+	if other != "" {
+		shows = fmt.Sprintf("%s (first seen) and %s (shown since)", pinned, other)
+	}
+	switch {
+	case r.PublicKey == "" && r.NewKey == "":
+		return "", relay.Errorf(relay.EInvalidRequest, "Relay %s has shown no key yet, so it cannot be trusted; wait until it is in the mesh directory.", r.Name)
+	case fp == "" && r.NewKey != "":
+		return "", relay.Errorf(relay.EInvalidRequest, "Relay %s (%s) shows two keys, %s: trust it with --fingerprint naming the one its operator confirms.", r.Name, r.ID, shows)
+	case fp == "":
+		return r.PublicKey, nil
+	case fp == pinned:
+		return r.PublicKey, nil
+	case other != "" && fp == other:
+		return r.NewKey, nil
+	}
+	return "", relay.Errorf(relay.EInvalidRequest, "Relay %s (%s) does not show the key %s; it shows %s.", r.Name, r.ID, fp, shows)
+}
+
+// forgetGone drops the pending admission records of relays the directory
+// no longer shows (never one the operator trusted or blocked, nor one
+// whose key changed): relays a client made up and removed leave nothing.
+func (n *Node) forgetGone(ctx context.Context) error {
+	n.mu.Lock()
+	var gone []string
+	for id, r := range n.trust {
+		if _, listed := n.relays[id]; !listed && r.State == relay.RelayPending && r.NewKey == "" {
+			gone = append(gone, id)
+		}
+	}
+	n.mu.Unlock()
+	for _, id := range gone {
+		forgot, err := n.opts.Store.ForgetPendingRelay(ctx, id)
+		if err != nil {
+			return err
+		}
+		if forgot {
+			n.mu.Lock()
+			if r, ok := n.trust[id]; ok && r.State == relay.RelayPending {
+				delete(n.trust, id)
+			}
+			n.mu.Unlock()
+		}
+	}
+	return nil
 }

@@ -92,7 +92,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	if _, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "x", Instructions: "x"}); err == nil {
 		t.Fatal("A's operator could post to bee of a relay A has not trusted")
 	}
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	knows(t, a, "bee", "relay-b")
@@ -111,7 +111,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	if task, err := b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bee", Via: relay.ViaChat}); err != nil || task != nil {
 		t.Fatalf("bee claimed %+v, %v before A was trusted", task, err)
 	}
-	if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted); err != nil {
+	if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -128,7 +128,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	c := startRelay(t, "relay-c", "", a.node.InviteURL())
 	trustEachOther(t, c, b)
 	knows(t, c, "bee", "relay-b")
-	if _, err := b.node.SetTrust(ctx, "relay-c", relay.RelayBlocked); err != nil {
+	if _, err := b.node.SetTrust(ctx, "relay-c", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
 	blocked, err := c.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Blocked", Instructions: "x"})
@@ -152,11 +152,11 @@ func TestChangedKeyPutsRelayBackToPending(t *testing.T) {
 	a := startRelay(t, "relay-a", "", srv.ClientURL())
 	b := startRelay(t, "relay-b", "", srv.ClientURL())
 	trustEachOther(t, a, b)
-	aID := a.node.id.ID
+	aID, aKey := a.node.id.ID, a.node.id.PublicKey
 	a.stop() // its refresh would write its real key back
 	ctx := t.Context()
 	other := identity(t, t.TempDir(), "relay-a")
-	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: other.PublicKey}
+	entry := dirRelay{ID: aID, Name: "relay-a", PublicKey: other.PublicKey, At: time.Now().UnixMilli()}
 	entry.Sig = other.sign(entry.signedBytes())
 	raw, _ := json.Marshal(entry)
 	kv := bucketClient(t, srv.ClientURL())
@@ -175,7 +175,11 @@ func TestChangedKeyPutsRelayBackToPending(t *testing.T) {
 	if err != nil || len(st.Warnings) == 0 || !strings.Contains(st.Warnings[0], "new key") {
 		t.Fatalf("warnings = %v, %v", st.Warnings, err)
 	}
-	info, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted)
+	if _, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted, ""); err == nil ||
+		!strings.Contains(err.Error(), Fingerprint(aKey)) || !strings.Contains(err.Error(), Fingerprint(other.PublicKey)) {
+		t.Fatalf("trust without a fingerprint while two keys show = %v; want refused with both fingerprints", err)
+	}
+	info, err := b.node.SetTrust(ctx, "relay-a", relay.RelayTrusted, Fingerprint(other.PublicKey))
 	if err != nil || info.State != relay.RelayTrusted || info.Fingerprint != Fingerprint(other.PublicKey) {
 		t.Fatalf("trust again = %+v, %v; want the new key pinned", info, err)
 	}
@@ -195,7 +199,7 @@ func TestTrustByAmbiguousNameIsRefused(t *testing.T) {
 		}
 		return n == 2, fmt.Sprint(n)
 	})
-	if _, err := a.node.SetTrust(t.Context(), "twin", relay.RelayTrusted); err == nil || !strings.Contains(err.Error(), "give the id") {
+	if _, err := a.node.SetTrust(t.Context(), "twin", relay.RelayTrusted, ""); err == nil || !strings.Contains(err.Error(), "give the id") {
 		t.Fatalf("trust twin = %v; want ambiguous", err)
 	}
 }
@@ -228,8 +232,9 @@ func bucketClient(t *testing.T, url string) jetstream.KeyValue {
 }
 
 // Ensure an unsigned envelope naming a local sender and a local recipient
-// runs nothing: from a made-up relay it is held and marked, from a trusted
-// relay's id it is refused; the recipient claims nothing either way.
+// runs nothing: from a made-up relay (no key in the directory) it is refused
+// and not held, from a trusted relay's id it is refused; the recipient
+// claims nothing either way.
 func TestAttackUnsignedEnvelope(t *testing.T) {
 	a, b := aliceAndBob(t)
 	ctx := t.Context()
@@ -243,10 +248,10 @@ func TestAttackUnsignedEnvelope(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			eventually(t, "made-up relay's task held", func() (bool, string) {
+			eventually(t, "made-up relay's task refused, not held", func() (bool, string) {
 				h, err := b.node.Held(ctx)
-				return err == nil && len(h) == 1 && h[0].TaskID == task.ID && h[0].Reason == HeldUntrusted && h[0].Sender == "operator@0123456789abcdef",
-					fmt.Sprintf("%+v %v", h, err)
+				r := b.node.Refused()
+				return err == nil && len(h) == 0 && r[RefusedUnknownRelay] == 1, fmt.Sprintf("%+v %v %v", h, err, r)
 			})
 		} else {
 			eventually(t, "unsigned envelope from A's id refused", func() (bool, string) {
@@ -283,6 +288,7 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 		{Slug: "alice", RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true},
 		{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true},
 	} {
+		e.At = time.Now().UnixMilli()
 		e.Sig = mallory.sign(e.signedBytes())
 		raw, _ := json.Marshal(e)
 		if _, err := kv.Put(ctx, agentKey("alice"), raw); err != nil {
@@ -536,7 +542,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	createAgent(t, b, "bee")
 	knows(t, a, "bee", "relay-b")
 	ctx := t.Context()
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
 	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Waits", Instructions: "x"})
@@ -550,7 +556,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	if d, err := a.db.OutboxDepth(ctx); err != nil || d != 1 || a.node.published.Load() != published {
 		t.Fatalf("A's outbox = %d, %v, published %d; want the task waiting", d, err, a.node.published.Load()-published)
 	}
-	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted); err != nil {
+	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "task on B once trusted", func() (bool, string) {

@@ -169,13 +169,20 @@ type MeshStore interface {
 	SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (r MeshRelay, changed bool, err error)
 	// MeshRelays lists the relays seen, by name.
 	MeshRelays(ctx context.Context) ([]MeshRelay, error)
-	// SetRelayState trusts (pinning the newest key seen) or blocks a relay.
-	SetRelayState(ctx context.Context, id, state string) (MeshRelay, error)
+	// SetRelayState trusts (pinning exactly key, the pinned or the new key
+	// the operator approved) or blocks a relay.
+	SetRelayState(ctx context.Context, id, state, key string) (MeshRelay, error)
+	// ForgetPendingRelay deletes a relay's admission record if it is still
+	// pending with no other key shown; true when it did.
+	ForgetPendingRelay(ctx context.Context, id string) (bool, error)
 	// HoldEnvelope keeps an envelope to apply later; false when it is held already.
 	HoldEnvelope(ctx context.Context, h HeldEnvelope) (bool, error)
 	// HeldEnvelopes returns up to limit held envelopes, oldest first, of
 	// fromRelay ("" for every relay) and reason ("" for any).
 	HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]HeldEnvelope, error)
+	// HeldEnvelopesAfter is HeldEnvelopes from seq afterSeq on (exclusive):
+	// a page after the last one read.
+	HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]HeldEnvelope, error)
 	// DropHeld removes a held envelope once applied or refused.
 	DropHeld(ctx context.Context, seq int64) error
 }

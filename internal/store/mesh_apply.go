@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -91,6 +92,10 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 			return err
 		}
 		if !exists {
+			if !rt.Status.Open() || in.Change.Event != nil && (in.Change.Event.Type == relay.EventTaskCancelled || in.Change.Event.Type == relay.EventTaskRequeued) {
+				// A cancel, a requeue or a closed task's state never creates a task.
+				return &relay.MeshRefusal{Reason: "closed-task", Detail: fmt.Sprintf("task %s is not known here and arrived as %s, not as a new task", rt.ID, rt.Status)}
+			}
 			recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfName)
 			known, err := t.isLocalAgent(recipient)
 			if err != nil {
@@ -99,7 +104,11 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 			if !known {
 				return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}
 			}
-			sender, err := t.qualify(rt.SenderSlug, in.FromRelay, in.FromName)
+			fromName := in.FromName
+			if strings.EqualFold(RelayLabel(fromName), RelayLabel(in.SelfName)) {
+				fromName = "" // a relay named as this one is named by its id
+			}
+			sender, err := t.qualify(rt.SenderSlug, in.FromRelay, fromName)
 			if err != nil {
 				return err
 			}

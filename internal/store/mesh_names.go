@@ -64,7 +64,7 @@ func (t *tx) qualify(slug, from, fromName string) (string, error) {
 		return slug, nil
 	}
 	q := ""
-	if l := RelayLabel(fromName); l != "" {
+	if l := RelayLabel(fromName); l != "" && !t.nameShared(fromName, from) {
 		q = slug + "@" + l
 		var holder string
 		err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id FROM mesh_agents WHERE slug = ?`, q).Scan(&holder)
@@ -114,4 +114,13 @@ func remoteConversation(rt relay.Task) (conv any, hops int, target any) {
 		target = s
 	}
 	return conv, max(rt.Hops, rt.Depth, 0), target
+}
+
+// nameShared reports whether another relay recorded here goes by name (a
+// relay that renamed itself after another, or twins): its senders are then
+// qualified with the relay id, never a name that looks like the other's.
+func (t *tx) nameShared(name, id string) bool {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_relays WHERE name = ? COLLATE NOCASE AND relay_id != ?`, name, id).Scan(&n)
+	return err != nil || n > 0
 }

@@ -98,9 +98,12 @@ func (db *DB) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
 	return queryAll(ctx, db.r, "list relays", scanMeshRelay, `SELECT `+meshRelayColumns+` FROM mesh_relays ORDER BY name, relay_id`)
 }
 
-// SetRelayState trusts or blocks a relay. Trusting pins the newest key
-// seen; a relay whose key is not known yet cannot be trusted.
-func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRelay, error) {
+// SetRelayState trusts or blocks a relay. Trusting pins exactly key, which
+// must be the relay's pinned key or the other key it now shows (new_key):
+// the one whose fingerprint the operator approved. Any other key (the
+// relay's keys changed since the operator looked) is refused; a relay whose
+// key is not known yet cannot be trusted. key is ignored for other states.
+func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.MeshRelay, error) {
 	var out relay.MeshRelay
 	if state != relay.RelayTrusted && state != relay.RelayBlocked && state != relay.RelayPending {
 		return out, relay.Errorf(relay.EInvalidRequest, "state: must be trusted, blocked or pending.")
@@ -114,11 +117,18 @@ func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRe
 			return fmt.Errorf("read relay %s: %w", id, err)
 		}
 		if state == relay.RelayTrusted {
-			if cur.NewKey != "" {
-				cur.PublicKey, cur.NewKey = cur.NewKey, ""
-			}
-			if cur.PublicKey == "" {
+			switch {
+			case cur.PublicKey == "" && cur.NewKey == "":
 				return relay.Errorf(relay.EInvalidRequest, "Relay %s has shown no key yet, so it cannot be trusted; wait until it is in the mesh directory.", id)
+			case key == "":
+				return relay.Errorf(relay.EInvalidRequest, "Trusting relay %s needs the key to pin.", id)
+			case key == cur.NewKey:
+				cur.PublicKey, cur.NewKey = cur.NewKey, ""
+			case key == cur.PublicKey:
+				// The key first seen is pinned; another key shown meanwhile
+				// stays listed (and is never pinned by this trust).
+			default:
+				return relay.Errorf(relay.EInvalidRequest, "Relay %s's key changed since it was shown: look at its fingerprint again (crosschat-relay mesh relays) before trusting it.", id)
 			}
 		}
 		cur.State, cur.ChangedAt = state, t.ts
@@ -132,26 +142,58 @@ func (db *DB) SetRelayState(ctx context.Context, id, state string) (relay.MeshRe
 	return out, err
 }
 
-// Bounds of what is held: per sending relay and in all (a client that makes
-// up relay ids cannot fill the disk).
+// ForgetPendingRelay deletes relay id's admission record if it is pending
+// with no other key shown (a relay the operator never decided on); true
+// when it did. Its held envelopes stay.
+func (db *DB) ForgetPendingRelay(ctx context.Context, id string) (bool, error) {
+	var n int64
+	err := db.write(ctx, "forget relay", func(t *tx) error {
+		var err error
+		n, err = t.execCount("forget relay", `DELETE FROM mesh_relays WHERE relay_id = ? AND state = 'pending' AND new_key IS NULL`, id)
+		return err
+	})
+	return n > 0, err
+}
+
+// Bounds of what is held, in envelopes and bytes: per sending relay and in
+// all (a client that makes up relay ids cannot fill the disk). Envelopes of
+// a newer version (whose signature this build cannot judge) are bounded
+// apart from the rest, so they cannot crowd out a relay's signed tasks.
 const (
-	maxHeldPerRelay = 1000
-	maxHeld         = 10000
+	maxHeldPerRelay      = 1000
+	maxHeld              = 10000
+	maxHeldBytesPerRelay = 64 << 20
+	maxHeldBytes         = 256 << 20
 )
 
 // HoldEnvelope keeps an envelope to apply later; false when its message id
-// is held already. Past the bounds it refuses with a *relay.MeshRefusal
-// (reason held-full).
+// is held already. Past the bounds (counted apart for reason version) it
+// refuses with a *relay.MeshRefusal (reason held-full).
 func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
 	var n int64
 	err := db.write(ctx, "hold envelope", func(t *tx) error {
+		var held int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_held WHERE msg_id = ?`, h.MsgID).Scan(&held); err != nil {
+			return fmt.Errorf("find held envelope: %w", err)
+		}
+		if held > 0 {
+			return nil
+		}
+		version := h.Reason == "version"
 		var perRelay, total int
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT (SELECT COUNT(*) FROM mesh_held WHERE from_relay = ?), (SELECT COUNT(*) FROM mesh_held)`,
-			h.FromRelay).Scan(&perRelay, &total); err != nil {
+		var perRelayBytes, totalBytes int64
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT
+				(SELECT COUNT(*) FROM mesh_held WHERE from_relay = ? AND (reason = 'version') = ?),
+				(SELECT COALESCE(SUM(LENGTH(data)), 0) FROM mesh_held WHERE from_relay = ? AND (reason = 'version') = ?),
+				(SELECT COUNT(*) FROM mesh_held WHERE (reason = 'version') = ?),
+				(SELECT COALESCE(SUM(LENGTH(data)), 0) FROM mesh_held WHERE (reason = 'version') = ?)`,
+			h.FromRelay, version, h.FromRelay, version, version, version).Scan(&perRelay, &perRelayBytes, &total, &totalBytes); err != nil {
 			return fmt.Errorf("count held envelopes: %w", err)
 		}
-		if perRelay >= maxHeldPerRelay || total >= maxHeld {
-			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes held from relay %s, %d in all", perRelay, h.FromRelay, total)}
+		size := int64(len(h.Data))
+		if perRelay >= maxHeldPerRelay || total >= maxHeld || perRelayBytes+size > maxHeldBytesPerRelay || totalBytes+size > maxHeldBytes {
+			return &relay.MeshRefusal{Reason: "held-full", Detail: fmt.Sprintf("%d envelopes (%d bytes) held from relay %s, %d (%d bytes) in all",
+				perRelay, perRelayBytes, h.FromRelay, total, totalBytes)}
 		}
 		var err error
 		n, err = t.execCount("hold envelope", `INSERT INTO mesh_held (msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at)
@@ -165,13 +207,19 @@ func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, err
 // HeldEnvelopes returns up to limit held envelopes, oldest first, of
 // fromRelay ("" for all) and reason ("" for any).
 func (db *DB) HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]relay.HeldEnvelope, error) {
+	return db.HeldEnvelopesAfter(ctx, fromRelay, reason, 0, limit)
+}
+
+// HeldEnvelopesAfter is HeldEnvelopes from seq afterSeq on (exclusive), so
+// a caller pages past envelopes it leaves held.
+func (db *DB) HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]relay.HeldEnvelope, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
 	return queryAll(ctx, db.r, "list held envelopes", func(r rowScanner) (relay.HeldEnvelope, error) {
 		var h relay.HeldEnvelope
 		err := r.Scan(&h.Seq, &h.MsgID, &h.FromRelay, &h.Reason, &h.TaskID, &h.Title, &h.SenderSlug, &h.RecipientSlug, &h.Data, &h.ReceivedAt)
 		return h, err
 	}, `SELECT seq, msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at FROM mesh_held
-		WHERE (? = '' OR from_relay = ?) AND (? = '' OR reason = ?) ORDER BY seq`+limitSQL(limit), fromRelay, fromRelay, reason, reason)
+		WHERE seq > ? AND (? = '' OR from_relay = ?) AND (? = '' OR reason = ?) ORDER BY seq`+limitSQL(limit), afterSeq, fromRelay, fromRelay, reason, reason)
 }
 
 // DropHeld removes a held envelope.

@@ -28,13 +28,16 @@ func TestMeshRelayAdmission(t *testing.T) {
 	if r, _ := see(a, "", false); r.State != relay.RelayPending || r.PublicKey != "" {
 		t.Fatalf("first sight without a key: %+v", r)
 	}
-	if _, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); relay.ErrorCode(err) != relay.EInvalidRequest {
+	if _, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, ""); relay.ErrorCode(err) != relay.EInvalidRequest {
 		t.Fatalf("trusting a relay with no key = %v", err)
 	}
 	if r, _ := see(a, "K1", false); r.PublicKey != "K1" || r.State != relay.RelayPending {
 		t.Fatalf("first key: %+v", r)
 	}
-	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); err != nil || r.State != relay.RelayTrusted {
+	if _, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, "K9"); relay.ErrorCode(err) != relay.EInvalidRequest {
+		t.Fatalf("trusting a key the relay never showed = %v", err)
+	}
+	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, "K1"); err != nil || r.State != relay.RelayTrusted {
 		t.Fatalf("trust = %+v, %v", r, err)
 	}
 	if r, changed := see(a, "K2", false); !changed || r.State != relay.RelayPending || r.PublicKey != "K1" || r.NewKey != "K2" {
@@ -46,14 +49,17 @@ func TestMeshRelayAdmission(t *testing.T) {
 	if r, _ := see(a, "K1", false); r.State != relay.RelayPending || r.NewKey != "" {
 		t.Fatalf("the pinned key shown again: %+v; want pending, no other key", r)
 	}
-	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); err != nil || r.PublicKey != "K1" {
+	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, "K1"); err != nil || r.PublicKey != "K1" {
 		t.Fatalf("trust with the pinned key back = %+v, %v; want K1", r, err)
 	}
 	see(a, "K2", false)
-	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted); err != nil || r.PublicKey != "K2" || r.NewKey != "" {
+	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, "K1"); err != nil || r.PublicKey != "K1" || r.NewKey != "K2" {
+		t.Fatalf("trust of the first key while another shows = %+v, %v; want K1 pinned, K2 still listed", r, err)
+	}
+	if r, err := e.db.SetRelayState(ctx, a, relay.RelayTrusted, "K2"); err != nil || r.PublicKey != "K2" || r.NewKey != "" {
 		t.Fatalf("trust again = %+v, %v; want K2 pinned", r, err)
 	}
-	if _, err := e.db.SetRelayState(ctx, a, relay.RelayBlocked); err != nil {
+	if _, err := e.db.SetRelayState(ctx, a, relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := see(a, "K3", true); r.State != relay.RelayBlocked {
@@ -66,7 +72,7 @@ func TestMeshRelayAdmission(t *testing.T) {
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("relays = %+v, %v", rs, err)
 	}
-	if _, err := e.db.SetRelayState(ctx, "cc00000000000000", relay.RelayTrusted); err == nil {
+	if _, err := e.db.SetRelayState(ctx, "cc00000000000000", relay.RelayTrusted, "K1"); err == nil {
 		t.Fatal("trusted a relay never seen")
 	}
 }
@@ -105,6 +111,21 @@ func TestMeshHeldEnvelopes(t *testing.T) {
 	var refusal *relay.MeshRefusal
 	if _, err := hold("one-more", "flood", "untrusted"); !asRefusal(err, &refusal) || refusal.Reason != "held-full" {
 		t.Fatalf("hold past the bound = %v; want held-full", err)
+	}
+	if ok, err := hold("flood-1", "flood", "untrusted"); err != nil || ok {
+		t.Fatalf("holding a held message again when full = %v, %v; want recognised", ok, err)
+	}
+	// Newer-version envelopes (unverifiable) have their own share: they
+	// neither crowd out nor are crowded out by signed ones.
+	if ok, err := hold("newer-1", "flood", "version"); err != nil || !ok {
+		t.Fatalf("version hold beside a full untrusted share = %v, %v", ok, err)
+	}
+	big := make([]byte, 40<<20)
+	if ok, err := e.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "big-1", FromRelay: "big", Reason: "untrusted", Data: big}); err != nil || !ok {
+		t.Fatalf("hold 40 MiB = %v, %v", ok, err)
+	}
+	if _, err := e.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "big-2", FromRelay: "big", Reason: "untrusted", Data: big}); !asRefusal(err, &refusal) || refusal.Reason != "held-full" {
+		t.Fatalf("hold past the byte bound = %v; want held-full", err)
 	}
 }
 

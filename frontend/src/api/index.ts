@@ -150,8 +150,12 @@ export interface Api {
     agents(): Promise<MeshAgent[]>;
     settings(): Promise<MeshSettingsView>;
     saveSettings(s: MeshSettings): Promise<MeshSettingsView>;
-    /** trust admits a relay (by id): its key is pinned and its held tasks are delivered. */
-    trust(relayId: string): Promise<MeshRelay>;
+    /**
+     * trust admits a relay (by id): exactly the key with the fingerprint shown
+     * is pinned (refused if the relay's keys changed since), and its held
+     * tasks are delivered.
+     */
+    trust(relayId: string, fingerprint: string): Promise<MeshRelay>;
     /** block refuses a relay (by id): what it sends is kept, never delivered. */
     block(relayId: string): Promise<MeshRelay>;
   };
@@ -238,7 +242,7 @@ export const api: Api = {
     agents: norm(async () => (await MeshB.Agents()) ?? []),
     settings: norm(() => MeshB.MeshSettings() as Promise<MeshSettingsView>),
     saveSettings: norm((s) => MeshB.SaveMeshSettings(s as relay.MeshSettings) as Promise<MeshSettingsView>),
-    trust: norm((id) => MeshB.Trust(id)),
+    trust: norm((id, fingerprint) => MeshB.Trust(id, fingerprint)),
     block: norm((id) => MeshB.Block(id)),
   },
   system: {

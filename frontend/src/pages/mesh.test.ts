@@ -199,11 +199,25 @@ describe("MeshPage trust", () => {
     expect(buttons.map((b) => b.text())).toEqual(["Trust", "Block"]);
     await buttons[0].trigger("click");
     await flushPromises();
-    expect(api.mesh.trust).toHaveBeenCalledWith("c3");
+    expect(api.mesh.trust).toHaveBeenCalledWith("c3", "SHA256:c3key");
     expect(api.mesh.status).toHaveBeenCalledTimes(2);
     await row.findAll("button")[1].trigger("click");
     await flushPromises();
     expect(api.mesh.block).toHaveBeenCalledWith("c3");
+    w.unmount();
+  });
+
+  it("trusts exactly the key it shows: the first-seen key, or the new key with its own button", async () => {
+    const st = pending();
+    st.relays[1] = meshRelay({ id: "c3", name: "stranger", state: "pending", fingerprint: "SHA256:c3key", newFingerprint: "SHA256:other" });
+    const { mount: m, api } = await withStores({ mesh: st });
+    const w = m(MeshPage);
+    await flushPromises();
+    const row = w.find('[data-relay="stranger"]');
+    expect(row.findAll("button").map((b) => b.text())).toEqual(["Trust", "Trust new key", "Block"]);
+    await row.find('[data-test="relay-trust-new-btn"]').trigger("click");
+    await flushPromises();
+    expect(api.mesh.trust).toHaveBeenCalledWith("c3", "SHA256:other");
     w.unmount();
   });
 

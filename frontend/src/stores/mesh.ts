@@ -44,11 +44,14 @@ export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
     return out;
   });
 
-  /** setTrust trusts or blocks a relay by id, then reads the mesh again. */
-  async function setTrust(relayId: string, trust: boolean) {
+  /**
+   * setTrust trusts (pinning the key of fingerprint, the one the page
+   * showed) or blocks a relay by id, then reads the mesh again.
+   */
+  async function setTrust(relayId: string, trust: boolean, fingerprint = "") {
     state.busy = relayId;
     try {
-      await (trust ? api.mesh.trust(relayId) : api.mesh.block(relayId));
+      await (trust ? api.mesh.trust(relayId, fingerprint) : api.mesh.block(relayId));
       state.error = "";
       await load();
     } catch (e) {
@@ -62,7 +65,7 @@ export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
     state,
     agentsByRelay,
     load,
-    trust: (relayId: string) => setTrust(relayId, true),
+    trust: (relayId: string, fingerprint: string) => setTrust(relayId, true, fingerprint),
     block: (relayId: string) => setTrust(relayId, false),
     start() {
       void load();

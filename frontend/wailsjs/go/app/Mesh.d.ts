@@ -20,4 +20,4 @@ export function SaveMeshSettings(arg1:relay.MeshSettings):Promise<app.MeshSettin
 
 export function Status():Promise<app.MeshStatus>;
 
-export function Trust(arg1:string):Promise<mesh.RelayInfo>;
+export function Trust(arg1:string,arg2:string):Promise<mesh.RelayInfo>;

@@ -34,6 +34,6 @@ export function Status() {
   return window['go']['app']['Mesh']['Status']();
 }
 
-export function Trust(arg1) {
-  return window['go']['app']['Mesh']['Trust'](arg1);
+export function Trust(arg1, arg2) {
+  return window['go']['app']['Mesh']['Trust'](arg1, arg2);
 }
