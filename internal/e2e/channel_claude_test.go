@@ -44,16 +44,7 @@ func (s *tmuxSession) screen() string {
 // legacy MCP protocol (internal/mcp ChannelProtocolVersions): its MCP log
 // then says "Channel notifications registered", which the test waits for.
 func TestClaudeChannelLive(t *testing.T) {
-	dir := cliFolder(t, "claude")
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (.ci/run installs it)")
-	}
-	claude := filepath.Join(dir, "claude")
-	ver, err := exec.Command(claude, "--version").Output()
-	if err != nil {
-		t.Fatalf("claude --version: %v", err)
-	}
-	version, _, _ := strings.Cut(strings.TrimSpace(string(ver)), " ")
+	claude, version := claudeInTmux(t)
 
 	root := newRoot(t)
 	home, proj := filepath.Join(root, "home"), filepath.Join(root, "project")
@@ -203,4 +194,21 @@ func excerpt(s, mark string, n int) string {
 		return ""
 	}
 	return s[i:min(len(s), i+n)]
+}
+
+// claudeInTmux is the Claude Code of the lane under test and its version,
+// for a test that drives it interactive in tmux (skipped without tmux).
+func claudeInTmux(t *testing.T) (claude, version string) {
+	t.Helper()
+	dir := cliFolder(t, "claude")
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	claude = filepath.Join(dir, "claude")
+	ver, err := exec.Command(claude, "--version").Output()
+	if err != nil {
+		t.Fatalf("claude --version: %v", err)
+	}
+	version, _, _ = strings.Cut(strings.TrimSpace(string(ver)), " ")
+	return claude, version
 }

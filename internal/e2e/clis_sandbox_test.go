@@ -54,14 +54,7 @@ func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {
 	if err != nil || admin == "" {
 		t.Fatalf("admin token: %q, %v", admin, err)
 	}
-	for _, a := range []relay.CreateAgentInput{
-		{Slug: "builder", DisplayName: "Builder", ModelSlug: tc.name, Capabilities: []string{"file-system"}},
-		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
-	} {
-		if _, err := r.Services.Agents.Create(a); err != nil {
-			t.Fatalf("create agent %s: %v", a.Slug, err)
-		}
-	}
+	builderAndReviewer(t, r, tc.name)
 	if _, err := r.Services.Workers.Save(relay.WorkerConfig{
 		AgentSlug: "builder", Harness: tc.harness, Command: program, Workdir: work, Sandbox: relay.SandboxOn,
 		AllowedSenders: []string{"operator"}, TimeoutMinutes: 5, Enabled: true, Exclusive: true, Env: names,

@@ -178,14 +178,7 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 	})
 
 	r := startRelay(t, filepath.Join(base, "data"))
-	for _, a := range []relay.CreateAgentInput{
-		{Slug: "builder", DisplayName: "Builder", ModelSlug: tc.name, Capabilities: []string{"file-system"}},
-		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
-	} {
-		if _, err := r.Services.Agents.Create(a); err != nil {
-			t.Fatalf("create agent %s: %v", a.Slug, err)
-		}
-	}
+	builderAndReviewer(t, r, tc.name)
 	if _, err := r.Services.Workers.Save(relay.WorkerConfig{
 		AgentSlug: "builder", Harness: tc.harness, Command: program, Workdir: work,
 		AllowedSenders: []string{"operator"}, TimeoutMinutes: 5, Enabled: true, Exclusive: true, Env: names,
@@ -541,4 +534,19 @@ func TestRealCLIsToolSearch(t *testing.T) {
 		t.Fatalf("deferred %v, searches %v; want post_task deferred and loaded with %q", seen.Deferred, seen.ToolSearches, want)
 	}
 	t.Logf("deferred %v; loaded with ToolSearch %v; post_task made %s", seen.Deferred, seen.ToolSearches, child)
+}
+
+// builderAndReviewer creates the two agents of a real-CLI run on r: the
+// builder the worker serves (its model named model) and the reviewer it
+// hands off to.
+func builderAndReviewer(t *testing.T, r *app.Relay, model string) {
+	t.Helper()
+	for _, a := range []relay.CreateAgentInput{
+		{Slug: "builder", DisplayName: "Builder", ModelSlug: model, Capabilities: []string{"file-system"}},
+		{Slug: "reviewer", DisplayName: "Reviewer", ModelSlug: "person", Capabilities: []string{"review"}},
+	} {
+		if _, err := r.Services.Agents.Create(a); err != nil {
+			t.Fatalf("create agent %s: %v", a.Slug, err)
+		}
+	}
 }

@@ -278,16 +278,7 @@ func TestPluginHookScript(t *testing.T) {
 // and with the relay stopped a session still starts and shows the hook's
 // one line.
 func TestClaudePlugin(t *testing.T) {
-	dir := cliFolder(t, "claude")
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (.ci/run installs it)")
-	}
-	claude := filepath.Join(dir, "claude")
-	ver, err := exec.Command(claude, "--version").Output()
-	if err != nil {
-		t.Fatalf("claude --version: %v", err)
-	}
-	version, _, _ := strings.Cut(strings.TrimSpace(string(ver)), " ")
+	claude, version := claudeInTmux(t)
 
 	root := newRoot(t)
 	home := filepath.Join(root, "home")
