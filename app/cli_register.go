@@ -1,13 +1,11 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,27 +181,18 @@ func checkToken(ctx context.Context, base, token string) error {
 func openPush(base, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/api/push", nil)
-	if err != nil {
+	ready := false
+	ps := &client.PushStream{BaseURL: base, Token: token, After: -1,
+		OnEvent: func(relay.PushEvent) error { return nil },
+		OnReady: func(int64) { ready = true; cancel() },
+	}
+	if err := ps.Run(ctx); err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
-	if err != nil {
-		return err
+	if !ready {
+		return errors.New("the stream did not open within 10 s")
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "event: ready" {
-			return nil
-		}
-	}
-	return errors.New("the stream ended before it was ready")
+	return nil
 }
 
 // registerCmd is `crosschat-relay register [DIR] [--id ID]`; with --hook

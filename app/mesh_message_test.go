@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +33,10 @@ func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 	defer cancel()
 	ps := &client.PushStream{BaseURL: b.Config().BaseURL(), Token: bob.Token, After: -1,
 		OnEvent: func(e relay.PushEvent) error { events <- e; return nil },
-		Logf: func(format string, args ...any) {
-			if strings.Contains(fmt.Sprintf(format, args...), "connected") {
-				select {
-				case connected <- struct{}{}:
-				default:
-				}
+		OnReady: func(int64) {
+			select {
+			case connected <- struct{}{}:
+			default:
 			}
 		},
 	}

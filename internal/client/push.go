@@ -44,6 +44,9 @@ type PushStream struct {
 	OnEvent func(relay.PushEvent) error
 	// OnMissed is told when the relay trimmed events after the cursor.
 	OnMissed func(cursor int64)
+	// OnReady is told each time a connection is open and the relay is
+	// writing the agent's events to it, with the cursor it resumes after.
+	OnReady func(cursor int64)
 	// Logf receives diagnostics (connects, drops, retries); nil discards.
 	Logf func(format string, args ...any)
 	// Idle is the silence after which the connection is dropped; 0 means DefaultPushIdle.
@@ -231,6 +234,9 @@ func (s *PushStream) dispatch(event, data string) error {
 			s.setCursor(r.Cursor)
 		}
 		s.logf("push stream: connected after %d", s.Cursor())
+		if s.OnReady != nil {
+			s.OnReady(s.Cursor())
+		}
 	case "missed":
 		if s.OnMissed != nil {
 			s.OnMissed(s.Cursor())
