@@ -147,11 +147,28 @@ func post(t *testing.T, r *testRelay, sender, recipient, title string) relay.Tas
 }
 
 // arrives waits until r holds the task id.
-func arrives(t *testing.T, r *testRelay, id string) {
+func arrives(t *testing.T, r *testRelay, id string) { reaches(t, r, id, "") }
+
+// reaches waits until r holds the task id in status (in any, for "").
+func reaches(t *testing.T, r *testRelay, id string, status relay.TaskStatus) {
 	t.Helper()
-	eventually(t, "task "+id+" on "+r.name, func() (bool, string) {
-		_, err := r.svc.Task(t.Context(), id)
-		return err == nil, fmt.Sprint(err)
+	eventually(t, "task "+id+" on "+r.name+" "+string(status), func() (bool, string) {
+		task, err := r.svc.Task(t.Context(), id)
+		return err == nil && (status == "" || task.Status == status), fmt.Sprint(task.Status, err)
+	})
+}
+
+// outboxesEmpty waits until every relay of rs has published all it holds.
+func outboxesEmpty(t *testing.T, rs ...*testRelay) {
+	t.Helper()
+	eventually(t, "outboxes empty", func() (bool, string) {
+		depths, empty := "", true
+		for _, r := range rs {
+			d, err := r.db.OutboxDepth(t.Context())
+			empty = empty && err == nil && d == 0
+			depths += fmt.Sprintf("%s %d %v; ", r.name, d, err)
+		}
+		return empty, depths
 	})
 }
 
@@ -419,20 +436,13 @@ func TestCrossRelayLifecycle(t *testing.T) {
 	if _, err := a.svc.CancelTask(ctx, "alice", posted.ID, "not needed"); err != nil {
 		t.Fatalf("cancel on A: %v", err)
 	}
-	eventually(t, "B's task cancelled", func() (bool, string) {
-		o, err := b.svc.Task(ctx, posted.ID)
-		return err == nil && o.Status == relay.StatusCancelled, fmt.Sprintf("%s %v", o.Status, err)
-	})
+	reaches(t, b, posted.ID, relay.StatusCancelled)
 	bobs := collect(t, b, "bob", 2) // requeued (changes), cancelled
 	if want := []string{relay.EventTaskRequeued, relay.EventTaskCancelled}; fmt.Sprint(types(bobs)) != fmt.Sprint(want) {
 		t.Fatalf("bob's updates = %v; want %v", types(bobs), want)
 	}
 	// Nothing more arrives: every update was delivered once.
-	eventually(t, "outboxes empty", func() (bool, string) {
-		da, _ := a.db.OutboxDepth(ctx)
-		db, _ := b.db.OutboxDepth(ctx)
-		return da == 0 && db == 0, fmt.Sprintf("A %d, B %d", da, db)
-	})
+	outboxesEmpty(t, a, b)
 	if extra := readAll(t, a, "alice"); len(extra) != 0 {
 		t.Fatalf("alice got extra updates: %+v", extra)
 	}

@@ -31,19 +31,12 @@ func TestOperatorCrossRelayTask(t *testing.T) {
 	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bee", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done", Result: "42"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A's task completed", func() (bool, string) {
-		m, err := a.svc.Task(ctx, posted.ID)
-		return err == nil && m.Status == relay.StatusCompleted, fmt.Sprintf("%s %v", m.Status, err)
-	})
+	reaches(t, a, posted.ID, relay.StatusCompleted)
 	got := collect(t, a, "operator", 2)
 	if want := []string{relay.EventTaskClaimed, relay.EventTaskCompleted}; !slices.Equal(types(got), want) {
 		t.Fatalf("A's operator read %v; want %v once each", types(got), want)
 	}
-	eventually(t, "outboxes empty", func() (bool, string) {
-		da, _ := a.db.OutboxDepth(ctx)
-		db, _ := b.db.OutboxDepth(ctx)
-		return da == 0 && db == 0, fmt.Sprintf("A %d, B %d", da, db)
-	})
+	outboxesEmpty(t, a, b)
 	if extra := readAll(t, a, "operator"); len(extra) != 0 {
 		t.Fatalf("A's operator got extra updates: %+v", extra)
 	}
@@ -306,10 +299,7 @@ func TestAttackSpoofedCommands(t *testing.T) {
 	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A's mirror completed", func() (bool, string) {
-		m, err := a.svc.Task(ctx, posted.ID)
-		return err == nil && m.Status == relay.StatusCompleted, fmt.Sprint(m.Status, err)
-	})
+	reaches(t, a, posted.ID, relay.StatusCompleted)
 	js := jetStreamClient(t, a.node.InviteURL())
 	now := time.Now()
 	cur, err := a.db.Task(ctx, posted.ID)
