@@ -132,7 +132,7 @@ func (s *PushStream) streamURL() (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("relay URL %q: want http(s)://host:port", s.BaseURL)
 	}
-	u.Path = strings.TrimRight(u.Path, "/") + "/api/push"
+	u.Path = strings.TrimRight(u.Path, "/") + relay.PushPath
 	q := url.Values{}
 	if c := s.Cursor(); c >= 0 {
 		q.Set("after", strconv.FormatInt(c, 10))
@@ -223,7 +223,7 @@ func (s *PushStream) once(ctx context.Context) (got bool, err error) {
 // dispatch handles one complete SSE event.
 func (s *PushStream) dispatch(event, data string) error {
 	switch event {
-	case "ready":
+	case relay.PushEventReady:
 		var r struct {
 			Cursor int64 `json:"cursor"`
 		}
@@ -237,11 +237,11 @@ func (s *PushStream) dispatch(event, data string) error {
 		if s.OnReady != nil {
 			s.OnReady(s.Cursor())
 		}
-	case "missed":
+	case relay.PushEventMissed:
 		if s.OnMissed != nil {
 			s.OnMissed(s.Cursor())
 		}
-	case "task", "update":
+	case relay.PushEventTask, relay.PushEventUpdate:
 		var e relay.PushEvent
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
 			return fmt.Errorf("bad %s event: %w", event, err)

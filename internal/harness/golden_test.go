@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,29 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if string(want) != string(got) {
 		t.Errorf("%s differs from the golden file (run with -update if intended)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// eachCase runs fn as a subtest for every testdata/<dir>/*<ext> file (at
+// least min of them), named after the file less ext, with its content.
+func eachCase(t *testing.T, dir, ext string, min int, fn func(t *testing.T, name string, data []byte)) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", dir, "*"+ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < min {
+		t.Fatalf("found %d cases in testdata/%s; want at least %d", len(files), dir, min)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ext)
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn(t, name, b)
+		})
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -212,55 +210,41 @@ type parsed struct {
 // Ensure the streams captured from the real CLIs (testdata/streams/*.jsonl)
 // parse into their golden steps, answer and session id.
 func TestCapturedStreams(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "streams", "*.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no captured streams")
-	}
 	formats := map[string]string{"claude": runspec.EventsClaudeStream, "codex": runspec.EventsCodexJSON, "gemini": runspec.EventsGeminiStream}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+	eachCase(t, "streams", ".jsonl", 1, func(t *testing.T, name string, b []byte) {
 		cli, _, _ := strings.Cut(name, "-")
 		events, ok := formats[cli]
 		if !ok {
-			t.Fatalf("%s: unknown CLI %q", f, cli)
+			t.Fatalf("%s: unknown CLI %q", name, cli)
 		}
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := harness.NewParser(events)
-			res := parsed{Steps: []goldenStep{}}
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-			for sc.Scan() {
-				for _, e := range p.Line(sc.Text()) {
-					if e.Seq != 0 || e.At != "" || e.Files != nil {
-						t.Errorf("parser set recorder fields: %+v", e)
-					}
-					res.Steps = append(res.Steps, goldenStep{e.Kind, e.Text, e.Detail, e.Status, e.Ref})
+		p := harness.NewParser(events)
+		res := parsed{Steps: []goldenStep{}}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+		for sc.Scan() {
+			for _, e := range p.Line(sc.Text()) {
+				if e.Seq != 0 || e.At != "" || e.Files != nil {
+					t.Errorf("parser set recorder fields: %+v", e)
 				}
+				res.Steps = append(res.Steps, goldenStep{e.Kind, e.Text, e.Detail, e.Status, e.Ref})
 			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
-			}
-			res.Answer, res.SessionID = p.Answer(), p.SessionID()
-			if res.Answer == "" || res.SessionID == "" {
-				t.Errorf("answer %q, session %q", res.Answer, res.SessionID)
-			}
-			var out bytes.Buffer
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(res); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "streams/"+name+".golden", out.Bytes())
-		})
-	}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		res.Answer, res.SessionID = p.Answer(), p.SessionID()
+		if res.Answer == "" || res.SessionID == "" {
+			t.Errorf("answer %q, session %q", res.Answer, res.SessionID)
+		}
+		var out bytes.Buffer
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "streams/"+name+".golden", out.Bytes())
+	})
 }
 
 // Ensure Gemini's stream-json: streamed message deltas join into one

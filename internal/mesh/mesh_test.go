@@ -111,10 +111,77 @@ func aliceAndBob(t *testing.T) (a, b *testRelay) {
 	t.Helper()
 	a = startRelay(t, "relay-a", "")
 	b = startRelay(t, "relay-b", "", a.node.InviteURL())
+	aliceMeetsBob(t, a, b)
+	return a, b
+}
+
+// aliceMeetsBob makes a and b trust each other and creates agent alice on
+// a and agent bob on b.
+func aliceMeetsBob(t *testing.T, a, b *testRelay) {
+	t.Helper()
 	trustEachOther(t, a, b)
 	createAgent(t, a, "alice")
 	createAgent(t, b, "bob")
+}
+
+// trustedBee starts relay A and relay B, joined to A's NATS server and
+// trusting each other, with agent bee on B that A lists.
+func trustedBee(t *testing.T) (a, b *testRelay) {
+	t.Helper()
+	a = startRelay(t, "relay-a", "")
+	b = startRelay(t, "relay-b", "", a.node.InviteURL())
+	trustEachOther(t, a, b)
+	createAgent(t, b, "bee")
+	knows(t, a, "bee", "relay-b")
 	return a, b
+}
+
+// post posts a task titled title from sender to recipient on r.
+func post(t *testing.T, r *testRelay, sender, recipient, title string) relay.Task {
+	t.Helper()
+	task, err := r.svc.PostTask(t.Context(), relay.PostTaskInput{SenderSlug: sender, RecipientSlug: recipient, Title: title, Instructions: "x"})
+	if err != nil {
+		t.Fatalf("post %q from %s to %s on %s: %v", title, sender, recipient, r.name, err)
+	}
+	return task
+}
+
+// arrives waits until r holds the task id.
+func arrives(t *testing.T, r *testRelay, id string) { reaches(t, r, id, "") }
+
+// reaches waits until r holds the task id in status (in any, for "").
+func reaches(t *testing.T, r *testRelay, id string, status relay.TaskStatus) {
+	t.Helper()
+	eventually(t, "task "+id+" on "+r.name+" "+string(status), func() (bool, string) {
+		task, err := r.svc.Task(t.Context(), id)
+		return err == nil && (status == "" || task.Status == status), fmt.Sprint(task.Status, err)
+	})
+}
+
+// outboxesEmpty waits until every relay of rs has published all it holds.
+func outboxesEmpty(t *testing.T, rs ...*testRelay) {
+	t.Helper()
+	eventually(t, "outboxes empty", func() (bool, string) {
+		depths, empty := "", true
+		for _, r := range rs {
+			d, err := r.db.OutboxDepth(t.Context())
+			empty = empty && err == nil && d == 0
+			depths += fmt.Sprintf("%s %d %v; ", r.name, d, err)
+		}
+		return empty, depths
+	})
+}
+
+// claims waits until slug claims a task on r and returns it.
+func claims(t *testing.T, r *testRelay, slug string) *relay.Task {
+	t.Helper()
+	var task *relay.Task
+	eventually(t, slug+" claims on "+r.name, func() (bool, string) {
+		var err error
+		task, err = r.svc.ClaimNext(t.Context(), relay.ClaimInput{RecipientSlug: slug, Via: relay.ViaChat})
+		return err == nil && task != nil, fmt.Sprint(err)
+	})
+	return task
 }
 
 // trustEachOther makes every relay of rs trust every other, as their
@@ -369,20 +436,13 @@ func TestCrossRelayLifecycle(t *testing.T) {
 	if _, err := a.svc.CancelTask(ctx, "alice", posted.ID, "not needed"); err != nil {
 		t.Fatalf("cancel on A: %v", err)
 	}
-	eventually(t, "B's task cancelled", func() (bool, string) {
-		o, err := b.svc.Task(ctx, posted.ID)
-		return err == nil && o.Status == relay.StatusCancelled, fmt.Sprintf("%s %v", o.Status, err)
-	})
+	reaches(t, b, posted.ID, relay.StatusCancelled)
 	bobs := collect(t, b, "bob", 2) // requeued (changes), cancelled
 	if want := []string{relay.EventTaskRequeued, relay.EventTaskCancelled}; fmt.Sprint(types(bobs)) != fmt.Sprint(want) {
 		t.Fatalf("bob's updates = %v; want %v", types(bobs), want)
 	}
 	// Nothing more arrives: every update was delivered once.
-	eventually(t, "outboxes empty", func() (bool, string) {
-		da, _ := a.db.OutboxDepth(ctx)
-		db, _ := b.db.OutboxDepth(ctx)
-		return da == 0 && db == 0, fmt.Sprintf("A %d, B %d", da, db)
-	})
+	outboxesEmpty(t, a, b)
 	if extra := readAll(t, a, "alice"); len(extra) != 0 {
 		t.Fatalf("alice got extra updates: %+v", extra)
 	}
@@ -419,9 +479,7 @@ func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
 	t.Cleanup(func() { srv.Shutdown() })
 	a := startRelay(t, "relay-a", "", url)
 	b := startRelay(t, "relay-b", "", url)
-	trustEachOther(t, a, b)
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	aliceMeetsBob(t, a, b)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
 
@@ -461,14 +519,8 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	a, b := aliceAndBob(t)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
-	task, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Once", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "task on B", func() (bool, string) {
-		_, err := b.svc.Task(ctx, task.ID)
-		return err == nil, fmt.Sprint(err)
-	})
+	task := post(t, a, "alice", "bob", "Once")
+	arrives(t, b, task.ID)
 	// The same envelope again under a new JetStream id (past de-duplication)
 	// and under its own id: applied zero more times.
 	js := jetStreamClient(t, a.node.InviteURL())
@@ -529,10 +581,7 @@ func TestForgedEnvelopeIsRefused(t *testing.T) {
 		t.Fatal("the forged task was stored on B")
 	}
 	// A genuine task from A is still verified.
-	real, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Real", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := post(t, a, "alice", "bob", "Real")
 	eventually(t, "real task verified on B", func() (bool, string) {
 		got, err := b.svc.GetTask(ctx, "bob", real.ID)
 		return err == nil && got.Signature == relay.MarkVerified, fmt.Sprintf("%+v %v", got.Signature, err)
@@ -585,9 +634,7 @@ func TestRelayLagWhileARelayIsAway(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	url := a.node.InviteURL()
 	b := startRelay(t, "relay-b", "", url)
-	trustEachOther(t, a, b)
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	aliceMeetsBob(t, a, b)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
 	lagOf := func(name string) (uint64, string) {

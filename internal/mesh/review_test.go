@@ -136,10 +136,7 @@ func TestReviewHeldListNotFillable(t *testing.T) {
 		r := b.node.Refused()
 		return r[RefusedSignature] == junk && r[RefusedTo] == 3 && r[RefusedUnknownRelay] == 3, fmt.Sprint(r)
 	})
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Genuine", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := post(t, a, "operator", "bee", "Genuine")
 	eventually(t, "the genuine task is held, beside the 3 newer-version ones", func() (bool, string) {
 		untrusted, err1 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldUntrusted, 1000)
 		version, err2 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldVersion, 1000)

@@ -21,40 +21,22 @@ import (
 // never as its own operator, and A's task completes with A's operator
 // reading task-claimed and task-completed once each.
 func TestOperatorCrossRelayTask(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.InviteURL())
-	trustEachOther(t, a, b)
-	createAgent(t, b, "bee")
-	knows(t, a, "bee", "relay-b")
+	a, b := trustedBee(t)
 	ctx := t.Context()
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "From the operator", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task *relay.Task
-	eventually(t, "bee claims on B", func() (bool, string) {
-		task, err = b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bee", Via: relay.ViaChat})
-		return err == nil && task != nil, fmt.Sprint(err)
-	})
+	posted := post(t, a, "operator", "bee", "From the operator")
+	task := claims(t, b, "bee")
 	if task.ID != posted.ID || task.SenderSlug != "operator@relay-a" {
 		t.Fatalf("claimed on B: id %s sender %q; want %s from operator@relay-a", task.ID, task.SenderSlug, posted.ID)
 	}
 	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bee", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done", Result: "42"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A's task completed", func() (bool, string) {
-		m, err := a.svc.Task(ctx, posted.ID)
-		return err == nil && m.Status == relay.StatusCompleted, fmt.Sprintf("%s %v", m.Status, err)
-	})
+	reaches(t, a, posted.ID, relay.StatusCompleted)
 	got := collect(t, a, "operator", 2)
 	if want := []string{relay.EventTaskClaimed, relay.EventTaskCompleted}; !slices.Equal(types(got), want) {
 		t.Fatalf("A's operator read %v; want %v once each", types(got), want)
 	}
-	eventually(t, "outboxes empty", func() (bool, string) {
-		da, _ := a.db.OutboxDepth(ctx)
-		db, _ := b.db.OutboxDepth(ctx)
-		return da == 0 && db == 0, fmt.Sprintf("A %d, B %d", da, db)
-	})
+	outboxesEmpty(t, a, b)
 	if extra := readAll(t, a, "operator"); len(extra) != 0 {
 		t.Fatalf("A's operator got extra updates: %+v", extra)
 	}
@@ -131,10 +113,7 @@ func TestPendingRelayIsHeldUntilTrusted(t *testing.T) {
 	if _, err := b.node.SetTrust(ctx, "relay-c", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
-	blocked, err := c.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Blocked", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	blocked := post(t, c, "operator", "bee", "Blocked")
 	eventually(t, "B keeps C's task as blocked", func() (bool, string) {
 		h, err := b.node.Held(ctx)
 		return err == nil && len(h) == 1 && h[0].Reason == HeldBlocked && h[0].TaskID == blocked.ID, fmt.Sprintf("%+v %v", h, err)
@@ -277,9 +256,7 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 	// A refreshes its entries only hourly here, so what B shows is B's doing.
 	a := startRelayWith(t, "relay-a", "", store.Options{}, func(o *Options) { o.Refresh = time.Hour })
 	b := startRelay(t, "relay-b", "", a.node.InviteURL())
-	trustEachOther(t, a, b)
-	createAgent(t, a, "alice")
-	createAgent(t, b, "bob")
+	aliceMeetsBob(t, a, b)
 	knows(t, b, "alice", "relay-a")
 	ctx := t.Context()
 	kv := bucketClient(t, a.node.InviteURL())
@@ -304,14 +281,8 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 		}
 	}
 	// A task for alice still goes to relay A.
-	task, err := b.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "Still A", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "task reaches A", func() (bool, string) {
-		_, err := a.svc.Task(ctx, task.ID)
-		return err == nil, fmt.Sprint(err)
-	})
+	task := post(t, b, "bob", "alice", "Still A")
+	arrives(t, a, task.ID)
 }
 
 // Ensure cancel, requeue and state for a task are refused from any relay
@@ -323,22 +294,12 @@ func TestAttackSpoofedCommands(t *testing.T) {
 	ctx := t.Context()
 	c := startRelay(t, "relay-c", "", a.node.InviteURL())
 	trustEachOther(t, a, b, c)
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Once", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var task *relay.Task
-	eventually(t, "bob claims", func() (bool, string) {
-		task, err = b.svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Via: relay.ViaChat})
-		return err == nil && task != nil, fmt.Sprint(err)
-	})
+	posted := post(t, a, "alice", "bob", "Once")
+	task := claims(t, b, "bob")
 	if _, err := b.svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "A's mirror completed", func() (bool, string) {
-		m, err := a.svc.Task(ctx, posted.ID)
-		return err == nil && m.Status == relay.StatusCompleted, fmt.Sprint(m.Status, err)
-	})
+	reaches(t, a, posted.ID, relay.StatusCompleted)
 	js := jetStreamClient(t, a.node.InviteURL())
 	now := time.Now()
 	cur, err := a.db.Task(ctx, posted.ID)
@@ -412,14 +373,8 @@ func TestAttackReplay(t *testing.T) {
 	createAgent(t, c, "bob2")
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Once", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "task on B", func() (bool, string) {
-		_, err := b.svc.Task(ctx, posted.ID)
-		return err == nil, fmt.Sprint(err)
-	})
+	posted := post(t, a, "alice", "bob", "Once")
+	arrives(t, b, posted.ID)
 	js := jetStreamClient(t, a.node.InviteURL())
 	data := capture(t, js, b.node.id.ID)
 
@@ -502,10 +457,7 @@ func TestTrustAccountAdmitsAtOnce(t *testing.T) {
 	createAgent(t, b, "bee")
 	knows(t, a, "bee", "relay-b")
 	ctx := t.Context()
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "x", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := post(t, a, "operator", "bee", "x")
 	eventually(t, "task on B", func() (bool, string) {
 		got, err := b.svc.Task(ctx, posted.ID)
 		return err == nil && got.SenderSlug == "operator@relay-a", fmt.Sprint(got.SenderSlug, err)
@@ -536,19 +488,12 @@ func TestQualifiedSlugCannotBeRegistered(t *testing.T) {
 // for an agent of a relay blocked here waits in the outbox, and goes once
 // the relay is trusted again.
 func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	b := startRelay(t, "relay-b", "", a.node.InviteURL())
-	trustEachOther(t, a, b)
-	createAgent(t, b, "bee")
-	knows(t, a, "bee", "relay-b")
+	a, b := trustedBee(t)
 	ctx := t.Context()
 	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayBlocked, ""); err != nil {
 		t.Fatal(err)
 	}
-	posted, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bee", Title: "Waits", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	posted := post(t, a, "operator", "bee", "Waits")
 	published := a.node.published.Load()
 	if err := a.node.flush(); err != nil { // what the publisher does on each change, here at once
 		t.Fatal(err)
@@ -559,10 +504,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "task on B once trusted", func() (bool, string) {
-		_, err := b.svc.Task(ctx, posted.ID)
-		return err == nil, fmt.Sprint(err)
-	})
+	arrives(t, b, posted.ID)
 	if got := a.node.published.Load(); got != published+1 {
 		t.Fatalf("published %d while blocked and after; want 1 after", got-published)
 	}

@@ -9,6 +9,22 @@ const (
 	PushTask = "task"
 )
 
+// The push stream's wire protocol, shared by the relay that serves it and
+// the clients that follow it: its route and its SSE event names.
+const (
+	// PushPath is the push stream's route.
+	PushPath = "/api/push"
+	// PushEventReady: data {"agent","cursor"}: the stream is open.
+	PushEventReady = "ready"
+	// PushEventTask: data PushEvent: a task queued for the agent.
+	PushEventTask = "task"
+	// PushEventUpdate: data PushEvent: an update addressed to it.
+	PushEventUpdate = "update"
+	// PushEventMissed: data {"cursor"}: events after the cursor were
+	// trimmed, or never written.
+	PushEventMissed = "missed"
+)
+
 // Push stream limits.
 const (
 	// DefaultPushBatch is how many push events one read returns at most.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -129,6 +130,27 @@ func TestWritesBuildNoTemporaryTables(t *testing.T) {
 	}
 }
 
+// trigger returns the CREATE TRIGGER statement for name as the migration
+// file writes it, so a test that takes a database back to that migration
+// recreates the trigger from the migration's own text, not from a copy.
+func trigger(t testing.TB, file, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("migrations/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "CREATE TRIGGER "+name+" ")
+	if start < 0 {
+		t.Fatalf("%s creates no trigger %s", file, name)
+	}
+	n := strings.Index(text[start:], "\nEND;")
+	if n < 0 {
+		t.Fatalf("%s: trigger %s has no END;", file, name)
+	}
+	return text[start:start+n+len("\nEND;")] + "\n"
+}
+
 // undoChains takes a database back to migration 0011's text of what
 // migration 0012 changed: the CHECK lists, the open-task index's condition
 // and the push_event and mesh_task_changed triggers.
@@ -148,25 +170,11 @@ func undoChains(t *testing.T, raw *sql.DB) string {
 	b.WriteString(`DROP INDEX tasks_sender_open;
 		CREATE INDEX tasks_sender_open ON tasks (sender_slug) WHERE status IN ('queued', 'claimed', 'blocked');
 		DROP TRIGGER push_event;
-		CREATE TRIGGER push_event AFTER INSERT ON events
-		WHEN EXISTS (SELECT 1 FROM push_agents WHERE slug = NEW.recipient_slug)
-		BEGIN
-		    INSERT INTO push_events (agent_slug, kind, task_id, title, from_slug, priority, message, created_at)
-		    SELECT NEW.recipient_slug, NEW.type, NEW.task_id, COALESCE(t.title, ''),
-		           COALESCE(CASE WHEN t.sender_slug = NEW.recipient_slug THEN t.recipient_slug ELSE t.sender_slug END, ''),
-		           COALESCE(t.priority, 0), NEW.summary, NEW.created_at
-		    FROM (SELECT 1) LEFT JOIN tasks t ON t.id = NEW.task_id;
-		END;
-		DROP TRIGGER mesh_task_changed;
-		CREATE TRIGGER mesh_task_changed AFTER UPDATE ON tasks
-		WHEN EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.sender_slug)
-		 AND NOT EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.recipient_slug)
-		 AND NOT EXISTS (SELECT 1 FROM mesh_outbox WHERE task_id = NEW.id AND event_type IS NULL)
-		BEGIN
-		    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
-		    SELECT lower(hex(randomblob(16))), relay_id, NEW.id, NEW.updated_at FROM mesh_agents WHERE slug = NEW.sender_slug;
-		END;
-		PRAGMA user_version = 11;`)
+		`)
+	b.WriteString(trigger(t, "0009_push_followers.sql", "push_event"))
+	b.WriteString("DROP TRIGGER mesh_task_changed;\n")
+	b.WriteString(trigger(t, "0005_mesh.sql", "mesh_task_changed"))
+	b.WriteString("PRAGMA user_version = 11;")
 	return b.String()
 }
 

@@ -90,32 +90,15 @@ const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE 
 // undoMeshTrust takes a database back from version 13 to 12: relay
 // admission, held envelopes and task peers (migration 0013), with the mesh
 // triggers as 0005 and 0012 left them.
-const undoMeshTrust = `DROP TRIGGER mesh_task_posted; DROP TRIGGER mesh_task_changed; DROP TRIGGER mesh_event;
+func undoMeshTrust(t testing.TB) string {
+	return `DROP TRIGGER mesh_task_posted; DROP TRIGGER mesh_task_changed; DROP TRIGGER mesh_event;
 	DROP TABLE mesh_task_peers; DROP TABLE mesh_held;
 	ALTER TABLE mesh_relays DROP COLUMN name; ALTER TABLE mesh_relays DROP COLUMN state;
 	ALTER TABLE mesh_relays DROP COLUMN new_key; ALTER TABLE mesh_relays DROP COLUMN changed_at;
-	CREATE TRIGGER mesh_task_posted AFTER INSERT ON tasks
-	WHEN EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.recipient_slug)
-	 AND NOT EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.sender_slug)
-	BEGIN
-	    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
-	    SELECT lower(hex(randomblob(16))), relay_id, NEW.id, NEW.updated_at FROM mesh_agents WHERE slug = NEW.recipient_slug;
-	END;
-	CREATE TRIGGER mesh_task_changed AFTER UPDATE ON tasks
-	WHEN EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.sender_slug)
-	 AND NOT EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.recipient_slug)
-	 AND NOT EXISTS (SELECT 1 FROM mesh_outbox WHERE task_id = NEW.id AND event_type IS NULL)
-	BEGIN
-	    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
-	    VALUES (lower(hex(randomblob(16))), (SELECT relay_id FROM mesh_agents WHERE slug = NEW.sender_slug), NEW.id, NEW.updated_at);
-	END;
-	CREATE TRIGGER mesh_event AFTER INSERT ON events
-	WHEN EXISTS (SELECT 1 FROM mesh_agents WHERE slug = NEW.recipient_slug)
-	BEGIN
-	    INSERT INTO mesh_outbox (msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at, created_at)
-	    SELECT lower(hex(randomblob(16))), relay_id, NEW.task_id, NEW.recipient_slug, NEW.type, NEW.summary, NEW.created_at, NEW.created_at
-	    FROM mesh_agents WHERE slug = NEW.recipient_slug;
-	END;`
+	` + trigger(t, "0005_mesh.sql", "mesh_task_posted") +
+		trigger(t, "0012_lists_as_comparisons.sql", "mesh_task_changed") +
+		trigger(t, "0005_mesh.sql", "mesh_event")
+}
 
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
@@ -127,7 +110,7 @@ func (e *env) downgrade(undo string) {
 		e.t.Fatal(err)
 	}
 	raw := rawDB(e.t, e.path)
-	if _, err := raw.Exec(undoWorkerSandbox + undoMeshTrust + undo); err != nil {
+	if _, err := raw.Exec(undoWorkerSandbox + undoMeshTrust(e.t) + undo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -24,12 +23,11 @@ var _ relay.MeshStore = (*DB)(nil)
 func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]relay.OutboxItem, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
 	where := ""
-	args := make([]any, 0, len(skip))
+	var args []any
 	if len(skip) > 0 {
-		where = ` WHERE to_relay NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(skip)), ",") + `)`
-		for _, r := range skip {
-			args = append(args, r)
-		}
+		var list string
+		list, args = inList(skip)
+		where = ` WHERE to_relay NOT IN ` + list
 	}
 	var out []relay.OutboxItem
 	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
@@ -89,12 +87,8 @@ func (db *DB) DeleteOutbox(ctx context.Context, seqs ...int64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?,", len(seqs)), ",")
-	args := make([]any, len(seqs))
-	for i, s := range seqs {
-		args[i] = s
-	}
-	return db.writeOne(ctx, "delete outbox", `DELETE FROM mesh_outbox WHERE seq IN (`+marks+`)`, args...)
+	list, args := inList(seqs)
+	return db.writeOne(ctx, "delete outbox", `DELETE FROM mesh_outbox WHERE seq IN `+list, args...)
 }
 
 // OutboxDepth counts outbox rows not yet published.

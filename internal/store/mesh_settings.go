@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -16,13 +14,9 @@ const keyMeshSettings = "mesh.settings"
 // MeshSettings returns the saved mesh settings (zero when none are saved).
 func (db *DB) MeshSettings(ctx context.Context) (relay.MeshSettings, error) {
 	var s relay.MeshSettings
-	var v string
-	err := db.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyMeshSettings).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return s, nil
-	}
-	if err != nil {
-		return s, fmt.Errorf("read mesh settings: %w", err)
+	v, err := optionalString(ctx, db.r, "read mesh settings", settingSQL, keyMeshSettings)
+	if err != nil || v == "" {
+		return s, err
 	}
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
 		return s, fmt.Errorf("read mesh settings: %w", err)
@@ -37,5 +31,5 @@ func (db *DB) SetMeshSettings(ctx context.Context, s relay.MeshSettings) error {
 	if err != nil {
 		return fmt.Errorf("store mesh settings: %w", err)
 	}
-	return db.writeOne(ctx, "store mesh settings", `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, keyMeshSettings, string(b))
+	return db.writeOne(ctx, "store mesh settings", upsertSettingSQL, keyMeshSettings, string(b))
 }

@@ -130,3 +130,23 @@ func TestMeshHeldEnvelopes(t *testing.T) {
 }
 
 func asRefusal(err error, out **relay.MeshRefusal) bool { return errors.As(err, out) }
+
+// Ensure the mesh settings read as zero until saved, then as saved, and a
+// second save replaces the first.
+func TestMeshSettingsSaved(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	if got, err := e.db.MeshSettings(e.ctx); err != nil || got.Embed != "" || got.URLs != nil {
+		t.Fatalf("before any save: %+v, %v", got, err)
+	}
+	for _, want := range []relay.MeshSettings{
+		{URLs: []string{"nats://a:4222"}, Name: "first"},
+		{Embed: "127.0.0.1:4222", Name: "second"},
+	} {
+		if err := e.db.SetMeshSettings(e.ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.db.MeshSettings(e.ctx); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("read back %+v, %v; want %+v", got, err, want)
+		}
+	}
+}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -16,6 +14,25 @@ const (
 	keyWorkersPaused = "workers.paused"
 	keyMaxOpenTasks  = "tasks.maxOpenPerSender"
 )
+
+// upsertSettingSQL stores the value of one settings key; settingSQL reads it.
+const (
+	upsertSettingSQL = `INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`
+	settingSQL       = `SELECT value FROM settings WHERE key = ?`
+)
+
+// intSetting reads the whole number stored under key, def when none is.
+func intSetting(ctx context.Context, q queryer, key string, def int) (int, error) {
+	v, err := optionalString(ctx, q, "read setting "+key, settingSQL, key)
+	if err != nil || v == "" {
+		return def, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("setting %s = %q: %w", key, v, err)
+	}
+	return n, nil
+}
 
 // Settings returns the operator's relay-wide settings, with defaults for
 // keys never set.
@@ -70,7 +87,7 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 			values[keyMaxOpenTasks] = strconv.Itoa(s.MaxOpenTasksPerSender)
 		}
 		for k, v := range values {
-			if _, err := t.exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+			if _, err := t.exec(upsertSettingSQL, k, v); err != nil {
 				return fmt.Errorf("store setting %s: %w", k, err)
 			}
 		}
@@ -97,17 +114,9 @@ func countOpenSQL(limit int) string {
 // configured number of open tasks (queued, claimed or blocked), so one
 // sender cannot flood the queue and the database.
 func checkOpenTasks(t *tx, sender string) error {
-	limit := relay.DefaultMaxOpenTasksPerSender
-	var v string
-	err := t.tx.QueryRowContext(t.ctx, `SELECT value FROM settings WHERE key = ?`, keyMaxOpenTasks).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
+	limit, err := intSetting(t.ctx, t.tx, keyMaxOpenTasks, relay.DefaultMaxOpenTasksPerSender)
+	if err != nil {
 		return fmt.Errorf("read open-task cap: %w", err)
-	default:
-		if limit, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("read open-task cap: setting %s = %q: %w", keyMaxOpenTasks, v, err)
-		}
 	}
 	var open int
 	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL(limit), sender).Scan(&open); err != nil {

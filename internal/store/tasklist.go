@@ -49,15 +49,14 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 		args  []any
 	)
 	if len(f.Statuses) > 0 {
-		marks := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
+		for _, s := range f.Statuses {
 			if !s.Valid() {
 				return nil, relay.Errorf(relay.EInvalidRequest, "status: %q is not a task status.", s)
 			}
-			marks[i] = "?"
-			args = append(args, string(s))
 		}
-		where = append(where, "t.status IN ("+strings.Join(marks, ", ")+")")
+		list, statuses := inList(f.Statuses)
+		where = append(where, "t.status IN "+list)
+		args = append(args, statuses...)
 	}
 	if a := strings.ToLower(strings.TrimSpace(f.Agent)); a != "" {
 		// Bound as +? so that the statement stays prepared (see limitSQL).

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -192,6 +193,16 @@ func (t *tx) insertReport(taskID, kind, message, result string) (relay.Report, e
 		return r, fmt.Errorf("insert report: %w", err)
 	}
 	return r, nil
+}
+
+// inList returns the SQL list "(?, ?, …)" for vals, which must not be
+// empty, and vals as the query's arguments.
+func inList[T any](vals []T) (string, []any) {
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
+	}
+	return "(?" + strings.Repeat(", ?", len(vals)-1) + ")", args
 }
 
 // nullString stores "" as NULL.

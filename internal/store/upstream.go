@@ -205,7 +205,7 @@ func readMarker(ctx context.Context, dst string) (*importMarker, error) {
 	}
 	defer ro.Close()
 	var v string
-	err = ro.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, importMarkerKey).Scan(&v)
+	err = ro.QueryRowContext(ctx, settingSQL, importMarkerKey).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) || (err != nil && strings.Contains(err.Error(), "no such table")) {
 		return nil, nil
 	}

@@ -14,21 +14,11 @@ import (
 
 // Push stream parameters.
 const (
-	// PushPath is the push stream's route.
-	PushPath = "/api/push"
 	// DefaultPushHeartbeat spaces the heartbeat comments; proxies commonly
 	// close connections idle for 60 s.
 	DefaultPushHeartbeat = 20 * time.Second
 	// pushHubBuffer is the hub's change subscription buffer.
 	pushHubBuffer = 4096
-)
-
-// SSE event names of the push stream.
-const (
-	PushEventReady  = "ready"  // data {"agent","cursor"}: the stream is open
-	PushEventTask   = "task"   // data relay.PushEvent: a task queued for the agent
-	PushEventUpdate = "update" // data relay.PushEvent: an update addressed to it
-	PushEventMissed = "missed" // data {"cursor"}: events after the cursor were trimmed, or never written
 )
 
 // pushHub wakes push streams in process when a change for their agent
@@ -134,7 +124,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 
 	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
-	if !send("retry: 2000\nevent: %s\ndata: %s\n\n", PushEventReady, ready) {
+	if !send("retry: 2000\nevent: %s\ndata: %s\n\n", relay.PushEventReady, ready) {
 		return
 	}
 	beat := time.NewTicker(h.pushBeat)
@@ -151,15 +141,15 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		// Once per cursor: with no newer events of its own, the agent's
 		// cursor stays behind the trimmed or unwritten rows until one comes.
 		if (batch.MayHaveMissed || after < since) && after != told {
-			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", PushEventMissed, after) {
+			if !send("event: %s\ndata: {\"cursor\":%d}\n\n", relay.PushEventMissed, after) {
 				return
 			}
 			told = after
 		}
 		for _, e := range batch.Events {
-			name := PushEventUpdate
+			name := relay.PushEventUpdate
 			if e.IsTask() {
-				name = PushEventTask
+				name = relay.PushEventTask
 			}
 			b, err := json.Marshal(e)
 			if err != nil {

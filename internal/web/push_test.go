@@ -66,7 +66,7 @@ func TestPushRefusals(t *testing.T) {
 		{"a worker run's token", "GET", "", runTok, http.StatusForbidden, relay.EForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tc.method, srv.URL+web.PushPath+tc.query, nil)
+			req, _ := http.NewRequest(tc.method, srv.URL+relay.PushPath+tc.query, nil)
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
@@ -171,9 +171,9 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 	// Without a cursor: only what arrives from now on ("before" is not even
 	// written: alice's stream was never opened).
 	post("before")
-	live := openPush(t, ctx, srv.URL+web.PushPath, aliceTok, nil)
+	live := openPush(t, ctx, srv.URL+relay.PushPath, aliceTok, nil)
 	ready := next(t, live)
-	if ready.name != web.PushEventReady {
+	if ready.name != relay.PushEventReady {
 		t.Fatalf("first event %+v, want ready", ready)
 	}
 	var r struct {
@@ -191,9 +191,9 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 	}
 	var seqs []int64
 	for _, want := range []struct{ name, kind, id string }{
-		{web.PushEventTask, relay.PushTask, t1.ID},
-		{web.PushEventTask, relay.PushTask, t2.ID},
-		{web.PushEventUpdate, relay.EventTaskCancelled, t1.ID},
+		{relay.PushEventTask, relay.PushTask, t1.ID},
+		{relay.PushEventTask, relay.PushTask, t2.ID},
+		{relay.PushEventUpdate, relay.EventTaskCancelled, t1.ID},
 	} {
 		e := next(t, live)
 		var pe relay.PushEvent
@@ -223,11 +223,11 @@ func TestPushStreamOrderAndResume(t *testing.T) {
 		url    string
 		header map[string]string
 	}{
-		{srv.URL + web.PushPath + "?after=" + strconv.FormatInt(seqs[0], 10), nil},
-		{srv.URL + web.PushPath, map[string]string{"Last-Event-ID": strconv.FormatInt(seqs[0], 10)}},
+		{srv.URL + relay.PushPath + "?after=" + strconv.FormatInt(seqs[0], 10), nil},
+		{srv.URL + relay.PushPath, map[string]string{"Last-Event-ID": strconv.FormatInt(seqs[0], 10)}},
 	} {
 		events := openPush(t, ctx, how.url, aliceTok, how.header)
-		if e := next(t, events); e.name != web.PushEventReady {
+		if e := next(t, events); e.name != relay.PushEventReady {
 			t.Fatalf("first %+v", e)
 		}
 		for _, want := range seqs[1:] {
@@ -256,36 +256,36 @@ func TestPushCursorOlderThanTheStream(t *testing.T) {
 		}
 	}
 	// Carol follows her stream, so the sequence moves on.
-	carol := openPush(t, ctx, srv.URL+web.PushPath, carolTok, nil)
-	if e := next(t, carol); e.name != web.PushEventReady {
+	carol := openPush(t, ctx, srv.URL+relay.PushPath, carolTok, nil)
+	if e := next(t, carol); e.name != relay.PushEventReady {
 		t.Fatalf("first %+v", e)
 	}
 	post("carol", "for carol")
-	if e := next(t, carol); e.name != web.PushEventTask {
+	if e := next(t, carol); e.name != relay.PushEventTask {
 		t.Fatalf("carol got %+v", e)
 	}
 	post("alice", "unwritten")
 
-	old := openPush(t, ctx, srv.URL+web.PushPath+"?after=0", aliceTok, nil)
-	if e := next(t, old); e.name != web.PushEventReady {
+	old := openPush(t, ctx, srv.URL+relay.PushPath+"?after=0", aliceTok, nil)
+	if e := next(t, old); e.name != relay.PushEventReady {
 		t.Fatalf("first %+v", e)
 	}
-	if e := next(t, old); e.name != web.PushEventMissed || e.data != `{"cursor":0}` {
+	if e := next(t, old); e.name != relay.PushEventMissed || e.data != `{"cursor":0}` {
 		t.Fatalf("after=0 from before the stream was opened: %+v, want missed", e)
 	}
 	post("alice", "written")
 	e := next(t, old)
 	var pe relay.PushEvent
-	if err := json.Unmarshal([]byte(e.data), &pe); err != nil || e.name != web.PushEventTask || pe.Title != "written" {
+	if err := json.Unmarshal([]byte(e.data), &pe); err != nil || e.name != relay.PushEventTask || pe.Title != "written" {
 		t.Fatalf("then %+v (%v), want the task posted after", e, err)
 	}
 	// From the stream's start on, nothing is missed: the task only.
 	since := strconv.FormatInt(pe.Sequence-1, 10)
-	fresh := openPush(t, ctx, srv.URL+web.PushPath+"?after="+since, aliceTok, nil)
-	if e := next(t, fresh); e.name != web.PushEventReady {
+	fresh := openPush(t, ctx, srv.URL+relay.PushPath+"?after="+since, aliceTok, nil)
+	if e := next(t, fresh); e.name != relay.PushEventReady {
 		t.Fatalf("first %+v", e)
 	}
-	if e := next(t, fresh); e.name != web.PushEventTask || e.id != strconv.FormatInt(pe.Sequence, 10) {
+	if e := next(t, fresh); e.name != relay.PushEventTask || e.id != strconv.FormatInt(pe.Sequence, 10) {
 		t.Fatalf("after=%s: %+v, want the task alone", since, e)
 	}
 }
@@ -325,22 +325,22 @@ func TestPushMissedOncePerCursor(t *testing.T) {
 		return task
 	}
 	// Carol's stream moves the sequence past the stale cursor (2).
-	carol := openPush(t, ctx, srv.URL+web.PushPath, carolTok, nil)
-	if e := next(t, carol); e.name != web.PushEventReady {
+	carol := openPush(t, ctx, srv.URL+relay.PushPath, carolTok, nil)
+	if e := next(t, carol); e.name != relay.PushEventReady {
 		t.Fatalf("carol's first %+v, want ready", e)
 	}
 	for i := range 3 {
 		post("carol", "for carol "+strconv.Itoa(i))
-		if e := next(t, carol); e.name != web.PushEventTask {
+		if e := next(t, carol); e.name != relay.PushEventTask {
 			t.Fatalf("carol got %+v", e)
 		}
 	}
 
-	events := openPush(t, ctx, srv.URL+web.PushPath+"?after=2", aliceTok, nil)
-	if e := next(t, events); e.name != web.PushEventReady {
+	events := openPush(t, ctx, srv.URL+relay.PushPath+"?after=2", aliceTok, nil)
+	if e := next(t, events); e.name != relay.PushEventReady {
 		t.Fatalf("first %+v, want ready", e)
 	}
-	if e := next(t, events); e.name != web.PushEventMissed || e.data != `{"cursor":2}` {
+	if e := next(t, events); e.name != relay.PushEventMissed || e.data != `{"cursor":2}` {
 		t.Fatalf("second %+v, want missed for cursor 2", e)
 	}
 	for beats := 0; beats < 5; {
@@ -359,7 +359,7 @@ func TestPushMissedOncePerCursor(t *testing.T) {
 	}
 	task := post("alice", "after the gap")
 	var pe relay.PushEvent
-	if e := next(t, events); e.name != web.PushEventTask || json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID {
+	if e := next(t, events); e.name != relay.PushEventTask || json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID {
 		t.Fatalf("then %+v, want the task posted", e)
 	}
 }

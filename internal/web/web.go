@@ -297,7 +297,7 @@ func (h *handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveAPI serves the public REST routes: POST /api/enroll and the push
 // stream, GET /api/push.
 func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == PushPath {
+	if r.URL.Path == relay.PushPath {
 		h.servePush(w, r)
 		return
 	}

@@ -5,7 +5,7 @@ import MeshPage from "./MeshPage.vue";
 import SettingsPage from "./SettingsPage.vue";
 import TaskCard from "../components/TaskCard.vue";
 import AgentCard from "../components/AgentCard.vue";
-import { createMesh, linkText, parseUrls, relayMarker, remoteRelay } from "../stores/mesh";
+import { createMesh, linkText, parseUrls, relayActions, relayMarker, remoteRelay } from "../stores/mesh";
 import { agent, fakeApi, iso, meshRelay, meshSettings, meshStatus, summary, T0 } from "../test/fakes";
 import { withStores } from "../test/mount";
 
@@ -219,6 +219,15 @@ describe("MeshPage trust", () => {
     await flushPromises();
     expect(api.mesh.trust).toHaveBeenCalledWith("c3", "SHA256:other");
     w.unmount();
+  });
+
+  it("offers each relay the buttons its state calls for", () => {
+    const labels = (p: Parameters<typeof meshRelay>[0]) => relayActions(meshRelay(p)).map((a) => `${a.label}${a.disabled ? " (off)" : ""}`);
+    expect(labels({ self: true, state: "trusted" })).toEqual([]);
+    expect(labels({ state: "trusted" })).toEqual(["Block"]);
+    expect(labels({ state: "pending", fingerprint: "" })).toEqual(["Trust (off)", "Block"]);
+    expect(labels({ state: "blocked", fingerprint: "SHA256:k", newFingerprint: "SHA256:n" })).toEqual(["Trust", "Trust new key"]);
+    expect(relayActions(meshRelay({ state: "trusted", newFingerprint: "SHA256:n" })).map((a) => a.fingerprint)).toEqual(["SHA256:n", null]);
   });
 
   it("shows why a trust failed", async () => {

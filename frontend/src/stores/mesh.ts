@@ -1,7 +1,7 @@
 // The Mesh page's data: Mesh.Status and Mesh.Agents, read again every few
 // seconds while the page is open (lag and outbox depth are not pushed).
 import { computed, reactive } from "vue";
-import { errorMessage, type Agent, type Api, type MeshAgent, type MeshSettings, type MeshStatus } from "../api";
+import { errorMessage, type Agent, type Api, type MeshAgent, type MeshRelay, type MeshSettings, type MeshStatus } from "../api";
 
 export const MESH_POLL_MS = 5000;
 
@@ -131,6 +131,38 @@ export function sameSettings(a: MeshSettings, b: MeshSettings): boolean {
 export function relayMarker(agents: Map<string, Agent>, operatorSlug: string): (slug: string) => string {
   const self = agents.get(operatorSlug)?.relay;
   return (slug) => remoteRelay(agents.get(slug), self);
+}
+
+/**
+ * RelayAction is one button of a relay's row: trust the key of fingerprint,
+ * or block the relay when fingerprint is null.
+ */
+export interface RelayAction {
+  label: string;
+  aria: string;
+  test: string;
+  fingerprint: string | null;
+  disabled: boolean;
+}
+
+/**
+ * relayActions lists the buttons a relay's row offers: trust the key shown
+ * (until trusted; only once a key is known), trust a changed key, and
+ * block (until blocked). This relay itself gets none.
+ */
+export function relayActions(r: MeshRelay): RelayAction[] {
+  if (r.self) return [];
+  const out: RelayAction[] = [];
+  if (r.state !== "trusted") {
+    out.push({ label: "Trust", aria: `Trust ${r.name}`, test: "relay-trust-btn", fingerprint: r.fingerprint, disabled: !r.fingerprint });
+  }
+  if (r.newFingerprint) {
+    out.push({ label: "Trust new key", aria: `Trust the new key of ${r.name}`, test: "relay-trust-new-btn", fingerprint: r.newFingerprint, disabled: false });
+  }
+  if (r.state !== "blocked") {
+    out.push({ label: "Block", aria: `Block ${r.name}`, test: "relay-block-btn", fingerprint: null, disabled: false });
+  }
+  return out;
 }
 
 /** trustText says a relay's admission state in plain words. */
