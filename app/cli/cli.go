@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
@@ -91,7 +93,7 @@ type command struct {
 }
 
 func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
-	env, err := Env()
+	env, err := app.Env()
 	if err != nil {
 		return nil, err
 	}
@@ -217,15 +219,15 @@ func Command(args []string, version string, stdout, stderr io.Writer) int {
 		errors.As(err, &ec)
 		return int(ec)
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
+		fmt.Fprintln(stderr, "crosschat-relay:", termsafe.Text(err.Error()))
 		fmt.Fprint(stderr, "\n"+Usage)
 		return 2
 	default:
 		var re *relay.Error
 		if errors.As(err, &re) {
-			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termSafeText(re.Message), termSafe(re.Code))
+			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termsafe.Text(re.Message), termsafe.Line(re.Code))
 		} else {
-			fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
+			fmt.Fprintln(stderr, "crosschat-relay:", termsafe.Text(err.Error()))
 		}
 		return 1
 	}
@@ -327,12 +329,12 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	in.Capabilities = caps
-	var out TokenReveal
+	var out app.TokenReveal
 	if done, err := c.fetch("Agents", "Create", &out, in); done || err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
-		termSafe(out.Agent.Slug), termSafe(out.Agent.DisplayName), termSafe(out.Token), out.Setup.ClaudeCode,
+		termsafe.Line(out.Agent.Slug), termsafe.Line(out.Agent.DisplayName), termsafe.Line(out.Token), out.Setup.ClaudeCode,
 		strings.ReplaceAll(out.Setup.Codex, "\n", "\n  "), out.Setup.JSONSnippet())
 	fmt.Fprint(stdout, "\n"+liveSetupText(out.Token, c.cfg.BaseURL()))
 	return nil
@@ -353,7 +355,7 @@ func agentsList(args []string, stdout, stderr io.Writer) error {
 			if a.HasToken {
 				tok = "active"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(a.DisplayName), termSafe(string(a.Kind)), termSafe(a.ModelSlug), termSafe(string(a.Availability)), tok, termSafe(a.LastSeenAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(a.Slug), termsafe.Line(a.DisplayName), termsafe.Line(string(a.Kind)), termsafe.Line(a.ModelSlug), termsafe.Line(string(a.Availability)), tok, termsafe.Line(a.LastSeenAt))
 		}
 	})
 }
@@ -379,11 +381,11 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	if ft.Title != "" || ft.Instructions != "" {
 		in.FirstTask = &ft
 	}
-	var out InviteCreated
+	var out app.InviteCreated
 	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termSafe(out.Code), termSafeText(out.Message))
+	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termsafe.Line(out.Code), termsafe.Text(out.Message))
 	return nil
 }
 
@@ -414,7 +416,7 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
 		for _, t := range tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), t.Priority, termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termsafe.Line(t.ID), termsafe.Line(string(t.Status)), t.Priority, termsafe.Line(t.SenderSlug), termsafe.Line(t.RecipientSlug), termsafe.Line(t.Title), termsafe.Line(t.UpdatedAt))
 		}
 	})
 }
@@ -455,7 +457,7 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	})
-	a := autostartWith(flags)
+	a := app.AutostartWith(flags)
 	switch action {
 	case "enable":
 		err = a.Enable()

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -25,7 +27,7 @@ const statusNotRunning = exitCode(3)
 // Status is what `crosschat-relay status --json` prints.
 type Status struct {
 	Running bool `json:"running"`
-	RunInfo
+	app.RunInfo
 	// Uptime in seconds.
 	Uptime float64      `json:"uptimeSeconds,omitempty"`
 	Stats  *relay.Stats `json:"stats,omitempty"`
@@ -58,12 +60,12 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 // relayStatus finds the relay of c's data folder: its run file names the
 // address, and /health there says whether it is up.
 func relayStatus(c *command) (Status, error) {
-	info, ok, err := readRunFile(c.cfg.DataDir)
+	info, ok, err := app.ReadRunFile(c.cfg.DataDir)
 	if err != nil {
 		return Status{}, err
 	}
 	if !ok {
-		return Status{RunInfo: RunInfo{DataDir: c.cfg.DataDir}}, nil
+		return Status{RunInfo: app.RunInfo{DataDir: c.cfg.DataDir}}, nil
 	}
 	st := Status{RunInfo: info}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -107,27 +109,27 @@ func healthy(ctx context.Context, base string) bool {
 func printStatus(w io.Writer, st Status, dataDir string) {
 	if !st.Running {
 		fmt.Fprintln(w, "Crosschat Relay is not running.")
-		fmt.Fprintf(w, "  Data     %s\n", termSafe(dataDir))
+		fmt.Fprintf(w, "  Data     %s\n", termsafe.Line(dataDir))
 		if st.Note != "" {
-			fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
+			fmt.Fprintf(w, "  Note     %s\n", termsafe.Line(st.Note))
 		}
 		return
 	}
-	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", termSafe(st.Mode))
+	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", termsafe.Line(st.Mode))
 	fmt.Fprintf(w, "  PID      %d\n", st.PID)
-	fmt.Fprintf(w, "  Version  %s\n", termSafe(st.Version))
-	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, termSafe(st.StartedAt))
-	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", termSafe(st.URL), termSafe(st.URL))
-	fmt.Fprintf(w, "  Data     %s\n", termSafe(st.DataDir))
+	fmt.Fprintf(w, "  Version  %s\n", termsafe.Line(st.Version))
+	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, termsafe.Line(st.StartedAt))
+	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", termsafe.Line(st.URL), termsafe.Line(st.URL))
+	fmt.Fprintf(w, "  Data     %s\n", termsafe.Line(st.DataDir))
 	if st.LogFile != "" {
-		fmt.Fprintf(w, "  Log      %s\n", termSafe(st.LogFile))
+		fmt.Fprintf(w, "  Log      %s\n", termsafe.Line(st.LogFile))
 	}
 	if s := st.Stats; s != nil {
 		fmt.Fprintf(w, "  Tasks    %d queued, %d claimed, %d blocked, %d completed today\n", s.Tasks.Queued, s.Tasks.Claimed, s.Tasks.Blocked, s.DoneToday)
 		fmt.Fprintf(w, "  Agents   %d online of %d\n", s.Agents.Online, s.Agents.Total)
 	}
 	if st.Note != "" {
-		fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
+		fmt.Fprintf(w, "  Note     %s\n", termsafe.Line(st.Note))
 	}
 }
 

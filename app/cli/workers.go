@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -25,7 +27,7 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 		if err := c.parse(rest); err != nil {
 			return err
 		}
-		var out WorkersOverview
+		var out app.WorkersOverview
 		if done, err := c.fetch("Workers", "List", &out); done || err != nil {
 			return err
 		}
@@ -48,7 +50,7 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 				if w.SessionID != "" {
 					harness += " in session “" + w.SessionLabel + "”"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termSafe(w.AgentSlug), termSafe(harness), termSafe(st), termSafe(w.Workdir), termSafe(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termSafe(last))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termsafe.Line(w.AgentSlug), termsafe.Line(harness), termsafe.Line(st), termsafe.Line(w.Workdir), termsafe.Line(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termsafe.Line(last))
 			}
 		})
 	case "set":
@@ -120,7 +122,7 @@ func workersSet(c *command, args []string) error {
 	}
 	cfg.AllowedSenders = senders
 	if len(cfg.AllowedSenders) == 0 {
-		var info Info
+		var info app.Info
 		if err := c.call("Overview", "Info", &info); err != nil {
 			return err
 		}
@@ -130,9 +132,9 @@ func workersSet(c *command, args []string) error {
 	if done, err := c.fetch("Workers", "Save", &st, cfg); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termSafe(st.AgentSlug), termSafe(st.Harness), termSafe(st.Workdir), termSafe(strings.Join(st.AllowedSenders, ", ")), termSafe(string(st.State)))
+	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termsafe.Line(st.AgentSlug), termsafe.Line(st.Harness), termsafe.Line(st.Workdir), termsafe.Line(strings.Join(st.AllowedSenders, ", ")), termsafe.Line(string(st.State)))
 	if st.SessionID != "" {
-		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termSafe(st.SessionID))
+		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termsafe.Line(st.SessionID))
 	}
 	if st.SandboxOn() {
 		line := "Runs are sandboxed: they reach their folders and nothing else of yours"
@@ -152,7 +154,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var info LocalInfo
+	var info app.LocalInfo
 	if err := c.call("Workers", "Local", &info); err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termsafe.Line(h.ID), termsafe.Line(h.Name), yesNo(h.Found), yesNo(h.CanRun), termsafe.Line(h.Version), termsafe.Line(testedText(h)), termsafe.Line(h.Path))
 		}
 	})
 }
@@ -169,7 +171,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 // testedText is the TESTED column: whether the version found is inside
 // the range the relay's tests run ("yes (2.1.197–2.1.332)", "no, newer
 // (tested 2.1.197–2.1.332)"), "-" when unknown.
-func testedText(h Harness) string {
+func testedText(h app.Harness) string {
 	switch h.Tested {
 	case harness.VersionTested:
 		return "yes (" + h.TestedRange + ")"
