@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
@@ -219,15 +218,15 @@ func Command(args []string, version string, stdout, stderr io.Writer) int {
 		errors.As(err, &ec)
 		return int(ec)
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "crosschat-relay:", termsafe.Text(err.Error()))
+		fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
 		fmt.Fprint(stderr, "\n"+Usage)
 		return 2
 	default:
 		var re *relay.Error
 		if errors.As(err, &re) {
-			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termsafe.Text(re.Message), termsafe.Line(re.Code))
+			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termSafeText(re.Message), termSafe(re.Code))
 		} else {
-			fmt.Fprintln(stderr, "crosschat-relay:", termsafe.Text(err.Error()))
+			fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
 		}
 		return 1
 	}
@@ -334,7 +333,7 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Agent %s (%s) created.\n\nToken (shown once): %s\n\nClaude Code:\n  %s\n\nCodex:\n  %s\n\nJSON clients:\n%s\n",
-		termsafe.Line(out.Agent.Slug), termsafe.Line(out.Agent.DisplayName), termsafe.Line(out.Token), out.Setup.ClaudeCode,
+		termSafe(out.Agent.Slug), termSafe(out.Agent.DisplayName), termSafe(out.Token), out.Setup.ClaudeCode,
 		strings.ReplaceAll(out.Setup.Codex, "\n", "\n  "), out.Setup.JSONSnippet())
 	fmt.Fprint(stdout, "\n"+liveSetupText(out.Token, c.cfg.BaseURL()))
 	return nil
@@ -355,7 +354,7 @@ func agentsList(args []string, stdout, stderr io.Writer) error {
 			if a.HasToken {
 				tok = "active"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(a.Slug), termsafe.Line(a.DisplayName), termsafe.Line(string(a.Kind)), termsafe.Line(a.ModelSlug), termsafe.Line(string(a.Availability)), tok, termsafe.Line(a.LastSeenAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(a.DisplayName), termSafe(string(a.Kind)), termSafe(a.ModelSlug), termSafe(string(a.Availability)), tok, termSafe(a.LastSeenAt))
 		}
 	})
 }
@@ -385,7 +384,7 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termsafe.Line(out.Code), termsafe.Text(out.Message))
+	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termSafe(out.Code), termSafeText(out.Message))
 	return nil
 }
 
@@ -416,7 +415,7 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
 		for _, t := range tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termsafe.Line(t.ID), termsafe.Line(string(t.Status)), t.Priority, termsafe.Line(t.SenderSlug), termsafe.Line(t.RecipientSlug), termsafe.Line(t.Title), termsafe.Line(t.UpdatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), t.Priority, termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
 		}
 	})
 }

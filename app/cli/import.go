@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
@@ -44,7 +43,7 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 
 func printImport(w io.Writer, res store.ImportResult) {
 	if res.AlreadyImported {
-		fmt.Fprintf(w, "Already imported from %s; nothing changed.\n", termsafe.Line(res.Kept))
+		fmt.Fprintf(w, "Already imported from %s; nothing changed.\n", termSafe(res.Kept))
 		return
 	}
 	fmt.Fprintf(w, "Imported the upstream Crosschat Relay's database (schema %d).\n", res.UpstreamVersion)
@@ -53,9 +52,9 @@ func printImport(w io.Writer, res store.ImportResult) {
 		parts = append(parts, fmt.Sprintf("%d %s", res.Counts[t], strings.ReplaceAll(t, "_", " ")))
 	}
 	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
-	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", termsafe.Line(res.Kept), termsafe.Line(res.Backup))
+	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", termSafe(res.Kept), termSafe(res.Backup))
 	for _, s := range res.SkippedWorkers {
-		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", termsafe.Line(s))
+		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", termSafe(s))
 	}
 	if len(res.Workers) > 0 {
 		fmt.Fprint(w, app.ImportedWorkersText(res.Workers))

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 )
 
@@ -57,7 +56,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		if done, err := c.fetch("Mesh", method, &r, args...); done || err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "Relay %s (%s) is %s; key %s.\n", termsafe.Line(r.Name), termsafe.Line(r.ID), r.State, termsafe.Line(r.Fingerprint))
+		fmt.Fprintf(c.stdout, "Relay %s (%s) is %s; key %s.\n", termSafe(r.Name), termSafe(r.ID), r.State, termSafe(r.Fingerprint))
 		return nil
 	}
 	if action == "agents" {
@@ -67,7 +66,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return c.table("AGENT\tRELAY\tSTATE\tMODEL\tCAPABILITIES", func(tw io.Writer) {
 			for _, a := range agents {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Line(a.Slug), termsafe.Line(relayLabel(a.Relay, a.Local)), onlineWord(a.Online), termsafe.Line(a.ModelSlug), termsafe.Line(strings.Join(a.Capabilities, ",")))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(a.Slug), termSafe(relayLabel(a.Relay, a.Local)), onlineWord(a.Online), termSafe(a.ModelSlug), termSafe(strings.Join(a.Capabilities, ",")))
 			}
 		})
 	}
@@ -79,9 +78,9 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "This relay is not in a mesh (start it with --nats URL or --nats-embed HOST:PORT).")
 		return nil
 	}
-	fmt.Fprintf(stdout, "Relay %s (%s), link %s", termsafe.Line(st.RelayName), termsafe.Line(st.RelayID), termsafe.Line(st.Link))
+	fmt.Fprintf(stdout, "Relay %s (%s), link %s", termSafe(st.RelayName), termSafe(st.RelayID), termSafe(st.Link))
 	if st.Server != "" {
-		fmt.Fprintf(stdout, " to %s", termsafe.Line(st.Server))
+		fmt.Fprintf(stdout, " to %s", termSafe(st.Server))
 	}
 	fmt.Fprintf(stdout, "\nOutbox %d, consumer lag %d (+%d unacknowledged); published %d, applied %d, duplicates %d\n",
 		st.Outbox, st.Lag, st.AckPending, st.Published, st.Applied, st.Duplicates)
@@ -89,10 +88,10 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "Not set up yet: waiting for NATS.")
 	}
 	if st.LastError != "" {
-		fmt.Fprintf(stdout, "Last error: %s\n", termsafe.Line(st.LastError))
+		fmt.Fprintf(stdout, "Last error: %s\n", termSafe(st.LastError))
 	}
 	if len(st.Conflicts) > 0 {
-		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termsafe.Line(strings.Join(st.Conflicts, ", ")))
+		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
 	}
 	fmt.Fprintf(stdout, "Trust: %s", st.Trust)
 	if st.EmbedAuth != "" {
@@ -100,24 +99,24 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	for _, w := range st.Warnings {
-		fmt.Fprintf(stdout, "Warning: %s\n", termsafe.Line(w))
+		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(w))
 	}
 	for _, d := range st.DirectoryConflicts {
-		fmt.Fprintf(stdout, "Directory conflict: %s\n", termsafe.Line(d))
+		fmt.Fprintf(stdout, "Directory conflict: %s\n", termSafe(d))
 	}
 	if len(st.Refused) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(st.Refused)) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, st.Refused[k]))
 		}
-		fmt.Fprintf(stdout, "Refused envelopes: %s\n", termsafe.Line(strings.Join(parts, ", ")))
+		fmt.Fprintf(stdout, "Refused envelopes: %s\n", termSafe(strings.Join(parts, ", ")))
 	}
 	if len(st.Held) > 0 {
 		fmt.Fprintf(stdout, "Held: %d envelopes (crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held))
 	}
 	return c.table("RELAY\tID\tSTATE\tTRUST\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termsafe.Line(relayLabel(r.Name, r.Self)), termsafe.Line(r.ID), onlineWord(r.Online), r.State, termsafe.Line(r.LastSeen), r.Agents, r.Outbox, termsafe.Line(r.Address))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", termSafe(relayLabel(r.Name, r.Self)), termSafe(r.ID), onlineWord(r.Online), r.State, termSafe(r.LastSeen), r.Agents, r.Outbox, termSafe(r.Address))
 		}
 	})
 }
@@ -142,7 +141,7 @@ func meshRelays(c *command) error {
 			if r.NewFingerprint != "" {
 				fp += " (now shows " + r.NewFingerprint + ": trust it again only if its operator confirms)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Line(relayLabel(r.Name, r.Self)), termsafe.Line(r.ID), r.State, termsafe.Line(fp))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(relayLabel(r.Name, r.Self)), termSafe(r.ID), r.State, termSafe(fp))
 		}
 	}); err != nil {
 		return err
@@ -153,7 +152,7 @@ func meshRelays(c *command) error {
 	fmt.Fprintln(c.stdout)
 	return c.table("HELD FROM\tREASON\tTASK\tFROM\tTO\tTITLE", func(tw io.Writer) {
 		for _, h := range st.Held {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(h.Relay), termsafe.Line(h.Reason), termsafe.Line(h.TaskID), termsafe.Line(h.Sender), termsafe.Line(h.Recipient), termsafe.Line(h.Title))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(h.Relay), termSafe(h.Reason), termSafe(h.TaskID), termSafe(h.Sender), termSafe(h.Recipient), termSafe(h.Title))
 		}
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -61,7 +60,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 			name = "(none; generated title: " + s.Title + ")"
 		}
 		fmt.Fprintf(stdout, "Tool:        %s\nID:          %s\nName:        %s\nTitle:       %s\nFolder:      %s\nLast active: %s (%s ago)\nTranscript:  %s\n",
-			termsafe.Line(s.Tool), termsafe.Line(s.ID), termsafe.Line(name), termsafe.Line(s.Title), termsafe.Line(s.Folder), s.LastActive.Local().Format(time.RFC3339), time.Since(s.LastActive).Round(time.Minute), termsafe.Line(s.Path))
+			termSafe(s.Tool), termSafe(s.ID), termSafe(name), termSafe(s.Title), termSafe(s.Folder), s.LastActive.Local().Format(time.RFC3339), time.Since(s.LastActive).Round(time.Minute), termSafe(s.Path))
 		return nil
 	}
 	list, err := st.List(tool)
@@ -77,7 +76,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 			if !s.Named() {
 				label = "(" + label + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Line(s.Tool), termsafe.Line(s.ID), s.LastActive.Local().Format("2006-01-02 15:04"), termsafe.Line(label), termsafe.Line(s.Folder))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(s.Tool), termSafe(s.ID), s.LastActive.Local().Format("2006-01-02 15:04"), termSafe(label), termSafe(s.Folder))
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -109,27 +108,27 @@ func healthy(ctx context.Context, base string) bool {
 func printStatus(w io.Writer, st Status, dataDir string) {
 	if !st.Running {
 		fmt.Fprintln(w, "Crosschat Relay is not running.")
-		fmt.Fprintf(w, "  Data     %s\n", termsafe.Line(dataDir))
+		fmt.Fprintf(w, "  Data     %s\n", termSafe(dataDir))
 		if st.Note != "" {
-			fmt.Fprintf(w, "  Note     %s\n", termsafe.Line(st.Note))
+			fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
 		}
 		return
 	}
-	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", termsafe.Line(st.Mode))
+	fmt.Fprintf(w, "Crosschat Relay is running (%s).\n", termSafe(st.Mode))
 	fmt.Fprintf(w, "  PID      %d\n", st.PID)
-	fmt.Fprintf(w, "  Version  %s\n", termsafe.Line(st.Version))
-	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, termsafe.Line(st.StartedAt))
-	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", termsafe.Line(st.URL), termsafe.Line(st.URL))
-	fmt.Fprintf(w, "  Data     %s\n", termsafe.Line(st.DataDir))
+	fmt.Fprintf(w, "  Version  %s\n", termSafe(st.Version))
+	fmt.Fprintf(w, "  Uptime   %s (since %s)\n", time.Duration(st.Uptime)*time.Second, termSafe(st.StartedAt))
+	fmt.Fprintf(w, "  Address  %s/ (MCP %s/mcp)\n", termSafe(st.URL), termSafe(st.URL))
+	fmt.Fprintf(w, "  Data     %s\n", termSafe(st.DataDir))
 	if st.LogFile != "" {
-		fmt.Fprintf(w, "  Log      %s\n", termsafe.Line(st.LogFile))
+		fmt.Fprintf(w, "  Log      %s\n", termSafe(st.LogFile))
 	}
 	if s := st.Stats; s != nil {
 		fmt.Fprintf(w, "  Tasks    %d queued, %d claimed, %d blocked, %d completed today\n", s.Tasks.Queued, s.Tasks.Claimed, s.Tasks.Blocked, s.DoneToday)
 		fmt.Fprintf(w, "  Agents   %d online of %d\n", s.Agents.Online, s.Agents.Total)
 	}
 	if st.Note != "" {
-		fmt.Fprintf(w, "  Note     %s\n", termsafe.Line(st.Note))
+		fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))
 	}
 }
 

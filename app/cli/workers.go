@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -50,7 +49,7 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 				if w.SessionID != "" {
 					harness += " in session “" + w.SessionLabel + "”"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termsafe.Line(w.AgentSlug), termsafe.Line(harness), termsafe.Line(st), termsafe.Line(w.Workdir), termsafe.Line(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termsafe.Line(last))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termSafe(w.AgentSlug), termSafe(harness), termSafe(st), termSafe(w.Workdir), termSafe(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termSafe(last))
 			}
 		})
 	case "set":
@@ -132,9 +131,9 @@ func workersSet(c *command, args []string) error {
 	if done, err := c.fetch("Workers", "Save", &st, cfg); done || err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termsafe.Line(st.AgentSlug), termsafe.Line(st.Harness), termsafe.Line(st.Workdir), termsafe.Line(strings.Join(st.AllowedSenders, ", ")), termsafe.Line(string(st.State)))
+	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termSafe(st.AgentSlug), termSafe(st.Harness), termSafe(st.Workdir), termSafe(strings.Join(st.AllowedSenders, ", ")), termSafe(string(st.State)))
 	if st.SessionID != "" {
-		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termsafe.Line(st.SessionID))
+		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termSafe(st.SessionID))
 	}
 	if st.SandboxOn() {
 		line := "Runs are sandboxed: they reach their folders and nothing else of yours"
@@ -163,7 +162,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termsafe.Line(h.ID), termsafe.Line(h.Name), yesNo(h.Found), yesNo(h.CanRun), termsafe.Line(h.Version), termsafe.Line(testedText(h)), termsafe.Line(h.Path))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
 		}
 	})
 }
