@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 )
 
 //go:embed all:frontend/dist
@@ -37,7 +38,7 @@ func main() {
 	case len(args) > 0 && args[0] == "serve":
 		os.Exit(app.Serve(args[1:], assets, version, os.Stdout, os.Stderr))
 	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):
-		os.Exit(app.Command(args, version, os.Stdout, os.Stderr))
+		os.Exit(cli.Command(args, version, os.Stdout, os.Stderr))
 	default:
 		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
 	}

@@ -80,10 +80,11 @@ echo "     prefix made in $(( $(date +%s) - t )) s"
 # Packages with Windows-only code: the desktop integration (autostart in the
 # registry, notifications, open/reveal), the worker's process trees (job
 # objects), the session turn locks, the configuration and data-folder rules.
-UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./app)
-# Only these tests of app (the rest need a desktop session or run the relay
-# end to end, which the installer checks below do on the real exe).
-APP_RUN='^(TestDataDir|TestSystemServiceAccount)'
+UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./app ./app/cli)
+# Only these tests of app and app/cli (the rest need a desktop session or run
+# the relay end to end, which the installer checks below do on the real exe).
+APP_RUN='^TestDataDir'
+CLI_RUN='^TestSystemServiceAccount$'
 
 # Go 1.26's os.RemoveAll deletes with FileDispositionInformationEx, which
 # wine 8.0 does not implement (every Windows 10 1607+ does), so t.TempDir's
@@ -117,6 +118,7 @@ run_tests() {
   local pkg=$1 name exe log rc args=(-test.count=1 -test.v -test.timeout=8m)
   name=$(basename "$pkg"); exe=$WORK/tests/$name.test.exe log=$OUT/unit-$name.log
   [ "$name" = app ] && args+=(-test.run "$APP_RUN")
+  [ "$name" = cli ] && args+=(-test.run "$CLI_RUN")
   # CROSSCHAT_UNDER_WINE: tests skip what wine cannot do, and say so.
   (cd "$pkg" && CROSSCHAT_UNDER_WINE=1 timeout 600 wine "$exe" "${args[@]}") >"$log" 2>&1; rc=$?
   local passed skipped failed

@@ -1,13 +1,9 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,11 +19,7 @@ import (
 // in a temp dir and stops it when the test ends; opts change its config.
 func startRelay(t *testing.T, opts ...func(*config.Config)) *app.Relay {
 	t.Helper()
-	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+	return apptest.Relay(t, opts...)
 }
 
 func noErr(t *testing.T, err error) {
@@ -264,94 +256,8 @@ func TestBridgeServesBoundMethods(t *testing.T) {
 	}
 }
 
+// run runs a CLI verb in this process (apptest.Command).
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := app.Command(args, "test", &out, &errb)
-	return out.String(), errb.String(), code
-}
-
-// Ensure the CLI verbs talk to the running relay and print JSON.
-func TestCLIVerbs(t *testing.T) {
-	r := startRelay(t)
-	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir, "--json"}
-	t.Setenv("CROSSCHAT_API_TOKEN", "")
-
-	out, errs, code := run(t, append([]string{"agents", "add", "cli-agent", "--name", "CLI", "--model", "m", "--capability", "text-input", "--capability", "code-execution"}, loc...)...)
-	var rev app.TokenReveal
-	if code != 0 || json.Unmarshal([]byte(out), &rev) != nil || !strings.HasPrefix(rev.Token, "cca_") || len(rev.Agent.Capabilities) != 2 {
-		t.Fatalf("agents add: %d %s %s", code, out, errs)
-	}
-	out, _, code = run(t, append([]string{"agents", "list"}, loc...)...)
-	var agents []relay.Agent
-	if code != 0 || json.Unmarshal([]byte(out), &agents) != nil || len(agents) != 2 {
-		t.Fatalf("agents list: %d %s", code, out)
-	}
-	out, _, code = run(t, append([]string{"invites", "create", "--uses", "3", "--expires", "1h", "--name", "Ada", "--first-task-title", "Hello", "--first-task-instructions", "Say hello"}, loc...)...)
-	var inv app.InviteCreated
-	if code != 0 || json.Unmarshal([]byte(out), &inv) != nil || inv.Invite.MaxUses != 3 || inv.Invite.FirstTask == nil || !strings.HasPrefix(inv.Code, "cci_") {
-		t.Fatalf("invites create: %d %s", code, out)
-	}
-	if _, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "cli-agent", Title: "From CLI test", Instructions: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	out, _, code = run(t, append([]string{"tasks", "list", "--status", "queued"}, loc...)...)
-	var tasks []relay.TaskSummary
-	if code != 0 || json.Unmarshal([]byte(out), &tasks) != nil || len(tasks) != 1 || tasks[0].Title != "From CLI test" {
-		t.Fatalf("tasks list: %d %s", code, out)
-	}
-	out, _, code = run(t, "token", "--data-dir", r.Config().DataDir)
-	tok, err := r.Config().AdminToken(false)
-	noErr(t, err)
-	if code != 0 || strings.TrimSpace(out) != tok {
-		t.Fatalf("token: %d %q", code, out)
-	}
-	if out, _, code = run(t, "version"); code != 0 || !strings.Contains(out, "test") {
-		t.Fatalf("version: %d %q", code, out)
-	}
-
-	tests := []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
-		{"unknown verb", []string{"frobnicate"}, 2, "unknown command"},
-		{"agents add without slug", append([]string{"agents", "add", "--name", "x"}, loc...), 2, "needs a slug"},
-		{"service without action", []string{"service", "--json"}, 2, "usage: service needs install, uninstall or status\n"},
-		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `usage: mesh needs status, agents, relays, trust, block or invite, not "frob"`},
-		{"mesh trust without a relay", append([]string{"mesh", "trust"}, loc...), 2, "usage: mesh trust needs a relay's name or id"},
-		{"mesh trust outside a mesh", append([]string{"mesh", "trust", "gpu-box"}, loc...), 1, "not in a mesh"},
-		{"unknown workers action", append([]string{"workers", "start"}, loc...), 2, `workers needs list, set, remove, pause or resume, not "start"`},
-		{"domain refusal", append([]string{"agents", "add", "cli-agent", "--name", "x", "--model", "m", "--capability", "c"}, loc...), 1, "agent_exists"},
-		{"bad status", append([]string{"tasks", "list", "--status", "done"}, loc...), 2, "--status"},
-		{"nothing running", []string{"agents", "list", "--port", "1", "--data-dir", r.Config().DataDir}, 1, "not running"},
-		{"no token", []string{"agents", "list", "--data-dir", t.TempDir()}, 1, "no admin token"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, errs, code := run(t, tt.args...)
-			if code != tt.code || !strings.Contains(errs, tt.want) {
-				t.Fatalf("code %d stderr %q, want %d containing %q", code, errs, tt.code, tt.want)
-			}
-		})
-	}
-}
-
-var _ = io.Discard
-
-// Ensure `autostart` enables, reports and disables the login entry.
-func TestAutostartVerb(t *testing.T) {
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	if _, errs, code := run(t, "autostart"); code != 2 || !strings.Contains(errs, "enable, disable or status") {
-		t.Fatalf("no action: %d %s", code, errs)
-	}
-	// go-autostart reads XDG_CONFIG_HOME when the process starts, so only
-	// the status round trip through this process's own path is checked here;
-	// internal/desktop tests the entry itself.
-	out, errs, code := run(t, "autostart", "status", "--json")
-	var st map[string]bool
-	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
-		t.Fatalf("status: %d %s %s", code, out, errs)
-	}
+	return apptest.Command(args...)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 )
 
 // padReader streams prefix, n bytes of 'x' and suffix without holding them.
@@ -135,7 +136,7 @@ func TestDotEnvCannotRedirectAdminToken(t *testing.T) {
 	noErr(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("CROSSCHAT_HOST=127.0.0.2\nCROSSCHAT_DATA_DIR="+dir+"\n"), 0o600))
 	t.Chdir(dir)
 	var out, errb strings.Builder
-	code := app.Command([]string{"tasks", "list", "--port", port, "--data-dir", r.Config().DataDir}, "test", &out, &errb)
+	code := cli.Command([]string{"tasks", "list", "--port", port, "--data-dir", r.Config().DataDir}, "test", &out, &errb)
 	if len(seen()) != 0 {
 		t.Fatalf("the .env address received %q", seen())
 	}
@@ -157,7 +158,7 @@ func TestCLIVerbSendsNoAdminTokenToImpostor(t *testing.T) {
 		{"invites", "create"}, {"status"},
 	} {
 		var out, errb strings.Builder
-		code := app.Command(append(args, "--port", port, "--data-dir", r.Config().DataDir), "test", &out, &errb)
+		code := cli.Command(append(args, "--port", port, "--data-dir", r.Config().DataDir), "test", &out, &errb)
 		if len(seen()) != 0 {
 			t.Fatalf("%v: the impostor received %q", args, seen())
 		}
@@ -177,7 +178,7 @@ func TestMalformedDotEnvDoesNotBreakCommands(t *testing.T) {
 	noErr(t, os.WriteFile(bad, []byte("# ok\nthis is not a setting\n"), 0o600))
 	t.Chdir(dir)
 	var out, errb strings.Builder
-	if code := app.Command([]string{"token", "--data-dir", r.Config().DataDir}, "test", &out, &errb); code != 0 {
+	if code := cli.Command([]string{"token", "--data-dir", r.Config().DataDir}, "test", &out, &errb); code != 0 {
 		t.Fatalf("token with a broken .env around: exit %d: %s", code, errb.String())
 	}
 	errb.Reset()

@@ -47,21 +47,3 @@ func TestHarnessAdapterNotesUntestedVersion(t *testing.T) {
 		}
 	}
 }
-
-func TestTestedText(t *testing.T) {
-	for _, tc := range []struct {
-		h    Harness
-		want string
-	}{
-		{Harness{Found: true, Tested: harness.VersionTested, TestedRange: "2.1.197–2.1.332"}, "yes (2.1.197–2.1.332)"},
-		{Harness{Found: true, Tested: harness.VersionNewer, TestedRange: "2.1.197–2.1.332"}, "no, newer (tested 2.1.197–2.1.332)"},
-		{Harness{Found: true, Tested: harness.VersionOlder, TestedRange: "0.61.0"}, "no, older (tested 0.61.0)"},
-		{Harness{Found: true, TestedRange: "0.171.0"}, "? (tested 0.171.0)"},
-		{Harness{Found: false, TestedRange: "0.171.0"}, "-"},
-		{Harness{Found: true}, "-"},
-	} {
-		if got := testedText(tc.h); got != tc.want {
-			t.Errorf("testedText(%+v) = %q, want %q", tc.h, got, tc.want)
-		}
-	}
-}

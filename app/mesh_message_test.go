@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -65,12 +65,12 @@ func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 		}
 	}
 	e := next()
-	if line := app.MessageLine(e); e.TaskID != remote.ID || !strings.HasSuffix(line, `"kind":"task","verification":"verified"}`) {
+	if line := cli.MessageLine(e); e.TaskID != remote.ID || !strings.HasSuffix(line, `"kind":"task","verification":"verified"}`) {
 		t.Fatalf("the remote task's line: %s", line)
 	}
 	var local relay.Task
 	newSession(t, b, carol.Token).call("post_task", map[string]any{"recipientSlug": "bob", "title": "Here", "instructions": "Do it."}, &local)
-	if e := next(); e.TaskID != local.ID || strings.Contains(app.MessageLine(e), "verification") {
-		t.Fatalf("the local task's line: %s", app.MessageLine(e))
+	if e := next(); e.TaskID != local.ID || strings.Contains(cli.MessageLine(e), "verification") {
+		t.Fatalf("the local task's line: %s", cli.MessageLine(e))
 	}
 }

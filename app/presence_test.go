@@ -15,6 +15,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/apptest"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -30,7 +31,7 @@ func TestStatusVerb(t *testing.T) {
 	r := startRelay(t)
 	dir := r.Config().DataDir
 	out, errs, code := run(t, "status", "--data-dir", dir, "--json")
-	var st app.Status
+	var st cli.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("running: %d %s %s", code, out, errs)
 	}

@@ -31,8 +31,8 @@ func writeRunFile(dataDir string, info RunInfo) error {
 	return writeJSONAtomic(filepath.Join(dataDir, RunFileName), info, "write run file")
 }
 
-// readRunFile returns the run file of dataDir; ok is false when there is none.
-func readRunFile(dataDir string) (RunInfo, bool, error) {
+// ReadRunFile returns the run file of dataDir; ok is false when there is none.
+func ReadRunFile(dataDir string) (RunInfo, bool, error) {
 	var info RunInfo
 	b, err := os.ReadFile(filepath.Join(dataDir, RunFileName))
 	if errors.Is(err, os.ErrNotExist) {
@@ -49,7 +49,7 @@ func readRunFile(dataDir string) (RunInfo, bool, error) {
 
 // removeRunFile removes the run file if it is still this process's.
 func removeRunFile(dataDir string) error {
-	info, ok, err := readRunFile(dataDir)
+	info, ok, err := ReadRunFile(dataDir)
 	if err != nil || !ok || info.PID != os.Getpid() {
 		return err
 	}
@@ -67,6 +67,6 @@ func newRunInfo(r *Relay, opts StartOptions) RunInfo {
 	return RunInfo{
 		PID: os.Getpid(), Version: opts.Version, Mode: mode,
 		StartedAt: relay.FormatTime(time.Now()), URL: r.cfg.BaseURL(),
-		DataDir: r.cfg.DataDir, LogFile: logPath(r.cfg),
+		DataDir: r.cfg.DataDir, LogFile: LogPath(r.cfg),
 	}
 }

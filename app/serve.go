@@ -72,9 +72,9 @@ func openLog(path string, stderr io.Writer) (*slog.Logger, io.Closer, error) {
 	return slog.New(slog.NewTextHandler(io.MultiWriter(stderr, f), nil)), f, nil
 }
 
-// logPath is the log file of cfg: --log-file, or crosschat-relay.log in
+// LogPath is the log file of cfg: --log-file, or crosschat-relay.log in
 // the data folder; "none" writes no file.
-func logPath(cfg config.Config) string {
+func LogPath(cfg config.Config) string {
 	switch cfg.LogFile {
 	case "none":
 		return ""
@@ -101,7 +101,7 @@ func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, l
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 1
 	}
-	log, closer, err = openLog(logPath(cfg), stderr)
+	log, closer, err = openLog(LogPath(cfg), stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, prefix, err)
 		return cfg, nil, nil, 1

@@ -33,10 +33,10 @@ type autostarter interface {
 	Disable() error
 }
 
-func defaultAutostart() autostarter { return autostartWith(nil) }
+func defaultAutostart() autostarter { return AutostartWith(nil) }
 
-// autostartWith is the login entry that starts this program hidden with args.
-func autostartWith(args []string) autostarter {
+// AutostartWith is the login entry that starts this program hidden with args.
+func AutostartWith(args []string) *desktop.Autostart {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "crosschat-relay"
@@ -73,7 +73,7 @@ func (s *System) setLaunchArgs(args []string, dataDir string) {
 	flags := launchFlags(args, dataDir)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.autostart = func() autostarter { return autostartWith(flags) }
+	s.autostart = func() autostarter { return AutostartWith(flags) }
 }
 
 // setQuit sets what Quit does: quit the window app, or stop `serve`.

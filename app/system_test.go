@@ -54,8 +54,8 @@ func TestSystemStartAtLogin(t *testing.T) {
 	}
 }
 
-// Ensure `crosschat-relay quit` reaches System.Quit over the bridge, and
-// that System methods are refused to callers that are not on this computer.
+// Ensure System.Quit runs for a caller on this computer over the bridge
+// (what `crosschat-relay quit` calls), and that System methods are refused to callers that are not on this computer.
 func TestSystemQuitAndLocalOnly(t *testing.T) {
 	r := startInternal(t)
 	quitted := make(chan struct{})
@@ -81,10 +81,8 @@ func TestSystemQuitAndLocalOnly(t *testing.T) {
 	default:
 	}
 
-	var out, errb strings.Builder
-	code := Command([]string{"quit", "--port", itoa(r.Config().Port), "--data-dir", r.Config().DataDir}, "test", &out, &errb)
-	if code != 0 {
-		t.Fatalf("quit: %d %s", code, errb.String())
+	if err := client.New(r.Config().BaseURL(), token).Call(context.Background(), "System", "Quit", nil); err != nil {
+		t.Fatalf("quit from this computer: %v", err)
 	}
 	select {
 	case <-quitted:

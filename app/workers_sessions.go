@@ -25,12 +25,12 @@ func (w *Workers) turns() session.Turns {
 }
 
 // sessions is the session stores of this computer's user.
-func (w *Workers) sessions() session.Store { return userSessions(w.env) }
+func (w *Workers) sessions() session.Store { return UserSessions(w.env) }
 
-// userSessions is the session stores of env's user, where the CLIs keep
+// UserSessions is the session stores of env's user, where the CLIs keep
 // them (CLAUDE_CONFIG_DIR and CODEX_HOME followed, as harness.SystemEnv
 // reads them).
-func userSessions(env harness.Env) session.Store {
+func UserSessions(env harness.Env) session.Store {
 	return session.Store{Home: env.Home, ClaudeDir: env.ClaudeDir, CodexDir: env.CodexDir}
 }
 

@@ -1,14 +1,18 @@
 // Package apptest starts real relays in-process for tests: app.Start with
 // the SQLite file in a temp folder and HTTP on a random loopback port,
-// stopped when the test ends. Only tests import it (TestImportRules).
+// stopped when the test ends; and runs CLI verbs in-process. Only tests
+// import it (TestImportRules).
 package apptest
 
 import (
+	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/config"
 )
 
@@ -46,4 +50,23 @@ func Stop(tb testing.TB, r *app.Relay) {
 	if err := r.Shutdown(ctx); err != nil {
 		tb.Errorf("shut the relay down: %v", err)
 	}
+}
+
+// Relay starts a relay with Config on a data folder in tb's temp folder,
+// changed by opts, and stops it when tb ends.
+func Relay(tb testing.TB, opts ...func(*config.Config)) *app.Relay {
+	tb.Helper()
+	cfg := Config(filepath.Join(tb.TempDir(), "data"))
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return Start(tb, cfg, app.StartOptions{Version: "test"})
+}
+
+// Command runs the CLI verb args in this process, as version "test", and
+// returns what it printed and its exit code.
+func Command(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = cli.Command(args, "test", &out, &errb)
+	return out.String(), errb.String(), code
 }

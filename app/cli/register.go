@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/project"
@@ -101,7 +102,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		case ai >= 0:
 			return nil, false, fmt.Errorf("the relay already has an agent named %q that was not registered from %s; give this folder another id: crosschat-relay register --id %s", id, dir, suggestID(id, dir, ps))
 		}
-		var rev TokenReveal
+		var rev app.TokenReveal
 		name := displayName(filepath.Base(dir), id)
 		in := relay.CreateAgentInput{
 			Slug: id, DisplayName: name, ModelSlug: "live-session",

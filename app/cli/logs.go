@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bufio"
@@ -12,6 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/termsafe"
 )
 
 // followPoll is how often `logs -f` looks for new lines.
@@ -30,13 +33,13 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if file == "" {
-		file = logPath(c.cfg)
-		if info, ok, err := readRunFile(c.cfg.DataDir); err == nil && ok && info.LogFile != "" {
+		file = app.LogPath(c.cfg)
+		if info, ok, err := app.ReadRunFile(c.cfg.DataDir); err == nil && ok && info.LogFile != "" {
 			file = info.LogFile
 		}
 	}
 	// The log holds what agents and relays sent; a terminal gets it clean.
-	stdout = termWriter{stdout}
+	stdout = termsafe.NewWriter(stdout)
 	off, err := tail(file, lines, stdout)
 	if err != nil && !(follow && errors.Is(err, os.ErrNotExist)) {
 		return fmt.Errorf("logs: %w", err)

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
@@ -91,7 +92,7 @@ type command struct {
 }
 
 func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
-	env, err := Env()
+	env, err := app.Env()
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +328,7 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	in.Capabilities = caps
-	var out TokenReveal
+	var out app.TokenReveal
 	if done, err := c.fetch("Agents", "Create", &out, in); done || err != nil {
 		return err
 	}
@@ -379,7 +380,7 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	if ft.Title != "" || ft.Instructions != "" {
 		in.FirstTask = &ft
 	}
-	var out InviteCreated
+	var out app.InviteCreated
 	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
 		return err
 	}
@@ -455,7 +456,7 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	})
-	a := autostartWith(flags)
+	a := app.AutostartWith(flags)
 	switch action {
 	case "enable":
 		err = a.Enable()

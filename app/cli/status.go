@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -25,7 +26,7 @@ const statusNotRunning = exitCode(3)
 // Status is what `crosschat-relay status --json` prints.
 type Status struct {
 	Running bool `json:"running"`
-	RunInfo
+	app.RunInfo
 	// Uptime in seconds.
 	Uptime float64      `json:"uptimeSeconds,omitempty"`
 	Stats  *relay.Stats `json:"stats,omitempty"`
@@ -58,12 +59,12 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 // relayStatus finds the relay of c's data folder: its run file names the
 // address, and /health there says whether it is up.
 func relayStatus(c *command) (Status, error) {
-	info, ok, err := readRunFile(c.cfg.DataDir)
+	info, ok, err := app.ReadRunFile(c.cfg.DataDir)
 	if err != nil {
 		return Status{}, err
 	}
 	if !ok {
-		return Status{RunInfo: RunInfo{DataDir: c.cfg.DataDir}}, nil
+		return Status{RunInfo: app.RunInfo{DataDir: c.cfg.DataDir}}, nil
 	}
 	st := Status{RunInfo: info}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

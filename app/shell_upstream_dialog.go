@@ -23,14 +23,14 @@ func offerImport(rt Runtime, dbPath, operator string, startErr error) (imported 
 	if !rt.Ask("Import from the upstream Crosschat Relay?", msg) {
 		return false, fmt.Errorf("not imported; the file was left as it was. Import later with `crosschat-relay import-upstream`")
 	}
-	res, err := importUpstream(dbPath, dbPath, operator)
+	res, err := ImportUpstream(dbPath, dbPath, operator)
 	if err != nil {
 		return false, err
 	}
 	msg = fmt.Sprintf("Imported %d agents, %d tasks and %d journal events.\nThe original: %s\nA backup copy: %s",
 		res.Counts["agents"], res.Counts["tasks"], res.Counts["events"], res.Kept, res.Backup)
 	if len(res.Workers) > 0 {
-		msg += "\n\n" + strings.TrimSpace(importedWorkersText(res.Workers))
+		msg += "\n\n" + strings.TrimSpace(ImportedWorkersText(res.Workers))
 	}
 	rt.Info("Imported", msg)
 	return true, nil

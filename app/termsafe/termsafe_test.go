@@ -1,4 +1,4 @@
-package app
+package termsafe
 
 import (
 	"bytes"
@@ -21,16 +21,16 @@ func TestTermSafe(t *testing.T) {
 		{"rtl\u202eevil\u2066", "rtl\uFFFDevil\uFFFD", "rtl\uFFFDevil\uFFFD"},
 		{"bad\xffutf8", "bad\uFFFDutf8", "bad\uFFFDutf8"},
 	} {
-		if got := termSafe(tc.in); got != tc.line {
-			t.Errorf("termSafe(%q) = %q, want %q", tc.in, got, tc.line)
+		if got := Line(tc.in); got != tc.line {
+			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.line)
 		}
-		if got := termSafeText(tc.in); got != tc.text {
-			t.Errorf("termSafeText(%q) = %q, want %q", tc.in, got, tc.text)
+		if got := Text(tc.in); got != tc.text {
+			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.text)
 		}
 	}
 	var b bytes.Buffer
-	if _, err := (termWriter{&b}).Write([]byte("ok\r\nesc\x1b[2Jbell\x07\tend\r")); err != nil || b.String() != "ok\r\nesc?[2Jbell?\tend?" {
-		t.Fatalf("termWriter: %q %v", b.String(), err)
+	if _, err := (Writer{&b}).Write([]byte("ok\r\nesc\x1b[2Jbell\x07\tend\r")); err != nil || b.String() != "ok\r\nesc?[2Jbell?\tend?" {
+		t.Fatalf("Writer: %q %v", b.String(), err)
 	}
 }
 
@@ -55,10 +55,10 @@ func FuzzTermSafe(f *testing.F) {
 			}
 		}
 		var b bytes.Buffer
-		_, _ = termWriter{&b}.Write([]byte(s))
+		_, _ = Writer{&b}.Write([]byte(s))
 		for i, c := range b.Bytes() {
 			if (c < 0x20 && c != '\n' && c != '\t' && !(c == '\r' && i+1 < b.Len() && b.Bytes()[i+1] == '\n')) || c == 0x7f {
-				t.Fatalf("byte %#x left by termWriter in %q", c, b.String())
+				t.Fatalf("byte %#x left by Writer in %q", c, b.String())
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -44,7 +45,7 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 		if _, err := os.UserHomeDir(); err != nil {
 			return fmt.Errorf("find your home folder: %w", err)
 		}
-		st = userSessions(harness.SystemEnv())
+		st = app.UserSessions(harness.SystemEnv())
 	}
 	if action == "show" {
 		s, err := st.Lookup(tool, ref)

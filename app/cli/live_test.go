@@ -1,4 +1,4 @@
-package app_test
+package cli_test
 
 import (
 	"path/filepath"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
@@ -80,18 +80,18 @@ func TestMonitorLine(t *testing.T) {
 		{relay.PushEvent{Kind: relay.EventTaskBlocked, TaskID: "t4", Title: "Loop", From: "cat", Message: "cat: no", ConversationID: "c1"},
 			`CROSSCHAT_UPDATE {"taskId":"t4","title":"Loop","sender":"cat","kind":"task-blocked","message":"cat: no","conversationId":"c1"}`},
 	} {
-		if got := app.MonitorLine(tc.e); got != tc.want {
+		if got := cli.MonitorLine(tc.e); got != tc.want {
 			t.Errorf("MonitorLine = %s\nwant %s", got, tc.want)
 		}
 	}
-	long := app.MonitorLine(relay.PushEvent{Kind: "task", Message: strings.Repeat("é", 5000)})
+	long := cli.MonitorLine(relay.PushEvent{Kind: "task", Message: strings.Repeat("é", 5000)})
 	if n := len([]rune(long)); n > 2200 || strings.Contains(long, "\n") {
 		t.Errorf("long message: %d runes", n)
 	}
 }
 
 func TestSessionsVerb(t *testing.T) {
-	home, err := filepath.Abs(filepath.Join("..", "internal", "session", "testdata", "home"))
+	home, err := filepath.Abs(filepath.Join("..", "..", "internal", "session", "testdata", "home"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"flag"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 )
 
@@ -69,7 +70,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		})
 	}
-	var st MeshStatus
+	var st app.MeshStatus
 	if done, err := c.fetch("Mesh", "Status", &st); done || err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 // meshRelays prints every relay seen with its admission state and key
 // fingerprint, then the envelopes held.
 func meshRelays(c *command) error {
-	var st MeshStatus
+	var st app.MeshStatus
 	if err := c.call("Mesh", "Status", &st); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/config"
 )
@@ -48,7 +49,7 @@ Flags:
 
 // benchCmd runs `crosschat-relay bench`.
 func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
-	env, err := Env()
+	env, err := app.Env()
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func benchRelayIn(ctx context.Context, o bench.Options, dir, version string, std
 	// Relay logs below warnings would interleave with the progress lines.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	t0 := time.Now()
-	r, err := Start(cfg, StartOptions{Version: version, Logger: log})
+	r, err := app.Start(cfg, app.StartOptions{Version: version, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("bench: start relay: %w", err)
 	}

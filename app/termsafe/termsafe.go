@@ -1,4 +1,8 @@
-package app
+// Package termsafe makes text from data (task titles, names, messages,
+// paths, logs) safe to print on a terminal: the CLI verbs pass every value
+// they print through it, and the window's import dialog the imported
+// workers' text. It imports only the standard library.
+package termsafe
 
 import (
 	"io"
@@ -6,17 +10,17 @@ import (
 	"unicode/utf8"
 )
 
-// termSafe makes a value from data (a task title, an agent or relay name, a
+// Line makes a value from data (a task title, an agent or relay name, a
 // message, a path) safe to print on one line of a terminal: control
 // characters (C0, DEL, C1, so ESC, BEL, CR and newlines too), Unicode
 // direction overrides and bytes that are not UTF-8 become U+FFFD, so a
 // value can neither send escape sequences nor rewrite or hide the lines
 // around it. JSON output is never passed through it.
-func termSafe(s string) string { return sanitizeTerm(s, false) }
+func Line(s string) string { return sanitizeTerm(s, false) }
 
-// termSafeText is termSafe for text printed over several lines (a result,
+// Text is Line for text printed over several lines (a result,
 // a run log): newlines and tabs are kept, everything else is replaced.
-func termSafeText(s string) string { return sanitizeTerm(s, true) }
+func Text(s string) string { return sanitizeTerm(s, true) }
 
 // termReplacement stands in for each character that is taken out.
 const termReplacement = '\uFFFD'
@@ -61,14 +65,17 @@ func termUnsafe(r rune, multiline bool) bool {
 	return false
 }
 
-// termWriter passes text to a terminal with its ASCII control characters
+// Writer passes text to a terminal with its ASCII control characters
 // (ESC, BEL, a CR that does not end a line, DEL, …) replaced by '?'; newlines
 // and tabs pass. It works on bytes, so it needs no whole lines: for
 // streams such as `logs --follow`.
-type termWriter struct{ w io.Writer }
+type Writer struct{ w io.Writer }
+
+// NewWriter returns a Writer that passes cleaned text on to w.
+func NewWriter(w io.Writer) Writer { return Writer{w} }
 
 // Write implements io.Writer; it reports len(p) when all of it was written.
-func (t termWriter) Write(p []byte) (int, error) {
+func (t Writer) Write(p []byte) (int, error) {
 	var out []byte
 	for i, c := range p {
 		if c >= 0x20 && c != 0x7f || c == '\n' || c == '\t' || (c == '\r' && i+1 < len(p) && p[i+1] == '\n') {

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -25,7 +26,7 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 		if err := c.parse(rest); err != nil {
 			return err
 		}
-		var out WorkersOverview
+		var out app.WorkersOverview
 		if done, err := c.fetch("Workers", "List", &out); done || err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func workersSet(c *command, args []string) error {
 	}
 	cfg.AllowedSenders = senders
 	if len(cfg.AllowedSenders) == 0 {
-		var info Info
+		var info app.Info
 		if err := c.call("Overview", "Info", &info); err != nil {
 			return err
 		}
@@ -152,7 +153,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var info LocalInfo
+	var info app.LocalInfo
 	if err := c.call("Workers", "Local", &info); err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 // testedText is the TESTED column: whether the version found is inside
 // the range the relay's tests run ("yes (2.1.197–2.1.332)", "no, newer
 // (tested 2.1.197–2.1.332)"), "-" when unknown.
-func testedText(h Harness) string {
+func testedText(h app.Harness) string {
 	switch h.Tested {
 	case harness.VersionTested:
 		return "yes (" + h.TestedRange + ")"

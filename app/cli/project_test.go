@@ -1,4 +1,4 @@
-package app_test
+package cli_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -257,7 +257,7 @@ func TestMessageLine(t *testing.T) {
 		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t4", Title: "Esc", From: "x", Message: "Esc\x1b[2J\r"},
 			`CROSSCHAT_MESSAGE {"from":"x","to":"web","text":"Esc\n\nEsc\u001b[2J","taskId":"t4","kind":"task"}`},
 	} {
-		if got := app.MessageLine(tc.e); got != tc.want {
+		if got := cli.MessageLine(tc.e); got != tc.want {
 			t.Errorf("MessageLine = %s\nwant %s", got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -292,7 +293,7 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := Start(cfg, StartOptions{Version: version, Logger: log})
+	r, err := app.Start(cfg, app.StartOptions{Version: version, Logger: log})
 	if err != nil {
 		return fmt.Errorf("bench child: start relay: %w", err)
 	}
