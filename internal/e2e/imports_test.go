@@ -101,7 +101,7 @@ var testOnly = []string{"internal/poll", "internal/testkit", "app/apptest"}
 // import imp, or "" when it may.
 func violation(pkg, imp string) string {
 	std := !strings.Contains(strings.Split(imp, "/")[0], ".")
-	composition := pkg == "." || pkg == "app" || pkg == "app/apptest"
+	composition := pkg == "." || pkg == "app" || pkg == "app/cli" || pkg == "app/apptest"
 	if std {
 		if pkg == "internal/relay" {
 			for _, e := range edgeStd {
