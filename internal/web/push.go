@@ -117,6 +117,11 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, err.Error())
 		return
 	}
+	live, err := pushSession(r, slug)
+	if err != nil {
+		h.writeDomainError(w, r, "push", err)
+		return
+	}
 	// From here on the agent's push events are written; before since they
 	// were not, so an older cursor may have missed some.
 	since, err := h.push.OpenPush(r.Context(), slug)
@@ -131,6 +136,14 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	told := int64(-1) // the cursor a missed event was last sent for
+	var seen time.Time // when the stream's live session was last recorded
+	if live.ID != "" {
+		if err := h.push.SeeLiveSession(r.Context(), live); err != nil {
+			h.writeDomainError(w, r, "push live session", err)
+			return
+		}
+		seen = time.Now()
+	}
 
 	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
@@ -141,7 +154,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 	defer beat.Stop()
 	for {
 		woken := h.pushHub.watch(slug)
-		batch, err := h.push.PushEvents(r.Context(), slug, after, relay.DefaultPushBatch)
+		batch, err := h.push.SessionPushEvents(r.Context(), live, after, relay.DefaultPushBatch)
 		if err != nil {
 			if r.Context().Err() == nil {
 				h.log.Error("web: push stream: read", "agent", slug, "err", err)
@@ -171,7 +184,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		after = batch.Cursor
-		if len(batch.Events) == relay.DefaultPushBatch {
+		if batch.More {
 			continue
 		}
 		select {
@@ -184,6 +197,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			if !send(": heartbeat\n\n") {
 				return
 			}
+			seen = h.seeLiveSession(r, live, seen)
 		}
 	}
 }
@@ -202,4 +216,40 @@ func pushCursor(r *http.Request) (int64, error) {
 		return 0, fmt.Errorf("after: must be a non-negative sequence number, not %q", raw)
 	}
 	return n, nil
+}
+
+// pushSession is the live session a push stream is for: ?session=ID (and
+// ?sessionName=NAME) of slug; no ID when the stream names none.
+func pushSession(r *http.Request, slug string) (relay.LiveSession, error) {
+	q := r.URL.Query()
+	id, err := relay.LiveSessionID(relay.LiveSessionParam, q.Get(relay.LiveSessionParam))
+	if err != nil {
+		return relay.LiveSession{}, err
+	}
+	name, err := relay.LiveSessionName(relay.LiveSessionNameParam, q.Get(relay.LiveSessionNameParam))
+	if err != nil {
+		return relay.LiveSession{}, err
+	}
+	return relay.LiveSession{AgentSlug: slug, ID: id, Name: name}, nil
+}
+
+// liveSessionRefresh is how often an open push stream of a live session
+// refreshes the session's last-seen time.
+const liveSessionRefresh = 2 * time.Minute
+
+// seeLiveSession records the stream's live session again when it has one
+// and last (the previous record) is liveSessionRefresh old, and returns the
+// time of the latest record (last when there was nothing to do or the
+// write failed, which is logged: the next heartbeat tries again).
+func (h *handler) seeLiveSession(r *http.Request, live relay.LiveSession, last time.Time) time.Time {
+	if live.ID == "" || time.Since(last) < liveSessionRefresh {
+		return last
+	}
+	if err := h.push.SeeLiveSession(r.Context(), live); err != nil {
+		if r.Context().Err() == nil {
+			h.log.Error("web: push stream: record live session", "agent", live.AgentSlug, "session", live.ID, "err", err)
+		}
+		return last
+	}
+	return time.Now()
 }
