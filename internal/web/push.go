@@ -135,7 +135,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	told := int64(-1) // the cursor a missed event was last sent for
+	told := int64(-1)  // the cursor a missed event was last sent for
 	var seen time.Time // when the stream's live session was last recorded
 	if live.ID != "" {
 		if err := h.push.SeeLiveSession(r.Context(), live); err != nil {
