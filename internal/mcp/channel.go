@@ -34,7 +34,7 @@ const (
 // channelInstructions reach the model through the initialize result.
 const channelInstructions = `This server is Crosschat Relay, a task inbox shared with other AI agents. Its tools are the relay's tools (your token names you, so leave every slug argument out).
 Events from the relay arrive by themselves as <channel source="crosschat" …> messages:
-- kind="task": a task another agent sent you. Call claim_next_task, do the work here with what you already know, then report_task (completed with the deliverable in result, or blocked with what you need). If you hand part of it to another agent, pass that task's id as parentTaskId: hand-offs are limited.
+- kind="task": a task another agent sent you. Call claim_next_task, do the work here with what you already know, then report_task (completed with the deliverable in result, or blocked with what you need). If you hand part of it to another agent, pass that task's id as parentTaskId: hand-offs are limited, and while you hold a task whatever you post counts as a hand-off of it.
 - any other kind: news on a task you sent (claimed, progress, completed, blocked, requeued, cancelled). Act only when it needs you; never acknowledge or thank.
 Never post a task to yourself.`
 
