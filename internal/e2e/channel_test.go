@@ -213,6 +213,9 @@ func startSessionChannel(ctx context.Context, t *testing.T, p *relayProc, token,
 	if _, err := cl.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
+	// The agent's push events are written from the moment a stream of it
+	// is open: wait for this one.
+	waitFor(t, "the channel's push stream", func() bool { return strings.Contains(c.stderr.String(), "push stream: connected after") }, c.dump)
 	return c
 }
 
@@ -293,6 +296,7 @@ func TestChannelSessionsGetTheirOwnReplies(t *testing.T) {
 	dump := func() string {
 		return fmt.Sprintf("session one: %s\nsession two: %s\nmonitor (sess-two): %v\n%s", one.dump(), two.dump(), mon.snapshot(), mon.stderr.String())
 	}
+	waitFor(t, "the monitor's push stream", func() bool { return strings.Contains(mon.stderr.String(), "push stream: connected after") }, dump)
 
 	// Session one asks bob; bob answers.
 	var asked relay.Task
