@@ -155,12 +155,20 @@ func next(t *testing.T, events <-chan sseEvent) sseEvent {
 	}
 }
 
-func TestPushStreamOrderAndResume(t *testing.T) {
+// pushAliceBob is pushEnv with the agents alice and bob, alice's token and
+// a context that ends with the test.
+func pushAliceBob(t *testing.T) (*httptest.Server, relay.Service, string, context.Context) {
+	t.Helper()
 	srv, db := pushEnv(t)
 	aliceTok := createAgent(t, db, "alice")
 	createAgent(t, db, "bob")
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	t.Cleanup(cancel)
+	return srv, db, aliceTok, ctx
+}
+
+func TestPushStreamOrderAndResume(t *testing.T) {
+	srv, db, aliceTok, ctx := pushAliceBob(t)
 	post := func(title string) relay.Task {
 		t.Helper()
 		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: title, Instructions: "Do " + title})
@@ -370,11 +378,7 @@ func TestPushMissedOncePerCursor(t *testing.T) {
 // sessions, with its name, before it says it is ready; and it gets the
 // updates on the tasks that session posted, not those of another session.
 func TestPushSessionStream(t *testing.T) {
-	srv, db := pushEnv(t)
-	aliceTok := createAgent(t, db, "alice")
-	createAgent(t, db, "bob")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	srv, db, aliceTok, ctx := pushAliceBob(t)
 	events := openPush(t, ctx, srv.URL+web.PushPath+"?session=s-1&sessionName=Main%20chat", aliceTok, nil)
 	if e := next(t, events); e.name != web.PushEventReady {
 		t.Fatalf("first %+v, want ready", e)
