@@ -101,27 +101,15 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			WithDetails(map[string]any{"rule": "run_token_scope"}))
 		return
 	}
-	slug, err := p.ActingSlug("agent", r.URL.Query().Get("agent"))
+	live, after, err := pushRequest(r, p)
+	if err == nil && p.Kind == relay.PrincipalAdmin {
+		_, err = h.svc.GetAgent(r.Context(), live.AgentSlug)
+	}
 	if err != nil {
 		h.writeDomainError(w, r, "push", err)
 		return
 	}
-	if p.Kind == relay.PrincipalAdmin {
-		if _, err := h.svc.GetAgent(r.Context(), slug); err != nil {
-			h.writeDomainError(w, r, "push", err)
-			return
-		}
-	}
-	after, err := pushCursor(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, err.Error())
-		return
-	}
-	live, err := pushSession(r, slug)
-	if err != nil {
-		h.writeDomainError(w, r, "push", err)
-		return
-	}
+	slug := live.AgentSlug
 	// From here on the agent's push events are written; before since they
 	// were not, so an older cursor may have missed some.
 	since, err := h.push.OpenPush(r.Context(), slug)
@@ -218,19 +206,26 @@ func pushCursor(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// pushSession is the live session a push stream is for: ?session=ID (and
-// ?sessionName=NAME) of slug; no ID when the stream names none.
-func pushSession(r *http.Request, slug string) (relay.LiveSession, error) {
+// pushRequest reads what a push stream request asks for: the agent p acts
+// as (?agent=slug for the admin token), the live session the stream is
+// for (?session=ID and ?sessionName=NAME; no ID when it names none), and
+// the cursor (pushCursor). A malformed cursor or session is
+// invalid_request.
+func pushRequest(r *http.Request, p relay.Principal) (live relay.LiveSession, after int64, err error) {
 	q := r.URL.Query()
-	id, err := relay.LiveSessionID(relay.LiveSessionParam, q.Get(relay.LiveSessionParam))
-	if err != nil {
-		return relay.LiveSession{}, err
+	if live.AgentSlug, err = p.ActingSlug("agent", q.Get("agent")); err != nil {
+		return live, 0, err
 	}
-	name, err := relay.LiveSessionName(relay.LiveSessionNameParam, q.Get(relay.LiveSessionNameParam))
-	if err != nil {
-		return relay.LiveSession{}, err
+	if live.ID, err = relay.LiveSessionID(relay.LiveSessionParam, q.Get(relay.LiveSessionParam)); err != nil {
+		return live, 0, err
 	}
-	return relay.LiveSession{AgentSlug: slug, ID: id, Name: name}, nil
+	if live.Name, err = relay.LiveSessionName(relay.LiveSessionNameParam, q.Get(relay.LiveSessionNameParam)); err != nil {
+		return live, 0, err
+	}
+	if after, err = pushCursor(r); err != nil {
+		return live, 0, relay.Errorf(relay.EInvalidRequest, "%s", err.Error())
+	}
+	return live, after, nil
 }
 
 // liveSessionRefresh is how often an open push stream of a live session
