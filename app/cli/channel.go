@@ -15,14 +15,16 @@ import (
 )
 
 // channelUsage is the help of channel; the flags follow it.
-const channelUsage = `Usage: crosschat-relay channel [--url URL] [--state FILE]
+const channelUsage = `Usage: crosschat-relay channel [--url URL] [--state FILE] [--session ID]
 
 A stdio MCP server for Claude Code (.mcp.json). It serves the relay's tools and
 sends each task for the agent and each update on tasks it sent as a Claude Code
 channel event, so a live session sees new work without anyone typing. Start
 Claude Code with --dangerously-load-development-channels server:crosschat while
 channels are in preview. The token comes from CROSSCHAT_TOKEN, else the project
-registered for the current folder (crosschat-relay register). See
+registered for the current folder (crosschat-relay register). The session
+comes from --session, else CLAUDE_CODE_SESSION_ID (Claude Code sets it): the
+relay then answers what the session posts to this session alone. See
 docs/live-sessions.md.
 
 Flags:
@@ -50,7 +52,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mcpURL := strings.TrimSuffix(strings.TrimRight(ps.BaseURL, "/"), "/mcp") + "/mcp"
-	ch, err := mcp.NewChannel(ctx, mcp.ChannelOptions{MCPURL: mcpURL, Token: ps.Token, Version: version, Stderr: stderr})
+	ch, err := mcp.NewChannel(ctx, mcp.ChannelOptions{MCPURL: mcpURL, Token: ps.Token, Version: version, Stderr: stderr, Session: ps.Session})
 	if err != nil {
 		return err
 	}
@@ -74,7 +76,11 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 		}
 		streamDone <- err
 	}()
-	logf("serving %d relay tools on stdio; push stream from %s", ch.ToolCount(), ps.BaseURL)
+	if ps.Session != "" {
+		logf("serving %d relay tools on stdio for the session %s; push stream from %s", ch.ToolCount(), ps.Session, ps.BaseURL)
+	} else {
+		logf("serving %d relay tools on stdio; push stream from %s", ch.ToolCount(), ps.BaseURL)
+	}
 
 	serveErr := ch.Serve(ctx, stdin, stdout)
 	cancelStream()

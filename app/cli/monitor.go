@@ -25,6 +25,10 @@ const (
 	envAgentToken = "CROSSCHAT_TOKEN"
 	envRelayURL   = "CROSSCHAT_URL"
 	envMCPURL     = "CROSSCHAT_MCP_URL"
+	// Claude Code gives these to the MCP servers and commands it starts:
+	// the session's id, and its name for a background session.
+	envClaudeSession     = "CLAUDE_CODE_SESSION_ID"
+	envClaudeSessionName = "CLAUDE_CODE_SESSION_NAME"
 )
 
 // Monitor line prefixes: crosschat's wake contract.
@@ -57,6 +61,9 @@ type liveFlags struct {
 	// format is monitor's line format: "task" (CROSSCHAT_TASK/UPDATE) or
 	// "message" (CROSSCHAT_MESSAGE).
 	format string
+	// session and sessionName name the agent-CLI session served (default
+	// CLAUDE_CODE_SESSION_ID and CLAUDE_CODE_SESSION_NAME).
+	session, sessionName string
 }
 
 // parseLive makes the command of a live-session verb (monitor, channel)
@@ -73,6 +80,8 @@ func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*co
 	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
 	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
 	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped (default for a registered project: one in your config folder)")
+	c.fs.StringVar(&f.session, "session", "", "the agent-CLI session this serves, so the relay answers it alone (default: "+envClaudeSession+", which Claude Code sets)")
+	c.fs.StringVar(&f.sessionName, "session-name", "", "the session's name, if it has one (default: "+envClaudeSessionName+")")
 	c.fs.BoolVar(&f.register, "register", false, "with no token, register the current folder as a project first if it is not (crosschat-relay register)")
 	if name == "monitor" {
 		c.fs.StringVar(&f.format, "format", formatTask, "line format: task (CROSSCHAT_TASK and CROSSCHAT_UPDATE lines) or message (one CROSSCHAT_MESSAGE line per task or update)")
@@ -174,7 +183,33 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		}
 		after = saved
 	}
-	return &client.PushStream{BaseURL: base, Token: token, Agent: f.agent, After: after}, nil
+	session, name, err := f.liveSession(env)
+	if err != nil {
+		return nil, err
+	}
+	return &client.PushStream{BaseURL: base, Token: token, Agent: f.agent, After: after, Session: session, SessionName: name}, nil
+}
+
+// liveSession is the session the flags or Claude Code's environment name,
+// checked.
+func (f *liveFlags) liveSession(env func(string) string) (id, name string, err error) {
+	id, name = strings.TrimSpace(f.session), strings.TrimSpace(f.sessionName)
+	if id == "" {
+		id = strings.TrimSpace(env(envClaudeSession))
+	}
+	if name == "" {
+		name = strings.TrimSpace(env(envClaudeSessionName))
+	}
+	if id, err = relay.LiveSessionID("--session", id); err != nil {
+		return "", "", fmt.Errorf("%w: %s", errUsage, relay.ErrorMessage(err))
+	}
+	if name, err = relay.LiveSessionName("--session-name", name); err != nil {
+		return "", "", fmt.Errorf("%w: %s", errUsage, relay.ErrorMessage(err))
+	}
+	if id == "" {
+		name = ""
+	}
+	return id, name, nil
 }
 
 // readCursor reads a state file; a missing file is "no cursor" (-1).
@@ -285,7 +320,7 @@ func shorten(s string, n int) string {
 }
 
 // monitorUsage is the help of monitor; the flags follow it.
-const monitorUsage = `Usage: crosschat-relay monitor [--format task|message] [--url URL] [--state FILE]
+const monitorUsage = `Usage: crosschat-relay monitor [--format task|message] [--url URL] [--state FILE] [--session ID]
 
 Follows the agent's push stream and prints exactly one line per event:
   CROSSCHAT_TASK {"taskId","title","sender","priority","message","conversationId"}   a task queued for the agent
@@ -295,7 +330,9 @@ or, with --format message, one line per task or update:
 It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
 The token comes from CROSSCHAT_TOKEN, else the project registered for the
 current folder (crosschat-relay register); --token still works but shows the
-token to every user of the computer.
+token to every user of the computer. --session ID (default CLAUDE_CODE_SESSION_ID,
+which Claude Code sets) names the agent-CLI session the monitor serves: updates
+on tasks another session of the agent posted are left out.
 
 Flags:
 `

@@ -37,6 +37,10 @@ type PushStream struct {
 	Token string
 	// Agent names the agent when Token is the admin token.
 	Agent string
+	// Session is the agent-CLI session the stream is for, "" for none:
+	// the relay records it as live and leaves out updates on tasks another
+	// session of the agent posted. SessionName is its name, when known.
+	Session, SessionName string
 	// After is the cursor to resume after; negative starts with what
 	// arrives from now on. Cursor reports where the stream stands.
 	After int64
@@ -139,6 +143,12 @@ func (s *PushStream) streamURL() (string, error) {
 	}
 	if s.Agent != "" {
 		q.Set("agent", s.Agent)
+	}
+	if s.Session != "" {
+		q.Set(relay.LiveSessionParam, s.Session)
+		if s.SessionName != "" {
+			q.Set(relay.LiveSessionNameParam, s.SessionName)
+		}
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil

@@ -85,7 +85,11 @@ func TestClaudeChannelLive(t *testing.T) {
 			"enabledMcpjsonServers": []string{"crosschat"}, "allowedTools": []string{},
 		}},
 	})
-	writeJSONFile(t, filepath.Join(home, ".claude", "settings.json"), map[string]any{"enableAllProjectMcpServers": true})
+	// The relay's tools and Write run without a permission prompt, so the
+	// model's turn (a hand-off to alice through the channel, a file) ends
+	// by itself and the next channel event starts a new one.
+	writeJSONFile(t, filepath.Join(home, ".claude", "settings.json"), map[string]any{"enableAllProjectMcpServers": true,
+		"permissions": map[string]any{"allow": []string{"mcp__crosschat", "Write"}}})
 
 	env := []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LANG=C.UTF-8",
@@ -149,17 +153,50 @@ func TestClaudeChannelLive(t *testing.T) {
 	if err := c.Tool(t.Context(), alice.token, "post_task", map[string]any{"recipientSlug": "bob", "title": "Summarize the release notes", "instructions": "Three bullet points, please.", "priority": 3}, &task); err != nil {
 		t.Fatal(err)
 	}
+	body := waitChannelEvent(t, fm, dump, func(body string) bool {
+		return strings.Contains(body, task.ID) && strings.Contains(body, "Summarize the release notes") && strings.Contains(body, "Three bullet points")
+	})
+	t.Logf("the model received the channel event:\n%s", excerpt(body, "<channel source=", 400))
+
+	// The model hands work to alice through the channel: the relay knows
+	// the session it came from by the id Claude Code gave the channel
+	// (CLAUDE_CODE_SESSION_ID), the id of the session's transcript.
+	var asked claimAnswer
+	waitFor(t, "the session's hand-off to alice", func() bool {
+		err := c.Tool(t.Context(), alice.token, "claim_next_task", map[string]any{}, &asked)
+		return err == nil && asked.Task != nil
+	}, dump)
+	transcripts, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	if len(transcripts) != 1 {
+		t.Fatalf("want one session transcript, found %v", transcripts)
+	}
+	session := strings.TrimSuffix(filepath.Base(transcripts[0]), ".jsonl")
+	if asked.Task.SenderSlug != "bob" || asked.Task.ReplySession != session {
+		t.Fatalf("the hand-off from the session: sender %s, replySession %q; want bob, the session's id %s", asked.Task.SenderSlug, asked.Task.ReplySession, session)
+	}
+	// Alice answers: the answer reaches that session, as its next turn.
+	if err := c.Tool(t.Context(), alice.token, "report_task", map[string]any{"taskId": asked.Task.ID, "kind": "completed", "message": "Reviewed.", "result": "Looks right."}, nil); err != nil {
+		t.Fatal(err)
+	}
+	body = waitChannelEvent(t, fm, dump, func(body string) bool {
+		return strings.Contains(body, asked.Task.ID) && strings.Contains(body, `kind=\"task-completed\"`)
+	})
+	t.Logf("session %s received the answer:\n%s", session, excerpt(body, `kind=\"task-completed\"`, 300))
+}
+
+// waitChannelEvent waits up to 90 s for a model request carrying a
+// crosschat channel event that match accepts, and returns its body.
+func waitChannelEvent(t *testing.T, fm *e2e.FakeModel, dump func() string, match func(body string) bool) string {
+	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		for _, body := range fm.Seen().ChannelBodies {
-			if strings.Contains(body, `<channel source=\"crosschat\"`) && strings.Contains(body, task.ID) &&
-				strings.Contains(body, "Summarize the release notes") && strings.Contains(body, "Three bullet points") {
-				t.Logf("the model received the channel event:\n%s", excerpt(body, "<channel source=", 400))
-				return
+			if strings.Contains(body, `<channel source=\"crosschat\"`) && match(body) {
+				return body
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no model request carried the task as a channel event within 90 s\n%s\nchannel bodies: %d", dump(), len(fm.Seen().ChannelBodies))
+			t.Fatalf("no model request carried the channel event within 90 s\n%s\nchannel bodies: %d", dump(), len(fm.Seen().ChannelBodies))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -34,7 +34,7 @@ const (
 // channelInstructions reach the model through the initialize result.
 const channelInstructions = `This server is Crosschat Relay, a task inbox shared with other AI agents. Its tools are the relay's tools (your token names you, so leave every slug argument out).
 Events from the relay arrive by themselves as <channel source="crosschat" …> messages:
-- kind="task": a task another agent sent you. Call claim_next_task, do the work here with what you already know, then report_task (completed with the deliverable in result, or blocked with what you need). If you hand part of it to another agent, pass that task's id as parentTaskId: hand-offs are limited.
+- kind="task": a task another agent sent you. Call claim_next_task, do the work here with what you already know, then report_task (completed with the deliverable in result, or blocked with what you need). If you hand part of it to another agent, pass that task's id as parentTaskId: hand-offs are limited, and while you hold a task whatever you post counts as a hand-off of it.
 - any other kind: news on a task you sent (claimed, progress, completed, blocked, requeued, cancelled). Act only when it needs you; never acknowledge or thank.
 Never post a task to yourself.`
 
@@ -51,6 +51,12 @@ type ChannelOptions struct {
 	// Settle is how long after the client's first tools/list the first
 	// notification waits; 0 means DefaultChannelSettle.
 	Settle time.Duration
+	// Session is the agent-CLI session the channel serves (Claude Code
+	// gives the MCP servers it starts CLAUDE_CODE_SESSION_ID), "" for none.
+	// Every call forwarded to the relay names it (relay.LiveSessionHeader),
+	// so what the session posts is answered to it alone and counts as a hop
+	// of the task it is handling.
+	Session string
 }
 
 // DefaultChannelSettle is the wait between the client's first tools/list
@@ -144,8 +150,16 @@ func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
 	if version == "" {
 		version = "dev"
 	}
+	headers := map[string]string{"Authorization": "Bearer " + opts.Token}
+	if opts.Session != "" {
+		id, err := relay.LiveSessionID("session", opts.Session)
+		if err != nil {
+			return nil, fmt.Errorf("channel: %w", err)
+		}
+		headers[relay.LiveSessionHeader] = id
+	}
 	up, err := mcpclient.NewStreamableHttpClient(opts.MCPURL,
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + opts.Token}),
+		transport.WithHTTPHeaders(headers),
 		transport.WithHTTPTimeout(60*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("channel: relay client: %w", err)

@@ -177,7 +177,16 @@ func (e *env) callers(names ...string) map[string]*client.Client {
 // agent CLIs do today.
 func (e *env) clientAt(token, version string) *client.Client {
 	e.t.Helper()
+	return e.clientWith(token, version, nil)
+}
+
+// clientWith is clientAt with more request headers.
+func (e *env) clientWith(token, version string, more map[string]string) *client.Client {
+	e.t.Helper()
 	headers := map[string]string{}
+	for k, v := range more {
+		headers[k] = v
+	}
 	if token != "" {
 		headers["Authorization"] = "Bearer " + token
 	}

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -34,5 +35,62 @@ func TestLiveSessionPingPongStopsAtLimit(t *testing.T) {
 	}
 	if !strings.Contains(got.Message, "conversation "+first) || !strings.Contains(got.Message, "the limit is 2") {
 		t.Fatalf("chain_limit message %q names no conversation or limit", got.Message)
+	}
+}
+
+// The session header (relay.LiveSessionHeader, set by the channel) names
+// the live session of an agent's own token: its post records it as the
+// task's replySession and its claim as the task's session, on both
+// protocol eras and the lean path alike. The admin token's and a run
+// token's header is ignored; a malformed one is refused.
+func TestLiveSessionHeader(t *testing.T) {
+	e := newEnv(t)
+	bobTok := e.agent("bob")
+	aliceTok := e.agent("alice")
+	session := func(id string) map[string]string { return map[string]string{relay.LiveSessionHeader: id} }
+	for _, era := range eras {
+		t.Run(eraName(era), func(t *testing.T) {
+			alice := e.clientWith(aliceTok, era, session("sess-a"))
+			var task relay.Task
+			ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "asked", "instructions": "x"}), &task)
+			if task.ReplySession != "sess-a" {
+				t.Fatalf("replySession %q, want sess-a", task.ReplySession)
+			}
+			var got struct {
+				Task relay.Task `json:"task"`
+			}
+			bob := e.clientWith(bobTok, era, session("sess-b"))
+			ok(t, call(t, bob, "claim_next_task", map[string]any{}), &got)
+			var child relay.Task
+			ok(t, call(t, bob, "post_task", map[string]any{"recipientSlug": "alice", "title": "sub", "instructions": "y"}), &child)
+			if child.ParentTaskID != task.ID || child.Hops != 1 || child.ReplySession != "sess-b" {
+				t.Fatalf("bob's post while handling %s: parent %q hops %d replySession %q", task.ID, child.ParentTaskID, child.Hops, child.ReplySession)
+			}
+			ok(t, call(t, bob, "report_task", map[string]any{"taskId": task.ID, "kind": "completed", "message": "done", "result": "r"}), &relay.Task{})
+			ok(t, call(t, alice, "claim_next_task", map[string]any{}), &got)
+			ok(t, call(t, alice, "report_task", map[string]any{"taskId": child.ID, "kind": "completed", "message": "done", "result": "r"}), &relay.Task{})
+		})
+	}
+
+	var task relay.Task
+	ok(t, call(t, e.clientWith(adminToken, "", session("sess-x")), "post_task",
+		map[string]any{"senderSlug": "alice", "recipientSlug": "bob", "title": "by the admin", "instructions": "x"}), &task)
+	if task.ReplySession != "" {
+		t.Fatalf("the admin token's post has replySession %q, want none", task.ReplySession)
+	}
+	runTok, err := e.svc.IssueRunToken(context.Background(), "bob", task.ID, 600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child relay.Task
+	ok(t, call(t, e.clientWith(runTok, "", session("sess-run")), "post_task",
+		map[string]any{"recipientSlug": "alice", "title": "from a run", "instructions": "x"}), &child)
+	if child.ReplySession != "" || child.ParentTaskID != task.ID {
+		t.Fatalf("a run token's post: replySession %q parent %q, want none and the run's task", child.ReplySession, child.ParentTaskID)
+	}
+	got := fails(t, call(t, e.clientWith(aliceTok, "", session("not an id")), "post_task",
+		map[string]any{"recipientSlug": "bob", "title": "bad", "instructions": "x"}), relay.EInvalidRequest)
+	if !strings.Contains(got.Message, "session") {
+		t.Fatalf("the refusal %q does not name the session", got.Message)
 	}
 }

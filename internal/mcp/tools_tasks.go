@@ -39,6 +39,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Priority:             a.integer("priority", relay.PriorityNormal, relay.PriorityLow, relay.PriorityUrgent),
 			ParentTaskID:         a.str("parentTaskId"),
 			TargetSession:        a.str("targetSession"),
+			ReplySession:         liveSession(ctx),
 		}
 		sender, err := a.actingAs(p, "senderSlug")
 		if err != nil {
@@ -120,6 +121,7 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Wait:          time.Duration(waitMs) * time.Millisecond,
 			LeaseSeconds:  lease,
 			Via:           relay.ViaChat,
+			Session:       liveSession(ctx),
 		}
 		// ctx is the request's: the wait ends when the client goes away.
 		// A parked call waits without its goroutine (suspend.go).

@@ -71,6 +71,10 @@ type PushBatch struct {
 	Cursor int64 `json:"cursor"`
 	// MayHaveMissed is set when events after the given cursor were already trimmed.
 	MayHaveMissed bool `json:"mayHaveMissed,omitempty"`
+	// More is set when the read stopped at its limit: more events may
+	// follow the cursor at once (a session's read passes over events meant
+	// for other sessions, so Events can be shorter than the limit).
+	More bool `json:"more,omitempty"`
 }
 
 // PushSource reads agents' push streams; internal/store implements it.
@@ -86,4 +90,13 @@ type PushSource interface {
 	// PushEvents returns the agent's push events after the cursor, oldest
 	// first, at most limit (clamped to 1..DefaultPushBatch).
 	PushEvents(ctx context.Context, slug string, after int64, limit int) (PushBatch, error)
+	// SessionPushEvents is PushEvents for one live session of the agent
+	// (s.ID set; s.Name optional): it leaves out the updates on tasks
+	// another session of the agent posted (Task.ReplySession) and the
+	// tasks meant for another session (Task.TargetSession naming neither
+	// s.ID nor s.Name). The cursor still passes over them.
+	SessionPushEvents(ctx context.Context, s LiveSession, after int64, limit int) (PushBatch, error)
+	// SeeLiveSession records that the agent's session s is live now (its
+	// name too, when s.Name is set).
+	SeeLiveSession(ctx context.Context, s LiveSession) error
 }

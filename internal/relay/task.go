@@ -106,9 +106,12 @@ type Task struct {
 	Hops int `json:"hops"`
 	// TargetSession names the recipient's session (an id or exact name) the
 	// task is meant for; empty for any.
-	TargetSession string   `json:"targetSession,omitempty"`
-	ClaimedVia    string   `json:"claimedVia,omitempty"`
-	Reports       []Report `json:"reports"`
+	TargetSession string `json:"targetSession,omitempty"`
+	// ReplySession is the sender's live session the task was posted
+	// through: its updates reach that session's push stream only.
+	ReplySession string   `json:"replySession,omitempty"`
+	ClaimedVia   string   `json:"claimedVia,omitempty"`
+	Reports      []Report `json:"reports"`
 	// Signature is the mark of a task another relay told this one about
 	// (MarkVerified, MarkUnverified, MarkMismatch); empty for a local task.
 	Signature string `json:"signature,omitempty"`
@@ -169,6 +172,12 @@ type PostTaskInput struct {
 	// continues a conversation (a parent task, or the run's task) it is
 	// refused with chain_limit past the hand-off limit.
 	FromAgent bool `json:"-"`
+	// ReplySession is the sender's live session the post came through
+	// (LiveSessionFrom), "" for none. The task's updates then reach that
+	// session's push stream only; and a post without ParentTaskID made
+	// while that session holds a claimed task continues that task's
+	// conversation.
+	ReplySession string `json:"-"`
 }
 
 // ClaimInput asks for the recipient's next task.
@@ -187,6 +196,8 @@ type ClaimInput struct {
 	ForSessions []string
 	// Via is ViaChat or ViaWorker.
 	Via string
+	// Session is the live session claiming (LiveSessionFrom), "" for none.
+	Session string
 }
 
 // ReportInput is a report by the task's current holder.

@@ -262,6 +262,9 @@ func (in PostTaskInput) Validate() (PostTaskInput, error) {
 	if c.err == nil {
 		in.TargetSession, c.err = TargetSession("targetSession", in.TargetSession)
 	}
+	if c.err == nil {
+		in.ReplySession, c.err = LiveSessionID("session", in.ReplySession)
+	}
 	if c.err == nil && in.FromAgent && in.SenderSlug == in.RecipientSlug && in.TargetSession == "" {
 		c.err = Errorf(ESelfTask,
 			"%s cannot post a task to itself: do the work yourself. To hand it to one of your own sessions, name it in targetSession (a session id or exact session name).",

@@ -86,6 +86,9 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 		}
 	}
 	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil}
+	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
+		return claimRequest{}, err
+	}
 	if in.ForSessions != nil {
 		claim.sessions = append([]string{""}, in.ForSessions...)
 	}
@@ -225,6 +228,8 @@ type claimRequest struct {
 	// sessions, when set, are the target sessions a claimed task may name
 	// ("" for none): a session worker's.
 	sessions []string
+	// session is the live session claiming, "" for none (claim_session).
+	session string
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
@@ -300,8 +305,8 @@ const (
 // the row, the change and the sender's task-claimed event.
 func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
 	lease := relay.FormatTime(t.now.Add(c.lease))
-	if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?
-		WHERE id = ?`, t.ts, c.via, lease, t.ts, task.ID); err != nil {
+	if _, err := t.exec(`UPDATE tasks SET status = 'claimed', claimed_at = ?, claimed_via = ?, lease_expires_at = ?, updated_at = ?, claim_session = ?
+		WHERE id = ?`, t.ts, c.via, lease, t.ts, nullString(c.session), task.ID); err != nil {
 		return task, fmt.Errorf("claim task %s: %w", task.ID, err)
 	}
 	task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = relay.StatusClaimed, t.ts, c.via, lease, t.ts

@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // backfillConversations gives tasks written without a conversation (before
@@ -26,4 +29,83 @@ func backfill(ctx context.Context, tx *sql.Tx) error {
 		return fmt.Errorf("backfill conversations: %w", err)
 	}
 	return nil
+}
+
+// sessionTask is the task agent's live session is handling: the one it
+// claimed most recently and still holds (status claimed), "" when none.
+// A post from that session that names no parent continues that task's
+// conversation, so the hand-off limit holds for live chats whether or not
+// the model passes parentTaskId.
+func sessionTask(t *tx, agent, session string) (string, error) {
+	var id string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT id FROM tasks INDEXED BY tasks_claim_session
+		WHERE recipient_slug = ? AND claim_session = ? AND status = 'claimed' AND claim_session IS NOT NULL
+		ORDER BY claimed_at DESC LIMIT 1`, agent, session).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the task session %s is handling: %w", session, err)
+	}
+	return id, nil
+}
+
+// inferredParent explains a chain_limit refusal of a post whose parent was
+// the task the posting session is handling (sessionTask), which the model
+// did not name.
+func inferredParent(err error, parent string) error {
+	var e *relay.Error
+	if parent == "" || !errors.As(err, &e) || e.Code != relay.EChainLimit {
+		return err
+	}
+	out := *e
+	out.Message = fmt.Sprintf("This session is working on the task %s, so what it posts continues that task's conversation. %s", parent, e.Message)
+	details := map[string]any{"parentTaskId": parent, "inferredFromSession": true}
+	for k, v := range e.Details {
+		details[k] = v
+	}
+	out.Details = details
+	return &out
+}
+
+// checkSelfSession refuses a live session's post to its own session: the
+// targetSession names the session the post came through (its id or the
+// name it told).
+func checkSelfSession(t *tx, in relay.PostTaskInput) error {
+	if !in.FromAgent || in.ReplySession == "" || in.TargetSession == "" || in.SenderSlug != in.RecipientSlug {
+		return nil
+	}
+	self := in.TargetSession == in.ReplySession
+	if !self {
+		name, err := liveSessionName(t.ctx, t.tx, in.SenderSlug, in.ReplySession)
+		if err != nil {
+			return err
+		}
+		self = name != "" && name == in.TargetSession
+	}
+	if !self {
+		return nil
+	}
+	return relay.Errorf(relay.ESelfTask,
+		"This task names the session it is posted from (%s) as its target: a session cannot hand work to itself. Do the work here, or name another session.",
+		in.TargetSession).WithDetails(map[string]any{"agent": in.SenderSlug, "session": in.ReplySession})
+}
+
+// liveSessionPost records the live session a post came through and, when
+// the post names no parent and comes from the agent's own token, makes the
+// task the session is handling its parent. It returns that inferred
+// parent, "" when there is none.
+func (t *tx) liveSessionPost(in *relay.PostTaskInput) (string, error) {
+	if err := t.seeLiveSession(in.SenderSlug, in.ReplySession, ""); err != nil {
+		return "", err
+	}
+	if in.ParentTaskID != "" || !in.FromAgent {
+		return "", nil
+	}
+	parent, err := sessionTask(t, in.SenderSlug, in.ReplySession)
+	if err != nil {
+		return "", err
+	}
+	in.ParentTaskID = parent
+	return parent, nil
 }

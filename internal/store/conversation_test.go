@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -161,6 +163,125 @@ func TestPushEventsCarryConversation(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no %s event for %s in %s's stream: %+v", tc.kind, tc.task, tc.agent, batch.Events)
+		}
+	}
+}
+
+// sessionPost posts a task from one agent's live session (its own token).
+func (e *env) sessionPost(from, session, to, title, parent string) (relay.Task, error) {
+	e.t.Helper()
+	return e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: from, RecipientSlug: to, Title: title, Instructions: "Do " + title + ".",
+		ParentTaskID: parent, FromAgent: true, ReplySession: session})
+}
+
+// sessionClaim claims slug's next task through its live session.
+func (e *env) sessionClaim(slug, session string) relay.Task {
+	e.t.Helper()
+	task, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: slug, Via: relay.ViaChat, Session: session})
+	if err != nil || task == nil {
+		e.t.Fatalf("claim for %s in session %s: %v %v", slug, session, task, err)
+	}
+	return *task
+}
+
+// TestSessionPostContinuesItsTask: a post from a live session that is
+// handling a task (claimed through it, not finished) continues that task's
+// conversation unless it names a parent; so two live chats handing work to
+// each other stop at the hand-off limit with a message that says why.
+func TestSessionPostContinuesItsTask(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob", "carol")
+	first, err := e.sessionPost("alice", "a-1", "bob", "start", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := e.sessionClaim("bob", "b-1")
+	if held.ID != first.ID {
+		t.Fatalf("claimed %s, want %s", held.ID, first.ID)
+	}
+	other := e.post("carol", "bob", "other work", 2)
+
+	for _, c := range []struct {
+		name, from, session, parent string
+		wantParent                  string
+		wantHops                    int
+	}{
+		{"the handling session", "bob", "b-1", "", first.ID, 1},
+		{"a named parent wins", "bob", "b-1", other.ID, other.ID, 1},
+		{"another session of the agent", "bob", "b-2", "", "", 0},
+		{"no session", "bob", "", "", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := e.sessionPost(c.from, c.session, "carol", c.name, c.parent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ParentTaskID != c.wantParent || got.Hops != c.wantHops {
+				t.Fatalf("parent %q hops %d, want %q hops %d", got.ParentTaskID, got.Hops, c.wantParent, c.wantHops)
+			}
+		})
+	}
+	// Once the task is finished, the session's posts start afresh.
+	e.report("bob", first.ID, "completed", "done")
+	after, err := e.sessionPost("bob", "b-1", "carol", "after", "")
+	if err != nil || after.ParentTaskID != "" || after.Hops != 0 {
+		t.Fatalf("after the task is done: %+v %v, want a new conversation", after, err)
+	}
+
+	// Ping-pong between two live chats, no parentTaskId anywhere: each
+	// claims what the other sent and posts back, until the limit.
+	e2 := newEnv(t, store.Options{})
+	e2.agents("alice", "bob")
+	task, err := e2.sessionPost("alice", "a-1", "bob", "ping 0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := map[string]string{"alice": "a-1", "bob": "b-1"}
+	limit := relay.DefaultChainLimit
+	for hop := 1; ; hop++ {
+		holder := task.RecipientSlug
+		e2.sessionClaim(holder, sessions[holder])
+		task, err = e2.sessionPost(holder, sessions[holder], task.SenderSlug, fmt.Sprintf("ping %d", hop), "")
+		if hop <= limit {
+			if err != nil || task.Hops != hop {
+				t.Fatalf("hand-off %d: %+v %v", hop, task, err)
+			}
+			continue
+		}
+		if relay.ErrorCode(err) != relay.EChainLimit {
+			t.Fatalf("hand-off %d past the limit %d: %v, want chain_limit", hop, limit, err)
+		}
+		msg := relay.ErrorMessage(err)
+		for _, want := range []string{"This session is working on the task", "continues that task's conversation",
+			fmt.Sprintf("would be %d hand-offs away", hop), fmt.Sprintf("the limit is %d", limit)} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q lacks %q", msg, want)
+			}
+		}
+		return
+	}
+}
+
+// TestSessionCannotTargetItself: a live session's post to its own agent
+// naming its own session (by id or by the name it told) is refused; naming
+// another session of the agent is allowed.
+func TestSessionCannotTargetItself(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice")
+	if err := e.db.SeeLiveSession(e.ctx, relay.LiveSession{AgentSlug: "alice", ID: "a-1", Name: "main chat"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target, code string
+	}{
+		{"a-1", relay.ESelfTask},
+		{"main chat", relay.ESelfTask},
+		{"a-2", ""},
+	} {
+		_, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "alice", Title: "to " + c.target,
+			Instructions: "x", FromAgent: true, ReplySession: "a-1", TargetSession: c.target})
+		if relay.ErrorCode(err) != c.code {
+			t.Errorf("target %q: %v, want %q", c.target, err, c.code)
 		}
 	}
 }

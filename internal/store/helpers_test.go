@@ -81,6 +81,13 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoLiveSessions takes a database back from version 16 to 14: live
+// sessions and the tasks' session columns (migration 0016; 0015 is a
+// placeholder on this branch). Every downgrade goes below it: it runs first.
+const undoLiveSessions = `DROP INDEX tasks_claim_session; ALTER TABLE tasks DROP COLUMN reply_session;
+	ALTER TABLE tasks DROP COLUMN claim_session; DROP TABLE live_sessions;
+	`
+
 // undoWorkerSandbox reverts migration 0014 (the worker sandbox); every
 // downgrade goes below it, so downgrade runs it first.
 const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
@@ -110,7 +117,7 @@ func (e *env) downgrade(undo string) {
 		e.t.Fatal(err)
 	}
 	raw := rawDB(e.t, e.path)
-	if _, err := raw.Exec(undoWorkerSandbox + undoMeshTrust(e.t) + undo); err != nil {
+	if _, err := raw.Exec(undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

@@ -59,7 +59,16 @@ func (db *DB) PushCursor(ctx context.Context) (int64, error) {
 // the last event's sequence, or after when there is none. MayHaveMissed is
 // set when rows after the cursor were already trimmed.
 func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit int) (relay.PushBatch, error) {
-	slug, err := relay.NormalizeSlug("agentSlug", slug)
+	return db.SessionPushEvents(ctx, relay.LiveSession{AgentSlug: slug}, after, limit)
+}
+
+// SessionPushEvents is PushEvents for the live session s of s.AgentSlug
+// (all of the agent's events when s.ID is ""): updates on tasks posted
+// through another session (reply_session) and tasks meant for another
+// session (target_session naming neither s.ID nor s.Name) are left out, and
+// the cursor passes over them. More is set when limit rows were read.
+func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after int64, limit int) (relay.PushBatch, error) {
+	slug, err := relay.NormalizeSlug("agentSlug", s.AgentSlug)
 	if err != nil {
 		return relay.PushBatch{}, err
 	}
@@ -78,25 +87,50 @@ func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit in
 		// push rows written by triggers stay as they are. The agent is
 		// bound as +? so that the statement stays prepared (see limitSQL).
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
-				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, '')
+				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, ''),
+				COALESCE(t.sender_slug, ''), COALESCE(t.reply_session, ''), COALESCE(t.target_session, '')
 			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN mesh_tasks m ON m.task_id = p.task_id
 			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
 		}
 		defer rows.Close()
+		n := 0
 		for rows.Next() {
 			var e relay.PushEvent
-			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID, &e.Signature); err != nil {
+			var sender, reply, target string
+			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID, &e.Signature,
+				&sender, &reply, &target); err != nil {
 				return fmt.Errorf("read push events: %w", err)
 			}
-			out.Events = append(out.Events, e)
+			n++
 			out.Cursor = e.Sequence
+			if forSession(s, e, sender, reply, target) {
+				out.Events = append(out.Events, e)
+			}
 		}
+		out.More = n == limit
 		return rows.Err()
 	})
 	if err != nil {
 		return relay.PushBatch{}, err
 	}
 	return out, nil
+}
+
+// forSession reports whether push event e reaches the stream of live
+// session s (every stream, when s.ID is ""). sender, reply and target are
+// the task's sender, reply_session and target_session ("" once the task is
+// no longer kept).
+func forSession(s relay.LiveSession, e relay.PushEvent, sender, reply, target string) bool {
+	switch {
+	case s.ID == "":
+		return true
+	case e.IsTask():
+		return target == "" || target == s.ID || (s.Name != "" && target == s.Name)
+	case sender == e.Agent:
+		// An update on a task the agent sent: for the session that sent it.
+		return reply == "" || reply == s.ID
+	}
+	return true
 }

@@ -76,6 +76,15 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err != nil {
 			return err
 		}
+		if err := checkSelfSession(t, in); err != nil {
+			return err
+		}
+		inferred := ""
+		if in.ReplySession != "" {
+			if inferred, err = t.liveSessionPost(&in); err != nil {
+				return err
+			}
+		}
 		id := relay.NewID()
 		depth, hops, conv := 0, 0, id
 		if in.ParentTaskID != "" {
@@ -89,7 +98,7 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			depth, hops, conv = parent.Depth+1, parent.Hops+1, parent.ConversationID
 			if in.FromAgent {
 				if err := checkHops(t, hops, conv); err != nil {
-					return err
+					return inferredParent(err, inferred)
 				}
 			}
 		}
@@ -102,10 +111,10 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			convCol = conv
 		}
 		if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
+				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session, reply_session)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, in.SenderSlug, in.RecipientSlug, in.Title, in.Instructions, capsJSON(in.RequiredCapabilities), in.Priority,
-			t.ts, t.ts, nullString(in.ParentTaskID), depth, convCol, hops, nullString(in.TargetSession)); err != nil {
+			t.ts, t.ts, nullString(in.ParentTaskID), depth, convCol, hops, nullString(in.TargetSession), nullString(in.ReplySession)); err != nil {
 			return fmt.Errorf("insert task: %w", err)
 		}
 		// The answer is the row just inserted; no need to read it back.
@@ -113,7 +122,7 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		out = relay.Task{ID: id, SenderSlug: in.SenderSlug, RecipientSlug: in.RecipientSlug, Title: in.Title,
 			Instructions: in.Instructions, RequiredCapabilities: caps, Priority: in.Priority, Status: relay.StatusQueued,
 			CreatedAt: t.ts, UpdatedAt: t.ts, ParentTaskID: in.ParentTaskID, Depth: depth,
-			ConversationID: conv, Hops: hops, TargetSession: in.TargetSession, Reports: []relay.Report{}}
+			ConversationID: conv, Hops: hops, TargetSession: in.TargetSession, ReplySession: in.ReplySession, Reports: []relay.Report{}}
 		t.taskKnown(out)
 		return t.handOff(out)
 	})

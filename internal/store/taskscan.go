@@ -15,13 +15,13 @@ import (
 
 const taskColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.instructions, t.required_capabilities, t.priority, t.status,
 	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via,
-	COALESCE(t.conversation_id, t.id), t.hops, t.target_session`
+	COALESCE(t.conversation_id, t.id), t.hops, t.target_session, t.reply_session`
 
 // summaryColumns are the task columns of a TaskSummary plus its report count
 // and latest report; use with summaryFrom.
 const summaryColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.required_capabilities, t.priority, t.status,
 	t.created_at, t.updated_at, t.claimed_at, t.lease_expires_at, t.parent_task_id, t.depth, t.claimed_via,
-	COALESCE(t.conversation_id, t.id), t.hops, t.target_session,
+	COALESCE(t.conversation_id, t.id), t.hops, t.target_session, t.reply_session,
 	(SELECT COUNT(*) FROM reports c WHERE c.task_id = t.id), lr.kind, lr.message, lr.created_at`
 
 const summaryFrom = ` FROM tasks t LEFT JOIN reports lr ON lr.rowid = (SELECT MAX(m.rowid) FROM reports m WHERE m.task_id = t.id)`
@@ -36,7 +36,7 @@ type taskScan struct {
 	t                                 relay.Task
 	caps, status                      string
 	claimedAt, lease, parent, claimed sql.NullString
-	target                            sql.NullString
+	target, reply                     sql.NullString
 }
 
 // dest returns the scan targets in column order; instructions says whether
@@ -48,7 +48,7 @@ func (c *taskScan) dest(instructions bool) []any {
 	}
 	return append(d, &c.caps, &c.t.Priority, &c.status,
 		&c.t.CreatedAt, &c.t.UpdatedAt, &c.claimedAt, &c.lease, &c.parent, &c.t.Depth, &c.claimed,
-		&c.t.ConversationID, &c.t.Hops, &c.target)
+		&c.t.ConversationID, &c.t.Hops, &c.target, &c.reply)
 }
 
 // task converts the scanned columns into the task.
@@ -56,7 +56,7 @@ func (c *taskScan) task() (relay.Task, error) {
 	t := c.t
 	t.Status = relay.TaskStatus(c.status)
 	t.ClaimedAt, t.LeaseExpiresAt, t.ParentTaskID, t.ClaimedVia = c.claimedAt.String, c.lease.String, c.parent.String, c.claimed.String
-	t.TargetSession = c.target.String
+	t.TargetSession, t.ReplySession = c.target.String, c.reply.String
 	if c.caps == "[]" { // most tasks: capsJSON's empty list, no decoding
 		t.RequiredCapabilities = []string{}
 	} else if err := json.Unmarshal([]byte(c.caps), &t.RequiredCapabilities); err != nil {

@@ -91,22 +91,15 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			WithDetails(map[string]any{"rule": "run_token_scope"}))
 		return
 	}
-	slug, err := p.ActingSlug("agent", r.URL.Query().Get("agent"))
+	live, after, err := pushRequest(r, p)
+	if err == nil && p.Kind == relay.PrincipalAdmin {
+		_, err = h.svc.GetAgent(r.Context(), live.AgentSlug)
+	}
 	if err != nil {
 		h.writeDomainError(w, r, "push", err)
 		return
 	}
-	if p.Kind == relay.PrincipalAdmin {
-		if _, err := h.svc.GetAgent(r.Context(), slug); err != nil {
-			h.writeDomainError(w, r, "push", err)
-			return
-		}
-	}
-	after, err := pushCursor(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, err.Error())
-		return
-	}
+	slug := live.AgentSlug
 	// From here on the agent's push events are written; before since they
 	// were not, so an older cursor may have missed some.
 	since, err := h.push.OpenPush(r.Context(), slug)
@@ -120,7 +113,15 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	told := int64(-1) // the cursor a missed event was last sent for
+	told := int64(-1)  // the cursor a missed event was last sent for
+	var seen time.Time // when the stream's live session was last recorded
+	if live.ID != "" {
+		if err := h.push.SeeLiveSession(r.Context(), live); err != nil {
+			h.writeDomainError(w, r, "push live session", err)
+			return
+		}
+		seen = time.Now()
+	}
 
 	send := h.openEventStream(w, "push stream")
 	ready, _ := json.Marshal(map[string]any{"agent": slug, "cursor": after})
@@ -131,7 +132,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 	defer beat.Stop()
 	for {
 		woken := h.pushHub.watch(slug)
-		batch, err := h.push.PushEvents(r.Context(), slug, after, relay.DefaultPushBatch)
+		batch, err := h.push.SessionPushEvents(r.Context(), live, after, relay.DefaultPushBatch)
 		if err != nil {
 			if r.Context().Err() == nil {
 				h.log.Error("web: push stream: read", "agent", slug, "err", err)
@@ -161,7 +162,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		after = batch.Cursor
-		if len(batch.Events) == relay.DefaultPushBatch {
+		if batch.More {
 			continue
 		}
 		select {
@@ -174,6 +175,7 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			if !send(": heartbeat\n\n") {
 				return
 			}
+			seen = h.seeLiveSession(r, live, seen)
 		}
 	}
 }
@@ -192,4 +194,47 @@ func pushCursor(r *http.Request) (int64, error) {
 		return 0, fmt.Errorf("after: must be a non-negative sequence number, not %q", raw)
 	}
 	return n, nil
+}
+
+// pushRequest reads what a push stream request asks for: the agent p acts
+// as (?agent=slug for the admin token), the live session the stream is
+// for (?session=ID and ?sessionName=NAME; no ID when it names none), and
+// the cursor (pushCursor). A malformed cursor or session is
+// invalid_request.
+func pushRequest(r *http.Request, p relay.Principal) (live relay.LiveSession, after int64, err error) {
+	q := r.URL.Query()
+	if live.AgentSlug, err = p.ActingSlug("agent", q.Get("agent")); err != nil {
+		return live, 0, err
+	}
+	if live.ID, err = relay.LiveSessionID(relay.LiveSessionParam, q.Get(relay.LiveSessionParam)); err != nil {
+		return live, 0, err
+	}
+	if live.Name, err = relay.LiveSessionName(relay.LiveSessionNameParam, q.Get(relay.LiveSessionNameParam)); err != nil {
+		return live, 0, err
+	}
+	if after, err = pushCursor(r); err != nil {
+		return live, 0, relay.Errorf(relay.EInvalidRequest, "%s", err.Error())
+	}
+	return live, after, nil
+}
+
+// liveSessionRefresh is how often an open push stream of a live session
+// refreshes the session's last-seen time.
+const liveSessionRefresh = 2 * time.Minute
+
+// seeLiveSession records the stream's live session again when it has one
+// and last (the previous record) is liveSessionRefresh old, and returns the
+// time of the latest record (last when there was nothing to do or the
+// write failed, which is logged: the next heartbeat tries again).
+func (h *handler) seeLiveSession(r *http.Request, live relay.LiveSession, last time.Time) time.Time {
+	if live.ID == "" || time.Since(last) < liveSessionRefresh {
+		return last
+	}
+	if err := h.push.SeeLiveSession(r.Context(), live); err != nil {
+		if r.Context().Err() == nil {
+			h.log.Error("web: push stream: record live session", "agent", live.AgentSlug, "session", live.ID, "err", err)
+		}
+		return last
+	}
+	return time.Now()
 }

@@ -64,6 +64,8 @@ func TestPushRefusals(t *testing.T) {
 		{"admin without agent", "GET", "", adminToken, http.StatusBadRequest, relay.ESlugRequired},
 		{"admin, unknown agent", "GET", "?agent=nobody", adminToken, http.StatusNotFound, relay.EUnknownAgent},
 		{"a worker run's token", "GET", "", runTok, http.StatusForbidden, relay.EForbidden},
+		{"bad session", "GET", "?session=not%20an%20id", tok, http.StatusBadRequest, relay.EInvalidRequest},
+		{"bad session name", "GET", "?session=s-1&sessionName=" + strings.Repeat("n", relay.MaxLiveSessionName+1), tok, http.StatusBadRequest, relay.EInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, srv.URL+relay.PushPath+tc.query, nil)
@@ -153,12 +155,20 @@ func next(t *testing.T, events <-chan sseEvent) sseEvent {
 	}
 }
 
-func TestPushStreamOrderAndResume(t *testing.T) {
+// pushAliceBob is pushEnv with the agents alice and bob, alice's token and
+// a context that ends with the test.
+func pushAliceBob(t *testing.T) (*httptest.Server, relay.Service, string, context.Context) {
+	t.Helper()
 	srv, db := pushEnv(t)
 	aliceTok := createAgent(t, db, "alice")
 	createAgent(t, db, "bob")
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	t.Cleanup(cancel)
+	return srv, db, aliceTok, ctx
+}
+
+func TestPushStreamOrderAndResume(t *testing.T) {
+	srv, db, aliceTok, ctx := pushAliceBob(t)
 	post := func(title string) relay.Task {
 		t.Helper()
 		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: title, Instructions: "Do " + title})
@@ -299,9 +309,9 @@ type staleCursor struct {
 	stale int64
 }
 
-func (s staleCursor) PushEvents(ctx context.Context, slug string, after int64, limit int) (relay.PushBatch, error) {
-	b, err := s.PushSource.PushEvents(ctx, slug, after, limit)
-	if slug == s.agent && after == s.stale {
+func (s staleCursor) SessionPushEvents(ctx context.Context, live relay.LiveSession, after int64, limit int) (relay.PushBatch, error) {
+	b, err := s.PushSource.SessionPushEvents(ctx, live, after, limit)
+	if live.AgentSlug == s.agent && after == s.stale {
 		b.MayHaveMissed = true
 	}
 	return b, err
@@ -361,5 +371,38 @@ func TestPushMissedOncePerCursor(t *testing.T) {
 	var pe relay.PushEvent
 	if e := next(t, events); e.name != relay.PushEventTask || json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID {
 		t.Fatalf("then %+v, want the task posted", e)
+	}
+}
+
+// A stream that names a session records it as one of the agent's live
+// sessions, with its name, before it says it is ready; and it gets the
+// updates on the tasks that session posted, not those of another session.
+func TestPushSessionStream(t *testing.T) {
+	srv, db, aliceTok, ctx := pushAliceBob(t)
+	events := openPush(t, ctx, srv.URL+relay.PushPath+"?session=s-1&sessionName=Main%20chat", aliceTok, nil)
+	if e := next(t, events); e.name != relay.PushEventReady {
+		t.Fatalf("first %+v, want ready", e)
+	}
+	live, err := db.(interface {
+		LiveSessions(context.Context, string) ([]relay.LiveSession, error)
+	}).LiveSessions(ctx, "alice")
+	if err != nil || len(live) != 1 || live[0].ID != "s-1" || live[0].Name != "Main chat" {
+		t.Fatalf("alice's live sessions %+v %v, want s-1 named Main chat", live, err)
+	}
+	var ids []string
+	for _, session := range []string{"s-2", "s-1"} {
+		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "from " + session, Instructions: "x",
+			FromAgent: true, ReplySession: session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob"}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	var pe relay.PushEvent
+	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != ids[1] || pe.Kind != relay.EventTaskClaimed {
+		t.Fatalf("s-1's stream got %+v, want the claim of its own task %s (not %s's)", e, ids[1], ids[0])
 	}
 }

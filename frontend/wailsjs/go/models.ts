@@ -1262,6 +1262,7 @@ export namespace relay {
 	    conversationId: string;
 	    hops: number;
 	    targetSession?: string;
+	    replySession?: string;
 	    claimedVia?: string;
 	    reports: Report[];
 	    signature?: string;
@@ -1289,6 +1290,7 @@ export namespace relay {
 	        this.conversationId = source["conversationId"];
 	        this.hops = source["hops"];
 	        this.targetSession = source["targetSession"];
+	        this.replySession = source["replySession"];
 	        this.claimedVia = source["claimedVia"];
 	        this.reports = this.convertValues(source["reports"], Report);
 	        this.signature = source["signature"];
