@@ -15,7 +15,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,8 +48,19 @@ type Session struct {
 	Title string `json:"title,omitempty"`
 	// LastActive is the newest record's time (else the file's modification time).
 	LastActive time.Time `json:"lastActive"`
-	// Path is the transcript file.
+	// Path is the transcript file (Codex: the newest rollout of the thread).
 	Path string `json:"path"`
+	// Paths are every transcript file of the session, oldest first, when
+	// it has more than one (Codex rollouts sharing the thread's id).
+	Paths []string `json:"-"`
+}
+
+// files is every transcript file of s, oldest first.
+func (s Session) files() []string {
+	if len(s.Paths) > 0 {
+		return s.Paths
+	}
+	return []string{s.Path}
 }
 
 // Named reports whether a person named the session.
@@ -93,33 +103,11 @@ func (st Store) CodexHome() string {
 	return filepath.Join(st.Home, ".codex")
 }
 
-// List returns the sessions of tool ("" for both), newest first.
+// List returns the sessions of tool ("" for both), newest first. Codex
+// rollouts that share a thread id count as one session.
 func (st Store) List(tool string) ([]Session, error) {
-	var out []Session
-	if tool == "" || tool == ClaudeCode {
-		s, err := st.listClaude()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s...)
-	}
-	if tool == "" || tool == Codex {
-		s, err := st.listCodex()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s...)
-	}
-	if tool != "" && tool != ClaudeCode && tool != Codex {
-		return nil, fmt.Errorf("sessions: unknown tool %q (want %s or %s)", tool, ClaudeCode, Codex)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].LastActive.Equal(out[j].LastActive) {
-			return out[i].LastActive.After(out[j].LastActive)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	l, err := st.Recent(tool, 0)
+	return l.Sessions, err
 }
 
 // AmbiguousError refuses a name that matches more than one session.

@@ -30,18 +30,7 @@ func (t Turns) Find(tool, id string) (label string, lastActive time.Time, err er
 }
 
 // find looks a session up by id only (never by name).
-func (t Turns) find(tool, id string) (Session, error) {
-	all, err := t.Sessions.List(tool)
-	if err != nil {
-		return Session{}, err
-	}
-	for _, s := range all {
-		if s.ID == id {
-			return s, nil
-		}
-	}
-	return Session{}, &NotFoundError{Name: id}
-}
+func (t Turns) find(tool, id string) (Session, error) { return t.Sessions.ByID(tool, id) }
 
 // TryLock takes the session's turn lock for token without waiting; when a
 // live owner holds it, ok is false and holder says who.
