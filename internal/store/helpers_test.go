@@ -81,9 +81,11 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
-// undoWorkerSandbox reverts migration 0014 (the worker sandbox); every
-// downgrade goes below it, so downgrade runs it first.
-const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
+// undoWorkerSandbox reverts migrations 0015 (any-session workers, request
+// tokens) and 0014 (the worker sandbox); every downgrade goes below them,
+// so downgrade runs it first.
+const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN any_session; ALTER TABLE run_sessions DROP COLUMN request_token;
+	ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
 	ALTER TABLE workers DROP COLUMN allow_unsandboxed;
 	`
 
