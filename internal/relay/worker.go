@@ -204,6 +204,9 @@ type RunSession struct {
 	// recorded before the CLI starts and cleared when the run ends: a run
 	// interrupted by a restart is recovered from the transcript with it.
 	RequestToken string `json:"requestToken,omitempty"`
+	// ClaimedAt is the claim of the run that recorded RequestToken: a token
+	// left by an earlier round of the task is not this claim's.
+	ClaimedAt string `json:"claimedAt,omitempty"`
 }
 
 // WorkerService stores worker configurations, run activity and CLI sessions.

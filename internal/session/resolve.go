@@ -86,7 +86,7 @@ func (r Resolver) Resolve(ctx context.Context, agent, ref string) (Session, erro
 	}
 	cands := make([]Candidate, len(hits))
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d sessions of “%s” are named “%s”; name one by id in targetSession:", len(hits), agent, ref)
+	fmt.Fprintf(&b, "%d sessions%s are named “%s”; name one by id in targetSession:", len(hits), of(agent), ref)
 	for i, s := range hits {
 		cands[i] = Candidate{Tool: s.Tool, ID: s.ID, Name: s.Name, Folder: s.Folder}
 		if !s.Named() {
@@ -149,7 +149,7 @@ func notFound(agent, ref string, all, beyond []Session, bound int) error {
 	if sim == nil {
 		sim = []string{}
 	}
-	msg := fmt.Sprintf("No session “%s” of “%s” can take this task: none of the sessions it can be reached in (its workers' sessions, the sessions its any-session worker may resume, its live sessions) has that id or exact name (names match exactly).", ref, agent)
+	msg := fmt.Sprintf("No session “%s”%s can take this task: none of the sessions it can be reached in (its workers' sessions, the sessions its any-session worker may resume, its live sessions) has that id or exact name (names match exactly).", ref, of(agent))
 	details := map[string]any{"targetSession": ref, "similar": sim}
 	for i, s := range beyond {
 		if s.Tool == ClaudeCode && s.Name == "" && i < maxBeyondScan && s.Path != "" {
@@ -170,6 +170,14 @@ func notFound(agent, ref string, all, beyond []Session, bound int) error {
 		msg += " Similar: “" + strings.Join(sim, "”, “") + "”."
 	}
 	return relay.Errorf(relay.ESessionNotFound, "%s", msg).WithDetails(details)
+}
+
+// of is " of “agent”", or "" without an agent.
+func of(agent string) string {
+	if agent == "" {
+		return ""
+	}
+	return " of “" + agent + "”"
 }
 
 func lastActive(t time.Time) string {

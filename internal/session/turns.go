@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -60,4 +61,21 @@ func (t Turns) Recover(tool, id, token string) (string, error) {
 		return "", nil
 	}
 	return text, err
+}
+
+// Locate finds the tool's session that ref names for an any-session
+// worker: by id, or by exact name among the newest RecentBound sessions
+// (see Resolver), and returns its id and the folder it ran in.
+func (t Turns) Locate(tool, ref string) (id, folder string, err error) {
+	src := func(context.Context, string) (Found, error) { return t.Sessions.Within(tool, RecentBound, nil) }
+	s, err := Resolver{Sources: []Source{src}}.Resolve(context.Background(), "", ref)
+	if err != nil {
+		return "", "", err
+	}
+	if s.Folder == "" { // past the bound: found by id only
+		if s, err = t.Sessions.ByID(tool, s.ID); err != nil {
+			return "", "", err
+		}
+	}
+	return s.ID, s.Folder, nil
 }

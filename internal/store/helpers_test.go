@@ -85,6 +85,7 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 // tokens) and 0014 (the worker sandbox); every downgrade goes below them,
 // so downgrade runs it first.
 const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN any_session; ALTER TABLE run_sessions DROP COLUMN request_token;
+	ALTER TABLE run_sessions DROP COLUMN request_claimed_at;
 	ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
 	ALTER TABLE workers DROP COLUMN allow_unsandboxed;
 	`

@@ -299,10 +299,11 @@ func (db *DB) SaveRunSession(ctx context.Context, s relay.RunSession) error {
 		if err := taskExists(t.ctx, t.tx, id); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO run_sessions (task_id, harness, session_id, workdir, request_token, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO run_sessions (task_id, harness, session_id, workdir, request_token, request_claimed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (task_id) DO UPDATE SET harness = excluded.harness, session_id = excluded.session_id,
-				workdir = excluded.workdir, request_token = excluded.request_token, updated_at = excluded.updated_at`,
-			id, s.Harness, s.SessionID, s.Workdir, s.RequestToken, t.ts); err != nil {
+				workdir = excluded.workdir, request_token = excluded.request_token,
+				request_claimed_at = excluded.request_claimed_at, updated_at = excluded.updated_at`,
+			id, s.Harness, s.SessionID, s.Workdir, s.RequestToken, s.ClaimedAt, t.ts); err != nil {
 			return fmt.Errorf("upsert run session: %w", err)
 		}
 		return nil
@@ -317,8 +318,8 @@ func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, 
 		return relay.RunSession{}, false, err
 	}
 	s := relay.RunSession{TaskID: id}
-	err = db.r.QueryRowContext(ctx, `SELECT harness, session_id, workdir, request_token FROM run_sessions WHERE task_id = ?`, id).
-		Scan(&s.Harness, &s.SessionID, &s.Workdir, &s.RequestToken)
+	err = db.r.QueryRowContext(ctx, `SELECT harness, session_id, workdir, request_token, request_claimed_at FROM run_sessions WHERE task_id = ?`, id).
+		Scan(&s.Harness, &s.SessionID, &s.Workdir, &s.RequestToken, &s.ClaimedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return relay.RunSession{}, false, nil
 	}
