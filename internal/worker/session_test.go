@@ -33,8 +33,9 @@ var requestTokenPattern = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
 
 // sessionHelper is the fake CLI's session modes: it appends the prompt and
 // an answer to the transcript, then prints the answer (session), prints it
-// without the request token (sessionmute), or is killed before printing
-// anything (sessiondie).
+// without the request token (sessionmute), is killed before printing
+// anything (sessiondie), or hangs until it is stopped, with the answer in
+// the transcript (sessionhang) or only the request (sessionhangearly).
 func sessionHelper(mode string, prompt []byte) int {
 	path := os.Getenv(transcriptEnv)
 	token := requestTokenPattern.FindString(string(prompt))
@@ -43,9 +44,16 @@ func sessionHelper(mode string, prompt []byte) int {
 		answer = sessionAnswered
 	}
 	now := time.Now().UTC()
-	if err := appendTranscript(path, now, claudeLine("user", string(prompt)), claudeLine("assistant", answer)); err != nil {
+	records := []map[string]any{claudeLine("user", string(prompt)), claudeLine("assistant", answer)}
+	if mode == "sessionhangearly" {
+		records = records[:1] // the request, no answer yet
+	}
+	if err := appendTranscript(path, now, records...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if mode == "sessionhang" || mode == "sessionhangearly" {
+		time.Sleep(2 * time.Minute) // until the worker is stopped
 	}
 	if mode == "sessiondie" {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
