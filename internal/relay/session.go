@@ -1,5 +1,10 @@
 package relay
 
+import (
+	"path/filepath"
+	"strings"
+)
+
 // Error codes of a post whose targetSession names no session, or several,
 // the recipient can be reached in (resolved when the task is posted).
 const (
@@ -10,3 +15,21 @@ const (
 	// name; details carry the candidates with their ids.
 	ESessionAmbiguous = "session_ambiguous"
 )
+
+// FolderWithin reports whether folder (absolute) is one of roots or inside
+// one: where an any-session worker may resume a session.
+func FolderWithin(folder string, roots []string) bool {
+	if folder == "" || !filepath.IsAbs(folder) {
+		return false
+	}
+	for _, root := range roots {
+		if root == "" {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(folder))
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
+}

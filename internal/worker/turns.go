@@ -30,7 +30,7 @@ func (r *runState) pickSession() error {
 		return fmt.Errorf("the session “%s” can't be resumed: %s", r.task.TargetSession, errorText(err))
 	}
 	roots := append([]string{r.cfg.Workdir}, r.cfg.ExtraDirs...)
-	if !within(folder, roots) {
+	if !relay.FolderWithin(folder, roots) {
 		return fmt.Errorf("the session “%s” (%s) ran in %s, outside the folders this worker may use (%s)",
 			r.task.TargetSession, id, folder, strings.Join(roots, ", "))
 	}
@@ -42,20 +42,6 @@ func (r *runState) pickSession() error {
 	}
 	r.cfg.SessionID, r.cfg.SessionLabel = id, ""
 	return nil
-}
-
-// within reports whether folder is one of roots or inside one.
-func within(folder string, roots []string) bool {
-	if folder == "" || !filepath.IsAbs(folder) {
-		return false
-	}
-	for _, root := range roots {
-		rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(folder))
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
-			return true
-		}
-	}
-	return false
 }
 
 // recordTurn remembers the turn's session and request token with the run,
