@@ -1349,6 +1349,7 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    anySession?: boolean;
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
@@ -1377,6 +1378,7 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.anySession = source["anySession"];
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
@@ -1401,6 +1403,7 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    anySession?: boolean;
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
@@ -1434,6 +1437,7 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.anySession = source["anySession"];
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
