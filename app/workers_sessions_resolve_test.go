@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,25 +16,8 @@ import (
 // bound worker offers its session, so a name two sessions share resolves
 // to the bound one. The task keeps the session's id.
 func TestPostResolvesTargetSession(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("CLAUDE_CONFIG_DIR", "")
-	work, other := filepath.Join(home, "work"), filepath.Join(home, "other")
-	for _, d := range []string{work, other} {
-		noErr(t, os.Mkdir(d, 0o755))
-	}
-	const (
-		a = "5e55a0b1-0000-4000-8000-00000000000a"
-		b = "5e55a0b1-0000-4000-8000-00000000000b"
-		c = "5e55a0b1-0000-4000-8000-00000000000c"
-	)
-	writeClaudeSession(t, home, work, a, "release prep", "2026-11-30T10:00:00Z")
-	writeClaudeSession(t, home, work, b, "release prep", "2026-11-30T11:00:00Z")
-	writeClaudeSession(t, home, other, c, "docs pass", "2026-11-30T12:00:00Z")
-	program := filepath.Join(home, "claude")
-	noErr(t, os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755))
-
+	_, work, _, program := threeSessions(t)
+	const a, b = sessA, sessB
 	r := startRelay(t)
 	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
 	if _, errs, code := run(t, append([]string{"agents", "add", "builder", "--name", "Builder", "--model", "claude", "--capability", "file-system"}, loc...)...); code != 0 {

@@ -5,7 +5,6 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,33 +35,13 @@ import (
 // "interrupted; not re-sent", still not re-sent after the restart, and the
 // operator's requeue delivers it again.
 func TestExactSessions(t *testing.T) {
-	bin := cliFolder(t, "claude and codex")
-	root := newRoot(t)
-	for _, tc := range cases() {
-		if tc.harness != relay.SessionClaudeCode && tc.harness != relay.SessionCodex {
-			continue
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			program := filepath.Join(bin, tc.name)
-			if _, err := os.Stat(program); err != nil {
-				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
-			}
-			exactSessions(t, tc, program, filepath.Join(root, tc.name+"-exact"))
-		})
-	}
+	sessionCLIs(t, "-exact", exactSessions)
 }
 
 func exactSessions(t *testing.T, tc cliCase, program, base string) {
 	start := time.Now()
-	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
-	marker := fmt.Sprintf("exact-%s-%d", tc.name, time.Now().UnixNano()%1e6)
-	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{Marker: marker, Session: true})
-	store := session.Store{Home: home}
-	first := seedSession(t, tc, program, work, store, marker)
-	second := seedSession(t, tc, program, work, store, marker)
-	nameSession(t, home, first, sessionName)
-	nameSession(t, home, second, sessionName)
-	t.Logf("sessions %s and %s made in %s", first.ID, second.ID, time.Since(start).Round(time.Millisecond))
+	p := makePersonsSessions(t, tc, program, base, "exact")
+	home, work, marker, fm, names, store, first, second := p.home, p.work, p.marker, p.fm, p.names, p.store, p.first, p.second
 	t.Cleanup(func() {
 		if t.Failed() {
 			s := fm.Seen()

@@ -36,6 +36,12 @@ const sessionName = "harbour chat"
 // its requests all after the first turn's; (c) a CLI killed mid-turn has its
 // answer recovered from the session's transcript and labelled.
 func TestSessionWorkers(t *testing.T) {
+	sessionCLIs(t, "", sessionWorkers)
+}
+
+// sessionCLIs runs body for each CLI whose sessions a worker can resume
+// (Claude Code, Codex), each in a folder of its own (its name and suffix).
+func sessionCLIs(t *testing.T, suffix string, body func(t *testing.T, tc cliCase, program, base string)) {
 	bin := cliFolder(t, "claude and codex")
 	root := newRoot(t)
 	for _, tc := range cases() {
@@ -47,24 +53,40 @@ func TestSessionWorkers(t *testing.T) {
 			if _, err := os.Stat(program); err != nil {
 				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
 			}
-			sessionWorkers(t, tc, program, filepath.Join(root, tc.name))
+			body(t, tc, program, filepath.Join(root, tc.name+suffix))
 		})
 	}
 }
 
+// personsSessions is a person's own two sessions in a project folder,
+// made by the real CLI against the fake model's session script and both
+// named sessionName.
+type personsSessions struct {
+	home, work, marker string
+	fm                 *e2e.FakeModel
+	names              []string // the CLI's environment variables
+	store              session.Store
+	first, second      session.Session
+}
+
+func makePersonsSessions(t *testing.T, tc cliCase, program, base, prefix string) personsSessions {
+	start := time.Now()
+	p := personsSessions{home: filepath.Join(base, "home"), work: filepath.Join(base, "work"),
+		marker: fmt.Sprintf("%s-%s-%d", prefix, tc.name, time.Now().UnixNano()%1e6)}
+	p.fm, p.names = cliEnvironment(t, tc, p.home, p.work, e2e.Script{Marker: p.marker, Session: true})
+	p.store = session.Store{Home: p.home}
+	p.first = seedSession(t, tc, program, p.work, p.store, p.marker)
+	p.second = seedSession(t, tc, program, p.work, p.store, p.marker)
+	nameSession(t, p.home, p.first, sessionName)
+	nameSession(t, p.home, p.second, sessionName)
+	t.Logf("sessions %s and %s made in %s", p.first.ID, p.second.ID, time.Since(start).Round(time.Millisecond))
+	return p
+}
+
 func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 	start := time.Now()
-	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
-	marker := fmt.Sprintf("sess-%s-%d", tc.name, time.Now().UnixNano()%1e6)
-	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{Marker: marker, Session: true})
-	store := session.Store{Home: home}
-
-	// A person's own two sessions in the project, both named alike.
-	first := seedSession(t, tc, program, work, store, marker)
-	second := seedSession(t, tc, program, work, store, marker)
-	nameSession(t, home, first, sessionName)
-	nameSession(t, home, second, sessionName)
-	t.Logf("sessions %s and %s made in %s", first.ID, second.ID, time.Since(start).Round(time.Millisecond))
+	p := makePersonsSessions(t, tc, program, base, "sess")
+	home, work, marker, fm, names, first, second := p.home, p.work, p.marker, p.fm, p.names, p.first, p.second
 
 	r := startRelay(t, filepath.Join(base, "data"))
 	for _, slug := range []string{"builder", "builder-two"} {

@@ -253,9 +253,14 @@ func (t *sessionTurn) label(out outcome, ex execResult) outcome {
 		out = recoveredOutcome(out, t.why)
 	}
 	if ex.tokenMissing != "" {
-		out.result += fmt.Sprintf("\n\n[The answer does not carry the request token %s, so it may not answer this task.]", ex.tokenMissing)
+		out.result += tokenNote(ex.tokenMissing)
 	}
 	return out
+}
+
+// tokenNote is the result's note on an answer without its request token.
+func tokenNote(token string) string {
+	return fmt.Sprintf("\n\n[The answer does not carry the request token %s, so it may not answer this task.]", token)
 }
 
 // recoveredOutcome labels a completed outcome as recovered, saying why.

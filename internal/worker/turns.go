@@ -79,7 +79,7 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 		if out.kind == relay.ReportCompleted {
 			out = recoveredOutcome(out, whyRestart)
 			if !strings.Contains(text, rs.RequestToken) {
-				out.result += fmt.Sprintf("\n\n[The answer does not carry the request token %s, so it may not answer this task.]", rs.RequestToken)
+				out.result += tokenNote(rs.RequestToken)
 			}
 		}
 		step.Text, step.Status = fmt.Sprintf("The relay restarted during this turn; the answer was recovered from the transcript of the session %s (only what it wrote after this request), and the task was not sent again.", label), relay.StepOK
