@@ -128,6 +128,7 @@ func exactSessions(t *testing.T, tc cliCase, program, base string) {
 	poll.Until(t, "the turn to be held before any answer", runDeadline, func() bool { return len(fm.Seen().Held) == 2 })
 	tokB := fm.Seen().Held[1]
 	r = stop(r)
+	t.Logf("(b) restarted after %s", time.Since(mid).Round(time.Millisecond))
 	db := waitDone(t, r, b.ID, 1, dataDir, tokens)
 	msg := db.Task.Reports[len(db.Task.Reports)-1].Message
 	if db.Task.Status != relay.StatusBlocked || !strings.HasPrefix(msg, worker.InterruptedNotResent) {
@@ -140,6 +141,7 @@ func exactSessions(t *testing.T, tc cliCase, program, base string) {
 		t.Fatalf("(b) requeue: %v", err)
 	}
 	poll.Until(t, "the requeued turn to be delivered", runDeadline, func() bool { return len(fm.Seen().Held) == 3 })
+	t.Logf("(b) the requeued turn reached the model after %s", time.Since(mid).Round(time.Millisecond))
 	fm.Release()
 	db = waitDone(t, r, b.ID, 2, dataDir, tokens)
 	if res := db.Task.Reports[len(db.Task.Reports)-1].Result; db.Task.Status != relay.StatusCompleted || !strings.Contains(res, e2e.SessionAnswer+marker) {
