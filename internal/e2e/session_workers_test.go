@@ -211,7 +211,7 @@ func sessionWorkers(t *testing.T, tc cliCase, program, base string) {
 	}
 	dc := waitDone(t, r, c.ID, 1, dataDir, tokens)
 	res = dc.Task.Reports[len(dc.Task.Reports)-1].Result
-	if dc.Task.Status != relay.StatusCompleted || !strings.HasPrefix(res, worker.RecoveredLabel) ||
+	if dc.Task.Status != relay.StatusCompleted || !strings.HasPrefix(res, worker.RecoveredLabel+": the CLI was killed before it printed its answer.]") ||
 		!strings.Contains(res, e2e.PartialAnswer+marker) || !strings.Contains(res, tok3) {
 		t.Fatalf("(c) task %s, result %q; want the partial answer recovered and labelled", dc.Task.Status, res)
 	}

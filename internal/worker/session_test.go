@@ -135,7 +135,7 @@ func TestSessionWorkerDelivers(t *testing.T) {
 		warnings   []string // warning steps
 	}{
 		{name: "answer paired", mode: "session", idle: time.Hour, has: []string{sessionAnswered, "crosschat-req-"}, lacks: []string{worker.RecoveredLabel, "does not carry"}},
-		{name: "killed mid-turn", mode: "sessiondie", idle: time.Hour, has: []string{worker.RecoveredLabel, sessionAnswered, "crosschat-req-"},
+		{name: "killed mid-turn", mode: "sessiondie", idle: time.Hour, has: []string{worker.RecoveredLabel + ": the CLI was killed before it printed its answer.]", sessionAnswered, "crosschat-req-"},
 			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}},
 		{name: "token missing", mode: "sessionmute", idle: time.Hour, has: []string{sessionAnswered, "does not carry the request token"},
 			warnings: []string{"does not carry this request's token"}},
