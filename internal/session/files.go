@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,7 @@ type file struct {
 	id   string
 	path string
 	mod  time.Time
+	size int64
 }
 
 // group is the files of one session (Codex may write several rollouts of
@@ -46,7 +48,7 @@ func (st Store) files(tool string) ([]file, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, file{id: id, path: path, mod: info.ModTime().UTC()})
+		out = append(out, file{id: id, path: path, mod: info.ModTime().UTC(), size: info.Size()})
 		return nil
 	}
 	switch tool {
@@ -119,14 +121,7 @@ func groups(files []file) []group {
 // id, a Codex thread a sub-agent started).
 func readGroup(tool string, g group) (s Session, ok bool, err error) {
 	for _, f := range g.files {
-		var part Session
-		user := true
-		switch tool {
-		case ClaudeCode:
-			part, err = readClaude(f.path)
-		default:
-			part, user, err = readCodex(f.path)
-		}
+		part, user, err := readFile(tool, f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -159,6 +154,52 @@ func readGroup(tool string, g group) (s Session, ok bool, err error) {
 		s.Paths = nil
 	}
 	return s, s.ID != "", nil
+}
+
+// maxCached bounds the parsed transcripts kept between lookups.
+const maxCached = 4096
+
+// parsed keeps what a transcript file held when it had a given time and
+// size, so a lookup (one per post naming a session) reads again only the
+// files that changed.
+var parsed = struct {
+	sync.Mutex
+	m map[string]parsedFile
+}{m: map[string]parsedFile{}}
+
+type parsedFile struct {
+	tool string
+	mod  time.Time
+	size int64
+	s    Session
+	user bool
+}
+
+// readFile reads one transcript file (user is false for a Codex thread a
+// sub-agent started), from the cache while it is unchanged.
+func readFile(tool string, f file) (s Session, user bool, err error) {
+	parsed.Lock()
+	c, ok := parsed.m[f.path]
+	parsed.Unlock()
+	if ok && c.tool == tool && c.mod.Equal(f.mod) && c.size == f.size {
+		return c.s, c.user, nil
+	}
+	user = true
+	if tool == ClaudeCode {
+		s, err = readClaude(f.path)
+	} else {
+		s, user, err = readCodex(f.path)
+	}
+	if err != nil {
+		return s, user, err
+	}
+	parsed.Lock()
+	if len(parsed.m) >= maxCached {
+		clear(parsed.m)
+	}
+	parsed.m[f.path] = parsedFile{tool: tool, mod: f.mod, size: f.size, s: s, user: user}
+	parsed.Unlock()
+	return s, user, nil
 }
 
 // Listing is a bounded listing of sessions.

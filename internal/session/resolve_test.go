@@ -3,12 +3,14 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
@@ -185,5 +187,43 @@ func TestRecoverAcrossRollouts(t *testing.T) {
 	got, err := session.Recover(s, "crosschat-req-00000000000000aa")
 	if err != nil || !strings.HasPrefix(got, "Metric added.") {
 		t.Fatalf("Recover = %q, %v", got, err)
+	}
+}
+
+// BenchmarkResolveAmongNewest resolves a name among 600 Claude Code
+// sessions of about 100 KiB each (the newest 500 are read; unchanged files
+// come from the cache after the first lookup).
+func BenchmarkResolveAmongNewest(b *testing.B) {
+	home := b.TempDir()
+	dir := filepath.Join(home, ".claude", "projects", "-work")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	filler := strings.Repeat("x", 1000)
+	for i := range 600 {
+		id := fmt.Sprintf("5e55a0b1-0000-4000-8000-%012d", i)
+		var sb strings.Builder
+		for range 100 {
+			fmt.Fprintf(&sb, `{"type":"user","message":{"role":"user","content":%q},"cwd":"/work","sessionId":%q,"timestamp":"2026-11-30T10:00:00Z"}`+"\n", filler, id)
+		}
+		fmt.Fprintf(&sb, `{"type":"custom-title","customTitle":"chat %d","sessionId":%q}`+"\n", i, id)
+		path := filepath.Join(dir, id+".jsonl")
+		if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		at := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(path, at, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st := session.Store{Home: home}
+	r := session.Resolver{Sources: []session.Source{func(context.Context, string) (session.Found, error) {
+		return st.Within(session.ClaudeCode, session.RecentBound, nil)
+	}}}
+	b.ResetTimer()
+	for b.Loop() {
+		if s, err := r.Resolve(context.Background(), "builder", "chat 599"); err != nil || s.ID == "" {
+			b.Fatal(s, err)
+		}
 	}
 }
