@@ -33,3 +33,16 @@ func FolderWithin(folder string, roots []string) bool {
 	}
 	return false
 }
+
+// SessionFolders are the folders an any-session worker may resume a
+// session from: its working folder, its extra folders and the paths its
+// sandbox may read and write.
+func (c WorkerConfig) SessionFolders() []string {
+	out := append([]string{c.Workdir}, c.ExtraDirs...)
+	for _, p := range c.AllowPaths {
+		if path, rw := CutAllowPath(p); rw {
+			out = append(out, path)
+		}
+	}
+	return out
+}
