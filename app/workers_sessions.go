@@ -178,7 +178,7 @@ func anySessions(workers relay.WorkerService, st session.Store) session.Source {
 		if err != nil || !ok || !cfg.AnySession {
 			return session.Found{}, err
 		}
-		roots := append([]string{cfg.Workdir}, cfg.ExtraDirs...)
+		roots := cfg.SessionFolders()
 		return st.Within(cfg.Harness, session.RecentBound, func(folder string) bool { return relay.FolderWithin(folder, roots) })
 	}
 }

@@ -18,8 +18,8 @@ import (
 
 // pickSession makes an any-session worker's run deliver its task into the
 // session the task names: the session's id, and its folder as the run's
-// working folder, which must be the worker's working folder or one of its
-// extra folders, or inside one.
+// working folder, which must be the worker's working folder, one of its
+// extra folders or a path its sandbox may write, or inside one.
 func (r *runState) pickSession() error {
 	o := r.w.m.opts
 	if o.Sessions == nil {
@@ -29,7 +29,7 @@ func (r *runState) pickSession() error {
 	if err != nil {
 		return fmt.Errorf("the session “%s” can't be resumed: %s", r.task.TargetSession, errorText(err))
 	}
-	roots := append([]string{r.cfg.Workdir}, r.cfg.ExtraDirs...)
+	roots := r.cfg.SessionFolders()
 	if !relay.FolderWithin(folder, roots) {
 		return fmt.Errorf("the session “%s” (%s) ran in %s, outside the folders this worker may use (%s)",
 			r.task.TargetSession, id, folder, strings.Join(roots, ", "))
