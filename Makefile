@@ -145,8 +145,8 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 # versions we support, .ci/clis-current the newest ones the tests pass with
 # (docs/live-sessions.md says how to move that pin). The test binary is
 # built once and run against each lane in turn.
-E2E_CLIS_RUN := -run 'TestRealCLIs|TestSessionWorkers|TestClaudeChannelLive|TestClaudePlugin'
-E2E_CLIS_TEST = CROSSCHAT_E2E_CLIS=$(1) go test -race -count=1 -v $(E2E_CLIS_RUN) -timeout 10m ./internal/e2e/
+E2E_CLIS_RUN := -run 'TestRealCLIs|TestSessionWorkers|TestExactSessions|TestClaudeChannelLive|TestClaudePlugin'
+E2E_CLIS_TEST = CROSSCHAT_E2E_CLIS=$(1) go test -race -count=1 -v $(E2E_CLIS_RUN) -timeout 15m ./internal/e2e/
 
 e2e-clis: e2e-clis-oldest e2e-clis-current
 

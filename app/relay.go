@@ -109,6 +109,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	}
 	bg, cancelBg := context.WithCancel(context.Background())
 	services.core.attach(bg, svc, cfg)
+	db.SetSessionResolver(services.Workers.targetResolver(db, db)) // a post's targetSession is checked at once
 	services.Mesh.setNode(node)
 	services.Mesh.setSettings(db, origin)
 	met := newMetrics(svc, node, services.Workers)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -120,4 +121,88 @@ func (w *Workers) Sessions(harnessID, workdir string) ([]SessionChoice, error) {
 		}
 	}
 	return out, nil
+}
+
+// targetResolver resolves a post's targetSession against the sessions its
+// recipient can be reached in (store.SessionResolver): the resolved id is
+// the task's target.
+func (w *Workers) targetResolver(workers relay.WorkerService, live liveSessionLister) func(ctx context.Context, recipient, ref string) (string, error) {
+	r := session.Resolver{Sources: append(w.sessionSources(workers), liveSessions(live))}
+	return func(ctx context.Context, recipient, ref string) (string, error) {
+		s, err := r.Resolve(ctx, recipient, ref)
+		return s.ID, err
+	}
+}
+
+// sessionSources are the places an agent's workers can reach its sessions:
+// the bound session and the sessions an any-session worker may resume.
+// targetResolver adds the live sessions; another source is one line there.
+func (w *Workers) sessionSources(workers relay.WorkerService) []session.Source {
+	return []session.Source{boundSessions(workers, w.sessions()), anySessions(workers, w.sessions())}
+}
+
+// liveSessionLister lists the sessions whose channel or monitor told the
+// relay who they are (store.DB.LiveSessions).
+type liveSessionLister interface {
+	LiveSessions(ctx context.Context, agentSlug string) ([]relay.LiveSession, error)
+}
+
+// liveSessions are the agent's live sessions: a task naming one is pushed to
+// that session's stream only. Listed after the workers' sources, so a
+// session a worker also knows keeps the worker's fuller description.
+func liveSessions(live liveSessionLister) session.Source {
+	return func(ctx context.Context, agent string) (session.Found, error) {
+		list, err := live.LiveSessions(ctx, agent)
+		if err != nil {
+			return session.Found{}, err
+		}
+		found := session.Found{Sessions: make([]session.Session, 0, len(list))}
+		for _, l := range list {
+			seen, _ := relay.ParseTime(l.LastSeen) // zero when unreadable: shown without a time
+			found.Sessions = append(found.Sessions, session.Session{Tool: relay.SessionClaudeCode, ID: l.ID, Name: l.Name, LastActive: seen})
+		}
+		return found, nil
+	}
+}
+
+// workerOf is the agent's worker, ok false when it has none.
+func workerOf(ctx context.Context, workers relay.WorkerService, agent string) (relay.WorkerConfig, bool, error) {
+	cfg, err := workers.Worker(ctx, agent)
+	if relay.ErrorCode(err) == relay.EUnknownWorker {
+		return cfg, false, nil
+	}
+	return cfg, err == nil, err
+}
+
+// boundSessions is the session the agent's worker is bound to, while it is
+// on this computer.
+func boundSessions(workers relay.WorkerService, st session.Store) session.Source {
+	return func(ctx context.Context, agent string) (session.Found, error) {
+		cfg, ok, err := workerOf(ctx, workers, agent)
+		if err != nil || !ok || cfg.SessionID == "" {
+			return session.Found{}, err
+		}
+		s, err := st.ByID(cfg.Harness, cfg.SessionID)
+		var gone *session.NotFoundError
+		if errors.As(err, &gone) {
+			return session.Found{}, nil
+		}
+		if err != nil {
+			return session.Found{}, err
+		}
+		return session.Found{Sessions: []session.Session{s}}, nil
+	}
+}
+
+// anySessions are the sessions the agent's any-session worker may resume:
+// its CLI's newest session.RecentBound, that ran in the worker's folders.
+func anySessions(workers relay.WorkerService, st session.Store) session.Source {
+	return func(ctx context.Context, agent string) (session.Found, error) {
+		cfg, ok, err := workerOf(ctx, workers, agent)
+		if err != nil || !ok || !cfg.AnySession {
+			return session.Found{}, err
+		}
+		roots := cfg.SessionFolders()
+		return st.Within(cfg.Harness, session.RecentBound, func(folder string) bool { return relay.FolderWithin(folder, roots) })
+	}
 }

@@ -29,31 +29,42 @@ func writeClaudeSession(t *testing.T, home, folder, id, name, at string) {
 	noErr(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 }
 
+// The sessions of threeSessions.
+const (
+	sessA = "5e55a0b1-0000-4000-8000-00000000000a"
+	sessB = "5e55a0b1-0000-4000-8000-00000000000b"
+	sessC = "5e55a0b1-0000-4000-8000-00000000000c"
+)
+
+// threeSessions makes a home folder (HOME) with three Claude Code
+// sessions: sessA and sessB both named "release prep" in work, sessC
+// "docs pass" in other; program is a stand-in claude.
+func threeSessions(t *testing.T) (home, work, other, program string) {
+	t.Helper()
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	work, other = filepath.Join(home, "work"), filepath.Join(home, "other")
+	for _, d := range []string{work, other} {
+		noErr(t, os.Mkdir(d, 0o755))
+	}
+	writeClaudeSession(t, home, work, sessA, "release prep", "2026-11-30T10:00:00Z")
+	writeClaudeSession(t, home, work, sessB, "release prep", "2026-11-30T11:00:00Z")
+	writeClaudeSession(t, home, other, sessC, "docs pass", "2026-11-30T12:00:00Z")
+	program = filepath.Join(home, "claude")
+	noErr(t, os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755))
+	return home, work, other, program
+}
+
 // Ensure a worker is bound to a session by id or exact name when it is
 // saved (from the command line and the service): a name two sessions share
 // is refused with the candidates, an unknown name with similar ones, a
 // session from another folder is refused, and the picker lists the
 // folder's sessions.
 func TestWorkerBindsSession(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
-	t.Setenv("CLAUDE_CONFIG_DIR", "")
-	work := filepath.Join(home, "work")
-	other := filepath.Join(home, "other")
-	for _, d := range []string{work, other} {
-		noErr(t, os.Mkdir(d, 0o755))
-	}
-	const (
-		a = "5e55a0b1-0000-4000-8000-00000000000a"
-		b = "5e55a0b1-0000-4000-8000-00000000000b"
-		c = "5e55a0b1-0000-4000-8000-00000000000c"
-	)
-	writeClaudeSession(t, home, work, a, "release prep", "2026-11-30T10:00:00Z")
-	writeClaudeSession(t, home, work, b, "release prep", "2026-11-30T11:00:00Z")
-	writeClaudeSession(t, home, other, c, "docs pass", "2026-11-30T12:00:00Z")
-	program := filepath.Join(home, "claude")
-	noErr(t, os.WriteFile(program, []byte("#!/bin/sh\n"), 0o755))
+	_, work, other, program := threeSessions(t)
+	const a, b, c = sessA, sessB, sessC
 
 	r := startRelay(t)
 	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}

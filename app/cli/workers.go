@@ -9,6 +9,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/session"
 )
 
 // workersCmd runs `crosschat-relay workers list|set|remove|pause|resume`.
@@ -48,6 +49,8 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 				harness := w.Harness
 				if w.SessionID != "" {
 					harness += " in session “" + w.SessionLabel + "”"
+				} else if w.AnySession {
+					harness += " in any session"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d min, %d/h\t%s\n", termSafe(w.AgentSlug), termSafe(harness), termSafe(st), termSafe(w.Workdir), termSafe(strings.Join(w.AllowedSenders, ",")), w.TimeoutMinutes, w.RunsPerHour, termSafe(last))
 			}
@@ -88,7 +91,7 @@ func workersSet(c *command, args []string) error {
 	}
 	cfg := relay.WorkerConfig{AgentSlug: args[0], Enabled: true}
 	var extra, argv, senders, env, allow stringList
-	var prompt string
+	var prompt, sessions string
 	var timeout time.Duration
 	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
 	c.fs.StringVar(&cfg.Workdir, "workdir", "", "working folder the CLI runs in (absolute)")
@@ -103,6 +106,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.BoolVar(&cfg.Enabled, "enabled", true, "run tasks (false keeps the setup but stops claiming)")
 	c.fs.Var(&env, "env", "name of a variable of the relay's environment to pass to the CLI, repeatable")
 	c.fs.StringVar(&cfg.Session, "session", "", "deliver each task into this existing Claude Code session or Codex thread (id or exact name, see `crosschat-relay sessions list`) instead of fresh runs")
+	c.fs.StringVar(&sessions, "sessions", "", "any: deliver a task that names a session (targetSession, id or exact name) into that session of the CLI, if it ran in the worker's folders; other tasks run fresh")
 	c.fs.StringVar(&cfg.Sandbox, "sandbox", "", "on or off: confine each run to its folders (default: on for claude-code, codex and gemini, off for the others)")
 	c.fs.Var(&allow, "allow-path", "another path a sandboxed run may read (PATH) or read and write (PATH:rw), repeatable")
 	c.fs.BoolVar(&cfg.AllowUnsandboxed, "allow-unsandboxed", false, "run without the sandbox, with a warning in the run log, where the system cannot confine runs (otherwise such runs are blocked)")
@@ -110,6 +114,10 @@ func workersSet(c *command, args []string) error {
 		return err
 	}
 	cfg.AllowPaths = allow
+	if sessions != "" && sessions != "any" {
+		return fmt.Errorf("%w: --sessions takes only any", errUsage)
+	}
+	cfg.AnySession = sessions == "any"
 	if cfg.Harness == "" || cfg.Workdir == "" {
 		return fmt.Errorf("%w: workers set needs --harness and --workdir", errUsage)
 	}
@@ -134,6 +142,9 @@ func workersSet(c *command, args []string) error {
 	fmt.Fprintf(c.stdout, "Worker of %s saved: %s in %s, tasks from %s (%s).\n", termSafe(st.AgentSlug), termSafe(st.Harness), termSafe(st.Workdir), termSafe(strings.Join(st.AllowedSenders, ", ")), termSafe(string(st.State)))
 	if st.SessionID != "" {
 		fmt.Fprintf(c.stdout, "Each task is delivered into the session %q (%s).\n", st.SessionLabel, termSafe(st.SessionID))
+	}
+	if st.AnySession {
+		fmt.Fprintf(c.stdout, "A task that names a session is delivered into it (any %s session that ran in the worker's folders, among the newest %d); others run fresh.\n", termSafe(st.Harness), session.RecentBound)
 	}
 	if st.SandboxOn() {
 		line := "Runs are sandboxed: they reach their folders and nothing else of yours"

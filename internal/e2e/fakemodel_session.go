@@ -13,13 +13,17 @@ import (
 // prompt with HoldMarker first answers PartialAnswer and the token together
 // with a call of the relay's whoami tool, then holds the request that brings
 // the tool's result until Release (or until the CLI goes away), and then
-// answers HeldAnswer and the token.
+// answers HeldAnswer and the token. A prompt with HoldFirstMarker holds its
+// very first request, before the turn wrote anything, until Release (or
+// until the CLI goes away), and then answers SessionAnswer and the token.
 const (
 	SeedAnswer    = "SEED-ANSWER "
 	SessionAnswer = "SESSION-ANSWER "
 	PartialAnswer = "PARTIAL-ANSWER "
 	HeldAnswer    = "HELD-ANSWER "
 	HoldMarker    = "HOLD-THIS-TURN"
+	// HoldFirstMarker holds a delivered turn before any answer.
+	HoldFirstMarker = "HOLD-BEFORE-ANSWER"
 )
 
 var requestToken = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
@@ -75,6 +79,10 @@ func (f *FakeModel) sessionStep(t turn) step {
 			}
 		}
 		f.seen.SessionTurns = append(f.seen.SessionTurns, turn)
+	}
+	if strings.Contains(prompt, HoldFirstMarker) && n == 0 {
+		f.seen.Held = append(f.seen.Held, token)
+		return step{text: SessionAnswer + f.script.Marker + "\n" + token, hold: true}
 	}
 	if !strings.Contains(prompt, HoldMarker) {
 		return step{text: SessionAnswer + f.script.Marker + "\n" + token}

@@ -74,6 +74,11 @@ type WorkerConfig struct {
 	SessionID string `json:"sessionId,omitempty"`
 	// SessionLabel is the session's name or generated title when it was bound.
 	SessionLabel string `json:"sessionLabel,omitempty"`
+	// AnySession lets a Claude Code or Codex worker resume any session of
+	// its CLI on this computer that a task names (targetSession, by id or
+	// exact name) and that ran in its working or extra folders; tasks that
+	// name none run fresh. Not with Session.
+	AnySession bool `json:"anySession,omitempty"`
 	// Sandbox confines each run to its folders (internal/sandbox): "on",
 	// "off", or "" for the preset's default (on for Claude Code, Codex and
 	// Gemini CLI, off for the others; see SandboxOn).
@@ -195,6 +200,13 @@ type RunSession struct {
 	Harness   string `json:"harness"`
 	SessionID string `json:"sessionId"`
 	Workdir   string `json:"workdir"`
+	// RequestToken is the request token of a turn delivered into a session,
+	// recorded before the CLI starts and cleared when the run ends: a run
+	// interrupted by a restart is recovered from the transcript with it.
+	RequestToken string `json:"requestToken,omitempty"`
+	// ClaimedAt is the claim of the run that recorded RequestToken: a token
+	// left by an earlier round of the task is not this claim's.
+	ClaimedAt string `json:"claimedAt,omitempty"`
 }
 
 // WorkerService stores worker configurations, run activity and CLI sessions.
@@ -310,6 +322,9 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 		c.SessionID, c.SessionLabel = "", ""
 	} else if c.Harness != SessionClaudeCode && c.Harness != SessionCodex {
 		return c, Errorf(EInvalidRequest, "session: only Claude Code and Codex workers can be bound to a session.")
+	}
+	if c.AnySession && (c.Session != "" || (c.Harness != SessionClaudeCode && c.Harness != SessionCodex)) {
+		return c, Errorf(EInvalidRequest, "anySession: only a Claude Code or Codex worker without a bound session can resume any session.")
 	}
 	v.text("sessionId", &c.SessionID, 0, MaxSessionRef)
 	if v.text("sessionLabel", &c.SessionLabel, 0, 2*MaxSessionRef); v.err != nil {

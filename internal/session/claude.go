@@ -2,9 +2,6 @@ package session
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,28 +18,6 @@ type claudeRecord struct {
 	Summary     string          `json:"summary"`
 	IsMeta      bool            `json:"isMeta"`
 	Message     json.RawMessage `json:"message"`
-}
-
-func (st Store) listClaude() ([]Session, error) {
-	root := st.ClaudeProjects()
-	files, err := filepath.Glob(filepath.Join(root, "*", "*.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("list Claude Code sessions: %w", err)
-	}
-	out := []Session{}
-	for _, f := range files {
-		s, err := readClaude(f)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read Claude Code session %s: %w", f, err)
-		}
-		if s.ID != "" {
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // readClaude reads one transcript: the last custom-title is the name, the

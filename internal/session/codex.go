@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -25,43 +24,6 @@ type codexMessage struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-}
-
-func (st Store) listCodex() ([]Session, error) {
-	root := filepath.Join(st.CodexHome(), "sessions")
-	names, err := codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	out := []Session{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || !strings.HasPrefix(d.Name(), "rollout-") || !strings.HasSuffix(d.Name(), ".jsonl") {
-			return nil
-		}
-		s, user, err := readCodex(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read Codex thread %s: %w", path, err)
-		}
-		if !user || s.ID == "" {
-			return nil
-		}
-		s.Name = names[s.ID]
-		out = append(out, s)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list Codex threads: %w", err)
-	}
-	return out, nil
 }
 
 // codexNames reads session_index.jsonl: the last thread_name per id wins.

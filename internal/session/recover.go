@@ -22,18 +22,20 @@ func Recover(s Session, token string) (string, error) {
 		seen  bool
 		parts []string
 	)
-	err := eachLine(s.Path, func(line []byte) bool {
-		role, text := transcriptMessage(s.Tool, line)
-		switch {
-		case role == "user" && strings.Contains(text, token):
-			seen, parts = true, nil // a later delivery of the same request wins
-		case seen && role == "assistant" && strings.TrimSpace(text) != "":
-			parts = append(parts, strings.TrimSpace(text))
+	for _, path := range s.files() { // a Codex thread's rollouts, oldest first
+		err := eachLine(path, func(line []byte) bool {
+			role, text := transcriptMessage(s.Tool, line)
+			switch {
+			case role == "user" && strings.Contains(text, token):
+				seen, parts = true, nil // a later delivery of the same request wins
+			case seen && role == "assistant" && strings.TrimSpace(text) != "":
+				parts = append(parts, strings.TrimSpace(text))
+			}
+			return true
+		})
+		if err != nil {
+			return "", fmt.Errorf("recover from %s: %w", path, err)
 		}
-		return true
-	})
-	if err != nil {
-		return "", fmt.Errorf("recover from %s: %w", s.Path, err)
 	}
 	if !seen || len(parts) == 0 {
 		return "", ErrNoAnswer

@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,8 +51,19 @@ type Session struct {
 	Title string `json:"title,omitempty"`
 	// LastActive is the newest record's time (else the file's modification time).
 	LastActive time.Time `json:"lastActive"`
-	// Path is the transcript file.
+	// Path is the transcript file (Codex: the newest rollout of the thread).
 	Path string `json:"path"`
+	// Paths are every transcript file of the session, oldest first, when
+	// it has more than one (Codex rollouts sharing the thread's id).
+	Paths []string `json:"-"`
+}
+
+// files is every transcript file of s, oldest first.
+func (s Session) files() []string {
+	if len(s.Paths) > 0 {
+		return s.Paths
+	}
+	return []string{s.Path}
 }
 
 // Named reports whether a person named the session.
@@ -93,33 +106,11 @@ func (st Store) CodexHome() string {
 	return filepath.Join(st.Home, ".codex")
 }
 
-// List returns the sessions of tool ("" for both), newest first.
+// List returns the sessions of tool ("" for both), newest first. Codex
+// rollouts that share a thread id count as one session.
 func (st Store) List(tool string) ([]Session, error) {
-	var out []Session
-	if tool == "" || tool == ClaudeCode {
-		s, err := st.listClaude()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s...)
-	}
-	if tool == "" || tool == Codex {
-		s, err := st.listCodex()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s...)
-	}
-	if tool != "" && tool != ClaudeCode && tool != Codex {
-		return nil, fmt.Errorf("sessions: unknown tool %q (want %s or %s)", tool, ClaudeCode, Codex)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].LastActive.Equal(out[j].LastActive) {
-			return out[i].LastActive.After(out[j].LastActive)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	l, err := st.Recent(tool, 0)
+	return l.Sessions, err
 }
 
 // AmbiguousError refuses a name that matches more than one session.
@@ -258,4 +249,290 @@ func parseTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// RecentBound is how many sessions per CLI a bounded lookup reads (the
+// newest by file time): an any-session worker resolves names among them.
+const RecentBound = 500
+
+// idLen is the length of a session id (a UUID) at the end of a file name.
+const idLen = 36
+
+// file is one transcript file and the session id its name carries.
+type file struct {
+	id   string
+	path string
+	mod  time.Time
+	size int64
+}
+
+// group is the files of one session (Codex may write several rollouts of
+// one thread), oldest first.
+type group struct {
+	id    string
+	files []file
+}
+
+func (g group) newest() time.Time { return g.files[len(g.files)-1].mod }
+
+// files lists the transcript files of tool with the id their name carries
+// (Claude Code: <id>.jsonl; Codex: rollout-<time>-<id>.jsonl).
+func (st Store) files(tool string) ([]file, error) {
+	var out []file
+	add := func(path, id string) error {
+		info, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, file{id: id, path: path, mod: info.ModTime().UTC(), size: info.Size()})
+		return nil
+	}
+	switch tool {
+	case ClaudeCode:
+		paths, err := filepath.Glob(filepath.Join(st.ClaudeProjects(), "*", "*.jsonl"))
+		if err != nil {
+			return nil, fmt.Errorf("list Claude Code sessions: %w", err)
+		}
+		for _, p := range paths {
+			if err := add(p, strings.TrimSuffix(filepath.Base(p), ".jsonl")); err != nil {
+				return nil, fmt.Errorf("list Claude Code sessions: %w", err)
+			}
+		}
+	case Codex:
+		err := filepath.WalkDir(filepath.Join(st.CodexHome(), "sessions"), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			name := d.Name()
+			if d.IsDir() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") {
+				return nil
+			}
+			id := strings.TrimSuffix(name, ".jsonl")
+			if len(id) >= len("rollout-")+idLen {
+				id = id[len(id)-idLen:]
+			} else {
+				id = path // no id in the name: its own group, named by its meta line
+			}
+			return add(path, id)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list Codex threads: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("sessions: unknown tool %q (want %s or %s)", tool, ClaudeCode, Codex)
+	}
+	return out, nil
+}
+
+// groups gathers files by session id, newest session first.
+func groups(files []file) []group {
+	byID := map[string]int{}
+	var out []group
+	for _, f := range files {
+		i, ok := byID[f.id]
+		if !ok {
+			i = len(out)
+			byID[f.id] = i
+			out = append(out, group{id: f.id})
+		}
+		out[i].files = append(out[i].files, f)
+	}
+	for i := range out {
+		sort.SliceStable(out[i].files, func(a, b int) bool { return out[i].files[a].mod.Before(out[i].files[b].mod) })
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if !out[a].newest().Equal(out[b].newest()) {
+			return out[a].newest().After(out[b].newest())
+		}
+		return out[a].id < out[b].id
+	})
+	return out
+}
+
+// readGroup reads the files of one session and merges them: one session
+// however many rollouts it has. ok is false for what is not listed (no
+// id, a Codex thread a sub-agent started).
+func readGroup(tool string, g group) (s Session, ok bool, err error) {
+	for _, f := range g.files {
+		part, user, err := readFile(tool, f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return Session{}, false, fmt.Errorf("read %s session %s: %w", tool, f.path, err)
+		}
+		if !user || part.ID == "" {
+			return Session{}, false, nil
+		}
+		if s.ID == "" {
+			s = part
+			s.Paths = nil
+		}
+		if part.Name != "" {
+			s.Name = part.Name // the newest name wins
+		}
+		if s.Title == "" {
+			s.Title = part.Title
+		}
+		if s.Folder == "" {
+			s.Folder = part.Folder
+		}
+		if part.LastActive.After(s.LastActive) {
+			s.LastActive = part.LastActive
+		}
+		s.Path = part.Path
+		s.Paths = append(s.Paths, part.Path)
+	}
+	if len(s.Paths) < 2 {
+		s.Paths = nil
+	}
+	return s, s.ID != "", nil
+}
+
+// maxCached bounds the parsed transcripts kept between lookups.
+const maxCached = 4096
+
+// parsed keeps what a transcript file held when it had a given time and
+// size, so a lookup (one per post naming a session) reads again only the
+// files that changed.
+var parsed = struct {
+	sync.Mutex
+	m map[string]parsedFile
+}{m: map[string]parsedFile{}}
+
+type parsedFile struct {
+	tool string
+	mod  time.Time
+	size int64
+	s    Session
+	user bool
+}
+
+// readFile reads one transcript file (user is false for a Codex thread a
+// sub-agent started), from the cache while it is unchanged.
+func readFile(tool string, f file) (s Session, user bool, err error) {
+	parsed.Lock()
+	c, ok := parsed.m[f.path]
+	parsed.Unlock()
+	if ok && c.tool == tool && c.mod.Equal(f.mod) && c.size == f.size {
+		return c.s, c.user, nil
+	}
+	user = true
+	if tool == ClaudeCode {
+		s, err = readClaude(f.path)
+	} else {
+		s, user, err = readCodex(f.path)
+	}
+	if err != nil {
+		return s, user, err
+	}
+	parsed.Lock()
+	if len(parsed.m) >= maxCached {
+		clear(parsed.m)
+	}
+	parsed.m[f.path] = parsedFile{tool: tool, mod: f.mod, size: f.size, s: s, user: user}
+	parsed.Unlock()
+	return s, user, nil
+}
+
+// Listing is a bounded listing of sessions.
+type Listing struct {
+	// Sessions are the sessions read, newest first.
+	Sessions []Session
+	// Beyond are the sessions past the bound, which were not read: only
+	// their id, tool and (Codex) thread name are known.
+	Beyond []Session
+	// Bound is the bound per CLI (0: none).
+	Bound int
+}
+
+// Recent lists the newest sessions of tool ("" for both), reading at most
+// limit per CLI (0: all). Codex rollouts that share a thread id count as
+// one session.
+func (st Store) Recent(tool string, limit int) (Listing, error) {
+	var tools []string
+	switch tool {
+	case "":
+		tools = []string{ClaudeCode, Codex}
+	case ClaudeCode, Codex:
+		tools = []string{tool}
+	default:
+		return Listing{}, fmt.Errorf("sessions: unknown tool %q (want %s or %s)", tool, ClaudeCode, Codex)
+	}
+	l := Listing{Sessions: []Session{}, Bound: limit}
+	for _, tl := range tools {
+		files, err := st.files(tl)
+		if err != nil {
+			return Listing{}, err
+		}
+		var names map[string]string
+		if tl == Codex {
+			if names, err = codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl")); err != nil {
+				return Listing{}, err
+			}
+		}
+		read := 0
+		for _, g := range groups(files) {
+			if limit > 0 && read >= limit {
+				l.Beyond = append(l.Beyond, Session{Tool: tl, ID: g.id, Name: names[g.id], LastActive: g.newest(), Path: g.files[len(g.files)-1].path})
+				continue
+			}
+			s, ok, err := readGroup(tl, g)
+			if err != nil {
+				return Listing{}, err
+			}
+			if !ok {
+				continue
+			}
+			read++
+			if tl == Codex {
+				s.Name = names[s.ID]
+			}
+			l.Sessions = append(l.Sessions, s)
+		}
+	}
+	sort.SliceStable(l.Sessions, func(i, j int) bool {
+		if !l.Sessions[i].LastActive.Equal(l.Sessions[j].LastActive) {
+			return l.Sessions[i].LastActive.After(l.Sessions[j].LastActive)
+		}
+		return l.Sessions[i].ID < l.Sessions[j].ID
+	})
+	return l, nil
+}
+
+// ByID reads the session of tool whose id is id, and only its files.
+func (st Store) ByID(tool, id string) (Session, error) {
+	files, err := st.files(tool)
+	if err != nil {
+		return Session{}, err
+	}
+	var mine []file
+	for _, f := range files {
+		if f.id == id || (tool == Codex && f.id == f.path) {
+			mine = append(mine, f)
+		}
+	}
+	for _, g := range groups(mine) {
+		s, ok, err := readGroup(tool, g)
+		if err != nil {
+			return Session{}, err
+		}
+		if ok && s.ID == id {
+			if tool == Codex {
+				names, err := codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl"))
+				if err != nil {
+					return Session{}, err
+				}
+				s.Name = names[s.ID]
+			}
+			return s, nil
+		}
+	}
+	return Session{}, &NotFoundError{Name: id}
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -30,18 +31,7 @@ func (t Turns) Find(tool, id string) (label string, lastActive time.Time, err er
 }
 
 // find looks a session up by id only (never by name).
-func (t Turns) find(tool, id string) (Session, error) {
-	all, err := t.Sessions.List(tool)
-	if err != nil {
-		return Session{}, err
-	}
-	for _, s := range all {
-		if s.ID == id {
-			return s, nil
-		}
-	}
-	return Session{}, &NotFoundError{Name: id}
-}
+func (t Turns) find(tool, id string) (Session, error) { return t.Sessions.ByID(tool, id) }
 
 // TryLock takes the session's turn lock for token without waiting; when a
 // live owner holds it, ok is false and holder says who.
@@ -71,4 +61,21 @@ func (t Turns) Recover(tool, id, token string) (string, error) {
 		return "", nil
 	}
 	return text, err
+}
+
+// Locate finds the tool's session that ref names for an any-session
+// worker: by id, or by exact name among the newest RecentBound sessions
+// (see Resolver), and returns its id and the folder it ran in.
+func (t Turns) Locate(tool, ref string) (id, folder string, err error) {
+	src := func(context.Context, string) (Found, error) { return t.Sessions.Within(tool, RecentBound, nil) }
+	s, err := Resolver{Sources: []Source{src}}.Resolve(context.Background(), "", ref)
+	if err != nil {
+		return "", "", err
+	}
+	if s.Folder == "" { // past the bound: found by id only
+		if s, err = t.Sessions.ByID(tool, s.ID); err != nil {
+			return "", "", err
+		}
+	}
+	return s.ID, s.Folder, nil
 }

@@ -94,6 +94,8 @@ type DB struct {
 
 	auth authCache // recent answers of Authenticate and WorkerOnly (authcache.go)
 
+	sessions atomic.Pointer[SessionResolver] // resolves a post's targetSession (workers_sessions.go)
+
 	// The writer goroutine (group commit, see write).
 	queue       chan *writeReq // unbuffered: a sender is a waiting write
 	quit        chan struct{}  // closed by Close

@@ -81,16 +81,19 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
-// undoLiveSessions takes a database back from version 16 to 14: live
-// sessions and the tasks' session columns (migration 0016; 0015 is a
-// placeholder on this branch). Every downgrade goes below it: it runs first.
+// undoLiveSessions takes a database back from version 16 to 15: live
+// sessions and the tasks' session columns (migration 0016). Every downgrade
+// goes below it: it runs first.
 const undoLiveSessions = `DROP INDEX tasks_claim_session; ALTER TABLE tasks DROP COLUMN reply_session;
 	ALTER TABLE tasks DROP COLUMN claim_session; DROP TABLE live_sessions;
 	`
 
-// undoWorkerSandbox reverts migration 0014 (the worker sandbox); every
-// downgrade goes below it, so downgrade runs it first.
-const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
+// undoWorkerSandbox reverts migrations 0015 (any-session workers, request
+// tokens) and 0014 (the worker sandbox); every downgrade goes below them,
+// so downgrade runs it after undoLiveSessions.
+const undoWorkerSandbox = `ALTER TABLE workers DROP COLUMN any_session; ALTER TABLE run_sessions DROP COLUMN request_token;
+	ALTER TABLE run_sessions DROP COLUMN request_claimed_at;
+	ALTER TABLE workers DROP COLUMN sandbox; ALTER TABLE workers DROP COLUMN allow_paths;
 	ALTER TABLE workers DROP COLUMN allow_unsandboxed;
 	`
 

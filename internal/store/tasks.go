@@ -61,6 +61,9 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 	if err != nil {
 		return relay.Task{}, err
 	}
+	if in, err = db.resolveTarget(ctx, in); err != nil {
+		return relay.Task{}, err
+	}
 	in.Title, in.Instructions = db.scrub(in.Title), db.scrub(in.Instructions)
 	var out relay.Task
 	err = db.write(ctx, "post task", func(t *tx) error {

@@ -14,7 +14,7 @@ var _ relay.WorkerService = (*DB)(nil)
 
 const workerColumns = `agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
 	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at,
-	session_ref, session_id, session_label, sandbox, allow_paths, allow_unsandboxed`
+	session_ref, session_id, session_label, sandbox, allow_paths, allow_unsandboxed, any_session`
 
 // scanWorker reads one workers row selected with workerColumns.
 func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
@@ -26,7 +26,7 @@ func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
 	)
 	if err := row.Scan(&c.AgentSlug, &c.Harness, &c.Command, &args, &mode, &c.Workdir, &extra, &senders,
 		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt,
-		&c.Session, &c.SessionID, &c.SessionLabel, &c.Sandbox, &allowPaths, &c.AllowUnsandboxed); err != nil {
+		&c.Session, &c.SessionID, &c.SessionLabel, &c.Sandbox, &allowPaths, &c.AllowUnsandboxed, &c.AnySession); err != nil {
 		return c, err
 	}
 	c.PromptMode = relay.PromptMode(mode)
@@ -86,7 +86,7 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (agent_slug) DO UPDATE SET
 				harness = excluded.harness, command = excluded.command, args = excluded.args,
 				prompt_mode = excluded.prompt_mode, workdir = excluded.workdir, extra_dirs = excluded.extra_dirs,
@@ -94,10 +94,11 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 				runs_per_hour = excluded.runs_per_hour, exclusive = excluded.exclusive, enabled = excluded.enabled,
 				env = excluded.env, updated_at = excluded.updated_at, session_ref = excluded.session_ref,
 				session_id = excluded.session_id, session_label = excluded.session_label,
-				sandbox = excluded.sandbox, allow_paths = excluded.allow_paths, allow_unsandboxed = excluded.allow_unsandboxed`,
+				sandbox = excluded.sandbox, allow_paths = excluded.allow_paths, allow_unsandboxed = excluded.allow_unsandboxed,
+				any_session = excluded.any_session`,
 			c.AgentSlug, c.Harness, c.Command, stringsJSON(c.Args), string(c.PromptMode), c.Workdir, stringsJSON(c.ExtraDirs),
 			stringsJSON(c.AllowedSenders), c.TimeoutMinutes, c.RunsPerHour, c.Exclusive, c.Enabled, stringsJSON(c.Env),
-			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel, c.Sandbox, stringsJSON(c.AllowPaths), c.AllowUnsandboxed); err != nil {
+			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel, c.Sandbox, stringsJSON(c.AllowPaths), c.AllowUnsandboxed, c.AnySession); err != nil {
 			return fmt.Errorf("upsert worker: %w", err)
 		}
 		out, err = getWorker(t.ctx, t.tx, c.AgentSlug)
@@ -298,10 +299,11 @@ func (db *DB) SaveRunSession(ctx context.Context, s relay.RunSession) error {
 		if err := taskExists(t.ctx, t.tx, id); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO run_sessions (task_id, harness, session_id, workdir, updated_at) VALUES (?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO run_sessions (task_id, harness, session_id, workdir, request_token, request_claimed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (task_id) DO UPDATE SET harness = excluded.harness, session_id = excluded.session_id,
-				workdir = excluded.workdir, updated_at = excluded.updated_at`,
-			id, s.Harness, s.SessionID, s.Workdir, t.ts); err != nil {
+				workdir = excluded.workdir, request_token = excluded.request_token,
+				request_claimed_at = excluded.request_claimed_at, updated_at = excluded.updated_at`,
+			id, s.Harness, s.SessionID, s.Workdir, s.RequestToken, s.ClaimedAt, t.ts); err != nil {
 			return fmt.Errorf("upsert run session: %w", err)
 		}
 		return nil
@@ -316,8 +318,8 @@ func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, 
 		return relay.RunSession{}, false, err
 	}
 	s := relay.RunSession{TaskID: id}
-	err = db.r.QueryRowContext(ctx, `SELECT harness, session_id, workdir FROM run_sessions WHERE task_id = ?`, id).
-		Scan(&s.Harness, &s.SessionID, &s.Workdir)
+	err = db.r.QueryRowContext(ctx, `SELECT harness, session_id, workdir, request_token, request_claimed_at FROM run_sessions WHERE task_id = ?`, id).
+		Scan(&s.Harness, &s.SessionID, &s.Workdir, &s.RequestToken, &s.ClaimedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return relay.RunSession{}, false, nil
 	}

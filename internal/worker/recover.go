@@ -18,7 +18,9 @@ import (
 // file (beside the run folder, out of the run's reach) is stopped with its tree, but only if that pid still runs the same
 // program (and, where known, started at the same time), so an unrelated
 // process that reuses the pid is left alone; a task still claimed by a
-// worker goes back to the queue with a report telling the sender why; the
+// worker whose run delivered a turn into a session is settled from the
+// session's transcript (recoverTurn), never re-sent; any other goes back
+// to the queue with a report telling the sender why; the
 // run tokens are revoked and the folder is deleted. Start calls it before
 // any loop runs.
 func (m *Manager) Recover(ctx context.Context) error {
@@ -69,6 +71,14 @@ func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("read task %s: %w", taskID, err))
 		case t.Status == relay.StatusClaimed && t.ClaimedVia == relay.ViaWorker:
+			// A turn delivered into a session is recovered, never re-sent.
+			handled, err := m.recoverTurn(ctx, t)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if handled {
+				break
+			}
 			if _, err := m.opts.Relay.ReleaseTask(ctx, t.RecipientSlug, taskID, restartReason); err != nil {
 				errs = append(errs, fmt.Errorf("requeue task %s: %w", taskID, err))
 			}

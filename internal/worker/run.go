@@ -209,6 +209,13 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
 			Text: fmt.Sprintf("The extra folder %s does not exist, so this run can't use it.", d)})
 	}
+	if r.cfg.AnySession && r.task.TargetSession != "" {
+		if err := r.pickSession(); err != nil {
+			res.out = fail(err)
+			r.endRun(&res)
+			return res
+		}
+	}
 	if r.cfg.SessionID != "" {
 		turn, end, err := r.takeSession(ctx)
 		switch end {
@@ -230,6 +237,12 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 				plural(r.cfg.TimeoutMinutes, "minute"))
 		}
 		if end != waitTaken {
+			r.endRun(&res)
+			return res
+		}
+		if err := r.recordTurn(bg, r.turn.token); err != nil {
+			res.errs = append(res.errs, err)
+			res.out = fail(err)
 			r.endRun(&res)
 			return res
 		}
@@ -277,12 +290,15 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		}
 	}
 	if r.turn != nil {
-		res.out = labelOutcome(res.out, ex)
+		res.out = r.turn.label(res.out, ex)
 	}
 	res.out.message = relay.RedactSecrets(res.out.message, secrets...)
 	res.out.result = relay.RedactSecrets(res.out.result, secrets...)
 	r.endRun(&res)
-	if ex.sessionID != "" {
+	if ex.sessionID != "" || r.turn != nil { // a turn's request token is cleared
+		if ex.sessionID == "" {
+			ex.sessionID = r.turn.info.ID
+		}
 		if err := o.Relay.SaveRunSession(bg, relay.RunSession{
 			TaskID: r.task.ID, Harness: r.cfg.Harness, SessionID: ex.sessionID, Workdir: r.cfg.Workdir,
 		}); err != nil {

@@ -37,6 +37,10 @@ type Sessions interface {
 	// Recover returns the assistant text the session's transcript holds
 	// after the request that carries token ("" when there is none).
 	Recover(harness, id, token string) (string, error)
+	// Locate finds the harness's session that ref names (an id, or an exact
+	// name among the newest sessions) for an any-session worker, and
+	// returns its id and the folder it ran in.
+	Locate(harness, ref string) (id, folder string, err error)
 }
 
 // sessionInfo is what the worker read of a bound session.
@@ -57,14 +61,25 @@ const (
 	// requestTokenPrefix starts a request token.
 	requestTokenPrefix = "crosschat-req-"
 	// RecoveredLabel starts the result of an answer recovered from the
-	// session's transcript.
-	RecoveredLabel = "[Recovered from the session's transcript: the CLI ended before it printed its answer.]"
+	// session's transcript; the label goes on with why recovery was needed
+	// ("…: the CLI exited with code 1 before it printed its answer.]").
+	RecoveredLabel = "[Recovered from the session's transcript"
+	// InterruptedNotResent starts the blocker of a turn interrupted before
+	// its session's transcript held an answer: it is never sent again by
+	// itself; the operator can requeue it.
+	InterruptedNotResent = "Interrupted; not re-sent"
+	// whyRestart is why a turn interrupted by a restart needed recovery.
+	whyRestart = "the run was interrupted by a restart of the relay or its worker before the CLI printed its answer"
 )
 
 // sessionTurn is one delivery of a task into a bound session.
 type sessionTurn struct {
 	info  sessionInfo
 	token string // the request token, also the turn lock's owner token
+	// why says why the answer had to be recovered ("" when it was not).
+	why string
+	// notResent: the run was interrupted and the transcript held no answer.
+	notResent bool
 }
 
 // newRequestToken returns a fresh request token.
@@ -167,25 +182,32 @@ func (r *runState) takeSession(ctx context.Context) (*sessionTurn, waitEnd, erro
 }
 
 // finishTurn checks a session run's answer after the CLI ended: an answer
-// missing (the CLI died, timed out or printed nothing) is recovered from
-// the session's transcript; an answer without the request token is noted.
+// missing (the CLI died, timed out or printed nothing, or the relay or its
+// worker stopped mid-turn) is recovered from the session's transcript; a
+// stopped turn without one is not re-sent; an answer without the request
+// token is noted.
 func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 	o := r.w.m.opts
 	label := sessionLabel(turn.info)
-	if ex.cancelled || ex.stopped || ex.setupErr != nil {
+	if ex.cancelled || ex.setupErr != nil {
 		return
 	}
-	if ex.timedOut || ex.exitCode != 0 || strings.TrimSpace(ex.answer) == "" {
+	if why := recoverWhy(ex, r.cfg.TimeoutMinutes); why != "" {
 		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token)
 		switch {
 		case err != nil:
 			ex.errs = append(ex.errs, fmt.Errorf("recover the answer from the session %s: %w", turn.info.ID, err))
 		case strings.TrimSpace(text) != "":
-			ex.recovered = true
+			ex.recovered, turn.why = true, why
 			ex.answer = strings.TrimSpace(text)
 			ex.exitCode, ex.timedOut, ex.cut = 0, false, ""
 			r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Status: relay.StepOK,
-				Text: fmt.Sprintf("The CLI ended before it printed its answer; the answer was recovered from the transcript of the session %s (only what it wrote after this request).", label)})
+				Text: fmt.Sprintf("The answer was recovered from the transcript of the session %s (only what it wrote after this request): %s.", label, why)})
+		}
+		if ex.stopped {
+			// Never a resend: the turn reports what the transcript holds, or
+			// is blocked for the operator to requeue.
+			ex.stopped, turn.notResent = false, !ex.recovered
 		}
 	}
 	if a := strings.TrimSpace(ex.answer); a != "" && !strings.Contains(a, turn.token) {
@@ -199,20 +221,61 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 	}
 }
 
-// labelOutcome marks a session run's report: recovered answers and answers
-// without the request token say so in the result.
-func labelOutcome(out outcome, ex execResult) outcome {
+// recoverWhy says why a turn's answer must come from the transcript, ""
+// when the CLI printed one.
+func recoverWhy(ex *execResult, timeoutMinutes int) string {
+	switch {
+	case ex.stopped:
+		return whyRestart
+	case ex.timedOut:
+		return fmt.Sprintf("the CLI timed out after %s before it printed its answer", plural(timeoutMinutes, "minute"))
+	case ex.exitCode == -1:
+		return "the CLI was killed before it printed its answer"
+	case ex.exitCode != 0:
+		return fmt.Sprintf("the CLI exited with code %d before it printed its answer", ex.exitCode)
+	case strings.TrimSpace(ex.answer) == "":
+		return "the CLI ended without printing an answer"
+	}
+	return ""
+}
+
+// label marks a session run's report: a recovered answer says why it was
+// recovered, an answer without the request token says so, and a turn
+// interrupted before any answer is blocked as not re-sent.
+func (t *sessionTurn) label(out outcome, ex execResult) outcome {
+	if t.notResent {
+		return notResentOutcome(sessionLabel(t.info))
+	}
 	if out.kind != relay.ReportCompleted {
 		return out
 	}
 	if ex.recovered {
-		out.result = RecoveredLabel + "\n\n" + out.result
-		out.message = clipRunes("Recovered: "+out.message, firstLine)
+		out = recoveredOutcome(out, t.why)
 	}
 	if ex.tokenMissing != "" {
-		out.result += fmt.Sprintf("\n\n[The answer does not carry the request token %s, so it may not answer this task.]", ex.tokenMissing)
+		out.result += tokenNote(ex.tokenMissing)
 	}
 	return out
+}
+
+// tokenNote is the result's note on an answer without its request token.
+func tokenNote(token string) string {
+	return fmt.Sprintf("\n\n[The answer does not carry the request token %s, so it may not answer this task.]", token)
+}
+
+// recoveredOutcome labels a completed outcome as recovered, saying why.
+func recoveredOutcome(out outcome, why string) outcome {
+	out.result = RecoveredLabel + ": " + why + ".]\n\n" + out.result
+	out.message = clipRunes("Recovered: "+out.message, firstLine)
+	return out
+}
+
+// notResentOutcome blocks a turn interrupted before its session's
+// transcript held an answer.
+func notResentOutcome(session string) outcome {
+	return outcome{kind: relay.ReportBlocked, message: fmt.Sprintf(
+		"%s: the run in the session %s was interrupted (the relay or its worker stopped, or its process was killed) before the session's transcript held an answer to this request. "+
+			"It was not sent again, so the work is never done twice; requeue the task to deliver it again.", InterruptedNotResent, session)}
 }
 
 // release gives the session's turn lock back.

@@ -281,6 +281,19 @@ describe("Agent card and worker dialog", () => {
     expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ harness: "claude-code", session: "s-new", sessionId: "s-new" }));
   });
 
+  it("makes a Codex worker deliver into any session a task names", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "codex", command: "/usr/bin/codex", args: [], promptMode: "stdin" })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="any-session"] input').setValue(true);
+    expect(w.find("#wd-session-pick").exists()).toBe(false);
+    expect(w.find("#wd-session").exists()).toBe(false);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ harness: "codex", anySession: true }));
+    expect(s.api.workers.save).not.toHaveBeenCalledWith(expect.objectContaining({ session: expect.anything() }));
+  });
+
   it("offers no session for a custom program", async () => {
     const s = await withStores({ agents: [operator, agent()], workers: [worker()] });
     const w = s.mount(WorkerDialog, { props: { agent: agent() } });

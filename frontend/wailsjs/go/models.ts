@@ -1351,6 +1351,7 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    anySession?: boolean;
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
@@ -1379,6 +1380,7 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.anySession = source["anySession"];
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
@@ -1403,6 +1405,7 @@ export namespace relay {
 	    session?: string;
 	    sessionId?: string;
 	    sessionLabel?: string;
+	    anySession?: boolean;
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
@@ -1436,6 +1439,7 @@ export namespace relay {
 	        this.session = source["session"];
 	        this.sessionId = source["sessionId"];
 	        this.sessionLabel = source["sessionLabel"];
+	        this.anySession = source["anySession"];
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];

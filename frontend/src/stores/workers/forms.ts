@@ -49,6 +49,8 @@ export interface WorkerForm {
   session: string;
   /** The id the saved session resolved to (kept while session is unchanged). */
   sessionId: string;
+  /** Deliver a task that names a session into it (any session of the CLI that ran in the worker's folders), instead of one bound session. */
+  anySession: boolean;
   /** The sandbox: "on", "off", or "" for the preset's default (SANDBOX_PRESETS). */
   sandbox: "" | "on" | "off";
   /** Further paths a sandboxed run may use, one per line: PATH read-only, PATH:rw read-write. */
@@ -86,6 +88,7 @@ export function newWorkerForm(h: Pick<Harness, "id" | "path"> | undefined, opera
     env: "",
     session: "",
     sessionId: "",
+    anySession: false,
     sandbox: "",
     allowPaths: "",
     allowUnsandboxed: false,
@@ -109,6 +112,7 @@ export function workerFormFrom(w: WorkerConfig, limits: WorkerLimits): WorkerFor
     env: (w.env ?? []).join(" "),
     session: w.session ?? "",
     sessionId: w.sessionId ?? "",
+    anySession: !!w.anySession,
     sandbox: w.sandbox === "on" || w.sandbox === "off" ? w.sandbox : "",
     allowPaths: (w.allowPaths ?? []).join("\n"),
     allowUnsandboxed: !!w.allowUnsandboxed,
@@ -196,7 +200,8 @@ export function workerPayload(slug: string, f: WorkerForm): WorkerConfig {
     sandbox: f.sandbox,
     allowPaths: allowPathLines(f.allowPaths),
     allowUnsandboxed: f.allowUnsandboxed,
-    ...(SESSION_HARNESSES.includes(f.harness) && f.session.trim() ? { session: f.session.trim(), sessionId: f.sessionId } : {}),
+    ...(SESSION_HARNESSES.includes(f.harness) && f.anySession ? { anySession: true } : {}),
+    ...(SESSION_HARNESSES.includes(f.harness) && !f.anySession && f.session.trim() ? { session: f.session.trim(), sessionId: f.sessionId } : {}),
   };
 }
 
