@@ -115,7 +115,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
 	r.image = filepath.Base(program)
 	args := spec.Args
-	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra); err != nil {
+	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra, []string{resultFile}); err != nil {
 		return nil, spec, nil, withheld, err
 	}
 	cmd := &exec.Cmd{
