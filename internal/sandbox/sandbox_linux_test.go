@@ -101,7 +101,7 @@ func TestChildInSandbox(t *testing.T) {
 			req := runspec.SandboxRequest{
 				Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: []string{shared + ":ro"}},
 				Program: "/bin/sh", Args: []string{"-c", probeScript},
-				Env: env, Workdir: work, RunDir: run,
+				Env: env, Workdir: work, RunDir: run, Outputs: []string{filepath.Join(run, "result.md")},
 			}
 			s := runspec.Sandboxed{Program: req.Program, Args: req.Args}
 			if sandboxed {
