@@ -50,13 +50,7 @@ var userCLIFiles = map[string]string{
 // copy of ~/.claude.json the CLI rewrites), leaving the user's untouched.
 // Without the sandbox each of those writes succeeds, so the test can fail.
 func TestCLISettingsReadOnly(t *testing.T) {
-	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := landlockSelf(t)
 	tests := []struct {
 		harness string
 		// denied are written (an existing file overwritten, or a new
@@ -111,32 +105,14 @@ try own-state sh -c 'mkdir -p "$GEMINI_CLI_HOME/.gemini/tmp/work/chats" && echo 
 					Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: tt.harness, Sandbox: relay.SandboxOn},
 					Program: "/bin/sh", Args: []string{"-c", script}, Env: env, Workdir: work, RunDir: run,
 				}
-				s := runspec.Sandboxed{Program: req.Program, Args: req.Args}
 				homes := filepath.Join(data, "cli-homes")
-				if sandboxed {
-					if s, err = (sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: homes}).Wrap(req); err != nil || !s.Confined {
-						t.Fatalf("wrap: %+v, %v", s, err)
-					}
-				}
-				cmd := exec.Command(s.Program, s.Args...)
-				cmd.Env, cmd.Dir = env, work
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("%v: %s", err, out)
-				}
-				got := probe(string(out))
+				w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: homes}
+				got := runProbe(t, w, sandboxed, req)
+				wantProbe(t, got, tt.denied, map[bool]string{true: "denied", false: "ok"}[sandboxed])
+				wantProbe(t, got, tt.allowed, "ok")
 				for _, rel := range tt.denied {
-					want := map[bool]string{true: "denied", false: "ok"}[sandboxed]
-					if got[rel] != want {
-						t.Errorf("write ~/%s: %q, want %s\n%s", rel, got[rel], want, out)
-					}
 					if b, err := os.ReadFile(filepath.Join(home, rel)); sandboxed && err == nil && strings.Contains(string(b), "planted") {
 						t.Errorf("~/%s was planted", rel)
-					}
-				}
-				for _, rel := range tt.allowed {
-					if got[rel] != "ok" {
-						t.Errorf("write the transcript ~/%s: %q, want ok\n%s", rel, got[rel], out)
 					}
 				}
 				if !sandboxed {
@@ -144,7 +120,7 @@ try own-state sh -c 'mkdir -p "$GEMINI_CLI_HOME/.gemini/tmp/work/chats" && echo 
 				}
 				for k, v := range got {
 					if strings.HasPrefix(k, "own-") && v != "ok" {
-						t.Errorf("%s: %q, want ok\n%s", k, v, out)
+						t.Errorf("%s: %q, want ok", k, v)
 					}
 				}
 				// The run's changes to its own home stay there: the user's
@@ -155,7 +131,7 @@ try own-state sh -c 'mkdir -p "$GEMINI_CLI_HOME/.gemini/tmp/work/chats" && echo 
 						t.Errorf("the user's ~/%s changed: %q, %v", rel, b, err)
 					}
 				}
-				if _, err := (sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: homes}).Wrap(req); err != nil {
+				if _, err := w.Wrap(req); err != nil {
 					t.Fatal(err)
 				}
 				own := filepath.Join(homes, "builder", tt.harness)
@@ -176,13 +152,7 @@ try own-state sh -c 'mkdir -p "$GEMINI_CLI_HOME/.gemini/tmp/work/chats" && echo 
 // the prompt and the CLI's run settings cannot be changed, and no file
 // can be added; without the sandbox each write succeeds.
 func TestRunFolderReadOnly(t *testing.T) {
-	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := landlockSelf(t)
 	for _, sandboxed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[sandboxed], func(t *testing.T) {
 			home, data, work, run, _ := layout(t)
@@ -203,44 +173,66 @@ try write-tmp sh -c 'echo x > "$RUN/tmp/scratch"'
 				Program: "/bin/sh", Args: []string{"-c", script}, Env: env, Workdir: work, RunDir: run,
 				Outputs: []string{filepath.Join(run, "result.md")},
 			}
-			s := runspec.Sandboxed{Program: req.Program, Args: req.Args}
-			if sandboxed {
-				if s, err = (sandbox.Wrapper{Self: self, Protected: []string{data}}).Wrap(req); err != nil || !s.Confined {
-					t.Fatalf("wrap: %+v, %v", s, err)
-				}
-			} else if err := os.MkdirAll(filepath.Join(run, "tmp"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(s.Program, s.Args...)
-			cmd.Env, cmd.Dir = env, work
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-			got := probe(string(out))
-			for _, k := range []string{"write-mcp", "write-settings", "write-prompt", "remove-mcp", "create-in-run"} {
-				if want := map[bool]string{true: "denied", false: "ok"}[sandboxed]; got[k] != want {
-					t.Errorf("%s: %q, want %s\n%s", k, got[k], want, out)
-				}
-			}
-			for _, k := range []string{"read-mcp", "write-result", "write-tmp"} {
-				if got[k] != "ok" {
-					t.Errorf("%s: %q, want ok\n%s", k, got[k], out)
-				}
-			}
+			got := runProbe(t, sandbox.Wrapper{Self: self, Protected: []string{data}}, sandboxed, req)
+			wantProbe(t, got, []string{"write-mcp", "write-settings", "write-prompt", "remove-mcp", "create-in-run"},
+				map[bool]string{true: "denied", false: "ok"}[sandboxed])
+			wantProbe(t, got, []string{"read-mcp", "write-result", "write-tmp"}, "ok")
 		})
 	}
 }
 
-// probe reads the probe's "name ok|denied" lines.
-func probe(out string) map[string]string {
-	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+// landlockSelf skips the test on a kernel without Landlock, and returns
+// our own binary (the test binary), which confines itself when started
+// with the hidden verb.
+func landlockSelf(t *testing.T) string {
+	t.Helper()
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
+
+// runProbe runs req's probe script, in w's sandbox when sandboxed (which
+// must confine it) or plainly, in its working folder with its environment,
+// and returns its "name ok|denied" lines (the whole output under "").
+func runProbe(t *testing.T, w sandbox.Wrapper, sandboxed bool, req runspec.SandboxRequest) map[string]string {
+	t.Helper()
+	s := runspec.Sandboxed{Program: req.Program, Args: req.Args}
+	if sandboxed {
+		var err error
+		if s, err = w.Wrap(req); err != nil || !s.Confined {
+			t.Fatalf("wrap: %+v, %v", s, err)
+		}
+	} else if err := os.MkdirAll(filepath.Join(req.RunDir, sandbox.TempDirName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(s.Program, s.Args...)
+	cmd.Env, cmd.Dir = req.Env, req.Workdir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got := map[string]string{"": string(out)}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok {
 			got[k] = v
 		}
 	}
 	return got
+}
+
+// wantProbe checks that each of names answered want.
+func wantProbe(t *testing.T, got map[string]string, names []string, want string) {
+	t.Helper()
+	for _, k := range names {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %s\n%s", k, got[k], want, got[""])
+		}
+	}
 }
 
 func writeTestFile(t *testing.T, path, body string) {
