@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // HomeDirName is the folder of a run's own CLI homes inside its run folder,
@@ -192,10 +193,13 @@ func (s homeSetup) prepare() error {
 // maxGlobalSettings bounds the copy of a CLI's global settings file.
 const maxGlobalSettings = 64 << 20
 
+// replaceSeq tells apart the temporary names of runs prepared at once.
+var replaceSeq atomic.Int64
+
 // replace makes a new entry under a temporary name with make and renames
 // it over path, removing first whatever a rename cannot replace (a folder).
 func replace(path string, make func(tmp string) error) error {
-	tmp := fmt.Sprintf("%s.crosschat-%d.tmp", path, os.Getpid())
+	tmp := fmt.Sprintf("%s.crosschat-%d-%d.tmp", path, os.Getpid(), replaceSeq.Add(1))
 	_ = os.RemoveAll(tmp)
 	if err := make(tmp); err != nil {
 		_ = os.Remove(tmp)
