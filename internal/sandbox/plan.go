@@ -69,10 +69,13 @@ var presetPaths = map[string]struct {
 var homeReadOnly = []string{".gitconfig", ".config/git"}
 
 // Plan computes a run's rules on goos: the system read-only, the CLI's
-// installation and the folders on PATH read-only, the CLI's configuration
-// folders read-write (by preset), the run's working, extra and run folders
-// and its private temporary folder (inside the run folder) read-write, and
-// the worker's allowed paths. Paths are cleaned and listed once, in order.
+// installation and the folders on PATH read-only; by preset, the CLI's
+// caches read-write and its configuration folders read-only with a CLI
+// home of the run's own read-write (cliHomes, Linux) or, without one,
+// read-write; the run's working and extra folders, its outputs and its
+// private temporary folder read-write, the rest of its run folder
+// read-only; and the worker's allowed paths. Paths are cleaned and listed
+// once, in order.
 func Plan(req runspec.SandboxRequest, goos string) Rules {
 	return plan(req, goos, nil, "")
 }
