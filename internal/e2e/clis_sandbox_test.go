@@ -20,7 +20,10 @@ import (
 // the task completes, the run log's sandbox step names the working folder,
 // and where the CLI runs shell commands (Codex) a command that cats the
 // relay's admin token gets "Permission denied", so neither the model nor
-// the answer ever sees the token.
+// the answer ever sees the token, and its attempts to plant a hook in the
+// user's Codex settings (~/.codex/config.toml, AGENTS.md, through its own
+// CODEX_HOME too) are refused. No CLI changes the user's own settings: each
+// writes the worker's CLI home in the data folder instead.
 func TestRealCLIsSandboxed(t *testing.T) {
 	bin := cliFolder(t, "claude, codex and gemini")
 	if sandbox.ABI() < 1 {
