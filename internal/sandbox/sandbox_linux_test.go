@@ -65,8 +65,9 @@ func layout(t *testing.T) (home, data, work, run, shared string) {
 
 // Ensure a child in the sandbox cannot read the data folder's api-token, a
 // file in the home folder, or another project, nor write outside its
-// folders, nor signal the process that started it (the relay), while it reads the system and writes its working, run and
-// temporary folders; and that without the sandbox each access succeeds (so
+// folders, nor signal the process that started it (the relay), while it
+// reads the system and writes its working folder, its result file and its
+// temporary folder; and that without the sandbox each access succeeds (so
 // the test can fail).
 func TestChildInSandbox(t *testing.T) {
 	self := landlockSelf(t)
