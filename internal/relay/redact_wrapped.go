@@ -14,17 +14,27 @@ func redactWrapped(s string, secrets []string) string {
 	if !strings.ContainsAny(s, "\n\r") {
 		return s
 	}
-	// flat is s without line breaks; at[i] is where flat[i] is in s.
+	// flat is s without line breaks; cuts[k] is how many characters of
+	// flat come before the k-th line break, so flat[i] is s[i+n], n the
+	// number of cuts at or before i.
 	var stripped strings.Builder
 	stripped.Grow(len(s))
-	at := make([]int32, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != '\n' && c != '\r' {
-			stripped.WriteByte(c)
-			at = append(at, int32(i))
+	var cuts []int
+	for rest := s; rest != ""; {
+		j := strings.IndexAny(rest, "\n\r")
+		if j < 0 {
+			stripped.WriteString(rest)
+			break
 		}
+		stripped.WriteString(rest[:j])
+		cuts = append(cuts, stripped.Len())
+		rest = rest[j+1:]
 	}
 	flat := stripped.String()
+	at := func(i int) int {
+		n, _ := slices.BinarySearch(cuts, i+1) // the cuts at or before i
+		return i + n
+	}
 	type span struct{ from, to int } // in s, to exclusive
 	var spans []span
 	for _, sec := range secrets {
@@ -41,7 +51,7 @@ func redactWrapped(s string, secrets []string) string {
 					break
 				}
 				i += off
-				spans = append(spans, span{int(at[i]), int(at[i+len(f)-1]) + 1})
+				spans = append(spans, span{at(i), at(i+len(f)-1) + 1})
 				off = i + len(f)
 			}
 		}
