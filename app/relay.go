@@ -190,7 +190,7 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	if err != nil {
 		return fmt.Errorf("workers: find our own binary, which starts sandboxed runs: %w", err)
 	}
-	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}}
+	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes")}
 	m, err := worker.NewManager(worker.Options{
 		Sandbox:  box.Wrap,
 		Relay:    r.db,

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,10 @@ import (
 // the task completes, the run log's sandbox step names the working folder,
 // and where the CLI runs shell commands (Codex) a command that cats the
 // relay's admin token gets "Permission denied", so neither the model nor
-// the answer ever sees the token.
+// the answer ever sees the token, and its attempts to plant a hook in the
+// user's Codex settings (~/.codex/config.toml, AGENTS.md, through its own
+// CODEX_HOME too) are refused. No CLI changes the user's own settings: each
+// writes the worker's CLI home in the data folder instead.
 func TestRealCLIsSandboxed(t *testing.T) {
 	bin := cliFolder(t, "claude, codex and gemini")
 	if sandbox.ABI() < 1 {
@@ -44,11 +48,15 @@ func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {
 	tokenFile := filepath.Join(data, "api-token")
 	command := ""
 	if tc.command != "" { // the CLI runs shell commands
-		command = "cat '" + tokenFile + "'"
+		// Reads the admin token, then tries to plant a hook in the user's
+		// own settings of the CLI, run later outside the sandbox.
+		command = "cat '" + tokenFile + "'; echo 'notify = [\"sh\", \"-c\", \"touch /tmp/pwned\"]' >> \"$HOME/.codex/config.toml\"; " +
+			"echo planted > \"$HOME/.codex/AGENTS.md\"; echo planted >> \"$CODEX_HOME/config.toml\"; echo \"home: $CODEX_HOME\""
 	}
 	fm, names := cliEnvironment(t, tc, home, work, e2e.Script{
 		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: command,
 	})
+	userSettings := userCLISettings(t, home)
 	r := startRelay(t, data)
 	admin, err := r.Config().AdminToken(false)
 	if err != nil || admin == "" {
@@ -94,10 +102,59 @@ func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {
 		if !strings.Contains(got, "Permission denied") {
 			t.Errorf("cat api-token was not refused: %q", got)
 		}
+		// Its own home (CODEX_HOME) took the write; the user's did not.
+		if !strings.Contains(got, "home: "+filepath.Join(data, "cli-homes")) {
+			t.Errorf("the run's CODEX_HOME is not its own: %q", got)
+		}
+	}
+	// The CLI wrote its own home, never the user's settings.
+	after := userCLISettings(t, home)
+	for p, b := range after {
+		if before, ok := userSettings[p]; !ok || before != b {
+			t.Errorf("the run changed the user's own CLI settings: ~/%s (%d bytes, was %d)", p, len(b), len(before))
+		}
+	}
+	for p := range userSettings {
+		if _, ok := after[p]; !ok {
+			t.Errorf("the run removed the user's ~/%s", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "cli-homes", "builder", tc.harness)); err != nil {
+		t.Errorf("the worker has no CLI home of its own: %v", err)
 	}
 	for _, s := range []string{last.Message, last.Result, seen.LastBody} {
 		if strings.Contains(s, admin) {
 			t.Errorf("the admin token reached the answer or the model")
 		}
 	}
+}
+
+// userCLISettings reads the files of the user's own CLI settings (not the
+// session transcripts, caches and logs the CLIs write): path → content.
+func userCLISettings(t *testing.T, home string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range []string{".claude.json", ".claude", ".codex", ".gemini"} {
+		_ = filepath.WalkDir(filepath.Join(home, p), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(home, path)
+			// Transcripts; and what the relay's own unconfined `--version`
+			// probe of the CLI leaves (Codex's helper links, Gemini CLI's
+			// projects.json.UUID.tmp).
+			for _, skip := range []string{".claude/projects/", ".codex/sessions/", ".codex/session_index.jsonl", ".codex/tmp/"} {
+				if strings.HasPrefix(rel, skip) {
+					return nil
+				}
+			}
+			if strings.HasPrefix(rel, ".gemini/projects.json.") && strings.HasSuffix(rel, ".tmp") {
+				return nil
+			}
+			b, _ := os.ReadFile(path)
+			out[rel] = string(b)
+			return nil
+		})
+	}
+	return out
 }

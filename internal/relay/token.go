@@ -95,7 +95,8 @@ const minSecret = 8
 //
 // A secret is also found in its common encodings (SecretForms): base64 in
 // the standard and URL alphabets, padded or not and at any offset inside a
-// longer base64 text, hex in either case, and URL-escaped. That stops the
+// longer base64 text, hex in either case, and URL-escaped, also when split
+// across lines or spaces (`base64` and `xxd -p` wrap their output). That stops the
 // accidental and the lazy leak (`base64 api-token`), not a determined one:
 // a process that can read the secret can also transform it in ways no
 // filter can list (see docs/security.md).
@@ -110,6 +111,7 @@ func RedactSecrets(s string, secrets ...string) string {
 			}
 		}
 	}
+	s = redactWrapped(s, secrets)
 	if strings.Contains(s, "_") {
 		s = tokenShaped.ReplaceAllString(s, "[hidden]")
 	}

@@ -114,10 +114,14 @@ type SandboxRequest struct {
 	// Env is the CLI's environment ("NAME=value"): HOME, PATH and the CLIs'
 	// configuration roots decide some of the allowed paths.
 	Env []string
-	// Workdir, ExtraDirs and RunDir are the run's read-write folders.
+	// Workdir and ExtraDirs are the run's read-write folders. RunDir, its
+	// run folder, is read-only to the run but for Outputs (files in it the
+	// run writes, made empty when missing), its temporary folder and its
+	// CLI home.
 	Workdir   string
 	ExtraDirs []string
 	RunDir    string
+	Outputs   []string
 }
 
 // Sandboxed is a run's command wrapped in the sandbox.

@@ -44,6 +44,9 @@ func Main(args []string, stderr io.Writer) int {
 		env = setEnv(env, "TMP", r.TempDir)
 		env = setEnv(env, "TEMP", r.TempDir)
 	}
+	for name, value := range r.Env {
+		env = setEnv(env, name, value)
+	}
 	err := execve(cmd[0], cmd, env)
 	fmt.Fprintf(stderr, "crosschat sandbox: start %s: %v\n", cmd[0], err)
 	return 127

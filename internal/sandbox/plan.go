@@ -26,36 +26,42 @@ var devicePaths = map[string][]string{
 	"linux": {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"},
 }
 
-// presetPaths are, per preset, the CLI's configuration, session, cache and
-// installation folders under the home folder (read-write), and the
-// variables naming such folders elsewhere.
+// presetPaths are, per preset, the CLI's folders under the home folder and
+// the variables naming such folders elsewhere.
 var presetPaths = map[string]struct {
+	// home are read-write: caches and state that configure nothing.
 	home []string
-	env  []string
-	// abs are absolute folders ({uid} is the user's id).
+	// config are the CLI's settings and session folders: read-write where
+	// the preset has no home of its own (cliHomes; macOS, the presets
+	// without one), else read-only (the run writes its own home).
+	config []string
+	env    []string
+	// abs are absolute folders ({uid} is the user's id), read-write.
 	abs []string
 }{
 	"claude-code": {
-		home: []string{".claude", ".claude.json", ".claude.json.backup", ".config/claude",
-			".cache/claude", ".cache/claude-cli-nodejs", ".local/share/claude", ".local/state/claude"},
-		env: []string{"CLAUDE_CONFIG_DIR"},
+		home:   []string{".cache/claude", ".cache/claude-cli-nodejs", ".local/state/claude"},
+		config: []string{".claude", ".claude.json", ".claude.json.backup", ".config/claude", ".local/share/claude"},
+		env:    []string{"CLAUDE_CONFIG_DIR"},
 	},
 	"codex": {
-		home: []string{".codex", ".cache/codex"},
-		env:  []string{"CODEX_HOME"},
+		home:   []string{".cache/codex"},
+		config: []string{".codex"},
+		env:    []string{"CODEX_HOME"},
 		// Codex's sandbox helper keeps its state here, whatever TMPDIR says.
 		abs: []string{"/tmp/codex-daemon-{uid}"},
 	},
 	"gemini": {
-		home: []string{".gemini", ".cache/gemini", ".config/gemini"},
-		env:  []string{"GEMINI_CLI_HOME"},
+		home:   []string{".cache/gemini"},
+		config: []string{".gemini", ".config/gemini"},
+		env:    []string{"GEMINI_CLI_HOME"},
 	},
 	"opencode": {
-		home: []string{".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"},
-		env:  []string{"OPENCODE_CONFIG_DIR"},
+		config: []string{".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"},
+		env:    []string{"OPENCODE_CONFIG_DIR"},
 	},
-	"zcode":     {home: []string{".zcode", ".config/zcode"}},
-	"codewhale": {home: []string{".codewhale", ".deepseek", ".config/codewhale"}},
+	"zcode":     {config: []string{".zcode", ".config/zcode"}},
+	"codewhale": {config: []string{".codewhale", ".deepseek", ".config/codewhale"}},
 }
 
 // homeReadOnly are what every run may read in the home folder: the user's
@@ -63,18 +69,24 @@ var presetPaths = map[string]struct {
 var homeReadOnly = []string{".gitconfig", ".config/git"}
 
 // Plan computes a run's rules on goos: the system read-only, the CLI's
-// installation and the folders on PATH read-only, the CLI's configuration
-// folders read-write (by preset), the run's working, extra and run folders
-// and its private temporary folder (inside the run folder) read-write, and
-// the worker's allowed paths. Paths are cleaned and listed once, in order.
+// installation and the folders on PATH read-only; by preset, the CLI's
+// caches read-write and its configuration folders read-only with a CLI
+// home of the run's own read-write (cliHomes, Linux) or, without one,
+// read-write; the run's working and extra folders, its outputs and its
+// private temporary folder read-write, the rest of its run folder
+// read-only; and the worker's allowed paths. Paths are cleaned and listed
+// once, in order.
 func Plan(req runspec.SandboxRequest, goos string) Rules {
-	return plan(req, goos, nil)
+	return plan(req, goos, nil, "")
 }
 
 // plan is Plan with the folders no run should reach (the relay's data
 // folder): a folder of the CLI's installation or on PATH that holds one of
 // them, or the home folder, is never allowed whole.
-func plan(req runspec.SandboxRequest, goos string, protected []string) Rules {
+//
+// homes is where the workers' own CLI homes are kept ("" for one in each
+// run folder).
+func plan(req runspec.SandboxRequest, goos string, protected []string, homes string) Rules {
 	env := envMap(req.Env)
 	home := env["HOME"]
 	// tooBroad: a folder that is, or holds, the home folder or a protected
@@ -130,10 +142,20 @@ func plan(req runspec.SandboxRequest, goos string, protected []string) Rules {
 		}
 	}
 	if pp, ok := presetPaths[req.Config.Harness]; ok {
+		ch, own := cliHomes[req.Config.Harness]
+		own = own && goos == "linux" && home != ""
+		config := &rw
+		if own {
+			config = &ro
+		}
 		if home != "" {
 			for _, p := range pp.home {
 				rw = append(rw, filepath.Join(home, p))
-				if !strings.Contains(filepath.Base(p), ".json") {
+				r.Create = append(r.Create, filepath.Join(home, p))
+			}
+			for _, p := range pp.config {
+				*config = append(*config, filepath.Join(home, p))
+				if !own && !strings.Contains(filepath.Base(p), ".json") {
 					r.Create = append(r.Create, filepath.Join(home, p))
 				}
 			}
@@ -148,14 +170,34 @@ func plan(req runspec.SandboxRequest, goos string, protected []string) Rules {
 		}
 		for _, name := range pp.env {
 			if v := env[name]; filepath.IsAbs(v) {
-				rw = append(rw, v)
-				r.Create = append(r.Create, filepath.Clean(v))
+				*config = append(*config, v)
+				if !own {
+					r.Create = append(r.Create, filepath.Clean(v))
+				}
 			}
+		}
+		if own {
+			private := filepath.Join(req.RunDir, HomeDirName, req.Config.Harness)
+			if slug := req.Config.AgentSlug; homes != "" && slug != "" && filepath.IsLocal(slug) && !strings.ContainsAny(slug, `/\`) {
+				private = filepath.Join(homes, slug, req.Config.Harness)
+			}
+			hro, hrw := planHome(&r, ch, env, home, private)
+			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}
 	rw = append(rw, req.Workdir)
 	rw = append(rw, req.ExtraDirs...)
-	rw = append(rw, req.RunDir)
+	// The run folder is read-only to the run (its prompt, its MCP
+	// configuration with the run's token, the CLI's run settings), but for
+	// the files it writes (the result file), its temporary folder and its
+	// CLI home.
+	ro = append(ro, req.RunDir)
+	for _, o := range req.Outputs {
+		if filepath.IsAbs(o) && within(o, req.RunDir) && o != req.RunDir {
+			rw = append(rw, o)
+			r.outputs = append(r.outputs, filepath.Clean(o))
+		}
+	}
 	for _, a := range req.Config.AllowPaths {
 		p, write := relay.CutAllowPath(a)
 		if write {

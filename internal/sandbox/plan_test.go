@@ -31,9 +31,15 @@ func TestPlan(t *testing.T) {
 		notRW     []string
 		notAnyway []string
 	}{
-		{harness: "claude-code", rw: []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude"}, notRW: []string{"/srv/codex-home"}},
-		{harness: "codex", rw: []string{"/home/ada/.codex", "/srv/codex-home"}, notRW: []string{"/home/ada/.claude"}},
-		{harness: "gemini", rw: []string{"/home/ada/.gemini"}},
+		// The CLIs' settings are read-only: each run writes a CLI home of
+		// its own in its run folder, and the user's transcripts.
+		{harness: "claude-code", rw: []string{"/srv/claude/projects", base.RunDir + "/home/claude-code"},
+			ro:    []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude"},
+			notRW: []string{"/srv/codex-home", "/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/home/ada/.local/share/claude"}},
+		{harness: "codex", rw: []string{"/srv/codex-home/sessions", "/srv/codex-home/session_index.jsonl", base.RunDir + "/home/codex"},
+			ro: []string{"/home/ada/.codex", "/srv/codex-home"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/srv/codex-home"}},
+		{harness: "gemini", rw: []string{base.RunDir + "/home/gemini"}, ro: []string{"/home/ada/.gemini"}, notRW: []string{"/home/ada/.gemini"}},
+		{harness: "opencode", rw: []string{"/home/ada/.config/opencode"}},
 		{harness: "custom", allow: []string{"/data/sets", "/home/ada/.cache/tool:rw"}, rw: []string{"/home/ada/.cache/tool"},
 			ro: []string{"/data/sets"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/data/sets"}},
 	}
@@ -42,12 +48,12 @@ func TestPlan(t *testing.T) {
 			req := base
 			req.Config = relay.WorkerConfig{Harness: tt.harness, AllowPaths: tt.allow}
 			r := sandbox.Plan(req, "linux")
-			for _, p := range append([]string{base.Workdir, "/home/ada/shared", base.RunDir}, tt.rw...) {
+			for _, p := range append([]string{base.Workdir, "/home/ada/shared"}, tt.rw...) {
 				if !slices.Contains(r.RW, p) {
 					t.Errorf("%s is not read-write: %q", p, r.RW)
 				}
 			}
-			for _, p := range append([]string{"/home/ada/.nvm/versions/node/v22/bin", "/home/ada/.nvm/versions/node/v22", "/home/ada/.local/bin", "/home/ada/.gitconfig"}, tt.ro...) {
+			for _, p := range append([]string{"/home/ada/.nvm/versions/node/v22/bin", "/home/ada/.nvm/versions/node/v22", "/home/ada/.local/bin", "/home/ada/.gitconfig", base.RunDir}, tt.ro...) {
 				if !slices.Contains(r.RO, p) {
 					t.Errorf("%s is not read-only: %q", p, r.RO)
 				}

@@ -17,3 +17,6 @@ func privateDir(path string, uid int) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == uid
 }
+
+// syscallNoFollow makes an open fail on a symbolic link.
+const syscallNoFollow = syscall.O_NOFOLLOW

@@ -48,6 +48,9 @@ type Rules struct {
 	RW []string `json:"rw"`
 	// TempDir becomes TMPDIR, TMP and TEMP of the CLI ("" keeps them).
 	TempDir string `json:"tmp,omitempty"`
+	// Env are further variables of the CLI: the CLI home of its own
+	// (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME).
+	Env map[string]string `json:"env,omitempty"`
 	// Required refuses to start the CLI unless the rules are enforced.
 	Required bool `json:"required"`
 	// Fallback is the command (program and arguments) started instead when
@@ -64,6 +67,11 @@ type Rules struct {
 	// user's with mode 0700, so another user's folder or link is never
 	// allowed.
 	Private []string `json:"-"`
+	// homes are the CLI homes made before the run (see cliHome).
+	homes []homeSetup
+	// outputs are the run folder's files the run writes, made empty when
+	// missing (a confined run cannot create a file in its run folder).
+	outputs []string
 }
 
 // Wrapper wraps run commands in the sandbox; the app gives it to the worker.
@@ -80,6 +88,10 @@ type Wrapper struct {
 	ABI func() int
 	// UID returns the relay's effective user id; nil asks the system.
 	UID func() int
+	// Homes keeps each worker's own CLI home (Linux: Claude Code, Codex,
+	// Gemini CLI), a folder per agent; "" gives each run a new one in its
+	// run folder.
+	Homes string
 }
 
 // rootWarning is the run log's warning for a run of a relay running as root.
@@ -96,7 +108,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		goos = runtime.GOOS
 	}
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
-	rules := plan(req, goos, w.Protected)
+	rules := plan(req, goos, w.Protected, w.Homes)
 	var warning string
 	if goos == "linux" || goos == "darwin" {
 		var err error
@@ -109,6 +121,18 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		for _, d := range rules.Create {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return runspec.Sandboxed{}, fmt.Errorf("create the CLI's folder %s: %w", d, err)
+			}
+		}
+		for _, p := range rules.outputs {
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscallNoFollow, 0o600)
+			if err != nil {
+				return runspec.Sandboxed{}, fmt.Errorf("create the run's output %s: %w", p, err)
+			}
+			_ = f.Close()
+		}
+		for _, h := range rules.homes {
+			if err := h.prepare(); err != nil {
+				return runspec.Sandboxed{}, err
 			}
 		}
 		for _, d := range rules.Private {

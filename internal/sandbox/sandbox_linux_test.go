@@ -58,29 +58,19 @@ func layout(t *testing.T) (home, data, work, run, shared string) {
 		filepath.Join(home, ".local", "bin", "placeholder.sh"): "",
 	}
 	for p, body := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeTestFile(t, p, body)
 	}
 	return home, data, work, run, shared
 }
 
 // Ensure a child in the sandbox cannot read the data folder's api-token, a
 // file in the home folder, or another project, nor write outside its
-// folders, nor signal the process that started it (the relay), while it reads the system and writes its working, run and
-// temporary folders; and that without the sandbox each access succeeds (so
+// folders, nor signal the process that started it (the relay), while it
+// reads the system and writes its working folder, its result file and its
+// temporary folder; and that without the sandbox each access succeeds (so
 // the test can fail).
 func TestChildInSandbox(t *testing.T) {
-	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := landlockSelf(t)
 	denied := []string{"read-token", "read-home", "read-other-project", "list-other-project", "write-home", "write-data", "write-extra-ro",
 		"list-dev"}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
@@ -101,48 +91,19 @@ func TestChildInSandbox(t *testing.T) {
 			req := runspec.SandboxRequest{
 				Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: []string{shared + ":ro"}},
 				Program: "/bin/sh", Args: []string{"-c", probeScript},
-				Env: env, Workdir: work, RunDir: run,
+				Env: env, Workdir: work, RunDir: run, Outputs: []string{filepath.Join(run, "result.md")},
 			}
-			s := runspec.Sandboxed{Program: req.Program, Args: req.Args}
+			w := sandbox.Wrapper{Self: self, Protected: []string{data}}
+			got := runProbe(t, w, sandboxed, req)
+			var s runspec.Sandboxed
 			if sandboxed {
-				s, err = sandbox.Wrapper{Self: self, Protected: []string{data}}.Wrap(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !s.Confined || !strings.Contains(s.Log, work) || !strings.Contains(s.Log, shared) {
+				// The log line of the same rules.
+				if s, _ = w.Wrap(req); !strings.Contains(s.Log, work) || !strings.Contains(s.Log, shared) {
 					t.Fatalf("wrapped: %+v", s)
 				}
-			} else {
-				if err := os.MkdirAll(filepath.Join(run, "tmp"), 0o700); err != nil {
-					t.Fatal(err)
-				}
 			}
-			cmd := exec.Command(s.Program, s.Args...)
-			cmd.Env, cmd.Dir = env, work
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-			got := map[string]string{}
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				if k, v, ok := strings.Cut(line, " "); ok {
-					got[k] = v
-				}
-			}
-			for _, k := range allowed {
-				if got[k] != "ok" {
-					t.Errorf("%s: %q, want ok\n%s", k, got[k], out)
-				}
-			}
-			for _, k := range denied {
-				want := "denied"
-				if !sandboxed {
-					want = "ok"
-				}
-				if got[k] != want {
-					t.Errorf("%s: %q, want %s\n%s", k, got[k], want, out)
-				}
-			}
+			wantProbe(t, got, allowed, "ok")
+			wantProbe(t, got, denied, map[bool]string{true: "denied", false: "ok"}[sandboxed])
 			// Landlock's ptrace rule refuses this to an ordinary user on
 			// Linux; as root (uid 0) it goes through on Linux 6.18, and an
 			// emulated kernel (gVisor) may not have the rule at all: it is
@@ -178,13 +139,7 @@ func TestNoLandlock(t *testing.T) {
 // itself alone: it runs, but neither the rest of the home folder nor the
 // relay's data folder inside it becomes readable.
 func TestProgramInHomeFolder(t *testing.T) {
-	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := landlockSelf(t)
 	home, data, work, run, _ := layout(t)
 	program := filepath.Join(home, "agent.sh")
 	script := "#!/bin/sh\n" + `try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok"; else echo "$name denied"; fi; }
@@ -201,24 +156,17 @@ try list-home ls "$HOME"
 		Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
 		Program: program, Env: env, Workdir: work, RunDir: run,
 	}
-	s, err := sandbox.Wrapper{Self: self, Protected: []string{data}}.Wrap(req)
+	w := sandbox.Wrapper{Self: self, Protected: []string{data}}
+	s, err := w.Wrap(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(s.Log, "holds the relay's data folder") || strings.Contains(s.Log, home+",") || strings.Contains(s.Log, home+" ") {
 		t.Errorf("the rules allow the home folder: %s", s.Log)
 	}
-	cmd := exec.Command(s.Program, s.Args...)
-	cmd.Env, cmd.Dir = env, work
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	for _, want := range []string{"started ok", "read-home denied", "read-token denied", "list-home denied"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("want %q:\n%s", want, out)
-		}
-	}
+	got := runProbe(t, w, true, req)
+	wantProbe(t, got, []string{"started"}, "ok")
+	wantProbe(t, got, []string{"read-home", "read-token", "list-home"}, "denied")
 }
 
 // Ensure a run whose folders hold the relay's data folder is refused,

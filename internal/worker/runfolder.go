@@ -115,7 +115,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
 	r.image = filepath.Base(program)
 	args := spec.Args
-	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra); err != nil {
+	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra, []string{resultFile}); err != nil {
 		return nil, spec, nil, withheld, err
 	}
 	cmd := &exec.Cmd{
@@ -173,9 +173,10 @@ func (r *runState) promptInput(ctx context.Context, extra []string) (runspec.Pro
 }
 
 // processFile is where a run's process file lives: beside its run folder in
-// RunRoot, not inside it, since the run may write its run folder (and, in
-// the sandbox, only that) and must not be able to name a process of the
-// user's for the next start's Recover to kill.
+// RunRoot, not inside it, since an unsandboxed run may write its run folder
+// (a sandboxed one only its result file and temporary folder there) and
+// must not be able to name a process of the user's for the next start's
+// Recover to kill.
 func processFile(runRoot, taskID string) string {
 	return filepath.Join(runRoot, taskID+processFileSuffix)
 }

@@ -15,8 +15,9 @@ import (
 // sandbox wraps the CLI's command in the sandbox when the worker has it on
 // (Options.Sandbox), and records in the run log how the run is confined,
 // or that it is not. confined (nil: args) are the CLI's arguments for a
-// run the sandbox actually confines.
-func (r *runState) sandbox(program string, args, confined, env, extra []string) (string, []string, error) {
+// run the sandbox actually confines; outputs are the files of the run
+// folder the run writes (the result file), the rest being read-only to it.
+func (r *runState) sandbox(program string, args, confined, env, extra, outputs []string) (string, []string, error) {
 	o := r.w.m.opts
 	if !r.cfg.SandboxOn() {
 		return program, args, nil
@@ -28,7 +29,7 @@ func (r *runState) sandbox(program string, args, confined, env, extra []string) 
 	}
 	s, err := o.Sandbox(runspec.SandboxRequest{
 		Config: r.cfg, Program: program, Args: args, ConfinedArgs: confined, Env: env,
-		Workdir: r.cfg.Workdir, ExtraDirs: extra, RunDir: r.runDir,
+		Workdir: r.cfg.Workdir, ExtraDirs: extra, RunDir: r.runDir, Outputs: outputs,
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)

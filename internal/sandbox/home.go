@@ -1,0 +1,219 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+)
+
+// HomeDirName is the folder of a run's own CLI homes inside its run folder,
+// used when the worker has no persistent one (Wrapper.Homes unset).
+const HomeDirName = "home"
+
+// cliHome describes how a confined run of a preset gets a CLI home of its
+// own on Linux: a folder named by the CLI's variable (CLAUDE_CONFIG_DIR,
+// CODEX_HOME, GEMINI_CLI_HOME) that the run may write, holding links to
+// the user's own settings (read-only to the run) and to the user's session
+// transcripts (read-write), so nothing the run writes there configures or
+// extends the CLI the user runs: hooks, MCP servers, instructions,
+// commands, skills, plugins and extensions stay the user's.
+type cliHome struct {
+	// env is the variable naming the CLI's home.
+	env string
+	// dir is the user's CLI folder under the home folder, when env is
+	// unset.
+	dir string
+	// sub is the CLI's folder inside the folder env names ("" for that
+	// folder itself): Gemini CLI's GEMINI_CLI_HOME stands for the home
+	// folder, whose .gemini is its folder.
+	sub string
+	// config are the entries of the user's CLI folder that configure,
+	// extend or sign in the CLI: linked, read-only to the run.
+	config []string
+	// shared are the entries holding the CLI's session transcripts:
+	// linked, read-write, so sessions stay the user's (session workers
+	// resume them, the user sees the worker's). Made when missing; a
+	// name ending in .jsonl is a file.
+	shared []string
+	// global is the CLI's global settings file the CLI rewrites in place
+	// (Claude Code's .claude.json): copied from the user's before each
+	// run, so the run writes its own copy.
+	global string
+}
+
+// cliHomes are the presets whose CLI gets a home of its own in a confined
+// run (Linux). What a CLI writes that is not listed (its caches, logs,
+// state databases, history, shell snapshots, its own skill copies) stays
+// in the worker's home.
+var cliHomes = map[string]cliHome{
+	"claude-code": {
+		env: "CLAUDE_CONFIG_DIR", dir: ".claude",
+		config: []string{"settings.json", "CLAUDE.md", "agents", "commands", "skills", "plugins", "output-styles",
+			"hooks", "rules", "keybindings.json", ".credentials.json"},
+		shared: []string{"projects"},
+		global: ".claude.json",
+	},
+	"codex": {
+		env: "CODEX_HOME", dir: ".codex",
+		config: []string{"config.toml", "AGENTS.md", "AGENTS.override.md", "instructions.md", "prompts", "rules",
+			"hooks.json", "auth.json"},
+		shared: []string{"sessions", "archived_sessions", "session_index.jsonl"},
+	},
+	"gemini": {
+		env: "GEMINI_CLI_HOME", dir: ".gemini", sub: ".gemini",
+		config: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies", "skills", "agents",
+			"trustedFolders.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"},
+	},
+}
+
+// homeSetup is what Wrap prepares for a CLI home before the run: links in
+// folder to the user's entries, and a copy of the user's global settings.
+type homeSetup struct {
+	// folder is the CLI's folder in the run's home (CODEX_HOME, or the
+	// .gemini inside GEMINI_CLI_HOME).
+	folder string
+	// links are name → the user's entry (made, with shared ones, only
+	// where the user's exists).
+	links map[string]string
+	// shared are the user's entries made when missing (transcripts).
+	shared []string
+	// copyFrom, copyTo: the user's global settings file and its copy.
+	copyFrom, copyTo string
+}
+
+// userCLIFolder is the user's own CLI folder: the one the CLI's variable
+// names in env, else dir under home ("" when neither is known).
+func (h cliHome) userCLIFolder(env map[string]string, home string) string {
+	if v := env[h.env]; filepath.IsAbs(v) {
+		return filepath.Join(v, h.sub)
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, h.dir)
+}
+
+// planHome adds a CLI home at private (the value of h.env for the run) to
+// r: the user's CLI folder read-only, the transcripts read-write, the
+// private folder read-write, the variable in r.Env, and the setup.
+func planHome(r *Rules, h cliHome, env map[string]string, home, private string) (ro, rw []string) {
+	user := h.userCLIFolder(env, home)
+	if user == "" {
+		return nil, nil
+	}
+	folder := filepath.Join(private, h.sub)
+	s := homeSetup{folder: folder, links: map[string]string{}}
+	for _, name := range h.config {
+		s.links[name] = filepath.Join(user, name)
+	}
+	for _, name := range h.shared {
+		p := filepath.Join(user, name)
+		s.links[name] = p
+		s.shared = append(s.shared, p)
+		rw = append(rw, p)
+	}
+	if h.global != "" {
+		src := filepath.Join(home, h.global)
+		if v := env[h.env]; filepath.IsAbs(v) {
+			src = filepath.Join(v, h.global)
+		}
+		s.copyFrom, s.copyTo = src, filepath.Join(folder, h.global)
+	}
+	if r.Env == nil {
+		r.Env = map[string]string{}
+	}
+	r.Env[h.env] = private
+	r.homes = append(r.homes, s)
+	return []string{user}, append(rw, private)
+}
+
+// prepare makes the CLI home: the folder, the user's transcripts when
+// missing, a link per entry (replacing what a run left under that name),
+// and a fresh copy of the global settings. It never follows a link a run
+// may have planted in the folder: links and the copy are made under a
+// new name and renamed into place.
+func (s homeSetup) prepare() error {
+	if err := os.MkdirAll(s.folder, 0o700); err != nil {
+		return fmt.Errorf("create the CLI's home %s: %w", s.folder, err)
+	}
+	for _, p := range s.shared {
+		var err error
+		if strings.HasSuffix(p, ".jsonl") {
+			if err = os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+				var f *os.File
+				if f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+					err = f.Close()
+				}
+			}
+		} else {
+			err = os.MkdirAll(p, 0o700)
+		}
+		if err != nil {
+			return fmt.Errorf("create the CLI's session folder %s: %w", p, err)
+		}
+	}
+	for name, target := range s.links {
+		at := filepath.Join(s.folder, name)
+		if _, err := os.Stat(target); err != nil {
+			// The user has none: neither has the run (nothing it left).
+			if err := os.RemoveAll(at); err != nil {
+				return fmt.Errorf("clear %s: %w", at, err)
+			}
+			continue
+		}
+		if err := replace(at, func(tmp string) error { return os.Symlink(target, tmp) }); err != nil {
+			return fmt.Errorf("link %s to %s: %w", at, target, err)
+		}
+	}
+	if s.copyTo == "" {
+		return nil
+	}
+	src, err := os.Open(s.copyFrom)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.RemoveAll(s.copyTo)
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
+	}
+	defer src.Close()
+	return replace(s.copyTo, func(tmp string) error {
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, io.LimitReader(src, maxGlobalSettings))
+		return errors.Join(err, f.Close())
+	})
+}
+
+// maxGlobalSettings bounds the copy of a CLI's global settings file.
+const maxGlobalSettings = 64 << 20
+
+// replaceSeq tells apart the temporary names of runs prepared at once.
+var replaceSeq atomic.Int64
+
+// replace makes a new entry under a temporary name with make and renames
+// it over path, removing first whatever a rename cannot replace (a folder).
+func replace(path string, make func(tmp string) error) error {
+	tmp := fmt.Sprintf("%s.crosschat-%d-%d.tmp", path, os.Getpid(), replaceSeq.Add(1))
+	_ = os.RemoveAll(tmp)
+	if err := make(tmp); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		if rerr := os.RemoveAll(path); rerr != nil {
+			_ = os.Remove(tmp)
+			return errors.Join(err, rerr)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+	}
+	return nil
+}
