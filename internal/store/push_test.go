@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -310,5 +311,113 @@ func TestSessionPushEvents(t *testing.T) {
 	}
 	if b.Cursor != full.Cursor {
 		t.Fatalf("s-3's cursor %d, want %d (the second row's)", b.Cursor, full.Cursor)
+	}
+}
+
+// TestSessionPushEventsOutliveTheirTask: a push row carries the sessions it
+// is for (migration 0017), so a live session's stream stays filtered after
+// the task is pruned; and a task meant for one session, with its
+// cancellation, reaches that session's stream only.
+func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("bob")
+	e.report("bob", asked.ID, "completed", "done")
+	for _, target := range []string{"s-2", ""} {
+		task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "for " + cmp.Or(target, "anyone"),
+			Instructions: "x", TargetSession: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.CancelTask(e.ctx, "bob", task.ID, "not needed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(s relay.LiveSession) string {
+		t.Helper()
+		s.AgentSlug = "alice"
+		b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range b.Events {
+			out = append(out, ev.Title+":"+ev.Kind)
+		}
+		return strings.Join(out, ", ")
+	}
+	cases := []struct {
+		name string
+		s    relay.LiveSession
+		want string
+	}{
+		{"s-1", relay.LiveSession{ID: "s-1"}, "asked by s-1:task-claimed, asked by s-1:task-completed, for anyone:task, for anyone:task-cancelled"},
+		{"s-2", relay.LiveSession{ID: "s-2"}, "for s-2:task, for s-2:task-cancelled, for anyone:task, for anyone:task-cancelled"},
+		{"s-3", relay.LiveSession{ID: "s-3"}, "for anyone:task, for anyone:task-cancelled"},
+		{"no session", relay.LiveSession{}, "asked by s-1:task-claimed, asked by s-1:task-completed, for s-2:task, for s-2:task-cancelled, for anyone:task, for anyone:task-cancelled"},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range cases {
+			if got := read(c.s); got != c.want {
+				t.Errorf("%s, %s's stream:\n got %s\nwant %s", when, c.name, got, c.want)
+			}
+		}
+	}
+	check("with the tasks kept")
+	e.clock.Advance(time.Duration(relay.DefaultRetentionDays*24)*time.Hour + time.Hour)
+	swept, err := e.db.Sweep(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept.Pruned != 3 {
+		t.Fatalf("pruned %d tasks, want 3", swept.Pruned)
+	}
+	check("once the tasks are pruned")
+}
+
+// TestMigrationCopiesPushSessions: migration 0017 gives the push rows
+// written before it the sessions of their tasks, so the streams filter
+// them as before; a row whose task was already gone reaches every session.
+func TestMigrationCopiesPushSessions(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("bob")
+	if _, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "for s-2",
+		Instructions: "x", TargetSession: "s-2"}); err != nil {
+		t.Fatal(err)
+	}
+	gone := e.post("bob", "alice", "gone", 0)
+	e.reopenAfter(undoPushSessions(t) + `DELETE FROM tasks WHERE id = '` + gone.ID + `'; PRAGMA user_version = 16;`)
+	for _, c := range []struct {
+		session, want string
+	}{
+		{"s-1", "asked by s-1:task-claimed, gone:task"},
+		{"s-2", "for s-2:task, gone:task"},
+	} {
+		b, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: "alice", ID: c.session}, 0, relay.DefaultPushBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range b.Events {
+			got = append(got, ev.Title+":"+ev.Kind)
+		}
+		if strings.Join(got, ", ") != c.want {
+			t.Errorf("%s's stream after the migration: %v, want %s", c.session, got, c.want)
+		}
 	}
 }
