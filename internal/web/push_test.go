@@ -383,9 +383,7 @@ func TestPushSessionStream(t *testing.T) {
 	if e := next(t, events); e.name != relay.PushEventReady {
 		t.Fatalf("first %+v, want ready", e)
 	}
-	live, err := db.(interface {
-		LiveSessions(context.Context, string) ([]relay.LiveSession, error)
-	}).LiveSessions(ctx, "alice")
+	live, err := liveSessions(ctx, db, "alice")
 	if err != nil || len(live) != 1 || live[0].ID != "s-1" || live[0].Name != "Main chat" {
 		t.Fatalf("alice's live sessions %+v %v, want s-1 named Main chat", live, err)
 	}
@@ -405,4 +403,43 @@ func TestPushSessionStream(t *testing.T) {
 	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != ids[1] || pe.Kind != relay.EventTaskClaimed {
 		t.Fatalf("s-1's stream got %+v, want the claim of its own task %s (not %s's)", e, ids[1], ids[0])
 	}
+}
+
+// The admin token is never a live session, on the push stream as on /mcp
+// (relay.NamesLiveSession): its ?agent=alice&session=… records no session
+// for alice and gets alice's whole stream, the updates of every session's
+// tasks.
+func TestPushAdminNamesNoSession(t *testing.T) {
+	srv, db, _, ctx := pushAliceBob(t)
+	events := openPush(t, ctx, srv.URL+relay.PushPath+"?agent=alice&session=s-9&sessionName=Forged", adminToken, nil)
+	if e := next(t, events); e.name != relay.PushEventReady {
+		t.Fatalf("first %+v, want ready", e)
+	}
+	live, err := liveSessions(ctx, db, "alice")
+	if err != nil || len(live) != 0 {
+		t.Fatalf("alice's live sessions after the admin's stream: %+v %v, want none", live, err)
+	}
+	task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "from s-1", Instructions: "x",
+		FromAgent: true, ReplySession: "s-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	var pe relay.PushEvent
+	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID || pe.Kind != relay.EventTaskClaimed {
+		t.Fatalf("the admin's stream got %+v, want the claim of s-1's task %s", e, task.ID)
+	}
+	live, err = liveSessions(ctx, db, "alice")
+	if err != nil || len(live) != 1 || live[0].ID != "s-1" {
+		t.Fatalf("alice's live sessions: %+v %v, want only s-1 (its post)", live, err)
+	}
+}
+
+// liveSessions lists slug's live sessions as the store keeps them.
+func liveSessions(ctx context.Context, db relay.Service, slug string) ([]relay.LiveSession, error) {
+	return db.(interface {
+		LiveSessions(context.Context, string) ([]relay.LiveSession, error)
+	}).LiveSessions(ctx, slug)
 }
