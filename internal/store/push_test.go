@@ -232,11 +232,7 @@ func TestLiveSessions(t *testing.T) {
 // names no session sees everything; and the cursor passes over what a
 // session does not see.
 func TestSessionPushEvents(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
+	e := aliceFollowed(t)
 	fromS1, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", "")
 	if err != nil {
 		t.Fatal(err)
@@ -255,22 +251,6 @@ func TestSessionPushEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(s relay.LiveSession) []string {
-		t.Helper()
-		s.AgentSlug = "alice"
-		b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, ev := range b.Events {
-			out = append(out, ev.Title+":"+ev.Kind)
-		}
-		if b.More {
-			t.Errorf("More set on a short read")
-		}
-		return out
-	}
 	all := []string{
 		"asked by s-1:task-claimed", "asked by s-1:task-completed",
 		"asked without a session:task-claimed", "asked without a session:task-completed",
@@ -286,8 +266,8 @@ func TestSessionPushEvents(t *testing.T) {
 		{"s-2 named second chat", relay.LiveSession{ID: "s-2", Name: "second chat"}, []string{all[2], all[3], all[4], all[5]}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := read(c.s); strings.Join(got, ", ") != strings.Join(c.want, ", ") {
-				t.Fatalf("events\n got %v\nwant %v", got, c.want)
+			if got := e.aliceSees(c.s); got != strings.Join(c.want, ", ") {
+				t.Fatalf("events\n got %s\nwant %s", got, strings.Join(c.want, ", "))
 			}
 		})
 	}
@@ -319,11 +299,7 @@ func TestSessionPushEvents(t *testing.T) {
 // the task is pruned; and a task meant for one session, with its
 // cancellation, reaches that session's stream only.
 func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
+	e := aliceFollowed(t)
 	asked, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", "")
 	if err != nil {
 		t.Fatal(err)
@@ -340,19 +316,6 @@ func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(s relay.LiveSession) string {
-		t.Helper()
-		s.AgentSlug = "alice"
-		b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, ev := range b.Events {
-			out = append(out, ev.Title+":"+ev.Kind)
-		}
-		return strings.Join(out, ", ")
-	}
 	cases := []struct {
 		name string
 		s    relay.LiveSession
@@ -366,7 +329,7 @@ func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, c := range cases {
-			if got := read(c.s); got != c.want {
+			if got := e.aliceSees(c.s); got != c.want {
 				t.Errorf("%s, %s's stream:\n got %s\nwant %s", when, c.name, got, c.want)
 			}
 		}
@@ -387,11 +350,7 @@ func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
 // written before it the sessions of their tasks, so the streams filter
 // them as before; a row whose task was already gone reaches every session.
 func TestMigrationCopiesPushSessions(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
+	e := aliceFollowed(t)
 	if _, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -408,16 +367,39 @@ func TestMigrationCopiesPushSessions(t *testing.T) {
 		{"s-1", "asked by s-1:task-claimed, gone:task"},
 		{"s-2", "for s-2:task, gone:task"},
 	} {
-		b, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: "alice", ID: c.session}, 0, relay.DefaultPushBatch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, ev := range b.Events {
-			got = append(got, ev.Title+":"+ev.Kind)
-		}
-		if strings.Join(got, ", ") != c.want {
-			t.Errorf("%s's stream after the migration: %v, want %s", c.session, got, c.want)
+		if got := e.aliceSees(relay.LiveSession{ID: c.session}); got != c.want {
+			t.Errorf("%s's stream after the migration: %s, want %s", c.session, got, c.want)
 		}
 	}
+}
+
+// aliceFollowed is a store with the agents alice and bob, alice's push
+// stream followed.
+func aliceFollowed(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// aliceSees lists the push events alice's live session s gets from the
+// start, as "title:kind", comma-separated (all of them in one read).
+func (e *env) aliceSees(s relay.LiveSession) string {
+	e.t.Helper()
+	s.AgentSlug = "alice"
+	b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if b.More {
+		e.t.Errorf("More set on a short read")
+	}
+	var out []string
+	for _, ev := range b.Events {
+		out = append(out, ev.Title+":"+ev.Kind)
+	}
+	return strings.Join(out, ", ")
 }
