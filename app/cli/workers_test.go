@@ -11,18 +11,20 @@ import (
 // range the release was tested with.
 func TestTestedText(t *testing.T) {
 	for _, tc := range []struct {
-		h    app.Harness
-		want string
+		found               bool
+		tested, testedRange string
+		want                string
 	}{
-		{app.Harness{Found: true, Tested: harness.VersionTested, TestedRange: "2.1.197–2.1.332"}, "yes (2.1.197–2.1.332)"},
-		{app.Harness{Found: true, Tested: harness.VersionNewer, TestedRange: "2.1.197–2.1.332"}, "no, newer (tested 2.1.197–2.1.332)"},
-		{app.Harness{Found: true, Tested: harness.VersionOlder, TestedRange: "0.61.0"}, "no, older (tested 0.61.0)"},
-		{app.Harness{Found: true, TestedRange: "0.171.0"}, "? (tested 0.171.0)"},
-		{app.Harness{Found: false, TestedRange: "0.171.0"}, "-"},
-		{app.Harness{Found: true}, "-"},
+		{true, harness.VersionTested, "2.1.197–2.1.332", "yes (2.1.197–2.1.332)"},
+		{true, harness.VersionNewer, "2.1.197–2.1.332", "no, newer (tested 2.1.197–2.1.332)"},
+		{true, harness.VersionOlder, "0.61.0", "no, older (tested 0.61.0)"},
+		{true, "", "0.171.0", "? (tested 0.171.0)"},
+		{false, "", "0.171.0", "-"},
+		{true, "", "", "-"},
 	} {
-		if got := testedText(tc.h); got != tc.want {
-			t.Errorf("testedText(%+v) = %q, want %q", tc.h, got, tc.want)
+		h := app.Harness{Detected: harness.Detected{Tested: tc.tested, TestedRange: tc.testedRange}, Found: tc.found}
+		if got := testedText(h); got != tc.want {
+			t.Errorf("testedText(%+v) = %q, want %q", h, got, tc.want)
 		}
 	}
 }
