@@ -492,33 +492,6 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 // (by exact name or id) when the session ran in the worker's folders,
 // refuses one that ran elsewhere, and runs a task that names none fresh.
 func TestAnySessionWorker(t *testing.T) {
-	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
-	setup := func(t *testing.T) *env {
-		e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
-			c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
-			turns := o.Sessions.(session.Turns)
-			path := transcriptPath(turns)
-			mine := func(role, text, cwd, id string) map[string]any {
-				l := claudeLine(role, text)
-				l["cwd"], l["sessionId"] = cwd, id
-				return l
-			}
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-			at := time.Now().Add(-time.Hour)
-			if err := appendTranscript(path, at, mine("user", "Fix the lexer.", c.Workdir, sessionID), mine("assistant", earlierAnswer, c.Workdir, sessionID),
-				map[string]any{"type": "custom-title", "customTitle": "lexer work", "sessionId": sessionID}); err != nil {
-				t.Fatal(err)
-			}
-			other := filepath.Join(turns.Sessions.ClaudeProjects(), "-elsewhere", elsewhere+".jsonl")
-			if err := appendTranscript(other, at, mine("user", "Elsewhere.", "/elsewhere", elsewhere),
-				map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return e
-	}
 	for _, tc := range []struct {
 		name, target, mode string
 		status             relay.TaskStatus
@@ -532,7 +505,7 @@ func TestAnySessionWorker(t *testing.T) {
 		{name: "no target runs fresh", target: "", mode: "done", status: relay.StatusCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t)
+			e := anySessionEnv(t)
 			e.start()
 			task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
 				Title: "Check the lexer", Instructions: "Please do it. MODE:" + tc.mode, TargetSession: tc.target})
@@ -558,4 +531,59 @@ func TestAnySessionWorker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ensures a task aimed at a live session (one whose channel told the relay
+// its id) is left to that session: the any-session worker, which could
+// resume it, runs a later task and leaves that one queued.
+func TestAnySessionWorkerLeavesLiveSessions(t *testing.T) {
+	e := anySessionEnv(t)
+	if err := e.db.SeeLiveSession(e.ctx, relay.LiveSession{AgentSlug: builder, ID: sessionID, Name: "lexer work"}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
+		Title: "For the open chat", Instructions: "Please do it. MODE:session", TargetSession: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	later := e.post(operator, "Fresh work", "done")
+	if got := e.finished(later.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("the later task is %s, want completed", got.Status)
+	}
+	if got := e.task(live.ID); got.Status != relay.StatusQueued {
+		t.Fatalf("the task for the live session is %s, want queued for that session", got.Status)
+	}
+}
+
+// anySessionEnv is a session env whose worker resumes any session of its
+// CLI in its folders: “lexer work” (sessionID) ran in its working folder,
+// “other place” elsewhere.
+func anySessionEnv(t *testing.T) *env {
+	t.Helper()
+	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
+	e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
+		c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
+		turns := o.Sessions.(session.Turns)
+		path := transcriptPath(turns)
+		mine := func(role, text, cwd, id string) map[string]any {
+			l := claudeLine(role, text)
+			l["cwd"], l["sessionId"] = cwd, id
+			return l
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Hour)
+		if err := appendTranscript(path, at, mine("user", "Fix the lexer.", c.Workdir, sessionID), mine("assistant", earlierAnswer, c.Workdir, sessionID),
+			map[string]any{"type": "custom-title", "customTitle": "lexer work", "sessionId": sessionID}); err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(turns.Sessions.ClaudeProjects(), "-elsewhere", elsewhere+".jsonl")
+		if err := appendTranscript(other, at, mine("user", "Elsewhere.", "/elsewhere", elsewhere),
+			map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return e
 }
