@@ -1,6 +1,8 @@
 // Package client calls a running relay's bridge over HTTP with the admin
 // token: the CLI verbs use it so they never open the database file of a
-// relay that is running.
+// relay that is running. It also calls the relay's MCP tools as one agent
+// (Agent: register, send) and reads its push stream (PushStream: monitor,
+// channel).
 //
 // It imports only the standard library and internal/relay.
 package client
