@@ -194,6 +194,10 @@ type ClaimInput struct {
 	// target session or name one of these (a session worker's session id
 	// and names).
 	ForSessions []string
+	// LeaveLiveSessions leaves the tasks whose target session is one of
+	// the recipient's live sessions (seen within LiveSessionRetention) to
+	// that session: a worker not bound to a session claims them not.
+	LeaveLiveSessions bool
 	// Via is ViaChat or ViaWorker.
 	Via string
 	// Session is the live session claiming (LiveSessionFrom), "" for none.

@@ -85,7 +85,8 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 			senders = append(senders, n)
 		}
 	}
-	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil}
+	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil,
+		leaveLive: in.LeaveLiveSessions}
 	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
 		return claimRequest{}, err
 	}
@@ -230,6 +231,8 @@ type claimRequest struct {
 	sessions []string
 	// session is the live session claiming, "" for none (claim_session).
 	session string
+	// leaveLive skips tasks aimed at a live session of the recipient.
+	leaveLive bool
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
@@ -261,6 +264,10 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 			for _, s := range c.sessions {
 				args = append(args, s)
 			}
+		}
+		if c.leaveLive {
+			query += leaveLiveSQL
+			args = append(args, relay.FormatTime(t.now.Add(-relay.LiveSessionRetention)))
 		}
 		query += nextQueuedOrder
 		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
@@ -295,6 +302,10 @@ const (
 	// is bound as +? so that the statement stays prepared (see limitSQL).
 	nextQueuedSQL   = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
 	nextQueuedOrder = ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
+	// leaveLiveSQL leaves out the tasks aimed at one of the recipient's
+	// live sessions seen since ? (ClaimInput.LeaveLiveSessions).
+	leaveLiveSQL = ` AND NOT EXISTS (SELECT 1 FROM live_sessions ls WHERE ls.agent_slug = t.recipient_slug
+		AND ls.session_id = t.target_session AND ls.last_seen >= ?)`
 	// expiredLeasesSQL finds claimed tasks whose lease has run out;
 	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
 	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`

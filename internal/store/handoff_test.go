@@ -93,8 +93,9 @@ func TestPostHandsItsTaskToTheWaitingClaim(t *testing.T) {
 }
 
 // TestHandOffOnlyToAClaimThatWouldTakeTheTask: a waiting claim limited to
-// some senders or sessions is handed only a task it would have claimed;
-// any other stays queued and the claim keeps waiting.
+// some senders or sessions, or leaving live sessions' tasks to them (an
+// unbound worker's), is handed only a task it would have claimed; any
+// other stays queued and the claim keeps waiting.
 func TestHandOffOnlyToAClaimThatWouldTakeTheTask(t *testing.T) {
 	db := openGroup(t, "carol")
 	ctx := context.Background()
@@ -115,6 +116,13 @@ func TestHandOffOnlyToAClaimThatWouldTakeTheTask(t *testing.T) {
 			func() relay.Task { return post("alice", "") }, func() relay.Task { return post("carol", "") }},
 		{"sessions", relay.ClaimInput{ForSessions: []string{"s-1"}},
 			func() relay.Task { return post("alice", "s-2") }, func() relay.Task { return post("alice", "s-1") }},
+		{"live sessions left to them", relay.ClaimInput{LeaveLiveSessions: true},
+			func() relay.Task {
+				if err := db.SeeLiveSession(ctx, relay.LiveSession{AgentSlug: "bob", ID: "s-live"}); err != nil {
+					t.Fatal(err)
+				}
+				return post("alice", "s-live")
+			}, func() relay.Task { return post("alice", "s-gone") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
