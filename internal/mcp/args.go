@@ -24,9 +24,41 @@ type args struct {
 	first  error
 }
 
+// argFields are a call's arguments decoded already: the lean path decodes
+// them with the request's envelope (lean.go) and hands them to the tool as
+// the request's Arguments, so that they are decoded once.
+type argFields struct {
+	fields    map[string]json.RawMessage // nil for none (absent or null)
+	notObject bool                       // neither an object nor null
+	// overflow: a number does not fit a float64, which mcp-go refuses
+	// (numbersFitFloat).
+	overflow bool
+}
+
+// UnmarshalJSON decodes the arguments: an object into fields; anything else
+// but null is only noted, for the tool to refuse.
+func (f *argFields) UnmarshalJSON(b []byte) error {
+	f.overflow = !numbersFitFloat(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return nil
+	case b[0] != '{':
+		f.notObject = true
+		return nil
+	}
+	return json.Unmarshal(b, &f.fields)
+}
+
 // parseArgs decodes the arguments of a tool call. Missing or null arguments
 // are an empty object; anything else that is not an object is refused.
 func parseArgs(req mcp.CallToolRequest) *args {
+	if f, ok := req.Params.Arguments.(argFields); ok {
+		a := &args{fields: f.fields}
+		if f.notObject {
+			a.fail("arguments: must be a JSON object.")
+		}
+		return a
+	}
 	a := &args{fields: map[string]json.RawMessage{}}
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
