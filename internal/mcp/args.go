@@ -25,28 +25,26 @@ type args struct {
 }
 
 // argFields are a call's arguments decoded already: the lean path decodes
-// them with the request's envelope (lean.go) and hands them to the tool as
-// the request's Arguments, so that they are decoded once.
+// them as it reads the request (lean.go) and hands them to the tool as the
+// request's Arguments, so that they are decoded once.
 type argFields struct {
 	fields    map[string]json.RawMessage // nil for none (absent or null)
 	notObject bool                       // neither an object nor null
-	// overflow: a number does not fit a float64, which mcp-go refuses
-	// (numbersFitFloat).
-	overflow bool
 }
 
-// UnmarshalJSON decodes the arguments: an object into fields; anything else
-// but null is only noted, for the tool to refuse.
-func (f *argFields) UnmarshalJSON(b []byte) error {
-	f.overflow = !numbersFitFloat(b)
+// decodeArgs decodes the raw arguments of a call, valid JSON: an object
+// into fields; anything else but null is only noted, for the tool to
+// refuse.
+func decodeArgs(raw json.RawMessage) (argFields, error) {
+	var f argFields
 	switch {
-	case bytes.Equal(b, []byte("null")):
-		return nil
-	case b[0] != '{':
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case raw[0] != '{':
 		f.notObject = true
-		return nil
+	default:
+		return f, json.Unmarshal(raw, &f.fields)
 	}
-	return json.Unmarshal(b, &f.fields)
+	return f, nil
 }
 
 // parseArgs decodes the arguments of a tool call. Missing or null arguments

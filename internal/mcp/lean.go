@@ -138,9 +138,8 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
 		Params  *struct {
-			Name string `json:"name"`
-			// Decoded here, once: the tool reads them (args.go).
-			Arguments argFields `json:"arguments"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
 		} `json:"params"`
 	}
 	// One JSON value and nothing else (json.Unmarshal refuses trailing
@@ -166,10 +165,15 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 	}
 	// mcp-go also decodes the arguments into an any, which fails only on a
 	// number beyond float64; such a call gets mcp-go's answer.
-	if env.Params.Arguments.overflow {
+	if !numbersFitFloat(env.Params.Arguments) {
 		return leanCall{}, false
 	}
-	return leanCall{id: id, name: env.Params.Name, args: env.Params.Arguments}, true
+	// Decoded here, once: the tool reads these fields (args.go).
+	args, err := decodeArgs(env.Params.Arguments)
+	if err != nil {
+		return leanCall{}, false
+	}
+	return leanCall{id: id, name: env.Params.Name, args: args}, true
 }
 
 // serveCall runs the tool and writes mcp-go's answer for it. The tool runs
