@@ -24,37 +24,12 @@ type args struct {
 	first  error
 }
 
-// argFields are a call's arguments decoded already: the lean path decodes
-// them as it reads the request (lean.go) and hands them to the tool as the
-// request's Arguments, so that they are decoded once.
-type argFields struct {
-	fields    map[string]json.RawMessage // nil for none (absent or null)
-	notObject bool                       // neither an object nor null
-}
-
-// decodeArgs decodes the raw arguments of a call, valid JSON: an object
-// into fields; anything else but null is only noted, for the tool to
-// refuse.
-func decodeArgs(raw json.RawMessage) (argFields, error) {
-	var f argFields
-	switch {
-	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-	case raw[0] != '{':
-		f.notObject = true
-	default:
-		return f, json.Unmarshal(raw, &f.fields)
-	}
-	return f, nil
-}
-
 // parseArgs decodes the arguments of a tool call. Missing or null arguments
 // are an empty object; anything else that is not an object is refused.
+// Arguments the lean path decoded already, with the request (lean.go), come
+// as an *args: they are decoded once.
 func parseArgs(req mcp.CallToolRequest) *args {
-	if f, ok := req.Params.Arguments.(argFields); ok {
-		a := &args{fields: f.fields}
-		if f.notObject {
-			a.fail("arguments: must be a JSON object.")
-		}
+	if a, ok := req.Params.Arguments.(*args); ok {
 		return a
 	}
 	a := &args{fields: map[string]json.RawMessage{}}

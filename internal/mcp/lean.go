@@ -54,7 +54,10 @@ func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.To
 type leanCall struct {
 	id   any // as mcp-go decodes it: a string or a float64
 	name string
-	args argFields // decoded once, with the envelope
+	// args are the arguments decoded when they are an object (nil for
+	// none); raw holds any others as sent, for the tool to refuse.
+	args *args
+	raw  json.RawMessage
 }
 
 // ReadBody is a request body that was read whole already (the web layer
@@ -71,8 +74,9 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body []byte
-	if rb, ok := r.Body.(ReadBody); ok {
-		body = rb.Bytes() // r.Body is left unread, for mcp-go
+	rb, whole := r.Body.(ReadBody) // read already: r.Body is left unread, for mcp-go
+	if whole {
+		body = rb.Bytes()
 	} else {
 		var err error
 		if body, err = readBody(r); err != nil {
@@ -81,13 +85,15 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.lib.ServeHTTP(w, r)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	if c, ok := h.parse(r.Header, body); ok {
 		h.serveCall(w, r, c)
 		return
 	}
 	h.noteCancel(r, body)
+	if !whole {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	h.lib.ServeHTTP(w, r)
 }
 
@@ -168,12 +174,19 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 	if !numbersFitFloat(env.Params.Arguments) {
 		return leanCall{}, false
 	}
-	// Decoded here, once: the tool reads these fields (args.go).
-	args, err := decodeArgs(env.Params.Arguments)
-	if err != nil {
-		return leanCall{}, false
+	c := leanCall{id: id, name: env.Params.Name}
+	switch raw := env.Params.Arguments; {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '{':
+		// Decoded here, once: the tool reads these fields (args.go).
+		c.args = &args{}
+		if json.Unmarshal(raw, &c.args.fields) != nil {
+			return leanCall{}, false
+		}
+	default:
+		c.raw = raw
 	}
-	return leanCall{id: id, name: env.Params.Name, args: args}, true
+	return c, true
 }
 
 // serveCall runs the tool and writes mcp-go's answer for it. The tool runs
@@ -208,7 +221,10 @@ func (c leanCall) request(hdr http.Header) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{Header: hdr}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
-	req.Params.Arguments = c.args
+	if c.args != nil {
+		req.Params.Arguments = c.args
+	}
+	req.Params.RawArguments = c.raw
 	return req
 }
 
