@@ -9,12 +9,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +27,7 @@ import (
 // rawClaim posts a waiting claim_next_task through c and returns the
 // response once it comes.
 func rawClaim(ctx context.Context, c *http.Client, url, token string, waitMs int) (*http.Response, []byte, error) {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":%d}}}`, waitMs)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":` + strconv.Itoa(waitMs) + `}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return nil, nil, err
@@ -56,8 +56,8 @@ func oneConnClient(t *testing.T) *http.Client {
 func rawWaitingClaim(t *testing.T, addr, token string) net.Conn {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"claim_next_task","arguments":{"waitMs":20000}}}`
-	req := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
-		addr, token, len(body), body)
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAuthorization: Bearer " + token +
+		"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestWaitingClaimsUnderChurn(t *testing.T) {
 	}
 	toks := make([]string, agents)
 	for i := range toks {
-		toks[i] = e.agent(fmt.Sprintf("churn-%d", i))
+		toks[i] = e.agent("churn-" + strconv.Itoa(i))
 	}
 	goroutines := runtime.NumGoroutine()
 
@@ -199,7 +199,7 @@ func TestWaitingClaimsUnderChurn(t *testing.T) {
 					if jerr := json.Unmarshal(body, &rpc); jerr != nil {
 						t.Errorf("agent %d round %d: %s: %v", i, r, body, jerr)
 					} else if got := rpc.Result.StructuredContent; got.Status == "task" {
-						delivered = append(delivered, delivery{fmt.Sprintf("churn-%d", i), got.Task.ID})
+						delivered = append(delivered, delivery{"churn-" + strconv.Itoa(i), got.Task.ID})
 					}
 				}
 				mu.Unlock()
@@ -207,8 +207,8 @@ func TestWaitingClaimsUnderChurn(t *testing.T) {
 		}()
 	}
 	for n := range tasks {
-		if _, err := e.svc.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "boss", RecipientSlug: fmt.Sprintf("churn-%d", n%agents),
-			Title: fmt.Sprintf("churn %d", n), Instructions: "Churn."}); err != nil {
+		if _, err := e.svc.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "boss", RecipientSlug: "churn-" + strconv.Itoa(n%agents),
+			Title: "churn " + strconv.Itoa(n), Instructions: "Churn."}); err != nil {
 			t.Fatal(err)
 		}
 	}
