@@ -41,7 +41,6 @@ type Relay struct {
 	srv        *http.Server
 	ln         net.Listener
 	cancelReqs context.CancelFunc
-	mcp        *mcp.Handler // its parked long-polls outlive srv.Shutdown
 	cancelBg   context.CancelFunc
 	wg         sync.WaitGroup
 	served     chan error
@@ -115,7 +114,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	met := newMetrics(svc, node, services.Workers)
 	// reqCtx ends with Shutdown: long-polls then answer at once.
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
-	mcpHandler := mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log, Observer: met, Lifetime: reqCtx})
+	mcpHandler := mcp.NewHandler(svc, mcp.Options{Version: opts.Version, Logger: log, Observer: met})
 	handler, err := web.NewHandler(web.Config{
 		Service:        svc,
 		AdminToken:     token,
@@ -150,7 +149,6 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		metrics:    met,
 		ln:         ln,
 		cancelReqs: cancelReqs,
-		mcp:        mcpHandler,
 		cancelBg:   cancelBg,
 		served:     make(chan error, 1),
 		adminToken: token,
@@ -266,10 +264,6 @@ func (r *Relay) pruneRuns() {
 	}
 }
 
-// parkedStopTimeout is how long Shutdown waits for the long-polls served
-// off net/http (internal/mcp, park.go) to answer once told to stop.
-const parkedStopTimeout = 5 * time.Second
-
 // WorkerStopTimeout is how long Shutdown gives the running workers to stop
 // their CLIs (SIGTERM, then SIGKILL after the kill grace) and put their
 // tasks back in the queue. It is its own deadline: a slow HTTP client that
@@ -300,12 +294,6 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 	if errors.Is(errHTTP, context.DeadlineExceeded) {
 		errHTTP = r.srv.Close()
 	}
-	// Long-polls served off net/http answer idle once cancelReqs has run;
-	// they get a moment of their own even when ctx is spent, as the store
-	// closes next.
-	pctx, cancelPark := context.WithTimeout(context.WithoutCancel(ctx), parkedStopTimeout)
-	errHTTP = errors.Join(errHTTP, r.mcp.Wait(pctx))
-	cancelPark()
 	errWorkers := <-workersDone
 	r.cancelBg()
 	r.wg.Wait()

@@ -90,23 +90,11 @@ func (w *Workers) List() (WorkersOverview, error) {
 	return WorkersOverview{Paused: set.WorkersPaused, MaxChainDepth: set.MaxChainDepth, Workers: statuses}, nil
 }
 
-// Harness is an agent CLI found on this computer, or a preset that was not.
+// Harness is an agent CLI found on this computer, or a preset that was not:
+// the preset as detected, and whether it can be chosen (found, or custom).
 type Harness struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Path    string `json:"path,omitempty"`
-	Version string `json:"version,omitempty"`
-	// Tested tells where Version lies against TestedRange: "tested",
-	// "newer", "older", or "" when unknown. An untested version still runs.
-	Tested string `json:"tested,omitempty"`
-	// TestedRange is the span of versions the relay's tests run, "" for
-	// presets no test runs.
-	TestedRange string `json:"testedRange,omitempty"`
-	Found       bool   `json:"found"`
-	CanRun      bool   `json:"canRun"`
-	ExtraDirs   bool   `json:"extraDirs"`
-	Safety      string `json:"safety,omitempty"`
-	Note        string `json:"note,omitempty"`
+	harness.Detected
+	Found bool `json:"found"`
 }
 
 // LocalInfo describes this computer for the Connect page.
@@ -132,7 +120,7 @@ func (w *Workers) Local() (LocalInfo, error) {
 	}
 	var out []Harness
 	for _, p := range harness.Presets() {
-		h := Harness{ID: p.ID, Name: p.Name, CanRun: p.CanRun, ExtraDirs: p.ExtraDirs, Safety: p.Safety}
+		h := Harness{Detected: harness.Detected{ID: p.ID, Name: p.Name, CanRun: p.CanRun, ExtraDirs: p.ExtraDirs, Safety: p.Safety}}
 		if d, ok := found[p.ID]; ok {
 			h.Path, h.Version, h.Found, h.Note = d.Path, d.Version, d.Path != "", d.Note
 			h.Tested = d.Tested

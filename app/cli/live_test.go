@@ -56,6 +56,7 @@ func TestLiveVerbsRefuse(t *testing.T) {
 		{"channel as admin", []string{"channel", "--agent", "x", "--url", "http://127.0.0.1:1"}, 2, "own token"},
 		{"monitor bad state", []string{"monitor", "--token", "cca_x", "--state", "/dev/null/nope/x"}, 1, "--state"},
 		{"monitor bad session", []string{"monitor", "--token", "cca_x", "--url", "http://127.0.0.1:1", "--session", "not an id"}, 2, "--session: a session id holds only"},
+		{"send bad session", []string{"send", "web", "hello", "--session", "not an id"}, 2, "--session: a session id holds only"},
 		{"channel bad session name", []string{"channel", "--token", "cca_x", "--url", "http://127.0.0.1:1", "--session", "s-1", "--session-name", "bad\x01name"}, 2, "--session-name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*co
 	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
 	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
 	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped (default for a registered project: one in your config folder)")
-	c.fs.StringVar(&f.session, "session", "", "the agent-CLI session this serves, so the relay answers it alone (default: "+envClaudeSession+", which Claude Code sets)")
+	f.sessionFlag(c)
 	c.fs.StringVar(&f.sessionName, "session-name", "", "the session's name, if it has one (default: "+envClaudeSessionName+")")
 	c.fs.BoolVar(&f.register, "register", false, "with no token, register the current folder as a project first if it is not (crosschat-relay register)")
 	if name == "monitor" {
@@ -193,6 +193,11 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		session, name = "", ""
 	}
 	return &client.PushStream{BaseURL: base, Token: token, Agent: f.agent, After: after, Session: session, SessionName: name}, nil
+}
+
+// sessionFlag defines --session on c (monitor, channel, send).
+func (f *liveFlags) sessionFlag(c *command) {
+	c.fs.StringVar(&f.session, "session", "", "the agent-CLI session this serves, so the relay answers it alone (default: "+envClaudeSession+", which Claude Code sets)")
 }
 
 // liveSession is the session the flags or Claude Code's environment name,

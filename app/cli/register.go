@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/app"
-	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -172,9 +171,7 @@ func suggestID(id, dir string, ps []project.Project) string {
 
 // checkToken asks the relay at base who token is (whoami).
 func checkToken(ctx context.Context, base, token string) error {
-	cl := bench.NewClient(base, 2)
-	defer cl.Close()
-	return cl.Tool(ctx, token, "whoami", nil, nil)
+	return client.NewAgent(base, token, "").Tool(ctx, "whoami", nil, nil)
 }
 
 // openPush opens the agent's push stream once (until its ready event), so

@@ -9,17 +9,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // sendUsage is the help of send; the flags follow it.
-const sendUsage = `Usage: crosschat-relay send ID MESSAGE [--title T] [--priority P]
+const sendUsage = `Usage: crosschat-relay send ID MESSAGE [--title T] [--priority P] [--session ID]
 
 Posts MESSAGE as a task from the current folder's project (registered on the
 fly) to the project or agent ID, prints the task's id and returns at once.
-MESSAGE "-" reads it from standard input.
+MESSAGE "-" reads it from standard input. Run from a live session (--session,
+else CLAUDE_CODE_SESSION_ID, which Claude Code sets), the task is that
+session's: its updates reach that session alone, and sent while the session
+holds a task it continues that task's conversation (see docs/live-sessions.md).
 
 Flags:
 `
@@ -32,10 +35,12 @@ const maxStdinMessage = 40000
 // folder's project to ID, fire and forget.
 func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var id, title, prio string
+	var live liveFlags
 	c, err := newCommand("send", stdout, stderr)
 	if err != nil {
 		return err
 	}
+	live.sessionFlag(c)
 	c.fs.StringVar(&id, "id", "", "this folder's project id (default: "+project.EnvID+", else the folder's name)")
 	c.fs.StringVar(&title, "title", "", "the task's title (default: the message's first line, shortened)")
 	c.fs.StringVar(&prio, "priority", "normal", "low, normal or urgent (1, 2 or 3)")
@@ -55,6 +60,10 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: recipient %q refused: %v", errUsage, to, err)
 	}
 	priority, err := parsePriority(prio)
+	if err != nil {
+		return err
+	}
+	session, _, err := live.liveSession(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -81,13 +90,12 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	from := r.Project
-	cl := bench.NewClient(from.Relay, 2)
-	defer cl.Close()
+	cl := client.NewAgent(from.Relay, from.Token, session)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	post := func(recipient string) (relay.Task, error) {
 		var task relay.Task
-		err := cl.Tool(ctx, from.Token, "post_task", map[string]any{
+		err := cl.Tool(ctx, "post_task", map[string]any{
 			"recipientSlug": recipient, "title": title, "instructions": msg, "priority": priority,
 		}, &task)
 		return task, err
@@ -116,10 +124,10 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 // unknownRecipient is the error for a send to an id nobody registered,
 // naming the similar ids the relay and this computer know.
-func unknownRecipient(ctx context.Context, cl *bench.Client, from project.Project, to string) error {
+func unknownRecipient(ctx context.Context, cl *client.Agent, from project.Project, to string) error {
 	var names []string
 	var agents []relay.Agent
-	if err := cl.Tool(ctx, from.Token, "list_agents", map[string]any{"includeOffline": true}, &agents); err == nil {
+	if err := cl.Tool(ctx, "list_agents", map[string]any{"includeOffline": true}, &agents); err == nil {
 		for _, a := range agents {
 			names = append(names, a.Slug)
 		}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,11 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // maxResponse bounds how much of one response is read.
-const maxResponse = 16 << 20
+const maxResponse = client.MaxToolResponse
 
 // Client speaks MCP to one relay as raw JSON-RPC over HTTP (stateless
 // streamable HTTP: every POST /mcp is a tools/call, no initialize), and
@@ -57,52 +57,19 @@ func (c *Client) Close() {
 	}
 }
 
-// ToolError is a tool result with isError set whose text is not the
-// relay's {error, message} envelope (e.g. an argument check by the MCP
-// library).
-type ToolError struct {
-	Tool string
-	Text string
-}
-
-func (e *ToolError) Error() string { return fmt.Sprintf("%s: tool error: %s", e.Tool, e.Text) }
-
-type rpcRequest struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      int64  `json:"id"`
-	Method  string `json:"method"`
-	Params  any    `json:"params"`
-}
-
-type rpcResponse struct {
-	ID     json.RawMessage `json:"id"`
-	Result *struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
-	} `json:"result"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+// ToolError is client.ToolError: a tool result with isError set whose text
+// is not the relay's envelope.
+type ToolError = client.ToolError
 
 // Tool calls the MCP tool name with args as the bearer token and decodes
-// the JSON text of its result into out (which may be nil). A refusal comes
+// the JSON text of its result into out (which may be nil), as
+// client.Agent.Tool does, over the bench's own connections. A refusal comes
 // back as *relay.Error (or *ToolError when its text is not the relay's
 // envelope); transport and protocol failures as wrapped errors.
 func (c *Client) Tool(ctx context.Context, token, name string, args, out any) error {
-	if args == nil {
-		args = map[string]any{}
-	}
-	body, err := json.Marshal(rpcRequest{
-		JSONRPC: "2.0", ID: c.ids.Add(1), Method: "tools/call",
-		Params: map[string]any{"name": name, "arguments": args},
-	})
+	body, err := client.ToolRequest(c.ids.Add(1), name, args)
 	if err != nil {
-		return fmt.Errorf("%s: encode request: %w", name, err)
+		return err
 	}
 	if c.err != nil {
 		return fmt.Errorf("%s: %w", name, c.err)
@@ -111,80 +78,7 @@ func (c *Client) Tool(ctx context.Context, token, name string, args, out any) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	data := resp.body
-	if resp.status != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d: %s", name, resp.status, snippet(data))
-	}
-	msg, err := RPCMessage(resp.ctype, data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	var rr rpcResponse
-	if err := json.Unmarshal(msg, &rr); err != nil {
-		return fmt.Errorf("%s: decode JSON-RPC response: %w", name, err)
-	}
-	if rr.Error != nil {
-		return fmt.Errorf("%s: JSON-RPC error %d: %s", name, rr.Error.Code, rr.Error.Message)
-	}
-	if rr.Result == nil || len(rr.Result.Content) == 0 {
-		return fmt.Errorf("%s: result has no content: %s", name, snippet(msg))
-	}
-	text := rr.Result.Content[0].Text
-	if rr.Result.IsError {
-		var re relay.Error
-		if json.Unmarshal([]byte(text), &re) == nil && re.Code != "" {
-			return &re
-		}
-		return &ToolError{Tool: name, Text: text}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal([]byte(text), out); err != nil {
-		return fmt.Errorf("%s: decode result %s: %w", name, snippet([]byte(text)), err)
-	}
-	return nil
-}
-
-// RPCMessage extracts the JSON-RPC message from an MCP response body: the
-// body itself when it is JSON, or the last "data:" event of an SSE stream
-// (comment and keep-alive lines are skipped; multi-line data is joined).
-func RPCMessage(contentType string, body []byte) ([]byte, error) {
-	trimmed := bytes.TrimSpace(body)
-	if !strings.HasPrefix(contentType, "text/event-stream") && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return trimmed, nil
-	}
-	var last, cur []byte
-	have := false
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), maxResponse)
-	flush := func() {
-		if len(cur) > 0 {
-			last, have = cur, true
-		}
-		cur = nil
-	}
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			flush()
-		case bytes.HasPrefix(line, []byte("data:")):
-			d := bytes.TrimPrefix(line[5:], []byte(" "))
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, d...)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read event stream: %w", err)
-	}
-	flush()
-	if !have {
-		return nil, fmt.Errorf("response is neither JSON nor an event stream with data: %s", snippet(body))
-	}
-	return last, nil
+	return client.ToolResult(name, resp.status, resp.ctype, resp.body, out)
 }
 
 // Bridge calls POST /bridge/<service>.<method> with the admin token and the
@@ -218,7 +112,7 @@ func (c *Client) Bridge(ctx context.Context, adminToken, service, method string,
 		if json.Unmarshal(data, &re) == nil && re.Code != "" {
 			return &re
 		}
-		return fmt.Errorf("%s.%s: HTTP %d: %s", service, method, resp.StatusCode, snippet(data))
+		return fmt.Errorf("%s.%s: HTTP %d: %s", service, method, resp.StatusCode, client.Snippet(data))
 	}
 	if out == nil {
 		return nil
@@ -266,17 +160,6 @@ func (c *Client) WaitHealthy(ctx context.Context) (time.Duration, error) {
 		}
 		delay = min(delay*2, 50*time.Millisecond)
 	}
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "(empty body)"
-	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
 
 // isCanceled reports whether err comes from a context ending.

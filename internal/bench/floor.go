@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
 )
 
 // The floor under a wake-up. A wake-up is a request that commits once (the
@@ -201,7 +203,7 @@ func ServiceFloor(ctx context.Context, url string, samples int, idle time.Durati
 			return fmt.Errorf("bench: floor service: %w", err)
 		}
 		if a.status != http.StatusOK {
-			return fmt.Errorf("bench: floor service: HTTP %d: %s", a.status, snippet(a.body))
+			return fmt.Errorf("bench: floor service: HTTP %d: %s", a.status, client.Snippet(a.body))
 		}
 		return nil
 	})

@@ -77,8 +77,8 @@ type RelayUsage struct {
 type WaitersResult struct {
 	Waiters int `json:"waiters"`
 	// RSSBefore is the relay's memory before the claims were sent, RSSParked
-	// with all of them parked, a second after the last was sent (by then the
-	// relay has normally tidied up after the burst: internal/mcp/tidy.go);
+	// with all of them parked, a second after the last was sent (the
+	// garbage of their requests included, until the next collection);
 	// PerWaiterBytes is the difference per claim.
 	RSSBefore      int64 `json:"rssBeforeBytes"`
 	RSSParked      int64 `json:"rssParkedBytes"`

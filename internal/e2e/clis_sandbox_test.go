@@ -29,16 +29,7 @@ func TestRealCLIsSandboxed(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		t.Skip("this kernel has no Landlock")
 	}
-	root := newRoot(t)
-	for _, tc := range cases() {
-		t.Run(tc.name, func(t *testing.T) {
-			program := filepath.Join(bin, tc.name)
-			if _, err := os.Stat(program); err != nil {
-				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
-			}
-			runSandboxedCLI(t, tc, program, filepath.Join(root, tc.name))
-		})
-	}
+	eachCLI(t, bin, runSandboxedCLI)
 }
 
 func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {

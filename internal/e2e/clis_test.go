@@ -113,7 +113,13 @@ func cliFolder(t *testing.T, programs string) string {
 // the answer is the task's result and the steps and the file are on the
 // task. A request-changes round then resumes the CLI's own session.
 func TestRealCLIs(t *testing.T) {
-	bin := cliFolder(t, "claude, codex and gemini")
+	eachCLI(t, cliFolder(t, "claude, codex and gemini"), runCLI)
+}
+
+// eachCLI runs run as a subtest for each of cases(), with the CLI's program
+// in bin (the subtest fails when it is missing) and its own folder below a
+// new root.
+func eachCLI(t *testing.T, bin string, run func(t *testing.T, tc cliCase, program, base string)) {
 	root := newRoot(t)
 	for _, tc := range cases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +127,7 @@ func TestRealCLIs(t *testing.T) {
 			if _, err := os.Stat(program); err != nil {
 				t.Fatalf("%s: %v (run npm ci in .ci/clis)", tc.name, err)
 			}
-			runCLI(t, tc, program, filepath.Join(root, tc.name))
+			run(t, tc, program, filepath.Join(root, tc.name))
 		})
 	}
 }

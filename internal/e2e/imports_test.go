@@ -85,6 +85,9 @@ var edgeStd = []string{"net", "os", "syscall", "database", "html", "log", "plugi
 // and only the adapters named here (and the composition root) import it.
 var contracts = map[string][]string{
 	"internal/runspec": {"internal/worker", "internal/harness", "internal/sandbox"},
+	// The relay's client side: the CLI verbs' calls, and the MCP tool call
+	// the load generator sends over its own connections.
+	"internal/client": {"internal/bench"},
 }
 
 // leaves are small helpers that import only the standard library; any

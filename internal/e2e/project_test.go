@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
+	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -28,7 +29,7 @@ import (
 // project store lives there), and the relay at port with dataDir.
 func projectEnv(home string, port int, dataDir string) []string {
 	return append(childEnv(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-		"CROSSCHAT_PORT="+strconv.Itoa(port), "CROSSCHAT_DATA_DIR="+dataDir)
+		"CROSSCHAT_PORT="+strconv.Itoa(port), "CROSSCHAT_DATA_DIR="+dataDir, "CLAUDE_CODE_SESSION_ID=")
 }
 
 // runIn runs the relay binary with args in dir and returns stdout, stderr
@@ -179,6 +180,46 @@ func TestProjectSendMonitor(t *testing.T) {
 		if entries, _ := os.ReadDir(d); len(entries) != 0 {
 			t.Errorf("%s holds %v", d, entries)
 		}
+	}
+	sendFromSession(t, p.url, env, web, webToken)
+}
+
+// sendFromSession: `send` run inside a live session (CLAUDE_CODE_SESSION_ID,
+// or --session, which wins) posts as that session, like its channel: the
+// task's replySession is the session, and sent while the session holds a
+// task it continues that task's conversation as its child. The web folder
+// is the registered project web-app, whose queue holds a task.
+func sendFromSession(t *testing.T, url string, env []string, web, webToken string) {
+	t.Helper()
+	var held claimAnswer
+	if err := client.NewAgent(url, webToken, "w-1").Tool(t.Context(), "claim_next_task", nil, &held); err != nil || held.Task == nil {
+		t.Fatalf("claim as the session w-1 of web-app: %+v %v", held, err)
+	}
+	plain := client.NewAgent(url, webToken, "")
+	for _, tc := range []struct {
+		name, session string
+		args          []string
+		parent        string
+	}{
+		{name: "inside the session holding a task", session: "w-1", args: []string{"send", "api", "Which schema version?"}, parent: held.Task.ID},
+		{name: "--session names another", session: "w-2", args: []string{"send", "api", "Unrelated question", "--session", "w-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := runIn(t, append(env, "CLAUDE_CODE_SESSION_ID=w-1"), web, "", tc.args...)
+			if code != 0 || !taskIDLine.MatchString(out) {
+				t.Fatalf("send: exit %d, %q %q", code, out, errs)
+			}
+			var task relay.Task
+			if err := plain.Tool(t.Context(), "get_task", map[string]any{"taskId": strings.TrimSpace(out)}, &task); err != nil {
+				t.Fatal(err)
+			}
+			if task.ReplySession != tc.session || task.ParentTaskID != tc.parent {
+				t.Fatalf("the task has replySession %q, parent %q; want %q, %q", task.ReplySession, task.ParentTaskID, tc.session, tc.parent)
+			}
+			if tc.parent != "" && (task.ConversationID != held.Task.ConversationID || task.Hops != held.Task.Hops+1) {
+				t.Errorf("the task is in conversation %s at hop %d; want %s at hop %d", task.ConversationID, task.Hops, held.Task.ConversationID, held.Task.Hops+1)
+			}
+		})
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // handler, without a network, so that B/op and allocs/op are the relay's own
 // per call: the lean path's decoding and encoding, the tool and the store
 // (its writer included). Garbage per call sets how often the relay collects
-// it under load and what a burst of parked claims leaves behind.
+// it under load.
 func BenchmarkToolCall(b *testing.B) {
 	cases := []struct{ name, tool, args string }{
 		{"whoami", "whoami", `{}`},

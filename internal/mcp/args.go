@@ -26,7 +26,12 @@ type args struct {
 
 // parseArgs decodes the arguments of a tool call. Missing or null arguments
 // are an empty object; anything else that is not an object is refused.
+// Arguments the lean path decoded already, with the request (lean.go), come
+// as an *args: they are decoded once.
 func parseArgs(req mcp.CallToolRequest) *args {
+	if a, ok := req.Params.Arguments.(*args); ok {
+		return a
+	}
 	a := &args{fields: map[string]json.RawMessage{}}
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {

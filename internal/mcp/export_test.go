@@ -1,9 +1,7 @@
 package mcp
 
 import (
-	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -29,29 +27,3 @@ var (
 	SuccessWrapped = successWrapped
 	ErrorResult    = errorResult
 )
-
-// Parked is how many calls h serves off net/http now (park.go), and
-// ParkedSoFar how many it has.
-func Parked(h *Handler) int64      { return h.nParked.Load() }
-func ParkedSoFar(h *Handler) int64 { return h.tParked.Load() }
-
-// TidyAfter makes h's tidier (tidy.go) notice a burst of step parked
-// claims and tidy once they have been quiet for quiet; it returns how many
-// times it has tidied. Call it before any claim parks.
-func TidyAfter(h *Handler, step int64, quiet time.Duration) (tidies func() int64) {
-	h.tidy.step, h.tidy.quiet = step, quiet
-	return h.tidy.runs.Load
-}
-
-// MayWait reports whether a call of tool with these arguments is parked.
-func MayWait(tool, args string) bool {
-	return mayWait(leanCall{name: tool, args: json.RawMessage(args)})
-}
-
-// SetParkedWriteTimeout sets how long a parked answer may take to write,
-// until the test ends.
-func SetParkedWriteTimeout(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := parkedWriteTimeout
-	parkedWriteTimeout = d
-	t.Cleanup(func() { parkedWriteTimeout = old })
-}

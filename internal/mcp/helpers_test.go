@@ -40,20 +40,6 @@ func (c *countingService) ClaimNext(ctx context.Context, in relay.ClaimInput) (*
 	return c.Service.ClaimNext(ctx, in)
 }
 
-// StartClaim counts a claim that waits until it answers, so that parked
-// calls take the path that holds no goroutine, as with the store.
-func (c *countingService) StartClaim(ctx context.Context, in relay.ClaimInput, done func(*relay.Task, error)) (*relay.Task, bool, error) {
-	c.claims.Add(1)
-	task, waiting, err := c.Service.(relay.ClaimStarter).StartClaim(ctx, in, func(task *relay.Task, err error) {
-		c.claims.Add(-1)
-		done(task, err)
-	})
-	if !waiting {
-		c.claims.Add(-1)
-	}
-	return task, waiting, err
-}
-
 // withAuth is a small stand-in for the web layer's auth: it resolves the
 // bearer token into a principal. Without a valid token the request goes on
 // without one, so the tools' own unauthorized answer can be tested.
@@ -79,7 +65,7 @@ type env struct {
 	db  interface{ Close() error }
 	srv *httptest.Server
 	// stopRequests cancels every request's context, as the relay does to
-	// shut down (http.Server.BaseContext); it is the handler's Lifetime too.
+	// shut down (http.Server.BaseContext).
 	stopRequests context.CancelFunc
 	handler      *relaymcp.Handler
 }
@@ -102,7 +88,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, svc: &countingService{Service: svc}, db: closer}
 	base, stop := context.WithCancel(context.Background())
 	e.stopRequests = stop
-	e.handler = relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t), Lifetime: base})
+	e.handler = relaymcp.NewHandler(e.svc, relaymcp.Options{Version: "test", Logger: testLogger(t)})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", withAuth(e.svc, e.handler))
 	e.srv = httptest.NewUnstartedServer(mux)

@@ -18,7 +18,6 @@ import (
 	"mime"
 	"net/http"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -30,15 +29,6 @@ type leanHandler struct {
 	lib   http.Handler
 	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
 
-	life context.Context // ends parked calls (park.go); nil parks none
-	// suspends says a parked claim can wait without its goroutine: the
-	// service is a relay.ClaimStarter (suspend.go).
-	suspends bool
-	conns    parkedConns  // connections parked calls hold
-	nParked  atomic.Int64 // how many
-	tParked  atomic.Int64 // how many so far
-	tidy     *tidier      // returns the memory a burst of them left (tidy.go)
-
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it
 }
@@ -48,8 +38,8 @@ type leanInflight struct{ cancel context.CancelFunc }
 
 // newLeanHandler wraps lib. Each tool's handler is wrapped with mws the way
 // mcp-go wraps it (the first middleware outermost).
-func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware, life context.Context) *leanHandler {
-	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), life: life, inflight: map[string][]*leanInflight{}}
+func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware) *leanHandler {
+	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), inflight: map[string][]*leanInflight{}}
 	for _, t := range tools {
 		fn := t.Handler
 		for i := len(mws) - 1; i >= 0; i-- {
@@ -57,7 +47,6 @@ func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.To
 		}
 		h.tools[t.Tool.Name] = fn
 	}
-	h.tidy = newTidier(h.nParked.Load)
 	return h
 }
 
@@ -65,7 +54,18 @@ func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.To
 type leanCall struct {
 	id   any // as mcp-go decodes it: a string or a float64
 	name string
-	args json.RawMessage
+	// args are the arguments decoded when they are an object (nil for
+	// none); raw holds any others as sent, for the tool to refuse.
+	args *args
+	raw  json.RawMessage
+}
+
+// ReadBody is a request body that was read whole already (the web layer
+// reads and bounds it before authenticating): Bytes returns it, and the
+// handler uses it as it is instead of reading a copy.
+type ReadBody interface {
+	io.ReadCloser
+	Bytes() []byte
 }
 
 func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -73,19 +73,27 @@ func (h *leanHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.lib.ServeHTTP(w, r)
 		return
 	}
-	body, err := readBody(r)
-	if err != nil {
-		// mcp-go reports the read error itself.
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
-		h.lib.ServeHTTP(w, r)
-		return
+	var body []byte
+	rb, whole := r.Body.(ReadBody) // read already: r.Body is left unread, for mcp-go
+	if whole {
+		body = rb.Bytes()
+	} else {
+		var err error
+		if body, err = readBody(r); err != nil {
+			// mcp-go reports the read error itself.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errorReader{err}))
+			h.lib.ServeHTTP(w, r)
+			return
+		}
 	}
 	if c, ok := h.parse(r.Header, body); ok {
 		h.serveCall(w, r, c)
 		return
 	}
 	h.noteCancel(r, body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !whole {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	h.lib.ServeHTTP(w, r)
 }
 
@@ -166,18 +174,26 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 	if !numbersFitFloat(env.Params.Arguments) {
 		return leanCall{}, false
 	}
-	return leanCall{id: id, name: env.Params.Name, args: env.Params.Arguments}, true
+	c := leanCall{id: id, name: env.Params.Name}
+	switch raw := env.Params.Arguments; {
+	case len(raw) == 0 || string(raw) == "null":
+	case raw[0] == '{':
+		// Decoded here, once: the tool reads these fields (args.go).
+		c.args = &args{}
+		if json.Unmarshal(raw, &c.args.fields) != nil {
+			return leanCall{}, false
+		}
+	default:
+		c.raw = raw
+	}
+	return c, true
 }
 
 // serveCall runs the tool and writes mcp-go's answer for it. The tool runs
-// on the request's context (a long-poll ends when the client goes away or
-// the server shuts down, and still answers), and notifications/cancelled
-// for its id from the same caller ends it too. A claim that may wait is
-// served off net/http instead (park.go) when it can be.
+// on the request's goroutine and context: a long-poll ends when the client
+// goes away or the server shuts down (and still answers), and when
+// notifications/cancelled names its id from the same caller.
 func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCall) {
-	if h.park(w, r, c) {
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	status, body := h.run(ctx, cancel, r.Header, c)
@@ -200,32 +216,15 @@ func (h *leanHandler) run(ctx context.Context, cancel context.CancelFunc, hdr ht
 	return answerCall(c, res, err)
 }
 
-// start runs the call as run does, but a tool that can wait without its
-// goroutine (suspend.go) may return before it answers: end gets the status
-// and body once, on this goroutine or later on another.
-func (h *leanHandler) start(ctx context.Context, cancel context.CancelFunc, c leanCall, end func(int, []byte)) {
-	done := h.track(cancelKey(ctx, c.id), cancel)
-	sus := &suspension{}
-	res, err := h.tools[c.name](withSuspension(ctx, sus), c.request(nil))
-	if isSuspended(res, err) {
-		sus.returned(func(res *mcp.CallToolResult, err error) {
-			done()
-			end(answerCall(c, res, err))
-		})
-		return
-	}
-	done()
-	end(answerCall(c, res, err))
-}
-
 // request is the call as mcp-go hands it to a tool, with hdr.
 func (c leanCall) request(hdr http.Header) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{Header: hdr}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Params.Name = c.name
-	if len(c.args) > 0 {
-		req.Params.RawArguments = c.args
+	if c.args != nil {
+		req.Params.Arguments = c.args
 	}
+	req.Params.RawArguments = c.raw
 	return req
 }
 

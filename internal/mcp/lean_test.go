@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -318,5 +319,30 @@ func TestLeanPathReportsToObserver(t *testing.T) {
 	defer o.mu.Unlock()
 	if o.started["whoami"] != 1 || o.started["get_task"] != 1 || o.finished != 2 || o.failed["get_task"] != 1 || o.failed["whoami"] != 0 {
 		t.Fatalf("observer saw started %v, finished %d, failed %v", o.started, o.finished, o.failed)
+	}
+}
+
+// readBody is a body read whole already, as the web layer hands it over:
+// Bytes gives it, and reading it fails, so that a handler that read a
+// copy instead would answer an error.
+type readBody struct{ b []byte }
+
+func (r readBody) Read([]byte) (int, error) { return 0, errors.New("read again") }
+func (r readBody) Close() error             { return nil }
+func (r readBody) Bytes() []byte            { return r.b }
+
+// TestLeanPathUsesTheBodyAsRead: a body that was read whole already
+// (relaymcp.ReadBody) is served from its bytes, not read a second time.
+func TestLeanPathUsesTheBodyAsRead(t *testing.T) {
+	svc, tok := agentService(t, relay.CreateAgentInput{Slug: "lean-a", DisplayName: "Lean A", ModelSlug: "m", Capabilities: []string{"text-input"}})
+	h := relaymcp.NewHandler(svc, relaymcp.Options{Version: "test", Logger: testLogger(t)})
+	var body relaymcp.ReadBody = readBody{[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", body)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", "Bearer "+tok)
+	rec := httptest.NewRecorder()
+	withAuth(svc, h).ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `lean-a`) || strings.Contains(rec.Body.String(), `"isError":true`) {
+		t.Fatalf("HTTP %d %s; want whoami's answer", rec.Code, rec.Body.String())
 	}
 }

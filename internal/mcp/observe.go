@@ -27,14 +27,6 @@ func observed(o ToolObserver) server.ToolHandlerMiddleware {
 			o.ToolStarted(name)
 			start := time.Now()
 			defer func() {
-				if isSuspended(res, err) {
-					// Finished when the call answers.
-					suspensionFrom(ctx).deferStep(func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-						o.ToolFinished(name, time.Since(start), err != nil || res == nil || res.IsError)
-						return res, err
-					})
-					return
-				}
 				// A panic passes through (errorResults recovers it) and counts as a failure.
 				o.ToolFinished(name, time.Since(start), err != nil || res == nil || res.IsError)
 			}()

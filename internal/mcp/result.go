@@ -132,13 +132,6 @@ func errorResults(logger *slog.Logger) server.ToolHandlerMiddleware {
 				}
 			}()
 			res, err = next(ctx, req)
-			if isSuspended(res, err) {
-				name := req.Params.Name // not req: the step outlives this frame
-				suspensionFrom(ctx).deferStep(func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-					return toolAnswer(ctx, logger, name, res, err), nil
-				})
-				return res, nil
-			}
 			return toolAnswer(ctx, logger, req.Params.Name, res, err), nil
 		}
 	}

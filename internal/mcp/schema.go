@@ -95,19 +95,9 @@ type toolFunc func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallTo
 
 // handler adapts fn to mcp-go: it checks the principal and parses arguments.
 func handler(fn toolFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, release := toolContext(ctx)
-		defer func() {
-			if !isSuspended(res, err) {
-				release()
-				return
-			}
-			// The tool still runs on ctx until it answers.
-			suspensionFrom(ctx).deferStep(func(res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-				release()
-				return res, err
-			})
-		}()
+		defer release()
 		p, err := principal(ctx)
 		if err != nil {
 			return nil, err

@@ -22,11 +22,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, is told about every tool call (metrics).
 	Observer ToolObserver
-	// Lifetime, when set, lets a claim_next_task that may wait be served
-	// off net/http on its own connection (far less memory per waiting
-	// agent); its end ends those claims, which answer idle. The server's
-	// Shutdown does not wait for them: Handler.Wait does.
-	Lifetime context.Context
 }
 
 // Handler is the relay's MCP endpoint.
@@ -73,9 +68,7 @@ func NewHandler(svc relay.Service, opts Options) *Handler {
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
 		server.WithDisableLocalhostProtection(true),
 	))
-	h := newLeanHandler(lib, ts, mws, opts.Lifetime)
-	h.suspends = claimStarter(svc) != nil
-	return &Handler{h}
+	return &Handler{newLeanHandler(lib, ts, mws)}
 }
 
 // middleware is the tool middleware, first outermost, for mcp-go and the

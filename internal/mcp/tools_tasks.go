@@ -53,10 +53,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		// An agent's own post (live session or run) may not go to itself
 		// without a target session, and its hand-offs are bounded by the limit.
 		in.FromAgent = p.Kind == relay.PrincipalAgent
-		if in, err = in.Validate(); err != nil {
-			return nil, err
-		}
-		task, err := svc.PostTask(ctx, in)
+		task, err := svc.PostTask(ctx, in) // the service validates in
 		if err != nil {
 			return nil, fmt.Errorf("post task from %s to %s: %w", in.SenderSlug, in.RecipientSlug, err)
 		}
@@ -92,7 +89,6 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		mcp.WithInteger("waitMs", mcp.Description("How long to wait for a task when none is queued, in milliseconds (0 answers at once, at most 25000)."), mcp.Min(0), mcp.Max(maxWaitMs), mcp.DefaultNumber(0)),
 		leaseParam("How long the task stays yours without renew_task_lease, in seconds (60..86400)."),
 	)
-	cs := claimStarter(svc)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		if err := checkRunScope(ctx, svc, p, "claim_next_task", runNever, ""); err != nil {
 			return nil, err
@@ -124,25 +120,9 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Session:       liveSession(ctx),
 		}
 		// ctx is the request's: the wait ends when the client goes away.
-		// A parked call waits without its goroutine (suspend.go).
-		if sus := suspensionFrom(ctx); sus != nil && cs != nil {
-			task, waiting, err := cs.StartClaim(ctx, in, func(task *relay.Task, err error) {
-				sus.resume(func() (*mcp.CallToolResult, error) { return claimAnswer(ctx, svc, slug, task, err) })
-			})
-			if waiting {
-				return suspended, nil
-			}
-			return claimAnswer(ctx, svc, slug, task, err)
-		}
 		task, err := svc.ClaimNext(ctx, in)
 		return claimAnswer(ctx, svc, slug, task, err)
 	})
-}
-
-// claimStarter is svc as a relay.ClaimStarter, or nil.
-func claimStarter(svc relay.Service) relay.ClaimStarter {
-	cs, _ := svc.(relay.ClaimStarter)
-	return cs
 }
 
 // claimAnswer is claim_next_task's answer for what ClaimNext returned.
@@ -222,11 +202,12 @@ func reportTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err := a.err(); err != nil {
 			return nil, err
 		}
-		var err error
-		if in, err = in.Validate(); err != nil {
+		// The service validates in; the run's scope needs the task's id.
+		id, err := relay.TaskID("taskId", in.TaskID)
+		if err != nil {
 			return nil, err
 		}
-		if err := checkRunScope(ctx, svc, p, "report_task", runOwnTask, in.TaskID); err != nil {
+		if err := checkRunScope(ctx, svc, p, "report_task", runOwnTask, id); err != nil {
 			return nil, err
 		}
 		if in.ReporterSlug, err = p.ActingSlug("reporterSlug", supplied); err != nil {

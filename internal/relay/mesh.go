@@ -234,17 +234,6 @@ func (s *MeshService) task(ctx context.Context, t Task, err error) (Task, error)
 	return t, nil
 }
 
-// StartClaim starts the claim in the service under the mesh when it can
-// wait without a goroutine; otherwise it claims at once, waiting as
-// ClaimNext does.
-func (s *MeshService) StartClaim(ctx context.Context, in ClaimInput, done func(*Task, error)) (*Task, bool, error) {
-	if cs, ok := s.Service.(ClaimStarter); ok {
-		return cs.StartClaim(ctx, in, done)
-	}
-	t, err := s.Service.ClaimNext(ctx, in)
-	return t, false, err
-}
-
 // RegisterAgent claims the slug mesh-wide first.
 func (s *MeshService) RegisterAgent(ctx context.Context, in RegisterInput) (Agent, error) {
 	slug, err := NormalizeSlug("agentSlug", in.Slug)

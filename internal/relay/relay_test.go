@@ -3,7 +3,6 @@ package relay_test
 import (
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,37 +124,6 @@ func TestWaitersWakeAll(t *testing.T) {
 	case <-w.Watch("carol"):
 		t.Fatal("a watch after WakeAll must wait for the next wake")
 	default:
-	}
-}
-
-// Ensure Notify calls a function once on its slug's wake, never after stop,
-// and at once after Close.
-func TestWaitersNotify(t *testing.T) {
-	var w relay.Waiters
-	var bob, alice, carol, gone atomic.Int32
-	stopBob := w.Notify("bob", func() { bob.Add(1) })
-	w.Notify("alice", func() { alice.Add(1) })
-	stopGone := w.Notify("bob", func() { gone.Add(1) })
-	if !stopGone() {
-		t.Fatal("stop before the wake must report that it stopped the call")
-	}
-	w.Wake("bob")
-	w.Wake("bob")
-	if bob.Load() != 1 || alice.Load() != 0 || gone.Load() != 0 {
-		t.Fatalf("after bob's wakes: bob %d (want 1), alice %d, stopped %d (want 0)", bob.Load(), alice.Load(), gone.Load())
-	}
-	if stopBob() {
-		t.Fatal("stop after the call must report false")
-	}
-	w.WakeAll()
-	if alice.Load() != 1 {
-		t.Fatalf("WakeAll called alice's function %d times, want 1", alice.Load())
-	}
-	w.Notify("carol", func() { carol.Add(1) })
-	w.Close()
-	w.Notify("carol", func() { carol.Add(1) })
-	if carol.Load() != 2 {
-		t.Fatalf("carol's functions were called %d times, want 2 (one at Close, one at once after it)", carol.Load())
 	}
 }
 

@@ -194,6 +194,10 @@ type ClaimInput struct {
 	// target session or name one of these (a session worker's session id
 	// and names).
 	ForSessions []string
+	// LeaveLiveSessions leaves the tasks whose target session is one of
+	// the recipient's live sessions (seen within LiveSessionRetention) to
+	// that session: a worker not bound to a session claims them not.
+	LeaveLiveSessions bool
 	// Via is ViaChat or ViaWorker.
 	Via string
 	// Session is the live session claiming (LiveSessionFrom), "" for none.
@@ -253,17 +257,4 @@ type TaskService interface {
 	ListTasks(ctx context.Context, f TaskFilter) ([]TaskSummary, error)
 	// RelatedTasks returns the parent and children of a task. Errors: unknown_task.
 	RelatedTasks(ctx context.Context, taskID string) (RelatedTasks, error)
-}
-
-// ClaimStarter is a service whose claims can wait without holding the
-// caller's goroutine: a thousand agents long-polling then cost a thousand
-// small records, not a thousand goroutine stacks.
-type ClaimStarter interface {
-	// StartClaim is ClaimNext in two halves. It makes the first attempt
-	// on the caller's goroutine and returns its task, or its error, with
-	// waiting false. When nothing was queued and in.Wait allows waiting, it
-	// returns waiting true instead, and done later gets exactly what
-	// ClaimNext would have returned, once, on a goroutine of its own. done
-	// is never called when waiting is false.
-	StartClaim(ctx context.Context, in ClaimInput, done func(*Task, error)) (task *Task, waiting bool, err error)
 }

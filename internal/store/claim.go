@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -21,39 +20,71 @@ const leaseExpiredReport = "Lease expired; task returned to the recipient queue.
 // task and lease-expiry requeues wake it; nothing polls the database. It
 // returns nil when no task came in time, when ctx ends or when the store
 // closes.
+//
+// A claim that waits does so on its caller's goroutine, in one select over
+// the hand-off (a post claims its task for the claim in the post's own
+// commit, handoff.go), its recipient's wake-up, its timer and ctx.
 func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
-	if in.Wait <= 0 { // one attempt, nothing to wait for
-		task, _, err := db.StartClaim(ctx, in, nil)
-		return task, err
-	}
-	answer := make(chan claimOutcome, 1)
-	task, waiting, err := db.StartClaim(ctx, in, func(t *relay.Task, err error) { answer <- claimOutcome{t, err} })
-	if !waiting {
-		return task, err
-	}
-	o := <-answer
-	return o.task, o.err
-}
-
-// claimOutcome is what a claim that waited returns.
-type claimOutcome struct {
-	task *relay.Task
-	err  error
-}
-
-// StartClaim is ClaimNext without a goroutine held while the claim waits
-// (relay.ClaimStarter): the first attempt runs on the caller's goroutine;
-// a claim that waits is a parked record (handoff.go) with a timer, a
-// function the next wake-up of its recipient calls and one ctx's end
-// calls. Whichever comes first ends the wait on a goroutine of its own,
-// which answers done or, woken, tries again.
-func (db *DB) StartClaim(ctx context.Context, in relay.ClaimInput, done func(*relay.Task, error)) (*relay.Task, bool, error) {
 	c, err := newClaimRequest(in)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	w := &claimWait{db: db, ctx: ctx, c: c, deadline: time.Now().Add(max(in.Wait, 0)), done: done}
-	return w.attempt()
+	deadline := time.Now().Add(max(in.Wait, 0))
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if db.closed.Load() || ctx.Err() != nil {
+			return nil, nil
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 { // one attempt, nothing to wait for
+			task, err := db.tryClaim(ctx, c, nil)
+			return db.attemptAnswer(ctx, task, err)
+		}
+		// Watched before the attempt, so that a task queued after it wakes
+		// the claim.
+		woken := db.waiters.Watch(c.recipient)
+		p := newParked(c) // the claim a post may hand its task to while it waits
+		task, err := db.tryClaim(ctx, c, p)
+		if err != nil || task != nil {
+			return db.attemptAnswer(ctx, task, err)
+		}
+		// The timer counts from after the attempt, up to the deadline.
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		} else {
+			timer.Reset(time.Until(deadline))
+		}
+		again := false
+		select {
+		case t := <-p.result:
+			return t, nil
+		case <-woken:
+			again = true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		// A post may have taken the claim meanwhile: its task is ours.
+		if t := db.parking.leave(p); t != nil {
+			return t, nil
+		}
+		if !again {
+			return nil, nil
+		}
+	}
+}
+
+// attemptAnswer is an attempt's answer: an error while the store closes or
+// the caller goes is no error, only no task.
+func (db *DB) attemptAnswer(ctx context.Context, task *relay.Task, err error) (*relay.Task, error) {
+	if err != nil && (db.closed.Load() || ctx.Err() != nil) {
+		return nil, nil
+	}
+	return task, err
 }
 
 // newClaimRequest checks and normalizes a claim's input.
@@ -85,7 +116,8 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 			senders = append(senders, n)
 		}
 	}
-	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil}
+	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil,
+		leaveLive: in.LeaveLiveSessions}
 	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
 		return claimRequest{}, err
 	}
@@ -93,130 +125,6 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 		claim.sessions = append([]string{""}, in.ForSessions...)
 	}
 	return claim, nil
-}
-
-// claimWait is one claim that may wait, from its first attempt to its
-// answer.
-type claimWait struct {
-	db       *DB
-	ctx      context.Context
-	c        claimRequest
-	deadline time.Time
-	done     func(*relay.Task, error)
-}
-
-// Why a parked claim's wait ended.
-const (
-	endWoken  = iota + 1 // its recipient was woken: try again
-	endHanded            // a post handed it a task
-	endTime              // its wait is up
-	endCtx               // its caller left, or the relay is stopping
-)
-
-// attempt makes one claim attempt. It returns the outcome with waiting
-// false, or parks the claim and returns waiting true: w.done then gets the
-// outcome.
-func (w *claimWait) attempt() (*relay.Task, bool, error) {
-	db := w.db
-	if db.closed.Load() || w.ctx.Err() != nil {
-		return nil, false, nil
-	}
-	remaining := time.Until(w.deadline)
-	if remaining <= 0 {
-		task, err := db.tryClaim(w.ctx, w.c, nil)
-		return w.outcome(task, err)
-	}
-	r := &claimRound{w: w, p: newParked(w.c)}
-	r.p.notify = func() { r.fire(endHanded) }
-	// Before the attempt, so that a task queued after it wakes the claim.
-	r.unwatch = db.waiters.Notify(w.c.recipient, func() { r.fire(endWoken) })
-	task, err := db.tryClaim(w.ctx, w.c, r.p)
-	if err != nil || task != nil {
-		r.unwatch()
-		return w.outcome(task, err)
-	}
-	r.arm()
-	return nil, true, nil
-}
-
-// outcome is an attempt's answer: an error while the store closes or the
-// caller goes is no error, only no task.
-func (w *claimWait) outcome(task *relay.Task, err error) (*relay.Task, bool, error) {
-	if err != nil && (w.db.closed.Load() || w.ctx.Err() != nil) {
-		return nil, false, nil
-	}
-	return task, false, err
-}
-
-// claimRound is one wait of a parked claim: its first end (fire) wins.
-type claimRound struct {
-	w       *claimWait
-	p       *parked
-	unwatch func() bool
-
-	mu    sync.Mutex
-	why   int         // the first end; 0 while waiting
-	armed bool        // the timer and ctx are watched: an end starts finish
-	timer *time.Timer // the wait's end
-	stop  func() bool // stops watching ctx
-}
-
-// arm starts the round's timer (the wait's end, after the attempt that
-// just ran) and watches its ctx, unless it has already ended (woken while
-// the attempt ran), in which case it finishes now.
-func (r *claimRound) arm() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.why != 0 {
-		go r.finish()
-		return
-	}
-	r.timer = time.AfterFunc(time.Until(r.w.deadline), func() { r.fire(endTime) })
-	r.stop = context.AfterFunc(r.w.ctx, func() { r.fire(endCtx) })
-	r.armed = true
-}
-
-// fire ends the round for why, unless it has ended already. It is called
-// by the writer (wake-up, hand-off), a timer or ctx's end, and must not
-// block.
-func (r *claimRound) fire(why int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.why != 0 {
-		return
-	}
-	r.why = why
-	if r.armed {
-		go r.finish()
-	}
-}
-
-// finish ends the round: it stops what it watched, leaves the parking and
-// answers, or tries again when woken.
-func (r *claimRound) finish() {
-	r.mu.Lock()
-	why, timer, stop := r.why, r.timer, r.stop
-	r.mu.Unlock()
-	if timer != nil {
-		timer.Stop()
-	}
-	if stop != nil {
-		stop()
-	}
-	r.unwatch()
-	w := r.w
-	// A post may have taken the claim meanwhile: its task is ours.
-	if t := w.db.parking.leave(r.p); t != nil {
-		w.done(t, nil)
-		return
-	}
-	if why != endWoken {
-		w.done(nil, nil)
-		return
-	}
-	if task, waiting, err := w.attempt(); !waiting {
-		w.done(task, err)
-	}
 }
 
 type claimRequest struct {
@@ -230,6 +138,8 @@ type claimRequest struct {
 	sessions []string
 	// session is the live session claiming, "" for none (claim_session).
 	session string
+	// leaveLive skips tasks aimed at a live session of the recipient.
+	leaveLive bool
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
@@ -261,6 +171,10 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 			for _, s := range c.sessions {
 				args = append(args, s)
 			}
+		}
+		if c.leaveLive {
+			query += leaveLiveSQL
+			args = append(args, relay.FormatTime(t.now.Add(-relay.LiveSessionRetention)))
 		}
 		query += nextQueuedOrder
 		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
@@ -295,6 +209,10 @@ const (
 	// is bound as +? so that the statement stays prepared (see limitSQL).
 	nextQueuedSQL   = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
 	nextQueuedOrder = ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
+	// leaveLiveSQL leaves out the tasks aimed at one of the recipient's
+	// live sessions seen since ? (ClaimInput.LeaveLiveSessions).
+	leaveLiveSQL = ` AND NOT EXISTS (SELECT 1 FROM live_sessions ls WHERE ls.agent_slug = t.recipient_slug
+		AND ls.session_id = t.target_session AND ls.last_seen >= ?)`
 	// expiredLeasesSQL finds claimed tasks whose lease has run out;
 	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
 	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`

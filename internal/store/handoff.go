@@ -37,9 +37,6 @@ type parked struct {
 	// claim was rolled back, so it is waiting again. Buffered, never
 	// blocks.
 	released chan struct{}
-	// notify, when set, is called after result has the task: it must not
-	// block.
-	notify func()
 }
 
 // newParked is a claim about to wait for c.
@@ -108,9 +105,6 @@ func (pk *parking) release(p *parked) {
 // handed gives a taken claim its task, after the commit.
 func handed(h handoff) {
 	h.p.result <- &h.task
-	if h.p.notify != nil {
-		h.p.notify()
-	}
 }
 
 // leave ends p's wait: it returns the task a write handed it, or nil when

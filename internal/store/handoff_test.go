@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +18,12 @@ func (db *DB) parkedFor(recipient string) int {
 	db.parking.mu.Lock()
 	defer db.parking.mu.Unlock()
 	return len(db.parking.claims[recipient])
+}
+
+// claimOutcome is what a waiting claim returned.
+type claimOutcome struct {
+	task *relay.Task
+	err  error
 }
 
 // claimAsync starts a waiting claim and returns where its answer arrives.
@@ -93,8 +98,9 @@ func TestPostHandsItsTaskToTheWaitingClaim(t *testing.T) {
 }
 
 // TestHandOffOnlyToAClaimThatWouldTakeTheTask: a waiting claim limited to
-// some senders or sessions is handed only a task it would have claimed;
-// any other stays queued and the claim keeps waiting.
+// some senders or sessions, or leaving live sessions' tasks to them (an
+// unbound worker's), is handed only a task it would have claimed; any
+// other stays queued and the claim keeps waiting.
 func TestHandOffOnlyToAClaimThatWouldTakeTheTask(t *testing.T) {
 	db := openGroup(t, "carol")
 	ctx := context.Background()
@@ -115,6 +121,13 @@ func TestHandOffOnlyToAClaimThatWouldTakeTheTask(t *testing.T) {
 			func() relay.Task { return post("alice", "") }, func() relay.Task { return post("carol", "") }},
 		{"sessions", relay.ClaimInput{ForSessions: []string{"s-1"}},
 			func() relay.Task { return post("alice", "s-2") }, func() relay.Task { return post("alice", "s-1") }},
+		{"live sessions left to them", relay.ClaimInput{LeaveLiveSessions: true},
+			func() relay.Task {
+				if err := db.SeeLiveSession(ctx, relay.LiveSession{AgentSlug: "bob", ID: "s-live"}); err != nil {
+					t.Fatal(err)
+				}
+				return post("alice", "s-live")
+			}, func() relay.Task { return post("alice", "s-gone") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -271,11 +284,14 @@ func drainQueue(t *testing.T, db *DB) {
 	}
 }
 
-// TestStartClaimWaitsWithoutAGoroutine: a claim started with StartClaim
-// that waits holds no goroutine; each one is answered exactly once, by a
-// post's hand-off, its caller leaving, its time running out or the store
-// closing; and a claim that finds a task answers at once without done.
-func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
+// TestWaitingClaimsEndOnce: a waiting claim ends on the first of the four
+// things its select waits for, and only then: a post's hand-off (the three
+// oldest claims get the three posts), its caller leaving, its timer, or the
+// store closing (which wakes it). A claim that missed any of them would
+// wait on for a minute and fail the test; one that ended on the wrong one
+// would answer the wrong thing. A claim that finds a task queued answers
+// it at once.
+func TestWaitingClaimsEndOnce(t *testing.T) {
 	db := openGroup(t, "carol") // closed in the test too (Close is idempotent)
 	ctx := context.Background()
 	post := func(to string) relay.Task {
@@ -287,13 +303,10 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 		return task
 	}
 
-	// A queued task is claimed at once; done is not called.
+	// A queued task is claimed at once.
 	queued := post("carol")
-	task, waiting, err := db.StartClaim(ctx, relay.ClaimInput{RecipientSlug: "carol", Wait: 20 * time.Second}, func(*relay.Task, error) {
-		t.Error("done called for a claim that did not wait")
-	})
-	if err != nil || waiting || task == nil || task.ID != queued.ID {
-		t.Fatalf("claim with a task queued: %+v, waiting %v, %v; want %s at once", task, waiting, err, queued.ID)
+	if task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "carol", Wait: 20 * time.Second}); err != nil || task == nil || task.ID != queued.ID {
+		t.Fatalf("claim with a task queued: %+v, %v; want %s", task, err, queued.ID)
 	}
 
 	const n = 200
@@ -302,30 +315,26 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 		task *relay.Task
 		err  error
 	}
-	answers := make(chan answered, 2*n)
-	calls := make([]atomic.Int32, n)
+	answers := make(chan answered, n)
 	leaving, leave := context.WithCancel(ctx)
 	defer leave()
-	before := runtime.NumGoroutine()
+	var running sync.WaitGroup
 	for i := range n {
 		cctx := ctx
 		if i >= 3 && i < 100 {
 			cctx = leaving
 		}
-		task, waiting, err := db.StartClaim(cctx, relay.ClaimInput{RecipientSlug: "bob", Wait: time.Minute}, func(task *relay.Task, err error) {
-			calls[i].Add(1)
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			task, err := db.ClaimNext(cctx, relay.ClaimInput{RecipientSlug: "bob", Wait: time.Minute})
 			answers <- answered{i, task, err}
-		})
-		if err != nil || !waiting || task != nil {
-			t.Fatalf("claim %d with nothing queued: %+v, waiting %v, %v; want waiting", i, task, waiting, err)
+		}()
+		if i < 3 {
+			waitParked(t, db, "bob", i+1) // the three oldest, in order
 		}
 	}
-	if n := db.parkedFor("bob"); n != 200 {
-		t.Fatalf("%d claims parked, want 200", n)
-	}
-	if grown := runtime.NumGoroutine() - before; grown > 20 {
-		t.Fatalf("200 waiting claims added %d goroutines; a waiting claim must hold none", grown)
-	}
+	waitParked(t, db, "bob", n)
 	next := func() answered {
 		t.Helper()
 		return answer(t, answers)
@@ -351,14 +360,8 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 		}
 	}
 	// A short wait runs out.
-	short := make(chan answered, 1)
-	if _, waiting, err := db.StartClaim(ctx, relay.ClaimInput{RecipientSlug: "carol", Wait: 50 * time.Millisecond}, func(task *relay.Task, err error) {
-		short <- answered{-1, task, err}
-	}); err != nil || !waiting {
-		t.Fatalf("short claim: waiting %v, %v", waiting, err)
-	}
-	if a := answer(t, short); a.task != nil || a.err != nil {
-		t.Fatalf("a claim whose wait ran out answered %+v, %v", a.task, a.err)
+	if o := answer(t, claimAsync(db, relay.ClaimInput{RecipientSlug: "carol", Wait: 50 * time.Millisecond})); o.task != nil || o.err != nil {
+		t.Fatalf("a claim whose wait ran out answered %+v, %v", o.task, o.err)
 	}
 	// Closing the store answers the other 100.
 	if err := db.Close(); err != nil {
@@ -369,19 +372,20 @@ func TestStartClaimWaitsWithoutAGoroutine(t *testing.T) {
 			t.Fatalf("claim %d answered %+v, %v at close; want no task", a.i, a.task, a.err)
 		}
 	}
-	for i := range calls {
-		if c := calls[i].Load(); c != 1 {
-			t.Errorf("claim %d was answered %d times, want once", i, c)
-		}
+	running.Wait()
+	select {
+	case a := <-answers:
+		t.Fatalf("claim %d answered twice", a.i)
+	default:
 	}
 }
 
-// TestStartClaimUnderMixedLoad: claims that wait for random times, a third
-// of them given up by their callers and a quarter only for one sender's
-// tasks, race with posts from two senders. Every claim is answered once,
-// every task claimed reaches exactly one claim and no other task reaches
-// any, and nothing is left parked or running afterwards.
-func TestStartClaimUnderMixedLoad(t *testing.T) {
+// TestWaitingClaimsUnderMixedLoad: claims that wait for random times, a
+// third of them given up by their callers and a quarter only for one
+// sender's tasks, race with posts from two senders. Every task claimed
+// reaches exactly one claim and no other task reaches any, and nothing is
+// left parked or running afterwards.
+func TestWaitingClaimsUnderMixedLoad(t *testing.T) {
 	db := openGroup(t, "dave")
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
@@ -392,16 +396,8 @@ func TestStartClaimUnderMixedLoad(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		delivered = map[string]int{}
-		answers   = make([]atomic.Int32, claims)
 		all       sync.WaitGroup
 	)
-	deliver := func(task *relay.Task) {
-		if task != nil {
-			mu.Lock()
-			delivered[task.ID]++
-			mu.Unlock()
-		}
-	}
 	for i := range claims {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 		start, wait := time.Duration(rng.IntN(300))*time.Millisecond, time.Duration(rng.IntN(200))*time.Millisecond
@@ -423,29 +419,14 @@ func TestStartClaimUnderMixedLoad(t *testing.T) {
 			if only {
 				in.FromSenders = []string{"dave"}
 			}
-			done := make(chan struct{})
-			task, waiting, err := db.StartClaim(cctx, in, func(task *relay.Task, err error) {
-				if answers[i].Add(1) != 1 {
-					t.Errorf("claim %d answered twice", i)
-					return
-				}
-				if err != nil {
-					t.Errorf("claim %d: %v", i, err)
-				}
-				deliver(task)
-				close(done)
-			})
+			task, err := db.ClaimNext(cctx, in)
 			if err != nil {
 				t.Errorf("claim %d: %v", i, err)
 			}
-			if !waiting {
-				deliver(task)
-				return
-			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("claim %d (wait %v) was never answered", i, wait)
+			if task != nil {
+				mu.Lock()
+				delivered[task.ID]++
+				mu.Unlock()
 			}
 		}()
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -87,12 +86,26 @@ func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			writeJSONRPCErrorStatus(w, http.StatusBadRequest, -32700, "The request body could not be read.")
 			return
 		}
-		// The MCP library reads the whole body; it gets the bounded copy.
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The MCP handler gets the bounded body as it was read: whole
+		// (Bytes, for its lean path) or as a reader (for mcp-go).
+		r.Body = &wholeBody{Reader: bytes.NewReader(body), b: body}
 		r.ContentLength = int64(len(body))
 	}
 	h.mcp.ServeHTTP(w, r.WithContext(relay.WithPrincipal(r.Context(), p)))
 }
+
+// wholeBody is a request body read whole: a reader over it, and Bytes for a
+// handler that wants it whole without a copy (internal/mcp's ReadBody).
+type wholeBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+// Close does nothing: the body is in memory.
+func (r *wholeBody) Close() error { return nil }
+
+// Bytes returns the whole body.
+func (r *wholeBody) Bytes() []byte { return r.b }
 
 // authenticate resolves the bearer token: the admin token (constant time),
 // else an agent or run token through the service. A missing or unknown

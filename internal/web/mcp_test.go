@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,4 +168,34 @@ func TestMCPGuards(t *testing.T) {
 func str(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// TestMCPBodyHandedOverWhole: the MCP handler gets the body the guard read
+// and bounded, whole (Bytes, so that internal/mcp uses it without reading a
+// copy) and as a reader of the same bytes (for mcp-go), with its length.
+func TestMCPBodyHandedOverWhole(t *testing.T) {
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}`
+	got := make(chan string, 2)
+	e := newEnv(t, envOptions{mcp: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		whole, ok := r.Body.(interface{ Bytes() []byte })
+		if !ok {
+			got <- "no Bytes"
+			return
+		}
+		read, err := io.ReadAll(r.Body)
+		if err != nil || r.ContentLength != int64(len(body)) {
+			got <- fmt.Sprintf("read %v, length %d", err, r.ContentLength)
+			return
+		}
+		got <- string(whole.Bytes())
+		got <- string(read)
+	})})
+	if resp := e.do(t, request{method: http.MethodPost, path: "/mcp", body: body, header: map[string]string{"Authorization": "Bearer " + adminToken}}); resp.status != http.StatusOK {
+		t.Fatalf("status = %d: %s", resp.status, resp.body)
+	}
+	for _, what := range []string{"Bytes", "the reader"} {
+		if s := <-got; s != body {
+			t.Fatalf("%s gave %q, want the body", what, s)
+		}
+	}
 }

@@ -225,7 +225,7 @@ func helperMain() int {
 			return 1
 		}
 		fmt.Fprintln(out, "stdout noise")
-	case "session", "sessiondie", "sessionmute", "sessionhang", "sessionhangearly":
+	case "session", "sessiondie", "sessionmute", "sessionhang", "sessionhangearly", "sessionstuck", "sessionstuckearly":
 		return sessionHelper(mode, prompt)
 	case "remember":
 		fmt.Fprintln(out, "session:sess-1")

@@ -148,7 +148,10 @@ func (w *worker) claim(ctx context.Context, cfg relay.WorkerConfig, wake <-chan 
 		LeaseSeconds:  LeaseSeconds,
 		FromSenders:   senders,
 		ForSessions:   targetSessions(cfg),
-		Via:           relay.ViaWorker,
+		// A task aimed at a live session is that chat's, unless the
+		// worker is bound to the session.
+		LeaveLiveSessions: cfg.SessionID == "",
+		Via:               relay.ViaWorker,
 	})
 }
 

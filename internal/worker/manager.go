@@ -328,9 +328,10 @@ func (m *Manager) Status(slug string) (relay.WorkerStatus, bool) {
 	return w.status(), true
 }
 
-// Stop ends every loop, kills the running CLIs' process trees, puts their
-// tasks back in the queue and waits for all of it, or until ctx ends; then
-// it releases the tasks of the runs still going itself.
+// Stop ends every loop, kills the running CLIs' process trees and waits for
+// the runs to end (a fresh run's task goes back to the queue, a turn in a
+// session is settled from its transcript), or until ctx ends; then it
+// settles the runs still going itself, the same way (settleRunning).
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.started || m.stopped {
@@ -349,15 +350,19 @@ func (m *Manager) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		// A run did not end in time: put its task back in the queue now,
-		// while the store is still open, instead of leaving it claimed
-		// until its lease runs out.
-		return errors.Join(fmt.Errorf("worker: stop: %w", ctx.Err()), m.releaseRunning())
+		// A run did not end in time: settle its task now, while the store
+		// is still open, instead of leaving it claimed until its lease
+		// runs out.
+		return errors.Join(fmt.Errorf("worker: stop: %w", ctx.Err()), m.settleRunning())
 	}
 }
 
-// releaseRunning gives the task of every run still going back to the queue.
-func (m *Manager) releaseRunning() error {
+// settleRunning settles the task of every run still going as recovery
+// does (settleClaim): a fresh run's task goes back to the queue; a turn
+// delivered into a session is never put back (the peer could do the work
+// twice): the answer its transcript holds is reported as recovered, else
+// the task is blocked as not re-sent.
+func (m *Manager) settleRunning() error {
 	m.mu.Lock()
 	ws := m.listLocked()
 	m.mu.Unlock()
@@ -370,11 +375,28 @@ func (m *Manager) releaseRunning() error {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := m.opts.Relay.ReleaseTask(ctx, slug, cur.ID, shutdownReason)
+		err := m.settleTask(ctx, slug, cur.ID)
 		cancel()
-		if err != nil && relay.ErrorCode(err) != relay.ETaskUpdateDenied {
-			errs = append(errs, fmt.Errorf("worker: release task %s of %s: %w", cur.ID, slug, err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("worker: settle task %s of %s: %w", cur.ID, slug, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// settleTask settles slug's worker claim on task id (settleClaim), unless
+// the task is no longer that claim; a run that reports at the same moment
+// wins.
+func (m *Manager) settleTask(ctx context.Context, slug, id string) error {
+	t, err := m.opts.Relay.Task(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.Status != relay.StatusClaimed || t.ClaimedVia != relay.ViaWorker || t.RecipientSlug != slug {
+		return nil
+	}
+	if err := m.settleClaim(ctx, t, shutdownReason); err != nil && relay.ErrorCode(err) != relay.ETaskUpdateDenied {
+		return err
+	}
+	return nil
 }

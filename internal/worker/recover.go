@@ -19,7 +19,7 @@ import (
 // program (and, where known, started at the same time), so an unrelated
 // process that reuses the pid is left alone; a task still claimed by a
 // worker whose run delivered a turn into a session is settled from the
-// session's transcript (recoverTurn), never re-sent; any other goes back
+// session's transcript (settleClaim), never re-sent; any other goes back
 // to the queue with a report telling the sender why; the
 // run tokens are revoked and the folder is deleted. Start calls it before
 // any loop runs.
@@ -71,16 +71,8 @@ func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("read task %s: %w", taskID, err))
 		case t.Status == relay.StatusClaimed && t.ClaimedVia == relay.ViaWorker:
-			// A turn delivered into a session is recovered, never re-sent.
-			handled, err := m.recoverTurn(ctx, t)
-			if err != nil {
+			if err := m.settleClaim(ctx, t, restartReason); err != nil {
 				errs = append(errs, err)
-			}
-			if handled {
-				break
-			}
-			if _, err := m.opts.Relay.ReleaseTask(ctx, t.RecipientSlug, taskID, restartReason); err != nil {
-				errs = append(errs, fmt.Errorf("requeue task %s: %w", taskID, err))
 			}
 		}
 		if err := m.opts.Relay.RevokeRunTokens(ctx, taskID); err != nil {
@@ -94,6 +86,23 @@ func (m *Manager) recoverRun(ctx context.Context, taskID string) error {
 		errs = append(errs, fmt.Errorf("remove process file: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// settleClaim ends a worker's claim on t that no run will end: a turn
+// delivered into a session (bound or any-session) is settled from the
+// session's transcript (recoverTurn), never re-sent; a claim whose turn
+// record can't be read stays claimed, for the next start's recovery; any
+// other run's task goes back to the queue with reason. Recover uses it at
+// start, Stop for the runs that outlast its deadline.
+func (m *Manager) settleClaim(ctx context.Context, t relay.Task, reason string) error {
+	handled, err := m.recoverTurn(ctx, t)
+	if handled || err != nil {
+		return err
+	}
+	if _, err := m.opts.Relay.ReleaseTask(ctx, t.RecipientSlug, t.ID, reason); err != nil {
+		return fmt.Errorf("requeue task %s: %w", t.ID, err)
+	}
+	return nil
 }
 
 // parseProcessFile reads "<pid>\n<program base name>[\n<start time>]".

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -36,8 +37,14 @@ var requestTokenPattern = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
 // an answer to the transcript, then prints the answer (session), prints it
 // without the request token (sessionmute), is killed before printing
 // anything (sessiondie), or hangs until it is stopped, with the answer in
-// the transcript (sessionhang) or only the request (sessionhangearly).
+// the transcript (sessionhang) or only the request (sessionhangearly);
+// sessionstuck and sessionstuckearly hang the same way but ignore SIGTERM,
+// so that only the kill grace's SIGKILL ends them.
 func sessionHelper(mode string, prompt []byte) int {
+	if m, ok := strings.CutPrefix(mode, "sessionstuck"); ok {
+		signal.Ignore(syscall.SIGTERM)
+		mode = "sessionhang" + m
+	}
 	path := os.Getenv(transcriptEnv)
 	token := requestTokenPattern.FindString(string(prompt))
 	answer := sessionAnswered + "\n" + token
@@ -332,10 +339,14 @@ func transcriptPath(turns session.Turns) string {
 // Ensures a turn whose worker stops mid-turn (the relay shuts down) is
 // never sent again: the answer the transcript holds after the request is
 // reported, labelled as interrupted by a restart; without one the task is
-// blocked as not re-sent, for the operator to requeue.
+// blocked as not re-sent, for the operator to requeue. A CLI that outlasts
+// Stop's deadline (slow: it ignores SIGTERM and the kill grace is longer)
+// gets the same: Stop settles its turn from the transcript itself and
+// never puts it back in the queue.
 func TestSessionTurnStoppedMidTurn(t *testing.T) {
 	for _, tc := range []struct {
 		name, mode string
+		slow       bool
 		status     relay.TaskStatus
 		has        []string // in the result (completed) or message (blocked)
 	}{
@@ -343,9 +354,17 @@ func TestSessionTurnStoppedMidTurn(t *testing.T) {
 			has: []string{worker.RecoveredLabel + ": the run was interrupted by a restart", sessionAnswered, "crosschat-req-"}},
 		{name: "no answer yet", mode: "sessionhangearly", status: relay.StatusBlocked,
 			has: []string{worker.InterruptedNotResent, "requeue"}},
+		{name: "slow stop, answer in the transcript", mode: "sessionstuck", slow: true, status: relay.StatusCompleted,
+			has: []string{worker.RecoveredLabel + ": the run was interrupted by a restart", sessionAnswered, "crosschat-req-"}},
+		{name: "slow stop, no answer yet", mode: "sessionstuckearly", slow: true, status: relay.StatusBlocked,
+			has: []string{worker.InterruptedNotResent, "requeue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, turns := sessionEnv(t, time.Hour, nil)
+			e, turns := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
+				if tc.slow {
+					o.KillGrace = 3 * time.Second
+				}
+			})
 			m := e.start()
 			task := e.post(operator, "Check the lexer", tc.mode)
 			poll.Until(t, "the request in the transcript", 30*time.Second, func() bool {
@@ -356,10 +375,25 @@ func TestSessionTurnStoppedMidTurn(t *testing.T) {
 			if err != nil || !ok || rs.SessionID != sessionID || !strings.HasPrefix(rs.RequestToken, "crosschat-req-") || rs.ClaimedAt != e.task(task.ID).ClaimedAt {
 				t.Fatalf("the run recorded %+v (%v %v) before the CLI started; want the session, its request token and the claim", rs, ok, err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			stop := 30 * time.Second
+			if tc.slow {
+				stop = 200 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), stop)
 			defer cancel()
-			if err := m.Stop(ctx); err != nil {
-				t.Fatal(err)
+			if err := m.Stop(ctx); (err != nil) != tc.slow {
+				t.Fatalf("Stop: %v (the run outlasts the deadline: %v)", err, tc.slow)
+			}
+			if tc.slow {
+				// Settled before Stop returned; the run ends once the kill
+				// grace is over, and its end changes nothing.
+				if got := e.task(task.ID); got.Status != tc.status {
+					t.Fatalf("after the stop deadline the task is %s, want %s", got.Status, tc.status)
+				}
+				waitFor(t, "the run to end", 30*time.Second, func() bool {
+					st, ok := m.Status(builder)
+					return ok && st.CurrentTask == nil
+				})
 			}
 			got := e.task(task.ID)
 			r := lastReport(got)
@@ -458,33 +492,6 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 // (by exact name or id) when the session ran in the worker's folders,
 // refuses one that ran elsewhere, and runs a task that names none fresh.
 func TestAnySessionWorker(t *testing.T) {
-	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
-	setup := func(t *testing.T) *env {
-		e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
-			c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
-			turns := o.Sessions.(session.Turns)
-			path := transcriptPath(turns)
-			mine := func(role, text, cwd, id string) map[string]any {
-				l := claudeLine(role, text)
-				l["cwd"], l["sessionId"] = cwd, id
-				return l
-			}
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-			at := time.Now().Add(-time.Hour)
-			if err := appendTranscript(path, at, mine("user", "Fix the lexer.", c.Workdir, sessionID), mine("assistant", earlierAnswer, c.Workdir, sessionID),
-				map[string]any{"type": "custom-title", "customTitle": "lexer work", "sessionId": sessionID}); err != nil {
-				t.Fatal(err)
-			}
-			other := filepath.Join(turns.Sessions.ClaudeProjects(), "-elsewhere", elsewhere+".jsonl")
-			if err := appendTranscript(other, at, mine("user", "Elsewhere.", "/elsewhere", elsewhere),
-				map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return e
-	}
 	for _, tc := range []struct {
 		name, target, mode string
 		status             relay.TaskStatus
@@ -498,7 +505,7 @@ func TestAnySessionWorker(t *testing.T) {
 		{name: "no target runs fresh", target: "", mode: "done", status: relay.StatusCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := setup(t)
+			e := anySessionEnv(t)
 			e.start()
 			task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
 				Title: "Check the lexer", Instructions: "Please do it. MODE:" + tc.mode, TargetSession: tc.target})
@@ -524,4 +531,59 @@ func TestAnySessionWorker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ensures a task aimed at a live session (one whose channel told the relay
+// its id) is left to that session: the any-session worker, which could
+// resume it, runs a later task and leaves that one queued.
+func TestAnySessionWorkerLeavesLiveSessions(t *testing.T) {
+	e := anySessionEnv(t)
+	if err := e.db.SeeLiveSession(e.ctx, relay.LiveSession{AgentSlug: builder, ID: sessionID, Name: "lexer work"}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
+		Title: "For the open chat", Instructions: "Please do it. MODE:session", TargetSession: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	later := e.post(operator, "Fresh work", "done")
+	if got := e.finished(later.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("the later task is %s, want completed", got.Status)
+	}
+	if got := e.task(live.ID); got.Status != relay.StatusQueued {
+		t.Fatalf("the task for the live session is %s, want queued for that session", got.Status)
+	}
+}
+
+// anySessionEnv is a session env whose worker resumes any session of its
+// CLI in its folders: “lexer work” (sessionID) ran in its working folder,
+// “other place” elsewhere.
+func anySessionEnv(t *testing.T) *env {
+	t.Helper()
+	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
+	e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
+		c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
+		turns := o.Sessions.(session.Turns)
+		path := transcriptPath(turns)
+		mine := func(role, text, cwd, id string) map[string]any {
+			l := claudeLine(role, text)
+			l["cwd"], l["sessionId"] = cwd, id
+			return l
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-time.Hour)
+		if err := appendTranscript(path, at, mine("user", "Fix the lexer.", c.Workdir, sessionID), mine("assistant", earlierAnswer, c.Workdir, sessionID),
+			map[string]any{"type": "custom-title", "customTitle": "lexer work", "sessionId": sessionID}); err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(turns.Sessions.ClaudeProjects(), "-elsewhere", elsewhere+".jsonl")
+		if err := appendTranscript(other, at, mine("user", "Elsewhere.", "/elsewhere", elsewhere),
+			map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return e
 }

@@ -103,11 +103,11 @@ export namespace app {
 	    version?: string;
 	    tested?: string;
 	    testedRange?: string;
-	    found: boolean;
 	    canRun: boolean;
 	    extraDirs: boolean;
 	    safety?: string;
 	    note?: string;
+	    found: boolean;
 	
 	    static createFrom(source: any = {}) {
 	        return new Harness(source);
@@ -121,11 +121,11 @@ export namespace app {
 	        this.version = source["version"];
 	        this.tested = source["tested"];
 	        this.testedRange = source["testedRange"];
-	        this.found = source["found"];
 	        this.canRun = source["canRun"];
 	        this.extraDirs = source["extraDirs"];
 	        this.safety = source["safety"];
 	        this.note = source["note"];
+	        this.found = source["found"];
 	    }
 	}
 	export class Info {
