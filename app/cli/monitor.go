@@ -187,6 +187,11 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 	if err != nil {
 		return nil, err
 	}
+	if adminTok {
+		// The admin token is never a live session: the relay ignores one
+		// named with it (relay.NamesLiveSession), so none is sent.
+		session, name = "", ""
+	}
 	return &client.PushStream{BaseURL: base, Token: token, Agent: f.agent, After: after, Session: session, SessionName: name}, nil
 }
 

@@ -88,6 +88,15 @@ func TestLiveSessionHeader(t *testing.T) {
 	if child.ReplySession != "" || child.ParentTaskID != task.ID {
 		t.Fatalf("a run token's post: replySession %q parent %q, want none and the run's task", child.ReplySession, child.ParentTaskID)
 	}
+	// The dashboard's header (internal/web's SessionHeader) carries a
+	// sign-in secret, not a live session: a value sent in it, shaped like a
+	// session id as a dashboard secret is, is never stored as one.
+	var plain relay.Task
+	ok(t, call(t, e.clientWith(aliceTok, "", map[string]string{"X-Crosschat-Session": "dashboard-secret_0123456789"}), "post_task",
+		map[string]any{"recipientSlug": "bob", "title": "with the dashboard's header", "instructions": "x"}), &plain)
+	if plain.ReplySession != "" {
+		t.Fatalf("a post with the dashboard's session header has replySession %q, want none", plain.ReplySession)
+	}
 	got := fails(t, call(t, e.clientWith(aliceTok, "", session("not an id")), "post_task",
 		map[string]any{"recipientSlug": "bob", "title": "bad", "instructions": "x"}), relay.EInvalidRequest)
 	if !strings.Contains(got.Message, "session") {

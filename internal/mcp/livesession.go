@@ -9,12 +9,12 @@ import (
 
 // ServeHTTP serves /mcp. A request from a live session's channel names the
 // session in relay.LiveSessionHeader; for an agent's own token (not a
-// worker run's, not the admin's) the id goes into the request's context,
-// where post_task and claim_next_task find it (liveSession). The tools
-// check it (an id of letters, digits and . _ : -).
+// worker run's, not the admin's: relay.NamesLiveSession) the id goes into
+// the request's context, where post_task and claim_next_task find it
+// (liveSession). The tools check it (an id of letters, digits and . _ : -).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(relay.LiveSessionHeader); id != "" {
-		if p, ok := relay.PrincipalFrom(r.Context()); ok && p.Kind == relay.PrincipalAgent && p.RunTaskID == "" {
+		if p, ok := relay.PrincipalFrom(r.Context()); ok && relay.NamesLiveSession(p) {
 			r = r.WithContext(relay.WithLiveSession(r.Context(), id))
 		}
 	}

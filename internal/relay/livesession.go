@@ -16,8 +16,9 @@ import (
 // Where a live session names itself.
 const (
 	// LiveSessionHeader carries the session id on MCP requests (the channel
-	// sets it on every call it forwards).
-	LiveSessionHeader = "X-Crosschat-Session"
+	// sets it on every call it forwards). It is not the dashboard's
+	// X-Crosschat-Session header, which carries a sign-in secret.
+	LiveSessionHeader = "X-Crosschat-Live-Session"
 	// LiveSessionParam and LiveSessionNameParam carry the session id and
 	// its name (optional) on the push stream's URL.
 	LiveSessionParam     = "session"
@@ -81,6 +82,15 @@ func LiveSessionName(field, s string) (string, error) {
 		return "", Errorf(EInvalidRequest, "%s: must not hold control characters.", field)
 	}
 	return t, nil
+}
+
+// NamesLiveSession reports whether a request by p may name a live session:
+// only an agent's own token can. The admin token and a worker run's token
+// never act as a live session: the session they name (LiveSessionHeader on
+// /mcp, LiveSessionParam on the push stream) is ignored, so they record no
+// session and get no session's view.
+func NamesLiveSession(p Principal) bool {
+	return p.Kind == PrincipalAgent && p.RunTaskID == ""
 }
 
 type liveSessionKey struct{}

@@ -50,22 +50,47 @@ func sessionTask(t *tx, agent, session string) (string, error) {
 	return id, nil
 }
 
-// inferredParent explains a chain_limit refusal of a post whose parent was
-// the task the posting session is handling (sessionTask), which the model
-// did not name.
-func inferredParent(err error, parent string) error {
+// inferredParent explains a chain_limit refusal of a post made while the
+// posting session handles the task held (sessionTask): the post counts as
+// a hand-off of that task whether the model named it, named another parent
+// (explicit) or named none.
+func inferredParent(err error, held string, explicit bool) error {
 	var e *relay.Error
-	if parent == "" || !errors.As(err, &e) || e.Code != relay.EChainLimit {
+	if held == "" || !errors.As(err, &e) || e.Code != relay.EChainLimit {
 		return err
 	}
 	out := *e
-	out.Message = fmt.Sprintf("This session is working on the task %s, so what it posts continues that task's conversation. %s", parent, e.Message)
-	details := map[string]any{"parentTaskId": parent, "inferredFromSession": true}
+	also := ""
+	if explicit {
+		also = ", whichever parentTaskId it names"
+	}
+	out.Message = fmt.Sprintf("This session is working on the task %s, so what it posts continues that task's conversation%s. %s", held, also, e.Message)
+	details := map[string]any{"parentTaskId": held, "inferredFromSession": true}
 	for k, v := range e.Details {
 		details[k] = v
 	}
 	out.Details = details
 	return &out
+}
+
+// heldHops is how many hand-offs a post whose parent is parent makes, and
+// in which conversation the count is taken, when the posting session
+// handles the task held ("" for none): one more than the parent or than
+// held, whichever is further from its start, so naming an older task as
+// parentTaskId does not reset the count of the chat that is going on.
+func heldHops(t *tx, held string, parent relay.Task) (int, string, error) {
+	hops, conv := parent.Hops+1, parent.ConversationID
+	if held == "" || held == parent.ID {
+		return hops, conv, nil
+	}
+	h, err := getTask(t.ctx, t.tx, held)
+	if err != nil {
+		return 0, "", fmt.Errorf("read the task this session handles: %w", err)
+	}
+	if h.Hops+1 > hops {
+		hops, conv = h.Hops+1, h.ConversationID
+	}
+	return hops, conv, nil
 }
 
 // checkSelfSession refuses a live session's post to its own session: the
@@ -92,20 +117,22 @@ func checkSelfSession(t *tx, in relay.PostTaskInput) error {
 }
 
 // liveSessionPost records the live session a post came through and, when
-// the post names no parent and comes from the agent's own token, makes the
-// task the session is handling its parent. It returns that inferred
-// parent, "" when there is none.
+// the post comes from the agent's own token, returns the task the session
+// is handling ("" for none) and makes it the post's parent when the post
+// names none.
 func (t *tx) liveSessionPost(in *relay.PostTaskInput) (string, error) {
 	if err := t.seeLiveSession(in.SenderSlug, in.ReplySession, ""); err != nil {
 		return "", err
 	}
-	if in.ParentTaskID != "" || !in.FromAgent {
+	if !in.FromAgent {
 		return "", nil
 	}
-	parent, err := sessionTask(t, in.SenderSlug, in.ReplySession)
+	held, err := sessionTask(t, in.SenderSlug, in.ReplySession)
 	if err != nil {
 		return "", err
 	}
-	in.ParentTaskID = parent
-	return parent, nil
+	if in.ParentTaskID == "" {
+		in.ParentTaskID = held
+	}
+	return held, nil
 }

@@ -285,3 +285,51 @@ func TestSessionCannotTargetItself(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionHopLimitIgnoresOlderParent: while a live session handles a
+// task, naming an older task (one hand-off from the start) as
+// parentTaskId does not reset the count: the post is one hand-off past
+// whichever of the two is further, so a chat at the limit is refused
+// however it names its parent.
+func TestSessionHopLimitIgnoresOlderParent(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	sessions := map[string]string{"alice": "a-1", "bob": "b-1"}
+	first, err := e.sessionPost("alice", "a-1", "bob", "ping 0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ping-pong until the task a session holds is at the limit.
+	task := first
+	for hop := 1; hop <= relay.DefaultChainLimit; hop++ {
+		holder := task.RecipientSlug
+		e.sessionClaim(holder, sessions[holder])
+		if task, err = e.sessionPost(holder, sessions[holder], task.SenderSlug, fmt.Sprintf("ping %d", hop), ""); err != nil {
+			t.Fatalf("hand-off %d: %v", hop, err)
+		}
+	}
+	holder := task.RecipientSlug
+	held := e.sessionClaim(holder, sessions[holder])
+	if held.Hops != relay.DefaultChainLimit {
+		t.Fatalf("held task at %d hops, want %d", held.Hops, relay.DefaultChainLimit)
+	}
+	// Older tasks the holder sent or received, each a valid parent: the
+	// chat's first task, and a new one with no hand-offs at all.
+	fresh := e.post(holder, task.SenderSlug, "unrelated", 0)
+	for _, parent := range []string{first.ID, fresh.ID} {
+		_, err := e.sessionPost(holder, sessions[holder], task.SenderSlug, "bounce", parent)
+		if relay.ErrorCode(err) != relay.EChainLimit {
+			t.Fatalf("post naming %s while holding %s at the limit: %v, want chain_limit", parent, held.ID, err)
+		}
+		msg := relay.ErrorMessage(err)
+		for _, want := range []string{"This session is working on the task " + held.ID, "whichever parentTaskId it names"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q lacks %q", msg, want)
+			}
+		}
+	}
+	// Another session of the same agent is not held back by it.
+	if got, err := e.sessionPost(holder, "other", task.SenderSlug, "elsewhere", fresh.ID); err != nil || got.Hops != 1 {
+		t.Fatalf("another session naming a fresh parent: %+v %v, want 1 hop", got, err)
+	}
+}

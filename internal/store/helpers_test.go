@@ -81,9 +81,20 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoPushSessions takes a database back from version 17 to 16: the push
+// rows' session columns and the triggers that write them (migration 0017),
+// with the triggers as 0009 and 0012 left them. Every downgrade goes below
+// it: it runs first.
+func undoPushSessions(t testing.TB) string {
+	return `DROP TRIGGER push_task; DROP TRIGGER push_event;
+	ALTER TABLE push_events DROP COLUMN reply_session; ALTER TABLE push_events DROP COLUMN target_session;
+	` + trigger(t, "0009_push_followers.sql", "push_task") +
+		trigger(t, "0012_lists_as_comparisons.sql", "push_event")
+}
+
 // undoLiveSessions takes a database back from version 16 to 15: live
 // sessions and the tasks' session columns (migration 0016). Every downgrade
-// goes below it: it runs first.
+// goes below it: it runs after undoPushSessions.
 const undoLiveSessions = `DROP INDEX tasks_claim_session; ALTER TABLE tasks DROP COLUMN reply_session;
 	ALTER TABLE tasks DROP COLUMN claim_session; DROP TABLE live_sessions;
 	`
@@ -113,14 +124,21 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so undoMeshTrust runs first.
+// so the undoing of 0017 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
+	e.t.Helper()
+	e.reopenAfter(undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+}
+
+// reopenAfter closes e's store, runs undo on its file (which ends by
+// setting an older user_version) and opens it again, migrating it.
+func (e *env) reopenAfter(undo string) {
 	e.t.Helper()
 	if err := e.db.Close(); err != nil {
 		e.t.Fatal(err)
 	}
 	raw := rawDB(e.t, e.path)
-	if _, err := raw.Exec(undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo); err != nil {
+	if _, err := raw.Exec(undo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := raw.Close(); err != nil {

@@ -83,12 +83,11 @@ func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after 
 			return fmt.Errorf("read oldest push event: %w", err)
 		}
 		out.MayHaveMissed = after > 0 && oldest.Valid && after < oldest.Int64-1
-		// The conversation is read from the task (by primary key), so the
-		// push rows written by triggers stay as they are. The agent is
+		// The conversation is read from the task (by primary key); the
+		// sessions a row is for are the row's own. The agent is
 		// bound as +? so that the statement stays prepared (see limitSQL).
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
-				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, ''),
-				COALESCE(t.sender_slug, ''), COALESCE(t.reply_session, ''), COALESCE(t.target_session, '')
+				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, ''), p.reply_session, p.target_session
 			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN mesh_tasks m ON m.task_id = p.task_id
 			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
 		if err != nil {
@@ -98,14 +97,14 @@ func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after 
 		n := 0
 		for rows.Next() {
 			var e relay.PushEvent
-			var sender, reply, target string
+			var reply, target sql.NullString
 			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID, &e.Signature,
-				&sender, &reply, &target); err != nil {
+				&reply, &target); err != nil {
 				return fmt.Errorf("read push events: %w", err)
 			}
 			n++
 			out.Cursor = e.Sequence
-			if forSession(s, e, sender, reply, target) {
+			if forSession(s, reply, target) {
 				out.Events = append(out.Events, e)
 			}
 		}
@@ -118,19 +117,22 @@ func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after 
 	return out, nil
 }
 
-// forSession reports whether push event e reaches the stream of live
-// session s (every stream, when s.ID is ""). sender, reply and target are
-// the task's sender, reply_session and target_session ("" once the task is
-// no longer kept).
-func forSession(s relay.LiveSession, e relay.PushEvent, sender, reply, target string) bool {
-	switch {
-	case s.ID == "":
+// forSession reports whether a push row reaches the stream of live session
+// s (every stream, when s.ID is ""). reply and target are the row's own
+// copies (migration 0017): reply is set when the row's agent sent the task
+// (the session it was posted through, "" for none), target when the agent
+// is its recipient (the session it is meant for, "" for none). A row
+// reaches s when s is on a side the agent takes, and every session when
+// neither is known.
+func forSession(s relay.LiveSession, reply, target sql.NullString) bool {
+	if s.ID == "" || (!reply.Valid && !target.Valid) {
 		return true
-	case e.IsTask():
-		return target == "" || target == s.ID || (s.Name != "" && target == s.Name)
-	case sender == e.Agent:
-		// An update on a task the agent sent: for the session that sent it.
-		return reply == "" || reply == s.ID
 	}
-	return true
+	if reply.Valid && (reply.String == "" || reply.String == s.ID) {
+		// An update on a task the agent sent: for the session that sent it.
+		return true
+	}
+	// A task, or a cancellation or change request of a task, the agent
+	// received: for the session it is meant for.
+	return target.Valid && (target.String == "" || target.String == s.ID || (s.Name != "" && target.String == s.Name))
 }

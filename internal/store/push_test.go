@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -231,11 +232,7 @@ func TestLiveSessions(t *testing.T) {
 // names no session sees everything; and the cursor passes over what a
 // session does not see.
 func TestSessionPushEvents(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.agents("alice", "bob")
-	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
+	e := aliceFollowed(t)
 	fromS1, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", "")
 	if err != nil {
 		t.Fatal(err)
@@ -254,22 +251,6 @@ func TestSessionPushEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	read := func(s relay.LiveSession) []string {
-		t.Helper()
-		s.AgentSlug = "alice"
-		b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, ev := range b.Events {
-			out = append(out, ev.Title+":"+ev.Kind)
-		}
-		if b.More {
-			t.Errorf("More set on a short read")
-		}
-		return out
-	}
 	all := []string{
 		"asked by s-1:task-claimed", "asked by s-1:task-completed",
 		"asked without a session:task-claimed", "asked without a session:task-completed",
@@ -285,8 +266,8 @@ func TestSessionPushEvents(t *testing.T) {
 		{"s-2 named second chat", relay.LiveSession{ID: "s-2", Name: "second chat"}, []string{all[2], all[3], all[4], all[5]}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := read(c.s); strings.Join(got, ", ") != strings.Join(c.want, ", ") {
-				t.Fatalf("events\n got %v\nwant %v", got, c.want)
+			if got := e.aliceSees(c.s); got != strings.Join(c.want, ", ") {
+				t.Fatalf("events\n got %s\nwant %s", got, strings.Join(c.want, ", "))
 			}
 		})
 	}
@@ -311,4 +292,114 @@ func TestSessionPushEvents(t *testing.T) {
 	if b.Cursor != full.Cursor {
 		t.Fatalf("s-3's cursor %d, want %d (the second row's)", b.Cursor, full.Cursor)
 	}
+}
+
+// TestSessionPushEventsOutliveTheirTask: a push row carries the sessions it
+// is for (migration 0017), so a live session's stream stays filtered after
+// the task is pruned; and a task meant for one session, with its
+// cancellation, reaches that session's stream only.
+func TestSessionPushEventsOutliveTheirTask(t *testing.T) {
+	e := aliceFollowed(t)
+	asked, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("bob")
+	e.report("bob", asked.ID, "completed", "done")
+	for _, target := range []string{"s-2", ""} {
+		task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "for " + cmp.Or(target, "anyone"),
+			Instructions: "x", TargetSession: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.CancelTask(e.ctx, "bob", task.ID, "not needed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		s    relay.LiveSession
+		want string
+	}{
+		{"s-1", relay.LiveSession{ID: "s-1"}, "asked by s-1:task-claimed, asked by s-1:task-completed, for anyone:task, for anyone:task-cancelled"},
+		{"s-2", relay.LiveSession{ID: "s-2"}, "for s-2:task, for s-2:task-cancelled, for anyone:task, for anyone:task-cancelled"},
+		{"s-3", relay.LiveSession{ID: "s-3"}, "for anyone:task, for anyone:task-cancelled"},
+		{"no session", relay.LiveSession{}, "asked by s-1:task-claimed, asked by s-1:task-completed, for s-2:task, for s-2:task-cancelled, for anyone:task, for anyone:task-cancelled"},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range cases {
+			if got := e.aliceSees(c.s); got != c.want {
+				t.Errorf("%s, %s's stream:\n got %s\nwant %s", when, c.name, got, c.want)
+			}
+		}
+	}
+	check("with the tasks kept")
+	e.clock.Advance(time.Duration(relay.DefaultRetentionDays*24)*time.Hour + time.Hour)
+	swept, err := e.db.Sweep(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swept.Pruned != 3 {
+		t.Fatalf("pruned %d tasks, want 3", swept.Pruned)
+	}
+	check("once the tasks are pruned")
+}
+
+// TestMigrationCopiesPushSessions: migration 0017 gives the push rows
+// written before it the sessions of their tasks, so the streams filter
+// them as before; a row whose task was already gone reaches every session.
+func TestMigrationCopiesPushSessions(t *testing.T) {
+	e := aliceFollowed(t)
+	if _, err := e.sessionPost("alice", "s-1", "bob", "asked by s-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("bob")
+	if _, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "for s-2",
+		Instructions: "x", TargetSession: "s-2"}); err != nil {
+		t.Fatal(err)
+	}
+	gone := e.post("bob", "alice", "gone", 0)
+	e.reopenAfter(undoPushSessions(t) + `DELETE FROM tasks WHERE id = '` + gone.ID + `'; PRAGMA user_version = 16;`)
+	for _, c := range []struct {
+		session, want string
+	}{
+		{"s-1", "asked by s-1:task-claimed, gone:task"},
+		{"s-2", "for s-2:task, gone:task"},
+	} {
+		if got := e.aliceSees(relay.LiveSession{ID: c.session}); got != c.want {
+			t.Errorf("%s's stream after the migration: %s, want %s", c.session, got, c.want)
+		}
+	}
+}
+
+// aliceFollowed is a store with the agents alice and bob, alice's push
+// stream followed.
+func aliceFollowed(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	if _, err := e.db.OpenPush(e.ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// aliceSees lists the push events alice's live session s gets from the
+// start, as "title:kind", comma-separated (all of them in one read).
+func (e *env) aliceSees(s relay.LiveSession) string {
+	e.t.Helper()
+	s.AgentSlug = "alice"
+	b, err := e.db.SessionPushEvents(e.ctx, s, 0, relay.DefaultPushBatch)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if b.More {
+		e.t.Errorf("More set on a short read")
+	}
+	var out []string
+	for _, ev := range b.Events {
+		out = append(out, ev.Title+":"+ev.Kind)
+	}
+	return strings.Join(out, ", ")
 }

@@ -82,9 +82,9 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err := checkSelfSession(t, in); err != nil {
 			return err
 		}
-		inferred := ""
+		held, explicit := "", in.ParentTaskID != ""
 		if in.ReplySession != "" {
-			if inferred, err = t.liveSessionPost(&in); err != nil {
+			if held, err = t.liveSessionPost(&in); err != nil {
 				return err
 			}
 		}
@@ -98,10 +98,14 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			if parent.SenderSlug != in.SenderSlug && parent.RecipientSlug != in.SenderSlug {
 				return relay.Errorf(relay.ETaskAccessDenied, "A task can only be linked to a task you sent or received.")
 			}
-			depth, hops, conv = parent.Depth+1, parent.Hops+1, parent.ConversationID
+			depth, conv = parent.Depth+1, parent.ConversationID
+			var hopsConv string
+			if hops, hopsConv, err = heldHops(t, held, parent); err != nil {
+				return err
+			}
 			if in.FromAgent {
-				if err := checkHops(t, hops, conv); err != nil {
-					return inferredParent(err, inferred)
+				if err := checkHops(t, hops, hopsConv); err != nil {
+					return inferredParent(err, held, explicit)
 				}
 			}
 		}

@@ -67,7 +67,8 @@ func (p *pushHub) run(ch <-chan relay.Change, cancel func()) {
 // stopped, across reconnects and relay restarts. An agent's push events are
 // written from the first time its stream is opened (OpenPush); a cursor
 // from before that gets a missed event. The admin token names the agent
-// with ?agent=slug; agent and run tokens stream their own agent.
+// with ?agent=slug (and gets the agent's whole stream: ?session= is
+// ignored for it); an agent token streams its own agent.
 func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		methodNotAllowed(w, "GET")
@@ -198,9 +199,10 @@ func pushCursor(r *http.Request) (int64, error) {
 
 // pushRequest reads what a push stream request asks for: the agent p acts
 // as (?agent=slug for the admin token), the live session the stream is
-// for (?session=ID and ?sessionName=NAME; no ID when it names none), and
-// the cursor (pushCursor). A malformed cursor or session is
-// invalid_request.
+// for (?session=ID and ?sessionName=NAME; no ID when it names none, or
+// when p is the admin: only an agent's own token names a live session, as
+// on /mcp, relay.NamesLiveSession), and the cursor (pushCursor). A
+// malformed cursor or session is invalid_request.
 func pushRequest(r *http.Request, p relay.Principal) (live relay.LiveSession, after int64, err error) {
 	q := r.URL.Query()
 	if live.AgentSlug, err = p.ActingSlug("agent", q.Get("agent")); err != nil {
@@ -214,6 +216,9 @@ func pushRequest(r *http.Request, p relay.Principal) (live relay.LiveSession, af
 	}
 	if after, err = pushCursor(r); err != nil {
 		return live, 0, relay.Errorf(relay.EInvalidRequest, "%s", err.Error())
+	}
+	if !relay.NamesLiveSession(p) {
+		live.ID, live.Name = "", ""
 	}
 	return live, after, nil
 }

@@ -379,30 +379,66 @@ func TestPushMissedOncePerCursor(t *testing.T) {
 // updates on the tasks that session posted, not those of another session.
 func TestPushSessionStream(t *testing.T) {
 	srv, db, aliceTok, ctx := pushAliceBob(t)
-	events := openPush(t, ctx, srv.URL+relay.PushPath+"?session=s-1&sessionName=Main%20chat", aliceTok, nil)
-	if e := next(t, events); e.name != relay.PushEventReady {
-		t.Fatalf("first %+v, want ready", e)
-	}
-	live, err := db.(interface {
-		LiveSessions(context.Context, string) ([]relay.LiveSession, error)
-	}).LiveSessions(ctx, "alice")
+	events := openReady(t, ctx, srv.URL+relay.PushPath+"?session=s-1&sessionName=Main%20chat", aliceTok)
+	live, err := liveSessions(ctx, db, "alice")
 	if err != nil || len(live) != 1 || live[0].ID != "s-1" || live[0].Name != "Main chat" {
 		t.Fatalf("alice's live sessions %+v %v, want s-1 named Main chat", live, err)
 	}
-	var ids []string
-	for _, session := range []string{"s-2", "s-1"} {
-		task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "from " + session, Instructions: "x",
-			FromAgent: true, ReplySession: session})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob"}); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, task.ID)
-	}
+	other, own := claimedFrom(t, ctx, db, "s-2"), claimedFrom(t, ctx, db, "s-1")
 	var pe relay.PushEvent
-	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != ids[1] || pe.Kind != relay.EventTaskClaimed {
-		t.Fatalf("s-1's stream got %+v, want the claim of its own task %s (not %s's)", e, ids[1], ids[0])
+	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != own.ID || pe.Kind != relay.EventTaskClaimed {
+		t.Fatalf("s-1's stream got %+v, want the claim of its own task %s (not %s's)", e, own.ID, other.ID)
 	}
+}
+
+// The admin token is never a live session, on the push stream as on /mcp
+// (relay.NamesLiveSession): its ?agent=alice&session=… records no session
+// for alice and gets alice's whole stream, the updates of every session's
+// tasks.
+func TestPushAdminNamesNoSession(t *testing.T) {
+	srv, db, _, ctx := pushAliceBob(t)
+	events := openReady(t, ctx, srv.URL+relay.PushPath+"?agent=alice&session=s-9&sessionName=Forged", adminToken)
+	if live, err := liveSessions(ctx, db, "alice"); err != nil || len(live) != 0 {
+		t.Fatalf("alice's live sessions after the admin's stream: %+v %v, want none", live, err)
+	}
+	task := claimedFrom(t, ctx, db, "s-1")
+	var pe relay.PushEvent
+	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != task.ID || pe.Kind != relay.EventTaskClaimed {
+		t.Fatalf("the admin's stream got %+v, want the claim of s-1's task %s", e, task.ID)
+	}
+	if live, err := liveSessions(ctx, db, "alice"); err != nil || len(live) != 1 || live[0].ID != "s-1" {
+		t.Fatalf("alice's live sessions: %+v %v, want only s-1 (its post)", live, err)
+	}
+}
+
+// openReady is openPush without extra headers, past the ready event.
+func openReady(t *testing.T, ctx context.Context, url, token string) <-chan sseEvent {
+	t.Helper()
+	events := openPush(t, ctx, url, token, nil)
+	if e := next(t, events); e.name != relay.PushEventReady {
+		t.Fatalf("first %+v, want ready", e)
+	}
+	return events
+}
+
+// claimedFrom posts a task from alice's live session to bob, which bob
+// claims.
+func claimedFrom(t *testing.T, ctx context.Context, db relay.Service, session string) relay.Task {
+	t.Helper()
+	task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "from " + session, Instructions: "x",
+		FromAgent: true, ReplySession: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// liveSessions lists slug's live sessions as the store keeps them.
+func liveSessions(ctx context.Context, db relay.Service, slug string) ([]relay.LiveSession, error) {
+	return db.(interface {
+		LiveSessions(context.Context, string) ([]relay.LiveSession, error)
+	}).LiveSessions(ctx, slug)
 }
