@@ -11,18 +11,19 @@ import (
 // refuses, with EPERM:
 //   - socket(2) of the AF_UNIX family: Landlock below ABI 9 does not govern
 //     connect(2) to a Unix socket by path (the D-Bus session bus, an SSH or
-//     GPG agent, Docker's socket), and a socket made outside the sandbox
-//     cannot be had; socketpair(2) stays allowed (Node/libuv and others
-//     connect their children's stdio with it), as a pair is connected to
-//     itself alone;
+//     GPG agent, Docker's socket); socketpair(2) stays allowed (Node/libuv
+//     and others connect their children's stdio with it), as a stream pair
+//     reaches nothing but itself (a datagram pair can still send to a
+//     datagram socket by path, such as the system log's);
 //   - io_uring_setup, io_uring_enter and io_uring_register: io_uring makes
 //     sockets (IORING_OP_SOCKET) without passing through the filter; the
 //     CLIs' runtimes fall back to plain system calls when it is refused;
 //   - pidfd_getfd: taking a socket from another process (Landlock's ptrace
 //     rule already refuses that for a relay of an ordinary user);
-//   - every system call of another ABI than the native one (i386 and x32 on
-//     amd64, AArch32 on arm64), whose numbers (socketcall) the filter does
-//     not check.
+// and it kills (SIGSYS, "Bad system call") a process making a system call
+// of another ABI than the native one (i386 and x32 on amd64, AArch32 on
+// arm64), whose numbers (socketcall) the filter does not check: refusing
+// each of them would leave such a program unable even to exit.
 //
 // It is written with golang.org/x/net/bpf rather than a seccomp library:
 // a dozen instructions, one rule, no further module, and the same program
@@ -48,6 +49,7 @@ const (
 	seccompArg0  = 16
 
 	seccompRetAllow = 0x7fff0000
+	seccompRetKill  = 0x80000000 // SECCOMP_RET_KILL_PROCESS
 	seccompRetErrno = 0x00050000
 	errnoEPERM      = 1
 	afUnix          = 1
@@ -78,10 +80,10 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 		prog = append(prog, bpf.JumpIf{Cond: cond, Val: val})
 	}
 	prog = append(prog, bpf.LoadAbsolute{Off: seccompArchO, Size: 4})
-	jumpTo(bpf.JumpNotEqual, a.audit, "deny")
+	jumpTo(bpf.JumpNotEqual, a.audit, "kill")
 	prog = append(prog, bpf.LoadAbsolute{Off: seccompNR, Size: 4})
 	if a.x32 {
-		jumpTo(bpf.JumpGreaterOrEqual, x32Bit, "deny")
+		jumpTo(bpf.JumpGreaterOrEqual, x32Bit, "kill")
 	}
 	for _, nr := range a.blocked {
 		jumpTo(bpf.JumpEqual, nr, "deny")
@@ -89,8 +91,9 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 	jumpTo(bpf.JumpNotEqual, a.socket, "allow")
 	prog = append(prog, bpf.LoadAbsolute{Off: seccompArg0, Size: 4})
 	jumpTo(bpf.JumpEqual, afUnix, "deny")
-	targets := map[string]int{"allow": len(prog), "deny": len(prog) + 1}
-	prog = append(prog, bpf.RetConstant{Val: seccompRetAllow}, bpf.RetConstant{Val: seccompRetErrno | errnoEPERM})
+	targets := map[string]int{"allow": len(prog), "deny": len(prog) + 1, "kill": len(prog) + 2}
+	prog = append(prog, bpf.RetConstant{Val: seccompRetAllow}, bpf.RetConstant{Val: seccompRetErrno | errnoEPERM},
+		bpf.RetConstant{Val: seccompRetKill})
 	for _, j := range jumps {
 		skip := targets[j.target] - j.at - 1
 		if skip > 255 {
