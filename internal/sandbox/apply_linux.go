@@ -24,14 +24,21 @@ func ABI() int {
 var errNotEnforced = errors.New("this Linux kernel has no Landlock, so the run cannot be confined")
 
 // restrict confines the calling thread (locked to it for good) and what it
-// execs next to the rules: the filesystem, signals and abstract sockets, so
-// the network stays open.
+// execs next to the rules: the filesystem, signals and abstract sockets
+// (Landlock), and Unix sockets by path (the seccomp socket filter), so the
+// network stays open.
 // Best effort over Landlock ABI versions; the audit log of the kernel
 // records refused accesses of the programs the thread execs (ABI 7+).
+// Without Landlock or seccomp nothing is applied (errNotEnforced,
+// errNoSeccomp); a failure once Landlock holds is errHalfConfined.
 func restrict(r Rules) error {
 	abi := ABI()
 	if abi < 1 {
 		return errNotEnforced
+	}
+	filter, err := nativeSocketFilter()
+	if err != nil {
+		return err
 	}
 	var rules []landlock.Rule
 	add := func(paths []string, write bool) {
@@ -82,6 +89,9 @@ func restrict(r Rules) error {
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	if err := installSocketFilter(filter); err != nil {
+		return fmt.Errorf("%w: %w", errHalfConfined, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,10 +10,15 @@ import (
 	"strings"
 )
 
+// errHalfConfined: the child's confinement failed after part of it held,
+// so the command is not started even where unsandboxed runs are allowed
+// (it would run neither confined nor as a plain run).
+var errHalfConfined = errors.New("the sandbox was applied only in part")
+
 // Main is the hidden verb Verb: it parses --rules JSON and the command after
 // "--", confines itself to the rules and execs the command. It returns only
-// on failure: 126 when the command may not run unconfined or the verb is
-// misused, 127 when the exec fails.
+// on failure: 126 when the command may not run unconfined, the confinement
+// held only in part or the verb is misused, 127 when the exec fails.
 func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(Verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -27,7 +33,7 @@ func Main(args []string, stderr io.Writer) int {
 		return 126
 	}
 	if err := restrict(r); err != nil {
-		if r.Required {
+		if r.Required || errors.Is(err, errHalfConfined) {
 			fmt.Fprintf(stderr, "crosschat sandbox: the run was not started: %v\n", err)
 			return 126
 		}

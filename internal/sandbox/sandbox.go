@@ -6,7 +6,9 @@
 // projects). The network stays open.
 //
 // On Linux it uses Landlock (github.com/landlock-lsm/go-landlock, whose one
-// home this package is): the worker starts our own binary with the hidden
+// home this package is) and a seccomp filter refusing AF_UNIX sockets
+// (socketFilter), as Landlock below ABI 9 does not govern connecting to a
+// Unix socket by path: the worker starts our own binary with the hidden
 // verb Verb, which restricts itself (Main) and then execs the CLI, so the
 // relay itself is never restricted. On macOS the same rules become a
 // sandbox-exec profile (Profile). Windows runs are not sandboxed.
@@ -86,6 +88,9 @@ type Wrapper struct {
 	// ABI returns the kernel's Landlock ABI version (0 without Landlock);
 	// nil asks the kernel.
 	ABI func() int
+	// Seccomp reports whether the kernel takes the seccomp socket filter
+	// that refuses Unix sockets by path (Linux); nil asks the kernel.
+	Seccomp func() bool
 	// UID returns the relay's effective user id; nil asks the system.
 	UID func() int
 	// Homes keeps each worker's own CLI home (Linux: Claude Code, Codex,
@@ -144,12 +149,19 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	switch goos {
 	case "linux":
 		abi := w.abi()
-		if abi < 1 {
+		var missing, need string
+		switch {
+		case abi < 1:
+			missing, need = "Landlock", "Linux 5.13 or later with landlock in its lsm= list"
+		case !w.seccomp():
+			missing, need = "seccomp filter", "CONFIG_SECCOMP_FILTER, on amd64 or arm64"
+		}
+		if missing != "" {
 			if req.Config.AllowUnsandboxed {
-				plain.Log = "Not sandboxed: this Linux kernel has no Landlock, and the worker allows runs without the sandbox, so this run can reach every file of the user."
+				plain.Log = "Not sandboxed: this Linux kernel has no " + missing + ", and the worker allows runs without the sandbox, so this run can reach every file of the user."
 				return plain, nil
 			}
-			return runspec.Sandboxed{}, errors.New("the worker's sandbox is on, but this Linux kernel has no Landlock (Linux 5.13 or later with landlock in its lsm= list). Turn the worker's sandbox off, or allow it to run unsandboxed")
+			return runspec.Sandboxed{}, fmt.Errorf("the worker's sandbox is on, but this Linux kernel has no %s (%s). Turn the worker's sandbox off, or allow it to run unsandboxed", missing, need)
 		}
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
@@ -163,7 +175,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
 		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, confinedArgs(req)...)
-		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d", abi), warning), nil
+		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d, seccomp", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
@@ -238,6 +250,13 @@ func (w Wrapper) uid() int {
 		return w.UID()
 	}
 	return os.Geteuid()
+}
+
+func (w Wrapper) seccomp() bool {
+	if w.Seccomp != nil {
+		return w.Seccomp()
+	}
+	return Seccomp()
 }
 
 func (w Wrapper) abi() int {

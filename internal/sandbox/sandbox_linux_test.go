@@ -120,18 +120,33 @@ func TestChildInSandbox(t *testing.T) {
 }
 
 // Ensure a run that must be sandboxed is refused when the kernel has no
-// Landlock, and goes ahead with a warning when the worker allows it.
+// Landlock or no seccomp filter, and goes ahead with a warning when the
+// worker allows it.
 func TestNoLandlock(t *testing.T) {
-	w := sandbox.Wrapper{Self: "/relay", GOOS: "linux", ABI: func() int { return 0 }}
-	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "codex"}, Program: "/usr/bin/codex", Args: []string{"exec"},
-		Workdir: "/w", RunDir: t.TempDir()}
-	if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), "no Landlock") {
-		t.Fatalf("strict: %v", err)
+	tests := []struct {
+		name    string
+		abi     int
+		seccomp bool
+		missing string
+	}{
+		{"no Landlock", 0, true, "no Landlock"},
+		{"no seccomp", 7, false, "no seccomp filter"},
 	}
-	req.Config.AllowUnsandboxed = true
-	s, err := w.Wrap(req)
-	if err != nil || s.Confined || !s.Warning || s.Program != "/usr/bin/codex" || !strings.Contains(s.Log, "Not sandboxed") {
-		t.Fatalf("allowed unsandboxed: %+v, %v", s, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := sandbox.Wrapper{Self: "/relay", GOOS: "linux", ABI: func() int { return tt.abi }, Seccomp: func() bool { return tt.seccomp }}
+			req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "codex"}, Program: "/usr/bin/codex", Args: []string{"exec"},
+				Workdir: "/w", RunDir: t.TempDir()}
+			if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), tt.missing) {
+				t.Fatalf("strict: %v", err)
+			}
+			req.Config.AllowUnsandboxed = true
+			s, err := w.Wrap(req)
+			if err != nil || s.Confined || !s.Warning || s.Program != "/usr/bin/codex" || !strings.Contains(s.Log, "Not sandboxed") ||
+				!strings.Contains(s.Log, tt.missing) {
+				t.Fatalf("allowed unsandboxed: %+v, %v", s, err)
+			}
+		})
 	}
 }
 
