@@ -254,14 +254,14 @@ const (
 func TestResolve(t *testing.T) {
 	st := copiedFixtures(t)
 	all := func(bound int) session.Source {
-		return func(context.Context, string) (session.Found, error) { return st.Within("", bound, nil) }
+		return func(ctx context.Context, _, _ string) (session.Found, error) { return st.Within(ctx, "", bound, nil) }
 	}
 	// A live session (a channel announced its name) that shadows a
 	// generated title with a person's name.
-	live := func(context.Context, string) (session.Found, error) {
+	live := func(context.Context, string, string) (session.Found, error) {
 		return session.Found{Sessions: []session.Session{{ID: "live-1", Name: "Run the store benchmarks."}}}, nil
 	}
-	none := func(context.Context, string) (session.Found, error) { return session.Found{}, nil }
+	none := func(context.Context, string, string) (session.Found, error) { return session.Found{}, nil }
 	for _, tc := range []struct {
 		name    string
 		sources []session.Source
@@ -287,7 +287,7 @@ func TestResolve(t *testing.T) {
 		{name: "sources are merged", sources: []session.Source{none, live}, ref: "live-1", wantID: "live-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := session.Resolver{Sources: tc.sources}.Resolve(context.Background(), "builder", tc.ref)
+			s, err := session.Resolver{Sources: tc.sources}.Resolve(context.Background(), "operator", "builder", tc.ref)
 			if tc.code == "" {
 				if err != nil || s.ID != tc.wantID {
 					t.Fatalf("Resolve(%q) = %s, %v; want %s", tc.ref, s.ID, err, tc.wantID)
@@ -303,8 +303,8 @@ func TestResolve(t *testing.T) {
 				var ids []string
 				for _, c := range cands {
 					ids = append(ids, c.ID)
-					if !strings.Contains(e.Message, c.ID) || c.LastActive == "" || c.Folder == "" {
-						t.Errorf("candidate %+v: not in %q or without its last activity and folder", c, e.Message)
+					if !strings.Contains(e.Message, c.ID) || c.LastActive == "" {
+						t.Errorf("candidate %+v: not in %q or without its last activity", c, e.Message)
 					}
 				}
 				if !slices.Equal(ids, tc.cands) {
@@ -390,12 +390,12 @@ func BenchmarkResolveAmongNewest(b *testing.B) {
 		}
 	}
 	st := session.Store{Home: home}
-	r := session.Resolver{Sources: []session.Source{func(context.Context, string) (session.Found, error) {
-		return st.Within(session.ClaudeCode, session.RecentBound, nil)
+	r := session.Resolver{Sources: []session.Source{func(ctx context.Context, _, _ string) (session.Found, error) {
+		return st.Within(ctx, session.ClaudeCode, session.RecentBound, nil)
 	}}}
 	b.ResetTimer()
 	for b.Loop() {
-		if s, err := r.Resolve(context.Background(), "builder", "chat 599"); err != nil || s.ID == "" {
+		if s, err := r.Resolve(context.Background(), "operator", "builder", "chat 599"); err != nil || s.ID == "" {
 			b.Fatal(s, err)
 		}
 	}

@@ -406,6 +406,9 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 			status: relay.StatusCompleted, has: worker.RecoveredLabel + ": the run was interrupted by a restart"},
 		{name: "not answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token)},
 			status: relay.StatusBlocked, has: worker.InterruptedNotResent},
+		{name: "the session moved on", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer half checked."),
+			claudeLine("user", "Something else, from the person."), claudeLine("assistant", "LATER-ANSWER for another prompt.")},
+			status: relay.StatusBlocked, has: "the session moved on"},
 		{name: "an earlier claim's token", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
 			otherClaim: true, status: relay.StatusQueued, has: "restarted"},
 	} {
@@ -445,6 +448,9 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 			if tc.status == relay.StatusCompleted && !strings.Contains(r.Result, "Lexer checked.") {
 				t.Errorf("result %q lacks the recovered answer", r.Result)
 			}
+			if strings.Contains(r.Message+r.Result, "LATER-ANSWER") {
+				t.Errorf("report %q / %q holds what the session wrote for a later prompt", r.Message, r.Result)
+			}
 			e.harness.mu.Lock()
 			defer e.harness.mu.Unlock()
 			if len(e.harness.requests) != 0 {
@@ -456,9 +462,13 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 
 // Ensures an any-session worker delivers a task into the session it names
 // (by exact name or id) when the session ran in the worker's folders,
-// refuses one that ran elsewhere, and runs a task that names none fresh.
+// refuses one that ran elsewhere (also through a symbolic link inside its
+// folder, which leads to the relay's data folder) without naming the
+// folder, and runs a task that names none fresh.
 func TestAnySessionWorker(t *testing.T) {
 	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
+	const linked = "5e55a0b1-0000-4000-8000-000000000003"
+	data := filepath.Join(t.TempDir(), "relay-data")
 	setup := func(t *testing.T) *env {
 		e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
 			c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
@@ -482,6 +492,20 @@ func TestAnySessionWorker(t *testing.T) {
 				map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
 				t.Fatal(err)
 			}
+			// A run could make a link inside its folder to the relay's data
+			// folder and a transcript that ran "there".
+			if err := os.MkdirAll(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(c.Workdir, "x")
+			if err := os.Symlink(data, link); err != nil {
+				t.Fatal(err)
+			}
+			pwn := filepath.Join(turns.Sessions.ClaudeProjects(), "-x", linked+".jsonl")
+			if err := appendTranscript(pwn, at, mine("user", "Hi.", link, linked),
+				map[string]any{"type": "custom-title", "customTitle": "pwn", "sessionId": linked}); err != nil {
+				t.Fatal(err)
+			}
 		})
 		return e
 	}
@@ -493,7 +517,9 @@ func TestAnySessionWorker(t *testing.T) {
 	}{
 		{name: "by exact name", target: "lexer work", mode: "session", status: relay.StatusCompleted, resumes: sessionID, has: sessionAnswered},
 		{name: "by id", target: sessionID, mode: "session", status: relay.StatusCompleted, resumes: sessionID, has: sessionAnswered},
-		{name: "outside the worker's folders", target: "other place", mode: "session", status: relay.StatusBlocked, has: "outside the folders this worker may use"},
+		{name: "outside the worker's folders", target: "other place", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
+		{name: "through a link inside the worker's folder", target: "pwn", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
+		{name: "by id through a link", target: linked, mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no such session", target: "lexer", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no target runs fresh", target: "", mode: "done", status: relay.StatusCompleted},
 	} {
@@ -509,6 +535,9 @@ func TestAnySessionWorker(t *testing.T) {
 			r := lastReport(got)
 			if got.Status != tc.status || !strings.Contains(r.Message+"\n"+r.Result, tc.has) {
 				t.Fatalf("task %s, report %q / %q; want %s with %q", got.Status, r.Message, r.Result, tc.status, tc.has)
+			}
+			if strings.Contains(r.Message+r.Result, data) || strings.Contains(r.Message+r.Result, "/elsewhere") {
+				t.Errorf("the report %q names a folder", r.Message)
 			}
 			e.harness.mu.Lock()
 			defer e.harness.mu.Unlock()
