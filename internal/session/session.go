@@ -350,9 +350,12 @@ func (g group) newest() time.Time { return g.files[len(g.files)-1].mod }
 
 // files lists the transcript files of tool with the id their name carries
 // (Claude Code: <id>.jsonl; Codex: rollout-<time>-<id>.jsonl).
-func (st Store) files(tool string) ([]file, error) {
+func (st Store) files(ctx context.Context, tool string) ([]file, error) {
 	var out []file
 	add := func(path, id string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed meanwhile
@@ -379,6 +382,9 @@ func (st Store) files(tool string) ([]file, error) {
 		}
 	case Codex:
 		err := filepath.WalkDir(filepath.Join(st.CodexHome(), "sessions"), func(path string, d fs.DirEntry, err error) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
@@ -548,7 +554,7 @@ func (st Store) recent(ctx context.Context, tool string, limit int) (Listing, er
 	}
 	l := Listing{Sessions: []Session{}, Bound: limit}
 	for _, tl := range tools {
-		files, err := st.files(tl)
+		files, err := st.files(ctx, tl)
 		if err != nil {
 			return Listing{}, err
 		}
@@ -592,7 +598,7 @@ func (st Store) ByID(tool, id string) (Session, error) {
 	if !ValidID(id) {
 		return Session{}, &NotFoundError{Name: id}
 	}
-	files, err := st.files(tool)
+	files, err := st.files(context.Background(), tool)
 	if err != nil {
 		return Session{}, err
 	}

@@ -633,3 +633,16 @@ func TestRefusalsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a lookup that outlasts session.LookupBudget (a source stuck on a
+// slow disk) refuses the post instead of holding it.
+func TestLookupBudget(t *testing.T) {
+	stuck := func(ctx context.Context, _, _ string) (session.Found, error) {
+		<-ctx.Done()
+		return session.Found{}, ctx.Err()
+	}
+	_, err := session.Resolver{Sources: []session.Source{stuck}}.Resolve(context.Background(), "operator", "builder", "release prep")
+	if relay.ErrorCode(err) != relay.EInvalidRequest || !strings.Contains(relay.ErrorMessage(err), "took longer than") {
+		t.Fatalf("Resolve = %v; want the lookup refused as too long", err)
+	}
+}
