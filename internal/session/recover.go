@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ErrNoAnswer means the transcript holds no answer after the request.
@@ -29,9 +30,11 @@ func (e *MovedOnError) MovedOn() bool { return true }
 // before the next prompt: what to report when the CLI died before it
 // printed its answer. Text written before the request, or after a later
 // prompt (records holding only tool results belong to the same turn), is
-// never returned. When a later prompt follows the request the error is a
+// never returned. Records stamped before since (the turn's claim; zero:
+// none) are ignored, so a copy of the request planted earlier does not
+// count. When a later prompt follows the request the error is a
 // *MovedOnError carrying the text written before it.
-func Recover(s Session, token string) (string, error) {
+func Recover(s Session, token string, since time.Time) (string, error) {
 	if token == "" {
 		return "", errors.New("recover: a request token is required")
 	}
@@ -41,6 +44,9 @@ func Recover(s Session, token string) (string, error) {
 	)
 	for _, path := range s.files() { // a Codex thread's rollouts, oldest first
 		err := eachLine(context.Background(), path, func(line []byte) bool {
+			if before(line, since) {
+				return true
+			}
 			role, text, prompt := transcriptMessage(s.Tool, line)
 			switch {
 			case role == "user" && strings.Contains(text, token):
@@ -66,6 +72,27 @@ func Recover(s Session, token string) (string, error) {
 		return "", ErrNoAnswer
 	}
 	return text, nil
+}
+
+// recoverSkew is how much earlier than the turn's claim a record may be
+// stamped and still count (the CLI's and the relay's clocks are read at
+// different moments).
+const recoverSkew = time.Second
+
+// before reports whether the record is stamped earlier than since (less
+// recoverSkew); a record without a readable time is not.
+func before(line []byte, since time.Time) bool {
+	if since.IsZero() {
+		return false
+	}
+	var r struct {
+		Timestamp string `json:"timestamp"`
+	}
+	if json.Unmarshal(line, &r) != nil {
+		return false
+	}
+	t := parseTime(r.Timestamp)
+	return !t.IsZero() && t.Before(since.Add(-recoverSkew))
 }
 
 // transcriptMessage returns the role and text of a message line ("" when

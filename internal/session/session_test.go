@@ -357,7 +357,7 @@ func TestRecoverAcrossRollouts(t *testing.T) {
 	if err != nil || len(s.Paths) != 2 || s.Name != "store refactor" {
 		t.Fatalf("ByID = %+v, %v; want the thread with both rollouts and its name", s, err)
 	}
-	got, err := session.Recover(s, "crosschat-req-00000000000000aa")
+	got, err := session.Recover(s, "crosschat-req-00000000000000aa", time.Time{})
 	if err != nil || !strings.HasPrefix(got, "Metric added.") {
 		t.Fatalf("Recover = %q, %v", got, err)
 	}
@@ -452,9 +452,13 @@ func TestRecoverStopsAtTheNextPrompt(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		lines []string
+		since time.Time
 		want  string
 		moved bool
 	}{
+		// The records are stamped 10:00; a turn claimed at 11:00 ignores
+		// them (a request planted earlier).
+		{name: "stamped before the turn", lines: []string{req, partial}, since: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), moved: false, want: "-"},
 		{name: "answer with tool results", lines: []string{req, partial, toolResult, rest}, want: "Partial answer.\n\nRest of the answer."},
 		{name: "later prompt and its answer", lines: []string{req, partial, later, laterAnswer}, want: "Partial answer.", moved: true},
 		{name: "another request follows", lines: []string{req, later, laterAnswer}, moved: true},
@@ -462,7 +466,7 @@ func TestRecoverStopsAtTheNextPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := session.Store{Home: t.TempDir()}
 			path := writeClaude(t, st, "-w", id, tc.lines...)
-			got, err := session.Recover(session.Session{Tool: session.ClaudeCode, ID: id, Path: path}, tok)
+			got, err := session.Recover(session.Session{Tool: session.ClaudeCode, ID: id, Path: path}, tok, tc.since)
 			var mv *session.MovedOnError
 			if errors.As(err, &mv) != tc.moved {
 				t.Fatalf("Recover = %q, %v; moved on = %v", got, err, tc.moved)
@@ -470,6 +474,12 @@ func TestRecoverStopsAtTheNextPrompt(t *testing.T) {
 			if tc.moved {
 				if mv.Text != tc.want || got != "" {
 					t.Fatalf("moved on: text %q (returned %q), want %q only", mv.Text, got, tc.want)
+				}
+				return
+			}
+			if tc.want == "-" {
+				if !errors.Is(err, session.ErrNoAnswer) {
+					t.Fatalf("Recover = %q, %v; want ErrNoAnswer", got, err)
 				}
 				return
 			}

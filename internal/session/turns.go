@@ -52,13 +52,14 @@ func (t Turns) TryLock(id, token string) (ok bool, holder string, err error) {
 func (t Turns) Unlock(id, token string) error { return Release(t.LockDir, id, token) }
 
 // Recover returns the assistant text of the tool's session id written
-// after the request carrying token, "" when there is none.
-func (t Turns) Recover(tool, id, token string) (string, error) {
+// after the request carrying token (records stamped before since, the
+// turn's claim, are ignored), "" when there is none.
+func (t Turns) Recover(tool, id, token string, since time.Time) (string, error) {
 	s, err := t.find(tool, id)
 	if err != nil {
 		return "", err
 	}
-	text, err := Recover(s, token)
+	text, err := Recover(s, token, since)
 	if errors.Is(err, ErrNoAnswer) {
 		return "", nil
 	}

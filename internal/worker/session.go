@@ -35,8 +35,9 @@ type Sessions interface {
 	// Unlock releases the turn lock held with token.
 	Unlock(id, token string) error
 	// Recover returns the assistant text the session's transcript holds
-	// after the request that carries token ("" when there is none).
-	Recover(harness, id, token string) (string, error)
+	// after the request that carries token ("" when there is none),
+	// ignoring records stamped before since (the turn's claim).
+	Recover(harness, id, token string, since time.Time) (string, error)
 	// Locate finds the harness's session that ref names (an id, or an exact
 	// name among the newest sessions) for an any-session worker, among the
 	// sessions that ran in roots (checked on resolved paths, no symbolic
@@ -195,7 +196,7 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 		return
 	}
 	if why := recoverWhy(ex, r.cfg.TimeoutMinutes); why != "" {
-		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token)
+		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token, claimTime(r.task.ClaimedAt))
 		switch {
 		case err != nil:
 			ex.errs = append(ex.errs, fmt.Errorf("recover the answer from the session %s: %w", turn.info.ID, err))
@@ -270,6 +271,16 @@ func recoveredOutcome(out outcome, why string) outcome {
 	out.result = RecoveredLabel + ": " + why + ".]\n\n" + out.result
 	out.message = clipRunes("Recovered: "+out.message, firstLine)
 	return out
+}
+
+// claimTime is a task's claim time; zero when it is unreadable (nothing is
+// then ignored for its time).
+func claimTime(claimedAt string) time.Time {
+	t, err := relay.ParseTime(claimedAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // notResentOutcome blocks a turn interrupted before its session's

@@ -399,9 +399,12 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 		name       string
 		transcript []map[string]any
 		otherClaim bool
+		planted    bool // the transcript is stamped an hour before the claim
 		status     relay.TaskStatus
 		has        string
 	}{
+		{name: "planted before the claim", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
+			planted: true, status: relay.StatusBlocked, has: worker.InterruptedNotResent},
 		{name: "answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
 			status: relay.StatusCompleted, has: worker.RecoveredLabel + ": the run was interrupted by a restart"},
 		{name: "not answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token)},
@@ -414,13 +417,19 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, turns := sessionEnv(t, time.Hour, nil)
-			if err := appendTranscript(transcriptPath(turns), time.Now(), tc.transcript...); err != nil {
-				t.Fatal(err)
-			}
 			task := e.post(operator, "Check the lexer", "session")
 			claimed, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: builder, LeaseSeconds: 600, Via: relay.ViaWorker})
 			if err != nil || claimed == nil || claimed.ID != task.ID {
 				t.Fatalf("claim: %+v %v", claimed, err)
+			}
+			// The turn, written after its claim (records stamped earlier
+			// are ignored: see "planted before the claim").
+			at := time.Now()
+			if tc.planted {
+				at = at.Add(-time.Hour)
+			}
+			if err := appendTranscript(transcriptPath(turns), at, tc.transcript...); err != nil {
+				t.Fatal(err)
 			}
 			rs := relay.RunSession{TaskID: task.ID, Harness: relay.SessionClaudeCode, SessionID: sessionID, Workdir: "/work",
 				RequestToken: token, ClaimedAt: claimed.ClaimedAt}

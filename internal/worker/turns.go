@@ -73,7 +73,7 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 	if name, _, err := m.opts.Sessions.Find(rs.Harness, rs.SessionID); err == nil {
 		label = sessionLabel(sessionInfo{ID: rs.SessionID, Label: name})
 	}
-	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken)
+	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken, claimTime(rs.ClaimedAt))
 	var moved interface{ MovedOn() bool }
 	var out outcome
 	step := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
