@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
@@ -126,10 +127,10 @@ func (w *Workers) Sessions(harnessID, workdir string) ([]SessionChoice, error) {
 // targetResolver resolves a post's targetSession against the sessions its
 // recipient can be reached in (store.SessionResolver): the resolved id is
 // the task's target.
-func (w *Workers) targetResolver(workers relay.WorkerService, live liveSessionLister) func(ctx context.Context, recipient, ref string) (string, error) {
+func (w *Workers) targetResolver(workers relay.WorkerService, live liveSessionLister) func(ctx context.Context, sender, recipient, ref string) (string, error) {
 	r := session.Resolver{Sources: append(w.sessionSources(workers), liveSessions(live))}
-	return func(ctx context.Context, recipient, ref string) (string, error) {
-		s, err := r.Resolve(ctx, recipient, ref)
+	return func(ctx context.Context, sender, recipient, ref string) (string, error) {
+		s, err := r.Resolve(ctx, sender, recipient, ref)
 		return s.ID, err
 	}
 }
@@ -151,7 +152,7 @@ type liveSessionLister interface {
 // that session's stream only. Listed after the workers' sources, so a
 // session a worker also knows keeps the worker's fuller description.
 func liveSessions(live liveSessionLister) session.Source {
-	return func(ctx context.Context, agent string) (session.Found, error) {
+	return func(ctx context.Context, _, agent string) (session.Found, error) {
 		list, err := live.LiveSessions(ctx, agent)
 		if err != nil {
 			return session.Found{}, err
@@ -165,20 +166,25 @@ func liveSessions(live liveSessionLister) session.Source {
 	}
 }
 
-// workerOf is the agent's worker, ok false when it has none.
-func workerOf(ctx context.Context, workers relay.WorkerService, agent string) (relay.WorkerConfig, bool, error) {
+// workerOf is the agent's worker, ok false when it has none or when it
+// does not take sender's tasks (sender not among its AllowedSenders): its
+// sessions are then neither offered nor named to sender.
+func workerOf(ctx context.Context, workers relay.WorkerService, sender, agent string) (relay.WorkerConfig, bool, error) {
 	cfg, err := workers.Worker(ctx, agent)
 	if relay.ErrorCode(err) == relay.EUnknownWorker {
 		return cfg, false, nil
 	}
-	return cfg, err == nil, err
+	if err != nil {
+		return cfg, false, err
+	}
+	return cfg, slices.Contains(cfg.AllowedSenders, sender), nil
 }
 
 // boundSessions is the session the agent's worker is bound to, while it is
 // on this computer.
 func boundSessions(workers relay.WorkerService, st session.Store) session.Source {
-	return func(ctx context.Context, agent string) (session.Found, error) {
-		cfg, ok, err := workerOf(ctx, workers, agent)
+	return func(ctx context.Context, sender, agent string) (session.Found, error) {
+		cfg, ok, err := workerOf(ctx, workers, sender, agent)
 		if err != nil || !ok || cfg.SessionID == "" {
 			return session.Found{}, err
 		}
@@ -195,14 +201,19 @@ func boundSessions(workers relay.WorkerService, st session.Store) session.Source
 }
 
 // anySessions are the sessions the agent's any-session worker may resume:
-// its CLI's newest session.RecentBound, that ran in the worker's folders.
+// its CLI's newest session.RecentBound, that ran in the worker's folders
+// (checked on resolved paths: a folder reached through a symbolic link is
+// not one of them).
 func anySessions(workers relay.WorkerService, st session.Store) session.Source {
-	return func(ctx context.Context, agent string) (session.Found, error) {
-		cfg, ok, err := workerOf(ctx, workers, agent)
+	return func(ctx context.Context, sender, agent string) (session.Found, error) {
+		cfg, ok, err := workerOf(ctx, workers, sender, agent)
 		if err != nil || !ok || !cfg.AnySession {
 			return session.Found{}, err
 		}
 		roots := cfg.SessionFolders()
-		return st.Within(cfg.Harness, session.RecentBound, func(folder string) bool { return relay.FolderWithin(folder, roots) })
+		return st.Within(ctx, cfg.Harness, session.RecentBound, func(folder string) bool {
+			_, err := relay.RealFolderWithin(folder, roots)
+			return err == nil
+		})
 	}
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,4 +72,26 @@ func TestPostResolvesTargetSession(t *testing.T) {
 		t.Fatalf("bind to %s: %s", b, errs)
 	}
 	check("bound", map[string]string{"release prep": b, b: b, a: relay.ESessionNotFound})
+
+	// A sender the worker does not take tasks from is told of none of its
+	// sessions: not found, nothing similar, no folder.
+	if _, errs, code := run(t, append([]string{"agents", "add", "stranger", "--name", "Stranger", "--model", "claude", "--capability", "file-system"}, loc...)...); code != 0 {
+		t.Fatalf("agents add: %s", errs)
+	}
+	for _, stage := range [][]string{{"--session", b}, {"--sessions", "any"}} {
+		if _, errs, code := set(stage...); code != 0 {
+			t.Fatalf("workers set %v: %s", stage, errs)
+		}
+		for _, ref := range []string{"release prep", "release", b} {
+			_, err := r.Service().PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "stranger", RecipientSlug: "builder",
+				Title: "t", Instructions: "i", Priority: relay.PriorityNormal, TargetSession: ref})
+			var e *relay.Error
+			if !errors.As(err, &e) || e.Code != relay.ESessionNotFound {
+				t.Fatalf("%v: stranger's post to %q = %v; want session_not_found", stage, ref, err)
+			}
+			if sim, _ := e.Details["similar"].([]string); len(sim) != 0 || strings.Contains(e.Message, work) {
+				t.Errorf("%v: stranger's post to %q: similar %q, message %q; want nothing of the worker's sessions", stage, ref, sim, e.Message)
+			}
+		}
+	}
 }

@@ -38,6 +38,16 @@ const GeminiSettingsFile = "gemini-settings.json"
 // ErrCannotRun is returned (wrapped) by Build for presets a worker cannot run.
 var ErrCannotRun = errors.New("this agent can't run tasks unattended")
 
+// sessionID reports whether id can be put on a CLI's command line as a
+// session to resume: letters, digits, '-' and '_' (a UUID), not starting
+// with '-', so it is never read as an option.
+func sessionID(id string) bool {
+	if len(id) > 128 || strings.HasPrefix(id, "-") {
+		return false
+	}
+	return strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == "" && id != ""
+}
+
 // Build returns the command of one run of req.Config.Harness on goos: the
 // exact arguments of the preset (or the custom template with its
 // placeholders substituted), how the prompt reaches the CLI, where its
@@ -45,7 +55,7 @@ var ErrCannotRun = errors.New("this agent can't run tasks unattended")
 //
 // Presets never put the task text on the command line: it goes to standard
 // input or stays in req.PromptFile. When req.ResumeSession is set, Claude
-// Code (--resume), Codex (exec resume) and Gemini CLI (--resume) continue
+// Code (--resume=ID), Codex (exec resume ID) and Gemini CLI (--resume) continue
 // that session; other presets start afresh.
 //
 // Scripts (.js, .cjs, .mjs) run with node from PATH, the script first. On
@@ -63,6 +73,9 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 	if strings.TrimSpace(c.Command) == "" {
 		return runspec.Spec{}, fmt.Errorf("build %s: no command", p.Name)
 	}
+	if req.ResumeSession != "" && !sessionID(req.ResumeSession) {
+		return runspec.Spec{}, fmt.Errorf("build %s: %q is not a session id (letters, digits, '-' and '_', not starting with '-')", p.Name, req.ResumeSession)
+	}
 	spec := runspec.Spec{Events: p.Events, RelayServer: p.RelayServer}
 	var args []string
 	switch p.ID {
@@ -75,7 +88,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 			args = append(args, "--add-dir", d)
 		}
 		if req.ResumeSession != "" {
-			args = append(args, "--resume", req.ResumeSession)
+			args = append(args, "--resume="+req.ResumeSession) // one argument: never read as an option
 		}
 		spec.Stdin = req.Prompt
 		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{

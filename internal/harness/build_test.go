@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -388,5 +389,23 @@ func TestPresets(t *testing.T) {
 		if !strings.Contains(locs, want) {
 			t.Errorf("%s: zcode locations %q lack %q", goos, locs, want)
 		}
+	}
+}
+
+// Ensure a session id that could pass as an option never reaches a CLI's
+// command line, and Claude Code's is one argument (--resume=ID).
+func TestBuildRefusesOptionLikeSession(t *testing.T) {
+	for _, id := range []string{"--dangerously-skip-permissions", "-x", "a b", "a;b"} {
+		for _, p := range []string{harness.ClaudeCode, harness.Codex, harness.Gemini} {
+			req := request("linux", p, false, true)
+			req.ResumeSession = id
+			if _, err := harness.Build(req, "linux"); err == nil {
+				t.Errorf("%s: Build resumed %q", p, id)
+			}
+		}
+	}
+	spec, err := harness.Build(request("linux", harness.ClaudeCode, false, true), "linux")
+	if err != nil || !slices.Contains(spec.Args, "--resume=0199a213-81c0-7800-8aa1-bbab2a035a53") {
+		t.Fatalf("Claude Code's resume: %v, %v", spec.Args, err)
 	}
 }

@@ -116,6 +116,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	rules := plan(req, goos, w.Protected, w.Homes)
 	var warning string
 	if goos == "linux" || goos == "darwin" {
+		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
 		var err error
 		if warning, err = w.overlap(req, rules); err != nil {
 			return runspec.Sandboxed{}, err
@@ -215,7 +216,7 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 	for _, a := range req.Config.AllowPaths {
 		p, _ := relay.CutAllowPath(a)
 		if filepath.IsAbs(p) {
-			explicit[filepath.Clean(p)] = true
+			explicit[resolvedPath(filepath.Clean(p))] = true
 		}
 	}
 	var warnings []string
@@ -223,6 +224,7 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		if p == "" {
 			continue
 		}
+		p = resolvedPath(p)
 		for _, a := range slices.Concat(r.RO, r.RW) {
 			if !within(p, a) {
 				continue
@@ -235,6 +237,35 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		}
 	}
 	return strings.Join(warnings, " "), nil
+}
+
+// resolved replaces each path by the one its symbolic links lead to, so
+// the protected-folder check and the rules see where a link really goes
+// (Landlock follows a link to its target): a working folder that is a
+// link to the relay's data folder is that folder. Paths among keep (the
+// CLI's private folders, which are refused when they are links) and paths
+// that do not exist yet stay as they are; a path repeated after resolving
+// is dropped.
+func resolved(paths, keep []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !slices.Contains(keep, p) {
+			p = resolvedPath(p)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// resolvedPath is path with its symbolic links followed, or path itself
+// when it cannot be resolved (it does not exist yet).
+func resolvedPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 // confinedArgs are the CLI's arguments for a confined run.

@@ -187,7 +187,7 @@ try list-home ls "$HOME"
 // Ensure a run whose folders hold the relay's data folder is refused,
 // unless the operator allowed that path explicitly (then its log warns).
 func TestProtectedOverlapRefused(t *testing.T) {
-	home, data, _, run, _ := layout(t)
+	home, data, work, run, _ := layout(t)
 	w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }}
 	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
 		Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: home, RunDir: run}
@@ -198,6 +198,27 @@ func TestProtectedOverlapRefused(t *testing.T) {
 	s, err := w.Wrap(req)
 	if err != nil || !s.Confined || !s.Warning || !strings.Contains(s.Log, "holds the relay's data folder") {
 		t.Fatalf("allowed explicitly: %+v, %v", s, err)
+	}
+	// A working or extra folder that is a symbolic link to the data folder
+	// (made by an earlier run inside its own folder) reaches it all the same.
+	link := filepath.Join(work, "x")
+	if err := os.Symlink(data, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []runspec.SandboxRequest{
+		{Workdir: link},
+		{Workdir: work, ExtraDirs: []string{link}},
+	} {
+		req := req
+		req.Workdir, req.ExtraDirs, req.Config.AllowPaths = r.Workdir, r.ExtraDirs, r.Config.AllowPaths
+		if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), "data folder") {
+			t.Errorf("workdir %s, extra %v, allowed %v (a link to the data folder): %v", r.Workdir, r.ExtraDirs, r.Config.AllowPaths, err)
+		}
+	}
+	// Allowed explicitly through the link: the operator's choice, with a warning.
+	req.Workdir, req.Config.AllowPaths = link, []string{link + ":rw"}
+	if s, err := w.Wrap(req); err != nil || !strings.Contains(s.Log, "holds the relay's data folder") || !strings.Contains(s.Log, data) {
+		t.Fatalf("a link allowed explicitly: %+v, %v", s, err)
 	}
 }
 

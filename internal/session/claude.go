@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -22,15 +23,15 @@ type claudeRecord struct {
 
 // readClaude reads one transcript: the last custom-title is the name, the
 // last ai-title (else summary, else the first prompt) the title.
-func readClaude(path string) (Session, error) {
-	info, err := os.Stat(path)
+func readClaude(ctx context.Context, path string) (Session, error) {
+	info, err := os.Lstat(path)
 	if err != nil {
 		return Session{}, err
 	}
 	s := Session{Tool: ClaudeCode, ID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Path: path, LastActive: info.ModTime().UTC()}
 	var aiTitle, summary, firstPrompt string
 	var last string
-	err = eachLine(path, func(line []byte) bool {
+	err = eachLine(ctx, path, func(line []byte) bool {
 		var r claudeRecord
 		if json.Unmarshal(line, &r) != nil {
 			return true
@@ -46,11 +47,11 @@ func readClaude(path string) (Session, error) {
 		}
 		switch r.Type {
 		case "custom-title":
-			s.Name = strings.TrimSpace(r.CustomTitle)
+			s.Name = cleanLabel(r.CustomTitle)
 		case "ai-title":
-			aiTitle = strings.TrimSpace(r.AITitle)
+			aiTitle = cleanLabel(r.AITitle)
 		case "summary":
-			summary = strings.TrimSpace(r.Summary)
+			summary = cleanLabel(r.Summary)
 		case "user":
 			if firstPrompt == "" && !r.IsMeta {
 				firstPrompt = claudeText(r.Message)

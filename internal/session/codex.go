@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,15 +28,15 @@ type codexMessage struct {
 }
 
 // codexNames reads session_index.jsonl: the last thread_name per id wins.
-func codexNames(path string) (map[string]string, error) {
+func codexNames(ctx context.Context, path string) (map[string]string, error) {
 	names := map[string]string{}
-	err := eachLine(path, func(line []byte) bool {
+	err := eachLine(ctx, path, func(line []byte) bool {
 		var e struct {
 			ID         string `json:"id"`
 			ThreadName string `json:"thread_name"`
 		}
 		if json.Unmarshal(line, &e) == nil && e.ID != "" {
-			names[e.ID] = strings.TrimSpace(e.ThreadName)
+			names[e.ID] = cleanLabel(e.ThreadName)
 		}
 		return true
 	})
@@ -47,15 +48,15 @@ func codexNames(path string) (map[string]string, error) {
 
 // readCodex reads one rollout. user is false for threads a sub-agent
 // started (their source is an object, not "cli", "exec", "vscode"…).
-func readCodex(path string) (s Session, user bool, err error) {
-	info, err := os.Stat(path)
+func readCodex(ctx context.Context, path string) (s Session, user bool, err error) {
+	info, err := os.Lstat(path)
 	if err != nil {
 		return Session{}, false, err
 	}
 	s = Session{Tool: Codex, Path: path, LastActive: info.ModTime().UTC()}
 	user = true
 	var last string
-	err = eachLine(path, func(line []byte) bool {
+	err = eachLine(ctx, path, func(line []byte) bool {
 		var l codexLine
 		if json.Unmarshal(line, &l) != nil {
 			return true

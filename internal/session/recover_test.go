@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -24,7 +25,7 @@ func TestRecover(t *testing.T) {
 		{"request never delivered", claude, "CCREQ-none", "", session.ErrNoAnswer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := session.Recover(tc.s, tc.token)
+			got, err := session.Recover(tc.s, tc.token, time.Time{})
 			if !errors.Is(err, tc.err) || got != tc.want {
 				t.Fatalf("Recover = %q, %v; want %q, %v", got, err, tc.want, tc.err)
 			}
@@ -41,7 +42,7 @@ func TestRecoverNothingYet(t *testing.T) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := session.Recover(session.Session{Tool: session.ClaudeCode, Path: path}, "CCREQ-1"); !errors.Is(err, session.ErrNoAnswer) {
+	if got, err := session.Recover(session.Session{Tool: session.ClaudeCode, Path: path}, "CCREQ-1", time.Time{}); !errors.Is(err, session.ErrNoAnswer) {
 		t.Fatalf("Recover = %q, %v; want ErrNoAnswer", got, err)
 	}
 }

@@ -10,6 +10,7 @@ package session
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -56,6 +58,28 @@ type Session struct {
 	// Paths are every transcript file of the session, oldest first, when
 	// it has more than one (Codex rollouts sharing the thread's id).
 	Paths []string `json:"-"`
+	// grp is the files of a session past a listing's bound (not read yet).
+	grp *group
+	// keep is the folder check of the source that listed it past its bound.
+	keep func(folder string) bool
+}
+
+// maxID bounds a session id's length.
+const maxID = 128
+
+// ValidID reports whether id can name a session on a CLI's command line:
+// letters, digits, '-' and '_' (a UUID), not starting with '-' (never an
+// option), at most maxID bytes.
+func ValidID(id string) bool {
+	if id == "" || len(id) > maxID || id[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // files is every transcript file of s, oldest first.
@@ -196,18 +220,48 @@ func similar(ref string, all []Session) []string {
 	return relay.Similar(ref, labels, strings.ToLower, 5)
 }
 
-// eachLine calls fn with each line of the file that is at most maxLine
-// bytes; longer lines are skipped. fn returns false to stop.
-func eachLine(path string, fn func([]byte) bool) error {
-	f, err := os.Open(path)
+// maxFile bounds the bytes read of one transcript file; the rest is not
+// read.
+const maxFile = 64 << 20
+
+// errNotRegular refuses a transcript that is not a regular file (a link,
+// a FIFO, a device).
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading only when it is a regular file: a
+// symbolic link is not followed and a FIFO is not waited on.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// eachLine calls fn with each line of the file (a regular file, at most
+// its first maxFile bytes) that is at most maxLine bytes; longer lines are
+// skipped. fn returns false to stop; so does ctx, with its error.
+func eachLine(ctx context.Context, path string, fn func([]byte) bool) error {
+	f, _, err := openRegular(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(io.LimitReader(f, maxFile), 64<<10)
 	var line []byte
 	tooLong := false
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		chunk, isPrefix, err := r.ReadLine()
 		if err == io.EOF {
 			return nil
@@ -233,9 +287,28 @@ func eachLine(path string, fn func([]byte) bool) error {
 	}
 }
 
+// maxLabel bounds a name or title read from a transcript (runes).
+const maxLabel = 200
+
+// cleanLabel makes a name or title read from a transcript safe to show:
+// one line, no control characters, at most maxLabel runes.
+func cleanLabel(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > maxLabel {
+		s = string([]rune(s)[:maxLabel-1]) + "…"
+	}
+	return s
+}
+
 // shortTitle makes a one-line title of a prompt.
 func shortTitle(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = cleanLabel(s)
 	if utf8.RuneCountInString(s) <= maxTitle {
 		return s
 	}
@@ -277,15 +350,21 @@ func (g group) newest() time.Time { return g.files[len(g.files)-1].mod }
 
 // files lists the transcript files of tool with the id their name carries
 // (Claude Code: <id>.jsonl; Codex: rollout-<time>-<id>.jsonl).
-func (st Store) files(tool string) ([]file, error) {
+func (st Store) files(ctx context.Context, tool string) ([]file, error) {
 	var out []file
 	add := func(path, id string) error {
-		info, err := os.Stat(path)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed meanwhile
 		}
 		if err != nil {
 			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil // a link, a FIFO, a device: never read
 		}
 		out = append(out, file{id: id, path: path, mod: info.ModTime().UTC(), size: info.Size()})
 		return nil
@@ -303,6 +382,9 @@ func (st Store) files(tool string) ([]file, error) {
 		}
 	case Codex:
 		err := filepath.WalkDir(filepath.Join(st.CodexHome(), "sessions"), func(path string, d fs.DirEntry, err error) error {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
@@ -358,16 +440,16 @@ func groups(files []file) []group {
 // readGroup reads the files of one session and merges them: one session
 // however many rollouts it has. ok is false for what is not listed (no
 // id, a Codex thread a sub-agent started).
-func readGroup(tool string, g group) (s Session, ok bool, err error) {
+func readGroup(ctx context.Context, tool string, g group) (s Session, ok bool, err error) {
 	for _, f := range g.files {
-		part, user, err := readFile(tool, f)
+		part, user, err := readFile(ctx, tool, f)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return Session{}, false, fmt.Errorf("read %s session %s: %w", tool, f.path, err)
 		}
-		if !user || part.ID == "" {
+		if !user || !ValidID(part.ID) {
 			return Session{}, false, nil
 		}
 		if s.ID == "" {
@@ -416,7 +498,7 @@ type parsedFile struct {
 
 // readFile reads one transcript file (user is false for a Codex thread a
 // sub-agent started), from the cache while it is unchanged.
-func readFile(tool string, f file) (s Session, user bool, err error) {
+func readFile(ctx context.Context, tool string, f file) (s Session, user bool, err error) {
 	parsed.Lock()
 	c, ok := parsed.m[f.path]
 	parsed.Unlock()
@@ -425,9 +507,9 @@ func readFile(tool string, f file) (s Session, user bool, err error) {
 	}
 	user = true
 	if tool == ClaudeCode {
-		s, err = readClaude(f.path)
+		s, err = readClaude(ctx, f.path)
 	} else {
-		s, user, err = readCodex(f.path)
+		s, user, err = readCodex(ctx, f.path)
 	}
 	if err != nil {
 		return s, user, err
@@ -456,6 +538,11 @@ type Listing struct {
 // limit per CLI (0: all). Codex rollouts that share a thread id count as
 // one session.
 func (st Store) Recent(tool string, limit int) (Listing, error) {
+	return st.recent(context.Background(), tool, limit)
+}
+
+// recent is Recent stopped by ctx.
+func (st Store) recent(ctx context.Context, tool string, limit int) (Listing, error) {
 	var tools []string
 	switch tool {
 	case "":
@@ -467,23 +554,23 @@ func (st Store) Recent(tool string, limit int) (Listing, error) {
 	}
 	l := Listing{Sessions: []Session{}, Bound: limit}
 	for _, tl := range tools {
-		files, err := st.files(tl)
+		files, err := st.files(ctx, tl)
 		if err != nil {
 			return Listing{}, err
 		}
 		var names map[string]string
 		if tl == Codex {
-			if names, err = codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl")); err != nil {
+			if names, err = codexNames(ctx, filepath.Join(st.CodexHome(), "session_index.jsonl")); err != nil {
 				return Listing{}, err
 			}
 		}
 		read := 0
 		for _, g := range groups(files) {
 			if limit > 0 && read >= limit {
-				l.Beyond = append(l.Beyond, Session{Tool: tl, ID: g.id, Name: names[g.id], LastActive: g.newest(), Path: g.files[len(g.files)-1].path})
+				l.Beyond = append(l.Beyond, Session{Tool: tl, ID: g.id, Name: names[g.id], LastActive: g.newest(), Path: g.files[len(g.files)-1].path, grp: &g})
 				continue
 			}
-			s, ok, err := readGroup(tl, g)
+			s, ok, err := readGroup(ctx, tl, g)
 			if err != nil {
 				return Listing{}, err
 			}
@@ -508,7 +595,10 @@ func (st Store) Recent(tool string, limit int) (Listing, error) {
 
 // ByID reads the session of tool whose id is id, and only its files.
 func (st Store) ByID(tool, id string) (Session, error) {
-	files, err := st.files(tool)
+	if !ValidID(id) {
+		return Session{}, &NotFoundError{Name: id}
+	}
+	files, err := st.files(context.Background(), tool)
 	if err != nil {
 		return Session{}, err
 	}
@@ -519,13 +609,13 @@ func (st Store) ByID(tool, id string) (Session, error) {
 		}
 	}
 	for _, g := range groups(mine) {
-		s, ok, err := readGroup(tool, g)
+		s, ok, err := readGroup(context.Background(), tool, g)
 		if err != nil {
 			return Session{}, err
 		}
 		if ok && s.ID == id {
 			if tool == Codex {
-				names, err := codexNames(filepath.Join(st.CodexHome(), "session_index.jsonl"))
+				names, err := codexNames(context.Background(), filepath.Join(st.CodexHome(), "session_index.jsonl"))
 				if err != nil {
 					return Session{}, err
 				}

@@ -254,14 +254,14 @@ const (
 func TestResolve(t *testing.T) {
 	st := copiedFixtures(t)
 	all := func(bound int) session.Source {
-		return func(context.Context, string) (session.Found, error) { return st.Within("", bound, nil) }
+		return func(ctx context.Context, _, _ string) (session.Found, error) { return st.Within(ctx, "", bound, nil) }
 	}
 	// A live session (a channel announced its name) that shadows a
 	// generated title with a person's name.
-	live := func(context.Context, string) (session.Found, error) {
+	live := func(context.Context, string, string) (session.Found, error) {
 		return session.Found{Sessions: []session.Session{{ID: "live-1", Name: "Run the store benchmarks."}}}, nil
 	}
-	none := func(context.Context, string) (session.Found, error) { return session.Found{}, nil }
+	none := func(context.Context, string, string) (session.Found, error) { return session.Found{}, nil }
 	for _, tc := range []struct {
 		name    string
 		sources []session.Source
@@ -287,7 +287,7 @@ func TestResolve(t *testing.T) {
 		{name: "sources are merged", sources: []session.Source{none, live}, ref: "live-1", wantID: "live-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := session.Resolver{Sources: tc.sources}.Resolve(context.Background(), "builder", tc.ref)
+			s, err := session.Resolver{Sources: tc.sources}.Resolve(context.Background(), "operator", "builder", tc.ref)
 			if tc.code == "" {
 				if err != nil || s.ID != tc.wantID {
 					t.Fatalf("Resolve(%q) = %s, %v; want %s", tc.ref, s.ID, err, tc.wantID)
@@ -303,8 +303,8 @@ func TestResolve(t *testing.T) {
 				var ids []string
 				for _, c := range cands {
 					ids = append(ids, c.ID)
-					if !strings.Contains(e.Message, c.ID) || c.LastActive == "" || c.Folder == "" {
-						t.Errorf("candidate %+v: not in %q or without its last activity and folder", c, e.Message)
+					if !strings.Contains(e.Message, c.ID) || c.LastActive == "" {
+						t.Errorf("candidate %+v: not in %q or without its last activity", c, e.Message)
 					}
 				}
 				if !slices.Equal(ids, tc.cands) {
@@ -357,7 +357,7 @@ func TestRecoverAcrossRollouts(t *testing.T) {
 	if err != nil || len(s.Paths) != 2 || s.Name != "store refactor" {
 		t.Fatalf("ByID = %+v, %v; want the thread with both rollouts and its name", s, err)
 	}
-	got, err := session.Recover(s, "crosschat-req-00000000000000aa")
+	got, err := session.Recover(s, "crosschat-req-00000000000000aa", time.Time{})
 	if err != nil || !strings.HasPrefix(got, "Metric added.") {
 		t.Fatalf("Recover = %q, %v", got, err)
 	}
@@ -390,12 +390,12 @@ func BenchmarkResolveAmongNewest(b *testing.B) {
 		}
 	}
 	st := session.Store{Home: home}
-	r := session.Resolver{Sources: []session.Source{func(context.Context, string) (session.Found, error) {
-		return st.Within(session.ClaudeCode, session.RecentBound, nil)
+	r := session.Resolver{Sources: []session.Source{func(ctx context.Context, _, _ string) (session.Found, error) {
+		return st.Within(ctx, session.ClaudeCode, session.RecentBound, nil)
 	}}}
 	b.ResetTimer()
 	for b.Loop() {
-		if s, err := r.Resolve(context.Background(), "builder", "chat 599"); err != nil || s.ID == "" {
+		if s, err := r.Resolve(context.Background(), "operator", "builder", "chat 599"); err != nil || s.ID == "" {
 			b.Fatal(s, err)
 		}
 	}
@@ -408,4 +408,251 @@ func sessionIDs(ss []session.Session) []string {
 		out = append(out, s.ID)
 	}
 	return out
+}
+
+// writeClaude writes a Claude Code transcript <id>.jsonl in the projects
+// folder of st, the way the CLI writes it (one JSON record a line).
+func writeClaude(t *testing.T, st session.Store, dir, id string, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(st.ClaudeProjects(), dir, id+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// claudeRec is one transcript record of session id that ran in cwd.
+func claudeRec(id, cwd, typ, content string) string {
+	return fmt.Sprintf(`{"type":%q,"message":{"role":%q,"content":%s},"sessionId":%q,"cwd":%q,"timestamp":"2026-12-01T10:00:00Z"}`, typ, typ, content, id, cwd)
+}
+
+// titled is a custom-title record (a person's name for the session).
+func titled(id, name string) string {
+	b, err := json.Marshal(map[string]string{"type": "custom-title", "customTitle": name, "sessionId": id})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Ensure a recovered answer is only what the session wrote for the request:
+// it stops at the next prompt (tool results belong to the same turn), and a
+// session that moved on is reported as such with only the partial answer.
+func TestRecoverStopsAtTheNextPrompt(t *testing.T) {
+	const id, tok = "5e55a0b1-0000-4000-8000-00000000aa01", "crosschat-req-00000000000000f1"
+	req := claudeRec(id, "/w", "user", fmt.Sprintf("%q", "Check the lexer. "+tok))
+	partial := claudeRec(id, "/w", "assistant", `[{"type":"text","text":"Partial answer."}]`)
+	toolResult := claudeRec(id, "/w", "user", `[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]`)
+	rest := claudeRec(id, "/w", "assistant", `[{"type":"text","text":"Rest of the answer."}]`)
+	later := claudeRec(id, "/w", "user", `"What about the parser?"`)
+	laterAnswer := claudeRec(id, "/w", "assistant", `[{"type":"text","text":"SECRET later answer for someone else."}]`)
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		since time.Time
+		want  string
+		moved bool
+	}{
+		// The records are stamped 10:00; a turn claimed at 11:00 ignores
+		// them (a request planted earlier).
+		{name: "stamped before the turn", lines: []string{req, partial}, since: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), moved: false, want: "-"},
+		{name: "answer with tool results", lines: []string{req, partial, toolResult, rest}, want: "Partial answer.\n\nRest of the answer."},
+		{name: "later prompt and its answer", lines: []string{req, partial, later, laterAnswer}, want: "Partial answer.", moved: true},
+		{name: "another request follows", lines: []string{req, later, laterAnswer}, moved: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := session.Store{Home: t.TempDir()}
+			path := writeClaude(t, st, "-w", id, tc.lines...)
+			got, err := session.Recover(session.Session{Tool: session.ClaudeCode, ID: id, Path: path}, tok, tc.since)
+			var mv *session.MovedOnError
+			if errors.As(err, &mv) != tc.moved {
+				t.Fatalf("Recover = %q, %v; moved on = %v", got, err, tc.moved)
+			}
+			if tc.moved {
+				if mv.Text != tc.want || got != "" {
+					t.Fatalf("moved on: text %q (returned %q), want %q only", mv.Text, got, tc.want)
+				}
+				return
+			}
+			if tc.want == "-" {
+				if !errors.Is(err, session.ErrNoAnswer) {
+					t.Fatalf("Recover = %q, %v; want ErrNoAnswer", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Recover = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// Ensure a lookup never blocks or spins on what is not a regular file in
+// the projects folder: a FIFO, a link to /dev/zero, a link to a real
+// transcript elsewhere (skipped, not followed).
+func TestLookupSkipsWhatIsNotARegularFile(t *testing.T) {
+	st := session.Store{Home: t.TempDir()}
+	const good = "5e55a0b1-0000-4000-8000-00000000bb01"
+	writeClaude(t, st, "-w", good, claudeRec(good, "/w", "user", `"Hello."`), titled(good, "good one"))
+	dir := filepath.Join(st.ClaudeProjects(), "-w")
+	mkfifo(t, filepath.Join(dir, "5e55a0b1-0000-4000-8000-00000000bb02.jsonl"))
+	symlink(t, "/dev/zero", filepath.Join(dir, "5e55a0b1-0000-4000-8000-00000000bb03.jsonl"))
+	elsewhere := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(elsewhere, []byte(titled("5e55a0b1-0000-4000-8000-00000000bb04", "linked")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, elsewhere, filepath.Join(dir, "5e55a0b1-0000-4000-8000-00000000bb04.jsonl"))
+	type result struct {
+		s   session.Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		src := func(ctx context.Context, _, _ string) (session.Found, error) {
+			return st.Within(ctx, session.ClaudeCode, session.RecentBound, nil)
+		}
+		s, err := session.Resolver{Sources: []session.Source{src}}.Resolve(context.Background(), "operator", "builder", "linked")
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		if relay.ErrorCode(r.err) != relay.ESessionNotFound {
+			t.Fatalf("Resolve(linked) = %+v, %v; want session_not_found (a link is not read)", r.s, r.err)
+		}
+	case <-time.After(time.Minute): // a deadline, not a timing: the old code never returned
+		t.Fatal("the lookup blocked on a FIFO or /dev/zero")
+	}
+	list, err := st.List(session.ClaudeCode)
+	if err != nil || len(list) != 1 || list[0].ID != good {
+		t.Fatalf("List = %v, %v; want only the regular transcript", sessionIDs(list), err)
+	}
+}
+
+// Ensure a session id that could pass as an option (a transcript named
+// --dangerously-skip-permissions.jsonl) is neither listed nor resolved.
+func TestOptionLikeIDNotListed(t *testing.T) {
+	st := session.Store{Home: t.TempDir()}
+	const bad = "--dangerously-skip-permissions"
+	writeClaude(t, st, "-w", bad, claudeRec(bad, "/w", "user", `"Hello."`), titled(bad, "evil"))
+	list, err := st.List(session.ClaudeCode)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("List = %v, %v; want nothing", sessionIDs(list), err)
+	}
+	for _, ref := range []string{bad, "evil"} {
+		if _, err := st.Lookup(session.ClaudeCode, ref); err == nil {
+			t.Errorf("Lookup(%q) found it", ref)
+		}
+		if _, err := st.ByID(session.ClaudeCode, ref); err == nil {
+			t.Errorf("ByID(%q) found it", ref)
+		}
+	}
+	for id, ok := range map[string]bool{"5e55a0b1-0000-4000-8000-00000000bb01": true, "-x": false, "a b": false, "a/b": false, "": false} {
+		if session.ValidID(id) != ok {
+			t.Errorf("ValidID(%q) = %v", id, !ok)
+		}
+	}
+}
+
+// Ensure an any-session lookup looks only at sessions in the worker's
+// folders, past the bound too, and names no folder: a name or id whose
+// only session ran elsewhere (or in a folder reached through a link inside
+// the worker's folder) is not found.
+func TestLocateWithinRootsOnly(t *testing.T) {
+	home := t.TempDir()
+	work, outside := filepath.Join(home, "work"), filepath.Join(home, "secret-data")
+	for _, d := range []string{work, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(work, "x")
+	symlink(t, outside, link)
+	st := session.Store{Home: home}
+	const mine, far, linked, old = "5e55a0b1-0000-4000-8000-00000000cc01", "5e55a0b1-0000-4000-8000-00000000cc02", "5e55a0b1-0000-4000-8000-00000000cc03", "5e55a0b1-0000-4000-8000-00000000cc04"
+	at := time.Now()
+	for i, s := range []struct{ id, cwd, name string }{{mine, work, "mine"}, {far, outside, "far"}, {linked, link, "pwn"}, {old, outside, "old far"}} {
+		p := writeClaude(t, st, "-"+s.name, s.id, claudeRec(s.id, s.cwd, "user", `"Hello."`), titled(s.id, s.name))
+		mod := at.Add(-time.Duration(i) * time.Minute)
+		if err := os.Chtimes(p, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turns := session.Turns{Sessions: st}
+	if id, folder, err := turns.Locate(session.ClaudeCode, "mine", []string{work}); err != nil || id != mine || folder != work {
+		t.Fatalf("Locate(mine) = %s, %s, %v", id, folder, err)
+	}
+	for _, ref := range []string{"far", far, "pwn", linked, old, "old far"} {
+		_, _, err := turns.Locate(session.ClaudeCode, ref, []string{work})
+		if relay.ErrorCode(err) != relay.ESessionNotFound || strings.Contains(err.Error(), home) {
+			t.Errorf("Locate(%q) = %v; want session_not_found naming no folder", ref, err)
+		}
+	}
+	// The bound hides old: past it, an id or name is checked against the folders too.
+	keep := func(f string) bool { _, err := relay.RealFolderWithin(f, []string{work}); return err == nil }
+	src := func(ctx context.Context, _, _ string) (session.Found, error) {
+		return st.Within(ctx, session.ClaudeCode, 1, keep)
+	}
+	for _, ref := range []string{old, "old far"} {
+		_, err := session.Resolver{Sources: []session.Source{src}}.Resolve(context.Background(), "operator", "builder", ref)
+		var e *relay.Error
+		if !errors.As(err, &e) || e.Code != relay.ESessionNotFound || e.Details["olderMatch"] != nil {
+			t.Errorf("Resolve(%q) past the bound = %v (%v); want session_not_found without an older match", ref, err, e)
+		}
+	}
+}
+
+// Ensure refusals stay small and clean: at most ten candidates, names
+// without control characters and at most 200 characters, similar names
+// only for refs of three characters or more and never generated titles.
+func TestRefusalsBounded(t *testing.T) {
+	st := session.Store{Home: t.TempDir()}
+	for i := range 12 {
+		id := fmt.Sprintf("5e55a0b1-0000-4000-8000-0000000dd%03d", i)
+		writeClaude(t, st, "-w", id, claudeRec(id, "/w", "user", `"My secret first prompt."`), titled(id, "same\x07 \x1bname"))
+	}
+	const long = "5e55a0b1-0000-4000-8000-00000000ee01"
+	writeClaude(t, st, "-v", long, claudeRec(long, "/v", "user", `"Hi."`), titled(long, strings.Repeat("n", 500)))
+	src := func(ctx context.Context, _, _ string) (session.Found, error) {
+		return st.Within(ctx, session.ClaudeCode, 0, nil)
+	}
+	r := session.Resolver{Sources: []session.Source{src}}
+	_, err := r.Resolve(context.Background(), "operator", "builder", "same name")
+	var e *relay.Error
+	if !errors.As(err, &e) || e.Code != relay.ESessionAmbiguous {
+		t.Fatalf("Resolve = %v; want session_ambiguous", err)
+	}
+	if cands := e.Details["candidates"].([]session.Candidate); len(cands) != 10 || !strings.Contains(e.Message, "2 more") {
+		t.Errorf("%d candidates (%s); want 10 and the rest counted", len(cands), e.Message)
+	}
+	list, _ := st.List(session.ClaudeCode)
+	for _, s := range list {
+		if len([]rune(s.Name)) > 200 || strings.ContainsAny(s.Name, "\x07\x1b") {
+			t.Errorf("name %q: not cleaned", s.Name)
+		}
+	}
+	for ref, want := range map[string]int{"My secret first prompt": 0, "sa": 0, "same": 1} {
+		_, err := r.Resolve(context.Background(), "operator", "builder", ref)
+		if !errors.As(err, &e) || e.Code != relay.ESessionNotFound {
+			t.Fatalf("Resolve(%q) = %v", ref, err)
+		}
+		if got := e.Details["similar"].([]string); len(got) != want || strings.Contains(e.Message, "prompt.”") {
+			t.Errorf("Resolve(%q): similar %q (%s), want %d", ref, got, e.Message, want)
+		}
+	}
+}
+
+// Ensure a lookup that outlasts session.LookupBudget (a source stuck on a
+// slow disk) refuses the post instead of holding it.
+func TestLookupBudget(t *testing.T) {
+	stuck := func(ctx context.Context, _, _ string) (session.Found, error) {
+		<-ctx.Done()
+		return session.Found{}, ctx.Err()
+	}
+	_, err := session.Resolver{Sources: []session.Source{stuck}}.Resolve(context.Background(), "operator", "builder", "release prep")
+	if relay.ErrorCode(err) != relay.EInvalidRequest || !strings.Contains(relay.ErrorMessage(err), "took longer than") {
+		t.Fatalf("Resolve = %v; want the lookup refused as too long", err)
+	}
 }

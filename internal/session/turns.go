@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Turns gives a session worker what it needs of the user's sessions:
@@ -50,13 +52,14 @@ func (t Turns) TryLock(id, token string) (ok bool, holder string, err error) {
 func (t Turns) Unlock(id, token string) error { return Release(t.LockDir, id, token) }
 
 // Recover returns the assistant text of the tool's session id written
-// after the request carrying token, "" when there is none.
-func (t Turns) Recover(tool, id, token string) (string, error) {
+// after the request carrying token (records stamped before since, the
+// turn's claim, are ignored), "" when there is none.
+func (t Turns) Recover(tool, id, token string, since time.Time) (string, error) {
 	s, err := t.find(tool, id)
 	if err != nil {
 		return "", err
 	}
-	text, err := Recover(s, token)
+	text, err := Recover(s, token, since)
 	if errors.Is(err, ErrNoAnswer) {
 		return "", nil
 	}
@@ -64,18 +67,25 @@ func (t Turns) Recover(tool, id, token string) (string, error) {
 }
 
 // Locate finds the tool's session that ref names for an any-session
-// worker: by id, or by exact name among the newest RecentBound sessions
-// (see Resolver), and returns its id and the folder it ran in.
-func (t Turns) Locate(tool, ref string) (id, folder string, err error) {
-	src := func(context.Context, string) (Found, error) { return t.Sessions.Within(tool, RecentBound, nil) }
-	s, err := Resolver{Sources: []Source{src}}.Resolve(context.Background(), "", ref)
+// worker, among the sessions that ran in roots only (the worker's folders,
+// checked on the resolved paths: see relay.RealFolderWithin): by id, or by
+// exact name among the newest RecentBound sessions (see Resolver). It
+// returns the session's id and its resolved folder. Its errors name no
+// folder: they reach the task's sender.
+func (t Turns) Locate(tool, ref string, roots []string) (id, folder string, err error) {
+	keep := func(f string) bool {
+		_, err := relay.RealFolderWithin(f, roots)
+		return err == nil
+	}
+	src := func(ctx context.Context, _, _ string) (Found, error) {
+		return t.Sessions.Within(ctx, tool, RecentBound, keep)
+	}
+	s, err := Resolver{Sources: []Source{src}}.Resolve(context.Background(), "", "", ref)
 	if err != nil {
 		return "", "", err
 	}
-	if s.Folder == "" { // past the bound: found by id only
-		if s, err = t.Sessions.ByID(tool, s.ID); err != nil {
-			return "", "", err
-		}
+	if folder, err = relay.RealFolderWithin(s.Folder, roots); err != nil {
+		return "", "", err // changed since it was listed
 	}
-	return s.ID, s.Folder, nil
+	return s.ID, folder, nil
 }

@@ -10,10 +10,10 @@ import (
 )
 
 // SessionResolver resolves a post's targetSession (an id or exact name)
-// against the sessions recipient can be reached in, returning the
-// session's id, or a session_not_found or session_ambiguous error. The app
-// passes internal/session's Resolver.
-type SessionResolver func(ctx context.Context, recipient, ref string) (id string, err error)
+// against the sessions recipient can be reached in by sender's tasks,
+// returning the session's id, or a session_not_found or session_ambiguous
+// error. The app passes internal/session's Resolver.
+type SessionResolver func(ctx context.Context, sender, recipient, ref string) (id string, err error)
 
 // SetSessionResolver makes PostTask check a task's targetSession when it is
 // posted and record the session's id as its target; nil turns that off.
@@ -42,7 +42,7 @@ func (db *DB) resolveTarget(ctx context.Context, in relay.PostTaskInput) (relay.
 	if err != nil {
 		return in, fmt.Errorf("find recipient: %w", err)
 	}
-	id, err := (*r)(ctx, in.RecipientSlug, in.TargetSession)
+	id, err := (*r)(ctx, in.SenderSlug, in.RecipientSlug, in.TargetSession)
 	if err != nil {
 		return in, err
 	}

@@ -642,7 +642,7 @@ func TestPostResolvesTargetSession(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.agents("ann", "bob")
 	var asked []string
-	e.db.SetSessionResolver(func(_ context.Context, recipient, ref string) (string, error) {
+	e.db.SetSessionResolver(func(_ context.Context, _, recipient, ref string) (string, error) {
 		asked = append(asked, recipient+"/"+ref)
 		if ref == "release prep" {
 			return "sess-1", nil

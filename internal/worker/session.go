@@ -35,12 +35,15 @@ type Sessions interface {
 	// Unlock releases the turn lock held with token.
 	Unlock(id, token string) error
 	// Recover returns the assistant text the session's transcript holds
-	// after the request that carries token ("" when there is none).
-	Recover(harness, id, token string) (string, error)
+	// after the request that carries token ("" when there is none),
+	// ignoring records stamped before since (the turn's claim).
+	Recover(harness, id, token string, since time.Time) (string, error)
 	// Locate finds the harness's session that ref names (an id, or an exact
-	// name among the newest sessions) for an any-session worker, and
-	// returns its id and the folder it ran in.
-	Locate(harness, ref string) (id, folder string, err error)
+	// name among the newest sessions) for an any-session worker, among the
+	// sessions that ran in roots (checked on resolved paths, no symbolic
+	// link), and returns its id and the resolved folder it ran in. Its
+	// errors name no folder.
+	Locate(harness, ref string, roots []string) (id, folder string, err error)
 }
 
 // sessionInfo is what the worker read of a bound session.
@@ -193,7 +196,7 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 		return
 	}
 	if why := recoverWhy(ex, r.cfg.TimeoutMinutes); why != "" {
-		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token)
+		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token, claimTime(r.task.ClaimedAt))
 		switch {
 		case err != nil:
 			ex.errs = append(ex.errs, fmt.Errorf("recover the answer from the session %s: %w", turn.info.ID, err))
@@ -270,12 +273,34 @@ func recoveredOutcome(out outcome, why string) outcome {
 	return out
 }
 
+// claimTime is a task's claim time; zero when it is unreadable (nothing is
+// then ignored for its time).
+func claimTime(claimedAt string) time.Time {
+	t, err := relay.ParseTime(claimedAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
 // notResentOutcome blocks a turn interrupted before its session's
 // transcript held an answer.
 func notResentOutcome(session string) outcome {
+	return notResent(session, "before the session's transcript held an answer to this request")
+}
+
+// movedOnOutcome blocks a turn interrupted in a session that went on
+// after the request (a later prompt follows it in the transcript): what
+// follows may not be this request's answer, so none is reported.
+func movedOnOutcome(session string) outcome {
+	return notResent(session, "and the session moved on (a later prompt follows this request in its transcript), so no answer is taken from it")
+}
+
+// notResent blocks an interrupted turn, saying why no answer was taken.
+func notResent(session, why string) outcome {
 	return outcome{kind: relay.ReportBlocked, message: fmt.Sprintf(
-		"%s: the run in the session %s was interrupted (the relay or its worker stopped, or its process was killed) before the session's transcript held an answer to this request. "+
-			"It was not sent again, so the work is never done twice; requeue the task to deliver it again.", InterruptedNotResent, session)}
+		"%s: the run in the session %s was interrupted (the relay or its worker stopped, or its process was killed) %s. "+
+			"It was not sent again, so the work is never done twice; requeue the task to deliver it again.", InterruptedNotResent, session, why)}
 }
 
 // release gives the session's turn lock back.

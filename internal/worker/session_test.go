@@ -433,25 +433,37 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 		name       string
 		transcript []map[string]any
 		otherClaim bool
+		planted    bool // the transcript is stamped an hour before the claim
 		status     relay.TaskStatus
 		has        string
 	}{
+		{name: "planted before the claim", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
+			planted: true, status: relay.StatusBlocked, has: worker.InterruptedNotResent},
 		{name: "answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
 			status: relay.StatusCompleted, has: worker.RecoveredLabel + ": the run was interrupted by a restart"},
 		{name: "not answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token)},
 			status: relay.StatusBlocked, has: worker.InterruptedNotResent},
+		{name: "the session moved on", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer half checked."),
+			claudeLine("user", "Something else, from the person."), claudeLine("assistant", "LATER-ANSWER for another prompt.")},
+			status: relay.StatusBlocked, has: "the session moved on"},
 		{name: "an earlier claim's token", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
 			otherClaim: true, status: relay.StatusQueued, has: "restarted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, turns := sessionEnv(t, time.Hour, nil)
-			if err := appendTranscript(transcriptPath(turns), time.Now(), tc.transcript...); err != nil {
-				t.Fatal(err)
-			}
 			task := e.post(operator, "Check the lexer", "session")
 			claimed, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: builder, LeaseSeconds: 600, Via: relay.ViaWorker})
 			if err != nil || claimed == nil || claimed.ID != task.ID {
 				t.Fatalf("claim: %+v %v", claimed, err)
+			}
+			// The turn, written after its claim (records stamped earlier
+			// are ignored: see "planted before the claim").
+			at := time.Now()
+			if tc.planted {
+				at = at.Add(-time.Hour)
+			}
+			if err := appendTranscript(transcriptPath(turns), at, tc.transcript...); err != nil {
+				t.Fatal(err)
 			}
 			rs := relay.RunSession{TaskID: task.ID, Harness: relay.SessionClaudeCode, SessionID: sessionID, Workdir: "/work",
 				RequestToken: token, ClaimedAt: claimed.ClaimedAt}
@@ -479,6 +491,9 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 			if tc.status == relay.StatusCompleted && !strings.Contains(r.Result, "Lexer checked.") {
 				t.Errorf("result %q lacks the recovered answer", r.Result)
 			}
+			if strings.Contains(r.Message+r.Result, "LATER-ANSWER") {
+				t.Errorf("report %q / %q holds what the session wrote for a later prompt", r.Message, r.Result)
+			}
 			e.harness.mu.Lock()
 			defer e.harness.mu.Unlock()
 			if len(e.harness.requests) != 0 {
@@ -490,7 +505,9 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 
 // Ensures an any-session worker delivers a task into the session it names
 // (by exact name or id) when the session ran in the worker's folders,
-// refuses one that ran elsewhere, and runs a task that names none fresh.
+// refuses one that ran elsewhere (also through a symbolic link inside its
+// folder, which leads to the relay's data folder) without naming the
+// folder, and runs a task that names none fresh.
 func TestAnySessionWorker(t *testing.T) {
 	for _, tc := range []struct {
 		name, target, mode string
@@ -500,12 +517,14 @@ func TestAnySessionWorker(t *testing.T) {
 	}{
 		{name: "by exact name", target: "lexer work", mode: "session", status: relay.StatusCompleted, resumes: sessionID, has: sessionAnswered},
 		{name: "by id", target: sessionID, mode: "session", status: relay.StatusCompleted, resumes: sessionID, has: sessionAnswered},
-		{name: "outside the worker's folders", target: "other place", mode: "session", status: relay.StatusBlocked, has: "outside the folders this worker may use"},
+		{name: "outside the worker's folders", target: "other place", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
+		{name: "through a link inside the worker's folder", target: "pwn", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
+		{name: "by id through a link", target: linkedSession, mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no such session", target: "lexer", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no target runs fresh", target: "", mode: "done", status: relay.StatusCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := anySessionEnv(t)
+			e, data := anySessionEnv(t)
 			e.start()
 			task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: operator, RecipientSlug: builder,
 				Title: "Check the lexer", Instructions: "Please do it. MODE:" + tc.mode, TargetSession: tc.target})
@@ -516,6 +535,9 @@ func TestAnySessionWorker(t *testing.T) {
 			r := lastReport(got)
 			if got.Status != tc.status || !strings.Contains(r.Message+"\n"+r.Result, tc.has) {
 				t.Fatalf("task %s, report %q / %q; want %s with %q", got.Status, r.Message, r.Result, tc.status, tc.has)
+			}
+			if strings.Contains(r.Message+r.Result, data) || strings.Contains(r.Message+r.Result, "/elsewhere") {
+				t.Errorf("the report %q names a folder", r.Message)
 			}
 			e.harness.mu.Lock()
 			defer e.harness.mu.Unlock()
@@ -537,7 +559,7 @@ func TestAnySessionWorker(t *testing.T) {
 // its id) is left to that session: the any-session worker, which could
 // resume it, runs a later task and leaves that one queued.
 func TestAnySessionWorkerLeavesLiveSessions(t *testing.T) {
-	e := anySessionEnv(t)
+	e, _ := anySessionEnv(t)
 	if err := e.db.SeeLiveSession(e.ctx, relay.LiveSession{AgentSlug: builder, ID: sessionID, Name: "lexer work"}); err != nil {
 		t.Fatal(err)
 	}
@@ -559,9 +581,10 @@ func TestAnySessionWorkerLeavesLiveSessions(t *testing.T) {
 // anySessionEnv is a session env whose worker resumes any session of its
 // CLI in its folders: “lexer work” (sessionID) ran in its working folder,
 // “other place” elsewhere.
-func anySessionEnv(t *testing.T) *env {
+func anySessionEnv(t *testing.T) (*env, string) {
 	t.Helper()
 	const elsewhere = "5e55a0b1-0000-4000-8000-000000000002"
+	data := filepath.Join(t.TempDir(), "relay-data")
 	e, _ := sessionEnv(t, time.Hour, func(c *relay.WorkerConfig, o *worker.Options) {
 		c.Session, c.SessionID, c.SessionLabel, c.AnySession = "", "", "", true
 		turns := o.Sessions.(session.Turns)
@@ -584,6 +607,24 @@ func anySessionEnv(t *testing.T) *env {
 			map[string]any{"type": "custom-title", "customTitle": "other place", "sessionId": elsewhere}); err != nil {
 			t.Fatal(err)
 		}
+		// A run could make a link inside its folder to the relay's data
+		// folder and a transcript that ran "there".
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(c.Workdir, "x")
+		if err := os.Symlink(data, link); err != nil {
+			t.Fatal(err)
+		}
+		pwn := filepath.Join(turns.Sessions.ClaudeProjects(), "-x", linkedSession+".jsonl")
+		if err := appendTranscript(pwn, at, mine("user", "Hi.", link, linkedSession),
+			map[string]any{"type": "custom-title", "customTitle": "pwn", "sessionId": linkedSession}); err != nil {
+			t.Fatal(err)
+		}
 	})
-	return e
+	return e, data
 }
+
+// linkedSession is anySessionEnv's session that "ran" in a link to the
+// relay's data folder.
+const linkedSession = "5e55a0b1-0000-4000-8000-000000000003"

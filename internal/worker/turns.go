@@ -25,14 +25,16 @@ func (r *runState) pickSession() error {
 	if o.Sessions == nil {
 		return errors.New("this relay cannot reach the agent CLIs' sessions")
 	}
-	id, folder, err := o.Sessions.Locate(r.cfg.Harness, r.task.TargetSession)
+	// Only sessions that ran in the worker's folders are looked at; the
+	// folder is checked on resolved paths (a symbolic link inside a root
+	// leads nowhere) and the error names no folder: it reaches the sender.
+	roots := r.cfg.SessionFolders()
+	id, folder, err := o.Sessions.Locate(r.cfg.Harness, r.task.TargetSession, roots)
 	if err != nil {
 		return fmt.Errorf("the session “%s” can't be resumed: %s", r.task.TargetSession, errorText(err))
 	}
-	roots := r.cfg.SessionFolders()
-	if !relay.FolderWithin(folder, roots) {
-		return fmt.Errorf("the session “%s” (%s) ran in %s, outside the folders this worker may use (%s)",
-			r.task.TargetSession, id, folder, strings.Join(roots, ", "))
+	if folder, err = relay.RealFolderWithin(folder, roots); err != nil {
+		return fmt.Errorf("the session “%s” can't be resumed: %w", r.task.TargetSession, err)
 	}
 	if filepath.Clean(folder) != filepath.Clean(r.cfg.Workdir) {
 		// The CLI resumes a session from the folder it ran in; the worker's
@@ -71,10 +73,17 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 	if name, _, err := m.opts.Sessions.Find(rs.Harness, rs.SessionID); err == nil {
 		label = sessionLabel(sessionInfo{ID: rs.SessionID, Label: name})
 	}
-	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken)
+	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken, claimTime(rs.ClaimedAt))
+	var moved interface{ MovedOn() bool }
 	var out outcome
 	step := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
-	if strings.TrimSpace(text) != "" {
+	switch {
+	case errors.As(rerr, &moved) && moved.MovedOn():
+		// A later prompt follows the request: what follows may be another
+		// turn's answer, never reported as this one's.
+		out = movedOnOutcome(label)
+		step.Text = "Stopped: " + out.message
+	case strings.TrimSpace(text) != "":
 		out = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), answer: text})
 		if out.kind == relay.ReportCompleted {
 			out = recoveredOutcome(out, whyRestart)
@@ -83,7 +92,7 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 			}
 		}
 		step.Text, step.Status = fmt.Sprintf("The relay restarted during this turn; the answer was recovered from the transcript of the session %s (only what it wrote after this request), and the task was not sent again.", label), relay.StepOK
-	} else {
+	default:
 		out = notResentOutcome(label)
 		step.Text = "Stopped: " + out.message
 		if rerr != nil {
