@@ -62,9 +62,11 @@ func TestServeLogsAndRunFile(t *testing.T) {
 		done <- app.Serve([]string{"--port", strconv.Itoa(port), "--data-dir", dir}, nil, "test", &out, &errb)
 	}()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, app.RunFileName)); return err == nil }, "run file")
-	if o, _, code := run(t, "logs", "--data-dir", dir, "-n", "1"); code != 0 || !strings.Contains(o, "relay started") {
-		t.Fatalf("logs: %d %q", code, o)
-	}
+	// The run file can come a moment before the start line is written.
+	waitFor(t, func() bool {
+		o, _, code := run(t, "logs", "--data-dir", dir, "-n", "1")
+		return code == 0 && strings.Contains(o, "relay started")
+	}, "`logs -n 1` printing the start line")
 	if _, errs, code := run(t, "quit", "--data-dir", dir, "--port", strconv.Itoa(port)); code != 0 {
 		t.Fatalf("quit: %s", errs)
 	}
