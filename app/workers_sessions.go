@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -212,7 +213,7 @@ func anySessions(workers relay.WorkerService, st session.Store) session.Source {
 		}
 		roots := cfg.SessionFolders()
 		return st.Within(ctx, cfg.Harness, session.RecentBound, func(folder string) bool {
-			_, err := relay.RealFolderWithin(folder, roots)
+			_, err := realdir.Within(folder, roots)
 			return err == nil
 		})
 	}

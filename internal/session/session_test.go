@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
 )
@@ -591,7 +592,7 @@ func TestLocateWithinRootsOnly(t *testing.T) {
 		}
 	}
 	// The bound hides old: past it, an id or name is checked against the folders too.
-	keep := func(f string) bool { _, err := relay.RealFolderWithin(f, []string{work}); return err == nil }
+	keep := func(f string) bool { _, err := realdir.Within(f, []string{work}); return err == nil }
 	src := func(ctx context.Context, _, _ string) (session.Found, error) {
 		return st.Within(ctx, session.ClaudeCode, 1, keep)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 )
 
 // Turns gives a session worker what it needs of the user's sessions:
@@ -68,13 +68,13 @@ func (t Turns) Recover(tool, id, token string, since time.Time) (string, error) 
 
 // Locate finds the tool's session that ref names for an any-session
 // worker, among the sessions that ran in roots only (the worker's folders,
-// checked on the resolved paths: see relay.RealFolderWithin): by id, or by
+// checked on the resolved paths: see realdir.Within): by id, or by
 // exact name among the newest RecentBound sessions (see Resolver). It
 // returns the session's id and its resolved folder. Its errors name no
 // folder: they reach the task's sender.
 func (t Turns) Locate(tool, ref string, roots []string) (id, folder string, err error) {
 	keep := func(f string) bool {
-		_, err := relay.RealFolderWithin(f, roots)
+		_, err := realdir.Within(f, roots)
 		return err == nil
 	}
 	src := func(ctx context.Context, _, _ string) (Found, error) {
@@ -84,7 +84,7 @@ func (t Turns) Locate(tool, ref string, roots []string) (id, folder string, err 
 	if err != nil {
 		return "", "", err
 	}
-	if folder, err = relay.RealFolderWithin(s.Folder, roots); err != nil {
+	if folder, err = realdir.Within(s.Folder, roots); err != nil {
 		return "", "", err // changed since it was listed
 	}
 	return s.ID, folder, nil

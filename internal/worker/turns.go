@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -33,7 +34,7 @@ func (r *runState) pickSession() error {
 	if err != nil {
 		return fmt.Errorf("the session “%s” can't be resumed: %s", r.task.TargetSession, errorText(err))
 	}
-	if folder, err = relay.RealFolderWithin(folder, roots); err != nil {
+	if folder, err = realdir.Within(folder, roots); err != nil {
 		return fmt.Errorf("the session “%s” can't be resumed: %w", r.task.TargetSession, err)
 	}
 	if filepath.Clean(folder) != filepath.Clean(r.cfg.Workdir) {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package relay
+package realdir
 
 import "os"
 
