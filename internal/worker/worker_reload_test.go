@@ -1,0 +1,150 @@
+//go:build unix
+
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/worker"
+)
+
+// reconfigure saves cfg and reloads the worker, as the dashboard does.
+func (e *env) reconfigure(m *worker.Manager, cfg relay.WorkerConfig) {
+	e.t.Helper()
+	if _, err := e.db.SaveWorker(e.ctx, cfg); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// lateClaim is a relay whose claims wait for their context to end and then
+// claim at once: a post handing its task to a claim just as Reload ends it.
+// entered gets a value as each claim starts waiting.
+type lateClaim struct {
+	worker.Relay
+	entered chan struct{}
+}
+
+func (l lateClaim) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	select {
+	case l.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	in.Wait = 0
+	return l.Relay.ClaimNext(context.WithoutCancel(ctx), in)
+}
+
+// Ensures a task that reaches a claim as Reload or a pause ends it goes
+// back to the queue, by the time Reload or SetPaused returns, instead of
+// running under the configuration that was replaced or while paused.
+func TestTaskClaimedAsTheClaimEndsGoesBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		end    func(e *env, m *worker.Manager)
+		report string
+	}{
+		{"reload", func(e *env, m *worker.Manager) {
+			cfg := e.cfg
+			cfg.Enabled = false
+			e.reconfigure(m, cfg)
+		}, "reconfigured"},
+		{"pause", func(_ *env, m *worker.Manager) { m.SetPaused(true) }, "paused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered := make(chan struct{}, 1)
+			e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) { o.Relay = lateClaim{o.Relay, entered} })
+			m := e.start()
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the worker never claimed")
+			}
+			task := e.post(operator, "Handed over as the claim ends", "done")
+			tc.end(e, m)
+			got := e.task(task.ID)
+			if got.Status != relay.StatusQueued || !strings.Contains(lastReport(got).Message, tc.report) {
+				t.Fatalf("at once: task %s, last report %q", got.Status, lastReport(got).Message)
+			}
+			holds(t, "the task stays queued", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+			e.harness.mu.Lock()
+			asked := len(e.harness.requests)
+			e.harness.mu.Unlock()
+			if asked != 0 {
+				t.Fatalf("the harness was asked to run %d time(s)", asked)
+			}
+		})
+	}
+}
+
+// Ensures Reloads in a row during a run start no loop before the run ends:
+// a worker runs one task at a time.
+func TestReloadsDuringARunKeepOneRunAtATime(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	e.post(operator, "Sleep", "sleep")
+	e.pids() // the first run has started
+	for range 2 {
+		e.reconfigure(m, e.cfg)
+	}
+	second := e.post(operator, "Second", "done")
+	holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+}
+
+// Ensures Reload applies a disabled or deleted configuration.
+func TestReload(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	poll.Until(t, "idle", 5*time.Second, func() bool { return e.status().State == relay.WorkerIdle })
+	cfg := e.cfg
+	cfg.Enabled = false
+	e.reconfigure(m, cfg)
+	if s := e.status(); s.State != relay.WorkerDisabled {
+		t.Fatalf("state %s", s.State)
+	}
+	task := e.post(operator, "Nobody runs this", "done")
+	holds(t, "queued while disabled", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+	cfg.Enabled = true
+	e.reconfigure(m, cfg)
+	e.finished(task.ID)
+	if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Statuses()) != 0 {
+		t.Fatalf("statuses after delete: %+v", m.Statuses())
+	}
+}
+
+// Ensures a Reload while a task runs lets the CLI go on, and the new
+// configuration applies to the next task.
+func TestReloadWhileRunning(t *testing.T) {
+	e := newEnv(t, nil)
+	m := e.start()
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	cfg := e.cfg
+	cfg.TimeoutMinutes = 5
+	e.reconfigure(m, cfg)
+	holds(t, "the run going on", time.Second, func() bool {
+		s := e.status()
+		return alive(child) && s.State == relay.WorkerRunning && s.TimeoutMinutes == 5 && e.task(task.ID).Status == relay.StatusClaimed
+	})
+	if _, err := e.db.CancelTask(e.ctx, operator, task.ID, "Enough."); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	next := e.post(operator, "Next", "done")
+	if got := e.finished(next.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("next task: %s", got.Status)
+	}
+}
