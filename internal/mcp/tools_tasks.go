@@ -35,7 +35,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			RecipientSlug:        a.str("recipientSlug"),
 			Title:                a.str("title"),
 			Instructions:         a.str("instructions"),
-			RequiredCapabilities: a.strings("requiredCapabilities", []string{}),
+			RequiredCapabilities: a.strings("requiredCapabilities", []string{}, relay.MaxCapabilities),
 			Priority:             a.integer("priority", relay.PriorityNormal, relay.PriorityLow, relay.PriorityUrgent),
 			ParentTaskID:         a.str("parentTaskId"),
 			TargetSession:        a.str("targetSession"),
