@@ -48,7 +48,7 @@ func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, 
 		// Watched before the attempt, so that a task queued after it wakes
 		// the claim.
 		woken := db.waiters.Watch(c.recipient)
-		p := newParked(c, ctx.Done()) // the claim a post may hand its task to while it waits
+		p := newParked(ctx, c) // the claim a post may hand its task to while it waits
 		task, err := db.tryClaim(ctx, c, p)
 		if err != nil || task != nil {
 			return db.attemptAnswer(ctx, task, err)

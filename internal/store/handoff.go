@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,25 +43,18 @@ type parked struct {
 	// claim was rolled back, so it is waiting again. Buffered, never
 	// blocks.
 	released chan struct{}
-	// done is the claimer's context's: closed, the claimer is leaving and
+	// ctx is the claimer's: once it is done, the claimer is leaving and
 	// no write takes the claim (take).
-	done <-chan struct{}
+	ctx context.Context
 }
 
-// newParked is a claim about to wait for c, until done is closed.
-func newParked(c claimRequest, done <-chan struct{}) *parked {
-	return &parked{c: c, result: make(chan *relay.Task, 1), released: make(chan struct{}, 1), done: done}
+// newParked is a claim about to wait for c, as long as ctx lasts.
+func newParked(ctx context.Context, c claimRequest) *parked {
+	return &parked{c: c, result: make(chan *relay.Task, 1), released: make(chan struct{}, 1), ctx: ctx}
 }
 
 // gone reports whether p's claimer has left (its context is done).
-func (p *parked) gone() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *parked) gone() bool { return p.ctx.Err() != nil }
 
 // parking is the registry of parked claims by recipient, oldest first.
 type parking struct {
