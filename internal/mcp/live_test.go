@@ -103,3 +103,76 @@ func TestLiveSessionHeader(t *testing.T) {
 		t.Fatalf("the refusal %q does not name the session", got.Message)
 	}
 }
+
+// TestLiveSessionClaimLeavesOtherSessionsTasks: over MCP, a claim through
+// live session A (its header) takes the task aimed at A, not the older one
+// aimed at the agent's other live session B; a claim through no session
+// leaves both to their sessions; B's claim takes B's.
+func TestLiveSessionClaimLeavesOtherSessionsTasks(t *testing.T) {
+	e := newEnv(t)
+	aliceTok, bobTok := e.agent("alice"), e.agent("bob")
+	live := e.db.(interface {
+		SeeLiveSession(context.Context, relay.LiveSession) error
+	})
+	for _, id := range []string{"sess-a", "sess-b"} {
+		if err := live.SeeLiveSession(context.Background(), relay.LiveSession{AgentSlug: "bob", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.client(aliceTok)
+	var forB, forA relay.Task
+	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "for B", "instructions": "x", "targetSession": "sess-b"}), &forB)
+	ok(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "for A", "instructions": "x", "targetSession": "sess-a"}), &forA)
+	for _, step := range []struct {
+		session, want string
+	}{
+		{"", ""}, {"sess-a", forA.ID}, {"sess-a", ""}, {"sess-b", forB.ID},
+	} {
+		c := e.client(bobTok)
+		if step.session != "" {
+			c = e.clientWith(bobTok, "", map[string]string{relay.LiveSessionHeader: step.session})
+		}
+		var out idleOut
+		text := ok(t, call(t, c, "claim_next_task", map[string]any{}), &out)
+		if step.want == "" && out.Status != "idle" || step.want != "" && (out.Task == nil || out.Task.ID != step.want) {
+			t.Fatalf("claim through session %q = %s; want %q", step.session, text, step.want)
+		}
+	}
+}
+
+// TestClaimRefusesAMalformedSessionForAWorkerOnlyAgent: claim_next_task
+// refuses a malformed live session header even for an agent whose
+// exclusive worker takes its tasks (it would answer idle otherwise).
+func TestClaimRefusesAMalformedSessionForAWorkerOnlyAgent(t *testing.T) {
+	e := newEnv(t)
+	tok := e.agent("builder")
+	e.agent("other") // the worker's only allowed sender
+	if _, err := e.svc.SaveWorker(context.Background(), relay.WorkerConfig{
+		AgentSlug: "builder", Harness: relay.HarnessCustom, Command: "/bin/true", Workdir: t.TempDir(),
+		AllowedSenders: []string{"other"}, Enabled: true, Exclusive: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.clientWith(tok, "", map[string]string{relay.LiveSessionHeader: "not an id"})
+	got := fails(t, call(t, c, "claim_next_task", map[string]any{}), relay.EInvalidRequest)
+	if !strings.Contains(got.Message, "session") {
+		t.Fatalf("the refusal %q does not name the session", got.Message)
+	}
+}
+
+// TestCapabilityListBoundedOverMCP: post_task with a 1 MiB
+// requiredCapabilities array is refused with invalid_request naming the
+// bound.
+func TestCapabilityListBoundedOverMCP(t *testing.T) {
+	e := newEnv(t)
+	alice := e.client(e.agent("alice"))
+	e.agent("bob")
+	caps := make([]string, 262_000)
+	for i := range caps {
+		caps[i] = "a"
+	}
+	got := fails(t, call(t, alice, "post_task", map[string]any{"recipientSlug": "bob", "title": "t", "instructions": "x", "requiredCapabilities": caps}), relay.EInvalidRequest)
+	if !strings.Contains(got.Message, "at most 32") {
+		t.Fatalf("the refusal %q does not name the bound", got.Message)
+	}
+}

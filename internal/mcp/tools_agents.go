@@ -65,7 +65,7 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		in := relay.RegisterInput{
 			DisplayName:  a.str("displayName"),
 			ModelSlug:    a.str("modelSlug"),
-			Capabilities: a.strings("capabilities", nil),
+			Capabilities: a.strings("capabilities", nil, relay.MaxCapabilities),
 			Details:      a.optStr("details"),
 		}
 		if err := checkRunScope(ctx, svc, p, "register_agent", runNever, ""); err != nil {

@@ -35,7 +35,7 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			RecipientSlug:        a.str("recipientSlug"),
 			Title:                a.str("title"),
 			Instructions:         a.str("instructions"),
-			RequiredCapabilities: a.strings("requiredCapabilities", []string{}),
+			RequiredCapabilities: a.strings("requiredCapabilities", []string{}, relay.MaxCapabilities),
 			Priority:             a.integer("priority", relay.PriorityNormal, relay.PriorityLow, relay.PriorityUrgent),
 			ParentTaskID:         a.str("parentTaskId"),
 			TargetSession:        a.str("targetSession"),
@@ -100,6 +100,12 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return nil, err
 		}
+		// A malformed session header is refused whatever the agent's
+		// workers are.
+		session, err := relay.LiveSessionID("session", liveSession(ctx))
+		if err != nil {
+			return nil, err
+		}
 		// An agent whose enabled worker is exclusive gets nothing in chat,
 		// even through the admin token: it is only marked present.
 		only, err := svc.WorkerOnly(ctx, slug)
@@ -117,7 +123,11 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Wait:          time.Duration(waitMs) * time.Millisecond,
 			LeaseSeconds:  lease,
 			Via:           relay.ViaChat,
-			Session:       liveSession(ctx),
+			Session:       session,
+			// A task aimed at a live session is that session's: a claim
+			// through another session leaves it (the store's rule for
+			// Session), and so does a claim through none.
+			LeaveLiveSessions: true,
 		}
 		// ctx is the request's: the wait ends when the client goes away.
 		task, err := svc.ClaimNext(ctx, in)

@@ -34,8 +34,15 @@ const (
 	// MaxLiveSessionsPerAgent is how many sessions the relay keeps per agent
 	// (the most recently seen).
 	MaxLiveSessionsPerAgent = 200
-	// LiveSessionRetention is how long a session not seen again is kept.
+	// LiveSessionRetention is how long a session not seen again is kept
+	// (for resolving its name; a post through it counts as seen).
 	LiveSessionRetention = 7 * 24 * time.Hour
+	// LiveStreamWindow is how long after its push stream (channel or
+	// `monitor --session`) was last seen open a session counts as live
+	// for delivery: the agent's unbound workers and sessionless claims
+	// leave the tasks aimed at it. An open stream refreshes the record
+	// every 2 minutes; a post alone never makes a session live.
+	LiveStreamWindow = 5 * time.Minute
 )
 
 // LiveSession is one agent-CLI session the relay has heard from.
@@ -49,6 +56,10 @@ type LiveSession struct {
 	// LastSeen is when the relay last heard from it (a push stream open or
 	// kept open, a post through it).
 	LastSeen string `json:"lastSeen"`
+	// StreamSeen is when its push stream was last seen open, "" for never
+	// (a session that only posted): within LiveStreamWindow it is live
+	// for delivery.
+	StreamSeen string `json:"streamSeen,omitempty"`
 }
 
 // LiveSessionID checks a session id: 1..MaxLiveSessionID characters among

@@ -96,7 +96,8 @@ type PushSource interface {
 	// tasks meant for another session (Task.TargetSession naming neither
 	// s.ID nor s.Name). The cursor still passes over them.
 	SessionPushEvents(ctx context.Context, s LiveSession, after int64, limit int) (PushBatch, error)
-	// SeeLiveSession records that the agent's session s is live now (its
-	// name too, when s.Name is set).
+	// SeeLiveSession records that the agent's session s has its push
+	// stream open now (its name too, when s.Name is set): it is live for
+	// delivery for LiveStreamWindow.
 	SeeLiveSession(ctx context.Context, s LiveSession) error
 }

@@ -180,6 +180,10 @@ type PostTaskInput struct {
 	ReplySession string `json:"-"`
 }
 
+// MaxClaimSessions bounds ClaimInput.ForSessions (a session worker's id,
+// name and label).
+const MaxClaimSessions = 8
+
 // ClaimInput asks for the recipient's next task.
 type ClaimInput struct {
 	RecipientSlug string
@@ -187,16 +191,18 @@ type ClaimInput struct {
 	Wait time.Duration
 	// LeaseSeconds is the lease length; 0 means DefaultLeaseSeconds.
 	LeaseSeconds int
-	// FromSenders, when non-nil, restricts the claim to these senders; an
-	// empty non-nil slice claims nothing.
+	// FromSenders, when non-nil, restricts the claim to these senders
+	// (at most MaxWorkerSenders); an empty non-nil slice claims nothing.
 	FromSenders []string
 	// ForSessions, when non-nil, restricts the claim to tasks that name no
 	// target session or name one of these (a session worker's session id
-	// and names).
+	// and names; at most MaxClaimSessions).
 	ForSessions []string
 	// LeaveLiveSessions leaves the tasks whose target session is one of
-	// the recipient's live sessions (seen within LiveSessionRetention) to
-	// that session: a worker not bound to a session claims them not.
+	// the recipient's live sessions (its push stream seen within
+	// LiveStreamWindow) to that session: a worker not bound to a session
+	// claims them not. A claim through a live session (Session set) always
+	// leaves them, except those aimed at itself (its id or its name).
 	LeaveLiveSessions bool
 	// Via is ViaChat or ViaWorker.
 	Via string

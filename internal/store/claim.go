@@ -48,7 +48,7 @@ func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, 
 		// Watched before the attempt, so that a task queued after it wakes
 		// the claim.
 		woken := db.waiters.Watch(c.recipient)
-		p := newParked(c) // the claim a post may hand its task to while it waits
+		p := newParked(ctx, c) // the claim a post may hand its task to while it waits
 		task, err := db.tryClaim(ctx, c, p)
 		if err != nil || task != nil {
 			return db.attemptAnswer(ctx, task, err)
@@ -67,6 +67,9 @@ func (db *DB) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, 
 			again = true
 		case <-timer.C:
 		case <-ctx.Done():
+		}
+		if testHookClaimLeaving != nil {
+			testHookClaimLeaving()
 		}
 		// A post may have taken the claim meanwhile: its task is ours.
 		if t := db.parking.leave(p); t != nil {
@@ -105,6 +108,17 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 	default:
 		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "via: must be %q or %q.", relay.ViaChat, relay.ViaWorker)
 	}
+	if len(in.FromSenders) > relay.MaxWorkerSenders {
+		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "fromSenders: at most %d entries (got %d).", relay.MaxWorkerSenders, len(in.FromSenders))
+	}
+	if len(in.ForSessions) > relay.MaxClaimSessions {
+		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: at most %d entries (got %d).", relay.MaxClaimSessions, len(in.ForSessions))
+	}
+	for _, s := range in.ForSessions {
+		if len(s) > relay.MaxTargetSession {
+			return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: an entry is over %d bytes.", relay.MaxTargetSession)
+		}
+	}
 	var senders []string
 	if in.FromSenders != nil {
 		senders = make([]string, 0, len(in.FromSenders))
@@ -121,6 +135,9 @@ func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
 	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
 		return claimRequest{}, err
 	}
+	// A live session's claim leaves the tasks aimed at the agent's other
+	// live sessions to them, like an unbound worker's.
+	claim.leaveLive = claim.leaveLive || claim.session != ""
 	if in.ForSessions != nil {
 		claim.sessions = append([]string{""}, in.ForSessions...)
 	}
@@ -138,7 +155,8 @@ type claimRequest struct {
 	sessions []string
 	// session is the live session claiming, "" for none (claim_session).
 	session string
-	// leaveLive skips tasks aimed at a live session of the recipient.
+	// leaveLive skips tasks aimed at a live session of the recipient,
+	// except, for a live session's claim, those aimed at itself.
 	leaveLive bool
 }
 
@@ -172,9 +190,13 @@ func (db *DB) tryClaim(ctx context.Context, c claimRequest, p *parked) (*relay.T
 				args = append(args, s)
 			}
 		}
-		if c.leaveLive {
+		switch {
+		case c.leaveLive && c.session != "":
+			query += leaveOtherLiveSQL
+			args = append(args, c.session, liveStreamCutoff(t))
+		case c.leaveLive:
 			query += leaveLiveSQL
-			args = append(args, relay.FormatTime(t.now.Add(-relay.LiveSessionRetention)))
+			args = append(args, liveStreamCutoff(t))
 		}
 		query += nextQueuedOrder
 		task, err := scanTask(t.tx.QueryRowContext(t.ctx, query, args...))
@@ -209,15 +231,29 @@ const (
 	// is bound as +? so that the statement stays prepared (see limitSQL).
 	nextQueuedSQL   = `SELECT ` + taskColumns + ` FROM tasks t WHERE t.recipient_slug = +? AND t.status = 'queued'`
 	nextQueuedOrder = ` ORDER BY t.priority DESC, t.created_at ASC, t.rowid ASC LIMIT 1`
-	// leaveLiveSQL leaves out the tasks aimed at one of the recipient's
-	// live sessions seen since ? (ClaimInput.LeaveLiveSessions).
-	leaveLiveSQL = ` AND NOT EXISTS (SELECT 1 FROM live_sessions ls WHERE ls.agent_slug = t.recipient_slug
-		AND ls.session_id = t.target_session AND ls.last_seen >= ?)`
+	// liveTargetSQL holds for a task t aimed at one of its recipient's
+	// sessions live for delivery: its push stream seen since ?
+	// (liveStreamCutoff). Claims and hand-offs (handOff) use it alike.
+	liveTargetSQL = `EXISTS (SELECT 1 FROM live_sessions ls WHERE ls.agent_slug = t.recipient_slug
+		AND ls.session_id = t.target_session AND ls.stream_seen >= ?)`
+	// leaveLiveSQL leaves out the tasks aimed at a live session
+	// (ClaimInput.LeaveLiveSessions).
+	leaveLiveSQL = ` AND NOT ` + liveTargetSQL
+	// leaveOtherLiveSQL is leaveLiveSQL for a live session's claim: the
+	// tasks aimed at the session itself (its id, ?) are its own. (A live
+	// target is matched by id, what a post records once resolved.)
+	leaveOtherLiveSQL = ` AND (t.target_session = ? OR NOT ` + liveTargetSQL + `)`
 	// expiredLeasesSQL finds claimed tasks whose lease has run out;
 	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
 	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
 	expiredLeasesOfSQL = ` AND recipient_slug = ?`
 )
+
+// liveStreamCutoff is the oldest stream record of a session live for
+// delivery now (relay.LiveStreamWindow).
+func liveStreamCutoff(t *tx) string {
+	return relay.FormatTime(t.now.Add(-relay.LiveStreamWindow))
+}
 
 // claim claims task (queued, with its timeline read) for c's recipient:
 // the row, the change and the sender's task-claimed event.

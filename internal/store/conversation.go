@@ -121,7 +121,9 @@ func checkSelfSession(t *tx, in relay.PostTaskInput) error {
 // is handling ("" for none) and makes it the post's parent when the post
 // names none.
 func (t *tx) liveSessionPost(in *relay.PostTaskInput) (string, error) {
-	if err := t.seeLiveSession(in.SenderSlug, in.ReplySession, ""); err != nil {
+	// For resolving its name only: a post does not make the session live
+	// for delivery (no stream delivers its tasks).
+	if err := t.seeLiveSession(in.SenderSlug, in.ReplySession, "", false); err != nil {
 		return "", err
 	}
 	if !in.FromAgent {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,11 @@ const (
 	parkGone
 )
 
+// testHookClaimLeaving, nil outside tests, runs when a waiting claim's
+// wait ends (a task, a wake-up, its time or its caller gone), before it
+// leaves the registry.
+var testHookClaimLeaving func()
+
 // parked is one waiting claim that a post may hand its task to.
 type parked struct {
 	c     claimRequest
@@ -37,12 +43,18 @@ type parked struct {
 	// claim was rolled back, so it is waiting again. Buffered, never
 	// blocks.
 	released chan struct{}
+	// ctx is the claimer's: once it is done, the claimer is leaving and
+	// no write takes the claim (take).
+	ctx context.Context
 }
 
-// newParked is a claim about to wait for c.
-func newParked(c claimRequest) *parked {
-	return &parked{c: c, result: make(chan *relay.Task, 1), released: make(chan struct{}, 1)}
+// newParked is a claim about to wait for c, as long as ctx lasts.
+func newParked(ctx context.Context, c claimRequest) *parked {
+	return &parked{c: c, result: make(chan *relay.Task, 1), released: make(chan struct{}, 1), ctx: ctx}
 }
+
+// gone reports whether p's claimer has left (its context is done).
+func (p *parked) gone() bool { return p.ctx.Err() != nil }
 
 // parking is the registry of parked claims by recipient, oldest first.
 type parking struct {
@@ -79,12 +91,17 @@ func (pk *parking) removeLocked(p *parked) {
 }
 
 // take reserves the oldest claim parked for recipient that would claim a
-// task from sender aimed at session, and drops it from the registry.
-func (pk *parking) take(recipient, sender, session string) *parked {
+// task from sender aimed at session (live: one of the recipient's live
+// sessions), and drops it from the registry. A claim whose caller has
+// gone (its context done) is passed over: it is leaving.
+func (pk *parking) take(recipient, sender, session string, live bool) *parked {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	for _, p := range pk.claims[recipient] {
-		if p.c.wants(sender, session) && p.state.CompareAndSwap(parkWaiting, parkTaken) {
+		if p.gone() {
+			continue
+		}
+		if p.c.wants(sender, session, live) && p.state.CompareAndSwap(parkWaiting, parkTaken) {
 			pk.removeLocked(p)
 			return p
 		}
@@ -125,12 +142,20 @@ func (pk *parking) leave(p *parked) *relay.Task {
 }
 
 // wants reports whether the claim would take a task from sender aimed at
-// session ("" for none).
-func (c claimRequest) wants(sender, session string) bool {
+// session ("" for none), live when that is one of the recipient's live
+// sessions: the rule of the claim's query (tryClaim).
+func (c claimRequest) wants(sender, session string, live bool) bool {
 	if c.filter && !slices.Contains(c.senders, sender) {
 		return false
 	}
-	return c.sessions == nil || slices.Contains(c.sessions, session)
+	if c.sessions != nil && !slices.Contains(c.sessions, session) {
+		return false
+	}
+	if live && c.leaveLive {
+		// Left to that session, unless this is its own claim.
+		return c.session != "" && session == c.session
+	}
+	return true
 }
 
 // handoff is a task a write claimed for a parked claim.

@@ -81,10 +81,16 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoLiveStreams takes a database back from version 18 to 17: the live
+// sessions' stream_seen (migration 0018). Every downgrade goes below it: it
+// runs first.
+const undoLiveStreams = `ALTER TABLE live_sessions DROP COLUMN stream_seen;
+	`
+
 // undoPushSessions takes a database back from version 17 to 16: the push
 // rows' session columns and the triggers that write them (migration 0017),
 // with the triggers as 0009 and 0012 left them. Every downgrade goes below
-// it: it runs first.
+// it: it runs after undoLiveStreams.
 func undoPushSessions(t testing.TB) string {
 	return `DROP TRIGGER push_task; DROP TRIGGER push_event;
 	ALTER TABLE push_events DROP COLUMN reply_session; ALTER TABLE push_events DROP COLUMN target_session;
@@ -124,10 +130,10 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so the undoing of 0017 down to 0013 runs first.
+// so the undoing of 0018 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

@@ -15,10 +15,12 @@ import (
 // LiveSession is one live session of an agent, as relay.LiveSession.
 type LiveSession = relay.LiveSession
 
-// SeeLiveSession records that s.AgentSlug's session s.ID is live now, with
-// its name when s.Name is set (an empty name keeps the one known). An
-// agent keeps its relay.MaxLiveSessionsPerAgent most recently seen sessions,
-// none older than relay.LiveSessionRetention.
+// SeeLiveSession records that s.AgentSlug's session s.ID has its push
+// stream open now (the stream's open and refresh), with its name when
+// s.Name is set (an empty name keeps the one known): the session is live
+// for delivery for relay.LiveStreamWindow. An agent keeps its
+// relay.MaxLiveSessionsPerAgent most recently seen sessions, none older
+// than relay.LiveSessionRetention.
 func (db *DB) SeeLiveSession(ctx context.Context, s relay.LiveSession) error {
 	s, err := checkLiveSession(s)
 	if err != nil {
@@ -28,7 +30,7 @@ func (db *DB) SeeLiveSession(ctx context.Context, s relay.LiveSession) error {
 		if err := t.mustExist(s.AgentSlug); err != nil {
 			return err
 		}
-		return t.seeLiveSession(s.AgentSlug, s.ID, s.Name)
+		return t.seeLiveSession(s.AgentSlug, s.ID, s.Name, true)
 	})
 }
 
@@ -48,14 +50,21 @@ func checkLiveSession(s relay.LiveSession) (relay.LiveSession, error) {
 	return s, err
 }
 
-// seeLiveSession upserts the agent's session in t; a session new to the
-// agent also trims the agent's old ones.
-func (t *tx) seeLiveSession(agent, id, name string) error {
-	n, err := t.execCount("see live session", `INSERT INTO live_sessions (agent_slug, session_id, name, last_seen) VALUES (?, ?, ?, ?)
+// seeLiveSession upserts the agent's session in t, its stream seen now
+// when stream is set (else its stream record is kept: a post through the
+// session); a session new to the agent also trims the agent's old ones.
+func (t *tx) seeLiveSession(agent, id, name string, stream bool) error {
+	var streamSeen any // NULL: keep the one known
+	if stream {
+		streamSeen = t.ts
+	}
+	n, err := t.execCount("see live session", `INSERT INTO live_sessions (agent_slug, session_id, name, last_seen, stream_seen) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (agent_slug, session_id) DO UPDATE SET last_seen = excluded.last_seen,
-			name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE live_sessions.name END
-		WHERE live_sessions.last_seen <> excluded.last_seen OR (excluded.name <> '' AND excluded.name <> live_sessions.name)`,
-		agent, id, name, t.ts)
+			name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE live_sessions.name END,
+			stream_seen = COALESCE(excluded.stream_seen, live_sessions.stream_seen)
+		WHERE live_sessions.last_seen <> excluded.last_seen OR (excluded.name <> '' AND excluded.name <> live_sessions.name)
+			OR (excluded.stream_seen IS NOT NULL AND live_sessions.stream_seen IS NOT excluded.stream_seen)`,
+		agent, id, name, t.ts, streamSeen)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -68,8 +77,8 @@ func (t *tx) seeLiveSession(agent, id, name string) error {
 	return nil
 }
 
-// LiveSessions returns agentSlug's live sessions (id and name, when told),
-// most recently seen first: at most relay.MaxLiveSessionsPerAgent, none
+// LiveSessions returns agentSlug's live sessions (id and name, when told,
+// and when their stream was last seen), most recently seen first: at most relay.MaxLiveSessionsPerAgent, none
 // unseen for relay.LiveSessionRetention.
 func (db *DB) LiveSessions(ctx context.Context, agentSlug string) ([]LiveSession, error) {
 	slug, err := relay.NormalizeSlug("agentSlug", agentSlug)
@@ -79,7 +88,7 @@ func (db *DB) LiveSessions(ctx context.Context, agentSlug string) ([]LiveSession
 	cutoff := relay.FormatTime(db.now().Add(-relay.LiveSessionRetention))
 	out := []LiveSession{}
 	err = db.read(ctx, "list live sessions", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT session_id, name, last_seen FROM live_sessions
+		rows, err := tx.QueryContext(ctx, `SELECT session_id, name, last_seen, COALESCE(stream_seen, '') FROM live_sessions
 			WHERE agent_slug = ? AND last_seen >= ? ORDER BY last_seen DESC, session_id LIMIT ?`,
 			slug, cutoff, relay.MaxLiveSessionsPerAgent)
 		if err != nil {
@@ -88,7 +97,7 @@ func (db *DB) LiveSessions(ctx context.Context, agentSlug string) ([]LiveSession
 		defer rows.Close()
 		for rows.Next() {
 			s := LiveSession{AgentSlug: slug}
-			if err := rows.Scan(&s.ID, &s.Name, &s.LastSeen); err != nil {
+			if err := rows.Scan(&s.ID, &s.Name, &s.LastSeen, &s.StreamSeen); err != nil {
 				return fmt.Errorf("list live sessions: %w", err)
 			}
 			out = append(out, s)

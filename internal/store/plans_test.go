@@ -31,6 +31,8 @@ func TestHotQueryPlans(t *testing.T) {
 			"SEARCH t USING INDEX tasks_queue (recipient_slug=?)"},
 		{"claim: next queued task a worker leaves to live sessions", nextQueuedSQL + leaveLiveSQL + nextQueuedOrder, 2,
 			"SEARCH ls USING PRIMARY KEY (agent_slug=? AND session_id=?)"},
+		{"claim: next queued task a live session leaves to the others", nextQueuedSQL + leaveOtherLiveSQL + nextQueuedOrder, 3,
+			"SEARCH ls USING PRIMARY KEY (agent_slug=? AND session_id=?)"},
 		{"claim: the recipient's expired leases", expiredLeasesSQL + expiredLeasesOfSQL, 2,
 			"SEARCH tasks USING INDEX tasks_leases (recipient_slug=? AND lease_expires_at<?)"},
 		{"post: the sender's open tasks", countOpenSQL(20), 1,

@@ -138,22 +138,23 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 
 // handOff gives a task just posted to the oldest claim waiting for it
 // (handoff.go): claimed in this transaction for that claim, whose agent
-// is present now, and handed to it after the commit. With no such claim,
-// or for a task aimed at a live session (some claims leave those, see
-// ClaimInput.LeaveLiveSessions; their own queries sort them out), the
-// recipient's waiting claims are woken to look for it.
+// is present now, and handed to it after the commit. A task aimed at a
+// live session (liveTargetSQL) goes only to a claim that does not leave it
+// (ClaimInput.LeaveLiveSessions): that session's own, or a worker bound to
+// it. With no such claim, the recipient's waiting claims are woken to look
+// for it.
 func (t *tx) handOff(task relay.Task) error {
-	live := ""
+	live := false
 	if task.TargetSession != "" {
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT 'live' FROM live_sessions WHERE agent_slug = ? AND session_id = ? AND last_seen >= ?`,
-			task.RecipientSlug, task.TargetSession, relay.FormatTime(t.now.Add(-relay.LiveSessionRetention))).Scan(&live); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var one int
+		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM (SELECT ? AS recipient_slug, ? AS target_session) t WHERE `+liveTargetSQL,
+			task.RecipientSlug, task.TargetSession, liveStreamCutoff(t)).Scan(&one)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read live session: %w", err)
 		}
+		live = err == nil
 	}
-	var p *parked
-	if live == "" {
-		p = t.db.parking.take(task.RecipientSlug, task.SenderSlug, task.TargetSession)
-	}
+	p := t.db.parking.take(task.RecipientSlug, task.SenderSlug, task.TargetSession, live)
 	if p == nil {
 		t.wakeUp(task.RecipientSlug)
 		return nil

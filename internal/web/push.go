@@ -224,7 +224,9 @@ func pushRequest(r *http.Request, p relay.Principal) (live relay.LiveSession, af
 }
 
 // liveSessionRefresh is how often an open push stream of a live session
-// refreshes the session's last-seen time.
+// refreshes the session's record (on a heartbeat): its last-seen time and
+// its stream's, which keeps it live for delivery while the stream is open
+// (relay.LiveStreamWindow, 5 min, well above this plus a heartbeat).
 const liveSessionRefresh = 2 * time.Minute
 
 // seeLiveSession records the stream's live session again when it has one

@@ -389,6 +389,19 @@ func TestPushSessionStream(t *testing.T) {
 	if e := next(t, events); json.Unmarshal([]byte(e.data), &pe) != nil || pe.TaskID != own.ID || pe.Kind != relay.EventTaskClaimed {
 		t.Fatalf("s-1's stream got %+v, want the claim of its own task %s (not %s's)", e, own.ID, other.ID)
 	}
+	// Live for delivery is the stream's: s-1's stream was seen, s-2 only
+	// posted (kept for its name, never live for delivery).
+	live, err = liveSessions(ctx, db, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := map[string]bool{}
+	for _, s := range live {
+		stream[s.ID] = s.StreamSeen != ""
+	}
+	if len(live) != 2 || !stream["s-1"] || stream["s-2"] {
+		t.Fatalf("alice's live sessions %+v; want s-1 with its stream seen, s-2 without", live)
+	}
 }
 
 // The admin token is never a live session, on the push stream as on /mcp
