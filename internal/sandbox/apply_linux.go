@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -19,9 +18,6 @@ func ABI() int {
 	}
 	return v
 }
-
-// errNotEnforced: the kernel took no rules (no Landlock).
-var errNotEnforced = errors.New("this Linux kernel has no Landlock, so the run cannot be confined")
 
 // restrict confines the calling thread (locked to it for good) and what it
 // execs next to the rules: the filesystem, signals and abstract sockets

@@ -29,7 +29,7 @@ func TestCLIHomePlantedLinkNotFollowed(t *testing.T) {
 	req := runspec.SandboxRequest{
 		Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: "gemini", Sandbox: relay.SandboxOn},
 		Program: "/bin/sh", Args: []string{"-c", script},
-		Env:     []string{"HOME=" + home, "PATH=/usr/bin:/bin", "VICTIM=" + victim}, Workdir: work, RunDir: run,
+		Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin", "VICTIM=" + victim}, Workdir: work, RunDir: run,
 	}
 	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes")}
 	wantProbe(t, runProbe(t, w, true, req), []string{"plant"}, "ok")
