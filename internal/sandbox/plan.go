@@ -91,14 +91,17 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 	home := env["HOME"]
 	// tooBroad: a folder that is, or holds, the home folder or a protected
 	// folder, or is the root.
+	holdsProtected := func(d string) bool {
+		return slices.ContainsFunc(protected, func(p string) bool { return p != "" && within(p, filepath.Clean(d)) })
+	}
 	tooBroad := func(d string) bool {
 		d = filepath.Clean(d)
-		if d == string(filepath.Separator) || (home != "" && within(home, d)) {
-			return true
-		}
-		return slices.ContainsFunc(protected, func(p string) bool { return p != "" && within(p, d) })
+		return d == string(filepath.Separator) || (home != "" && within(home, d)) || holdsProtected(d)
 	}
-	r := Rules{System: slices.Clone(systemPaths[goos]), Devices: slices.Clone(devicePaths[goos])}
+	// A system folder holding a protected folder (a data folder under
+	// /opt) is not allowed whole: the CLI's installation and the folders
+	// on PATH in it get rules of their own (when they do not hold it).
+	r := Rules{System: slices.DeleteFunc(slices.Clone(systemPaths[goos]), holdsProtected), Devices: slices.Clone(devicePaths[goos])}
 	if req.RunDir != "" {
 		r.TempDir = filepath.Join(req.RunDir, TempDirName)
 	}

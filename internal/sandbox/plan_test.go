@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,5 +138,47 @@ func TestWrapOtherSystems(t *testing.T) {
 	s, err = sandbox.Wrapper{Self: "/relay", GOOS: "windows"}.Wrap(req)
 	if err != nil || s.Confined || !s.Warning || s.Program != "/opt/claude" || !strings.Contains(s.Log, "Not sandboxed: runs on Windows") {
 		t.Fatalf("windows: %+v %v", s, err)
+	}
+}
+
+// Ensure a data folder under a system folder (--data-dir under /opt) is
+// not readable by the run through that system folder: the system folder
+// is dropped from the rules (Linux and the macOS profile), with a warning
+// in the run log, while the CLI's installation and the folders on PATH in
+// it keep rules of their own, and no rule holds the data folder.
+func TestDataUnderSystemFolder(t *testing.T) {
+	home := t.TempDir()
+	data := "/opt/crosschat-relay/data"
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: "/opt/cli/bin/agent", Env: []string{"HOME=" + home, "PATH=/opt/tools/bin:/usr/bin:/bin"},
+		Workdir: filepath.Join(home, "w"), RunDir: filepath.Join(home, "run")}
+	for _, goos := range []string{"linux", "darwin"} {
+		w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: goos,
+			ABI: func() int { return 7 }, Seccomp: func() bool { return true }, UID: func() int { return 1000 }}
+		s, err := w.Wrap(req)
+		if err != nil || !s.Confined || !s.Warning || !strings.Contains(s.Log, "the system folder /opt holds the relay's data folder") {
+			t.Fatalf("%s: %+v, %v", goos, s, err)
+		}
+		var paths []string
+		if goos == "linux" {
+			var r sandbox.Rules
+			if err := json.Unmarshal([]byte(s.Args[2]), &r); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(r.System, "/opt") || !slices.Contains(r.System, "/usr") ||
+				!slices.Contains(r.RO, "/opt/cli/bin") || !slices.Contains(r.RO, "/opt/tools/bin") {
+				t.Errorf("linux rules: %+v", r)
+			}
+			paths = slices.Concat(r.System, r.Devices, r.RO, r.RW)
+		} else {
+			if strings.Contains(s.Args[1], `(subpath "/opt")`) || !strings.Contains(s.Args[1], `(subpath "/opt/cli/bin")`) {
+				t.Errorf("darwin profile:\n%s", s.Args[1])
+			}
+		}
+		for _, p := range paths {
+			if p == data || strings.HasPrefix(data, p+"/") {
+				t.Errorf("%s: the rule %s holds the data folder", goos, p)
+			}
+		}
 	}
 }
