@@ -1,8 +1,11 @@
 package sandbox_test
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -53,5 +56,50 @@ func TestCLIHomePlantedLinkNotFollowed(t *testing.T) {
 	}
 	if l, err := os.Readlink(filepath.Join(gemini, "settings.json")); err != nil || l != filepath.Join(home, ".gemini", "settings.json") {
 		t.Errorf("the run's .gemini/settings.json: %q, %v", l, err)
+	}
+}
+
+// Ensure a rule path swapped for a link after the relay checked it (by a
+// process left from an earlier run, or another worker, between Wrap and
+// the child's confinement) stops the run (exit 126, naming the path)
+// rather than allowing where the link leads (the data folder), also for a
+// worker that allows unsandboxed runs (which are for kernels without
+// Landlock, not for rules that fail). Following the link, the child reads
+// the api-token, so the test can fail.
+func TestRulePathSwappedAfterWrap(t *testing.T) {
+	self := landlockSelf(t)
+	for _, allow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sandbox required", true: "unsandboxed allowed"}[allow], func(t *testing.T) {
+			home, data, work, run, _ := layout(t)
+			folder := filepath.Join(work, "sub")
+			if err := os.MkdirAll(folder, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			req := runspec.SandboxRequest{
+				Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowUnsandboxed: allow},
+				Program: "/bin/sh", Args: []string{"-c", try + `try read-token cat "$DATA/api-token"`},
+				Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin", "DATA=" + data}, Workdir: folder, RunDir: run,
+			}
+			s, err := sandbox.Wrapper{Self: self, Protected: []string{data}}.Wrap(req)
+			if err != nil || !s.Confined {
+				t.Fatalf("wrap: %+v, %v", s, err)
+			}
+			// What a process left running by an earlier run (read-write
+			// on work) does between the relay's check and the child's.
+			if err := os.Rename(folder, folder+".real"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(data, folder); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(s.Program, s.Args...)
+			cmd.Env = req.Env
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 126 || !strings.Contains(string(out), folder+" is a symbolic link now") ||
+				strings.Contains(string(out), "read-token") {
+				t.Errorf("the child of a swapped rule path: %v: %s", err, out)
+			}
+		})
 	}
 }

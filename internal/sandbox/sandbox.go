@@ -153,6 +153,12 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 				rules.RW = slices.DeleteFunc(rules.RW, func(p string) bool { return p == d })
 			}
 		}
+		// Again for the paths made just now, whose links (a home folder
+		// under /home → /var/home) the child no longer follows.
+		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
+		if _, err := w.overlap(req, rules); err != nil {
+			return runspec.Sandboxed{}, err
+		}
 	}
 	switch goos {
 	case "linux":
@@ -174,6 +180,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
+		rules.TempDir = resolvedPath(rules.TempDir)
 		rules.Required = !req.Config.AllowUnsandboxed
 		if !rules.Required && req.ConfinedArgs != nil {
 			rules.Fallback = append([]string{req.Program}, req.Args...)
