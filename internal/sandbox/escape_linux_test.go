@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,5 +102,52 @@ func TestRulePathSwappedAfterWrap(t *testing.T) {
 				t.Errorf("the child of a swapped rule path: %v: %s", err, out)
 			}
 		})
+	}
+}
+
+// Ensure a confined run of Claude Code, Codex or Gemini CLI reads the
+// user's settings only through its CLI home's links, not the rest of the
+// user's CLI folder: not the prompt history, the file history (copies of
+// other projects' files), the IDE extension's lock file (its MCP server's
+// token), Gemini CLI's tmp; without the sandbox it reads them all (so the
+// test can fail).
+func TestCLIFolderReadOnlyThroughLinks(t *testing.T) {
+	self := landlockSelf(t)
+	tests := []struct {
+		harness, env, linked string
+		hidden               []string
+	}{
+		{"claude-code", "CLAUDE_CONFIG_DIR", "settings.json", []string{".claude/history.jsonl", ".claude/file-history/s/f", ".claude/ide/1.lock"}},
+		{"codex", "CODEX_HOME", "config.toml", []string{".codex/history.jsonl", ".codex/log/codex-tui.log"}},
+		{"gemini", "GEMINI_CLI_HOME", ".gemini/settings.json", []string{".gemini/tmp/x/logs.json"}},
+	}
+	for _, tt := range tests {
+		for _, sandboxed := range []bool{true, false} {
+			t.Run(tt.harness+map[bool]string{true: " on", false: " off"}[sandboxed], func(t *testing.T) {
+				home, data, work, run, _ := layout(t)
+				for rel, body := range userCLIFiles {
+					writeTestFile(t, filepath.Join(home, rel), body)
+				}
+				script := try
+				for i, rel := range tt.hidden {
+					writeTestFile(t, filepath.Join(home, rel), "private")
+					script += fmt.Sprintf("try hidden%d cat %q\n", i, filepath.Join(home, rel))
+				}
+				script += `if [ -n "$` + tt.env + `" ]; then try linked cat "$` + tt.env + `/` + tt.linked + `"; else echo linked ok; fi`
+				req := runspec.SandboxRequest{
+					Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: tt.harness, Sandbox: relay.SandboxOn},
+					Program: "/bin/sh", Args: []string{"-c", script},
+					Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run,
+				}
+				w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes")}
+				got := runProbe(t, w, sandboxed, req)
+				var hidden []string
+				for i := range tt.hidden {
+					hidden = append(hidden, fmt.Sprintf("hidden%d", i))
+				}
+				wantProbe(t, got, []string{"linked"}, "ok")
+				wantProbe(t, got, hidden, map[bool]string{true: "denied", false: "ok"}[sandboxed])
+			})
+		}
 	}
 }

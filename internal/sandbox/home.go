@@ -103,8 +103,10 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 }
 
 // planHome adds a CLI home at private (the value of h.env for the run) to
-// r: the user's CLI folder read-only, the transcripts read-write, the
-// private folder read-write, the variable in r.Env, and the setup.
+// r: the user's entries linked into it read-only (not the rest of the
+// user's CLI folder: its file history, prompt history, IDE lock files),
+// the transcripts read-write, the private folder read-write, the variable
+// in r.Env, and the setup.
 func planHome(r *Rules, h cliHome, env map[string]string, home, private string) (ro, rw []string) {
 	user := h.userCLIFolder(env, home)
 	if user == "" {
@@ -113,6 +115,7 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string) 
 	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}}
 	for _, name := range h.config {
 		s.links[name] = filepath.Join(user, name)
+		ro = append(ro, s.links[name])
 	}
 	for _, name := range h.shared {
 		p := filepath.Join(user, name)
@@ -132,7 +135,22 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string) 
 	}
 	r.Env[h.env] = private
 	r.homes = append(r.homes, s)
-	return []string{user}, append(rw, private)
+	return ro, append(rw, private)
+}
+
+// userFolder reports whether p (a path of presetPaths' config under home,
+// or named by the CLI's variable) is the user's CLI folder or global
+// settings file, which a run with a CLI home of its own reaches only
+// through the entries linked into that home.
+func (h cliHome) userFolder(p string, env map[string]string, home string) bool {
+	p = filepath.Clean(p)
+	if p == h.userCLIFolder(env, home) || (home != "" && p == filepath.Join(home, h.dir)) {
+		return true
+	}
+	if v := env[h.env]; filepath.IsAbs(v) && p == filepath.Clean(v) {
+		return true
+	}
+	return h.global != "" && home != "" && (p == filepath.Join(home, h.global) || p == filepath.Join(home, h.global+".backup"))
 }
 
 // prepare makes the CLI home: the folder, the user's transcripts when

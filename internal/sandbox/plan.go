@@ -157,6 +157,9 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 				r.Create = append(r.Create, filepath.Join(home, p))
 			}
 			for _, p := range pp.config {
+				if own && ch.userFolder(filepath.Join(home, p), env, home) {
+					continue // reached through its linked entries (planHome)
+				}
 				*config = append(*config, filepath.Join(home, p))
 				if !own && !strings.Contains(filepath.Base(p), ".json") {
 					r.Create = append(r.Create, filepath.Join(home, p))
@@ -172,7 +175,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			r.Private = append(r.Private, filepath.Clean(p))
 		}
 		for _, name := range pp.env {
-			if v := env[name]; filepath.IsAbs(v) {
+			if v := env[name]; filepath.IsAbs(v) && !(own && ch.userFolder(v, env, home)) {
 				*config = append(*config, v)
 				if !own {
 					r.Create = append(r.Create, filepath.Clean(v))

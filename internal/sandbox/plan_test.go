@@ -32,14 +32,19 @@ func TestPlan(t *testing.T) {
 		notRW     []string
 		notAnyway []string
 	}{
-		// The CLIs' settings are read-only: each run writes a CLI home of
-		// its own in its run folder, and the user's transcripts.
+		// The CLIs' settings linked into the run's CLI home are read-only,
+		// not the rest of the user's CLI folders (file and prompt history,
+		// IDE lock files): each run writes a CLI home of its own in its
+		// run folder, and the user's transcripts.
 		{harness: "claude-code", rw: []string{"/srv/claude/projects", base.RunDir + "/home/claude-code"},
-			ro:    []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude"},
-			notRW: []string{"/srv/codex-home", "/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/home/ada/.local/share/claude"}},
+			ro:        []string{"/srv/claude/settings.json", "/srv/claude/.credentials.json", "/srv/claude/plugins", "/home/ada/.local/share/claude"},
+			notRW:     []string{"/srv/codex-home", "/home/ada/.local/share/claude"},
+			notAnyway: []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/srv/claude/history.jsonl", "/srv/claude/file-history", "/srv/claude/ide"}},
 		{harness: "codex", rw: []string{"/srv/codex-home/sessions", "/srv/codex-home/session_index.jsonl", base.RunDir + "/home/codex"},
-			ro: []string{"/home/ada/.codex", "/srv/codex-home"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/srv/codex-home"}},
-		{harness: "gemini", rw: []string{base.RunDir + "/home/gemini"}, ro: []string{"/home/ada/.gemini"}, notRW: []string{"/home/ada/.gemini"}},
+			ro: []string{"/srv/codex-home/config.toml", "/srv/codex-home/auth.json"}, notRW: []string{"/home/ada/.claude"},
+			notAnyway: []string{"/home/ada/.codex", "/srv/codex-home", "/srv/codex-home/history.jsonl"}},
+		{harness: "gemini", rw: []string{base.RunDir + "/home/gemini"}, ro: []string{"/home/ada/.gemini/settings.json", "/home/ada/.gemini/oauth_creds.json"},
+			notAnyway: []string{"/home/ada/.gemini", "/home/ada/.gemini/tmp"}},
 		{harness: "opencode", rw: []string{"/home/ada/.config/opencode"}},
 		{harness: "custom", allow: []string{"/data/sets", "/home/ada/.cache/tool:rw"}, rw: []string{"/home/ada/.cache/tool"},
 			ro: []string{"/data/sets"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/data/sets"}},
@@ -62,6 +67,11 @@ func TestPlan(t *testing.T) {
 			for _, p := range tt.notRW {
 				if slices.Contains(r.RW, p) {
 					t.Errorf("%s is read-write", p)
+				}
+			}
+			for _, p := range tt.notAnyway {
+				if slices.ContainsFunc(slices.Concat(r.RO, r.RW), func(a string) bool { return a == p || strings.HasPrefix(p, a+"/") }) {
+					t.Errorf("%s is allowed: ro %q rw %q", p, r.RO, r.RW)
 				}
 			}
 			for _, p := range slices.Concat(r.RO, r.RW) {
