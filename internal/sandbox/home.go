@@ -39,6 +39,11 @@ type cliHome struct {
 	// resume them, the user sees the worker's). Made when missing; a
 	// name ending in .jsonl is a file.
 	shared []string
+	// perFolder is the entry holding a folder of transcripts per project
+	// (Claude Code's projects, named by projectName): linked, but only the
+	// run's own folders' are read-write (made when missing), so a run
+	// cannot plant text in another project's transcripts or memory.
+	perFolder string
 	// global is the CLI's global settings file the CLI rewrites in place
 	// (Claude Code's .claude.json): copied from the user's before each
 	// run, so the run writes its own copy.
@@ -54,8 +59,8 @@ var cliHomes = map[string]cliHome{
 		env: "CLAUDE_CONFIG_DIR", dir: ".claude",
 		config: []string{"settings.json", "CLAUDE.md", "agents", "commands", "skills", "plugins", "output-styles",
 			"hooks", "rules", "keybindings.json", ".credentials.json"},
-		shared: []string{"projects"},
-		global: ".claude.json",
+		perFolder: "projects",
+		global:    ".claude.json",
 	},
 	"codex": {
 		env: "CODEX_HOME", dir: ".codex",
@@ -107,7 +112,9 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 // user's CLI folder: its file history, prompt history, IDE lock files),
 // the transcripts read-write, the private folder read-write, the variable
 // in r.Env, and the setup.
-func planHome(r *Rules, h cliHome, env map[string]string, home, private string) (ro, rw []string) {
+//
+// folders are the run's working and extra folders.
+func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string) (ro, rw []string) {
 	user := h.userCLIFolder(env, home)
 	if user == "" {
 		return nil, nil
@@ -122,6 +129,19 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string) 
 		s.links[name] = p
 		s.shared = append(s.shared, p)
 		rw = append(rw, p)
+	}
+	if h.perFolder != "" {
+		base := filepath.Join(user, h.perFolder)
+		s.links[h.perFolder] = base
+		s.shared = append(s.shared, base)
+		for _, f := range folders {
+			if name, ok := projectName(resolvedPath(f)); ok {
+				s.shared = append(s.shared, filepath.Join(base, name))
+				rw = append(rw, filepath.Join(base, name))
+			} else if filepath.IsAbs(f) {
+				rw = append(rw, base) // a name Claude Code shortens with a hash
+			}
+		}
 	}
 	if h.global != "" {
 		src := filepath.Join(home, h.global)
@@ -151,6 +171,23 @@ func (h cliHome) userFolder(p string, env map[string]string, home string) bool {
 		return true
 	}
 	return h.global != "" && home != "" && (p == filepath.Join(home, h.global) || p == filepath.Join(home, h.global+".backup"))
+}
+
+// projectName is the folder Claude Code keeps a project's transcripts in
+// for the folder dir: every character but ASCII letters and digits
+// replaced by "-"; false where Claude Code would shorten it (over 200
+// characters).
+func projectName(dir string) (string, bool) {
+	if !filepath.IsAbs(dir) {
+		return "", false
+	}
+	b := []byte(filepath.Clean(dir))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b), len(b) <= 200
 }
 
 // prepare makes the CLI home: the folder, the user's transcripts when

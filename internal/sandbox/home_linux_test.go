@@ -62,13 +62,16 @@ func TestCLISettingsReadOnly(t *testing.T) {
 		{harness: "claude-code",
 			denied: []string{".claude/settings.json", ".claude.json", ".claude/CLAUDE.md", ".claude/commands/deploy.md",
 				".claude/commands/new.md", ".claude/agents/evil.md", ".claude/skills/tidy/SKILL.md", ".claude/plugins/config.json",
-				".claude/hooks.sh", ".claude/.credentials.json", ".local/share/claude/versions/2.1", ".claude/settings.local.json"},
-			allowed: []string{".claude/projects/-work/session.jsonl"},
+				".claude/hooks.sh", ".claude/.credentials.json", ".local/share/claude/versions/2.1", ".claude/settings.local.json",
+				// Another project's transcript and memory (loaded when
+				// the user works there).
+				".claude/projects/-work/session.jsonl", ".claude/projects/-other/memory/MEMORY.md"},
 			own: `try own-settings grep -q hooks "$CLAUDE_CONFIG_DIR/settings.json"
 try own-global-read grep -q numStartups "$CLAUDE_CONFIG_DIR/.claude.json"
 try own-global-write sh -c 'echo "{\"mcpServers\":{\"x\":{}}}" > "$CLAUDE_CONFIG_DIR/.claude.json"'
 try own-state sh -c 'mkdir -p "$CLAUDE_CONFIG_DIR/todos" && echo x > "$CLAUDE_CONFIG_DIR/todos/t.json"'
-try own-transcript sh -c 'echo x >> "$CLAUDE_CONFIG_DIR/projects/-work/own.jsonl"'
+try own-transcript sh -c 'echo x >> "$CLAUDE_CONFIG_DIR/projects/$(pwd -P | sed "s/[^a-zA-Z0-9]/-/g")/own.jsonl"'
+try own-memory sh -c 'mkdir -p "$CLAUDE_CONFIG_DIR/projects/$(pwd -P | sed "s/[^a-zA-Z0-9]/-/g")/memory" && echo x > "$CLAUDE_CONFIG_DIR/projects/$(pwd -P | sed "s/[^a-zA-Z0-9]/-/g")/memory/MEMORY.md"'
 try own-relink-settings sh -c 'rm -f "$CLAUDE_CONFIG_DIR/settings.json" && echo "{\"hooks\":{\"x\":1}}" > "$CLAUDE_CONFIG_DIR/settings.json"'
 `},
 		{harness: "codex",

@@ -187,7 +187,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			if slug := req.Config.AgentSlug; homes != "" && slug != "" && filepath.IsLocal(slug) && !strings.ContainsAny(slug, `/\`) {
 				private = filepath.Join(homes, slug, req.Config.Harness)
 			}
-			hro, hrw := planHome(&r, ch, env, home, private)
+			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...))
 			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}

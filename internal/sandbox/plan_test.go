@@ -36,9 +36,9 @@ func TestPlan(t *testing.T) {
 		// not the rest of the user's CLI folders (file and prompt history,
 		// IDE lock files): each run writes a CLI home of its own in its
 		// run folder, and the user's transcripts.
-		{harness: "claude-code", rw: []string{"/srv/claude/projects", base.RunDir + "/home/claude-code"},
+		{harness: "claude-code", rw: []string{"/srv/claude/projects/-home-ada-projects-mine", "/srv/claude/projects/-home-ada-shared", base.RunDir + "/home/claude-code"},
 			ro:        []string{"/srv/claude/settings.json", "/srv/claude/.credentials.json", "/srv/claude/plugins", "/home/ada/.local/share/claude"},
-			notRW:     []string{"/srv/codex-home", "/home/ada/.local/share/claude"},
+			notRW:     []string{"/srv/codex-home", "/home/ada/.local/share/claude", "/srv/claude/projects"},
 			notAnyway: []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/srv/claude/history.jsonl", "/srv/claude/file-history", "/srv/claude/ide"}},
 		{harness: "codex", rw: []string{"/srv/codex-home/sessions", "/srv/codex-home/session_index.jsonl", base.RunDir + "/home/codex"},
 			ro: []string{"/srv/codex-home/config.toml", "/srv/codex-home/auth.json"}, notRW: []string{"/home/ada/.claude"},
