@@ -108,7 +108,7 @@ func TestRulePathSwappedAfterWrap(t *testing.T) {
 // Ensure a confined run of Claude Code, Codex or Gemini CLI reads the
 // user's settings only through its CLI home's links, not the rest of the
 // user's CLI folder: not the prompt history, the file history (copies of
-// other projects' files), the IDE extension's lock file (its MCP server's
+// other projects' files), another project's transcripts (Claude Code), the IDE extension's lock file (its MCP server's
 // token), Gemini CLI's tmp; without the sandbox it reads them all (so the
 // test can fail).
 func TestCLIFolderReadOnlyThroughLinks(t *testing.T) {
@@ -117,7 +117,7 @@ func TestCLIFolderReadOnlyThroughLinks(t *testing.T) {
 		harness, env, linked string
 		hidden               []string
 	}{
-		{"claude-code", "CLAUDE_CONFIG_DIR", "settings.json", []string{".claude/history.jsonl", ".claude/file-history/s/f", ".claude/ide/1.lock"}},
+		{"claude-code", "CLAUDE_CONFIG_DIR", "settings.json", []string{".claude/history.jsonl", ".claude/file-history/s/f", ".claude/ide/1.lock", ".claude/projects/-other/s.jsonl"}},
 		{"codex", "CODEX_HOME", "config.toml", []string{".codex/history.jsonl", ".codex/log/codex-tui.log"}},
 		{"gemini", "GEMINI_CLI_HOME", ".gemini/settings.json", []string{".gemini/tmp/x/logs.json"}},
 	}
