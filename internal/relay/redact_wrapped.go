@@ -14,6 +14,58 @@ func redactWrapped(s string, secrets []string) string {
 	if !strings.ContainsAny(s, "\n\r") {
 		return s
 	}
+	spans := wrappedSpans(s, secrets)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if sp.to <= last {
+			continue // inside one already hidden
+		}
+		if sp.from < last {
+			sp.from = last
+		} else {
+			b.WriteString(s[last:sp.from])
+			b.WriteString("[hidden]")
+		}
+		last = sp.to
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// RedactAcross hides the forms of secrets (SecretForms) that a program
+// split across the line break between prev and next, two texts each
+// already redacted (RedactSecrets) and stored apart, such as two run-log
+// entries of consecutive output lines (`xxd -p api-token` prints 60
+// columns a line). It returns prev with the part of such a form it holds
+// replaced by "[hidden]" and next without that part, "[hidden]" in its
+// place; both unchanged when no form crosses the break.
+func RedactAcross(prev, next string, secrets ...string) (string, string) {
+	if prev == "" || next == "" {
+		return prev, next
+	}
+	cut := len(prev) + 1 // next starts here in the joined text
+	from, to := cut, cut
+	for _, sp := range wrappedSpans(prev+"\n"+next, secrets) {
+		if sp.from < cut && sp.to > cut {
+			from, to = min(from, sp.from), max(to, sp.to)
+		}
+	}
+	if to == cut {
+		return prev, next
+	}
+	return prev[:min(from, len(prev))] + "[hidden]", "[hidden]" + next[to-cut:]
+}
+
+// span is a stretch of a text, to exclusive.
+type span struct{ from, to int }
+
+// wrappedSpans are the stretches of s, line breaks included, that hold a
+// form of a secret once the line breaks are left out, by where they start.
+func wrappedSpans(s string, secrets []string) []span {
 	// flat is s without line breaks; cuts[k] is how many characters of
 	// flat come before the k-th line break, so flat[i] is s[i+n], n the
 	// number of cuts at or before i.
@@ -35,7 +87,6 @@ func redactWrapped(s string, secrets []string) string {
 		n, _ := slices.BinarySearch(cuts, i+1) // the cuts at or before i
 		return i + n
 	}
-	type span struct{ from, to int } // in s, to exclusive
 	var spans []span
 	for _, sec := range secrets {
 		if len(sec) < minSecret {
@@ -56,24 +107,6 @@ func redactWrapped(s string, secrets []string) string {
 			}
 		}
 	}
-	if len(spans) == 0 {
-		return s
-	}
 	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
-	var b strings.Builder
-	last := 0
-	for _, sp := range spans {
-		if sp.to <= last {
-			continue // inside one already hidden
-		}
-		if sp.from < last {
-			sp.from = last
-		} else {
-			b.WriteString(s[last:sp.from])
-			b.WriteString("[hidden]")
-		}
-		last = sp.to
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return spans
 }

@@ -59,3 +59,33 @@ func TestRedactWrappedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Ensure RedactAcross hides a secret's form split across two texts stored
+// apart (the lines of `xxd -p` and `base64` as separate run-log steps), in
+// both, keeping what is around it, and leaves texts without one as they are.
+func TestRedactAcross(t *testing.T) {
+	sec := relay.NewAdminToken()
+	hexed := hex.EncodeToString([]byte(sec + "\n"))
+	b64 := base64.StdEncoding.EncodeToString([]byte("A=" + sec + "\n"))
+	for _, tc := range []struct{ name, prev, next, wantPrev, wantNext string }{
+		{"xxd -p", "out:\n" + hexed[:60], hexed[60:] + "\nend", "out:\n[hidden]", "[hidden]0a\nend"},
+		{"base64", b64[:30], b64[30:], "[hidden]", "[hidden]" + b64[len(b64)-4:]},
+		{"unrelated", "line one", "line two", "line one", "line two"},
+		{"empty prev", "", hexed[60:], "", hexed[60:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev, next := relay.RedactAcross(tc.prev, tc.next, sec)
+			if tc.name == "base64" {
+				// The edges of the base64 depend on the token: check that
+				// no piece longer than the padding survives.
+				if !strings.HasSuffix(prev, "[hidden]") || !strings.HasPrefix(next, "[hidden]") || len(next) > len("[hidden]")+4 || len(prev) > len("[hidden]")+4 {
+					t.Errorf("got %q, %q", prev, next)
+				}
+				return
+			}
+			if prev != tc.wantPrev || next != tc.wantNext {
+				t.Errorf("got %q, %q; want %q, %q", prev, next, tc.wantPrev, tc.wantNext)
+			}
+		})
+	}
+}

@@ -96,7 +96,9 @@ const minSecret = 8
 // A secret is also found in its common encodings (SecretForms): base64 in
 // the standard and URL alphabets, padded or not and at any offset inside a
 // longer base64 text, hex in either case, and URL-escaped, also when split
-// across lines or spaces (`base64` and `xxd -p` wrap their output). That stops the
+// across lines (`base64` and `xxd -p` wrap their output; not when split by
+// spaces). Text stored in pieces (a run log's output lines) is checked
+// across the breaks between pieces with RedactAcross. That stops the
 // accidental and the lazy leak (`base64 api-token`), not a determined one:
 // a process that can read the secret can also transform it in ways no
 // filter can list (see docs/security.md).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -19,9 +21,6 @@ func ABI() int {
 	}
 	return v
 }
-
-// errNotEnforced: the kernel took no rules (no Landlock).
-var errNotEnforced = errors.New("this Linux kernel has no Landlock, so the run cannot be confined")
 
 // restrict confines the calling thread (locked to it for good) and what it
 // execs next to the rules: the filesystem, signals and abstract sockets
@@ -41,35 +40,72 @@ func restrict(r Rules) error {
 		return err
 	}
 	var rules []landlock.Rule
-	add := func(paths []string, write bool) {
+	var opened []int
+	defer func() {
+		for _, fd := range opened {
+			_ = unix.Close(fd)
+		}
+	}()
+	// add adds a rule per path. The system folders and devices (the
+	// system's own) are opened by path; the others (the user's, resolved
+	// by the relay, which a process of the user's could swap for a link
+	// since) without following any link (openat2 RESOLVE_NO_SYMLINKS), the
+	// rule made from that very file through /proc/self/fd: a path that is
+	// now a link, or lies under one, stops the run.
+	add := func(paths []string, write, user bool) error {
 		for _, p := range paths {
-			fi, err := os.Stat(p)
-			if err != nil {
-				continue // a missing path needs no rule
+			target, isDir := p, false
+			if user {
+				fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+				switch {
+				case errors.Is(err, unix.ELOOP):
+					return fmt.Errorf("the path %s is a symbolic link now, or lies under one, though it was not when the run was prepared", p)
+				case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EACCES):
+					continue // a missing path needs no rule
+				case err != nil:
+					return fmt.Errorf("open %s for its rule: %w", p, err)
+				}
+				opened = append(opened, fd)
+				var st unix.Stat_t
+				if err := unix.Fstat(fd, &st); err != nil {
+					return fmt.Errorf("stat %s for its rule: %w", p, err)
+				}
+				target, isDir = "/proc/self/fd/"+strconv.Itoa(fd), st.Mode&unix.S_IFMT == unix.S_IFDIR
+			} else {
+				fi, err := os.Stat(p)
+				if err != nil {
+					continue // a missing path needs no rule
+				}
+				isDir = fi.IsDir()
 			}
 			var rule landlock.FSRule
 			switch {
-			case fi.IsDir() && write:
-				rule = landlock.RWDirs(p)
+			case isDir && write:
+				rule = landlock.RWDirs(target)
 				if abi >= 2 {
 					rule = rule.WithRefer() // renames across folders (git, npm)
 				}
-			case fi.IsDir():
-				rule = landlock.RODirs(p)
+			case isDir:
+				rule = landlock.RODirs(target)
 			case write:
-				rule = landlock.RWFiles(p)
+				rule = landlock.RWFiles(target)
 			default:
-				rule = landlock.ROFiles(p)
+				rule = landlock.ROFiles(target)
 			}
-			rules = append(rules, rule.IgnoreIfMissing())
+			if !user {
+				rule = rule.IgnoreIfMissing()
+			}
+			rules = append(rules, rule)
 		}
+		return nil
 	}
-	add(r.System, false)
-	add(r.RO, false)
-	add(r.Devices, true) // files only, without device ioctls
-	add(r.RW, true)
+	rw := r.RW
 	if r.TempDir != "" {
-		add([]string{r.TempDir}, true)
+		rw = append(slices.Clone(rw), r.TempDir)
+	}
+	if err := errors.Join(add(r.System, false, false), add(r.RO, false, true),
+		add(r.Devices, true, false), add(rw, true, true)); err != nil { // devices: files only, without device ioctls
+		return err
 	}
 	// Files, and from ABI 6 signals and abstract Unix sockets to processes
 	// outside the sandbox (the relay, the user's other programs); not the

@@ -39,6 +39,11 @@ type cliHome struct {
 	// resume them, the user sees the worker's). Made when missing; a
 	// name ending in .jsonl is a file.
 	shared []string
+	// perFolder is the entry holding a folder of transcripts per project
+	// (Claude Code's projects, named by projectName): linked, but only the
+	// run's own folders' are read-write (made when missing), so a run
+	// cannot plant text in another project's transcripts or memory.
+	perFolder string
 	// global is the CLI's global settings file the CLI rewrites in place
 	// (Claude Code's .claude.json): copied from the user's before each
 	// run, so the run writes its own copy.
@@ -54,8 +59,8 @@ var cliHomes = map[string]cliHome{
 		env: "CLAUDE_CONFIG_DIR", dir: ".claude",
 		config: []string{"settings.json", "CLAUDE.md", "agents", "commands", "skills", "plugins", "output-styles",
 			"hooks", "rules", "keybindings.json", ".credentials.json"},
-		shared: []string{"projects"},
-		global: ".claude.json",
+		perFolder: "projects",
+		global:    ".claude.json",
 	},
 	"codex": {
 		env: "CODEX_HOME", dir: ".codex",
@@ -71,17 +76,22 @@ var cliHomes = map[string]cliHome{
 }
 
 // homeSetup is what Wrap prepares for a CLI home before the run: links in
-// folder to the user's entries, and a copy of the user's global settings.
+// the CLI's folder to the user's entries, and a copy of the user's global
+// settings. The run writes the home, so everything in it is done through
+// an os.Root of the home (never following a link out of it).
 type homeSetup struct {
-	// folder is the CLI's folder in the run's home (CODEX_HOME, or the
-	// .gemini inside GEMINI_CLI_HOME).
-	folder string
+	// home is the run's CLI home (the value of the CLI's variable); the
+	// run may write inside it, not the home itself.
+	home string
+	// sub is the CLI's folder in home ("" for home itself, ".gemini").
+	sub string
 	// links are name → the user's entry (made, with shared ones, only
 	// where the user's exists).
 	links map[string]string
 	// shared are the user's entries made when missing (transcripts).
 	shared []string
-	// copyFrom, copyTo: the user's global settings file and its copy.
+	// copyFrom is the user's global settings file, copied to copyTo (a
+	// name in the CLI's folder).
 	copyFrom, copyTo string
 }
 
@@ -98,17 +108,21 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 }
 
 // planHome adds a CLI home at private (the value of h.env for the run) to
-// r: the user's CLI folder read-only, the transcripts read-write, the
-// private folder read-write, the variable in r.Env, and the setup.
-func planHome(r *Rules, h cliHome, env map[string]string, home, private string) (ro, rw []string) {
+// r: the user's entries linked into it read-only (not the rest of the
+// user's CLI folder: its file history, prompt history, IDE lock files),
+// the transcripts read-write, the private folder read-write, the variable
+// in r.Env, and the setup.
+//
+// folders are the run's working and extra folders.
+func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string) (ro, rw []string) {
 	user := h.userCLIFolder(env, home)
 	if user == "" {
 		return nil, nil
 	}
-	folder := filepath.Join(private, h.sub)
-	s := homeSetup{folder: folder, links: map[string]string{}}
+	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}}
 	for _, name := range h.config {
 		s.links[name] = filepath.Join(user, name)
+		ro = append(ro, s.links[name])
 	}
 	for _, name := range h.shared {
 		p := filepath.Join(user, name)
@@ -116,29 +130,97 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string) 
 		s.shared = append(s.shared, p)
 		rw = append(rw, p)
 	}
+	if h.perFolder != "" {
+		base := filepath.Join(user, h.perFolder)
+		s.links[h.perFolder] = base
+		s.shared = append(s.shared, base)
+		for _, f := range folders {
+			if name, ok := projectName(resolvedPath(f)); ok {
+				s.shared = append(s.shared, filepath.Join(base, name))
+				rw = append(rw, filepath.Join(base, name))
+			} else if filepath.IsAbs(f) {
+				rw = append(rw, base) // a name Claude Code shortens with a hash
+			}
+		}
+	}
 	if h.global != "" {
 		src := filepath.Join(home, h.global)
 		if v := env[h.env]; filepath.IsAbs(v) {
 			src = filepath.Join(v, h.global)
 		}
-		s.copyFrom, s.copyTo = src, filepath.Join(folder, h.global)
+		s.copyFrom, s.copyTo = src, h.global
 	}
 	if r.Env == nil {
 		r.Env = map[string]string{}
 	}
 	r.Env[h.env] = private
 	r.homes = append(r.homes, s)
-	return []string{user}, append(rw, private)
+	return ro, append(rw, private)
+}
+
+// userFolder reports whether p (a path of presetPaths' config under home,
+// or named by the CLI's variable) is the user's CLI folder or global
+// settings file, which a run with a CLI home of its own reaches only
+// through the entries linked into that home.
+func (h cliHome) userFolder(p string, env map[string]string, home string) bool {
+	p = filepath.Clean(p)
+	if p == h.userCLIFolder(env, home) || (home != "" && p == filepath.Join(home, h.dir)) {
+		return true
+	}
+	if v := env[h.env]; filepath.IsAbs(v) && p == filepath.Clean(v) {
+		return true
+	}
+	return h.global != "" && home != "" && (p == filepath.Join(home, h.global) || p == filepath.Join(home, h.global+".backup"))
+}
+
+// projectName is the folder Claude Code keeps a project's transcripts in
+// for the folder dir: every character but ASCII letters and digits
+// replaced by "-"; false where Claude Code would shorten it (over 200
+// characters).
+func projectName(dir string) (string, bool) {
+	if !filepath.IsAbs(dir) {
+		return "", false
+	}
+	b := []byte(filepath.Clean(dir))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b), len(b) <= 200
 }
 
 // prepare makes the CLI home: the folder, the user's transcripts when
 // missing, a link per entry (replacing what a run left under that name),
 // and a fresh copy of the global settings. It never follows a link a run
-// may have planted in the folder: links and the copy are made under a
-// new name and renamed into place.
+// may have planted in the home: all of it is done through an os.Root of
+// the home, the CLI's folder there is replaced by a real one when it is
+// not one (a run that swapped it for a link to the user's ~/.claude), and
+// links and the copy are made under a new name and renamed into place.
 func (s homeSetup) prepare() error {
-	if err := os.MkdirAll(s.folder, 0o700); err != nil {
-		return fmt.Errorf("create the CLI's home %s: %w", s.folder, err)
+	if err := os.MkdirAll(s.home, 0o700); err != nil {
+		return fmt.Errorf("create the CLI's home %s: %w", s.home, err)
+	}
+	root, err := os.OpenRoot(s.home)
+	if err != nil {
+		return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
+	}
+	defer root.Close()
+	if s.sub != "" {
+		if fi, err := root.Lstat(s.sub); err == nil && !fi.IsDir() {
+			if err := root.RemoveAll(s.sub); err != nil {
+				return fmt.Errorf("clear %s: %w", filepath.Join(s.home, s.sub), err)
+			}
+		}
+		if err := root.Mkdir(s.sub, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create the CLI's folder %s: %w", filepath.Join(s.home, s.sub), err)
+		}
+		sub, err := root.OpenRoot(s.sub)
+		if err != nil {
+			return fmt.Errorf("open the CLI's folder %s: %w", filepath.Join(s.home, s.sub), err)
+		}
+		defer sub.Close()
+		root = sub
 	}
 	for _, p := range s.shared {
 		var err error
@@ -156,17 +238,17 @@ func (s homeSetup) prepare() error {
 			return fmt.Errorf("create the CLI's session folder %s: %w", p, err)
 		}
 	}
+	where := func(name string) string { return filepath.Join(root.Name(), name) }
 	for name, target := range s.links {
-		at := filepath.Join(s.folder, name)
 		if _, err := os.Stat(target); err != nil {
 			// The user has none: neither has the run (nothing it left).
-			if err := os.RemoveAll(at); err != nil {
-				return fmt.Errorf("clear %s: %w", at, err)
+			if err := root.RemoveAll(name); err != nil {
+				return fmt.Errorf("clear %s: %w", where(name), err)
 			}
 			continue
 		}
-		if err := replace(at, func(tmp string) error { return os.Symlink(target, tmp) }); err != nil {
-			return fmt.Errorf("link %s to %s: %w", at, target, err)
+		if err := replace(root, name, func(tmp string) error { return root.Symlink(target, tmp) }); err != nil {
+			return fmt.Errorf("link %s to %s: %w", where(name), target, err)
 		}
 	}
 	if s.copyTo == "" {
@@ -174,14 +256,14 @@ func (s homeSetup) prepare() error {
 	}
 	src, err := os.Open(s.copyFrom)
 	if errors.Is(err, os.ErrNotExist) {
-		return os.RemoveAll(s.copyTo)
+		return root.RemoveAll(s.copyTo)
 	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
 	}
 	defer src.Close()
-	return replace(s.copyTo, func(tmp string) error {
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return replace(root, s.copyTo, func(tmp string) error {
+		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return err
 		}
@@ -196,22 +278,23 @@ const maxGlobalSettings = 64 << 20
 // replaceSeq tells apart the temporary names of runs prepared at once.
 var replaceSeq atomic.Int64
 
-// replace makes a new entry under a temporary name with make and renames
-// it over path, removing first whatever a rename cannot replace (a folder).
-func replace(path string, make func(tmp string) error) error {
-	tmp := fmt.Sprintf("%s.crosschat-%d-%d.tmp", path, os.Getpid(), replaceSeq.Add(1))
-	_ = os.RemoveAll(tmp)
+// replace makes a new entry under a temporary name in root with make and
+// renames it over name, removing first whatever a rename cannot replace (a
+// folder).
+func replace(root *os.Root, name string, make func(tmp string) error) error {
+	tmp := fmt.Sprintf("%s.crosschat-%d-%d.tmp", name, os.Getpid(), replaceSeq.Add(1))
+	_ = root.RemoveAll(tmp)
 	if err := make(tmp); err != nil {
-		_ = os.Remove(tmp)
+		_ = root.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		if rerr := os.RemoveAll(path); rerr != nil {
-			_ = os.Remove(tmp)
+	if err := root.Rename(tmp, name); err != nil {
+		if rerr := root.RemoveAll(name); rerr != nil {
+			_ = root.Remove(tmp)
 			return errors.Join(err, rerr)
 		}
-		if err := os.Rename(tmp, path); err != nil {
-			_ = os.Remove(tmp)
+		if err := root.Rename(tmp, name); err != nil {
+			_ = root.Remove(tmp)
 			return err
 		}
 	}

@@ -15,10 +15,29 @@ import (
 // (it would run neither confined nor as a plain run).
 var errHalfConfined = errors.New("the sandbox was applied only in part")
 
+// errNotEnforced: the kernel took no rules (no Landlock).
+var errNotEnforced = errors.New("this kernel has no Landlock, so the run cannot be confined")
+
+// errNoSeccomp: the kernel (or this architecture) has no seccomp filter.
+var errNoSeccomp = errors.New("this Linux kernel has no seccomp filter (or the relay does not know this architecture), so the run's Unix sockets cannot be refused")
+
+// restrictSelf and execProgram are what Main confines itself with and
+// execs the CLI with (replaced in tests).
+var (
+	restrictSelf = restrict
+	execProgram  = execve
+)
+
 // Main is the hidden verb Verb: it parses --rules JSON and the command after
 // "--", confines itself to the rules and execs the command. It returns only
 // on failure: 126 when the command may not run unconfined, the confinement
-// held only in part or the verb is misused, 127 when the exec fails.
+// failed for another reason than a kernel without Landlock or seccomp (a
+// rule path that cannot be opened, a confinement that held only in part)
+// or the verb is misused, 127 when the exec fails.
+//
+// An unconfined run (a kernel without Landlock or seccomp, and a worker
+// that allows it) starts the CLI's plain command without the CLI home of
+// its own (Rules.Env): like a plain run, it uses the user's.
 func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(Verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,8 +51,8 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "crosschat sandbox: usage: "+Verb+" --rules JSON -- PROGRAM [ARGS...]")
 		return 126
 	}
-	if err := restrict(r); err != nil {
-		if r.Required || errors.Is(err, errHalfConfined) {
+	if err := restrictSelf(r); err != nil {
+		if r.Required || !errors.Is(err, errNotEnforced) && !errors.Is(err, errNoSeccomp) {
 			fmt.Fprintf(stderr, "crosschat sandbox: the run was not started: %v\n", err)
 			return 126
 		}
@@ -43,6 +62,7 @@ func Main(args []string, stderr io.Writer) int {
 			// own sandbox).
 			cmd = r.Fallback
 		}
+		r.Env = nil
 	}
 	env := os.Environ()
 	if r.TempDir != "" {
@@ -53,7 +73,7 @@ func Main(args []string, stderr io.Writer) int {
 	for name, value := range r.Env {
 		env = setEnv(env, name, value)
 	}
-	err := execve(cmd[0], cmd, env)
+	err := execProgram(cmd[0], cmd, env)
 	fmt.Fprintf(stderr, "crosschat sandbox: start %s: %v\n", cmd[0], err)
 	return 127
 }

@@ -91,14 +91,17 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 	home := env["HOME"]
 	// tooBroad: a folder that is, or holds, the home folder or a protected
 	// folder, or is the root.
+	holdsProtected := func(d string) bool {
+		return slices.ContainsFunc(protected, func(p string) bool { return p != "" && within(p, filepath.Clean(d)) })
+	}
 	tooBroad := func(d string) bool {
 		d = filepath.Clean(d)
-		if d == string(filepath.Separator) || (home != "" && within(home, d)) {
-			return true
-		}
-		return slices.ContainsFunc(protected, func(p string) bool { return p != "" && within(p, d) })
+		return d == string(filepath.Separator) || (home != "" && within(home, d)) || holdsProtected(d)
 	}
-	r := Rules{System: slices.Clone(systemPaths[goos]), Devices: slices.Clone(devicePaths[goos])}
+	// A system folder holding a protected folder (a data folder under
+	// /opt) is not allowed whole: the CLI's installation and the folders
+	// on PATH in it get rules of their own (when they do not hold it).
+	r := Rules{System: slices.DeleteFunc(slices.Clone(systemPaths[goos]), holdsProtected), Devices: slices.Clone(devicePaths[goos])}
 	if req.RunDir != "" {
 		r.TempDir = filepath.Join(req.RunDir, TempDirName)
 	}
@@ -154,6 +157,9 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 				r.Create = append(r.Create, filepath.Join(home, p))
 			}
 			for _, p := range pp.config {
+				if own && ch.userFolder(filepath.Join(home, p), env, home) {
+					continue // reached through its linked entries (planHome)
+				}
 				*config = append(*config, filepath.Join(home, p))
 				if !own && !strings.Contains(filepath.Base(p), ".json") {
 					r.Create = append(r.Create, filepath.Join(home, p))
@@ -169,7 +175,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			r.Private = append(r.Private, filepath.Clean(p))
 		}
 		for _, name := range pp.env {
-			if v := env[name]; filepath.IsAbs(v) {
+			if v := env[name]; filepath.IsAbs(v) && !(own && ch.userFolder(v, env, home)) {
 				*config = append(*config, v)
 				if !own {
 					r.Create = append(r.Create, filepath.Clean(v))
@@ -181,7 +187,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			if slug := req.Config.AgentSlug; homes != "" && slug != "" && filepath.IsLocal(slug) && !strings.ContainsAny(slug, `/\`) {
 				private = filepath.Join(homes, slug, req.Config.Harness)
 			}
-			hro, hrw := planHome(&r, ch, env, home, private)
+			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...))
 			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,14 +32,19 @@ func TestPlan(t *testing.T) {
 		notRW     []string
 		notAnyway []string
 	}{
-		// The CLIs' settings are read-only: each run writes a CLI home of
-		// its own in its run folder, and the user's transcripts.
-		{harness: "claude-code", rw: []string{"/srv/claude/projects", base.RunDir + "/home/claude-code"},
-			ro:    []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude"},
-			notRW: []string{"/srv/codex-home", "/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/home/ada/.local/share/claude"}},
+		// The CLIs' settings linked into the run's CLI home are read-only,
+		// not the rest of the user's CLI folders (file and prompt history,
+		// IDE lock files): each run writes a CLI home of its own in its
+		// run folder, and the user's transcripts.
+		{harness: "claude-code", rw: []string{"/srv/claude/projects/-home-ada-projects-mine", "/srv/claude/projects/-home-ada-shared", base.RunDir + "/home/claude-code"},
+			ro:        []string{"/srv/claude/settings.json", "/srv/claude/.credentials.json", "/srv/claude/plugins", "/home/ada/.local/share/claude"},
+			notRW:     []string{"/srv/codex-home", "/home/ada/.local/share/claude", "/srv/claude/projects"},
+			notAnyway: []string{"/home/ada/.claude", "/home/ada/.claude.json", "/srv/claude", "/srv/claude/history.jsonl", "/srv/claude/file-history", "/srv/claude/ide"}},
 		{harness: "codex", rw: []string{"/srv/codex-home/sessions", "/srv/codex-home/session_index.jsonl", base.RunDir + "/home/codex"},
-			ro: []string{"/home/ada/.codex", "/srv/codex-home"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/srv/codex-home"}},
-		{harness: "gemini", rw: []string{base.RunDir + "/home/gemini"}, ro: []string{"/home/ada/.gemini"}, notRW: []string{"/home/ada/.gemini"}},
+			ro: []string{"/srv/codex-home/config.toml", "/srv/codex-home/auth.json"}, notRW: []string{"/home/ada/.claude"},
+			notAnyway: []string{"/home/ada/.codex", "/srv/codex-home", "/srv/codex-home/history.jsonl"}},
+		{harness: "gemini", rw: []string{base.RunDir + "/home/gemini"}, ro: []string{"/home/ada/.gemini/settings.json", "/home/ada/.gemini/oauth_creds.json"},
+			notAnyway: []string{"/home/ada/.gemini", "/home/ada/.gemini/tmp"}},
 		{harness: "opencode", rw: []string{"/home/ada/.config/opencode"}},
 		{harness: "custom", allow: []string{"/data/sets", "/home/ada/.cache/tool:rw"}, rw: []string{"/home/ada/.cache/tool"},
 			ro: []string{"/data/sets"}, notRW: []string{"/home/ada/.claude", "/home/ada/.codex", "/data/sets"}},
@@ -61,6 +67,11 @@ func TestPlan(t *testing.T) {
 			for _, p := range tt.notRW {
 				if slices.Contains(r.RW, p) {
 					t.Errorf("%s is read-write", p)
+				}
+			}
+			for _, p := range tt.notAnyway {
+				if slices.ContainsFunc(slices.Concat(r.RO, r.RW), func(a string) bool { return a == p || strings.HasPrefix(p, a+"/") }) {
+					t.Errorf("%s is allowed: ro %q rw %q", p, r.RO, r.RW)
 				}
 			}
 			for _, p := range slices.Concat(r.RO, r.RW) {
@@ -137,5 +148,47 @@ func TestWrapOtherSystems(t *testing.T) {
 	s, err = sandbox.Wrapper{Self: "/relay", GOOS: "windows"}.Wrap(req)
 	if err != nil || s.Confined || !s.Warning || s.Program != "/opt/claude" || !strings.Contains(s.Log, "Not sandboxed: runs on Windows") {
 		t.Fatalf("windows: %+v %v", s, err)
+	}
+}
+
+// Ensure a data folder under a system folder (--data-dir under /opt) is
+// not readable by the run through that system folder: the system folder
+// is dropped from the rules (Linux and the macOS profile), with a warning
+// in the run log, while the CLI's installation and the folders on PATH in
+// it keep rules of their own, and no rule holds the data folder.
+func TestDataUnderSystemFolder(t *testing.T) {
+	home := t.TempDir()
+	data := "/opt/crosschat-relay/data"
+	req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn},
+		Program: "/opt/cli/bin/agent", Env: []string{"HOME=" + home, "PATH=/opt/tools/bin:/usr/bin:/bin"},
+		Workdir: filepath.Join(home, "w"), RunDir: filepath.Join(home, "run")}
+	for _, goos := range []string{"linux", "darwin"} {
+		w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: goos,
+			ABI: func() int { return 7 }, Seccomp: func() bool { return true }, UID: func() int { return 1000 }}
+		s, err := w.Wrap(req)
+		if err != nil || !s.Confined || !s.Warning || !strings.Contains(s.Log, "the system folder /opt holds the relay's data folder") {
+			t.Fatalf("%s: %+v, %v", goos, s, err)
+		}
+		var paths []string
+		if goos == "linux" {
+			var r sandbox.Rules
+			if err := json.Unmarshal([]byte(s.Args[2]), &r); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(r.System, "/opt") || !slices.Contains(r.System, "/usr") ||
+				!slices.Contains(r.RO, "/opt/cli/bin") || !slices.Contains(r.RO, "/opt/tools/bin") {
+				t.Errorf("linux rules: %+v", r)
+			}
+			paths = slices.Concat(r.System, r.Devices, r.RO, r.RW)
+		} else {
+			if strings.Contains(s.Args[1], `(subpath "/opt")`) || !strings.Contains(s.Args[1], `(subpath "/opt/cli/bin")`) {
+				t.Errorf("darwin profile:\n%s", s.Args[1])
+			}
+		}
+		for _, p := range paths {
+			if p == data || strings.HasPrefix(data, p+"/") {
+				t.Errorf("%s: the rule %s holds the data folder", goos, p)
+			}
+		}
 	}
 }

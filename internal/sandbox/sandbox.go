@@ -113,13 +113,20 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		goos = runtime.GOOS
 	}
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
-	rules := plan(req, goos, w.Protected, w.Homes)
+	// The protected folders as named and as their links resolve.
+	protected := slices.Concat(w.Protected, resolved(w.Protected, nil))
+	rules := plan(req, goos, protected, w.Homes)
 	var warning string
 	if goos == "linux" || goos == "darwin" {
 		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
 		var err error
 		if warning, err = w.overlap(req, rules); err != nil {
 			return runspec.Sandboxed{}, err
+		}
+		for _, d := range systemPaths[goos] {
+			if !slices.Contains(rules.System, d) {
+				warning = strings.TrimSpace(warning + " " + fmt.Sprintf("Warning: the system folder %s holds the relay's data folder, so it is not allowed to the run (only the CLI's installation and the folders on PATH in it); move the data folder out of it if the run needs the rest.", d))
+			}
 		}
 		if w.uid() == 0 {
 			warning = strings.TrimSpace(warning + " " + rootWarning)
@@ -146,6 +153,12 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 				rules.RW = slices.DeleteFunc(rules.RW, func(p string) bool { return p == d })
 			}
 		}
+		// Again for the paths made just now, whose links (a home folder
+		// under /home → /var/home) the child no longer follows.
+		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
+		if _, err := w.overlap(req, rules); err != nil {
+			return runspec.Sandboxed{}, err
+		}
 	}
 	switch goos {
 	case "linux":
@@ -167,6 +180,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("create the run's temporary folder: %w", err)
 		}
+		rules.TempDir = resolvedPath(rules.TempDir)
 		rules.Required = !req.Config.AllowUnsandboxed
 		if !rules.Required && req.ConfinedArgs != nil {
 			rules.Fallback = append([]string{req.Program}, req.Args...)
@@ -225,7 +239,7 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 			continue
 		}
 		p = resolvedPath(p)
-		for _, a := range slices.Concat(r.RO, r.RW) {
+		for _, a := range slices.Concat(r.System, r.Devices, r.RO, r.RW) {
 			if !within(p, a) {
 				continue
 			}

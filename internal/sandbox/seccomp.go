@@ -20,6 +20,9 @@ import (
 //     CLIs' runtimes fall back to plain system calls when it is refused;
 //   - pidfd_getfd: taking a socket from another process (Landlock's ptrace
 //     rule already refuses that for a relay of an ordinary user);
+//   - keyctl, add_key and request_key: the kernel's keyrings (the user's
+//     keyring and the login session's hold credentials such as Kerberos
+//     tickets and encryption keys), which Landlock does not govern;
 // and it kills (SIGSYS, "Bad system call") a process making a system call
 // of another ABI than the native one (i386 and x32 on amd64, AArch32 on
 // arm64), whose numbers (socketcall) the filter does not check: refusing
@@ -60,10 +63,11 @@ const (
 // the same numbers on amd64 and arm64.
 var seccompCommonBlocked = []uint32{425, 426, 427, 438}
 
-// seccompArches are the architectures the filter knows, by GOARCH.
+// seccompArches are the architectures the filter knows, by GOARCH; blocked
+// adds add_key, request_key and keyctl, whose numbers differ.
 var seccompArches = map[string]seccompArch{
-	"amd64": {audit: 0xc000003e, x32: true, socket: 41, blocked: seccompCommonBlocked},
-	"arm64": {audit: 0xc00000b7, socket: 198, blocked: seccompCommonBlocked},
+	"amd64": {audit: 0xc000003e, x32: true, socket: 41, blocked: append([]uint32{248, 249, 250}, seccompCommonBlocked...)},
+	"arm64": {audit: 0xc00000b7, socket: 198, blocked: append([]uint32{217, 218, 219}, seccompCommonBlocked...)},
 }
 
 // socketFilter assembles the filter for an architecture.

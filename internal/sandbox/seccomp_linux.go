@@ -1,16 +1,12 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// errNoSeccomp: the kernel (or this architecture) has no seccomp filter.
-var errNoSeccomp = errors.New("this Linux kernel has no seccomp filter (or the relay does not know this architecture), so the run's Unix sockets cannot be refused")
 
 // Seccomp reports whether the kernel takes the socket filter: seccomp
 // filters with SECCOMP_RET_ERRNO, on an architecture the filter knows.

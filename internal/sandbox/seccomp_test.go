@@ -23,15 +23,16 @@ func seccompData(arch, nr uint32, args ...uint64) []byte {
 }
 
 // Ensure the socket filter of each architecture refuses (EPERM) socket(2)
-// of AF_UNIX, io_uring and pidfd_getfd, kills a process making another
+// of AF_UNIX, io_uring, pidfd_getfd and the keyring calls, kills a process making another
 // ABI's system calls, and allows the rest: other socket families, socketpair(2) of AF_UNIX,
 // ordinary calls.
 func TestSocketFilter(t *testing.T) {
 	const allow, deny, kill = seccompRetAllow, seccompRetErrno | errnoEPERM, seccompRetKill
 	const afInet, afInet6, afNetlink, sockStream = 2, 10, 16, 1
-	nrs := map[string]struct{ socket, socketpair, read, connect uint32 }{
-		"amd64": {41, 53, 0, 42},
-		"arm64": {198, 199, 63, 203},
+	// The numbers of golang.org/x/sys/unix's zsysnum_linux_{amd64,arm64}.go.
+	nrs := map[string]struct{ socket, socketpair, read, connect, addKey, requestKey, keyctl uint32 }{
+		"amd64": {41, 53, 0, 42, 248, 249, 250},
+		"arm64": {198, 199, 63, 203, 217, 218, 219},
 	}
 	for goarch, a := range seccompArches {
 		n := nrs[goarch]
@@ -64,6 +65,9 @@ func TestSocketFilter(t *testing.T) {
 			{"io_uring_enter", seccompData(a.audit, 426), deny},
 			{"io_uring_register", seccompData(a.audit, 427), deny},
 			{"pidfd_getfd", seccompData(a.audit, 438), deny},
+			{"add_key", seccompData(a.audit, n.addKey), deny},
+			{"request_key", seccompData(a.audit, n.requestKey), deny},
+			{"keyctl", seccompData(a.audit, n.keyctl, 0), deny},
 			{"another ABI (i386 socketcall)", seccompData(0x40000003, 102, 1), kill},
 			{"another ABI, an ordinary call", seccompData(0x40000028, n.read), kill},
 		}

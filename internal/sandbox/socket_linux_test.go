@@ -71,6 +71,8 @@ func socketProbe() {
 		}
 		return err
 	}())
+	_, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, false)
+	report("keyctl", err)
 	var params [120]byte // struct io_uring_params
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params)), 0)
 	if errno == 0 {
@@ -107,7 +109,7 @@ func listenUnix(t *testing.T, path string) {
 // connect to a listening Unix socket by path (one in a temporary folder,
 // one under the home folder: the D-Bus session bus, an SSH agent, Docker's
 // socket alike), as creating an AF_UNIX socket is refused with EPERM, nor
-// set up io_uring; while it still makes a socketpair, listens on TCP and
+// set up io_uring, nor reach the kernel's keyrings (keyctl); while it still makes a socketpair, listens on TCP and
 // runs a shell pipeline. Without the sandbox it connects (so the test can
 // fail).
 func TestUnixSocketsInSandbox(t *testing.T) {
@@ -139,11 +141,11 @@ func TestUnixSocketsInSandbox(t *testing.T) {
 			wantProbe(t, got, allowed, "ok")
 			if !sandboxed {
 				wantProbe(t, got, refused, "ok")
-				t.Logf("io_uring without the sandbox: %s", got["io-uring"])
+				t.Logf("io_uring without the sandbox: %s; keyctl: %s", got["io-uring"], got["keyctl"])
 				return
 			}
-			wantProbe(t, got, append(refused, "io-uring"), "denied")
-			for _, k := range append(refused, "io-uring") {
+			wantProbe(t, got, append(refused, "io-uring", "keyctl"), "denied")
+			for _, k := range append(refused, "io-uring", "keyctl") {
 				if got[k+"-errno"] != unix.EPERM.Error() {
 					t.Errorf("%s refused with %q, want EPERM\n%s", k, got[k+"-errno"], got[""])
 				}

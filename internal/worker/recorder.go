@@ -23,6 +23,9 @@ const (
 	// mergeOutputRunes bounds consecutive output lines merged into one step;
 	// it equals the text clip, so merging never loses a line.
 	mergeOutputRunes = maxTextRunes
+	// redactWindow is how much of the run's last stored output line(s) a
+	// new output line is checked against for a secret split across them.
+	redactWindow = 1024
 )
 
 // newRunID returns 8 hex characters that tell one run of a task from another.
@@ -33,7 +36,9 @@ func newRunID() string {
 }
 
 // recorder writes a run's activity in batches: every flushEvery and at the
-// end. It hides the run's secrets, clips long text, prefixes refs with the
+// end. It hides the run's secrets, also one a program printed across
+// consecutive output lines (`xxd -p api-token`: the plain output presets
+// give a step per line), clips long text, prefixes refs with the
 // run id, merges consecutive output lines, replaces a pending step that has
 // the same ref, and stops recording steps at MaxActivityEntries (the files
 // and end entries are always written).
@@ -46,10 +51,13 @@ type recorder struct {
 
 	mu      sync.Mutex
 	pending []relay.ActivityEntry
-	count   int  // steps accepted, the cap notice included
-	capped  bool // the cap notice was added
-	closed  bool
-	err     error // the first write error
+	// tail is the end of the last output step written, while no other
+	// step followed it: the next output line is checked against it.
+	tail   string
+	count  int  // steps accepted, the cap notice included
+	capped bool // the cap notice was added
+	closed bool
+	err    error // the first write error
 
 	stop chan struct{}
 	done chan struct{}
@@ -132,13 +140,20 @@ func (r *recorder) add(entries ...relay.ActivityEntry) {
 				continue
 			}
 		}
-		if e.Kind == relay.StepOutput && e.Ref == "" && e.Detail == "" && len(r.pending) > 0 {
-			last := &r.pending[len(r.pending)-1]
-			if last.Kind == relay.StepOutput && last.Ref == "" && last.Detail == "" && last.Status == e.Status &&
-				utf8.RuneCountInString(last.Text)+1+utf8.RuneCountInString(e.Text) <= mergeOutputRunes {
+		if !plainOutput(e) {
+			r.tail = ""
+		} else if n := len(r.pending); n > 0 && plainOutput(r.pending[n-1]) {
+			// A secret split across this line and the pending ones is
+			// hidden in both.
+			last := &r.pending[n-1]
+			last.Text, e.Text = relay.RedactAcross(last.Text, e.Text, r.secrets...)
+			if last.Status == e.Status && utf8.RuneCountInString(last.Text)+1+utf8.RuneCountInString(e.Text) <= mergeOutputRunes {
 				last.Text += "\n" + e.Text
 				continue
 			}
+		} else {
+			// Across the output already written, this line's part.
+			_, e.Text = relay.RedactAcross(r.tail, e.Text, r.secrets...)
 		}
 		if r.capped {
 			continue
@@ -157,6 +172,12 @@ func (r *recorder) add(entries ...relay.ActivityEntry) {
 	}
 }
 
+// plainOutput reports whether e is a line of output (no ref, no detail),
+// which consecutive ones are merged into.
+func plainOutput(e relay.ActivityEntry) bool {
+	return e.Kind == relay.StepOutput && e.Ref == "" && e.Detail == ""
+}
+
 func (r *recorder) pendingRef(ref string) int {
 	for i := len(r.pending) - 1; i >= 0; i-- {
 		if r.pending[i].Ref == ref {
@@ -171,6 +192,10 @@ func (r *recorder) flush() {
 	r.mu.Lock()
 	batch := r.pending
 	r.pending = nil
+	if n := len(batch); n > 0 && plainOutput(batch[n-1]) {
+		t := batch[n-1].Text
+		r.tail = t[max(0, len(t)-redactWindow):]
+	}
 	r.mu.Unlock()
 	if len(batch) == 0 {
 		return
