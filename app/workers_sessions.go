@@ -211,10 +211,6 @@ func anySessions(workers relay.WorkerService, st session.Store) session.Source {
 		if err != nil || !ok || !cfg.AnySession {
 			return session.Found{}, err
 		}
-		roots := cfg.SessionFolders()
-		return st.Within(ctx, cfg.Harness, session.RecentBound, func(folder string) bool {
-			_, err := realdir.Within(folder, roots)
-			return err == nil
-		})
+		return st.Within(ctx, cfg.Harness, session.RecentBound, realdir.Keep(cfg.SessionFolders()))
 	}
 }

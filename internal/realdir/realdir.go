@@ -43,6 +43,43 @@ var ErrOutside = errors.New("it ran outside the folders this worker may use")
 // containment checked on the resolved paths of folder and roots. It
 // returns the resolved folder, or an error wrapping ErrOutside.
 func Within(folder string, roots []string) (string, error) {
+	return within(folder, resolveRoots(roots))
+}
+
+// Keep is Within as a filter over many folders checked against the same
+// roots (the sessions of a lookup, many of them in one folder): the roots
+// are resolved once and each folder is checked once.
+func Keep(roots []string) func(folder string) bool {
+	resolved := resolveRoots(roots)
+	seen := map[string]bool{}
+	return func(folder string) bool {
+		ok, done := seen[folder]
+		if !done {
+			_, err := within(folder, resolved)
+			ok = err == nil
+			seen[folder] = ok
+		}
+		return ok
+	}
+}
+
+// resolveRoots is roots with their symbolic links resolved; a root that is
+// not absolute or cannot be resolved is left out.
+func resolveRoots(roots []string) []string {
+	resolved := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if r == "" || !filepath.IsAbs(r) {
+			continue
+		}
+		if rr, err := filepath.EvalSymlinks(r); err == nil {
+			resolved = append(resolved, rr)
+		}
+	}
+	return resolved
+}
+
+// within is Within against roots resolved already.
+func within(folder string, resolved []string) (string, error) {
 	if folder == "" || !filepath.IsAbs(folder) {
 		return "", fmt.Errorf("%w (not an absolute folder)", ErrOutside)
 	}
@@ -57,15 +94,6 @@ func Within(folder string, roots []string) (string, error) {
 	info, err := os.Lstat(real)
 	if err != nil || !info.IsDir() || !ownedByUser(info) {
 		return "", fmt.Errorf("%w (its folder is not a folder of this user)", ErrOutside)
-	}
-	resolved := make([]string, 0, len(roots))
-	for _, r := range roots {
-		if r == "" || !filepath.IsAbs(r) {
-			continue
-		}
-		if rr, err := filepath.EvalSymlinks(r); err == nil {
-			resolved = append(resolved, rr)
-		}
 	}
 	if !Inside(real, resolved) {
 		return "", ErrOutside

@@ -42,7 +42,8 @@ func TestInside(t *testing.T) {
 // the roots passes (also under a root given through a link), one reached
 // through a link inside a root (to the relay's data folder), a file, a
 // missing folder or one outside the roots does not, and the error names
-// no path.
+// no path; Keep, the filter form, answers the same (asked twice, the
+// second answer remembered).
 func TestWithin(t *testing.T) {
 	base := t.TempDir()
 	work, data := filepath.Join(base, "work"), filepath.Join(base, "data")
@@ -79,6 +80,10 @@ func TestWithin(t *testing.T) {
 		got, err := realdir.Within(tc.folder, tc.roots)
 		if (err == nil) != tc.ok || (tc.ok && got != filepath.Clean(tc.folder)) {
 			t.Errorf("Within(%q, %q) = %q, %v; want ok %v", tc.folder, tc.roots, got, err, tc.ok)
+		}
+		keep := realdir.Keep(tc.roots)
+		if first, again := keep(tc.folder), keep(tc.folder); first != (err == nil) || again != first {
+			t.Errorf("Keep(%q)(%q) differs from Within's %v", tc.roots, tc.folder, err)
 		}
 		if err != nil && (!errors.Is(err, realdir.ErrOutside) || strings.Contains(err.Error(), base)) {
 			t.Errorf("Within(%q): error %v names a path or is not ErrOutside", tc.folder, err)

@@ -73,12 +73,8 @@ func (t Turns) Recover(tool, id, token string, since time.Time) (string, error) 
 // returns the session's id and its resolved folder. Its errors name no
 // folder: they reach the task's sender.
 func (t Turns) Locate(tool, ref string, roots []string) (id, folder string, err error) {
-	keep := func(f string) bool {
-		_, err := realdir.Within(f, roots)
-		return err == nil
-	}
 	src := func(ctx context.Context, _, _ string) (Found, error) {
-		return t.Sessions.Within(ctx, tool, RecentBound, keep)
+		return t.Sessions.Within(ctx, tool, RecentBound, realdir.Keep(roots))
 	}
 	s, err := Resolver{Sources: []Source{src}}.Resolve(context.Background(), "", "", ref)
 	if err != nil {
