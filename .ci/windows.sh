@@ -210,7 +210,12 @@ serve_stop() {
 }
 
 status_exit() { at status; local rc=$?; echo "exit $rc"; [ $rc -eq "$1" ]; }
-version_ok() { relay version | tee /dev/stderr | grep '^crosschat-relay [0-9]' | grep -vq '0.1.0-dev'; }
+# build/dist.sh stamps VERSION, else `git describe --tags --always --dirty` of
+# this checkout: a tag, or a short commit that may start with a letter.
+version_ok() {
+  local want=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null)}
+  [ -n "$want" ] && relay version | tr -d '\r' | tee /dev/stderr | grep -qxF "crosschat-relay $want"
+}
 check "installed exe: 'version' prints the version build/dist.sh stamped" version_ok
 check "'status' with no relay running: exit 3" status_exit 3
 check "'serve' with the data folder $DATAW (spaces; made by the relay): /health 200" serve_start serve-1.log || fatal "serve did not start"
