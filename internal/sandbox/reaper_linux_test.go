@@ -160,7 +160,7 @@ func running(pid int) bool {
 // reaperRun is a sandboxed run of this test binary as the CLI of cliMain,
 // started as the worker starts a run: leading a session of its own.
 type reaperRun struct {
-	cmd                         *exec.Cmd
+	cmd                        *exec.Cmd
 	daemonPid, cliPid, cliNote string
 }
 

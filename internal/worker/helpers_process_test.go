@@ -102,8 +102,21 @@ func (e *env) relayProcess() *exec.Cmd {
 
 // helperMain behaves like an agent CLI and returns its exit code.
 func helperMain() int {
-	if os.Getenv("CCR_HELPER_MODE") == "grandchild" {
+	switch os.Getenv("CCR_HELPER_MODE") {
+	case "grandchild":
 		signal.Ignore(syscall.SIGTERM) // only SIGKILL of the whole group ends it
+		time.Sleep(2 * time.Minute)
+		return 0
+	case "setsid":
+		// A daemon: out of the run's session and process group, deaf to
+		// SIGTERM, its pid in daemon.pid of the working folder.
+		if _, err := syscall.Setsid(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		_ = os.WriteFile("daemon.pid.tmp", fmt.Appendf(nil, "%d", os.Getpid()), 0o600)
+		_ = os.Rename("daemon.pid.tmp", "daemon.pid")
 		time.Sleep(2 * time.Minute)
 		return 0
 	}
@@ -162,6 +175,27 @@ func helperMain() int {
 		}
 		fmt.Fprintln(out, "working")
 		time.Sleep(2 * time.Minute)
+	case "daemon", "daemonwait":
+		// Starts a daemon (see "setsid") and, once it runs, ends or waits.
+		d := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+		d.Env = append(os.Environ(), "CCR_HELPER_MODE=setsid")
+		if err := d.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat("daemon.pid"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, "the daemon wrote no pid file")
+				return 1
+			}
+		}
+		fmt.Fprintln(out, "Started a daemon.")
+		if mode == "daemonwait" {
+			time.Sleep(2 * time.Minute)
+		}
 	case "write":
 		_ = os.WriteFile("made-by-run.txt", []byte("made"), 0o644)
 		for _, d := range filepath.SplitList(os.Getenv("CROSSCHAT_EXTRA_DIRS")) {
