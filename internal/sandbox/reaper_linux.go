@@ -73,8 +73,13 @@ func startProgram(program string, argv, env []string) error {
 	}
 	r := &reaper{self: os.Getpid(), pgid: unix.Getpgrp(),
 		stop: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
-	// Before the start: a stop or an exit is never missed.
-	signal.Notify(r.stop, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	// Before the start: a stop or an exit is never missed. A stop signal
+	// this process inherited ignored (nohup) stays ignored, for the CLI too.
+	for _, sig := range []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP} {
+		if !signal.Ignored(sig) {
+			signal.Notify(r.stop, sig)
+		}
+	}
 	signal.Notify(r.chld, unix.SIGCHLD)
 	pid, err := syscall.ForkExec(program, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
 	if err != nil {
