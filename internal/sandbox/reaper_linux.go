@@ -100,7 +100,7 @@ type reaper struct {
 	stop, chld chan os.Signal
 	status     unix.WaitStatus // the CLI's, once it exited
 	exited     bool
-	killed     map[procStat]bool // the descendants sent SIGKILL
+	killed     map[procID]bool // the descendants sent SIGKILL
 }
 
 // supervise waits for the CLI, forwarding stop signals to it and, once a
@@ -109,7 +109,7 @@ type reaper struct {
 // its transcript); when the CLI has exited it kills and reaps the rest of
 // the tree and exits as the CLI did.
 func (r *reaper) supervise() int {
-	r.killed = map[procStat]bool{}
+	r.killed = map[procID]bool{}
 	var tick <-chan time.Time
 	for !r.exited {
 		select {
@@ -184,11 +184,12 @@ func (r *reaper) reap() bool {
 func (r *reaper) killTree(outside bool) bool {
 	sent := false
 	for _, p := range descendants(r.self) {
-		if p.zombie() || outside && p.pgid == r.pgid || r.killed[p] {
+		id := procID{p.pid, p.start}
+		if p.zombie() || outside && p.pgid == r.pgid || r.killed[id] {
 			continue
 		}
 		killProc(p)
-		r.killed[p] = true
+		r.killed[id] = true
 		sent = true
 	}
 	return sent
@@ -201,6 +202,12 @@ type procStat struct {
 	pid, ppid, pgid int
 	state           byte
 	start           uint64
+}
+
+// procID tells a process from any other, one given its id later included.
+type procID struct {
+	pid   int
+	start uint64
 }
 
 func (p procStat) zombie() bool { return p.state == 'Z' || p.state == 'X' }
@@ -251,10 +258,14 @@ func descendants(root int) []procStat {
 		}
 	}
 	var out []procStat
+	seen := map[int]bool{root: true} // a loop of ids reused while /proc was read
 	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
 		for _, c := range children[queue[0]] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
+			if !seen[c.pid] {
+				seen[c.pid] = true
+				out = append(out, c)
+				queue = append(queue, c.pid)
+			}
 		}
 	}
 	return out

@@ -564,6 +564,38 @@ func endedBy(err error) string {
 	return "exit " + strconv.Itoa(exit.ExitCode())
 }
 
+// Ensure processes that keep forking in sessions of their own while the
+// run ends (each kill leaves children to the sandbox child) are all gone
+// after the run: the sandbox child kills until none is left.
+func TestForkingProcessesEndWithRun(t *testing.T) {
+	mark := "ccr-fork-" + strconv.Itoa(os.Getpid())
+	// Three setsid'd loops each start up to 100 sleeping shells, all with
+	// the mark in their command line; the CLI ends while they fork.
+	loop := `: ` + mark + `; i=0; while [ $i -lt 100 ]; do sh -c ': ` + mark + `; sleep 30' & i=$((i+1)); done; wait`
+	script := `for n in 1 2 3; do setsid sh -c "$LOOP" >/dev/null 2>&1 & done; sleep 0.2`
+	cmd, _ := sandboxedCmd(t, "/bin/sh", []string{"-c", script}, "LOOP="+loop)
+	marked := func() (pids []int) {
+		names, _ := os.ReadDir("/proc")
+		for _, n := range names {
+			pid, err := strconv.Atoi(n.Name())
+			if b, _ := os.ReadFile("/proc/" + n.Name() + "/cmdline"); err == nil && strings.Contains(string(b), mark) && running(pid) {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	t.Cleanup(func() {
+		for _, pid := range marked() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	poll.Until(t, "the forking processes to end", 10*time.Second, func() bool { return len(marked()) == 0 },
+		func() string { return fmt.Sprintf("left: %v", marked()) })
+}
+
 // Ensure a sandboxed run ends as its CLI did: the CLI's exit code, or the
 // signal that killed it (the worker labels a run "killed" by that), also a
 // signal the Go runtime handles itself (SIGSEGV, SIGSYS of the seccomp
