@@ -29,15 +29,16 @@ var (
 )
 
 // Main is the hidden verb Verb: it parses --rules JSON and the command after
-// "--", confines itself to the rules and starts the command. On Linux it
-// stays as the run's top process and reaps the command's whole process tree
-// (see startProgram in reaper_linux.go), then exits as the command did;
-// elsewhere it execs the command. It returns only on failure, or on Linux
-// with the command's exit code: 126 when the command may not run
+// "--", confines itself to the rules and starts the command, and returns
+// the exit code of this process: 126 when the command may not run
 // unconfined, the confinement failed for another reason than a kernel
 // without Landlock or seccomp (a rule path that cannot be opened, a
-// confinement that held only in part) or the verb is misused, 127 when the
-// command cannot be started.
+// confinement that held only in part) or the verb is misused; 127 when the
+// command cannot be started. On Linux the command runs as a child while
+// this process stays as the run's top process and reaps the command's
+// whole process tree (see reaper_linux.go); once the command has ended,
+// Main returns its exit code, or ends this process by the signal that
+// killed it. Elsewhere the command replaces this process.
 //
 // An unconfined run (a kernel without Landlock or seccomp, and a worker
 // that allows it) starts the CLI's plain command without the CLI home of
