@@ -202,6 +202,8 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})
 		},
+		// A deleted worker's (or agent's) CLI homes go with it.
+		OnRemoved:    box.RemoveHome,
 		MinuteLength: opts.WorkerMinute,
 		Secrets:      []string{r.adminToken},
 	})
