@@ -66,7 +66,8 @@ func clearDir(r *os.Root, pats [][]string, keepAll bool, depth int) error {
 // clearEntry keeps, clears or removes the entry name of the folder r: kept
 // whole (keepAll, or a pattern ending at it) when it is a regular file or
 // a folder (whose entries are kept in turn), cleared when it is a folder a
-// pattern goes through, removed otherwise.
+// pattern goes through (and removed when that left it empty), removed
+// otherwise.
 func clearEntry(r *os.Root, name string, pats [][]string, keepAll bool, depth int) error {
 	whole := keepAll
 	var sub [][]string
@@ -94,8 +95,14 @@ func clearEntry(r *os.Root, name string, pats [][]string, keepAll bool, depth in
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		return clearDir(c, sub, whole, depth+1)
+		err = clearDir(c, sub, whole, depth+1)
+		c.Close()
+		if err == nil && !whole {
+			// A folder only passed through goes when nothing in it was
+			// kept (Gemini CLI's tmp/bin, matched by tmp/*).
+			_ = r.Remove(name)
+		}
+		return err
 	}
 	return removeEntry(r, name)
 }

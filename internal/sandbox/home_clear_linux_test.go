@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,8 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 		// planted are written in the worker's home (relative to it) as
 		// executables; links are made there pointing at the victim folder.
 		planted, links []string
+		// gone are folders the planted ones are in, gone with them.
+		gone []string
 		// kept are written through the home (relative to it); they stay.
 		kept []string
 		// linked is a link to the user's settings the next run gets.
@@ -48,21 +51,24 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 		{harness: "claude-code",
 			planted: []string{"shell-snapshots/snapshot-bash-1-x.sh", "session-env/3f2a/sessionstart-hook-0.sh", "remote-settings.json",
 				"settings.local.json", "local/claude", "hooks/pre.sh", "daemon/run.sh", "workflows/w.md", "agent-memory/a/MEMORY.md", "evil.sh"},
-			links:  []string{"evil-link", "shell-snapshots", "downloads"},
+			links:  []string{"evil-link", "downloads", "teams"},
+			gone:   []string{"shell-snapshots", "session-env", "local"},
 			kept:   []string{"projects/{project}/s1.jsonl", "projects/{project}/memory/MEMORY.md"},
 			linked: "settings.json"},
 		{harness: "codex",
 			planted: []string{"shell_snapshots/s.sh", "tmp/arg0/codex-arg0Ab12/apply_patch", "skills/evil/SKILL.md", "skills/evil/scripts/run.sh",
 				"skills/.system/imagegen/scripts/gen.py", "memories/MEMORY.md", "plugins/cache/evil/plugin.json", "prompts/p.md", "hooks.json",
 				"state_5.sqlite", "evil.sh"},
-			links:  []string{"evil-link", "shell_snapshots", "skills"},
+			links:  []string{"evil-link", "tmp/arg0/codex-arg0Zz99", "log"},
+			gone:   []string{"tmp", "shell_snapshots", "memories", "skills"},
 			kept:   []string{"sessions/2026/12/03/rollout-1.jsonl", "session_index.jsonl"},
 			linked: "config.toml"},
 		{harness: "gemini",
 			planted: []string{".gemini/tmp/bin/rg", ".agents/skills/evil/SKILL.md", ".gemini/tmp/mine/memory/skills/evil/SKILL.md",
 				".gemini/history/mine/.git/hooks/post-commit", ".gemini/skills/evil/SKILL.md", ".gemini/policies/evil.toml",
 				".gemini/keybindings.json", "evil.sh"},
-			links: []string{"evil-link", ".gemini/tmp/bin", ".agents", ".gemini/tmp/mine/chats/link.jsonl"},
+			links: []string{"evil-link", ".gemini/tmp/other", ".gemini/history/other", ".gemini/tmp/mine/chats/link.jsonl"},
+			gone:  []string{".gemini/tmp/bin", ".agents", ".gemini/history", ".gemini/tmp/mine/memory"},
 			kept: []string{".gemini/tmp/mine/chats/session-2026-12-03T17-37-0f83ac72.jsonl", ".gemini/tmp/mine/chats/0f83ac72/session-sub.jsonl",
 				".gemini/tmp/mine/.project_root", ".gemini/projects.json"},
 			linked: ".gemini/settings.json"},
@@ -99,9 +105,6 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 			}
 			for _, rel := range tt.links {
 				p := filepath.Join(own, rel)
-				if err := os.RemoveAll(p); err != nil {
-					t.Fatal(err)
-				}
 				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 					t.Fatal(err)
 				}
@@ -122,7 +125,7 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 			if _, err := w.Wrap(req); err != nil {
 				t.Fatalf("next wrap: %v", err)
 			}
-			for _, rel := range append(append([]string{"locked"}, tt.planted...), tt.links...) {
+			for _, rel := range slices.Concat([]string{"locked"}, tt.planted, tt.links, tt.gone) {
 				if _, err := os.Lstat(filepath.Join(own, rel)); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("%s left by the last run is still in the next run's home: %v", rel, err)
 				}
