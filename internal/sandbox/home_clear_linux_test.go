@@ -26,7 +26,8 @@ func clearWrapper(data string) sandbox.Wrapper {
 // each place the CLIs run or load one from (Gemini CLI's tmp/bin ripgrep,
 // its ~/.agents skills, its project memory skills and checkpoint git
 // hooks; Claude Code's shell snapshots, session environments, remote
-// settings, local install and hooks; Codex's shell snapshots, its arg0
+// and policy settings, local install, jobs, scheduled tasks, launch and
+// daemon settings, workflows and hooks; Codex's shell snapshots, its arg0
 // helpers, its own and system skills, memories and plugins; a script under
 // a name no CLI is known to read), and a symbolic link planted there
 // (under a name of its own, in place of such a folder, inside a kept
@@ -50,7 +51,8 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 	}{
 		{harness: "claude-code",
 			planted: []string{"shell-snapshots/snapshot-bash-1-x.sh", "session-env/3f2a/sessionstart-hook-0.sh", "remote-settings.json",
-				"settings.local.json", "local/claude", "hooks/pre.sh", "daemon/run.sh", "workflows/w.md", "agent-memory/a/MEMORY.md", "evil.sh"},
+				"policy-limits.json", "settings.local.json", "local/claude", "hooks/pre.sh", "jobs/j/run.sh", "scheduled_tasks.json",
+				"launch.json", "daemon.json", "workflows/w.md", "agent-memory/a/MEMORY.md", "evil.sh"},
 			links:  []string{"evil-link", "downloads", "teams"},
 			gone:   []string{"shell-snapshots", "session-env", "local"},
 			kept:   []string{"projects/{project}/s1.jsonl", "projects/{project}/memory/MEMORY.md"},

@@ -191,7 +191,7 @@ func (m *Manager) Start(ctx context.Context) error {
 func (m *Manager) startLoopLocked(w *worker, prev *loopHandle) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	h := &loopHandle{cancel: cancel, done: make(chan struct{})}
-	w.loop = h
+	w.loop, w.lastLoop = h, h
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -236,6 +236,10 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 		// give-back stalls nobody else), the cancelled loop has stopped
 		// claiming.
 		defer prev.claimed()
+	} else if w != nil {
+		// A loop cancelled earlier (the worker disabled, or deleted and
+		// now set up again) may still be finishing a run.
+		prev = w.lastLoop
 	}
 	if deleted {
 		running := false
@@ -253,7 +257,7 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 		return nil
 	}
 	if w == nil || w.isDeleted() {
-		w = &worker{m: m}
+		w = &worker{m: m, lastLoop: prev}
 		m.workers[slug] = w
 	}
 	w.mu.Lock()

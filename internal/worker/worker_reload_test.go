@@ -86,18 +86,53 @@ func TestTaskClaimedAsTheClaimEndsGoesBack(t *testing.T) {
 	}
 }
 
-// Ensures Reloads in a row during a run start no loop before the run ends:
-// a worker runs one task at a time.
+// Ensures a worker runs one task at a time: Reloads in a row during a run,
+// or disabling and enabling it, or deleting it and setting it up again,
+// start no run before the first ends (which would also clear its CLI home
+// under the first run).
 func TestReloadsDuringARunKeepOneRunAtATime(t *testing.T) {
-	e := newEnv(t, nil)
-	m := e.start()
-	e.post(operator, "Sleep", "sleep")
-	e.pids() // the first run has started
-	for range 2 {
-		e.reconfigure(m, e.cfg)
+	disabled := func(e *env) relay.WorkerConfig { c := e.cfg; c.Enabled = false; return c }
+	tests := []struct {
+		name  string
+		steps func(e *env, m *worker.Manager)
+	}{
+		{"reloads", func(e *env, m *worker.Manager) {
+			for range 2 {
+				e.reconfigure(m, e.cfg)
+			}
+		}},
+		{"disabled and enabled", func(e *env, m *worker.Manager) {
+			e.reconfigure(m, disabled(e))
+			e.reconfigure(m, e.cfg)
+		}},
+		{"deleted and set up again", func(e *env, m *worker.Manager) {
+			if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+				e.t.Fatal(err)
+			}
+			if err := m.Reload(e.ctx, builder); err != nil {
+				e.t.Fatal(err)
+			}
+			e.reconfigure(m, e.cfg)
+		}},
 	}
-	second := e.post(operator, "Second", "done")
-	holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			m := e.start()
+			first := e.post(operator, "Sleep", "sleep")
+			child, grandchild := e.pids() // the first run has started
+			tt.steps(e, m)
+			second := e.post(operator, "Second", "done")
+			holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+			if _, err := e.db.CancelTask(e.ctx, operator, first.ID, "Enough."); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, child, grandchild)
+			if got := e.finished(second.ID); got.Status != relay.StatusCompleted {
+				t.Fatalf("the second task after the first: %s", got.Status)
+			}
+		})
+	}
 }
 
 // Ensures Reload applies a disabled or deleted configuration.
