@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
 )
@@ -221,5 +222,50 @@ func TestDeletedWorkerTakesItsCLIHome(t *testing.T) {
 	}
 	if _, err := r.Service().GetAgent(t.Context(), "reviewer"); relay.ErrorCode(err) != relay.EUnknownAgent {
 		t.Fatalf("reviewer not deleted: %v", err)
+	}
+}
+
+// Ensure the relay, as it starts, removes the CLI homes of the agents that
+// have no worker (left by a relay from before the homes went with their
+// worker, or by a removal that failed), not following a link in them, and
+// keeps those of the workers it has. Without the pruning they stay, so the
+// test can fail.
+func TestStartPrunesCLIHomes(t *testing.T) {
+	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
+	r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", cfg.DataDir, "--json"}
+	for _, slug := range []string{"builder", "ghost"} {
+		if _, errs, code := run(t, append([]string{"agents", "add", slug, "--name", slug, "--model", "sh", "--capability", "file-system"}, loc...)...); code != 0 {
+			t.Fatalf("agents add %s: %s", slug, errs)
+		}
+	}
+	if _, errs, code := run(t, append([]string{"workers", "set", "builder", "--harness", "custom", "--command", "/bin/sh",
+		"--workdir", t.TempDir(), "--timeout", "2m"}, loc...)...); code != 0 {
+		t.Fatalf("workers set: %s", errs)
+	}
+	homes := filepath.Join(cfg.DataDir, "cli-homes")
+	victim := filepath.Join(t.TempDir(), "keep.md")
+	for p, body := range map[string]string{
+		filepath.Join(homes, "builder", "codex", "sessions.jsonl"):   "builder's",
+		filepath.Join(homes, "ghost", "gemini", ".gemini", "x.json"): "ghost's",
+		filepath.Join(homes, "nobody", "claude-code", "x.sh"):        "nobody's",
+		victim: "precious",
+	} {
+		noErr(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		noErr(t, os.WriteFile(p, []byte(body), 0o600))
+	}
+	noErr(t, os.Symlink(filepath.Dir(victim), filepath.Join(homes, "ghost", "codex")))
+	apptest.Stop(t, r)
+
+	apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+	for _, slug := range []string{"ghost", "nobody"} {
+		if _, err := os.Lstat(filepath.Join(homes, slug)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the CLI homes of %s, which has no worker, are still there: %v", slug, err)
+		}
+	}
+	for p, want := range map[string]string{filepath.Join(homes, "builder", "codex", "sessions.jsonl"): "builder's", victim: "precious"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
 	}
 }
