@@ -147,8 +147,10 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 # The real Claude Code, Codex and Gemini CLIs run as relay workers against a
 # scripted fake model on loopback (internal/e2e), and Claude Code runs
 # interactive in tmux with the channel server (TestClaudeChannelLive) and with
-# the repository's plugin installed (TestClaudePlugin); the
-# variable is set here only, so test-go does not run them twice.
+# the repository's plugin installed (TestClaudePlugin), and
+# `crosschat-relay claude-plugin` installs the embedded plugin into it
+# (TestClaudePluginVerb, matched by the same name); the variable is set here
+# only, so test-go does not run them twice.
 # Two lanes, each pinned in its own package file: .ci/clis keeps the oldest
 # versions we support, .ci/clis-current the newest ones the tests pass with
 # (docs/live-sessions.md says how to move that pin). The test binary is
