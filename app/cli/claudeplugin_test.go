@@ -54,7 +54,7 @@ func calls(t *testing.T, log string) []string {
 // replaces another version as a whole and asks claude to update to it,
 // names a failing claude command, and never touches a folder that is not
 // its marketplace.
-func TestClaudePluginVerb(t *testing.T) {
+func TestClaudePluginCommand(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the stand-in claude is a shell script")
 	}
