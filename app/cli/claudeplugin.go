@@ -2,9 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -90,7 +90,7 @@ func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: claude-plugin takes no arguments, got %q", errUsage, fset.Arg(0))
 	}
 	if ClaudePlugin == nil {
-		return errors.New("this build has no Claude Code plugin embedded")
+		return fmt.Errorf("this build has no Claude Code plugin embedded")
 	}
 	files, mkt, err := embeddedPlugin(ClaudePlugin)
 	if err != nil {
@@ -209,7 +209,7 @@ func pluginFileMode(name string) fs.FileMode {
 func writePlugin(dir string, files map[string][]byte, mkt string) (pluginState, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case os.IsNotExist(err):
 	case err != nil:
 		return 0, fmt.Errorf("the plugin folder: %w", err)
 	case len(entries) > 0:
@@ -242,7 +242,7 @@ func writePlugin(dir string, files map[string][]byte, mkt string) (pluginState, 
 		}
 	}
 	if len(entries) == 0 {
-		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
 			return 0, fmt.Errorf("the plugin folder: %w", err)
 		}
 		if err := os.Rename(staged, dir); err != nil {
@@ -268,40 +268,15 @@ func writePlugin(dir string, files map[string][]byte, mkt string) (pluginState, 
 	return pluginReplaced, nil
 }
 
-// holdsExactly reports whether dir holds files and nothing else, each with
-// its content and (where files have one) its executable bit.
+// holdsExactly reports whether dir holds files and nothing else.
 func holdsExactly(dir string, files map[string][]byte) (bool, error) {
-	seen := 0
-	same := true
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	fsys, seen, same := os.DirFS(dir), 0, true
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
-		want, ok := files[name]
-		if !ok || !d.Type().IsRegular() {
-			same = false
-			return fs.SkipAll
-		}
-		st, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st.Size() != int64(len(want)) || runtime.GOOS != "windows" && st.Mode().Perm()&0o100 != pluginFileMode(name)&0o100 {
-			same = false
-			return fs.SkipAll
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(b, want) {
-			same = false
-			return fs.SkipAll
+		if same, err = sameFile(fsys, name, d, files); err != nil || !same {
+			return cmp.Or(err, fs.SkipAll)
 		}
 		seen++
 		return nil
@@ -310,6 +285,25 @@ func holdsExactly(dir string, files map[string][]byte) (bool, error) {
 		return false, fmt.Errorf("read the plugin folder: %w", err)
 	}
 	return same && seen == len(files), nil
+}
+
+// sameFile reports whether the file name of fsys (d) is files[name]: a
+// regular file with that content and, where files have one (not on
+// Windows), the executable bit pluginFileMode gives it.
+func sameFile(fsys fs.FS, name string, d fs.DirEntry, files map[string][]byte) (bool, error) {
+	want, ok := files[name]
+	if !ok || !d.Type().IsRegular() {
+		return false, nil
+	}
+	st, err := d.Info()
+	if err != nil {
+		return false, err
+	}
+	if st.Size() != int64(len(want)) || runtime.GOOS != "windows" && st.Mode()&0o100 != pluginFileMode(name)&0o100 {
+		return false, nil
+	}
+	b, err := fs.ReadFile(fsys, name)
+	return err == nil && bytes.Equal(b, want), err
 }
 
 // marketplaceName is the name the marketplace manifest in dir gives, or ""

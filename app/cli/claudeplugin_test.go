@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,25 +11,15 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
-// pluginSource is the repository's plugin marketplace: what main embeds.
-func pluginSource(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "build", "claude-plugin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // fakeClaude puts a claude program on PATH (alone with sh's folder) that
-// appends its arguments to the returned log and exits with code; with
-// code < 0 no claude is on PATH at all.
-func fakeClaude(t *testing.T, code int) string {
+// appends its arguments to the returned log and exits with code; with code
+// "" no claude is on PATH at all.
+func fakeClaude(t *testing.T, code string) string {
 	t.Helper()
 	bin := t.TempDir()
 	log := filepath.Join(bin, "calls.log")
-	if code >= 0 {
-		script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\necho claude says hello\nexit " + strconv.Itoa(code) + "\n"
+	if code != "" {
+		script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\necho claude says hello\nexit " + code + "\n"
 		noErr(t, os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755))
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+"/bin"+string(os.PathListSeparator)+"/usr/bin")
@@ -58,7 +47,9 @@ func TestClaudePluginCommand(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the stand-in claude is a shell script")
 	}
-	src := pluginSource(t)
+	// The repository's marketplace: what main embeds.
+	src, err := filepath.Abs(filepath.Join("..", "..", "build", "claude-plugin"))
+	noErr(t, err)
 	saved := cli.ClaudePlugin
 	cli.ClaudePlugin = os.DirFS(src)
 	t.Cleanup(func() { cli.ClaudePlugin = saved })
@@ -82,26 +73,26 @@ func TestClaudePluginCommand(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		before  func(t *testing.T)
-		claude  int // its exit code; -1: none on PATH
+		claude  string // its exit code; "": none on PATH
 		args    []string
 		code    int
 		out     []string // in the output, in order
 		calls   []string
 		checkAt string // the folder that must then equal the repository's
 	}{
-		{name: "first run without claude prints the commands", claude: -1, code: 0,
+		{name: "first run without claude prints the commands", claude: "", code: 0,
 			out: []string{"Wrote the Claude Code plugin crosschat ", def, "Claude Code (claude) is not on PATH", "  claude " + add + def, "  claude " + install}, checkAt: def},
-		{name: "again: up to date", claude: -1, code: 0,
+		{name: "again: up to date", claude: "", code: 0,
 			out: []string{"is up to date in " + def, "  claude " + install}, checkAt: def},
-		{name: "with claude: the two commands run, output shown", claude: 0, code: 0,
+		{name: "with claude: the two commands run, output shown", claude: "0", code: 0,
 			out:   []string{"up to date", "$ claude " + add + def, "claude says hello", "$ claude " + install, "Installed crosschat@crosschat-relay"},
 			calls: []string{add + def, install}, checkAt: def},
-		{name: "another version is replaced and claude updates to it", before: older, claude: 0, code: 0,
+		{name: "another version is replaced and claude updates to it", before: older, claude: "0", code: 0,
 			out:   []string{"Replaced the Claude Code plugin in " + def, "$ claude " + mktUp, "$ claude " + update},
 			calls: []string{add + def, mktUp, install, update}, checkAt: def},
-		{name: "--print runs nothing", claude: 0, args: []string{"--print"}, code: 0,
+		{name: "--print runs nothing", claude: "0", args: []string{"--print"}, code: 0,
 			out: []string{"up to date", "Install the plugin in Claude Code with:", "  claude " + add + def}, checkAt: def},
-		{name: "a failing claude command is named", claude: 3, code: 1, calls: []string{add + def}},
+		{name: "a failing claude command is named", claude: "3", code: 1, calls: []string{add + def}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.before != nil {
@@ -140,7 +131,7 @@ func TestClaudePluginCommand(t *testing.T) {
 	}
 
 	// --dir: a new folder is written; one that is not the marketplace is refused.
-	fakeClaude(t, -1)
+	fakeClaude(t, "")
 	mine := filepath.Join(t.TempDir(), "my plugins")
 	if out, errs, code := run(t, "claude-plugin", "--dir", mine); code != 0 || !strings.Contains(out, "claude plugin marketplace add '"+mine+"'") {
 		t.Fatalf("--dir %s: exit %d\n%s\n%s", mine, code, out, errs)

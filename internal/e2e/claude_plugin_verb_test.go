@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,16 +79,14 @@ func TestClaudePluginVerb(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			t.Fatalf("claude plugin list --json: %v\n%s", err, out)
 		}
-		for _, p := range list {
-			if p.ID == "crosschat@crosschat-relay" {
-				if p.Version != want || !p.Enabled {
-					t.Fatalf("Claude Code has %+v, want version %s enabled", p, want)
-				}
-				testkit.SameTree(t, p.InstallPath, filepath.Join(src, "crosschat"))
-				return
-			}
+		i := slices.IndexFunc(list, func(p installedPlugin) bool { return p.ID == "crosschat@crosschat-relay" })
+		if i < 0 {
+			t.Fatalf("Claude Code does not list crosschat@crosschat-relay:\n%s", out)
 		}
-		t.Fatalf("Claude Code does not list crosschat@crosschat-relay:\n%s", out)
+		if p := list[i]; p.Version != want || !p.Enabled {
+			t.Fatalf("Claude Code has %+v, want version %s enabled", p, want)
+		}
+		testkit.SameTree(t, list[i].InstallPath, filepath.Join(src, "crosschat"))
 	}
 
 	// --print: the folder in the user's config folder, the commands printed.
