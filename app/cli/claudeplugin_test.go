@@ -61,15 +61,24 @@ func TestClaudePluginCommand(t *testing.T) {
 		mktUp   = "plugin marketplace update crosschat-relay"
 		update  = "plugin update crosschat@crosschat-relay"
 	)
-	// older turns the default folder into an older, damaged copy.
-	older := func(t *testing.T) {
+	// Ways the default folder can differ from this version: another version
+	// (its manifest changed in place, same size), an older copy (a file
+	// gone, or one too many), the hook script no longer executable.
+	otherVersion := func(t *testing.T) {
 		m := filepath.Join(def, ".claude-plugin", "marketplace.json")
 		b, err := os.ReadFile(m)
 		noErr(t, err)
-		noErr(t, os.WriteFile(m, []byte(strings.Replace(string(b), `"version": "0.`, `"version": "0.0.`, 1)), 0o644))
-		noErr(t, os.WriteFile(filepath.Join(def, "crosschat", "stale.txt"), []byte("from an older release"), 0o644))
-		noErr(t, os.Remove(filepath.Join(def, "crosschat", ".mcp.json")))
+		noErr(t, os.WriteFile(m, []byte(strings.Replace(string(b), `"version": "0.`, `"version": "9.`, 1)), 0o644))
 	}
+	fileGone := func(t *testing.T) { noErr(t, os.Remove(filepath.Join(def, "crosschat", ".mcp.json"))) }
+	fileTooMany := func(t *testing.T) {
+		noErr(t, os.WriteFile(filepath.Join(def, "crosschat", "stale.txt"), []byte("from an older release"), 0o644))
+	}
+	notExecutable := func(t *testing.T) {
+		noErr(t, os.Chmod(filepath.Join(def, "crosschat", "hooks", "session-start.sh"), 0o644))
+	}
+	replaced := []string{"Replaced the Claude Code plugin in " + def, "$ claude " + mktUp, "$ claude " + update}
+	replacedCalls := []string{add + def, mktUp, install, update}
 	for _, tc := range []struct {
 		name    string
 		before  func(t *testing.T)
@@ -87,9 +96,10 @@ func TestClaudePluginCommand(t *testing.T) {
 		{name: "with claude: the two commands run, output shown", claude: "0", code: 0,
 			out:   []string{"up to date", "$ claude " + add + def, "claude says hello", "$ claude " + install, "Installed crosschat@crosschat-relay"},
 			calls: []string{add + def, install}, checkAt: def},
-		{name: "another version is replaced and claude updates to it", before: older, claude: "0", code: 0,
-			out:   []string{"Replaced the Claude Code plugin in " + def, "$ claude " + mktUp, "$ claude " + update},
-			calls: []string{add + def, mktUp, install, update}, checkAt: def},
+		{name: "another version is replaced and claude updates to it", before: otherVersion, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
+		{name: "a copy without a file is replaced", before: fileGone, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
+		{name: "a copy with a stray file is replaced", before: fileTooMany, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
+		{name: "a hook that lost its executable bit is replaced", before: notExecutable, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
 		{name: "--print runs nothing", claude: "0", args: []string{"--print"}, code: 0,
 			out: []string{"up to date", "Install the plugin in Claude Code with:", "  claude " + add + def}, checkAt: def},
 		{name: "a failing claude command is named", claude: "3", code: 1, calls: []string{add + def}},
