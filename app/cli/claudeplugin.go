@@ -72,6 +72,7 @@ const (
 	pluginReplaced                    // it held another version: replaced
 )
 
+// claudePluginCmd runs `crosschat-relay claude-plugin`.
 func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("claude-plugin", flag.ContinueOnError)
 	fset.SetOutput(stderr)
@@ -144,11 +145,15 @@ func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		line := commandLine(append([]string{"claude"}, s...))
 		fmt.Fprintln(stdout, "$ "+line)
 		if err := runClaude(claude, s, stdout, stderr); err != nil {
-			return fmt.Errorf("%s: %w (its output is above); the plugin's folder is ready, run the command again when the cause is fixed", line, err)
+			var rest strings.Builder
+			for _, r := range steps[i:] {
+				rest.WriteString("\n  " + commandLine(append([]string{"claude"}, r...)))
+			}
+			return fmt.Errorf("%s: %w (its output is above). The plugin's folder is ready: once the cause is fixed, run%s", line, err, rest.String())
 		}
 	}
 	fmt.Fprintf(stdout, "Installed %s in Claude Code: new sessions load it.\n", id)

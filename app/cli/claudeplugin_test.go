@@ -124,7 +124,7 @@ func TestClaudePluginCommand(t *testing.T) {
 			if got := calls(t, log); strings.Join(got, "\n") != strings.Join(tc.calls, "\n") {
 				t.Fatalf("claude was run with %q, want %q", got, tc.calls)
 			}
-			if tc.code == 1 && !strings.Contains(errs, "claude plugin marketplace add "+def+": exit status 3") {
+			if tc.code == 1 && (!strings.Contains(errs, "claude "+add+def+": exit status 3") || !strings.HasSuffix(errs, "run\n  claude "+add+def+"\n  claude "+install+"\n")) {
 				t.Fatalf("the error does not name the command: %s", errs)
 			}
 			if tc.checkAt != "" {
