@@ -12,6 +12,7 @@
 #   make dist            release packages in build/dist (deb, rpm, tar.gz, headless, Windows installer)
 #   make dist-check      build and check them (as root: installs, upgrades and removes the .deb)
 #   make vet-darwin      go vet every package with GOOS=darwin (no cgo): macOS-only compile errors
+#   make vet-windows     go vet every package with GOOS=windows (mingw cgo, and no cgo): Windows-only compile errors
 #   make windows-check   the Windows build under wine: unit tests and the release installer (as root; after make dist)
 #   make fuzz            every Fuzz target for $(FUZZTIME)
 #   make fuzz-ci         every Fuzz target for 5 s (part of make test)
@@ -34,7 +35,7 @@ WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet vet-darwin test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-clis-oldest e2e-clis-current e2e-clis-latest e2e-mesh dist dist-check windows-check fuzz fuzz-ci bench clean distclean
+.PHONY: help deps build bindings build-headless run frontend test vet vet-darwin vet-windows test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-clis-oldest e2e-clis-current e2e-clis-latest e2e-mesh dist dist-check windows-check fuzz fuzz-ci bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -98,11 +99,19 @@ vet: .ci/bin/staticcheck
 	.ci/bin/staticcheck ./...
 
 # macOS, as far as Linux allows: every package vetted (so compiled, the
-# darwin-only files included) with GOOS=darwin and no cgo. internal/store's
-# tests need go-sqlite3's cgo constants, so that package is built, not vetted.
+# darwin-only files and the tests included) with GOOS=darwin and no cgo.
+# Test files that need cgo (go-sqlite3's constants) say so with a build tag.
 vet-darwin:
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet $$(go list ./... | grep -v '/internal/store$$')
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go build ./internal/store
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 go vet ./...
+
+# Windows the same way, in both forms a Windows build takes: with mingw cgo
+# (as .ci/windows.sh builds the tests and build/dist.sh the exe) and without
+# cgo (plain GOOS=windows). .ci/windows.sh runs it after compiling its test
+# binaries with -trimpath: with the same flag the cgo form reuses what that
+# compiled (SQLite's C above all) instead of building it again.
+vet-windows:
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc go vet -trimpath ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go vet -trimpath ./...
 
 # staticcheck, pinned, built from the Go module proxy into .ci/bin.
 .ci/bin/staticcheck:
@@ -139,8 +148,10 @@ e2e-dashboard: build-headless frontend/node_modules/.package-lock.json
 # The real Claude Code, Codex and Gemini CLIs run as relay workers against a
 # scripted fake model on loopback (internal/e2e), and Claude Code runs
 # interactive in tmux with the channel server (TestClaudeChannelLive) and with
-# the repository's plugin installed (TestClaudePlugin); the
-# variable is set here only, so test-go does not run them twice.
+# the repository's plugin installed (TestClaudePlugin), and
+# `crosschat-relay claude-plugin` installs the embedded plugin into it
+# (TestClaudePluginVerb, matched by the same name); the variable is set here
+# only, so test-go does not run them twice.
 # Two lanes, each pinned in its own package file: .ci/clis keeps the oldest
 # versions we support, .ci/clis-current the newest ones the tests pass with
 # (docs/live-sessions.md says how to move that pin). The test binary is

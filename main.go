@@ -22,6 +22,11 @@ var icon []byte
 //go:embed build/linux/icons/32.png
 var trayIcon []byte
 
+// The Claude Code plugin's marketplace, for `crosschat-relay claude-plugin`.
+//
+//go:embed all:build/claude-plugin
+var claudePlugin embed.FS
+
 // version is stamped at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
@@ -38,6 +43,9 @@ func main() {
 	case len(args) > 0 && args[0] == "serve":
 		os.Exit(app.Serve(args[1:], assets, version, os.Stdout, os.Stderr))
 	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):
+		if cli.ClaudePlugin, err = fs.Sub(claudePlugin, "build/claude-plugin"); err != nil {
+			panic(err) // the embed path is fixed at compile time
+		}
 		os.Exit(cli.Command(args, version, os.Stdout, os.Stderr))
 	default:
 		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))

@@ -7,8 +7,9 @@
 #      (build/windows/wine/processprng.c) into its system32: Go 1.24+ programs
 #      need it and wine 8.0 lacks it,
 #   2. cross-compiles the test binaries of the packages with Windows-only code
-#      (GOOS=windows, mingw cgo) once and runs them under wine; a test that
-#      cannot run there skips itself with the reason, printed here,
+#      (GOOS=windows, mingw cgo) once, vets every package for Windows (make
+#      vet-windows), and runs the test binaries under wine; a test that cannot
+#      run there skips itself with the reason, printed here,
 #   3. checks the release installer build/dist.sh made (build/dist/*_setup.exe):
 #      silent install, Start-menu entry, uninstall registry entry, version
 #      resource; the installed exe's `version`, `serve` on a data folder
@@ -139,6 +140,9 @@ if [ $UNIT = yes ]; then
   t=$(date +%s)
   if check "cross-compile the Windows test binaries (GOOS=windows, mingw cgo): ${UNIT_PKGS[*]}" build_tests; then
     echo "     compiled in $(( $(date +%s) - t )) s"
+    t=$(date +%s)
+    check "go vet ./... with GOOS=windows, mingw cgo and no cgo (make vet-windows)" make --no-print-directory vet-windows
+    echo "     vetted in $(( $(date +%s) - t )) s"
     for p in "${UNIT_PKGS[@]}"; do run_tests "$p"; done
   fi
   echo "     unit tests under wine: $(( $(date +%s) - t )) s"

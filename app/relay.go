@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -202,6 +203,8 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})
 		},
+		// A deleted worker's (or agent's) CLI homes go with it.
+		OnRemoved:    box.RemoveHome,
 		MinuteLength: opts.WorkerMinute,
 		Secrets:      []string{r.adminToken},
 	})
@@ -211,9 +214,34 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	if err := m.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
+	// Before the services can set up workers (setManager).
+	r.pruneHomes(ctx, box)
 	r.workers = m
 	r.Services.Workers.setManager(m)
 	return nil
+}
+
+// pruneHomes removes the CLI homes of the agents that have no worker: left
+// by a relay from before they went with their worker, or by a removal that
+// failed. Failures are logged: the next start tries again.
+func (r *Relay) pruneHomes(ctx context.Context, box sandbox.Wrapper) {
+	ents, _ := os.ReadDir(box.Homes)
+	if len(ents) == 0 {
+		return // none yet (or unreadable, which the runs will say)
+	}
+	workers, err := r.db.ListWorkers(ctx)
+	if err != nil {
+		r.log.Error("workers: list them to prune the CLI homes", "err", err)
+		return
+	}
+	for _, e := range ents {
+		if slices.ContainsFunc(workers, func(w relay.WorkerConfig) bool { return w.AgentSlug == e.Name() }) {
+			continue
+		}
+		if err := box.RemoveHome(e.Name()); err != nil {
+			r.log.Error("workers: prune the CLI homes", "agent", e.Name(), "err", err)
+		}
+	}
 }
 
 // Addr is the address the relay listens on (useful with port 0).

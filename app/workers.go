@@ -46,11 +46,13 @@ func (w *Workers) setManager(m *worker.Manager) {
 	w.c.mu.Lock()
 	w.c.onPause = m.SetPaused
 	w.c.onAgentDeleted = func(ctx context.Context, slug string) error {
-		// The running loops' own configurations say which are stale: the
-		// agent's worker, and every worker that took tasks from it.
-		var errs []error
+		// The running loops' own configurations say which are stale: every
+		// worker that took tasks from the agent; and the agent's own, gone
+		// with it, whose CLI homes go too (also those of a worker deleted
+		// while the relay could not remove them).
+		errs := []error{m.Reload(ctx, slug)}
 		for _, st := range m.Statuses() {
-			if st.AgentSlug == slug || slices.Contains(st.AllowedSenders, slug) {
+			if st.AgentSlug != slug && slices.Contains(st.AllowedSenders, slug) {
 				if err := m.Reload(ctx, st.AgentSlug); err != nil {
 					errs = append(errs, err)
 				}

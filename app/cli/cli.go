@@ -63,6 +63,8 @@ Usage:
                                              one line per task or update for the agent (live sessions; the
                                              token from CROSSCHAT_TOKEN or the folder's registered project)
   crosschat-relay channel                    stdio MCP server for Claude Code: relay tools + channel events
+  crosschat-relay claude-plugin [--dir DIR] [--print]
+                                             install the Claude Code plugin (every project folder an address)
   crosschat-relay sessions list|show <id or exact name> [--tool claude-code|codex]
                                              Claude Code sessions and Codex threads on this computer
   crosschat-relay version
@@ -277,6 +279,8 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return sessionsCmd(args[1:], stdout, stderr)
 	case args[0] == "channel":
 		return channelCmd(args[1:], version, os.Stdin, stdout, stderr)
+	case args[0] == "claude-plugin":
+		return claudePluginCmd(args[1:], stdout, stderr)
 	case verb == "agents add":
 		return agentsAdd(args[2:], stdout, stderr)
 	case verb == "agents list":

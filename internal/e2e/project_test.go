@@ -350,7 +350,7 @@ func TestClaudePlugin(t *testing.T) {
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ANTHROPIC_API_KEY=" + apiKey, "DISABLE_AUTOUPDATER=1",
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
 	}
-	// The two commands the README and the Connect page show.
+	// The checkout way the README and docs/live-sessions.md give second.
 	for _, args := range [][]string{{"plugin", "marketplace", "add", pluginDir(t)}, {"plugin", "install", "crosschat@crosschat-relay"}} {
 		cmd := exec.Command(claude, args...)
 		cmd.Env, cmd.Dir = env, first

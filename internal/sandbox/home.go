@@ -48,12 +48,19 @@ type cliHome struct {
 	// (Claude Code's .claude.json): copied from the user's before each
 	// run, so the run writes its own copy.
 	global string
+	// keep are what of a run's own writes in the home the next run keeps
+	// (clearHome's patterns, relative to the home): the sessions the CLI
+	// keeps there, which the worker resumes. The rest of the home is
+	// cleared before each run, so nothing a run left there (a program, a
+	// hook, an extension, a skill, a setting) is run or loaded by the next.
+	keep []string
 }
 
 // cliHomes are the presets whose CLI gets a home of its own in a confined
 // run (Linux). What a CLI writes that is not listed (its caches, logs,
-// state databases, history, shell snapshots, its own skill copies) stays
-// in the worker's home.
+// state databases, history, shell snapshots, its own skill copies) is
+// written in the worker's home and cleared before its next run, but for
+// keep.
 var cliHomes = map[string]cliHome{
 	"claude-code": {
 		env: "CLAUDE_CONFIG_DIR", dir: ".claude",
@@ -72,6 +79,9 @@ var cliHomes = map[string]cliHome{
 		env: "GEMINI_CLI_HOME", dir: ".gemini", sub: ".gemini",
 		config: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies", "skills", "agents",
 			"trustedFolders.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"},
+		// Its sessions, found again by the folder's ownership marker
+		// (projects.json maps folders to those names).
+		keep: []string{".gemini/tmp/*/chats", ".gemini/tmp/*/.project_root", ".gemini/projects.json"},
 	},
 }
 
@@ -93,6 +103,9 @@ type homeSetup struct {
 	// copyFrom is the user's global settings file, copied to copyTo (a
 	// name in the CLI's folder).
 	copyFrom, copyTo string
+	// keep are the patterns of what a run wrote that the next keeps (see
+	// cliHome.keep); the rest of the home is cleared.
+	keep []string
 }
 
 // userCLIFolder is the user's own CLI folder: the one the CLI's variable
@@ -119,7 +132,7 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 	if user == "" {
 		return nil, nil
 	}
-	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}}
+	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}, keep: h.keep}
 	for _, name := range h.config {
 		s.links[name] = filepath.Join(user, name)
 		ro = append(ro, s.links[name])
@@ -190,13 +203,14 @@ func projectName(dir string) (string, bool) {
 	return string(b), len(b) <= 200
 }
 
-// prepare makes the CLI home: the folder, the user's transcripts when
-// missing, a link per entry (replacing what a run left under that name),
-// and a fresh copy of the global settings. It never follows a link a run
-// may have planted in the home: all of it is done through an os.Root of
-// the home, the CLI's folder there is replaced by a real one when it is
-// not one (a run that swapped it for a link to the user's ~/.claude), and
-// links and the copy are made under a new name and renamed into place.
+// prepare makes the CLI home: the folder, cleared of what the last run
+// left there but what the CLI keeps (clearHome), the user's transcripts
+// when missing, a link per entry, and a fresh copy of the global settings.
+// It never follows a link a run may have planted in the home: all of it is
+// done through an os.Root of the home, the CLI's folder there is replaced
+// by a real one when it is not one (a run that swapped it for a link to
+// the user's ~/.claude), and links and the copy are made under a new name
+// and renamed into place.
 func (s homeSetup) prepare() error {
 	if err := os.MkdirAll(s.home, 0o700); err != nil {
 		return fmt.Errorf("create the CLI's home %s: %w", s.home, err)
@@ -206,6 +220,9 @@ func (s homeSetup) prepare() error {
 		return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
 	}
 	defer root.Close()
+	if err := clearHome(root, s.keep); err != nil {
+		return fmt.Errorf("clear the CLI's home of what the last run left: %w", err)
+	}
 	if s.sub != "" {
 		if fi, err := root.Lstat(s.sub); err == nil && !fi.IsDir() {
 			if err := root.RemoveAll(s.sub); err != nil {

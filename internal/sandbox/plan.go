@@ -184,7 +184,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 		}
 		if own {
 			private := filepath.Join(req.RunDir, HomeDirName, req.Config.Harness)
-			if slug := req.Config.AgentSlug; homes != "" && slug != "" && filepath.IsLocal(slug) && !strings.ContainsAny(slug, `/\`) {
+			if slug := req.Config.AgentSlug; homes != "" && homeSlug(slug) {
 				private = filepath.Join(homes, slug, req.Config.Harness)
 			}
 			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...))

@@ -1,3 +1,8 @@
+//go:build cgo
+
+// go-sqlite3's SQLITE_* constants and its authorizer exist only when it is
+// built with cgo: without cgo (GOOS=windows or darwin vet) this file is left out.
+
 package store
 
 import (

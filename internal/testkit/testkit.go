@@ -1,11 +1,18 @@
 // Package testkit holds the small helpers the tests of several packages
-// share: a goroutine-safe output buffer and a free loopback port. It imports
+// share: a goroutine-safe output buffer, a free loopback port and a
+// comparison of two folders' files. It imports
 // only the standard library, and only tests import it (TestImportRules).
 package testkit
 
 import (
 	"bytes"
+	"io/fs"
+	"maps"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -42,4 +49,55 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// SameTree fails t unless the folder got holds the files of want and no
+// others, each with the same content and, where files have one (not on
+// Windows), the same executable bit.
+func SameTree(t testing.TB, got, want string) {
+	t.Helper()
+	g, w := treeFiles(t, got), treeFiles(t, want)
+	if !slices.Equal(slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w))) {
+		t.Fatalf("%s holds %v, want the files of %s: %v", got, slices.Sorted(maps.Keys(g)), want, slices.Sorted(maps.Keys(w)))
+	}
+	for name, wf := range w {
+		gf := g[name]
+		if !bytes.Equal(gf.content, wf.content) {
+			t.Errorf("%s differs from %s", filepath.Join(got, name), filepath.Join(want, name))
+		}
+		if runtime.GOOS != "windows" && gf.mode&0o111 != wf.mode&0o111 {
+			t.Errorf("%s has mode %v, want %v as %s", filepath.Join(got, name), gf.mode, wf.mode, filepath.Join(want, name))
+		}
+	}
+}
+
+type treeFile struct {
+	content []byte
+	mode    fs.FileMode
+}
+
+// treeFiles reads every file below dir, by slash path.
+func treeFiles(t testing.TB, dir string) map[string]treeFile {
+	t.Helper()
+	files := map[string]treeFile{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = treeFile{b, st.Mode().Perm()}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read %s: %v", dir, err)
+	}
+	return files
 }

@@ -70,6 +70,12 @@ type Options struct {
 	// OnStatus is called with a worker's status whenever it changes (the
 	// app publishes it as a relay.Change of type "worker").
 	OnStatus func(relay.WorkerStatus)
+	// OnRemoved is called with an agent's slug once its worker is gone:
+	// deleted (with its agent, or without a worker at all), with no run
+	// of it left and no new worker under the slug; the app removes the
+	// worker's CLI homes. It runs with the manager locked, so no worker
+	// of the slug starts meanwhile; an error is logged. nil does nothing.
+	OnRemoved func(slug string) error
 	// RenewEvery is how often a running task's lease is renewed (5 min).
 	RenewEvery time.Duration
 	// CancelCheckEvery is how often a running task is checked for
@@ -185,7 +191,7 @@ func (m *Manager) Start(ctx context.Context) error {
 func (m *Manager) startLoopLocked(w *worker, prev *loopHandle) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	h := &loopHandle{cancel: cancel, done: make(chan struct{})}
-	w.loop = h
+	w.loop, w.lastLoop = h, h
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -230,22 +236,28 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 		// give-back stalls nobody else), the cancelled loop has stopped
 		// claiming.
 		defer prev.claimed()
+	} else if w != nil {
+		// A loop cancelled earlier (the worker disabled, or deleted and
+		// now set up again) may still be finishing a run.
+		prev = w.lastLoop
 	}
 	if deleted {
+		running := false
 		if w != nil {
 			w.mu.Lock()
 			w.deleted = true
-			running := w.current != nil
+			running = w.current != nil
 			w.mu.Unlock()
-			if !running {
-				delete(m.workers, slug)
-			}
+		}
+		if !running {
+			// A run still going ends with removedLocked instead.
+			m.removedLocked(slug, w)
 		}
 		m.mu.Unlock()
 		return nil
 	}
 	if w == nil || w.isDeleted() {
-		w = &worker{m: m}
+		w = &worker{m: m, lastLoop: prev}
 		m.workers[slug] = w
 	}
 	w.mu.Lock()
@@ -258,6 +270,22 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 	m.mu.Unlock()
 	w.publish()
 	return nil
+}
+
+// removedLocked forgets w, the deleted worker of slug (nil when the
+// manager had none), and tells OnRemoved, unless a new worker took the
+// slug meanwhile. m.mu is held.
+func (m *Manager) removedLocked(slug string, w *worker) {
+	if cur := m.workers[slug]; cur != nil && cur != w {
+		return
+	}
+	delete(m.workers, slug)
+	if m.opts.OnRemoved == nil {
+		return
+	}
+	if err := m.opts.OnRemoved(slug); err != nil {
+		m.log.Error("worker: clean up after a deleted worker", "agent", slug, "err", err)
+	}
 }
 
 // SetPaused pauses or resumes every worker (call it after the settings

@@ -142,9 +142,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 	})
 	if remove {
 		w.m.mu.Lock()
-		if w.m.workers[cfg.AgentSlug] == w {
-			delete(w.m.workers, cfg.AgentSlug)
-		}
+		w.m.removedLocked(cfg.AgentSlug, w)
 		w.m.mu.Unlock()
 	}
 	if len(errs) > 0 {

@@ -32,6 +32,10 @@ type worker struct {
 
 	// loop is guarded by m.mu.
 	loop *loopHandle
+	// lastLoop is the last loop started, kept once cancelled (the worker
+	// disabled or deleted) while it may still finish a run: a loop started
+	// later waits for it. Guarded by m.mu.
+	lastLoop *loopHandle
 
 	pubMu sync.Mutex // serializes publish
 

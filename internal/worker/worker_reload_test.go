@@ -4,7 +4,9 @@ package worker_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,18 +86,53 @@ func TestTaskClaimedAsTheClaimEndsGoesBack(t *testing.T) {
 	}
 }
 
-// Ensures Reloads in a row during a run start no loop before the run ends:
-// a worker runs one task at a time.
+// Ensures a worker runs one task at a time: Reloads in a row during a run,
+// or disabling and enabling it, or deleting it and setting it up again,
+// start no run before the first ends (which would also clear its CLI home
+// under the first run).
 func TestReloadsDuringARunKeepOneRunAtATime(t *testing.T) {
-	e := newEnv(t, nil)
-	m := e.start()
-	e.post(operator, "Sleep", "sleep")
-	e.pids() // the first run has started
-	for range 2 {
-		e.reconfigure(m, e.cfg)
+	disabled := func(e *env) relay.WorkerConfig { c := e.cfg; c.Enabled = false; return c }
+	tests := []struct {
+		name  string
+		steps func(e *env, m *worker.Manager)
+	}{
+		{"reloads", func(e *env, m *worker.Manager) {
+			for range 2 {
+				e.reconfigure(m, e.cfg)
+			}
+		}},
+		{"disabled and enabled", func(e *env, m *worker.Manager) {
+			e.reconfigure(m, disabled(e))
+			e.reconfigure(m, e.cfg)
+		}},
+		{"deleted and set up again", func(e *env, m *worker.Manager) {
+			if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+				e.t.Fatal(err)
+			}
+			if err := m.Reload(e.ctx, builder); err != nil {
+				e.t.Fatal(err)
+			}
+			e.reconfigure(m, e.cfg)
+		}},
 	}
-	second := e.post(operator, "Second", "done")
-	holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			m := e.start()
+			first := e.post(operator, "Sleep", "sleep")
+			child, grandchild := e.pids() // the first run has started
+			tt.steps(e, m)
+			second := e.post(operator, "Second", "done")
+			holds(t, "the second task queued while the first runs", 2*e.opts.Poll, func() bool { return e.task(second.ID).Status == relay.StatusQueued })
+			if _, err := e.db.CancelTask(e.ctx, operator, first.ID, "Enough."); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, child, grandchild)
+			if got := e.finished(second.ID); got.Status != relay.StatusCompleted {
+				t.Fatalf("the second task after the first: %s", got.Status)
+			}
+		})
+	}
 }
 
 // Ensures Reload applies a disabled or deleted configuration.
@@ -146,5 +183,80 @@ func TestReloadWhileRunning(t *testing.T) {
 	next := e.post(operator, "Next", "done")
 	if got := e.finished(next.ID); got.Status != relay.StatusCompleted {
 		t.Fatalf("next task: %s", got.Status)
+	}
+}
+
+// Ensures a deleted worker's OnRemoved (which removes its CLI homes) is
+// called once no run of it is left: at once for a worker between runs
+// (and for a slug without a worker), at the end of the run for one that is
+// running, and never for a worker whose slug a new worker took before its
+// last run ended. Called while the run goes on, the hook would pull its
+// CLI home from under it, so the test can fail.
+func TestDeletedWorkerRemovedAfterItsRun(t *testing.T) {
+	var mu sync.Mutex
+	var removed []string
+	calls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(removed)
+	}
+	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) {
+		o.OnRemoved = func(slug string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			removed = append(removed, slug)
+			return nil
+		}
+	})
+	m := e.start()
+	remove := func() {
+		t.Helper()
+		if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Reload(e.ctx, builder); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Deleted while it runs: removed when the run ends.
+	task := e.post(operator, "Sleep", "sleep")
+	child, grandchild := e.pids()
+	remove()
+	if got := calls(); len(got) != 0 || !alive(child) {
+		t.Fatalf("removed %v while the run goes on (alive %v)", got, alive(child))
+	}
+	if _, err := e.db.CancelTask(e.ctx, operator, task.ID, "Enough."); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	waitFor(t, "the removal after the run", 10*time.Second, func() bool { return slices.Equal(calls(), []string{builder}) })
+
+	// Between runs, or without a worker: at once.
+	e.reconfigure(m, e.cfg)
+	remove()
+	remove()
+	if got := calls(); !slices.Equal(got, []string{builder, builder, builder}) {
+		t.Fatalf("removed %v, want builder three times", got)
+	}
+
+	// Deleted while it runs, then set up again: the new worker keeps it.
+	e.reconfigure(m, e.cfg)
+	task = e.post(operator, "Sleep", "sleep")
+	child, grandchild = e.pids()
+	remove()
+	e.reconfigure(m, e.cfg)
+	if _, err := e.db.CancelTask(e.ctx, operator, task.ID, "Enough."); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, child, grandchild)
+	// Stop returns once every run has ended, the replaced one included.
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	if err := m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(); len(got) != 3 {
+		t.Fatalf("removed %v after a run of a worker set up again", got)
 	}
 }

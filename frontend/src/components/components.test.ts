@@ -196,15 +196,12 @@ describe("Connect page: invite form → message", () => {
     expect(w.text()).toContain(".mcp.json");
   });
 
-  it("shows the two commands that install the Claude Code plugin", async () => {
+  it("shows the command that installs the Claude Code plugin, no checkout needed", async () => {
     const s = await withStores();
     const w = s.mount(ConnectPage);
     const section = w.find('section[aria-labelledby="proj-h"]');
     expect(section.find("h2").text()).toContain("Claude Code plugin");
-    expect(section.find('[data-test="plugin-install"]').text().split("\n")).toEqual([
-      "claude plugin marketplace add ./build/claude-plugin",
-      "claude plugin install crosschat@crosschat-relay",
-    ]);
+    expect(section.find('[data-test="plugin-install"]').text()).toBe("crosschat-relay claude-plugin");
     expect(section.text()).toContain("crosschat-relay send");
   });
 
