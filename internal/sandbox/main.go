@@ -22,18 +22,23 @@ var errNotEnforced = errors.New("this kernel has no Landlock, so the run cannot 
 var errNoSeccomp = errors.New("this Linux kernel has no seccomp filter (or the relay does not know this architecture), so the run's Unix sockets cannot be refused")
 
 // restrictSelf and execProgram are what Main confines itself with and
-// execs the CLI with (replaced in tests).
+// starts the CLI with (replaced in tests).
 var (
 	restrictSelf = restrict
-	execProgram  = execve
+	execProgram  = startProgram
 )
 
 // Main is the hidden verb Verb: it parses --rules JSON and the command after
-// "--", confines itself to the rules and execs the command. It returns only
-// on failure: 126 when the command may not run unconfined, the confinement
-// failed for another reason than a kernel without Landlock or seccomp (a
-// rule path that cannot be opened, a confinement that held only in part)
-// or the verb is misused, 127 when the exec fails.
+// "--", confines itself to the rules and starts the command, and returns
+// the exit code of this process: 126 when the command may not run
+// unconfined, the confinement failed for another reason than a kernel
+// without Landlock or seccomp (a rule path that cannot be opened, a
+// confinement that held only in part) or the verb is misused; 127 when the
+// command cannot be started. On Linux the command runs as a child while
+// this process stays as the run's top process and reaps the command's
+// whole process tree (see reaper_linux.go); once the command has ended,
+// Main returns its exit code, or ends this process by the signal that
+// killed it. Elsewhere the command replaces this process.
 //
 // An unconfined run (a kernel without Landlock or seccomp, and a worker
 // that allows it) starts the CLI's plain command without the CLI home of
@@ -51,6 +56,16 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "crosschat sandbox: usage: "+Verb+" --rules JSON -- PROGRAM [ARGS...]")
 		return 126
 	}
+	// On Linux the confinement and the start happen on a thread of their
+	// own, which ends once the command runs: no thread of the process that
+	// supervises the command stays in the command's sandbox.
+	return onOwnThread(func() int { return confineAndStart(r, cmd, stderr) })
+}
+
+// confineAndStart confines the calling thread to r and starts cmd from it,
+// or runs cmd unconfined where r allows that; it returns only when cmd was
+// not started (126 or 127, see Main).
+func confineAndStart(r Rules, cmd []string, stderr io.Writer) int {
 	if err := restrictSelf(r); err != nil {
 		if r.Required || !errors.Is(err, errNotEnforced) && !errors.Is(err, errNoSeccomp) {
 			fmt.Fprintf(stderr, "crosschat sandbox: the run was not started: %v\n", err)
@@ -91,7 +106,7 @@ func setEnv(env []string, name, value string) []string {
 
 // init runs the hidden verb before anything else of the program when our
 // own binary (or a test binary linking this package) is started as
-// `PROGRAM __sandbox …`: it confines itself and execs the CLI, or exits.
+// `PROGRAM __sandbox …`: it confines itself and runs the CLI, then exits.
 // Any other start returns at once.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == Verb {

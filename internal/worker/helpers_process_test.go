@@ -102,7 +102,15 @@ func (e *env) relayProcess() *exec.Cmd {
 
 // helperMain behaves like an agent CLI and returns its exit code.
 func helperMain() int {
-	if os.Getenv("CCR_HELPER_MODE") == "grandchild" {
+	if m := os.Getenv("CCR_HELPER_MODE"); m == "grandchild" || m == "setsid" {
+		// A setsid grandchild is a daemon: out of the run's session and
+		// process group.
+		if m == "setsid" {
+			if _, err := syscall.Setsid(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
 		signal.Ignore(syscall.SIGTERM) // only SIGKILL of the whole group ends it
 		time.Sleep(2 * time.Minute)
 		return 0
@@ -149,19 +157,32 @@ func helperMain() int {
 		return 3
 	case "empty":
 		fmt.Fprintln(os.Stderr, "nothing to say")
-	case "sleep":
+	case "sleep", "daemon", "daemonsleep":
+		// A grandchild in the run's process group, or a daemon (which has
+		// left it before its pid is written); "daemon" then ends.
 		gc := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-		gc.Env = append(os.Environ(), "CCR_HELPER_MODE=grandchild")
+		child := "grandchild"
+		if mode != "sleep" {
+			child = "setsid"
+		}
+		gc.Env = append(os.Environ(), "CCR_HELPER_MODE="+child)
 		if err := gc.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		for deadline := time.Now().Add(30 * time.Second); mode != "sleep"; time.Sleep(10 * time.Millisecond) {
+			if g, err := syscall.Getpgid(gc.Process.Pid); err == nil && g == gc.Process.Pid || time.Now().After(deadline) {
+				break
+			}
 		}
 		if f := os.Getenv("CCR_PID_FILE"); f != "" {
 			_ = os.WriteFile(f+".tmp", fmt.Appendf(nil, "%d %d", os.Getpid(), gc.Process.Pid), 0o600)
 			_ = os.Rename(f+".tmp", f)
 		}
 		fmt.Fprintln(out, "working")
-		time.Sleep(2 * time.Minute)
+		if mode != "daemon" {
+			time.Sleep(2 * time.Minute)
+		}
 	case "write":
 		_ = os.WriteFile("made-by-run.txt", []byte("made"), 0o644)
 		for _, d := range filepath.SplitList(os.Getenv("CROSSCHAT_EXTRA_DIRS")) {

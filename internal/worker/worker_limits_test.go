@@ -3,6 +3,7 @@
 package worker_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,8 +13,50 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/sandbox"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
+
+// Ensures a process that a sandboxed run of a real worker started in a
+// session of its own (setsid: out of the run's process group, deaf to
+// SIGTERM) does not outlive the run, whether the CLI ends by itself or the
+// worker stops the run. The sandbox child is this test binary, which links
+// internal/sandbox and so runs its hidden verb. Before the sandbox child
+// reaped the run's tree, the process lived on for its 2 minutes.
+func TestSandboxedRunLeavesNoProcess(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("this kernel has no Landlock")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"daemon", "daemonsleep"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
+				c.Sandbox = relay.SandboxOn
+				o.Sandbox = sandbox.Wrapper{Self: self}.Wrap
+			})
+			e.pidFile = filepath.Join(e.workdir, "pids") // where the run may write
+			m := e.start()
+			task := e.post(operator, "Start a daemon", mode)
+			_, daemon := e.pids()
+			if mode == "daemon" {
+				got := e.finished(task.ID)
+				if got.Status != relay.StatusCompleted || !contains(e.activity(task.ID), "Sandboxed (Landlock ABI") {
+					t.Fatalf("task %s, %+v", got.Status, lastReport(got))
+				}
+			} else {
+				ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+				defer cancel()
+				if err := m.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitGone(t, daemon)
+		})
+	}
+}
 
 // Ensures a worker whose sandbox is on never runs unconfined in a relay
 // without a sandbox (Options.Sandbox nil): the run is not started and the
