@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -33,14 +32,17 @@ events, and a skill) from this binary: no checkout of the repository needed.
 
 It writes the plugin's marketplace to DIR (default: crosschat-relay/claude-plugin
 in your config folder). A copy of another version there is replaced as a whole:
-the new one is written beside it, then renamed into place. Then, if claude is
-on PATH, it runs
+the new one is written beside it, then renamed into place. A folder holding
+anything else (another marketplace, or any file that is not one of this
+marketplace's) is refused untouched. Then, if claude is on PATH, it runs
   claude plugin marketplace add DIR
+  claude plugin marketplace update crosschat-relay
   claude plugin install crosschat@crosschat-relay
-and, after replacing another version, claude plugin marketplace update and
-claude plugin update, so Claude Code takes the new one. Without claude on PATH,
-or with --print, it prints the commands instead. Running it again changes
-nothing. Claude Code reads the plugin from DIR: keep the folder.
+  claude plugin update crosschat@crosschat-relay
+so Claude Code has this version even when an earlier run replaced the folder
+but did not get to update it. Without claude on PATH, or with --print, it
+prints the four commands instead. Running it again changes nothing. Claude
+Code reads the plugin from DIR: keep the folder.
 
 Flags:
 `
@@ -108,7 +110,7 @@ func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return fmt.Errorf("the plugin folder: %w", err)
 	}
-	state, err := writePlugin(dir, files, mkt.Name)
+	state, err := writePlugin(dir, files, mkt.Name, stderr)
 	if err != nil {
 		return err
 	}
@@ -125,14 +127,15 @@ func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "Note: crosschat-relay is not on PATH; the plugin's hook and MCP server run it by that name, so put it there.")
 	}
 
+	// All four always: each is idempotent, and only the update commands
+	// move Claude Code off a version it installed from an older copy, which
+	// an earlier run (with --print, or stopped by an error) may have left.
 	id := mkt.Plugins[0].Name + "@" + mkt.Name
-	steps := [][]string{{"plugin", "marketplace", "add", dir}}
-	if state == pluginReplaced {
-		steps = append(steps, []string{"plugin", "marketplace", "update", mkt.Name})
-	}
-	steps = append(steps, []string{"plugin", "install", id})
-	if state == pluginReplaced {
-		steps = append(steps, []string{"plugin", "update", id})
+	steps := [][]string{
+		{"plugin", "marketplace", "add", dir},
+		{"plugin", "marketplace", "update", mkt.Name},
+		{"plugin", "install", id},
+		{"plugin", "update", id},
 	}
 	claude, err := exec.LookPath("claude")
 	if printOnly || err != nil {
@@ -206,23 +209,40 @@ func pluginFileMode(name string) fs.FileMode {
 	return 0o644
 }
 
+// removeAll deletes the old copy of a replaced folder; a test makes it fail.
+var removeAll = os.RemoveAll
+
+// maxForeignFiles bounds the files outside the marketplace that are looked
+// for, and named, in a folder claude-plugin refuses.
+const maxForeignFiles = 3
+
 // writePlugin makes dir hold exactly files. A dir that holds them already is
-// left alone; a missing or empty one is written; one holding the marketplace
-// named mkt in another version (or damaged) is replaced as a whole: the new
-// copy is written beside it, then renamed into place. Any other folder is
-// refused, so a mistyped --dir never deletes a person's files.
-func writePlugin(dir string, files map[string][]byte, mkt string) (pluginState, error) {
+// left alone; a missing or empty one is written. One whose manifest names the
+// marketplace mkt and that holds no file but files (another version, or a
+// copy with a file missing, edited or not executable) is replaced as a whole:
+// the new copy is written beside it, then renamed into place. Any other
+// folder (its manifest missing, unreadable or naming another marketplace, or
+// a file in it that is not one of files) is refused untouched, so neither a
+// mistyped --dir nor a file someone put in the folder is ever deleted. An old
+// copy that cannot be deleted once replaced (on Windows, a file of it in use)
+// is left beside dir with a warning on warn.
+func writePlugin(dir string, files map[string][]byte, mkt string, warn io.Writer) (pluginState, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case os.IsNotExist(err):
 	case err != nil:
 		return 0, fmt.Errorf("the plugin folder: %w", err)
 	case len(entries) > 0:
-		if same, err := holdsExactly(dir, files); err != nil || same {
-			return pluginCurrent, err
-		}
+		// The manifest first: a folder that is not this marketplace is not walked.
 		if name := marketplaceName(dir); name != mkt {
 			return 0, fmt.Errorf("%s is not empty and holds no %s plugin marketplace (%s names %q): name a new or empty folder with --dir", dir, mkt, marketplaceFile, name)
+		}
+		same, foreign, err := surveyPlugin(dir, files)
+		if err != nil || same {
+			return pluginCurrent, err
+		}
+		if len(foreign) > 0 {
+			return 0, fmt.Errorf("%s holds files that are not the %s plugin marketplace's (%s): move them out of it, or name a new or empty folder with --dir", dir, mkt, strings.Join(foreign, ", "))
 		}
 	}
 	parent := filepath.Dir(dir)
@@ -267,29 +287,40 @@ func writePlugin(dir string, files map[string][]byte, mkt string) (pluginState, 
 		}
 		return 0, fmt.Errorf("replace the plugin folder: %w", err)
 	}
-	if err := os.RemoveAll(old); err != nil {
-		return 0, fmt.Errorf("remove the plugin's old copy: %w", err)
+	if err := removeAll(old); err != nil {
+		// The new copy is in place: the claude commands must still run.
+		fmt.Fprintf(warn, "Warning: the plugin's old copy could not be deleted (%v): delete %s yourself.\n", err, old)
 	}
 	return pluginReplaced, nil
 }
 
-// holdsExactly reports whether dir holds files and nothing else.
-func holdsExactly(dir string, files map[string][]byte) (bool, error) {
-	fsys, seen, same := os.DirFS(dir), 0, true
-	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+// surveyPlugin reports whether dir holds files and nothing else, and names
+// (by slash path, at most maxForeignFiles of them) the files in it that are
+// not among files.
+func surveyPlugin(dir string, files map[string][]byte) (same bool, foreign []string, err error) {
+	fsys, seen := os.DirFS(dir), 0
+	same = true
+	err = fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if same, err = sameFile(fsys, name, d, files); err != nil || !same {
-			return cmp.Or(err, fs.SkipAll)
+		if _, ok := files[name]; !ok {
+			same, foreign = false, append(foreign, name)
+			if len(foreign) == maxForeignFiles {
+				return fs.SkipAll
+			}
+			return nil
+		}
+		if same {
+			same, err = sameFile(fsys, name, d, files)
 		}
 		seen++
-		return nil
+		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("read the plugin folder: %w", err)
+		return false, nil, fmt.Errorf("read the plugin folder: %w", err)
 	}
-	return same && seen == len(files), nil
+	return same && seen == len(files), foreign, nil
 }
 
 // sameFile reports whether the file name of fsys (d) is files[name]: a

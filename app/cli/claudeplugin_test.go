@@ -38,11 +38,12 @@ func calls(t *testing.T, log string) []string {
 }
 
 // Ensure claude-plugin writes exactly the repository's marketplace into the
-// user's config folder (or --dir), runs the two claude commands (or prints
-// them without claude, or with --print), changes nothing when run again,
-// replaces another version as a whole and asks claude to update to it,
-// names a failing claude command, and never touches a folder that is not
-// its marketplace.
+// user's config folder (or --dir), runs the four claude commands every time
+// (or prints them without claude, or with --print), so Claude Code updates
+// even when an earlier run replaced the folder without running them; changes
+// nothing in the folder when run again; replaces another version as a whole;
+// names a failing claude command; and never touches a folder that is not its
+// marketplace, nor one holding a file that is not the marketplace's.
 func TestClaudePluginCommand(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the stand-in claude is a shell script")
@@ -61,24 +62,36 @@ func TestClaudePluginCommand(t *testing.T) {
 		mktUp   = "plugin marketplace update crosschat-relay"
 		update  = "plugin update crosschat@crosschat-relay"
 	)
+	manifest := filepath.Join(def, ".claude-plugin", "marketplace.json")
+	stray := filepath.Join(def, "crosschat", "stale.txt")
 	// Ways the default folder can differ from this version: another version
 	// (its manifest changed in place, same size), an older copy (a file
-	// gone, or one too many), the hook script no longer executable.
+	// gone), the hook script no longer executable. A file of someone's in
+	// it, or a damaged manifest, makes it a folder not to replace.
 	otherVersion := func(t *testing.T) {
-		m := filepath.Join(def, ".claude-plugin", "marketplace.json")
-		b, err := os.ReadFile(m)
+		b, err := os.ReadFile(manifest)
 		noErr(t, err)
-		noErr(t, os.WriteFile(m, []byte(strings.Replace(string(b), `"version": "0.`, `"version": "9.`, 1)), 0o644))
+		noErr(t, os.WriteFile(manifest, []byte(strings.Replace(string(b), `"version": "0.`, `"version": "9.`, 1)), 0o644))
 	}
 	fileGone := func(t *testing.T) { noErr(t, os.Remove(filepath.Join(def, "crosschat", ".mcp.json"))) }
-	fileTooMany := func(t *testing.T) {
-		noErr(t, os.WriteFile(filepath.Join(def, "crosschat", "stale.txt"), []byte("from an older release"), 0o644))
-	}
 	notExecutable := func(t *testing.T) {
 		noErr(t, os.Chmod(filepath.Join(def, "crosschat", "hooks", "session-start.sh"), 0o644))
 	}
-	replaced := []string{"Replaced the Claude Code plugin in " + def, "$ claude " + mktUp, "$ claude " + update}
-	replacedCalls := []string{add + def, mktUp, install, update}
+	// kept checks a refused folder still holds path with content, then
+	// takes it out: the rest of the folder must be this version, untouched.
+	kept := func(path, content string, restore func(t *testing.T)) func(t *testing.T) {
+		return func(t *testing.T) {
+			if b, err := os.ReadFile(path); err != nil || string(b) != content {
+				t.Fatalf("%s was touched: %q %v", path, b, err)
+			}
+			restore(t)
+			testkit.SameTree(t, def, src)
+		}
+	}
+	all := []string{add + def, mktUp, install, update}
+	ran := []string{"$ claude " + add + def, "$ claude " + mktUp, "$ claude " + install, "$ claude " + update, "Installed crosschat@crosschat-relay"}
+	printed := []string{"Install the plugin in Claude Code with:", "  claude " + add + def, "  claude " + mktUp, "  claude " + install, "  claude " + update}
+	replaced := append([]string{"Replaced the Claude Code plugin in " + def}, ran...)
 	for _, tc := range []struct {
 		name    string
 		before  func(t *testing.T)
@@ -86,23 +99,38 @@ func TestClaudePluginCommand(t *testing.T) {
 		args    []string
 		code    int
 		out     []string // in the output, in order
+		errs    []string // in the error output, in order
 		calls   []string
-		checkAt string // the folder that must then equal the repository's
+		checkAt string             // the folder that must then equal the repository's
+		after   func(t *testing.T) // checks, then puts the folder back
 	}{
-		{name: "first run without claude prints the commands", claude: "", code: 0,
-			out: []string{"Wrote the Claude Code plugin crosschat ", def, "Claude Code (claude) is not on PATH", "  claude " + add + def, "  claude " + install}, checkAt: def},
-		{name: "again: up to date", claude: "", code: 0,
-			out: []string{"is up to date in " + def, "  claude " + install}, checkAt: def},
-		{name: "with claude: the two commands run, output shown", claude: "0", code: 0,
-			out:   []string{"up to date", "$ claude " + add + def, "claude says hello", "$ claude " + install, "Installed crosschat@crosschat-relay"},
-			calls: []string{add + def, install}, checkAt: def},
-		{name: "another version is replaced and claude updates to it", before: otherVersion, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
-		{name: "a copy without a file is replaced", before: fileGone, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
-		{name: "a copy with a stray file is replaced", before: fileTooMany, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
-		{name: "a hook that lost its executable bit is replaced", before: notExecutable, claude: "0", out: replaced, calls: replacedCalls, checkAt: def},
-		{name: "--print runs nothing", claude: "0", args: []string{"--print"}, code: 0,
-			out: []string{"up to date", "Install the plugin in Claude Code with:", "  claude " + add + def}, checkAt: def},
-		{name: "a failing claude command is named", claude: "3", code: 1, calls: []string{add + def}},
+		{name: "first run without claude prints the commands", claude: "",
+			out: append([]string{"Wrote the Claude Code plugin crosschat ", def, "Claude Code (claude) is not on PATH"}, printed...), checkAt: def},
+		{name: "again: up to date", claude: "", out: append([]string{"is up to date in " + def}, printed...), checkAt: def},
+		{name: "with claude: the four commands run, output shown", claude: "0",
+			out: append([]string{"up to date", "$ claude " + add + def, "claude says hello"}, ran[1:]...), calls: all, checkAt: def},
+		{name: "another version is replaced and claude updates to it", before: otherVersion, claude: "0", out: replaced, calls: all, checkAt: def},
+		{name: "a copy without a file is replaced", before: fileGone, claude: "0", out: replaced, calls: all, checkAt: def},
+		{name: "a hook that lost its executable bit is replaced", before: notExecutable, claude: "0", out: replaced, calls: all, checkAt: def},
+		{name: "--print replaces another version and runs nothing", before: otherVersion, claude: "0", args: []string{"--print"},
+			out: append([]string{"Replaced the Claude Code plugin in " + def}, printed...), checkAt: def},
+		{name: "then the folder is up to date and claude still updates", claude: "0",
+			out: append([]string{"is up to date in " + def}, ran...), calls: all, checkAt: def},
+		{name: "a copy holding someone's file is refused untouched", claude: "0", code: 1,
+			before: func(t *testing.T) { noErr(t, os.WriteFile(stray, []byte("mine"), 0o644)) },
+			errs:   []string{def + " holds files that are not the crosschat-relay plugin marketplace's (crosschat/stale.txt)"},
+			after:  kept(stray, "mine", func(t *testing.T) { noErr(t, os.Remove(stray)) })},
+		{name: "a damaged manifest is refused untouched", claude: "0", code: 1,
+			before: func(t *testing.T) { noErr(t, os.WriteFile(manifest, []byte("{"), 0o644)) },
+			errs:   []string{def + " is not empty and holds no crosschat-relay plugin marketplace"},
+			after: kept(manifest, "{", func(t *testing.T) {
+				b, err := os.ReadFile(filepath.Join(src, ".claude-plugin", "marketplace.json"))
+				noErr(t, err)
+				noErr(t, os.WriteFile(manifest, b, 0o644))
+			})},
+		{name: "--print runs nothing", claude: "0", args: []string{"--print"}, out: append([]string{"up to date"}, printed...), checkAt: def},
+		{name: "a failing claude command is named", claude: "3", code: 1, calls: []string{add + def},
+			errs: []string{"claude " + add + def + ": exit status 3", "run\n  claude " + strings.Join(all, "\n  claude ") + "\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.before != nil {
@@ -113,22 +141,16 @@ func TestClaudePluginCommand(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out, errs)
 			}
-			rest := out
-			for _, want := range tc.out {
-				i := strings.Index(rest, want)
-				if i < 0 {
-					t.Fatalf("the output lacks %q (in this order):\n%s", want, out)
-				}
-				rest = rest[i+len(want):]
-			}
+			inOrder(t, "output", out, tc.out)
+			inOrder(t, "error output", errs, tc.errs)
 			if got := calls(t, log); strings.Join(got, "\n") != strings.Join(tc.calls, "\n") {
 				t.Fatalf("claude was run with %q, want %q", got, tc.calls)
 			}
-			if tc.code == 1 && (!strings.Contains(errs, "claude "+add+def+": exit status 3") || !strings.HasSuffix(errs, "run\n  claude "+add+def+"\n  claude "+install+"\n")) {
-				t.Fatalf("the error does not name the command: %s", errs)
-			}
 			if tc.checkAt != "" {
 				testkit.SameTree(t, tc.checkAt, src)
+			}
+			if tc.after != nil {
+				tc.after(t)
 			}
 		})
 	}
@@ -157,5 +179,18 @@ func TestClaudePluginCommand(t *testing.T) {
 	}
 	if _, errs, code := run(t, "claude-plugin", "extra"); code != 2 || !strings.Contains(errs, "takes no arguments") {
 		t.Fatalf("an argument: exit %d %s", code, errs)
+	}
+}
+
+// inOrder fails t unless text holds each of wants, in that order.
+func inOrder(t *testing.T, what, text string, wants []string) {
+	t.Helper()
+	rest := text
+	for _, want := range wants {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("the %s lacks %q (in this order):\n%s", what, want, text)
+		}
+		rest = rest[i+len(want):]
 	}
 }

@@ -28,8 +28,10 @@ type installedPlugin struct {
 // temporary HOME. The folder it writes is exactly build/claude-plugin;
 // Claude Code then lists crosschat@crosschat-relay, enabled, at the
 // marketplace's version, with the plugin's files; a version installed from
-// an older copy is updated; running it again changes nothing; --dir takes a
-// folder with a space in its name.
+// an older copy is updated, also when an earlier run with --print replaced
+// the folder and ran nothing; running it again changes nothing (the four
+// claude commands succeed on an installed plugin); --dir takes a folder with
+// a space in its name.
 func TestClaudePluginVerb(t *testing.T) {
 	clis := cliFolder(t, "claude")
 	claude := filepath.Join(clis, "claude")
@@ -96,26 +98,49 @@ func TestClaudePluginVerb(t *testing.T) {
 	}
 	testkit.SameTree(t, def, src)
 
-	// An older version, installed by Claude Code from that folder.
-	for _, f := range []string{".claude-plugin/marketplace.json", "crosschat/.claude-plugin/plugin.json"} {
-		p := filepath.Join(def, f)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	// older makes the folder an older version and has Claude Code install
+	// it from there; the claude commands it runs are the verb's four.
+	older := func() {
+		t.Helper()
+		for _, f := range []string{".claude-plugin/marketplace.json", "crosschat/.claude-plugin/plugin.json"} {
+			p := filepath.Join(def, f)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(b), `"version": "`+version+`"`, `"version": "0.0.1"`)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(b), `"version": "`+version+`"`, `"version": "0.0.1"`)), 0o644); err != nil {
-			t.Fatal(err)
+		run(claude, "plugin", "marketplace", "add", def)
+		run(claude, "plugin", "marketplace", "update", "crosschat-relay")
+		run(claude, "plugin", "install", "crosschat@crosschat-relay")
+		run(claude, "plugin", "update", "crosschat@crosschat-relay")
+		if out := run(claude, "plugin", "list", "--json"); !strings.Contains(out, `"version": "0.0.1"`) {
+			t.Fatalf("the older version is not installed:\n%s", out)
 		}
-	}
-	run(claude, "plugin", "marketplace", "add", def)
-	run(claude, "plugin", "install", "crosschat@crosschat-relay")
-	if out := run(claude, "plugin", "list", "--json"); !strings.Contains(out, `"version": "0.0.1"`) {
-		t.Fatalf("the older version is not installed:\n%s", out)
 	}
 
-	// The verb replaces it, and Claude Code takes the new version.
+	// The verb replaces an older version, and Claude Code takes the new one.
+	older()
 	if out := verb(); !strings.Contains(out, "Replaced the Claude Code plugin in "+def) || !strings.Contains(out, "Installed crosschat@crosschat-relay") {
 		t.Fatalf("claude-plugin over an older version:\n%s", out)
+	}
+	testkit.SameTree(t, def, src)
+	installed(version)
+
+	// With --print it replaces the folder and runs nothing: Claude Code keeps
+	// the older version until the verb runs again, which finds the folder up
+	// to date and still has Claude Code update.
+	older()
+	if out := verb("--print"); !strings.Contains(out, "Replaced the Claude Code plugin in "+def) || !strings.Contains(out, "claude plugin update crosschat@crosschat-relay\n") {
+		t.Fatalf("claude-plugin --print over an older version:\n%s", out)
+	}
+	if out := run(claude, "plugin", "list", "--json"); !strings.Contains(out, `"version": "0.0.1"`) {
+		t.Fatalf("claude-plugin --print ran a claude command:\n%s", out)
+	}
+	if out := verb(); !strings.Contains(out, "is up to date in "+def) || !strings.Contains(out, "Installed crosschat@crosschat-relay") {
+		t.Fatalf("claude-plugin after --print:\n%s", out)
 	}
 	testkit.SameTree(t, def, src)
 	installed(version)
