@@ -44,9 +44,11 @@ const maxLimitedAddrs = 10000
 // for failedTokenMemory after the token was last sent, and at most
 // maxFailedTokens of them (the one seen least recently goes first); tokens
 // longer than maxTokenLen are not remembered. With maxLimitedAddrs
-// addresses the limiter holds at most 160,000 fingerprints (under 4 MB).
-// Only the first Burst distinct tokens can fail before the address is
-// spent, so a larger memory would not let more stale clients through.
+// addresses the limiter holds at most 160,000 fingerprints (3.8 MB; about
+// 5 MB for the whole table at its fullest).
+// Ten stale clients fit in the default budget; up to 16 are all
+// remembered once the budget refills (more keep spending it, like a
+// guesser).
 const (
 	maxFailedTokens   = 16
 	failedTokenMemory = 10 * time.Minute
