@@ -79,21 +79,8 @@ func newRelayTokens(t *testing.T, e *env) relayTokens {
 	if err := e.svc.RevokeToken(ctx, "gone"); err != nil {
 		t.Fatalf("RevokeToken: %v", err)
 	}
-	run := func() (string, string) {
-		task, err := e.svc.PostTask(ctx, relay.PostTaskInput{
-			SenderSlug: e.svc.OperatorSlug(), RecipientSlug: "builder", Title: "Build", Instructions: "Build it.",
-		})
-		if err != nil {
-			t.Fatalf("PostTask: %v", err)
-		}
-		tok, err := e.svc.IssueRunToken(ctx, "builder", task.ID, 3600)
-		if err != nil {
-			t.Fatalf("IssueRunToken: %v", err)
-		}
-		return task.ID, tok
-	}
-	_, k.run = run()
-	oldTask, oldRun := run()
+	_, k.run = issueRunToken(t, e.svc, "builder")
+	oldTask, oldRun := issueRunToken(t, e.svc, "builder")
 	if err := e.svc.RevokeRunTokens(ctx, oldTask); err != nil {
 		t.Fatalf("RevokeRunTokens: %v", err)
 	}
