@@ -162,6 +162,40 @@ func TestLimiterRemembersFailedTokens(t *testing.T) {
 	step("the oversized token again (not remembered)", fail(string(make([]byte, maxTokenLen+1))), burst-3)
 }
 
+// TestLimiterManyStaleClients has n clients on one address each retry its
+// own stale token every second for three minutes, a retry being refused
+// before its token is looked at while the budget is spent (as
+// bearerAllowed does). Up to maxFailedTokens clients end up all
+// remembered and the budget whole again; one more keeps it spent, as a
+// guesser would.
+func TestLimiterManyStaleClients(t *testing.T) {
+	const addr = "127.0.0.1"
+	for _, tc := range []struct {
+		clients int
+		settles bool
+	}{
+		{1, true},
+		{DefaultRateLimit.Burst, true},
+		{maxFailedTokens, true},
+		{maxFailedTokens + 1, false},
+	} {
+		t.Run(strconv.Itoa(tc.clients), func(t *testing.T) {
+			l, clock := newTestLimiter()
+			for sec := 0; sec < 180; sec++ {
+				clock.t = clock.t.Add(time.Second)
+				for c := 0; c < tc.clients; c++ {
+					if spent, _ := l.spent(addr); !spent {
+						l.failFrom(addr, "stale-"+strconv.Itoa(c))
+					}
+				}
+			}
+			if whole := l.left(addr) == float64(DefaultRateLimit.Burst); whole != tc.settles {
+				t.Fatalf("%d stale clients: %v attempts left after 3 min; want the whole budget: %v", tc.clients, l.left(addr), tc.settles)
+			}
+		})
+	}
+}
+
 // FuzzLimiterBounded drives the limiter with failures of new and repeated
 // tokens from a few addresses, clock steps and refunds: its memory stays
 // within bounds, a remembered token never spends, and a new one spends one
