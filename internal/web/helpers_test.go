@@ -353,6 +353,24 @@ func createAgent(tb testing.TB, svc relay.Service, slug string) string {
 	return tok
 }
 
+// issueRunToken posts a task to slug from the operator and issues a run
+// token for it, valid for an hour; it returns the task's id and the token.
+func issueRunToken(tb testing.TB, svc relay.Service, slug string) (taskID, token string) {
+	tb.Helper()
+	ctx := context.Background()
+	task, err := svc.PostTask(ctx, relay.PostTaskInput{
+		SenderSlug: svc.OperatorSlug(), RecipientSlug: slug, Title: "Build", Instructions: "Build it.",
+	})
+	if err != nil {
+		tb.Fatalf("PostTask: %v", err)
+	}
+	token, err = svc.IssueRunToken(ctx, slug, task.ID, 3600)
+	if err != nil {
+		tb.Fatalf("IssueRunToken: %v", err)
+	}
+	return task.ID, token
+}
+
 // createInvite creates an invite through the store and returns it with its code.
 func createInvite(tb testing.TB, svc relay.Service, in relay.InviteInput) (relay.Invite, string) {
 	tb.Helper()

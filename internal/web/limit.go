@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/sha256"
 	"math"
 	"net"
 	"net/http"
@@ -14,7 +15,11 @@ import (
 // request with a wrong bearer token) one client address may make: a bucket
 // of Burst attempts per address, refilled by one every Every. A successful
 // sign-in or enrollment gives its token back, so only failures (wrong
-// tokens, bad invites) use the budget up. Once it is spent, every request
+// tokens, bad invites) use the budget up. A wrong bearer token spends an
+// attempt the first time the address sends it; sent again while the
+// address remembers it (see failedTokenMemory), it is refused the same way
+// without spending more, so one stale client config costs its address one
+// attempt, not the whole budget. Once the budget is spent, every request
 // from the address that carries a bearer token is answered 429 before the
 // token is looked at, so a right guess is not told apart from a wrong one.
 type RateLimit struct {
@@ -29,8 +34,35 @@ type RateLimit struct {
 var DefaultRateLimit = RateLimit{Burst: 10, Every: 3 * time.Second}
 
 // maxLimitedAddrs bounds the limiter's table; when it is full, buckets that
-// have refilled are forgotten first, and if none has, the attempt is refused.
+// have refilled are forgotten first (with the tokens they remember), and if
+// none has, the attempt is refused.
 const maxLimitedAddrs = 10000
+
+// An address remembers the bearer tokens that failed from it, so that a
+// client retrying the same stale token does not spend the budget again. It
+// keeps only a fingerprint of each (the first 16 bytes of its SHA-256),
+// for failedTokenMemory after the token was last sent, and at most
+// maxFailedTokens of them (the one seen least recently goes first); tokens
+// longer than maxTokenLen are not remembered. With maxLimitedAddrs
+// addresses the limiter holds at most 160,000 fingerprints (3.8 MB; about
+// 5 MB for the whole table at its fullest).
+// Ten stale clients fit in the default budget; up to 16 are all
+// remembered once the budget refills (more keep spending it, like a
+// guesser).
+const (
+	maxFailedTokens   = 16
+	failedTokenMemory = 10 * time.Minute
+)
+
+// fingerprint identifies a failed token without keeping it.
+type fingerprint [16]byte
+
+// failedToken is a token that failed from an address, and when it was last
+// sent (Unix nanoseconds).
+type failedToken struct {
+	fp   fingerprint
+	seen int64
+}
 
 // limiter is a token bucket per client address.
 type limiter struct {
@@ -43,10 +75,12 @@ type limiter struct {
 	n atomic.Int64
 }
 
-// bucket is one address's budget: tokens as of last.
+// bucket is one address's budget: tokens as of last, and the bearer tokens
+// that failed from it lately.
 type bucket struct {
 	tokens float64
 	last   time.Time
+	failed []failedToken
 }
 
 func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
@@ -72,19 +106,33 @@ func (l *limiter) take(addr string) (ok bool, retryAfter time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.takeLocked(l.bucketLocked(addr, now))
+}
+
+// bucketLocked returns addr's bucket refilled up to now, made if need be;
+// nil when the table is full.
+func (l *limiter) bucketLocked(addr string, now time.Time) *bucket {
 	b := l.buckets[addr]
 	if b == nil {
 		if len(l.buckets) >= maxLimitedAddrs {
 			l.pruneLocked(now)
 		}
 		if len(l.buckets) >= maxLimitedAddrs {
-			return false, l.cfg.Every
+			return nil
 		}
 		b = &bucket{tokens: float64(l.cfg.Burst), last: now}
 		l.buckets[addr] = b
 		l.n.Store(int64(len(l.buckets)))
 	}
 	l.refillLocked(b, now)
+	return b
+}
+
+// takeLocked spends one attempt of b (nil: a full table, refused).
+func (l *limiter) takeLocked(b *bucket) (ok bool, retryAfter time.Duration) {
+	if b == nil {
+		return false, l.cfg.Every
+	}
 	if b.tokens < 1 {
 		return false, time.Duration((1 - b.tokens) * float64(l.cfg.Every))
 	}
@@ -111,7 +159,9 @@ func (l *limiter) refillLocked(b *bucket, now time.Time) {
 	b.last = now
 }
 
-// pruneLocked forgets the addresses whose bucket is full again.
+// pruneLocked forgets the addresses whose bucket is full again, with the
+// failed tokens they remember: a full table must not refuse newcomers for
+// the sake of that memory, which saves a stale client one attempt at most.
 func (l *limiter) pruneLocked(now time.Time) {
 	for addr, b := range l.buckets {
 		l.refillLocked(b, now)
@@ -149,10 +199,12 @@ func (l *limiter) spent(addr string) (bool, time.Duration) {
 	}
 	l.refillLocked(b, now)
 	if b.tokens >= float64(l.cfg.Burst) {
-		// Whole again: forgotten, so the lock is skipped once no address
-		// has failed lately.
-		delete(l.buckets, addr)
-		l.n.Store(int64(len(l.buckets)))
+		// Whole again and remembering no failed token: forgotten, so the
+		// lock is skipped once no address has failed lately.
+		if b.forgetOld(now); len(b.failed) == 0 {
+			delete(l.buckets, addr)
+			l.n.Store(int64(len(l.buckets)))
+		}
 	}
 	if b.tokens >= 1 {
 		return false, 0
@@ -160,8 +212,78 @@ func (l *limiter) spent(addr string) (bool, time.Duration) {
 	return true, time.Duration((1 - b.tokens) * float64(l.cfg.Every))
 }
 
-// fail spends an attempt of r's address for a failed authentication.
-func (l *limiter) fail(r *http.Request) { l.take(clientAddr(r)) }
+// failToken spends an attempt of r's address for a bearer token (or a
+// malformed Authorization value) that failed authentication, unless the
+// address sent the same one lately: a client retrying a revoked or rotated
+// token costs its address one attempt, while every new guess costs one.
+func (l *limiter) failToken(r *http.Request, token string) {
+	if l.cfg.Burst < 0 {
+		return
+	}
+	addr := clientAddr(r)
+	if len(token) > maxTokenLen {
+		l.take(addr)
+		return
+	}
+	sum := sha256.Sum256([]byte(token))
+	fp := fingerprint(sum[:len(fingerprint{})])
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bucketLocked(addr, now)
+	if b == nil {
+		return
+	}
+	b.forgetOld(now)
+	if b.recall(fp, now) {
+		return
+	}
+	l.takeLocked(b)
+	b.remember(fp, now)
+}
+
+// forgetOld drops the failed tokens not sent for failedTokenMemory.
+func (b *bucket) forgetOld(now time.Time) {
+	cutoff := now.Add(-failedTokenMemory).UnixNano()
+	kept := b.failed[:0]
+	for _, f := range b.failed {
+		if f.seen > cutoff {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	b.failed = kept
+}
+
+// recall reports whether fp is remembered, and if so marks it sent now.
+func (b *bucket) recall(fp fingerprint, now time.Time) bool {
+	for i := range b.failed {
+		if b.failed[i].fp == fp {
+			b.failed[i].seen = now.UnixNano()
+			return true
+		}
+	}
+	return false
+}
+
+// remember adds fp, in place of the token sent least recently when b
+// already holds maxFailedTokens.
+func (b *bucket) remember(fp fingerprint, now time.Time) {
+	f := failedToken{fp: fp, seen: now.UnixNano()}
+	if len(b.failed) < maxFailedTokens {
+		b.failed = append(b.failed, f)
+		return
+	}
+	oldest := 0
+	for i := range b.failed {
+		if b.failed[i].seen < b.failed[oldest].seen {
+			oldest = i
+		}
+	}
+	b.failed[oldest] = f
+}
 
 // writeLimited answers 429 with Retry-After.
 func writeLimited(w http.ResponseWriter, wait time.Duration) {

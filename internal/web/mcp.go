@@ -113,8 +113,8 @@ func (r *wholeBody) Bytes() []byte { return r.b }
 func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 	tok := bearerToken(r)
 	if tok == "" || len(tok) > maxTokenLen {
-		if r.Header.Get("Authorization") != "" {
-			h.attempts.fail(r)
+		if v := r.Header.Get("Authorization"); v != "" {
+			h.attempts.failToken(r, v)
 		}
 		return relay.Principal{}, relay.Errorf(relay.EUnauthorized, "%s", unauthorizedMCP.Message)
 	}
@@ -124,7 +124,7 @@ func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 	p, err := h.svc.Authenticate(r.Context(), tok)
 	if err != nil {
 		if relay.ErrorCode(err) == relay.EUnauthorized {
-			h.attempts.fail(r)
+			h.attempts.failToken(r, tok)
 		}
 		return relay.Principal{}, err
 	}

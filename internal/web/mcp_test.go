@@ -21,16 +21,7 @@ func TestMCPAuth(t *testing.T) {
 	if err := e.svc.RevokeToken(ctx, "revoked"); err != nil {
 		t.Fatalf("RevokeToken: %v", err)
 	}
-	task, err := e.svc.PostTask(ctx, relay.PostTaskInput{
-		SenderSlug: e.svc.OperatorSlug(), RecipientSlug: "builder", Title: "Build", Instructions: "Build it.",
-	})
-	if err != nil {
-		t.Fatalf("PostTask: %v", err)
-	}
-	runTok, err := e.svc.IssueRunToken(ctx, "builder", task.ID, 600)
-	if err != nil {
-		t.Fatalf("IssueRunToken: %v", err)
-	}
+	taskID, runTok := issueRunToken(t, e.svc, "builder")
 
 	for _, tc := range []struct {
 		name   string
@@ -40,7 +31,7 @@ func TestMCPAuth(t *testing.T) {
 		{"Admin", "Bearer " + adminToken, relay.Admin},
 		{"AdminLowercaseScheme", "bearer   " + adminToken + "  ", relay.Admin},
 		{"Agent", "Bearer " + agentTok, relay.Principal{Kind: relay.PrincipalAgent, Slug: "builder"}},
-		{"Run", "Bearer " + runTok, relay.Principal{Kind: relay.PrincipalAgent, Slug: "builder", RunTaskID: task.ID}},
+		{"Run", "Bearer " + runTok, relay.Principal{Kind: relay.PrincipalAgent, Slug: "builder", RunTaskID: taskID}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := e.do(t, request{method: http.MethodPost, path: "/mcp", body: `{}`, header: map[string]string{"Authorization": tc.header}})

@@ -29,7 +29,7 @@ func (h *handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	switch tok := bearerToken(r); {
 	case tok != "":
 		if len(tok) > maxTokenLen || !relay.TokensEqual(tok, h.adminToken) {
-			h.attempts.fail(r)
+			h.attempts.failToken(r, tok)
 			h.refuseMetrics(w)
 			return
 		}

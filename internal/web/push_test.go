@@ -42,15 +42,7 @@ func pushEnv(t *testing.T, wrap ...func(relay.PushSource) relay.PushSource) (*ht
 func TestPushRefusals(t *testing.T) {
 	srv, db := pushEnv(t)
 	tok := createAgent(t, db, "alice")
-	ctx := context.Background()
-	task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: db.OperatorSlug(), RecipientSlug: "alice", Title: "Run", Instructions: "Go."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTok, err := db.IssueRunToken(ctx, "alice", task.ID, 600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, runTok := issueRunToken(t, db, "alice")
 	for _, tc := range []struct {
 		name, method, query, token string
 		status                     int

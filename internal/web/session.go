@@ -102,14 +102,15 @@ func (s *secretSet) revoke(v string) {
 
 // adminAuth tells whether r authenticates as the admin: by bearer token or
 // by a session header.
-// A wrong bearer token spends an attempt of the client's address (a
-// session value is 256 random bits: an old one is not a guess).
+// A wrong bearer token spends an attempt of the client's address the first
+// time the address sends it (see limiter.failToken); a wrong session value
+// spends none (it is 256 random bits: an old one is not a guess).
 func (h *handler) adminAuth(r *http.Request) bool {
 	if tok := bearerToken(r); tok != "" {
 		if relay.TokensEqual(tok, h.adminToken) {
 			return true
 		}
-		h.attempts.fail(r)
+		h.attempts.failToken(r, tok)
 	}
 	return h.sessions.valid(strings.TrimSpace(r.Header.Get(SessionHeader)), h.now(), false)
 }
