@@ -108,7 +108,7 @@ type Manager struct {
 	// removal of a deleted worker after it: a loop started later waits
 	// for it to end, so no two runs of a slug share its CLI home and none
 	// starts while it is removed. Cleared once it ends.
-	last map[string]*loopHandle
+	last    map[string]*loopHandle
 	paused  bool
 	wake    chan struct{} // closed and replaced when the pause changes
 	ctx     context.Context
