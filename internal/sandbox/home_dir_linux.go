@@ -109,14 +109,6 @@ func (d *dir) remove(name string) error {
 	return nil
 }
 
-// rename renames d's entry from to to, within d.
-func (d *dir) rename(from, to string) error {
-	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
-		return &os.LinkError{Op: "rename", Old: d.path(from), New: d.path(to), Err: err}
-	}
-	return nil
-}
-
 // names calls fn with each batch of the names in d, from its start; fn
 // may remove them.
 func (d *dir) names(fn func([]string)) error {

@@ -73,8 +73,6 @@ func (d *dir) remove(name string) error {
 	return nil
 }
 
-// rename renames d's entry from to to, within d.
-func (d *dir) rename(from, to string) error { return d.r.Rename(from, to) }
 
 // names calls fn with each batch of the names in d, from its start.
 func (d *dir) names(fn func([]string)) error {
