@@ -25,8 +25,8 @@ type dir struct {
 // without them) fails at once.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
-// openDir opens the folder path (whose parent a run cannot write), made
-// accessible to its owner first when a run took its rights away.
+// openDir opens the folder path (whose parent a run cannot write), given
+// its owner's rights back when a run took them away.
 func openDir(path string) (*dir, error) {
 	fd, err := unix.Open(path, dirFlags, 0)
 	if err == unix.EACCES {
@@ -37,7 +37,18 @@ func openDir(path string) (*dir, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	ownerWritable(fd)
 	return &dir{fd: fd, name: path}, nil
+}
+
+// ownerWritable gives the owner every right on the open folder fd, when a
+// run took some away (Landlock does not govern modes), so its entries can
+// be removed.
+func ownerWritable(fd int) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil && st.Mode&0o700 != 0o700 {
+		_ = unix.Fchmod(fd, 0o700)
+	}
 }
 
 // Close closes d.
@@ -47,7 +58,7 @@ func (d *dir) Close() error { return unix.Close(d.fd) }
 func (d *dir) path(name string) string { return filepath.Join(d.name, name) }
 
 // sub opens d's folder name, never following a link: a folder a run made
-// inaccessible (chmod 000) is given its owner's rights back first.
+// inaccessible (chmod 000) or unwritable is given its owner's rights back.
 func (d *dir) sub(name string) (*dir, error) {
 	fd, err := unix.Openat(d.fd, name, dirFlags, 0)
 	if err == unix.EACCES {
@@ -58,6 +69,7 @@ func (d *dir) sub(name string) (*dir, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: d.path(name), Err: err}
 	}
+	ownerWritable(fd)
 	return &dir{fd: fd, name: d.path(name)}, nil
 }
 
@@ -179,11 +191,6 @@ func (d *dir) removeTree(parent *dir, name string, depth int, moveUp func(*dir, 
 			return nil
 		}
 		return err
-	}
-	// Writable, so its entries can go (Landlock does not govern modes).
-	var st unix.Stat_t
-	if unix.Fstat(c.fd, &st) == nil && st.Mode&0o700 != 0o700 {
-		_ = unix.Fchmod(c.fd, 0o700)
 	}
 	var errs []error
 	// Pass after pass: entries removed while the folder is read may hide

@@ -110,7 +110,8 @@ func geminiHome(t *testing.T) (sandbox.Wrapper, runspec.SandboxRequest, string) 
 
 // Ensure a run that takes the rights away from a folder of its CLI home
 // (Landlock does not govern modes) does not make the next runs fail, nor
-// keep what it planted there: a folder made read-only, or inaccessible
+// keep what it planted there: a folder made read-only (the home, tmp,
+// chats, one the run made), or inaccessible
 // (chmod 000: the home, .gemini, tmp, a project's folder, its chats), is
 // given back its owner's rights, cleared, and the session files in it
 // stay. Run unprivileged (as root, permissions bind nothing); without the
@@ -127,6 +128,9 @@ func TestCLIHomeLockedFolders(t *testing.T) {
 		mode         os.FileMode
 	}{
 		{"read-only folder", "locked/inner", 0o500},
+		{"read-only home", ".", 0o500},
+		{"read-only tmp", ".gemini/tmp", 0o500},
+		{"read-only chats", ".gemini/tmp/mine/chats", 0o500},
 		{"inaccessible home", ".", 0},
 		{"inaccessible .gemini", ".gemini", 0},
 		{"inaccessible tmp", ".gemini/tmp", 0},
