@@ -73,7 +73,6 @@ func (d *dir) remove(name string) error {
 	return nil
 }
 
-
 // names calls fn with each batch of the names in d, from its start.
 func (d *dir) names(fn func([]string)) error {
 	f, err := d.r.Open(".")
