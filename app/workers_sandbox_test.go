@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/apptest"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
 )
@@ -184,11 +186,13 @@ func TestDeletedWorkerTakesItsCLIHome(t *testing.T) {
 	if _, errs, code := run(t, append([]string{"workers", "remove", "builder"}, loc...)...); code != 0 {
 		t.Fatalf("workers remove: %s", errs)
 	}
+	// Removed once the worker's loop has ended, after the deletion returns.
 	gone := func(slug string) {
 		t.Helper()
-		if _, err := os.Lstat(filepath.Join(homes, slug)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the CLI homes of %s are still there: %v", slug, err)
-		}
+		poll.Until(t, "the CLI homes of "+slug+" to go", 10*time.Second, func() bool {
+			_, err := os.Lstat(filepath.Join(homes, slug))
+			return errors.Is(err, os.ErrNotExist)
+		})
 	}
 	// stay checks the files not in the homes of the deleted agents.
 	stay := func(deleted ...string) {

@@ -138,6 +138,22 @@ func runSandboxedCLI(t *testing.T, tc cliCase, program, base string) {
 			t.Errorf("the admin token reached the answer or the model")
 		}
 	}
+
+	// Round 2: request changes; the worker resumes the CLI's session from
+	// the home cleared but for its sessions (Gemini CLI finds its project's
+	// folder of them again by their ownership marker, its projects.json
+	// gone).
+	if _, err := r.Services.Tasks.RequestChanges(task.ID, "Please also mention "+marker+" in the summary."); err != nil {
+		t.Fatalf("request changes: %v", err)
+	}
+	d = waitDone(t, r, task.ID, 2, data, map[string]bool{})
+	last = d.Task.Reports[len(d.Task.Reports)-1]
+	if d.Task.Status != relay.StatusCompleted || !strings.Contains(last.Result, e2e.Round2Prefix+marker) {
+		t.Fatalf("round 2: task %s, last report %s: %q / result %q", d.Task.Status, last.Kind, last.Message, last.Result)
+	}
+	if seen := fm.Seen(); !seen.Round2History {
+		t.Errorf("round 2 did not resume the first round's session from the worker's CLI home: %s", seen.Round2Detail)
+	}
 }
 
 // userCLISettings reads the files of the user's own CLI settings (not the

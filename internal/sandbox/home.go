@@ -48,9 +48,9 @@ type cliHome struct {
 	// (Claude Code's .claude.json): copied from the user's before each
 	// run, so the run writes its own copy.
 	global string
-	// keep are what of a run's own writes in the home the next run keeps
-	// (clearHome's patterns, relative to the home): the sessions the CLI
-	// keeps there, which the worker resumes. The rest of the home is
+	// keep are the files of a run's own writes in the home the next run
+	// keeps (clearHome's patterns, relative to the home): the sessions the
+	// CLI keeps there, which the worker resumes. The rest of the home is
 	// cleared before each run, so nothing a run left there (a program, a
 	// hook, an extension, a skill, a setting) is run or loaded by the next.
 	keep []string
@@ -79,9 +79,12 @@ var cliHomes = map[string]cliHome{
 		env: "GEMINI_CLI_HOME", dir: ".gemini", sub: ".gemini",
 		config: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies", "skills", "agents",
 			"trustedFolders.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"},
-		// Its sessions, found again by the folder's ownership marker
-		// (projects.json maps folders to those names).
-		keep: []string{".gemini/tmp/*/chats", ".gemini/tmp/*/.project_root", ".gemini/projects.json"},
+		// Its session files, and the ownership marker by which it finds
+		// a project's folder of them again. Not its projects.json, whose
+		// names it takes unchecked (a name "mine/chats" would make the
+		// kept chats folder the project's temporary folder, whose memory
+		// and skills it loads), nor what is in a folder in chats.
+		keep: []string{".gemini/tmp/*/chats/*", ".gemini/tmp/*/.project_root"},
 	},
 }
 
@@ -207,38 +210,55 @@ func projectName(dir string) (string, bool) {
 // left there but what the CLI keeps (clearHome), the user's transcripts
 // when missing, a link per entry, and a fresh copy of the global settings.
 // It never follows a link a run may have planted in the home: all of it is
-// done through an os.Root of the home, the CLI's folder there is replaced
-// by a real one when it is not one (a run that swapped it for a link to
-// the user's ~/.claude), and links and the copy are made under a new name
-// and renamed into place.
+// done relative to the home's open folder, the CLI's folder there is
+// replaced by a real one when it is not one (a run that swapped it for a
+// link to the user's ~/.claude), and links and the copy are made under a
+// new name and renamed into place. A home that cannot be cleared is moved
+// aside (and removed if it can be) and the run gets a new one, so no run
+// can make every later one fail.
 func (s homeSetup) prepare() error {
 	if err := os.MkdirAll(s.home, 0o700); err != nil {
 		return fmt.Errorf("create the CLI's home %s: %w", s.home, err)
 	}
-	root, err := os.OpenRoot(s.home)
+	removeOldHomes(filepath.Dir(s.home))
+	d, err := openDir(s.home)
+	if err == nil {
+		if err = clearHome(d, s.keep); err != nil {
+			d.Close()
+			d, err = s.moveAside(err)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
 	}
-	defer root.Close()
-	if err := clearHome(root, s.keep); err != nil {
-		return fmt.Errorf("clear the CLI's home of what the last run left: %w", err)
-	}
+	defer d.Close()
 	if s.sub != "" {
-		if fi, err := root.Lstat(s.sub); err == nil && !fi.IsDir() {
-			if err := root.RemoveAll(s.sub); err != nil {
-				return fmt.Errorf("clear %s: %w", filepath.Join(s.home, s.sub), err)
+		if mode, err := d.lstat(s.sub); err == nil && !mode.IsDir() {
+			if err := d.removeAll(s.sub); err != nil {
+				return fmt.Errorf("clear %s: %w", d.path(s.sub), err)
 			}
 		}
-		if err := root.Mkdir(s.sub, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("create the CLI's folder %s: %w", filepath.Join(s.home, s.sub), err)
-		}
-		sub, err := root.OpenRoot(s.sub)
+		r, err := d.root()
 		if err != nil {
-			return fmt.Errorf("open the CLI's folder %s: %w", filepath.Join(s.home, s.sub), err)
+			return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
+		}
+		err = r.Mkdir(s.sub, 0o700)
+		r.Close()
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create the CLI's folder %s: %w", d.path(s.sub), err)
+		}
+		sub, err := d.sub(s.sub)
+		if err != nil {
+			return fmt.Errorf("open the CLI's folder: %w", err)
 		}
 		defer sub.Close()
-		root = sub
+		d = sub
 	}
+	root, err := d.root()
+	if err != nil {
+		return fmt.Errorf("open the CLI's folder %s: %w", d.path("."), err)
+	}
+	defer root.Close()
 	for _, p := range s.shared {
 		var err error
 		if strings.HasSuffix(p, ".jsonl") {
@@ -255,11 +275,11 @@ func (s homeSetup) prepare() error {
 			return fmt.Errorf("create the CLI's session folder %s: %w", p, err)
 		}
 	}
-	where := func(name string) string { return filepath.Join(root.Name(), name) }
+	where := d.path
 	for name, target := range s.links {
 		if _, err := os.Stat(target); err != nil {
 			// The user has none: neither has the run (nothing it left).
-			if err := root.RemoveAll(name); err != nil {
+			if err := d.removeAll(name); err != nil {
 				return fmt.Errorf("clear %s: %w", where(name), err)
 			}
 			continue
@@ -273,7 +293,7 @@ func (s homeSetup) prepare() error {
 	}
 	src, err := os.Open(s.copyFrom)
 	if errors.Is(err, os.ErrNotExist) {
-		return root.RemoveAll(s.copyTo)
+		return d.removeAll(s.copyTo)
 	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
@@ -287,6 +307,43 @@ func (s homeSetup) prepare() error {
 		_, err = io.Copy(f, io.LimitReader(src, maxGlobalSettings))
 		return errors.Join(err, f.Close())
 	})
+}
+
+// moveAside moves the home, which could not be cleared (cause), aside in
+// its parent (the worker's homes, a run's folder, which the run cannot
+// write), tries to remove it, and opens a new, empty home.
+func (s homeSetup) moveAside(cause error) (*dir, error) {
+	old := filepath.Join(filepath.Dir(s.home), fmt.Sprintf("%s%s-%d-%d", oldHomePrefix, filepath.Base(s.home), os.Getpid(), replaceSeq.Add(1)))
+	if err := os.Rename(s.home, old); err != nil {
+		return nil, fmt.Errorf("clear it: %w; move it aside: %w", cause, err)
+	}
+	removeOldHomes(filepath.Dir(s.home))
+	if err := os.Mkdir(s.home, 0o700); err != nil {
+		return nil, err
+	}
+	return openDir(s.home)
+}
+
+// removeOldHomes removes, as far as it can, the homes moved aside in the
+// folder parent (moveAside): those that still cannot be removed are tried
+// again before the next run, and go with the worker.
+func removeOldHomes(parent string) {
+	d, err := openDir(parent)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	var old []string
+	_ = d.names(func(names []string) {
+		for _, n := range names {
+			if strings.HasPrefix(n, oldHomePrefix) && len(old) < 64 {
+				old = append(old, n)
+			}
+		}
+	})
+	for _, n := range old {
+		_ = d.removeAll(n)
+	}
 }
 
 // maxGlobalSettings bounds the copy of a CLI's global settings file.

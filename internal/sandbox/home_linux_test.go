@@ -445,11 +445,18 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 		{harness: "gemini",
 			planted: []string{".gemini/tmp/bin/rg", ".agents/skills/evil/SKILL.md", ".gemini/tmp/mine/memory/skills/evil/SKILL.md",
 				".gemini/history/mine/.git/hooks/post-commit", ".gemini/skills/evil/SKILL.md", ".gemini/policies/evil.toml",
-				".gemini/keybindings.json", "evil.sh"},
+				".gemini/keybindings.json", "evil.sh",
+				// The project registry, whose names Gemini CLI takes
+				// unchecked: {"projects":{WORK:"mine/chats"}} makes
+				// tmp/mine/chats the project's temporary folder, whose
+				// memory (and its skills) it loads; nothing in a folder
+				// in chats stays.
+				".gemini/projects.json", ".gemini/tmp/mine/chats/memory/skills/evil/SKILL.md",
+				".gemini/tmp/mine/chats/memory/MEMORY.md", ".gemini/tmp/mine/chats/0f83ac72/session-sub.jsonl"},
 			links: []string{"evil-link", ".gemini/tmp/other", ".gemini/history/other", ".gemini/tmp/mine/chats/link.jsonl"},
-			gone:  []string{".gemini/tmp/bin", ".agents", ".gemini/history", ".gemini/tmp/mine/memory"},
-			kept: []string{".gemini/tmp/mine/chats/session-2026-12-03T17-37-0f83ac72.jsonl", ".gemini/tmp/mine/chats/0f83ac72/session-sub.jsonl",
-				".gemini/tmp/mine/.project_root", ".gemini/projects.json"},
+			gone:  []string{".gemini/tmp/bin", ".agents", ".gemini/history", ".gemini/tmp/mine/memory", ".gemini/tmp/mine/chats/memory"},
+			kept: []string{".gemini/tmp/mine/chats/session-2026-12-03T17-37-0f83ac72.jsonl",
+				".gemini/tmp/mine/.project_root"},
 			linked: ".gemini/settings.json"},
 	}
 	for _, tt := range tests {
@@ -494,17 +501,12 @@ func TestCLIHomeClearedBeforeRun(t *testing.T) {
 			for _, rel := range tt.kept {
 				writeTestFile(t, expand(rel), "transcript")
 			}
-			// A folder the run made unwritable goes too.
-			writeTestFile(t, filepath.Join(own, "locked", "inner", "x.sh"), "x")
-			if err := os.Chmod(filepath.Join(own, "locked", "inner"), 0o500); err != nil {
-				t.Fatal(err)
-			}
 
 			// The worker's next run.
 			if _, err := w.Wrap(req); err != nil {
 				t.Fatalf("next wrap: %v", err)
 			}
-			for _, rel := range slices.Concat([]string{"locked"}, tt.planted, tt.links, tt.gone) {
+			for _, rel := range slices.Concat(tt.planted, tt.links, tt.gone) {
 				if _, err := os.Lstat(filepath.Join(own, rel)); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("%s left by the last run is still in the next run's home: %v", rel, err)
 				}

@@ -71,10 +71,12 @@ type Options struct {
 	// app publishes it as a relay.Change of type "worker").
 	OnStatus func(relay.WorkerStatus)
 	// OnRemoved is called with an agent's slug once its worker is gone:
-	// deleted (with its agent, or without a worker at all), with no run
-	// of it left and no new worker under the slug; the app removes the
-	// worker's CLI homes. It runs with the manager locked, so no worker
-	// of the slug starts meanwhile; an error is logged. nil does nothing.
+	// deleted (with its agent, or without a worker at all), once its last
+	// loop (and that loop's run) has ended, unless a new worker took the
+	// slug by then; the app removes the worker's CLI homes. It runs
+	// without the manager locked (a slow removal stalls no status, reload
+	// or stop), and a loop of a worker set up again under the slug starts
+	// only once it returned; an error is logged. nil does nothing.
 	OnRemoved func(slug string) error
 	// RenewEvery is how often a running task's lease is renewed (5 min).
 	RenewEvery time.Duration
@@ -101,6 +103,12 @@ type Manager struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker
+	// last is, per slug, the last loop started (kept once cancelled, the
+	// worker disabled or deleted, while it may still finish a run) or the
+	// removal of a deleted worker after it: a loop started later waits
+	// for it to end, so no two runs of a slug share its CLI home and none
+	// starts while it is removed. Cleared once it ends.
+	last    map[string]*loopHandle
 	paused  bool
 	wake    chan struct{} // closed and replaced when the pause changes
 	ctx     context.Context
@@ -140,6 +148,7 @@ func NewManager(opts Options) (*Manager, error) {
 		opts:    opts,
 		log:     opts.Logger,
 		workers: make(map[string]*worker),
+		last:    make(map[string]*loopHandle),
 		wake:    make(chan struct{}),
 	}, nil
 }
@@ -175,7 +184,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		w := &worker{m: m, cfg: c}
 		m.workers[c.AgentSlug] = w
 		if c.Enabled {
-			m.startLoopLocked(w, nil)
+			m.startLoopLocked(w, c.AgentSlug)
 		}
 		publish = append(publish, w)
 	}
@@ -186,28 +195,39 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-// startLoopLocked starts a loop for w that begins once prev (the loop it
-// replaces, possibly still finishing a run) has ended. m.mu is held.
-func (m *Manager) startLoopLocked(w *worker, prev *loopHandle) {
+// startLoopLocked starts a loop for w, slug's worker, that begins once
+// the last loop of slug (possibly still finishing a run) or the removal
+// of a worker deleted before has ended. m.mu is held.
+func (m *Manager) startLoopLocked(w *worker, slug string) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	h := &loopHandle{cancel: cancel, done: make(chan struct{})}
-	w.loop, w.lastLoop = h, h
+	w.loop = h
+	m.after(slug, h, func() {
+		if ctx.Err() == nil {
+			w.runLoop(ctx, &h.claiming)
+		}
+	})
+}
+
+// after makes h the last of slug and runs fn, then ends h, once the last
+// before it has ended. Replaced in turn, h ends only after fn, so the one
+// after it waits for both: no two of a slug ever overlap. m.mu is held.
+func (m *Manager) after(slug string, h *loopHandle, fn func()) {
+	prev := m.last[slug]
+	m.last[slug] = h
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer close(h.done)
 		if prev != nil {
-			select {
-			case <-prev.done:
-			case <-ctx.Done():
-				// Replaced in turn: the loop after this one waits for
-				// this one's end, so this one waits for prev's, and no
-				// two loops of a worker ever overlap.
-				<-prev.done
-				return
-			}
+			<-prev.done
 		}
-		w.runLoop(ctx, &h.claiming)
+		fn()
+		m.mu.Lock()
+		if m.last[slug] == h {
+			delete(m.last, slug)
+		}
+		m.mu.Unlock()
+		close(h.done)
 	}()
 }
 
@@ -227,37 +247,32 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 		return errors.New("worker: manager is not running")
 	}
 	w := m.workers[slug]
-	var prev *loopHandle
 	if w != nil && w.loop != nil {
-		prev = w.loop
+		prev := w.loop
 		prev.cancel()
 		w.loop = nil
 		// Before Reload returns (and after m.mu is released, so a slow
 		// give-back stalls nobody else), the cancelled loop has stopped
 		// claiming.
 		defer prev.claimed()
-	} else if w != nil {
-		// A loop cancelled earlier (the worker disabled, or deleted and
-		// now set up again) may still be finishing a run.
-		prev = w.lastLoop
 	}
 	if deleted {
-		running := false
 		if w != nil {
 			w.mu.Lock()
 			w.deleted = true
-			running = w.current != nil
+			running := w.current != nil
 			w.mu.Unlock()
+			if !running {
+				// Gone from the statuses at once; a run shows to its end.
+				delete(m.workers, slug)
+			}
 		}
-		if !running {
-			// A run still going ends with removedLocked instead.
-			m.removedLocked(slug, w)
-		}
+		m.removeLocked(slug, w)
 		m.mu.Unlock()
 		return nil
 	}
 	if w == nil || w.isDeleted() {
-		w = &worker{m: m, lastLoop: prev}
+		w = &worker{m: m}
 		m.workers[slug] = w
 	}
 	w.mu.Lock()
@@ -265,27 +280,33 @@ func (m *Manager) Reload(ctx context.Context, slug string) error {
 	w.errMsg = ""
 	w.mu.Unlock()
 	if cfg.Enabled {
-		m.startLoopLocked(w, prev)
+		m.startLoopLocked(w, slug)
 	}
 	m.mu.Unlock()
 	w.publish()
 	return nil
 }
 
-// removedLocked forgets w, the deleted worker of slug (nil when the
-// manager had none), and tells OnRemoved, unless a new worker took the
-// slug meanwhile. m.mu is held.
-func (m *Manager) removedLocked(slug string, w *worker) {
-	if cur := m.workers[slug]; cur != nil && cur != w {
-		return
-	}
-	delete(m.workers, slug)
-	if m.opts.OnRemoved == nil {
-		return
-	}
-	if err := m.opts.OnRemoved(slug); err != nil {
-		m.log.Error("worker: clean up after a deleted worker", "agent", slug, "err", err)
-	}
+// removeLocked forgets w, the deleted worker of slug (nil when the
+// manager had none), and tells OnRemoved, once slug's last loop has ended
+// (its run too: what OnRemoved removes is the run's), unless a new worker
+// took the slug by then. m.mu is held.
+func (m *Manager) removeLocked(slug string, w *worker) {
+	m.after(slug, &loopHandle{done: make(chan struct{})}, func() {
+		m.mu.Lock()
+		cur := m.workers[slug]
+		gone := cur == nil || cur == w
+		if gone {
+			delete(m.workers, slug)
+		}
+		m.mu.Unlock()
+		if !gone || m.opts.OnRemoved == nil {
+			return
+		}
+		if err := m.opts.OnRemoved(slug); err != nil {
+			m.log.Error("worker: clean up after a deleted worker", "agent", slug, "err", err)
+		}
+	})
 }
 
 // SetPaused pauses or resumes every worker (call it after the settings

@@ -134,17 +134,10 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		}
 		last.Summary = clipRunes(strings.Join(strings.Fields(sent), " "), summaryLen)
 	}
-	var remove bool
 	w.update(func(w *worker) {
 		w.current = nil
 		w.last = last
-		remove = w.deleted
 	})
-	if remove {
-		w.m.mu.Lock()
-		w.m.removedLocked(cfg.AgentSlug, w)
-		w.m.mu.Unlock()
-	}
 	if len(errs) > 0 {
 		return fmt.Errorf("task %s: %w", task.ID, errors.Join(errs...))
 	}

@@ -9,7 +9,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// loopHandle is one generation of a worker's loop.
+// loopHandle is one generation of a worker's loop, or the removal of a
+// deleted worker (Manager.after).
 type loopHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -30,12 +31,8 @@ func (h *loopHandle) claimed() {
 type worker struct {
 	m *Manager
 
-	// loop is guarded by m.mu.
+	// loop is guarded by m.mu (Manager.last keeps it once cancelled).
 	loop *loopHandle
-	// lastLoop is the last loop started, kept once cancelled (the worker
-	// disabled or deleted) while it may still finish a run: a loop started
-	// later waits for it. Guarded by m.mu.
-	lastLoop *loopHandle
 
 	pubMu sync.Mutex // serializes publish
 

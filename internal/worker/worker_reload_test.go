@@ -4,6 +4,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -187,8 +188,8 @@ func TestReloadWhileRunning(t *testing.T) {
 }
 
 // Ensures a deleted worker's OnRemoved (which removes its CLI homes) is
-// called once no run of it is left: at once for a worker between runs
-// (and for a slug without a worker), at the end of the run for one that is
+// called once no run of it is left: once its loop stopped for a worker
+// between runs (at once for a slug without a worker), at the end of the run for one that is
 // running, and never for a worker whose slug a new worker took before its
 // last run ended. Called while the run goes on, the hook would pull its
 // CLI home from under it, so the test can fail.
@@ -232,10 +233,11 @@ func TestDeletedWorkerRemovedAfterItsRun(t *testing.T) {
 	waitGone(t, child, grandchild)
 	waitFor(t, "the removal after the run", 10*time.Second, func() bool { return slices.Equal(calls(), []string{builder}) })
 
-	// Between runs, or without a worker: at once.
+	// Between runs, or without a worker: once the loop has stopped.
 	e.reconfigure(m, e.cfg)
 	remove()
 	remove()
+	waitFor(t, "the removals", 10*time.Second, func() bool { return len(calls()) == 3 })
 	if got := calls(); !slices.Equal(got, []string{builder, builder, builder}) {
 		t.Fatalf("removed %v, want builder three times", got)
 	}
@@ -258,5 +260,137 @@ func TestDeletedWorkerRemovedAfterItsRun(t *testing.T) {
 	}
 	if got := calls(); len(got) != 3 {
 		t.Fatalf("removed %v after a run of a worker set up again", got)
+	}
+}
+
+// failOnce is a relay whose first claim fails.
+type failOnce struct {
+	worker.Relay
+	once sync.Once
+}
+
+func (f *failOnce) ClaimNext(ctx context.Context, in relay.ClaimInput) (*relay.Task, error) {
+	var err error
+	f.once.Do(func() { err = errors.New("the relay is busy") })
+	if err != nil {
+		return nil, err
+	}
+	return f.Relay.ClaimNext(ctx, in)
+}
+
+// Ensures a worker deleted just as its loop was handed a task (after the
+// claim, before the run starts) is removed (OnRemoved, which removes its
+// CLI homes) only once that run has ended, not under it. The gap is held
+// open by the status the loop publishes there (its claim error cleared).
+// Removed when Reload finds no run yet, the home goes under the run (and
+// a worker set up again would start a second run in it), so the test can
+// fail.
+func TestWorkerDeletedAsItClaimsRemovedAfterTheRun(t *testing.T) {
+	gap, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var failed bool
+	var removed []relay.TaskStatus
+	var e *env
+	var task relay.Task
+	e = newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) {
+		o.Relay = &failOnce{Relay: o.Relay}
+		status := o.OnStatus
+		o.OnStatus = func(s relay.WorkerStatus) {
+			status(s)
+			mu.Lock()
+			hold := failed && s.State == relay.WorkerIdle
+			failed = failed || s.State == relay.WorkerError
+			if hold {
+				failed = false
+			}
+			mu.Unlock()
+			if hold {
+				close(gap)
+				<-release
+			}
+		}
+		o.OnRemoved = func(string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			removed = append(removed, e.task(task.ID).Status)
+			return nil
+		}
+	})
+	m := e.start()
+	waitFor(t, "the failed claim", 10*time.Second, func() bool { return e.status().State == relay.WorkerError })
+	task = e.post(operator, "Claimed as the worker goes", "done")
+	select {
+	case <-gap:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop never reached the run")
+	}
+	if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	early := slices.Clone(removed)
+	mu.Unlock()
+	close(release)
+	if len(early) != 0 {
+		t.Fatalf("removed before the run of its claimed task: %v", early)
+	}
+	waitFor(t, "the task claimed done", 30*time.Second, func() bool { return e.task(task.ID).Status == relay.StatusCompleted })
+	waitFor(t, "the removal", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(removed) == 1 })
+	if removed[0] != relay.StatusCompleted {
+		t.Fatalf("removed while its task was %s", removed[0])
+	}
+}
+
+// Ensures a slow OnRemoved (a removal of CLI homes that hangs) stalls
+// neither Reload nor the statuses (the dashboard, shutdown), and a worker
+// set up again under the slug starts its runs only once it returned.
+// Called with the manager locked, it stalls them all, so the test can
+// fail.
+func TestSlowRemovalStallsNothing(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	e := newEnv(t, func(_ *relay.WorkerConfig, o *worker.Options) {
+		o.OnRemoved = func(string) error {
+			entered <- struct{}{}
+			<-release
+			return nil
+		}
+	})
+	m := e.start()
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	within := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); fn() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s waits for the removal", what)
+		}
+	}
+	if err := e.db.DeleteWorker(e.ctx, builder); err != nil {
+		t.Fatal(err)
+	}
+	within("Reload", func() { _ = m.Reload(e.ctx, builder) })
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnRemoved was never called")
+	}
+	within("Statuses", func() { m.Statuses() })
+	within("setting it up again", func() { e.reconfigure(m, e.cfg) })
+	task := e.post(operator, "After the removal", "done")
+	holds(t, "the task waits for the removal", 2*e.opts.Poll, func() bool { return e.task(task.ID).Status == relay.StatusQueued })
+	close(release)
+	if got := e.finished(task.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("the task after the removal: %s", got.Status)
 	}
 }
