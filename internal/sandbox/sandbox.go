@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
@@ -189,7 +190,11 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		if err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
-		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, confinedArgs(req)...)
+		args := []string{Verb, "--rules", string(b)}
+		if req.KillGrace > 0 {
+			args = append(args, "--grace", ReaperGrace(req.KillGrace).String())
+		}
+		args = append(append(args, "--", req.Program), confinedArgs(req)...)
 		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d, seccomp", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
@@ -202,6 +207,15 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
 		return plain, nil
 	}
+}
+
+// ReaperGrace is the grace the Linux sandbox child gives a stopped run
+// before it kills the run's whole tree, for a worker that kills the run's
+// process group killGrace after SIGTERM: a fifth shorter (at most a second
+// shorter), so the child ends the tree, a CLI that left the group
+// included, before the worker's SIGKILL ends the child.
+func ReaperGrace(killGrace time.Duration) time.Duration {
+	return killGrace - min(killGrace/5, time.Second)
 }
 
 // confined fills the log line of a confined command; warning ("" for none)
