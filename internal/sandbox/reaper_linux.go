@@ -113,7 +113,6 @@ type reaper struct {
 // has exited it ends the rest of the tree, reaps it, and exits as the CLI
 // did.
 func (r *reaper) supervise() int {
-	r.sent = map[unix.Signal]map[procID]bool{}
 	var tick, killAll <-chan time.Time
 	for !r.exited {
 		select {
@@ -236,6 +235,9 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 		if p.pid == r.cli && !p.zombie() {
 			cliGroup = p.pgid
 		}
+	}
+	if r.sent == nil {
+		r.sent = map[unix.Signal]map[procID]bool{}
 	}
 	if r.sent[sig] == nil {
 		r.sent[sig] = map[procID]bool{}

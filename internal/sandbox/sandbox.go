@@ -9,8 +9,10 @@
 // home this package is) and a seccomp filter refusing AF_UNIX sockets
 // (socketFilter), as Landlock below ABI 9 does not govern connecting to a
 // Unix socket by path: the worker starts our own binary with the hidden
-// verb Verb, which restricts itself (Main) and then execs the CLI, so the
-// relay itself is never restricted. On macOS the same rules become a
+// verb Verb (Main), which stays unconfined as the run's reaper and starts
+// our binary once more with the hidden verb execVerb, which restricts
+// itself and then execs the CLI, so neither the relay nor the process that
+// supervises the run is ever restricted. On macOS the same rules become a
 // sandbox-exec profile (Profile). Windows runs are not sandboxed.
 package sandbox
 
@@ -29,8 +31,9 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
-// Verb is the hidden command of our own binary that confines itself and
-// then execs the CLI: `crosschat-relay __sandbox --rules JSON -- PROGRAM ARGS…`.
+// Verb is the hidden command of our own binary that starts the CLI
+// confined and, on Linux, supervises its whole process tree: `crosschat-relay
+// __sandbox --rules JSON [--grace DURATION] -- PROGRAM ARGS…` (see Main).
 const Verb = "__sandbox"
 
 // TempDirName is the private temporary folder's name inside the run folder.
