@@ -23,7 +23,7 @@ import (
 // init. When the CLI exits, or once a stop begins (SIGTERM, SIGINT or
 // SIGHUP), it ends them, and it exits as the CLI did.
 //
-// This process is never confined, on no thread: it starts its own binary
+// This process is never confined, on any thread: it starts its own binary
 // with execVerb, which confines itself (Landlock, seccomp) and execs the
 // CLI. No thread of the reaper is ever in the run's Landlock domain, so
 // the run can neither ptrace it (Landlock refuses tracing a process outside
