@@ -7,7 +7,11 @@
 // domain and the standard library.
 package runspec
 
-import "github.com/crosschat/crosschat-relay/internal/relay"
+import (
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
 
 // Request is what a harness needs to build the command of one worker run.
 type Request struct {
@@ -122,6 +126,9 @@ type SandboxRequest struct {
 	ExtraDirs []string
 	RunDir    string
 	Outputs   []string
+	// KillGrace is the worker's grace of a stopped run between SIGTERM and
+	// SIGKILL (0: the sandbox's default).
+	KillGrace time.Duration
 }
 
 // Sandboxed is a run's command wrapped in the sandbox.

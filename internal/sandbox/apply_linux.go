@@ -25,7 +25,9 @@ func ABI() int {
 // restrict confines the calling thread (locked to it for good) and what it
 // execs next to the rules: the filesystem, signals and abstract sockets
 // (Landlock), and Unix sockets by path (the seccomp socket filter), so the
-// network stays open.
+// network stays open. Only a process that then execs the CLI calls it
+// (execVerb's, or Verb's on a kernel without subreapers), never the run's
+// reaper.
 // Best effort over Landlock ABI versions; the audit log of the kernel
 // records refused accesses of the programs the thread execs (ABI 7+).
 // Without Landlock or seccomp nothing is applied (errNotEnforced,

@@ -2,12 +2,11 @@
 
 package sandbox
 
-// startProgram replaces this process with the program (on macOS the verb is
-// not used; Windows runs are not sandboxed): it returns only on failure.
-func startProgram(program string, argv, env []string) error {
-	return execve(program, argv, env)
-}
+import "io"
 
-// onOwnThread runs f on the calling thread: only Linux confines a thread
-// and supervises the command from another.
-func onOwnThread(f func() int) int { return f() }
+// superviseRun confines this process and replaces it by the command (on
+// macOS the verb is not used; Windows runs are not sandboxed): only Linux
+// keeps the sandbox child as the run's reaper.
+func superviseRun(inv invocation, stderr io.Writer) int {
+	return confineAndStart(inv.rules, inv.cmd, stderr)
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // errHalfConfined: the child's confinement failed after part of it held,
@@ -21,50 +22,100 @@ var errNotEnforced = errors.New("this kernel has no Landlock, so the run cannot 
 // errNoSeccomp: the kernel (or this architecture) has no seccomp filter.
 var errNoSeccomp = errors.New("this Linux kernel has no seccomp filter (or the relay does not know this architecture), so the run's Unix sockets cannot be refused")
 
-// restrictSelf and execProgram are what Main confines itself with and
-// starts the CLI with (replaced in tests).
+// restrictSelf and execProgram are what the confining process confines
+// itself with and replaces itself by the CLI with (replaced in tests).
 var (
 	restrictSelf = restrict
-	execProgram  = startProgram
+	execProgram  = execve
 )
 
-// Main is the hidden verb Verb: it parses --rules JSON and the command after
-// "--", confines itself to the rules and starts the command, and returns
-// the exit code of this process: 126 when the command may not run
-// unconfined, the confinement failed for another reason than a kernel
-// without Landlock or seccomp (a rule path that cannot be opened, a
-// confinement that held only in part) or the verb is misused; 127 when the
-// command cannot be started. On Linux the command runs as a child while
-// this process stays as the run's top process and reaps the command's
-// whole process tree (see reaper_linux.go); once the command has ended,
-// Main returns its exit code, or ends this process by the signal that
-// killed it. Elsewhere the command replaces this process.
+// execVerb is the hidden command the Linux sandbox child starts its own
+// binary with to confine itself and exec the CLI (execMain): `PROGRAM
+// __sandbox-exec --rules JSON -- PROGRAM ARGS…`. Started directly, it does
+// only what the sandbox child of earlier versions did: it confines itself
+// to the rules (or refuses to run, 126) and execs the command, so it gives
+// nothing a caller could not get by running the command itself.
+const execVerb = "__sandbox-exec"
+
+// DefaultGrace is the grace of a stopped run's CLI before the Linux sandbox
+// child kills the run's whole tree, when Verb is given no --grace: a little
+// shorter than the worker's 5 s, so the child ends the tree (a CLI that
+// left the run's process group too) before the worker kills the group.
+const DefaultGrace = 4 * time.Second
+
+// Main is the hidden verb Verb: it parses --rules JSON, --grace DURATION
+// (DefaultGrace when missing) and the command after "--", confines the
+// command to the rules and starts it, and returns the exit code of this
+// process: 126 when the command may not run unconfined, the confinement
+// failed for another reason than a kernel without Landlock or seccomp (a
+// rule path that cannot be opened, a confinement that held only in part)
+// or the verb is misused; 127 when the command cannot be started. On Linux
+// this process is never confined: it starts its own binary with execVerb,
+// which confines itself and execs the command, and stays as the run's top
+// process to reap the command's whole process tree (see reaper_linux.go);
+// once the command has ended, Main returns its exit code, or ends this
+// process by the signal that killed it. Elsewhere (and on a Linux kernel
+// without subreapers) this process confines itself and the command
+// replaces it.
 //
 // An unconfined run (a kernel without Landlock or seccomp, and a worker
 // that allows it) starts the CLI's plain command without the CLI home of
 // its own (Rules.Env): like a plain run, it uses the user's.
 func Main(args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet(Verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rulesJSON := fs.String("rules", "", "the rules (JSON)")
-	if err := fs.Parse(args); err != nil {
-		return 126
+	inv, code := parseArgs(Verb, args, stderr)
+	if code != 0 {
+		return code
 	}
-	cmd := fs.Args()
-	var r Rules
-	if err := json.Unmarshal([]byte(*rulesJSON), &r); err != nil || len(cmd) == 0 {
-		fmt.Fprintln(stderr, "crosschat sandbox: usage: "+Verb+" --rules JSON -- PROGRAM [ARGS...]")
-		return 126
-	}
-	// On Linux the confinement and the start happen on a thread of their
-	// own, which ends once the command runs: no thread of the process that
-	// supervises the command stays in the command's sandbox.
-	return onOwnThread(func() int { return confineAndStart(r, cmd, stderr) })
+	return superviseRun(inv, stderr)
 }
 
-// confineAndStart confines the calling thread to r and starts cmd from it,
-// or runs cmd unconfined where r allows that; it returns only when cmd was
-// not started (126 or 127, see Main).
+// execMain is the hidden verb execVerb: it parses the arguments as Main
+// does (without --grace), confines this process to the rules and execs the
+// command, or runs it unconfined where the rules allow that; it returns
+// (126 or 127, see Main) only when the command was not started.
+func execMain(args []string, stderr io.Writer) int {
+	inv, code := parseArgs(execVerb, args, stderr)
+	if code != 0 {
+		return code
+	}
+	return confineAndStart(inv.rules, inv.cmd, stderr)
+}
+
+// invocation is what the verbs were given.
+type invocation struct {
+	rulesJSON string
+	rules     Rules
+	grace     time.Duration
+	cmd       []string
+}
+
+// parseArgs parses a verb's arguments; a misuse returns 126.
+func parseArgs(verb string, args []string, stderr io.Writer) (invocation, int) {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rulesJSON := fs.String("rules", "", "the rules (JSON)")
+	var grace *time.Duration
+	if verb == Verb {
+		grace = fs.Duration("grace", DefaultGrace, "how long a stopped run's CLI may take before its whole tree is killed")
+	}
+	if err := fs.Parse(args); err != nil {
+		return invocation{}, 126
+	}
+	inv := invocation{rulesJSON: *rulesJSON, cmd: fs.Args()}
+	if grace != nil {
+		inv.grace = max(*grace, 0)
+	}
+	if err := json.Unmarshal([]byte(inv.rulesJSON), &inv.rules); err != nil || len(inv.cmd) == 0 {
+		fmt.Fprintln(stderr, "crosschat sandbox: usage: "+verb+" --rules JSON -- PROGRAM [ARGS...]")
+		return invocation{}, 126
+	}
+	return inv, 0
+}
+
+// confineAndStart confines this process (its calling thread, which then
+// execs) to r and replaces it by cmd, or runs cmd unconfined where r
+// allows that; it returns only when cmd was not started (126 or 127, see
+// Main).
 func confineAndStart(r Rules, cmd []string, stderr io.Writer) int {
 	if err := restrictSelf(r); err != nil {
 		if r.Required || !errors.Is(err, errNotEnforced) && !errors.Is(err, errNoSeccomp) {
@@ -104,12 +155,18 @@ func setEnv(env []string, name, value string) []string {
 	return append(out, name+"="+value)
 }
 
-// init runs the hidden verb before anything else of the program when our
+// init runs the hidden verbs before anything else of the program when our
 // own binary (or a test binary linking this package) is started as
-// `PROGRAM __sandbox …`: it confines itself and runs the CLI, then exits.
+// `PROGRAM __sandbox …` (the run's top process) or `PROGRAM __sandbox-exec
+// …` (the process that confines itself and becomes the CLI), then exits.
 // Any other start returns at once.
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == Verb {
-		os.Exit(Main(os.Args[2:], os.Stderr))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case Verb:
+			os.Exit(Main(os.Args[2:], os.Stderr))
+		case execVerb:
+			os.Exit(execMain(os.Args[2:], os.Stderr))
+		}
 	}
 }

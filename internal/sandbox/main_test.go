@@ -51,7 +51,7 @@ func TestMainFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := Main([]string{"--rules", string(rules), "--", "confined-cli"}, io.Discard); got != tt.want {
+			if got := execMain([]string{"--rules", string(rules), "--", "confined-cli"}, io.Discard); got != tt.want {
 				t.Errorf("exit %d, want %d", got, tt.want)
 			}
 			if started != tt.cmd {

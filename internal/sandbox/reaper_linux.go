@@ -3,8 +3,10 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -19,17 +21,16 @@ import (
 // run starts, even one that leaves the run's process group (setsid, a
 // double fork), stays in its tree: orphans are re-parented to it, not to
 // init. When the CLI exits, or once a stop begins (SIGTERM, SIGINT or
-// SIGHUP), it kills them, and it exits as the CLI did.
+// SIGHUP), it ends them, and it exits as the CLI did.
 //
-// The confinement is applied to a thread of its own, which starts the CLI
-// (a child inherits its creator thread's Landlock domain and seccomp
-// filter) and then ends: the process that supervises the run keeps no
-// thread in the run's sandbox, so from Landlock ABI 6 on the run can
-// neither signal it (to kill it and orphan its tree) nor ptrace it.
-
-// started hands the CLI that startProgram started on the confining thread
-// to onOwnThread, which supervises it on the main thread.
-var started = make(chan *reaper, 1)
+// This process is never confined, on any thread: it starts its own binary
+// with execVerb, which confines itself (Landlock, seccomp) and execs the
+// CLI. No thread of the reaper is ever in the run's Landlock domain, so
+// the run can neither ptrace it (Landlock refuses tracing a process outside
+// the domain) nor, from Landlock ABI 6 on, signal it (to kill it and leave
+// its tree to init). It is not dumpable either (PR_SET_DUMPABLE 0): a
+// process of the user's that is not root cannot ptrace it nor read its
+// memory, and a crash leaves no core dump of it.
 
 // reapTick is how often a stopping run's tree is walked again for
 // processes outside its group, and a cleanup for processes that appeared.
@@ -40,38 +41,26 @@ const reapTick = 50 * time.Millisecond
 // runs user code again, and is left to init.
 const stuckAfter = 5 * time.Second
 
-// onOwnThread runs f (which confines its thread and starts the CLI) on a
-// new thread locked to it, which ends with f's goroutine. It returns f's
-// exit code when f did not start the CLI; otherwise it supervises the CLI
-// on the calling thread and returns the CLI's exit code, or ends this
-// process by the signal that ended the CLI.
-func onOwnThread(f func() int) int {
-	done := make(chan int, 1)
-	go func() {
-		// Never unlocked: the Go runtime ends a thread whose locked
-		// goroutine returns, so the confinement serves nothing else.
-		runtime.LockOSThread()
-		done <- f()
-	}()
-	select {
-	case code := <-done:
-		return code
-	case r := <-started:
-		return r.supervise()
-	}
-}
+// leftoverGrace is how long the processes left when the CLI has ended (an
+// MCP server in its group, a daemon) have between SIGTERM and SIGKILL; the
+// rest of a stopped run's grace bounds it.
+const leftoverGrace = 1500 * time.Millisecond
 
-// startProgram makes this process a subreaper and starts the program as
-// its child, in its process group, with the standard input, output and
-// error passed through; the calling (confined) thread then ends, and
-// onOwnThread supervises the child. It returns only when the program was
-// not started. A kernel without subreapers (before Linux 3.4) gets the
+// procDir is where the processes are listed (replaced in a test).
+var procDir = "/proc"
+
+// superviseRun makes this process a subreaper that cannot be dumped,
+// starts its own binary with execVerb (the run: it confines itself and
+// execs the command) as its child, in its process group, with the
+// standard input, output and error passed through, and supervises it. A
+// kernel without subreapers (before Linux 3.4) gets the confinement and
 // exec of earlier versions.
-func startProgram(program string, argv, env []string) error {
+func superviseRun(inv invocation, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return execve(program, argv, env)
+		return confineAndStart(inv.rules, inv.cmd, stderr)
 	}
-	r := &reaper{self: os.Getpid(), pgid: unix.Getpgrp(),
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	r := &reaper{self: os.Getpid(), pgid: unix.Getpgrp(), grace: inv.grace, stderr: stderr,
 		stop: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
 	// Before the start: a stop or an exit is never missed. A stop signal
 	// this process inherited ignored (nohup) stays ignored, for the CLI too.
@@ -81,49 +70,69 @@ func startProgram(program string, argv, env []string) error {
 		}
 	}
 	signal.Notify(r.chld, unix.SIGCHLD)
-	pid, err := syscall.ForkExec(program, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	// The rules go on as they came, on the command line.
+	argv := append([]string{os.Args[0], execVerb, "--rules", inv.rulesJSON, "--"}, inv.cmd...)
+	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
+	// This very binary, even if its file was replaced since; without /proc,
+	// the path it was started by (the worker gives an absolute one).
+	pid, err := syscall.ForkExec("/proc/self/exe", argv, attr)
+	if err == syscall.ENOENT && filepath.IsAbs(os.Args[0]) {
+		pid, err = syscall.ForkExec(os.Args[0], argv, attr)
+	}
 	if err != nil {
 		signal.Stop(r.stop)
 		signal.Stop(r.chld)
-		return err
+		fmt.Fprintf(stderr, "crosschat sandbox: the run was not started: start the sandbox: %v\n", err)
+		return 126
 	}
 	r.cli = pid
-	started <- r
-	runtime.Goexit()
-	return nil
+	return r.supervise()
 }
 
 // reaper supervises the CLI it started and the CLI's whole process tree.
 type reaper struct {
-	self, pgid int // this process, and its (and the CLI's) process group
+	self, pgid int // this process, and its (and the CLI's at first) process group
 	cli        int
+	grace      time.Duration // of a stopped run, before the whole tree is killed
+	stderr     io.Writer
 	stop, chld chan os.Signal
 	status     unix.WaitStatus // the CLI's, once it exited
 	exited     bool
-	killed     map[procID]bool // the descendants sent SIGKILL
+	stopping   bool
+	killAt     time.Time // when a stopped run's whole tree is killed
+	// sent are the descendants sent each signal.
+	sent map[unix.Signal]map[procID]bool
+	// walkFailed: a walk of the processes failed, and it was said.
+	walkFailed bool
 }
 
-// supervise waits for the CLI, forwarding stop signals to it and, once a
-// stop began, killing the descendants outside its process group (those
-// inside get the worker's group signals, and the CLI its grace to write
-// its transcript); when the CLI has exited it kills and reaps the rest of
-// the tree and exits as the CLI did.
+// supervise waits for the CLI. Once a stop began it kills the descendants
+// outside this process's group and the CLI's, passes the stop signal on to
+// a CLI that left this group (one in it has the worker's group signal
+// already), and once the grace is over kills the whole tree; when the CLI
+// has exited it ends the rest of the tree, reaps it, and exits as the CLI
+// did.
 func (r *reaper) supervise() int {
-	r.killed = map[procID]bool{}
-	var tick <-chan time.Time
+	var tick, killAll <-chan time.Time
 	for !r.exited {
 		select {
 		case sig := <-r.stop:
-			if tick == nil {
+			if !r.stopping {
+				r.stopping, r.killAt = true, time.Now().Add(r.grace)
 				t := time.NewTicker(reapTick)
 				defer t.Stop()
-				tick = t.C
+				k := time.NewTimer(r.grace)
+				defer k.Stop()
+				tick, killAll = t.C, k.C
 			}
-			r.killTree(true)
-			_ = unix.Kill(r.cli, sig.(syscall.Signal))
+			r.signalTree(unix.SIGKILL, true)
+			r.forward(sig.(syscall.Signal))
 		case <-r.chld:
 		case <-tick:
-			r.killTree(true)
+			r.signalTree(unix.SIGKILL, true)
+		case <-killAll:
+			killAll = nil
+			r.signalTree(unix.SIGKILL, false)
 		}
 		r.reap()
 	}
@@ -134,22 +143,51 @@ func (r *reaper) supervise() int {
 	return r.status.ExitStatus()
 }
 
-// cleanup kills every descendant left, again and again until no child is
-// left to reap (a process that forked while it was killed leaves its child
-// to this process), or until nothing new was killed for stuckAfter.
+// forward passes a stop signal on to a CLI that left this process's group:
+// to its own group when it leads one, else to it alone.
+func (r *reaper) forward(sig syscall.Signal) {
+	switch g, err := unix.Getpgid(r.cli); {
+	case err != nil || g == r.pgid: // ended, or in the group the worker signals
+	case g == r.cli:
+		_ = unix.Kill(-g, sig)
+	default:
+		_ = unix.Kill(r.cli, sig)
+	}
+}
+
+// cleanup ends every descendant left once the CLI has exited: SIGTERM,
+// then after leftoverGrace (or the rest of a stopped run's grace) SIGKILL,
+// again and again until no child is left to reap (a process that forked
+// while it was killed leaves its child to this process), or until nothing
+// new was killed for stuckAfter.
 func (r *reaper) cleanup() {
 	t := time.NewTicker(reapTick)
 	defer t.Stop()
-	progress := time.Now()
+	termEnd := time.Now().Add(leftoverGrace)
+	if r.stopping && r.killAt.Before(termEnd) {
+		termEnd = r.killAt
+	}
+	var progress time.Time
 	for {
-		if r.killTree(false) {
+		sig := unix.SIGTERM
+		if !time.Now().Before(termEnd) {
+			sig = unix.SIGKILL
+			if progress.IsZero() {
+				progress = time.Now()
+			}
+		}
+		sent, ok := r.signalTree(sig, false)
+		if !ok {
+			return // said; nothing to end is known
+		}
+		if sent && sig == unix.SIGKILL {
 			progress = time.Now()
 		}
 		if !r.reap() {
 			return
 		}
-		if time.Since(progress) > stuckAfter {
-			fmt.Fprintf(os.Stderr, "crosschat sandbox: processes of the run did not end %v after SIGKILL; they are left to the system\n", stuckAfter)
+		if sig == unix.SIGKILL && time.Since(progress) > stuckAfter {
+			fmt.Fprintf(r.stderr, "crosschat sandbox: processes of the run did not end %v after SIGKILL; they are left to the system\n", stuckAfter)
 			return
 		}
 		select {
@@ -178,21 +216,43 @@ func (r *reaper) reap() bool {
 	}
 }
 
-// killTree sends SIGKILL to the live descendants not yet sent it (only
-// those outside the process group when outside), and reports whether it
-// sent any.
-func (r *reaper) killTree(outside bool) bool {
-	sent := false
-	for _, p := range descendants(r.self) {
+// signalTree sends sig to the live descendants not yet sent it; when
+// outside, only to those outside this process's group and outside the
+// CLI's (the CLI and its group get its grace). It reports whether it sent
+// any, and whether the processes could be listed (a failed walk is said
+// once).
+func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
+	procs, err := descendants(r.self)
+	if err != nil {
+		if !r.walkFailed {
+			r.walkFailed = true
+			fmt.Fprintf(r.stderr, "crosschat sandbox: the run's processes cannot be listed, so none is ended but the CLI: %v\n", err)
+		}
+		return false, false
+	}
+	cliGroup := -1
+	for _, p := range procs {
+		if p.pid == r.cli && !p.zombie() {
+			cliGroup = p.pgid
+		}
+	}
+	if r.sent == nil {
+		r.sent = map[unix.Signal]map[procID]bool{}
+	}
+	if r.sent[sig] == nil {
+		r.sent[sig] = map[procID]bool{}
+	}
+	for _, p := range procs {
 		id := procID{p.pid, p.start}
-		if p.zombie() || outside && p.pgid == r.pgid || r.killed[id] {
+		spared := outside && (p.pgid == r.pgid || p.pid == r.cli || p.pgid == cliGroup)
+		if p.zombie() || spared || r.sent[sig][id] {
 			continue
 		}
-		killProc(p)
-		r.killed[id] = true
+		signalProc(p, sig)
+		r.sent[sig][id] = true
 		sent = true
 	}
-	return sent
+	return sent, true
 }
 
 // procStat is what /proc/PID/stat tells of a process: its id, parent,
@@ -214,7 +274,7 @@ func (p procStat) zombie() bool { return p.state == 'Z' || p.state == 'X' }
 
 // readStat reads /proc/PID/stat.
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, false
 	}
@@ -239,14 +299,20 @@ func readStat(pid int) (procStat, bool) {
 
 // descendants lists the processes under root, from a walk of /proc; one
 // that moved while /proc was read (re-parented to root) is found by the
-// next walk.
-func descendants(root int) []procStat {
-	d, err := os.Open("/proc")
+// next walk. It fails when /proc cannot be listed or does not show root.
+func descendants(root int) ([]procStat, error) {
+	d, err := os.Open(procDir)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	names, _ := d.Readdirnames(-1)
+	names, err := d.Readdirnames(-1)
 	_ = d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", procDir, err)
+	}
+	if _, ok := readStat(root); !ok {
+		return nil, fmt.Errorf("%s does not show this process", procDir)
+	}
 	children := map[int][]procStat{}
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -268,17 +334,17 @@ func descendants(root int) []procStat {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
-// killProc sends SIGKILL to p, through a pidfd opened while p still has
+// signalProc sends sig to p, through a pidfd opened while p still has
 // the start time it was listed with, so a process given p's id since is
 // never hit.
-func killProc(p procStat) {
+func signalProc(p procStat, sig unix.Signal) {
 	fd, err := unix.PidfdOpen(p.pid, 0)
 	if err == unix.ENOSYS { // before Linux 5.3
 		if q, ok := readStat(p.pid); ok && q.start == p.start {
-			_ = unix.Kill(p.pid, unix.SIGKILL)
+			_ = unix.Kill(p.pid, sig)
 		}
 		return
 	}
@@ -287,7 +353,7 @@ func killProc(p procStat) {
 	}
 	defer unix.Close(fd)
 	if q, ok := readStat(p.pid); ok && q.start == p.start {
-		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 	}
 }
 

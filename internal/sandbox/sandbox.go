@@ -9,8 +9,10 @@
 // home this package is) and a seccomp filter refusing AF_UNIX sockets
 // (socketFilter), as Landlock below ABI 9 does not govern connecting to a
 // Unix socket by path: the worker starts our own binary with the hidden
-// verb Verb, which restricts itself (Main) and then execs the CLI, so the
-// relay itself is never restricted. On macOS the same rules become a
+// verb Verb (Main), which stays unconfined as the run's reaper and starts
+// our binary once more with the hidden verb execVerb, which restricts
+// itself and then execs the CLI, so neither the relay nor the process that
+// supervises the run is ever restricted. On macOS the same rules become a
 // sandbox-exec profile (Profile). Windows runs are not sandboxed.
 package sandbox
 
@@ -23,13 +25,15 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
-// Verb is the hidden command of our own binary that confines itself and
-// then execs the CLI: `crosschat-relay __sandbox --rules JSON -- PROGRAM ARGS…`.
+// Verb is the hidden command of our own binary that starts the CLI
+// confined and, on Linux, supervises its whole process tree: `crosschat-relay
+// __sandbox --rules JSON [--grace DURATION] -- PROGRAM ARGS…` (see Main).
 const Verb = "__sandbox"
 
 // TempDirName is the private temporary folder's name inside the run folder.
@@ -189,7 +193,11 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		if err != nil {
 			return runspec.Sandboxed{}, fmt.Errorf("encode the sandbox rules: %w", err)
 		}
-		args := append([]string{Verb, "--rules", string(b), "--", req.Program}, confinedArgs(req)...)
+		args := []string{Verb, "--rules", string(b)}
+		if req.KillGrace > 0 {
+			args = append(args, "--grace", ReaperGrace(req.KillGrace).String())
+		}
+		args = append(append(args, "--", req.Program), confinedArgs(req)...)
 		return confined(runspec.Sandboxed{Program: w.Self, Args: args}, rules, fmt.Sprintf("Landlock ABI %d, seccomp", abi), warning), nil
 	case "darwin":
 		if err := os.MkdirAll(rules.TempDir, 0o700); err != nil {
@@ -202,6 +210,15 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		plain.Log = fmt.Sprintf("Not sandboxed: runs on %s have no sandbox, so this run can reach every file of the user (the job object still stops its whole process tree).", displayOS(goos))
 		return plain, nil
 	}
+}
+
+// ReaperGrace is the grace the Linux sandbox child gives a stopped run
+// before it kills the run's whole tree, for a worker that kills the run's
+// process group killGrace after SIGTERM: a fifth shorter (at most a second
+// shorter), so the child ends the tree, a CLI that left the group
+// included, before the worker's SIGKILL ends the child.
+func ReaperGrace(killGrace time.Duration) time.Duration {
+	return killGrace - min(killGrace/5, time.Second)
 }
 
 // confined fills the log line of a confined command; warning ("" for none)

@@ -183,6 +183,20 @@ func helperMain() int {
 		if mode != "daemon" {
 			time.Sleep(2 * time.Minute)
 		}
+	case "setsidcli":
+		// A CLI that leaves the run's process group itself and ignores
+		// SIGTERM: the worker's group signals never reach it.
+		if _, err := syscall.Setsid(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		signal.Ignore(syscall.SIGTERM)
+		if f := os.Getenv("CCR_PID_FILE"); f != "" {
+			_ = os.WriteFile(f+".tmp", fmt.Appendf(nil, "%d %d", os.Getpid(), os.Getpid()), 0o600)
+			_ = os.Rename(f+".tmp", f)
+		}
+		fmt.Fprintln(out, "working")
+		time.Sleep(2 * time.Minute)
 	case "write":
 		_ = os.WriteFile("made-by-run.txt", []byte("made"), 0o644)
 		for _, d := range filepath.SplitList(os.Getenv("CROSSCHAT_EXTRA_DIRS")) {

@@ -20,9 +20,14 @@ import (
 // Ensures a process that a sandboxed run of a real worker started in a
 // session of its own (setsid: out of the run's process group, deaf to
 // SIGTERM) does not outlive the run, whether the CLI ends by itself or the
-// worker stops the run. The sandbox child is this test binary, which links
-// internal/sandbox and so runs its hidden verb. Before the sandbox child
-// reaped the run's tree, the process lived on for its 2 minutes.
+// worker stops the run, nor does a CLI that itself left the group and
+// ignores SIGTERM when the worker stops the run: the worker passes its
+// kill grace to the sandbox child, which kills the whole tree before the
+// worker's SIGKILL to the group ends the child (with the child's default
+// grace, longer than this worker's, that CLI was left to init). The
+// sandbox child is this test binary, which links internal/sandbox and so
+// runs its hidden verb. Before the sandbox child reaped the run's tree,
+// the process lived on for its 2 minutes.
 func TestSandboxedRunLeavesNoProcess(t *testing.T) {
 	if sandbox.ABI() < 1 {
 		t.Skip("this kernel has no Landlock")
@@ -31,11 +36,14 @@ func TestSandboxedRunLeavesNoProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"daemon", "daemonsleep"} {
+	for _, mode := range []string{"daemon", "daemonsleep", "setsidcli"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
 				c.Sandbox = relay.SandboxOn
 				o.Sandbox = sandbox.Wrapper{Self: self}.Wrap
+				// Shorter than the sandbox child's default grace, with
+				// room for the child's kill before the worker's.
+				o.KillGrace = 3 * time.Second
 			})
 			e.pidFile = filepath.Join(e.workdir, "pids") // where the run may write
 			m := e.start()
