@@ -139,10 +139,16 @@ func (n *Node) untrusted() []string {
 // loadTrust fills the cache of admission records from the store (at setup,
 // and at each refresh, so a cache that went astray is repaired).
 func (n *Node) loadTrust(ctx context.Context) error {
-	n.mu.Lock()
-	gen := n.trustGen
-	n.mu.Unlock()
+	gen := n.trustGeneration()
 	return n.cacheTrust(ctx, gen, nil)
+}
+
+// trustGeneration is n.trustGen, read before a store write of admissions
+// (see cacheTrust).
+func (n *Node) trustGeneration() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.trustGen
 }
 
 // cacheTrust applies a store write's outcome to the cache of admission
@@ -299,9 +305,7 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 	// The consumer waits while the state changes and the held envelopes
 	// are applied: nothing new of the relay is applied before them.
 	n.applyMu.Lock()
-	n.mu.Lock()
-	gen := n.trustGen
-	n.mu.Unlock()
+	gen := n.trustGeneration()
 	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state, key)
 	if err == nil {
 		set := r
@@ -414,9 +418,7 @@ func (n *Node) forgetGone(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	for _, id := range gone {
-		n.mu.Lock()
-		gen := n.trustGen
-		n.mu.Unlock()
+		gen := n.trustGeneration()
 		forgot, err := n.opts.Store.ForgetPendingRelay(ctx, id)
 		if err != nil {
 			return err
