@@ -179,8 +179,9 @@ func (n *Node) watchDirectory() {
 	}
 }
 
-// refreshLoop writes this relay's entries again before they expire and
-// recomputes which remote agents are online.
+// refreshLoop writes this relay's entries again before they expire, reads
+// the admission records again and recomputes the remote agents (which are
+// online, which relays are trusted).
 func (n *Node) refreshLoop() {
 	defer n.wg.Done()
 	tick.Every(n.ctx, n.opts.Refresh, func() {
@@ -188,6 +189,9 @@ func (n *Node) refreshLoop() {
 		defer cancel()
 		if err := n.advertise(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("refresh directory", err)
+		}
+		if err := n.loadTrust(ctx); err != nil && n.ctx.Err() == nil {
+			n.setErr("read relay admissions", err)
 		}
 		if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
 			n.setErr("sync directory", err)

@@ -98,15 +98,19 @@ type Node struct {
 	// never be written after a newer one.
 	syncMu sync.Mutex
 
-	mu        sync.Mutex
-	js        jetstream.JetStream
-	kv        jetstream.KeyValue
-	cons      jetstream.Consumer
-	watcher   jetstream.KeyWatcher
-	agents    map[string]dirAgent // the bucket's agent entries, as written
-	good      map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
-	relays    map[string]dirRelay
-	trust     map[string]relay.MeshRelay // admission records (the store's, cached)
+	mu      sync.Mutex
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	cons    jetstream.Consumer
+	watcher jetstream.KeyWatcher
+	agents  map[string]dirAgent // the bucket's agent entries, as written
+	good    map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
+	relays  map[string]dirRelay
+	trust   map[string]relay.MeshRelay // admission records (the store's, cached)
+	// trustGen counts the writes to trust (cacheTrust): a store write whose
+	// cache write finds it moved on reads the store again rather than
+	// putting back a record the store has left.
+	trustGen  uint64
 	conflicts []string
 	// dirConflict: slug → why an entry for it was ignored.
 	dirConflict map[string]string

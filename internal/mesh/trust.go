@@ -76,6 +76,7 @@ func (n *Node) relayOf(id string) (relay.MeshRelay, string, error) {
 func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, error) {
 	n.mu.Lock()
 	cur, ok := n.trust[id]
+	gen := n.trustGen
 	known := 0
 	for _, r := range n.trust {
 		if r.State != relay.RelayPending {
@@ -94,8 +95,13 @@ func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, 
 	if err != nil {
 		return r, err
 	}
+	if err := n.cacheTrust(ctx, gen, func(m map[string]relay.MeshRelay) { m[id] = r }); err != nil {
+		return r, err
+	}
 	n.mu.Lock()
-	n.trust[id] = r
+	if c, ok := n.trust[id]; ok {
+		r = c // the store's newest, should another write have come between
+	}
 	if changed {
 		w := fmt.Sprintf("relay %s (%s) shows a new key %s; its pinned key was %s", r.Name, id, Fingerprint(key), Fingerprint(cur.PublicKey))
 		if r.State == relay.RelayPending {
@@ -130,18 +136,56 @@ func (n *Node) untrusted() []string {
 	return out
 }
 
-// loadTrust fills the cache of admission records from the store.
+// loadTrust fills the cache of admission records from the store (at setup,
+// and at each refresh, so a cache that went astray is repaired).
 func (n *Node) loadTrust(ctx context.Context) error {
-	rs, err := n.opts.Store.MeshRelays(ctx)
-	if err != nil {
-		return err
-	}
+	gen := n.trustGeneration()
+	return n.cacheTrust(ctx, gen, nil)
+}
+
+// trustGeneration is n.trustGen, read before a store write of admissions
+// (see cacheTrust).
+func (n *Node) trustGeneration() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, r := range rs {
-		n.trust[r.ID] = r
+	return n.trustGen
+}
+
+// cacheTrust applies a store write's outcome to the cache of admission
+// records; gen is n.trustGen as read before that store write began (nil
+// apply: the cache becomes the store's records). The store orders its
+// writes but the cache writes after them may come in another order: the
+// directory watch seeing a relay (pending) and the operator trusting it
+// at once could leave the cache saying pending over the store's trusted,
+// and as the cache is the relay's view that relay's agents were never
+// listed. So if another write reached the cache since gen, this one's
+// outcome may be the older: the records are read from the store again,
+// and the last cache write always follows the last store write.
+func (n *Node) cacheTrust(ctx context.Context, gen uint64, apply func(map[string]relay.MeshRelay)) error {
+	for {
+		if apply == nil {
+			rs, err := n.opts.Store.MeshRelays(ctx)
+			if err != nil {
+				return fmt.Errorf("read relay admissions: %w", err)
+			}
+			apply = func(m map[string]relay.MeshRelay) {
+				clear(m)
+				for _, r := range rs {
+					m[r.ID] = r
+				}
+			}
+		}
+		n.mu.Lock()
+		if n.trustGen == gen {
+			apply(n.trust)
+			n.trustGen++
+			n.mu.Unlock()
+			return nil
+		}
+		gen = n.trustGen
+		n.mu.Unlock()
+		apply = nil
 	}
-	return nil
 }
 
 // releaseHeld applies, in order, what trusted relays sent while they were
@@ -261,14 +305,16 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 	// The consumer waits while the state changes and the held envelopes
 	// are applied: nothing new of the relay is applied before them.
 	n.applyMu.Lock()
+	gen := n.trustGeneration()
 	r, err = n.opts.Store.SetRelayState(ctx, r.ID, state, key)
+	if err == nil {
+		set := r
+		err = n.cacheTrust(ctx, gen, func(m map[string]relay.MeshRelay) { m[set.ID] = set })
+	}
 	if err != nil {
 		n.applyMu.Unlock()
 		return RelayInfo{}, err
 	}
-	n.mu.Lock()
-	n.trust[r.ID] = r
-	n.mu.Unlock()
 	n.log.Info("mesh: relay "+state, "relay", r.Name, "id", r.ID, "fingerprint", Fingerprint(r.PublicKey))
 	if state == relay.RelayTrusted {
 		err = n.releaseHeldLocked(ctx, r.ID)
@@ -372,16 +418,15 @@ func (n *Node) forgetGone(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	for _, id := range gone {
+		gen := n.trustGeneration()
 		forgot, err := n.opts.Store.ForgetPendingRelay(ctx, id)
 		if err != nil {
 			return err
 		}
 		if forgot {
-			n.mu.Lock()
-			if r, ok := n.trust[id]; ok && r.State == relay.RelayPending {
-				delete(n.trust, id)
+			if err := n.cacheTrust(ctx, gen, func(m map[string]relay.MeshRelay) { delete(m, id) }); err != nil {
+				return err
 			}
-			n.mu.Unlock()
 		}
 	}
 	return nil
