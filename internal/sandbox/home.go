@@ -366,7 +366,7 @@ func (s homeSetup) fill(d *dir) error {
 // returns that name, "" when there is no home.
 func moveAside(p *dir, name string) (string, error) {
 	for range 4 {
-		old := oldHomePrefix + name + "-" + rand.Text()[:16]
+		old := oldHomePrefix + name + "-" + asideSuffix()
 		err := p.rename(name, old)
 		switch {
 		case err == nil:
@@ -379,6 +379,11 @@ func moveAside(p *dir, name string) (string, error) {
 	}
 	return "", fmt.Errorf("move %s aside: every name tried is taken", p.path(name))
 }
+
+// asideSuffix ends the name of a home moved aside: random, so a relay
+// started again (under the same process id) picks no name of a home it
+// moved aside before.
+var asideSuffix = func() string { return rand.Text()[:16] }
 
 // maxOldHomes bounds the homes moved aside removeOldHomes removes at once.
 const maxOldHomes = 64
