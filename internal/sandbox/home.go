@@ -82,7 +82,7 @@ var cliHomes = map[string]cliHome{
 		env: "GEMINI_CLI_HOME", dir: ".gemini", sub: ".gemini",
 		config: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies", "skills", "agents",
 			"trustedFolders.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"},
-		// Its session files (session-TIME-ID.jsonl, .json before 0.40),
+		// Its session files (session-TIME-ID.jsonl; .json, which it reads too),
 		// and the ownership marker by which it finds a project's folder
 		// of them again. Not its projects.json, whose names it takes
 		// unchecked (a name "mine/chats" would make the kept chats folder
