@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,10 +51,11 @@ type cliHome struct {
 	// run, so the run writes its own copy.
 	global string
 	// keep are the files of a run's own writes in the home the next run
-	// keeps (clearHome's patterns, relative to the home): the sessions the
-	// CLI keeps there, which the worker resumes. The rest of the home is
-	// cleared before each run, so nothing a run left there (a program, a
-	// hook, an extension, a skill, a setting) is run or loaded by the next.
+	// keeps (moveKept's patterns, relative to the home): the sessions the
+	// CLI keeps there, which the worker resumes. Each run gets a new home
+	// with only those moved into it, so nothing else a run left there (a
+	// program, a hook, an extension, a skill, a setting) is run or loaded
+	// by the next.
 	keep []string
 }
 
@@ -79,12 +82,13 @@ var cliHomes = map[string]cliHome{
 		env: "GEMINI_CLI_HOME", dir: ".gemini", sub: ".gemini",
 		config: []string{"settings.json", "GEMINI.md", "commands", "extensions", "policies", "skills", "agents",
 			"trustedFolders.json", "oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json"},
-		// Its session files, and the ownership marker by which it finds
-		// a project's folder of them again. Not its projects.json, whose
-		// names it takes unchecked (a name "mine/chats" would make the
-		// kept chats folder the project's temporary folder, whose memory
-		// and skills it loads), nor what is in a folder in chats.
-		keep: []string{".gemini/tmp/*/chats/*", ".gemini/tmp/*/.project_root"},
+		// Its session files (session-TIME-ID.jsonl; .json, which it reads too),
+		// and the ownership marker by which it finds a project's folder
+		// of them again. Not its projects.json, whose names it takes
+		// unchecked (a name "mine/chats" would make the kept chats folder
+		// the project's temporary folder, whose memory and skills it
+		// loads), nor what is in a folder in chats.
+		keep: []string{".gemini/tmp/*/chats/session-*.jsonl", ".gemini/tmp/*/chats/session-*.json", ".gemini/tmp/*/.project_root"},
 	},
 }
 
@@ -206,35 +210,82 @@ func projectName(dir string) (string, bool) {
 	return string(b), len(b) <= 200
 }
 
-// prepare makes the CLI home: the folder, cleared of what the last run
-// left there but what the CLI keeps (clearHome), the user's transcripts
-// when missing, a link per entry, and a fresh copy of the global settings.
-// It never follows a link a run may have planted in the home: all of it is
-// done relative to the home's open folder, the CLI's folder there is
-// replaced by a real one when it is not one (a run that swapped it for a
-// link to the user's ~/.claude), and links and the copy are made under a
-// new name and renamed into place. A home that cannot be cleared is moved
-// aside (and removed if it can be) and the run gets a new one, so no run
-// can make every later one fail.
-func (s homeSetup) prepare() error {
-	if err := os.MkdirAll(s.home, 0o700); err != nil {
-		return fmt.Errorf("create the CLI's home %s: %w", s.home, err)
+// prepare makes the CLI home: a new folder each run, into which only
+// what the CLI keeps of the last one is moved (moveKept: checked, bounded
+// in number and size), the user's transcripts when missing, a link per
+// entry, and a fresh copy of the global settings. The last home is moved
+// aside first (oldHomePrefix, never replacing anything) and removed, as
+// far as it can be in a bounded time (newBudget): so nothing a run left
+// there, nor a process left from a run still writing there (its Landlock
+// rules name the old folder, not the new one), reaches the next run, and
+// no run can make every later one fail. It never follows a link a run may
+// have planted: all of it is done relative to open folders, the CLI's
+// folder is made anew, and links and the copy are made under a new name
+// and renamed into place. warning, for the run's log, says what of the
+// last homes could not be removed (tried again before the next run).
+func (s homeSetup) prepare() (warning string, err error) {
+	parent, base := filepath.Dir(s.home), filepath.Base(s.home)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("create the CLI's home %s: %w", s.home, err)
 	}
-	removeOldHomes(filepath.Dir(s.home))
-	d, err := openDir(s.home)
-	if err == nil {
-		if err = clearHome(d, s.keep); err != nil {
-			d.Close()
-			d, err = s.moveAside(err)
+	p, err := openDir(parent)
+	if err != nil {
+		return "", fmt.Errorf("open the CLI homes %s: %w", parent, err)
+	}
+	defer p.Close()
+	old, err := moveAside(p, base)
+	if err != nil {
+		return "", fmt.Errorf("move the last CLI home %s aside: %w", s.home, err)
+	}
+	if err := p.mkdir(base); err != nil {
+		return "", fmt.Errorf("create the CLI's home %s: %w", s.home, err)
+	}
+	d, err := p.sub(base)
+	if err != nil {
+		return "", fmt.Errorf("open the CLI's home %s: %w", s.home, err)
+	}
+	b := newBudget()
+	var problems []error
+	if old != "" && len(s.keep) > 0 {
+		o, err := p.sub(old)
+		if err == nil {
+			err = moveKept(o, d, splitPatterns(s.keep), b)
+			o.Close()
+		}
+		if err != nil {
+			problems = append(problems, fmt.Errorf("keep its session files: %w", err))
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
+	if err := removeOldHomes(p, b); err != nil {
+		problems = append(problems, err)
 	}
-	defer d.Close()
+	if len(problems) > 0 {
+		warning = homeWarning(s.home, errors.Join(problems...))
+	}
+	err = s.fill(d)
+	d.Close()
+	return warning, err
+}
+
+// maxWarning bounds the cause a warning quotes.
+const maxWarning = 400
+
+// homeWarning is the run log's warning for the last CLI home of home,
+// which could not be removed (cause) or its session files kept.
+func homeWarning(home string, cause error) string {
+	msg := strings.Join(strings.Fields(cause.Error()), " ")
+	if len(msg) > maxWarning {
+		msg = strings.ToValidUTF8(msg[:maxWarning], "") + "…"
+	}
+	return fmt.Sprintf("Warning: the worker's last CLI home was moved aside for this run in %s, but not all of it could be removed (a process left from a run may still be writing there); it is tried again before the next run and goes with the worker: %s",
+		filepath.Dir(home), msg)
+}
+
+// fill fills the new CLI home d.
+func (s homeSetup) fill(d *dir) error {
 	if s.sub != "" {
 		if mode, err := d.lstat(s.sub); err == nil && !mode.IsDir() {
-			if err := d.removeAll(s.sub); err != nil {
+			if err := d.removeAll(s.sub, nil); err != nil {
 				return fmt.Errorf("clear %s: %w", d.path(s.sub), err)
 			}
 		}
@@ -279,7 +330,7 @@ func (s homeSetup) prepare() error {
 	for name, target := range s.links {
 		if _, err := os.Stat(target); err != nil {
 			// The user has none: neither has the run (nothing it left).
-			if err := d.removeAll(name); err != nil {
+			if err := d.removeAll(name, nil); err != nil {
 				return fmt.Errorf("clear %s: %w", where(name), err)
 			}
 			continue
@@ -293,7 +344,7 @@ func (s homeSetup) prepare() error {
 	}
 	src, err := os.Open(s.copyFrom)
 	if errors.Is(err, os.ErrNotExist) {
-		return d.removeAll(s.copyTo)
+		return d.removeAll(s.copyTo, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
@@ -309,41 +360,53 @@ func (s homeSetup) prepare() error {
 	})
 }
 
-// moveAside moves the home, which could not be cleared (cause), aside in
-// its parent (the worker's homes, a run's folder, which the run cannot
-// write), tries to remove it, and opens a new, empty home.
-func (s homeSetup) moveAside(cause error) (*dir, error) {
-	old := filepath.Join(filepath.Dir(s.home), fmt.Sprintf("%s%s-%d-%d", oldHomePrefix, filepath.Base(s.home), os.Getpid(), replaceSeq.Add(1)))
-	if err := os.Rename(s.home, old); err != nil {
-		return nil, fmt.Errorf("clear it: %w; move it aside: %w", cause, err)
+// moveAside renames the CLI home name of the folder p (the worker's
+// homes, a run's folder, which the run cannot write) aside under a new
+// name (oldHomePrefix, a random suffix; never replacing anything) and
+// returns that name, "" when there is no home.
+func moveAside(p *dir, name string) (string, error) {
+	for range 4 {
+		old := oldHomePrefix + name + "-" + asideSuffix()
+		err := p.rename(name, old)
+		switch {
+		case err == nil:
+			return old, nil
+		case errors.Is(err, fs.ErrNotExist):
+			return "", nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", err
+		}
 	}
-	removeOldHomes(filepath.Dir(s.home))
-	if err := os.Mkdir(s.home, 0o700); err != nil {
-		return nil, err
-	}
-	return openDir(s.home)
+	return "", fmt.Errorf("move %s aside: every name tried is taken", p.path(name))
 }
 
-// removeOldHomes removes, as far as it can, the homes moved aside in the
-// folder parent (moveAside): those that still cannot be removed are tried
-// again before the next run, and go with the worker.
-func removeOldHomes(parent string) {
-	d, err := openDir(parent)
-	if err != nil {
-		return
-	}
-	defer d.Close()
+// asideSuffix ends the name of a home moved aside: random, so a relay
+// started again (under the same process id) picks no name of a home it
+// moved aside before.
+var asideSuffix = func() string { return rand.Text()[:16] }
+
+// maxOldHomes bounds the homes moved aside removeOldHomes removes at once.
+const maxOldHomes = 64
+
+// removeOldHomes removes from the folder p the homes moved aside
+// (moveAside) and the folders a removal moved up there (removeAll), as
+// far as b lets it; what is left is tried again before the next run, and
+// goes with the worker.
+func removeOldHomes(p *dir, b *budget) error {
 	var old []string
-	_ = d.names(func(names []string) {
+	err := p.names(func(names []string) bool {
 		for _, n := range names {
-			if strings.HasPrefix(n, oldHomePrefix) && len(old) < 64 {
+			if strings.HasPrefix(n, oldHomePrefix) || strings.HasPrefix(n, deepPrefix) {
 				old = append(old, n)
 			}
 		}
+		return len(old) < maxOldHomes
 	})
+	errs := []error{err}
 	for _, n := range old {
-		_ = d.removeAll(n)
+		errs = append(errs, p.removeAll(n, b))
 	}
+	return errors.Join(errs...)
 }
 
 // maxGlobalSettings bounds the copy of a CLI's global settings file.

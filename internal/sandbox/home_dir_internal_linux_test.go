@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,5 +51,69 @@ func TestHomeSubFolderNeverBlocks(t *testing.T) {
 			}
 			t.Fatalf("opening the %s blocks", name)
 		}
+	}
+}
+
+// Ensure moving a home aside never replaces a home moved aside before
+// (one a relay started again under the same process id may have named
+// alike, which rename would fail on, not empty): another name is tried.
+// Trying one name only, the move fails, so the test can fail.
+func TestHomeMoveAsideTakesAFreeName(t *testing.T) {
+	parent := t.TempDir()
+	for _, rel := range []string{"gemini/.gemini/s", ".crosschat-old-gemini-taken/stuck/f"} {
+		p := filepath.Join(parent, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"taken", "free"}
+	defer func(f func() string) { asideSuffix = f }(asideSuffix)
+	asideSuffix = func() string { n := names[0]; names = names[1:]; return n }
+	d, err := openDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	old, err := moveAside(d, "gemini")
+	if err != nil || old != ".crosschat-old-gemini-free" {
+		t.Fatalf("moved aside as %q, %v; want .crosschat-old-gemini-free", old, err)
+	}
+	for _, rel := range []string{".crosschat-old-gemini-taken/stuck/f", ".crosschat-old-gemini-free/.gemini/s"} {
+		if _, err := os.Stat(filepath.Join(parent, rel)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Ensure the removal of what a run left is bounded as a whole: past its
+// budget it stops with errBudget, having read no more entries than that.
+// Unbounded, every entry is removed, so the test can fail.
+func TestHomeRemovalBounded(t *testing.T) {
+	parent := t.TempDir()
+	for i := range 200 {
+		p := filepath.Join(parent, "old", "d"+strconv.Itoa(i%4), "f"+strconv.Itoa(i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := openDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	b := &budget{left: 50, deadline: time.Now().Add(time.Hour)}
+	if err := d.removeAll("old", b); !errors.Is(err, errBudget) {
+		t.Fatalf("removing past the budget: %v, want %v", err, errBudget)
+	}
+	left := 0
+	_ = filepath.WalkDir(filepath.Join(parent, "old"), func(string, os.DirEntry, error) error { left++; return nil })
+	if left < 200-50 {
+		t.Errorf("%d entries left, want at least %d", left, 200-50)
 	}
 }

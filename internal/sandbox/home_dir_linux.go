@@ -90,22 +90,77 @@ func (d *dir) root() (*os.Root, error) {
 	return os.OpenRoot("/proc/self/fd/" + strconv.Itoa(d.fd))
 }
 
-// lstat reports the type of d's entry name (not following a link).
-func (d *dir) lstat(name string) (fs.FileMode, error) {
+// entry is what stat reports of an entry of a folder.
+type entry struct {
+	mode  fs.FileMode // 0 for a regular file, fs.ModeDir, else fs.ModeIrregular
+	links uint64      // its names (hard links)
+	size  int64
+	mtime int64 // its modification time, in nanoseconds
+}
+
+// stat reports d's entry name (not following a link).
+func (d *dir) stat(name string) (entry, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
-			return 0, fs.ErrNotExist
+			return entry{}, fs.ErrNotExist
 		}
-		return 0, &fs.PathError{Op: "lstat", Path: d.path(name), Err: err}
+		return entry{}, &fs.PathError{Op: "lstat", Path: d.path(name), Err: err}
 	}
+	e := entry{mode: fs.ModeIrregular, links: uint64(st.Nlink), size: st.Size, mtime: st.Mtim.Nano()}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		return 0, nil
+		e.mode = 0
 	case unix.S_IFDIR:
-		return fs.ModeDir, nil
+		e.mode = fs.ModeDir
 	}
-	return fs.ModeIrregular, nil
+	return e, nil
+}
+
+// lstat reports the type of d's entry name (not following a link).
+func (d *dir) lstat(name string) (fs.FileMode, error) {
+	e, err := d.stat(name)
+	return e.mode, err
+}
+
+// mkdir makes the folder name in d.
+func (d *dir) mkdir(name string) error {
+	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
+		if err == unix.EEXIST {
+			return fs.ErrExist
+		}
+		return &fs.PathError{Op: "mkdir", Path: d.path(name), Err: err}
+	}
+	return nil
+}
+
+// moveTo moves d's entry name into the folder to, under the same name,
+// replacing nothing.
+func (d *dir) moveTo(name string, to *dir) error {
+	if err := unix.Renameat2(d.fd, name, to.fd, name, unix.RENAME_NOREPLACE); err != nil {
+		return &os.LinkError{Op: "rename", Old: d.path(name), New: to.path(name), Err: err}
+	}
+	return nil
+}
+
+// rename renames d's entry name to newName, replacing nothing (fs.ErrExist
+// when newName is taken).
+func (d *dir) rename(name, newName string) error {
+	if err := unix.Renameat2(d.fd, name, d.fd, newName, unix.RENAME_NOREPLACE); err != nil {
+		if err == unix.EEXIST {
+			return fs.ErrExist
+		}
+		if err == unix.ENOENT {
+			return fs.ErrNotExist
+		}
+		return &os.LinkError{Op: "rename", Old: d.path(name), New: d.path(newName), Err: err}
+	}
+	return nil
+}
+
+// removeEmpty removes d's folder name when it is empty.
+func (d *dir) removeEmpty(name string) error {
+	return unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR)
 }
 
 // remove removes d's entry name when it is not a folder, or when it is an
@@ -121,9 +176,9 @@ func (d *dir) remove(name string) error {
 	return nil
 }
 
-// names calls fn with each batch of the names in d, from its start; fn
-// may remove them.
-func (d *dir) names(fn func([]string)) error {
+// names calls fn with each batch of the names in d, from its start, until
+// it returns false; fn may remove them.
+func (d *dir) names(fn func([]string) bool) error {
 	if _, err := unix.Seek(d.fd, 0, 0); err != nil {
 		return &fs.PathError{Op: "seek", Path: d.name, Err: err}
 	}
@@ -137,7 +192,9 @@ func (d *dir) names(fn func([]string)) error {
 			return nil
 		}
 		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
-		fn(names)
+		if !fn(names) {
+			return nil
+		}
 	}
 }
 
@@ -148,15 +205,19 @@ var deepSeq atomic.Int64
 // link, with a bounded number of files open however deep a run nested its
 // folders: a folder maxOpenDepth down is moved up into d under a name of
 // its own and removed after. Folders a run made unwritable or
-// inaccessible are given their owner's rights first.
-func (d *dir) removeAll(name string) error {
+// inaccessible are given their owner's rights first. Each entry spends
+// from b; a folder still being written (maxClearPasses) or past b fails.
+func (d *dir) removeAll(name string, b *budget) error {
 	queue := []string{name}
 	var errs []error
 	for done := 0; len(queue) > 0 && done <= maxDeepMoves; done++ {
+		if b != nil && b.left < 0 {
+			return errors.Join(append(errs, fmt.Errorf("remove %s: %w", d.path(name), errBudget))...)
+		}
 		n := queue[0]
 		queue = queue[1:]
-		err := d.removeTree(d, n, 0, func(parent *dir, child string) error {
-			moved := fmt.Sprintf(".crosschat-deep-%d-%d", os.Getpid(), deepSeq.Add(1))
+		err := d.removeTree(d, n, 0, b, func(parent *dir, child string) error {
+			moved := fmt.Sprintf("%s%d-%d", deepPrefix, os.Getpid(), deepSeq.Add(1))
 			if err := unix.Renameat(parent.fd, child, d.fd, moved); err != nil {
 				return &os.LinkError{Op: "rename", Old: parent.path(child), New: d.path(moved), Err: err}
 			}
@@ -175,7 +236,7 @@ func (d *dir) removeAll(name string) error {
 
 // removeTree removes parent's entry name; a folder depth down is emptied
 // first, its folders maxOpenDepth down handed to moveUp.
-func (d *dir) removeTree(parent *dir, name string, depth int, moveUp func(*dir, string) error) error {
+func (d *dir) removeTree(parent *dir, name string, depth int, b *budget, moveUp func(*dir, string) error) error {
 	if err := unix.Unlinkat(parent.fd, name, 0); err != unix.EISDIR {
 		if err != nil && err != unix.ENOENT {
 			return &fs.PathError{Op: "remove", Path: parent.path(name), Err: err}
@@ -195,11 +256,15 @@ func (d *dir) removeTree(parent *dir, name string, depth int, moveUp func(*dir, 
 	var errs []error
 	// Pass after pass: entries removed while the folder is read may hide
 	// others from that reading.
-	for pass := 0; pass < maxClearPasses; pass++ {
+	for pass := 1; ; pass++ {
 		removed := 0
 		var perr []error
-		rerr := c.names(func(names []string) {
+		rerr := c.names(func(names []string) bool {
 			for _, n := range names {
+				if err := b.spend(); err != nil {
+					perr = append(perr, err)
+					return false
+				}
 				var err error
 				if depth+1 >= maxOpenDepth {
 					if mode, lerr := c.lstat(n); lerr == nil && mode.IsDir() {
@@ -208,17 +273,26 @@ func (d *dir) removeTree(parent *dir, name string, depth int, moveUp func(*dir, 
 						err = c.remove(n)
 					}
 				} else {
-					err = d.removeTree(c, n, depth+1, moveUp)
+					err = d.removeTree(c, n, depth+1, b, moveUp)
 				}
 				if err != nil {
 					perr = append(perr, err)
+					if errors.Is(err, errBudget) {
+						return false
+					}
 				} else {
 					removed++
 				}
 			}
+			return true
 		})
 		errs = append(perr, rerr)
-		if removed == 0 || rerr != nil {
+		if removed == 0 || rerr != nil || (b != nil && b.left < 0) {
+			break
+		}
+		if pass == maxClearPasses {
+			// Still written as it is removed: by a process left from a run.
+			errs = append(errs, fmt.Errorf("remove %s: its last of %d readings still removed entries", c.name, maxClearPasses))
 			break
 		}
 	}

@@ -49,20 +49,55 @@ func (d *dir) sub(name string) (*dir, error) {
 // root is d as an os.Root.
 func (d *dir) root() (*os.Root, error) { return d.r.OpenRoot(".") }
 
-// lstat reports the type of d's entry name (not following a link).
-func (d *dir) lstat(name string) (fs.FileMode, error) {
+// entry is what stat reports of an entry of a folder.
+type entry struct {
+	mode  fs.FileMode // 0 for a regular file, fs.ModeDir, else fs.ModeIrregular
+	links uint64      // its names (1 here: CLI homes keep files on Linux only)
+	size  int64
+	mtime int64 // its modification time, in nanoseconds
+}
+
+// stat reports d's entry name (not following a link).
+func (d *dir) stat(name string) (entry, error) {
 	fi, err := d.r.Lstat(name)
 	if err != nil {
-		return 0, err
+		return entry{}, err
 	}
+	e := entry{mode: fs.ModeIrregular, links: 1, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	switch {
 	case fi.Mode().IsRegular():
-		return 0, nil
+		e.mode = 0
 	case fi.IsDir():
-		return fs.ModeDir, nil
+		e.mode = fs.ModeDir
 	}
-	return fs.ModeIrregular, nil
+	return e, nil
 }
+
+// lstat reports the type of d's entry name (not following a link).
+func (d *dir) lstat(name string) (fs.FileMode, error) {
+	e, err := d.stat(name)
+	return e.mode, err
+}
+
+// mkdir makes the folder name in d.
+func (d *dir) mkdir(name string) error { return d.r.Mkdir(name, 0o700) }
+
+// moveTo moves d's entry name into the folder to, under the same name.
+func (d *dir) moveTo(name string, to *dir) error {
+	return os.Rename(d.path(name), to.path(name))
+}
+
+// rename renames d's entry name to newName (fs.ErrExist when newName is
+// taken).
+func (d *dir) rename(name, newName string) error {
+	if _, err := d.r.Lstat(newName); err == nil {
+		return fs.ErrExist
+	}
+	return d.r.Rename(name, newName)
+}
+
+// removeEmpty removes d's folder name when it is empty.
+func (d *dir) removeEmpty(name string) error { return d.r.Remove(name) }
 
 // remove removes d's entry name when it is not a folder, or when it is an
 // empty one; a missing entry is no error.
@@ -73,8 +108,9 @@ func (d *dir) remove(name string) error {
 	return nil
 }
 
-// names calls fn with each batch of the names in d, from its start.
-func (d *dir) names(fn func([]string)) error {
+// names calls fn with each batch of the names in d, from its start, until
+// it returns false.
+func (d *dir) names(fn func([]string) bool) error {
 	f, err := d.r.Open(".")
 	if err != nil {
 		return err
@@ -82,8 +118,7 @@ func (d *dir) names(fn func([]string)) error {
 	defer f.Close()
 	for {
 		names, err := f.Readdirnames(256)
-		fn(names)
-		if err == io.EOF {
+		if !fn(names) || err == io.EOF {
 			return nil
 		}
 		if err != nil {
@@ -93,8 +128,12 @@ func (d *dir) names(fn func([]string)) error {
 }
 
 // removeAll removes d's entry name with what it holds, never following a
-// link; a folder a run made unwritable is made writable first.
-func (d *dir) removeAll(name string) error {
+// link; a folder a run made unwritable is made writable first. b is
+// spent once (the removal itself is not bounded here).
+func (d *dir) removeAll(name string, b *budget) error {
+	if err := b.spend(); err != nil {
+		return err
+	}
 	err := d.r.RemoveAll(name)
 	if err == nil || !errors.Is(err, os.ErrPermission) {
 		return err
@@ -117,9 +156,10 @@ func writable(d *dir, name string, depth int) {
 		return
 	}
 	defer c.Close()
-	_ = c.names(func(names []string) {
+	_ = c.names(func(names []string) bool {
 		for _, n := range names {
 			writable(c, n, depth+1)
 		}
+		return true
 	})
 }

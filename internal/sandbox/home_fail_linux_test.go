@@ -1,13 +1,16 @@
 package sandbox_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
@@ -21,19 +24,15 @@ const sharedEnv = "CROSSCHAT_TEST_UNPRIVILEGED_SHARED"
 
 // unprivileged reports whether the test runs as a user without root's
 // rights over files, as the relay does (permissions bind it), and so may
-// go on. As root it runs the test again as nobody instead (setpriv; the
-// test binary copied where nobody can run it), with setup's folder shared
-// (made by root, world-writable), fails as that run fails, and returns
-// false; without setpriv it skips. shared is "" when the test was not
-// started that way.
+// go on. As root it runs the test again as nobody instead (the test
+// binary copied where nobody can run it, started with nobody's
+// credentials, no tool needed, within a minute), with setup's folder
+// shared (made by root, world-writable), fails as that run fails, and
+// returns false. shared is "" when the test was not started that way.
 func unprivileged(t *testing.T, setup func(shared string)) (shared string, ok bool) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		return os.Getenv(sharedEnv), true
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("as root, without setpriv to run this test unprivileged: permissions would not bind it")
 	}
 	dir, err := os.MkdirTemp("", "crosschat-unprivileged-")
 	if err != nil {
@@ -58,8 +57,11 @@ func unprivileged(t *testing.T, setup func(shared string)) (shared string, ok bo
 	}
 	bin := filepath.Join(dir, "test.bin")
 	copyFile(t, self, bin, 0o755)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), sharedEnv+"="+shared, "TMPDIR="+dir)
 	out, err := cmd.CombinedOutput()
@@ -113,16 +115,19 @@ func geminiHome(t *testing.T) (sandbox.Wrapper, runspec.SandboxRequest, string) 
 // keep what it planted there: a folder made read-only (the home, tmp,
 // chats, one the run made), or inaccessible
 // (chmod 000: the home, .gemini, tmp, a project's folder, its chats), is
-// given back its owner's rights, cleared, and the session files in it
-// stay. Run unprivileged (as root, permissions bind nothing); without the
-// fix-up the next run's preparation fails with "permission denied", so
-// the test can fail.
+// given back its owner's rights, so the session files in it are kept and
+// the last home is removed (nothing is left aside in the worker's homes),
+// and nothing planted (in each of those folders) is in the next run's
+// home. Run unprivileged (as root, permissions bind nothing); without the
+// fix-up the last home stays aside (or a session is lost), so the test
+// can fail.
 func TestCLIHomeLockedFolders(t *testing.T) {
 	if _, ok := unprivileged(t, nil); !ok {
 		return
 	}
 	const session = ".gemini/tmp/mine/chats/session-2026-12-03T17-37-0f83ac72.jsonl"
-	planted := []string{".gemini/tmp/mine/memory/skills/evil/SKILL.md", ".gemini/tmp/mine/chats/sub/evil.md", "locked/inner/x.sh", ".gemini/evil.sh"}
+	planted := []string{".gemini/tmp/mine/memory/skills/evil/SKILL.md", ".gemini/tmp/mine/chats/sub/evil.md", "locked/inner/x.sh", ".gemini/evil.sh",
+		".gemini/tmp/evil.sh", "evil.sh", ".gemini/tmp/mine/evil.sh", ".gemini/tmp/mine/chats/evil.sh"}
 	for _, tt := range []struct {
 		name, folder string
 		mode         os.FileMode
@@ -160,8 +165,28 @@ func TestCLIHomeLockedFolders(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(own, session)); err != nil || string(b) != "transcript" {
 				t.Errorf("the session was not kept: %q, %v", b, err)
 			}
+			if names := leftAside(t, filepath.Dir(own)); len(names) > 0 {
+				t.Errorf("the last home was not removed: %v", names)
+			}
 		})
 	}
+}
+
+// leftAside are the names of what is left aside in the worker's homes
+// homes (homes moved aside, folders moved up).
+func leftAside(t *testing.T, homes string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(homes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".crosschat-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 // Ensure a run that nests folders in its CLI home deeper than the relay
@@ -226,12 +251,13 @@ func TestCLIHomeDeepTree(t *testing.T) {
 	}
 }
 
-// Ensure a CLI home that cannot be cleared (here, a folder in it the
+// Ensure a CLI home that cannot be removed (here, a folder in it the
 // relay's user cannot empty: root's, which the run moved in) does not
-// make every later run fail: the home is moved aside in the worker's
-// homes and the run gets a new one, without what the run planted. Run
-// unprivileged; without moving it aside the next run's preparation fails,
-// so the test can fail.
+// make every later run fail: the run gets a new home, without what the
+// run planted, what is left of the last one stays aside in the worker's
+// homes, and the run's log says so with the cause. Run unprivileged;
+// clearing the home in place, the next run's preparation fails, and
+// without the warning the log says nothing, so the test can fail.
 func TestCLIHomeMovedAsideWhenStuck(t *testing.T) {
 	shared, ok := unprivileged(t, func(shared string) {
 		// root's: an open folder holding a closed one holding a file.
@@ -246,15 +272,19 @@ func TestCLIHomeMovedAsideWhenStuck(t *testing.T) {
 		return
 	}
 	if shared == "" {
-		t.Skip("needs a folder root made: run as root with setpriv")
+		t.Skip("needs a folder root made: run as root")
 	}
 	w, req, own := geminiHome(t)
 	writeTestFile(t, filepath.Join(own, "evil.sh"), "planted")
 	if err := os.Rename(filepath.Join(shared, "stuck"), filepath.Join(own, "stuck")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Wrap(req); err != nil {
+	sb, err := w.Wrap(req)
+	if err != nil {
 		t.Fatalf("next wrap: %v", err)
+	}
+	if !sb.Warning || !strings.Contains(sb.Log, "last CLI home") || !strings.Contains(sb.Log, "permission denied") {
+		t.Errorf("the run's log does not say the last home was left aside, and why: %s", sb.Log)
 	}
 	for _, rel := range []string{"stuck", "evil.sh"} {
 		if _, err := os.Lstat(filepath.Join(own, rel)); !errors.Is(err, os.ErrNotExist) {

@@ -148,9 +148,11 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 			_ = f.Close()
 		}
 		for _, h := range rules.homes {
-			if err := h.prepare(); err != nil {
+			msg, err := h.prepare()
+			if err != nil {
 				return runspec.Sandboxed{}, err
 			}
+			warning = strings.TrimSpace(warning + " " + msg)
 		}
 		for _, d := range rules.Private {
 			if err := os.Mkdir(d, 0o700); (err != nil && !errors.Is(err, os.ErrExist)) || !privateDir(d, os.Getuid()) {
