@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -297,7 +298,8 @@ func TestRootWarning(t *testing.T) {
 // CLI that starts a daemon), "group-cli" (a CLI that takes its grace, or
 // ignores SIGTERM, in the run's process group or out of it) or
 // "attack-parent" (a CLI that tries to signal and ptrace each thread of
-// the process that started it).
+// the process that started it) or "limit-parent" (a CLI that tries to
+// change that process's limits and priorities, then is "cli").
 const reaperHelper = "CCR_REAPER_HELPER"
 
 func init() {
@@ -310,6 +312,8 @@ func init() {
 		os.Exit(groupCLIMain())
 	case "attack-parent":
 		os.Exit(attackParentMain())
+	case "limit-parent":
+		os.Exit(limitParentMain())
 	}
 }
 
@@ -475,6 +479,70 @@ func attackParentMain() int {
 		fmt.Println("process: ok")
 	}
 	return 0
+}
+
+// limitParentMain tries to change its parent's (the sandbox child's)
+// resource limits, scheduling, affinity, nice value and I/O priority, as
+// prlimit --pid, chrt -p, taskset -p, renice and ionice -p would, and its
+// own (through pid 0, as glibc, Go and libuv do), and to read its
+// parent's limit on open files; it writes "parent VERB" (the parent's
+// first argument) and "NAME ok" or "NAME ERROR" per try to $CCR_CLI_NOTE,
+// then goes on as cliMain (a setsid'd daemon, which the sandbox child
+// must still end: with no files to open, it could not list the run).
+func limitParentMain() int {
+	ppid := os.Getppid()
+	lines := []string{"parent " + parentVerb(ppid)}
+	try := func(name string, err error) {
+		if err == nil {
+			lines = append(lines, name+" ok")
+		} else {
+			lines = append(lines, name+" "+err.Error())
+		}
+	}
+	errnoOf := func(_, _ uintptr, e unix.Errno) error {
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+	const schedIdle, schedBatch, ioprioWhoProcess, ioprioIdle = 5, 3, 1, 3 << 13
+	var param [1]int32 // struct sched_param
+	var cpus unix.CPUSet
+	_ = unix.SchedGetaffinity(0, &cpus)
+	var limit unix.Rlimit
+	try("prlimit-parent-read", unix.Prlimit(ppid, unix.RLIMIT_NOFILE, nil, &limit))
+	try("prlimit-parent-nofile", unix.Prlimit(ppid, unix.RLIMIT_NOFILE, &unix.Rlimit{}, nil))
+	try("prlimit-parent-cpu", unix.Prlimit(ppid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: 1, Max: 1}, nil))
+	try("sched_setscheduler-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(ppid), schedIdle, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setparam-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETPARAM, uintptr(ppid), uintptr(unsafe.Pointer(&param)), 0)))
+	try("sched_setattr-parent", unix.SchedSetAttr(ppid, &unix.SchedAttr{Policy: schedIdle}, 0))
+	try("sched_setaffinity-parent", unix.SchedSetaffinity(ppid, &cpus))
+	try("setpriority-parent", unix.Setpriority(unix.PRIO_PROCESS, ppid, 19))
+	try("setpriority-group", unix.Setpriority(unix.PRIO_PGRP, 0, 19))
+	try("ioprio_set-parent", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(ppid), ioprioIdle)))
+	// Its own, through 0.
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &limit); err == nil {
+		try("setrlimit-self", unix.Setrlimit(unix.RLIMIT_NOFILE, &limit))
+	}
+	try("sched_setscheduler-self", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, schedBatch, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setaffinity-self", unix.SchedSetaffinity(0, &cpus))
+	try("setpriority-self", unix.Setpriority(unix.PRIO_PROCESS, 0, 1))
+	try("ioprio_set-self", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 0, ioprioIdle)))
+	if err := os.WriteFile(os.Getenv("CCR_CLI_NOTE"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return cliMain()
+}
+
+// parentVerb is the first argument of process pid ("" if unknown): the
+// sandbox child's is sandbox.Verb.
+func parentVerb(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if args := strings.Split(string(b), "\x00"); len(args) > 1 {
+		return args[1]
+	}
+	return ""
 }
 
 // statusConfined reports whether a /proc/PID/status shows no_new_privs or
@@ -839,6 +907,49 @@ int main(void) {
 	return 0;
 }
 `
+
+// Ensure a sandboxed run cannot change the resource limits, scheduling,
+// affinity, nice value or I/O priority of the sandbox child that
+// supervises it (Landlock guards none of them at any ABI): with its limit
+// on open files lowered to 0 the child could not list the run's
+// processes, and a setsid'd daemon would outlive the run; with SCHED_IDLE
+// it would starve, with a CPU limit of 1 s the kernel would kill it. The
+// daemon still ends with the run, reading the child's limits still works,
+// and the run still changes its own (pid 0).
+func TestRunCannotChangeItsReaper(t *testing.T) {
+	if !sandbox.Seccomp() {
+		t.Skip("this kernel has no seccomp filter")
+	}
+	r := startReaperRun(t, "limit-parent", "CCR_CLI_THEN=exit")
+	daemon := r.pid(t, r.daemonPid)
+	writeTestFile(t, r.cliGo, "")
+	if got := endedBy(r.cmd.Wait()); got != "exit 0" {
+		t.Errorf("the run ended by %q, want exit 0", got)
+	}
+	poll.Until(t, fmt.Sprintf("the setsid process %d to end", daemon), 10*time.Second, func() bool { return !running(daemon) })
+	b, err := os.ReadFile(r.cliNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = v
+	}
+	want := map[string]string{"parent": sandbox.Verb, "prlimit-parent-read": "ok"}
+	for _, k := range []string{"prlimit-parent-nofile", "prlimit-parent-cpu", "sched_setscheduler-parent", "sched_setparam-parent",
+		"sched_setattr-parent", "sched_setaffinity-parent", "setpriority-parent", "setpriority-group", "ioprio_set-parent"} {
+		want[k] = unix.EPERM.Error()
+	}
+	for _, k := range []string{"setrlimit-self", "sched_setscheduler-self", "sched_setaffinity-self", "setpriority-self", "ioprio_set-self"} {
+		want[k] = "ok"
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q\n%s", k, got[k], v, b)
+		}
+	}
+}
 
 // Ensure a sandboxed run can neither signal nor ptrace the sandbox child
 // that supervises it (to kill it and leave its processes to init, or to
