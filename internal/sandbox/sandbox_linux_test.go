@@ -231,6 +231,61 @@ func TestProtectedOverlapRefused(t *testing.T) {
 	}
 }
 
+// Ensure a run that could write the relay's own program (which the worker
+// starts unconfined for every run) is refused: a working or extra folder,
+// or a read-write allowed path, that holds it (a relay built in a project
+// that is also a worker's folder), as named or through a link to it;
+// reading it stays allowed, and a read-write path the operator allowed
+// explicitly gives a warning instead.
+func TestSelfOverlapRefused(t *testing.T) {
+	home, data, work, run, shared := layout(t)
+	bin := filepath.Join(work, "build", "bin", "crosschat-relay")
+	writeTestFile(t, bin, "relay")
+	link := filepath.Join(home, "relay-link")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(home, "projects", "other")
+	tests := []struct {
+		name, self, workdir string
+		extra, allow        []string
+		// want: "refused", "warning" or "ok".
+		want string
+	}{
+		{"the working folder holds it", bin, work, nil, nil, "refused"},
+		{"an extra folder holds it", bin, other, []string{work}, nil, "refused"},
+		{"its folder is the working folder", bin, filepath.Dir(bin), nil, nil, "refused"},
+		{"through a link to it", link, work, nil, nil, "refused"},
+		{"read-only allowed path", bin, other, nil, []string{work + ":ro"}, "ok"},
+		{"read-write allowed path", bin, other, nil, []string{work + ":rw"}, "warning"},
+		{"a subfolder beside it", bin, filepath.Join(work, "src"), nil, nil, "ok"},
+		{"elsewhere", bin, shared, nil, nil, "ok"},
+	}
+	if err := os.MkdirAll(filepath.Join(work, "src"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := sandbox.Wrapper{Self: tt.self, Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }, Seccomp: func() bool { return true }}
+			req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: tt.allow},
+				Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: tt.workdir, ExtraDirs: tt.extra, RunDir: run}
+			s, err := w.Wrap(req)
+			got := "ok"
+			switch {
+			case err != nil && strings.Contains(err.Error(), "relay's own program "+bin):
+				got = "refused"
+			case err != nil:
+				t.Fatalf("wrap: %v", err)
+			case strings.Contains(s.Log, "relay's own program "+bin):
+				got = "warning"
+			}
+			if got != tt.want {
+				t.Errorf("got %s, want %s: %v; log: %s", got, tt.want, err, s.Log)
+			}
+		})
+	}
+}
+
 // Ensure a CLI's arguments for a confined run (Codex's own sandbox off) are
 // used only where the run is actually confined: a kernel without Landlock
 // (the worker allowing unsandboxed runs) starts the plain arguments, and a
