@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -354,7 +355,8 @@ func TestRootWarning(t *testing.T) {
 // ignores SIGTERM, in the run's process group or out of it) or
 // "attack-parent" (a CLI that tries to signal and ptrace each thread of
 // the process that started it) or "limit-parent" (a CLI that tries to
-// change that process's limits and priorities, then is "cli").
+// change that process's limits and priorities, then is "cli") or
+// "traceme" (a CLI that asks its parent to trace it, then signals itself).
 const reaperHelper = "CCR_REAPER_HELPER"
 
 func init() {
@@ -369,6 +371,8 @@ func init() {
 		os.Exit(attackParentMain())
 	case "limit-parent":
 		os.Exit(limitParentMain())
+	case "traceme":
+		os.Exit(tracemeMain())
 	}
 }
 
@@ -486,10 +490,12 @@ count:
 // attackParentMain, as its very first action and again and again for a
 // while, tries to signal (signal 0) and to ptrace (PTRACE_SEIZE) each
 // thread of its parent (the sandbox child), and reads whether the thread
-// is confined (NoNewPrivs, Seccomp in its status). It prints a line per
-// success ("signal TID", "ptrace TID", "confined TID"), then "attempts N",
-// "self seccomp MODE" (2: the CLI itself is confined) and "process: ok"
-// or "process: refused" for a signal to the whole parent.
+// is confined: whether its NoNewPrivs, Seccomp or Seccomp_filters differ
+// from $CCR_BASE_STATUS (the test's own, which the sandbox child
+// inherits). It prints "parent VERB" (its parent's first argument), a
+// line per success ("signal TID", "ptrace TID", "confined TID"), then
+// "attempts N", "self seccomp MODE" (2: the CLI itself is confined) and
+// "process: ok" or "process: refused" for a signal to the whole parent.
 func attackParentMain() int {
 	ppid := os.Getppid()
 	dir := "/proc/" + strconv.Itoa(ppid) + "/task"
@@ -501,6 +507,8 @@ func attackParentMain() int {
 			lines = append(lines, l)
 		}
 	}
+	base := os.Getenv("CCR_BASE_STATUS")
+	fmt.Println("parent", parentVerb(ppid))
 	attempts := 0
 	for range 300 {
 		tasks, err := os.ReadDir(dir)
@@ -517,7 +525,7 @@ func attackParentMain() int {
 			if err := unix.PtraceSeize(tid); err == nil {
 				note("ptrace " + task.Name()) // detached when this process ends
 			}
-			if b, err := os.ReadFile(dir + "/" + task.Name() + "/status"); err == nil && statusConfined(string(b)) {
+			if b, err := os.ReadFile(dir + "/" + task.Name() + "/status"); err == nil && confinementOf(string(b)) != base {
 				note("confined " + task.Name())
 			}
 		}
@@ -590,6 +598,29 @@ func limitParentMain() int {
 	return cliMain()
 }
 
+// tracemeMain makes its parent (the sandbox child) its tracer
+// (PTRACE_TRACEME, on its one thread), raises SIGUSR1 on that thread, which
+// stops it for the tracer, and prints "got SIGUSR1" once its handler has
+// the signal; "traceme: ERROR" and 3 when the tracing is refused.
+func tracemeMain() int {
+	runtime.LockOSThread()
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, syscall.SIGUSR1)
+	if _, _, errno := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0); errno != 0 {
+		fmt.Println("traceme:", errno)
+		return 3
+	}
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGUSR1)
+	select {
+	case <-got:
+		fmt.Println("got SIGUSR1")
+		return 0
+	case <-time.After(30 * time.Second):
+		fmt.Println("no SIGUSR1")
+		return 1
+	}
+}
+
 // parentVerb is the first argument of process pid ("" if unknown): the
 // sandbox child's is sandbox.Verb.
 func parentVerb(pid int) string {
@@ -600,10 +631,14 @@ func parentVerb(pid int) string {
 	return ""
 }
 
-// statusConfined reports whether a /proc/PID/status shows no_new_privs or
-// a seccomp filter (what the run's confinement sets).
-func statusConfined(status string) bool {
-	return statusField(status, "NoNewPrivs") != "0" || statusField(status, "Seccomp") != "0"
+// confinementOf is what a /proc/PID/status shows of a process's
+// confinement: its NoNewPrivs, Seccomp and Seccomp_filters.
+func confinementOf(status string) string {
+	var out []string
+	for _, name := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters"} {
+		out = append(out, name+"="+statusField(status, name))
+	}
+	return strings.Join(out, " ")
 }
 
 // statusField is the value of a "Name:\tvalue" line of a /proc status.
@@ -893,6 +928,36 @@ func TestLeftoversGetSIGTERM(t *testing.T) {
 	}
 }
 
+// Ensure a CLI that makes the sandbox child its tracer (PTRACE_TRACEME)
+// and stops for it (a signal) is let go with its signal, not taken as
+// ended (and killed with its tree).
+func TestTracedCLIIsLetGo(t *testing.T) {
+	self := landlockSelf(t)
+	cmd, _ := sandboxedCmd(t, self, nil, reaperHelper+"=traceme")
+	out, err := cmd.CombinedOutput()
+	if strings.HasPrefix(string(out), "traceme:") {
+		t.Skipf("the CLI cannot be traced here: %s", out)
+	}
+	if got := endedBy(err); got != "exit 0" || !strings.Contains(string(out), "got SIGUSR1") {
+		t.Fatalf("ended by %q: %s", got, out)
+	}
+}
+
+// Ensure a stop that comes before the CLI is started (the worker's SIGTERM
+// to the run's group, which then holds only the sandbox child) does not
+// leave the CLI to run without it: the CLI is not started, and the run
+// ends by the stop signal.
+func TestStopBeforeCLIStarts(t *testing.T) {
+	cmd, work := sandboxedCmd(t, "/bin/sh", []string{"-c", ": > started; sleep 30"}, "CCR_STOP_BEFORE_START=1")
+	out, err := cmd.CombinedOutput()
+	if got := endedBy(err); got != "signal terminated" {
+		t.Errorf("ended by %q, want signal terminated: %s", got, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "started")); err == nil {
+		t.Error("the CLI started")
+	}
+}
+
 // Ensure a sandboxed run ends as its CLI did: the CLI's exit code, or the
 // signal that killed it (the worker labels a run "killed" by that), also a
 // signal the Go runtime handles itself (SIGSEGV, SIGSYS of the seccomp
@@ -929,20 +994,28 @@ func TestReaperMirrorsExit(t *testing.T) {
 }
 
 // attackC is attackParentMain's first part in C, for a CLI that starts
-// in microseconds: it tries to signal (signal 0) and ptrace (PTRACE_SEIZE)
-// each thread of its parent, 2000 times over, and prints "signal TID" or
-// "ptrace TID" for each success, then "attempts N".
+// in microseconds: it prints "parent VERB", tries to signal (signal 0) and
+// ptrace (PTRACE_SEIZE) each thread of its parent, 2000 times over, and
+// prints "signal TID" or "ptrace TID" for each success, then "attempts N".
 const attackC = `#define _GNU_SOURCE
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 int main(void) {
 	pid_t pp = getppid();
 	char path[64];
+	char cmdline[4096] = {0};
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pp);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+	if (f) fclose(f);
+	size_t first = strlen(cmdline);
+	printf("parent %s\n", first + 1 < n ? cmdline + first + 1 : "");
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pp);
 	long attempts = 0;
 	for (int i = 0; i < 2000; i++) {
@@ -1035,17 +1108,31 @@ func TestRunCannotReachItsReaper(t *testing.T) {
 	} else {
 		t.Log("no C compiler: the attack runs in Go only")
 	}
+	own, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "CCR_BASE_STATUS=" + confinementOf(string(own))
 	for _, a := range attackers {
 		t.Run(a.name, func(t *testing.T) {
 			for i := range a.runs {
-				cmd, _ := sandboxedCmd(t, a.program, nil, a.env...)
+				cmd, _ := sandboxedCmd(t, a.program, nil, append(a.env, base)...)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%v: %s", err, out)
 				}
 				text := string(out)
-				if !strings.Contains(text, "attempts ") || a.name == "go" && !strings.Contains(text, "self seccomp 2\n") {
-					t.Fatalf("run %d: the attacking CLI is not confined, or did not try:\n%s", i, text)
+				// The attacker's parent is the sandbox child (not this test,
+				// as on a kernel without subreapers), it tried, and it is
+				// confined itself.
+				if !strings.Contains(text, "parent "+sandbox.Verb+"\n") {
+					t.Fatalf("run %d: the attacking CLI's parent is not the sandbox child:\n%s", i, text)
+				}
+				if _, n, _ := strings.Cut(text, "attempts "); strings.HasPrefix(n, "0\n") || n == "" {
+					t.Fatalf("run %d: the attacking CLI did not try:\n%s", i, text)
+				}
+				if a.name == "go" && !strings.Contains(text, "self seccomp 2\n") {
+					t.Fatalf("run %d: the attacking CLI is not confined:\n%s", i, text)
 				}
 				for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 					if strings.HasPrefix(l, "ptrace ") || strings.HasPrefix(l, "confined ") ||
