@@ -117,6 +117,13 @@ type bpfAsm struct {
 
 func (b *bpfAsm) load(off uint32) { b.prog = append(b.prog, bpf.LoadAbsolute{Off: off, Size: 4}) }
 
+// argJumpIf jumps to target when the low 32 bits of argument i pass cond
+// against val.
+func (b *bpfAsm) argJumpIf(i int, cond bpf.JumpTest, val uint32, target string) {
+	b.load(seccompArgLo(i))
+	b.jumpIf(cond, val, target)
+}
+
 // jumpIf jumps to target when the accumulator passes cond against val,
 // else goes on with the next instruction.
 func (b *bpfAsm) jumpIf(cond bpf.JumpTest, val uint32, target string) {
@@ -184,40 +191,33 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 
 	// socket(family, …): not AF_UNIX.
 	b.label("socket")
-	b.load(seccompArgLo(0))
-	b.jumpIf(bpf.JumpEqual, afUnix, "deny")
+	b.argJumpIf(0, bpf.JumpEqual, afUnix, "deny")
 	b.jump("allow")
 
 	// prlimit64(pid, resource, new_limit, old_limit): the caller's, or no
 	// new limit.
 	b.label("prlimit64")
-	b.load(seccompArgLo(0))
-	b.jumpIf(bpf.JumpEqual, 0, "allow")
-	b.load(seccompArgLo(2))
-	b.jumpIf(bpf.JumpNotEqual, 0, "deny")
+	b.argJumpIf(0, bpf.JumpEqual, 0, "allow")
+	b.argJumpIf(2, bpf.JumpNotEqual, 0, "deny")
 	b.load(seccompArgHi(2))
 	b.jumpIf(bpf.JumpNotEqual, 0, "deny")
 	b.jump("allow")
 
 	// setpriority(which, who, prio): (PRIO_PROCESS, 0).
 	b.label("setpriority")
-	b.load(seccompArgLo(0))
-	b.jumpIf(bpf.JumpNotEqual, prioProcess, "deny")
+	b.argJumpIf(0, bpf.JumpNotEqual, prioProcess, "deny")
 	b.jump("who0")
 
 	// ioprio_set(which, who, ioprio): (IOPRIO_WHO_PROCESS, 0).
 	b.label("ioprio_set")
-	b.load(seccompArgLo(0))
-	b.jumpIf(bpf.JumpNotEqual, ioprioWhoProc, "deny")
+	b.argJumpIf(0, bpf.JumpNotEqual, ioprioWhoProc, "deny")
 	b.label("who0")
-	b.load(seccompArgLo(1))
-	b.jumpIf(bpf.JumpEqual, 0, "allow")
+	b.argJumpIf(1, bpf.JumpEqual, 0, "allow")
 	b.jump("deny")
 
 	// sched_set*(pid, …): pid 0.
 	b.label("pid0")
-	b.load(seccompArgLo(0))
-	b.jumpIf(bpf.JumpEqual, 0, "allow")
+	b.argJumpIf(0, bpf.JumpEqual, 0, "allow")
 
 	b.label("deny")
 	b.ret(seccompRetErrno | errnoEPERM)
