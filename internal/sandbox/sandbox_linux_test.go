@@ -568,7 +568,7 @@ func limitParentMain() int {
 		}
 		return nil
 	}
-	const schedIdle, schedBatch, ioprioWhoProcess, ioprioIdle = 5, 3, 1, 3 << 13
+	const schedIdle, schedBatch, schedResetOnFork, ioprioWhoProcess, ioprioIdle = 5, 3, 0x40000000, 1, 3 << 13
 	var param [1]int32 // struct sched_param
 	var cpus unix.CPUSet
 	_ = unix.SchedGetaffinity(0, &cpus)
@@ -577,6 +577,7 @@ func limitParentMain() int {
 	try("prlimit-parent-nofile", unix.Prlimit(ppid, unix.RLIMIT_NOFILE, &unix.Rlimit{}, nil))
 	try("prlimit-parent-cpu", unix.Prlimit(ppid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: 1, Max: 1}, nil))
 	try("sched_setscheduler-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(ppid), schedIdle, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setscheduler-parent-other", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(ppid), schedResetOnFork, uintptr(unsafe.Pointer(&param)))))
 	try("sched_setparam-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETPARAM, uintptr(ppid), uintptr(unsafe.Pointer(&param)), 0)))
 	try("sched_setattr-parent", unix.SchedSetAttr(ppid, &unix.SchedAttr{Policy: schedIdle}, 0))
 	try("sched_setaffinity-parent", unix.SchedSetaffinity(ppid, &cpus))
@@ -1064,7 +1065,9 @@ func TestRunCannotChangeItsReaper(t *testing.T) {
 		k, v, _ := strings.Cut(l, " ")
 		got[k] = v
 	}
-	want := map[string]string{"parent": sandbox.Verb, "prlimit-parent-read": "ok"}
+	// SCHED_OTHER (here with SCHED_RESET_ON_FORK, as Claude Code sets it
+	// on its threads) starves nothing, and stays allowed.
+	want := map[string]string{"parent": sandbox.Verb, "prlimit-parent-read": "ok", "sched_setscheduler-parent-other": "ok"}
 	for _, k := range []string{"prlimit-parent-nofile", "prlimit-parent-cpu", "sched_setscheduler-parent", "sched_setparam-parent",
 		"sched_setattr-parent", "sched_setaffinity-parent", "setpriority-parent", "setpriority-group", "ioprio_set-parent"} {
 		want[k] = unix.EPERM.Error()

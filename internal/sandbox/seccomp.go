@@ -30,9 +30,9 @@ import (
 //     list the run's processes and would leave a setsid'd daemon to init)
 //     or its CPU time (the kernel would kill it, or any process of the
 //     user's, the relay's included); reading another's limits stays
-//     allowed. sched_setscheduler, sched_setparam, sched_setattr and
-//     sched_setaffinity of another process than the caller (SCHED_IDLE
-//     would starve the reaper), ioprio_set of another target than the
+//     allowed. sched_setscheduler (but to SCHED_OTHER), sched_setparam,
+//     sched_setattr and sched_setaffinity of another process than the
+//     caller (SCHED_IDLE would starve the reaper), ioprio_set of another target than the
 //     caller (IOPRIO_WHO_PROCESS, 0) and setpriority(2) of another target
 //     than (PRIO_PROCESS, 0) (PRIO_USER would renice every process of the
 //     user). The filter cannot know the caller's own id (or its threads'),
@@ -63,11 +63,12 @@ type seccompArch struct {
 	// blocked are the numbers refused whatever their arguments.
 	blocked []uint32
 	// selfOnly are the numbers refused unless their first argument (a
-	// pid) is 0, the caller: sched_setscheduler, sched_setparam,
-	// sched_setattr, sched_setaffinity.
+	// pid) is 0, the caller: sched_setparam, sched_setattr,
+	// sched_setaffinity.
 	selfOnly []uint32
-	// prlimit64, setpriority and ioprio_set are those calls' numbers.
-	prlimit64, setpriority, ioprioSet uint32
+	// prlimit64, setpriority, ioprio_set and sched_setscheduler are those
+	// calls' numbers.
+	prlimit64, setpriority, ioprioSet, setscheduler uint32
 }
 
 const (
@@ -83,8 +84,10 @@ const (
 	errnoEPERM      = 1
 	afUnix          = 1
 	x32Bit          = 0x40000000
-	prioProcess     = 0 // PRIO_PROCESS
-	ioprioWhoProc   = 1 // IOPRIO_WHO_PROCESS
+	prioProcess     = 0          // PRIO_PROCESS
+	schedOther      = 0          // SCHED_OTHER
+	schedResetFork  = 0x40000000 // SCHED_RESET_ON_FORK
+	ioprioWhoProc   = 1          // IOPRIO_WHO_PROCESS
 )
 
 // seccompArgLo and seccompArgHi are the offsets of the low and high 32
@@ -100,11 +103,11 @@ var seccompCommonBlocked = []uint32{425, 426, 427, 438}
 // adds add_key, request_key and keyctl, whose numbers differ.
 var seccompArches = map[string]seccompArch{
 	"amd64": {audit: 0xc000003e, x32: true, socket: 41, blocked: append([]uint32{248, 249, 250}, seccompCommonBlocked...),
-		selfOnly:  []uint32{144, 142, 314, 203},
-		prlimit64: 302, setpriority: 141, ioprioSet: 251},
+		selfOnly:  []uint32{142, 314, 203},
+		prlimit64: 302, setpriority: 141, ioprioSet: 251, setscheduler: 144},
 	"arm64": {audit: 0xc00000b7, socket: 198, blocked: append([]uint32{217, 218, 219}, seccompCommonBlocked...),
-		selfOnly:  []uint32{119, 118, 274, 122},
-		prlimit64: 261, setpriority: 140, ioprioSet: 30},
+		selfOnly:  []uint32{118, 274, 122},
+		prlimit64: 261, setpriority: 140, ioprioSet: 30, setscheduler: 119},
 }
 
 // bpfAsm lays out a BPF program with jumps to labels, resolved by
@@ -184,6 +187,7 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 	b.jumpIf(bpf.JumpEqual, a.prlimit64, "prlimit64")
 	b.jumpIf(bpf.JumpEqual, a.setpriority, "setpriority")
 	b.jumpIf(bpf.JumpEqual, a.ioprioSet, "ioprio_set")
+	b.jumpIf(bpf.JumpEqual, a.setscheduler, "sched_setscheduler")
 	for _, nr := range a.selfOnly {
 		b.jumpIf(bpf.JumpEqual, nr, "pid0")
 	}
@@ -214,6 +218,15 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 	b.label("who0")
 	b.argJumpIf(1, bpf.JumpEqual, 0, "allow")
 	b.jump("deny")
+
+	// sched_setscheduler(pid, policy, param): SCHED_OTHER (with or without
+	// SCHED_RESET_ON_FORK) for any process, the policy every process of
+	// the user's has but a real-time one, which it cannot starve (Claude
+	// Code sets it on its new threads, by their ids); another policy only
+	// for the caller.
+	b.label("sched_setscheduler")
+	b.argJumpIf(1, bpf.JumpEqual, schedOther, "allow")
+	b.argJumpIf(1, bpf.JumpEqual, schedOther|schedResetFork, "allow")
 
 	// sched_set*(pid, …): pid 0.
 	b.label("pid0")

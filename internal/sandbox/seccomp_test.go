@@ -92,6 +92,12 @@ func TestSocketFilter(t *testing.T) {
 			{"ioprio_set of another", seccompData(a.audit, n.ioprioSet, ioprioWhoProc, pid, 7), deny},
 			{"ioprio_set of a user", seccompData(a.audit, n.ioprioSet, ioprioWhoUser, 0, 7), deny},
 			{"kill (Landlock's)", seccompData(a.audit, n.kill, pid, 9), allow},
+			{"sched_setscheduler of another, SCHED_OTHER", seccompData(a.audit, n.setscheduler, pid, schedOther, ptr), allow},
+			{"sched_setscheduler of another, SCHED_OTHER|SCHED_RESET_ON_FORK", seccompData(a.audit, n.setscheduler, pid, schedOther|schedResetFork, ptr), allow},
+			{"sched_setscheduler of another, SCHED_IDLE|SCHED_RESET_ON_FORK", seccompData(a.audit, n.setscheduler, pid, 5|schedResetFork, ptr), deny},
+			{"sched_setscheduler of another, SCHED_BATCH", seccompData(a.audit, n.setscheduler, pid, 3, ptr), deny},
+			{"sched_setscheduler of another, SCHED_FIFO", seccompData(a.audit, n.setscheduler, pid, 1, ptr), deny},
+			{"sched_setscheduler of another, high bits of the policy set", seccompData(a.audit, n.setscheduler, pid, high|5, ptr), deny},
 		}
 		for name, nr := range map[string]uint32{"sched_setscheduler": n.setscheduler, "sched_setparam": n.setparam,
 			"sched_setattr": n.setattr, "sched_setaffinity": n.setaffinity} {
@@ -100,6 +106,7 @@ func TestSocketFilter(t *testing.T) {
 				data []byte
 				want int
 			}{
+				// 5: SCHED_IDLE for sched_setscheduler.
 				{name + " of the caller", seccompData(a.audit, nr, 0, 5, ptr), allow},
 				{name + " of the caller, high bits set", seccompData(a.audit, nr, high, 5, ptr), allow},
 				{name + " of another", seccompData(a.audit, nr, pid, 5, ptr), deny},
