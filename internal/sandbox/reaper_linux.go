@@ -29,9 +29,10 @@ import (
 // the run can neither ptrace it (Landlock refuses tracing a process outside
 // the domain) nor, from Landlock ABI 6 on, signal it (to kill it and leave
 // its tree to init); the seccomp filter refuses it changing the reaper's
-// limits, scheduling and priorities (see socketFilter), at every ABI. It is not dumpable either (PR_SET_DUMPABLE 0): a
-// process of the user's that is not root cannot ptrace it nor read its
-// memory, and a crash leaves no core dump of it.
+// limits, scheduling and priorities (see socketFilter), at every ABI. It
+// is not dumpable either (PR_SET_DUMPABLE 0): a process of the user's that
+// is not root cannot ptrace it nor read its memory, and a crash leaves no
+// core dump of it.
 
 // reapTick is how often a stopping run's tree is walked again for
 // processes outside its group, and a cleanup for processes that appeared.
