@@ -568,7 +568,7 @@ func limitParentMain() int {
 		}
 		return nil
 	}
-	const schedIdle, schedBatch, schedResetOnFork, ioprioWhoProcess, ioprioIdle = 5, 3, 0x40000000, 1, 3 << 13
+	const schedIdle, schedResetOnFork, ioprioWhoProcess, ioprioIdle = 5, 0x40000000, 1, 3 << 13
 	var param [1]int32 // struct sched_param
 	var cpus unix.CPUSet
 	_ = unix.SchedGetaffinity(0, &cpus)
@@ -588,10 +588,16 @@ func limitParentMain() int {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &limit); err == nil {
 		try("setrlimit-self", unix.Setrlimit(unix.RLIMIT_NOFILE, &limit))
 	}
-	try("sched_setscheduler-self", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, schedBatch, uintptr(unsafe.Pointer(&param)))))
+	// Each set to what it is, which any process may do.
+	policy, _, _ := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	_, _, _ = unix.Syscall(unix.SYS_SCHED_GETPARAM, 0, uintptr(unsafe.Pointer(&param)), 0)
+	try("sched_setscheduler-self", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, policy&^schedResetOnFork, uintptr(unsafe.Pointer(&param)))))
 	try("sched_setaffinity-self", unix.SchedSetaffinity(0, &cpus))
-	try("setpriority-self", unix.Setpriority(unix.PRIO_PROCESS, 0, 1))
-	try("ioprio_set-self", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 0, ioprioIdle)))
+	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+		try("setpriority-self", unix.Setpriority(unix.PRIO_PROCESS, 0, 20-prio)) // the kernel's 20 - nice
+	}
+	ioprio, _, _ := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, 0, 0)
+	try("ioprio_set-self", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 0, ioprio)))
 	if err := os.WriteFile(os.Getenv("CCR_CLI_NOTE"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
