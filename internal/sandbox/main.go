@@ -54,7 +54,8 @@ const DefaultGrace = 4 * time.Second
 // which confines itself and execs the command, and stays as the run's top
 // process to reap the command's whole process tree (see reaper_linux.go);
 // once the command has ended, Main returns its exit code, or ends this
-// process by the signal that killed it. Elsewhere (and on a Linux kernel
+// process by the signal that killed it (or by a stop signal received
+// before the command was started, which then is not started). Elsewhere (and on a Linux kernel
 // without subreapers) this process confines itself and the command
 // replaces it.
 //

@@ -28,9 +28,11 @@ import (
 // CLI. No thread of the reaper is ever in the run's Landlock domain, so
 // the run can neither ptrace it (Landlock refuses tracing a process outside
 // the domain) nor, from Landlock ABI 6 on, signal it (to kill it and leave
-// its tree to init). It is not dumpable either (PR_SET_DUMPABLE 0): a
-// process of the user's that is not root cannot ptrace it nor read its
-// memory, and a crash leaves no core dump of it.
+// its tree to init); the seccomp filter refuses it changing the reaper's
+// limits, scheduling and priorities (see socketFilter), at every ABI. It
+// is not dumpable either (PR_SET_DUMPABLE 0): a process of the user's that
+// is not root cannot ptrace it nor read its memory, and a crash leaves no
+// core dump of it.
 
 // reapTick is how often a stopping run's tree is walked again for
 // processes outside its group, and a cleanup for processes that appeared.
@@ -60,6 +62,11 @@ func superviseRun(inv invocation, stderr io.Writer) int {
 		return confineAndStart(inv.rules, inv.cmd, stderr)
 	}
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// One thread starts the CLI and waits for it: the CLI's parent thread,
+	// which is the tracer of a CLI that asks to be traced (PTRACE_TRACEME)
+	// and alone can let go of it (detach). (Verb runs during the program's
+	// initialization, on its main thread, the one orphans are given to.)
+	runtime.LockOSThread()
 	r := &reaper{self: os.Getpid(), pgid: unix.Getpgrp(), grace: inv.grace, stderr: stderr,
 		stop: make(chan os.Signal, 4), chld: make(chan os.Signal, 1)}
 	// Before the start: a stop or an exit is never missed. A stop signal
@@ -70,6 +77,18 @@ func superviseRun(inv invocation, stderr io.Writer) int {
 		}
 	}
 	signal.Notify(r.chld, unix.SIGCHLD)
+	beforeStart(r)
+	// A stop that came before the CLI exists never reaches it (the
+	// worker's SIGTERM to the group found only this process): the CLI is
+	// not started, and this process ends by the stop signal.
+	select {
+	case sig := <-r.stop:
+		signal.Stop(r.chld)
+		fmt.Fprintln(stderr, "crosschat sandbox: the run was stopped before its CLI started")
+		raise(sig.(syscall.Signal))
+		return 128 + int(sig.(syscall.Signal))
+	default:
+	}
 	// The rules go on as they came, on the command line.
 	argv := append([]string{os.Args[0], execVerb, "--rules", inv.rulesJSON, "--"}, inv.cmd...)
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
@@ -89,10 +108,16 @@ func superviseRun(inv invocation, stderr io.Writer) int {
 	return r.supervise()
 }
 
+// beforeStart runs just before the CLI is started (a test stops the run
+// there).
+var beforeStart = func(*reaper) {}
+
 // reaper supervises the CLI it started and the CLI's whole process tree.
 type reaper struct {
 	self, pgid int // this process, and its (and the CLI's at first) process group
 	cli        int
+	// cliGroup is the CLI's process group when last seen (0 before).
+	cliGroup   int
 	grace      time.Duration // of a stopped run, before the whole tree is killed
 	stderr     io.Writer
 	stop, chld chan os.Signal
@@ -198,7 +223,8 @@ func (r *reaper) cleanup() {
 }
 
 // reap collects every child that ended (the CLI's status among them) and
-// reports whether a child is left.
+// reports whether a child is left. A child that made this process its
+// tracer (PTRACE_TRACEME) and stopped is not ended: it is let go (detach).
 func (r *reaper) reap() bool {
 	for {
 		var ws unix.WaitStatus
@@ -210,10 +236,29 @@ func (r *reaper) reap() bool {
 			return false
 		case pid == 0:
 			return true
-		case pid == r.cli:
+		case ws.Stopped():
+			detach(pid, ws.StopSignal())
+		case pid == r.cli && (ws.Exited() || ws.Signaled()):
 			r.status, r.exited = ws, true
 		}
 	}
+}
+
+// detach lets go of a tracee of this process stopped by sig, and resumes
+// it with sig delivered, as it would have been without a tracer; save the
+// SIGTRAP the kernel sends a tracee that execs (SI_USER, from itself),
+// which exists only for a tracer.
+func detach(pid int, sig syscall.Signal) {
+	if sig == unix.SIGTRAP {
+		var info [128]byte // siginfo_t: si_signo, si_errno, si_code, then si_pid at 16 (64-bit)
+		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(pid), 0, uintptr(unsafe.Pointer(&info)), 0, 0)
+		code := *(*int32)(unsafe.Pointer(&info[8]))
+		from := *(*int32)(unsafe.Pointer(&info[16]))
+		if errno == 0 && code == 0 && int(from) == pid {
+			sig = 0
+		}
+	}
+	_, _, _ = unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, uintptr(sig), 0, 0)
 }
 
 // signalTree sends sig to the live descendants not yet sent it; when
@@ -230,10 +275,12 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 		}
 		return false, false
 	}
-	cliGroup := -1
+	// The CLI's group, also once it is a zombie (its stat still shows its
+	// group) or gone (the group last seen): the processes of a setsid'd
+	// CLI's group keep their grace.
 	for _, p := range procs {
-		if p.pid == r.cli && !p.zombie() {
-			cliGroup = p.pgid
+		if p.pid == r.cli && p.pgid > 0 {
+			r.cliGroup = p.pgid
 		}
 	}
 	if r.sent == nil {
@@ -244,7 +291,7 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 	}
 	for _, p := range procs {
 		id := procID{p.pid, p.start}
-		spared := outside && (p.pgid == r.pgid || p.pid == r.cli || p.pgid == cliGroup)
+		spared := outside && (p.pgid == r.pgid || p.pid == r.cli || p.pgid == r.cliGroup)
 		if p.zombie() || spared || r.sent[sig][id] {
 			continue
 		}

@@ -8,7 +8,8 @@
 // On Linux it uses Landlock (github.com/landlock-lsm/go-landlock, whose one
 // home this package is) and a seccomp filter refusing AF_UNIX sockets
 // (socketFilter), as Landlock below ABI 9 does not govern connecting to a
-// Unix socket by path: the worker starts our own binary with the hidden
+// Unix socket by path, and changes to other processes' limits and
+// priorities, which Landlock never governs: the worker starts our own binary with the hidden
 // verb Verb (Main), which stays unconfined as the run's reaper and starts
 // our binary once more with the hidden verb execVerb, which restricts
 // itself and then execs the CLI, so neither the relay nor the process that
@@ -82,7 +83,9 @@ type Rules struct {
 
 // Wrapper wraps run commands in the sandbox; the app gives it to the worker.
 type Wrapper struct {
-	// Self is our own binary, started with Verb (Linux).
+	// Self is our own binary, started with Verb (Linux), unconfined: a run
+	// whose read-write paths hold it (or the file its links lead to) is
+	// refused, as the data folder is (see overlap).
 	Self string
 	// Protected are folders no run should reach (the relay's data folder): a
 	// run whose allowed paths hold one says so in its log.
@@ -241,9 +244,15 @@ func confined(s runspec.Sandboxed, r Rules, how, warning string) runspec.Sandbox
 }
 
 // overlap checks that no path of the rules holds a protected folder (the
-// relay's data folder). One the operator allowed explicitly (the worker's
-// allowed paths) gives a warning for the run's log; any other (a working
-// or extra folder, a CLI's folder named by a variable) refuses the run.
+// relay's data folder), and that no read-write path holds the relay's own
+// program (Self, as named and as its links resolve), which the worker
+// starts unconfined for every run: a run that could replace it (a relay
+// built in a project that is also a worker's folder) would own every later
+// run. Replacing the file takes write access to it or to its folder, and a
+// rule that holds the folder holds the file too. A path the operator
+// allowed explicitly (the worker's allowed paths) gives a warning for the
+// run's log; any other (a working or extra folder, a CLI's folder named by
+// a variable) refuses the run.
 func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 	explicit := map[string]bool{}
 	for _, a := range req.Config.AllowPaths {
@@ -253,20 +262,37 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		}
 	}
 	var warnings []string
+	// check refuses (or, for a path allowed explicitly, warns of) the
+	// first of paths that holds p; what names p in the messages.
+	check := func(p, what string, paths []string) error {
+		for _, a := range paths {
+			if !within(p, a) {
+				continue
+			}
+			if !explicit[a] {
+				return fmt.Errorf("the run would reach %s through %s, so it was not started: choose a folder that does not hold it, or add %s to the worker's allowed paths to accept that the run can reach it", what, a, a)
+			}
+			warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds %s, so this run can reach it.", a, what))
+			return nil
+		}
+		return nil
+	}
 	for _, p := range w.Protected {
 		if p == "" {
 			continue
 		}
 		p = resolvedPath(p)
-		for _, a := range slices.Concat(r.System, r.Devices, r.RO, r.RW) {
-			if !within(p, a) {
-				continue
+		if err := check(p, "the relay's data folder "+p, slices.Concat(r.System, r.Devices, r.RO, r.RW)); err != nil {
+			return "", err
+		}
+	}
+	if w.Self != "" {
+		self := filepath.Clean(w.Self)
+		for _, p := range slices.Compact([]string{self, resolvedPath(self)}) {
+			what := "the relay's own program " + p + " read-write (the relay starts it unconfined for every run, so a run that replaces it owns every later run)"
+			if err := check(p, what, r.RW); err != nil {
+				return "", err
 			}
-			if !explicit[a] {
-				return "", fmt.Errorf("the run would reach the relay's data folder %s through %s, so it was not started: choose a folder that does not hold it, or add %s to the worker's allowed paths to accept that the run can reach it", p, a, a)
-			}
-			warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds the relay's data folder %s, so this run can reach it.", a, p))
-			break
 		}
 	}
 	return strings.Join(warnings, " "), nil

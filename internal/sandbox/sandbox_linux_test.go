@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -230,6 +232,61 @@ func TestProtectedOverlapRefused(t *testing.T) {
 	}
 }
 
+// Ensure a run that could write the relay's own program (which the worker
+// starts unconfined for every run) is refused: a working or extra folder,
+// or a read-write allowed path, that holds it (a relay built in a project
+// that is also a worker's folder), as named or through a link to it;
+// reading it stays allowed, and a read-write path the operator allowed
+// explicitly gives a warning instead.
+func TestSelfOverlapRefused(t *testing.T) {
+	home, data, work, run, shared := layout(t)
+	bin := filepath.Join(work, "build", "bin", "crosschat-relay")
+	writeTestFile(t, bin, "relay")
+	link := filepath.Join(home, "relay-link")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(home, "projects", "other")
+	tests := []struct {
+		name, self, workdir string
+		extra, allow        []string
+		// want: "refused", "warning" or "ok".
+		want string
+	}{
+		{"the working folder holds it", bin, work, nil, nil, "refused"},
+		{"an extra folder holds it", bin, other, []string{work}, nil, "refused"},
+		{"its folder is the working folder", bin, filepath.Dir(bin), nil, nil, "refused"},
+		{"through a link to it", link, work, nil, nil, "refused"},
+		{"read-only allowed path", bin, other, nil, []string{work + ":ro"}, "ok"},
+		{"read-write allowed path", bin, other, nil, []string{work + ":rw"}, "warning"},
+		{"a subfolder beside it", bin, filepath.Join(work, "src"), nil, nil, "ok"},
+		{"elsewhere", bin, shared, nil, nil, "ok"},
+	}
+	if err := os.MkdirAll(filepath.Join(work, "src"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := sandbox.Wrapper{Self: tt.self, Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }, Seccomp: func() bool { return true }}
+			req := runspec.SandboxRequest{Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: tt.allow},
+				Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: tt.workdir, ExtraDirs: tt.extra, RunDir: run}
+			s, err := w.Wrap(req)
+			got := "ok"
+			switch {
+			case err != nil && strings.Contains(err.Error(), "relay's own program "+bin):
+				got = "refused"
+			case err != nil:
+				t.Fatalf("wrap: %v", err)
+			case strings.Contains(s.Log, "relay's own program "+bin):
+				got = "warning"
+			}
+			if got != tt.want {
+				t.Errorf("got %s, want %s: %v; log: %s", got, tt.want, err, s.Log)
+			}
+		})
+	}
+}
+
 // Ensure a CLI's arguments for a confined run (Codex's own sandbox off) are
 // used only where the run is actually confined: a kernel without Landlock
 // (the worker allowing unsandboxed runs) starts the plain arguments, and a
@@ -297,7 +354,9 @@ func TestRootWarning(t *testing.T) {
 // CLI that starts a daemon), "group-cli" (a CLI that takes its grace, or
 // ignores SIGTERM, in the run's process group or out of it) or
 // "attack-parent" (a CLI that tries to signal and ptrace each thread of
-// the process that started it).
+// the process that started it) or "limit-parent" (a CLI that tries to
+// change that process's limits and priorities, then is "cli") or
+// "traceme" (a CLI that asks its parent to trace it, then signals itself).
 const reaperHelper = "CCR_REAPER_HELPER"
 
 func init() {
@@ -310,6 +369,10 @@ func init() {
 		os.Exit(groupCLIMain())
 	case "attack-parent":
 		os.Exit(attackParentMain())
+	case "limit-parent":
+		os.Exit(limitParentMain())
+	case "traceme":
+		os.Exit(tracemeMain())
 	}
 }
 
@@ -427,10 +490,12 @@ count:
 // attackParentMain, as its very first action and again and again for a
 // while, tries to signal (signal 0) and to ptrace (PTRACE_SEIZE) each
 // thread of its parent (the sandbox child), and reads whether the thread
-// is confined (NoNewPrivs, Seccomp in its status). It prints a line per
-// success ("signal TID", "ptrace TID", "confined TID"), then "attempts N",
-// "self seccomp MODE" (2: the CLI itself is confined) and "process: ok"
-// or "process: refused" for a signal to the whole parent.
+// is confined: whether its NoNewPrivs, Seccomp or Seccomp_filters differ
+// from $CCR_BASE_STATUS (the test's own, which the sandbox child
+// inherits). It prints "parent VERB" (its parent's first argument), a
+// line per success ("signal TID", "ptrace TID", "confined TID"), then
+// "attempts N", "self seccomp MODE" (2: the CLI itself is confined) and
+// "process: ok" or "process: refused" for a signal to the whole parent.
 func attackParentMain() int {
 	ppid := os.Getppid()
 	dir := "/proc/" + strconv.Itoa(ppid) + "/task"
@@ -442,6 +507,8 @@ func attackParentMain() int {
 			lines = append(lines, l)
 		}
 	}
+	base := os.Getenv("CCR_BASE_STATUS")
+	fmt.Println("parent", parentVerb(ppid))
 	attempts := 0
 	for range 300 {
 		tasks, err := os.ReadDir(dir)
@@ -458,7 +525,7 @@ func attackParentMain() int {
 			if err := unix.PtraceSeize(tid); err == nil {
 				note("ptrace " + task.Name()) // detached when this process ends
 			}
-			if b, err := os.ReadFile(dir + "/" + task.Name() + "/status"); err == nil && statusConfined(string(b)) {
+			if b, err := os.ReadFile(dir + "/" + task.Name() + "/status"); err == nil && confinementOf(string(b)) != base {
 				note("confined " + task.Name())
 			}
 		}
@@ -477,10 +544,108 @@ func attackParentMain() int {
 	return 0
 }
 
-// statusConfined reports whether a /proc/PID/status shows no_new_privs or
-// a seccomp filter (what the run's confinement sets).
-func statusConfined(status string) bool {
-	return statusField(status, "NoNewPrivs") != "0" || statusField(status, "Seccomp") != "0"
+// limitParentMain tries to change its parent's (the sandbox child's)
+// resource limits, scheduling, affinity, nice value and I/O priority, as
+// prlimit --pid, chrt -p, taskset -p, renice and ionice -p would, and its
+// own (through pid 0, as glibc, Go and libuv do), and to read its
+// parent's limit on open files; it writes "parent VERB" (the parent's
+// first argument) and "NAME ok" or "NAME ERROR" per try to $CCR_CLI_NOTE,
+// then goes on as cliMain (a setsid'd daemon, which the sandbox child
+// must still end: with no files to open, it could not list the run).
+func limitParentMain() int {
+	ppid := os.Getppid()
+	lines := []string{"parent " + parentVerb(ppid)}
+	try := func(name string, err error) {
+		if err == nil {
+			lines = append(lines, name+" ok")
+		} else {
+			lines = append(lines, name+" "+err.Error())
+		}
+	}
+	errnoOf := func(_, _ uintptr, e unix.Errno) error {
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+	const schedIdle, schedResetOnFork, ioprioWhoProcess, ioprioIdle = 5, 0x40000000, 1, 3 << 13
+	var param [1]int32 // struct sched_param
+	var cpus unix.CPUSet
+	_ = unix.SchedGetaffinity(0, &cpus)
+	var limit unix.Rlimit
+	try("prlimit-parent-read", unix.Prlimit(ppid, unix.RLIMIT_NOFILE, nil, &limit))
+	try("prlimit-parent-nofile", unix.Prlimit(ppid, unix.RLIMIT_NOFILE, &unix.Rlimit{}, nil))
+	try("prlimit-parent-cpu", unix.Prlimit(ppid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: 1, Max: 1}, nil))
+	try("sched_setscheduler-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(ppid), schedIdle, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setscheduler-parent-other", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(ppid), schedResetOnFork, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setparam-parent", errnoOf(unix.Syscall(unix.SYS_SCHED_SETPARAM, uintptr(ppid), uintptr(unsafe.Pointer(&param)), 0)))
+	try("sched_setattr-parent", unix.SchedSetAttr(ppid, &unix.SchedAttr{Policy: schedIdle}, 0))
+	try("sched_setaffinity-parent", unix.SchedSetaffinity(ppid, &cpus))
+	try("setpriority-parent", unix.Setpriority(unix.PRIO_PROCESS, ppid, 19))
+	try("setpriority-group", unix.Setpriority(unix.PRIO_PGRP, 0, 19))
+	try("ioprio_set-parent", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(ppid), ioprioIdle)))
+	// Its own, through 0.
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &limit); err == nil {
+		try("setrlimit-self", unix.Setrlimit(unix.RLIMIT_NOFILE, &limit))
+	}
+	// Each set to what it is, which any process may do.
+	policy, _, _ := unix.Syscall(unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	_, _, _ = unix.Syscall(unix.SYS_SCHED_GETPARAM, 0, uintptr(unsafe.Pointer(&param)), 0)
+	try("sched_setscheduler-self", errnoOf(unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, 0, policy&^schedResetOnFork, uintptr(unsafe.Pointer(&param)))))
+	try("sched_setaffinity-self", unix.SchedSetaffinity(0, &cpus))
+	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+		try("setpriority-self", unix.Setpriority(unix.PRIO_PROCESS, 0, 20-prio)) // the kernel's 20 - nice
+	}
+	ioprio, _, _ := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, 0, 0)
+	try("ioprio_set-self", errnoOf(unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, 0, ioprio)))
+	if err := os.WriteFile(os.Getenv("CCR_CLI_NOTE"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return cliMain()
+}
+
+// tracemeMain makes its parent (the sandbox child) its tracer
+// (PTRACE_TRACEME, on its one thread), raises SIGUSR1 on that thread, which
+// stops it for the tracer, and prints "got SIGUSR1" once its handler has
+// the signal; "traceme: ERROR" and 3 when the tracing is refused.
+func tracemeMain() int {
+	runtime.LockOSThread()
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, syscall.SIGUSR1)
+	if _, _, errno := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0); errno != 0 {
+		fmt.Println("traceme:", errno)
+		return 3
+	}
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGUSR1)
+	select {
+	case <-got:
+		fmt.Println("got SIGUSR1")
+		return 0
+	case <-time.After(30 * time.Second):
+		fmt.Println("no SIGUSR1")
+		return 1
+	}
+}
+
+// parentVerb is the first argument of process pid ("" if unknown): the
+// sandbox child's is sandbox.Verb.
+func parentVerb(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if args := strings.Split(string(b), "\x00"); len(args) > 1 {
+		return args[1]
+	}
+	return ""
+}
+
+// confinementOf is what a /proc/PID/status shows of a process's
+// confinement: its NoNewPrivs, Seccomp and Seccomp_filters.
+func confinementOf(status string) string {
+	var out []string
+	for _, name := range []string{"NoNewPrivs", "Seccomp", "Seccomp_filters"} {
+		out = append(out, name+"="+statusField(status, name))
+	}
+	return strings.Join(out, " ")
 }
 
 // statusField is the value of a "Name:\tvalue" line of a /proc status.
@@ -770,6 +935,36 @@ func TestLeftoversGetSIGTERM(t *testing.T) {
 	}
 }
 
+// Ensure a CLI that makes the sandbox child its tracer (PTRACE_TRACEME)
+// and stops for it (a signal) is let go with its signal, not taken as
+// ended (and killed with its tree).
+func TestTracedCLIIsLetGo(t *testing.T) {
+	self := landlockSelf(t)
+	cmd, _ := sandboxedCmd(t, self, nil, reaperHelper+"=traceme")
+	out, err := cmd.CombinedOutput()
+	if strings.HasPrefix(string(out), "traceme:") {
+		t.Skipf("the CLI cannot be traced here: %s", out)
+	}
+	if got := endedBy(err); got != "exit 0" || !strings.Contains(string(out), "got SIGUSR1") {
+		t.Fatalf("ended by %q: %s", got, out)
+	}
+}
+
+// Ensure a stop that comes before the CLI is started (the worker's SIGTERM
+// to the run's group, which then holds only the sandbox child) does not
+// leave the CLI to run without it: the CLI is not started, and the run
+// ends by the stop signal.
+func TestStopBeforeCLIStarts(t *testing.T) {
+	cmd, work := sandboxedCmd(t, "/bin/sh", []string{"-c", ": > started; sleep 30"}, "CCR_STOP_BEFORE_START=1")
+	out, err := cmd.CombinedOutput()
+	if got := endedBy(err); got != "signal terminated" {
+		t.Errorf("ended by %q, want signal terminated: %s", got, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "started")); err == nil {
+		t.Error("the CLI started")
+	}
+}
+
 // Ensure a sandboxed run ends as its CLI did: the CLI's exit code, or the
 // signal that killed it (the worker labels a run "killed" by that), also a
 // signal the Go runtime handles itself (SIGSEGV, SIGSYS of the seccomp
@@ -806,20 +1001,28 @@ func TestReaperMirrorsExit(t *testing.T) {
 }
 
 // attackC is attackParentMain's first part in C, for a CLI that starts
-// in microseconds: it tries to signal (signal 0) and ptrace (PTRACE_SEIZE)
-// each thread of its parent, 2000 times over, and prints "signal TID" or
-// "ptrace TID" for each success, then "attempts N".
+// in microseconds: it prints "parent VERB", tries to signal (signal 0) and
+// ptrace (PTRACE_SEIZE) each thread of its parent, 2000 times over, and
+// prints "signal TID" or "ptrace TID" for each success, then "attempts N".
 const attackC = `#define _GNU_SOURCE
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 int main(void) {
 	pid_t pp = getppid();
 	char path[64];
+	char cmdline[4096] = {0};
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pp);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(cmdline, 1, sizeof cmdline - 1, f) : 0;
+	if (f) fclose(f);
+	size_t first = strlen(cmdline);
+	printf("parent %s\n", first + 1 < n ? cmdline + first + 1 : "");
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pp);
 	long attempts = 0;
 	for (int i = 0; i < 2000; i++) {
@@ -839,6 +1042,51 @@ int main(void) {
 	return 0;
 }
 `
+
+// Ensure a sandboxed run cannot change the resource limits, scheduling,
+// affinity, nice value or I/O priority of the sandbox child that
+// supervises it (Landlock guards none of them at any ABI): with its limit
+// on open files lowered to 0 the child could not list the run's
+// processes, and a setsid'd daemon would outlive the run; with SCHED_IDLE
+// it would starve, with a CPU limit of 1 s the kernel would kill it. The
+// daemon still ends with the run, reading the child's limits still works,
+// and the run still changes its own (pid 0).
+func TestRunCannotChangeItsReaper(t *testing.T) {
+	if !sandbox.Seccomp() {
+		t.Skip("this kernel has no seccomp filter")
+	}
+	r := startReaperRun(t, "limit-parent", "CCR_CLI_THEN=exit")
+	daemon := r.pid(t, r.daemonPid)
+	writeTestFile(t, r.cliGo, "")
+	if got := endedBy(r.cmd.Wait()); got != "exit 0" {
+		t.Errorf("the run ended by %q, want exit 0", got)
+	}
+	poll.Until(t, fmt.Sprintf("the setsid process %d to end", daemon), 10*time.Second, func() bool { return !running(daemon) })
+	b, err := os.ReadFile(r.cliNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = v
+	}
+	// SCHED_OTHER (here with SCHED_RESET_ON_FORK, as Claude Code sets it
+	// on its threads) starves nothing, and stays allowed.
+	want := map[string]string{"parent": sandbox.Verb, "prlimit-parent-read": "ok", "sched_setscheduler-parent-other": "ok"}
+	for _, k := range []string{"prlimit-parent-nofile", "prlimit-parent-cpu", "sched_setscheduler-parent", "sched_setparam-parent",
+		"sched_setattr-parent", "sched_setaffinity-parent", "setpriority-parent", "setpriority-group", "ioprio_set-parent"} {
+		want[k] = unix.EPERM.Error()
+	}
+	for _, k := range []string{"setrlimit-self", "sched_setscheduler-self", "sched_setaffinity-self", "setpriority-self", "ioprio_set-self"} {
+		want[k] = "ok"
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q\n%s", k, got[k], v, b)
+		}
+	}
+}
 
 // Ensure a sandboxed run can neither signal nor ptrace the sandbox child
 // that supervises it (to kill it and leave its processes to init, or to
@@ -869,17 +1117,31 @@ func TestRunCannotReachItsReaper(t *testing.T) {
 	} else {
 		t.Log("no C compiler: the attack runs in Go only")
 	}
+	own, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "CCR_BASE_STATUS=" + confinementOf(string(own))
 	for _, a := range attackers {
 		t.Run(a.name, func(t *testing.T) {
 			for i := range a.runs {
-				cmd, _ := sandboxedCmd(t, a.program, nil, a.env...)
+				cmd, _ := sandboxedCmd(t, a.program, nil, append(a.env, base)...)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%v: %s", err, out)
 				}
 				text := string(out)
-				if !strings.Contains(text, "attempts ") || a.name == "go" && !strings.Contains(text, "self seccomp 2\n") {
-					t.Fatalf("run %d: the attacking CLI is not confined, or did not try:\n%s", i, text)
+				// The attacker's parent is the sandbox child (not this test,
+				// as on a kernel without subreapers), it tried, and it is
+				// confined itself.
+				if !strings.Contains(text, "parent "+sandbox.Verb+"\n") {
+					t.Fatalf("run %d: the attacking CLI's parent is not the sandbox child:\n%s", i, text)
+				}
+				if _, n, _ := strings.Cut(text, "attempts "); strings.HasPrefix(n, "0\n") || n == "" {
+					t.Fatalf("run %d: the attacking CLI did not try:\n%s", i, text)
+				}
+				if a.name == "go" && !strings.Contains(text, "self seccomp 2\n") {
+					t.Fatalf("run %d: the attacking CLI is not confined:\n%s", i, text)
 				}
 				for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
 					if strings.HasPrefix(l, "ptrace ") || strings.HasPrefix(l, "confined ") ||

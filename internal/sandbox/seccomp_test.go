@@ -23,17 +23,25 @@ func seccompData(arch, nr uint32, args ...uint64) []byte {
 }
 
 // Ensure the socket filter of each architecture refuses (EPERM) socket(2)
-// of AF_UNIX, io_uring, pidfd_getfd and the keyring calls, kills a process making another
-// ABI's system calls, and allows the rest: other socket families, socketpair(2) of AF_UNIX,
-// ordinary calls.
+// of AF_UNIX, io_uring, pidfd_getfd and the keyring calls, a new resource
+// limit, scheduling policy, parameters, affinity, nice value or I/O
+// priority for another process than the caller (or a group, or the user),
+// kills a process making another ABI's system calls, and allows the rest:
+// other socket families, socketpair(2) of AF_UNIX, the caller's own limits
+// and priorities, reading another's limits, ordinary calls.
 func TestSocketFilter(t *testing.T) {
 	const allow, deny, kill = seccompRetAllow, seccompRetErrno | errnoEPERM, seccompRetKill
 	const afInet, afInet6, afNetlink, sockStream = 2, 10, 16, 1
 	// The numbers of golang.org/x/sys/unix's zsysnum_linux_{amd64,arm64}.go.
-	nrs := map[string]struct{ socket, socketpair, read, connect, addKey, requestKey, keyctl uint32 }{
-		"amd64": {41, 53, 0, 42, 248, 249, 250},
-		"arm64": {198, 199, 63, 203, 217, 218, 219},
+	nrs := map[string]struct {
+		socket, socketpair, read, connect, addKey, requestKey, keyctl                         uint32
+		prlimit64, setpriority, ioprioSet, setscheduler, setparam, setattr, setaffinity, kill uint32
+	}{
+		"amd64": {41, 53, 0, 42, 248, 249, 250, 302, 141, 251, 144, 142, 314, 203, 62},
+		"arm64": {198, 199, 63, 203, 217, 218, 219, 261, 140, 30, 119, 118, 274, 122, 129},
 	}
+	const pid, ptr, high = 4242, 0x7ffc12345678, 0xffffffff00000000
+	const rlimitNofile, prioPgrp, prioUser, ioprioWhoUser = 7, 1, 2, 3
 	for goarch, a := range seccompArches {
 		n := nrs[goarch]
 		raw, err := socketFilter(a)
@@ -68,9 +76,51 @@ func TestSocketFilter(t *testing.T) {
 			{"add_key", seccompData(a.audit, n.addKey), deny},
 			{"request_key", seccompData(a.audit, n.requestKey), deny},
 			{"keyctl", seccompData(a.audit, n.keyctl, 0), deny},
+			{"prlimit64 of the caller, set", seccompData(a.audit, n.prlimit64, 0, rlimitNofile, ptr, 0), allow},
+			{"prlimit64 of the caller, read", seccompData(a.audit, n.prlimit64, 0, rlimitNofile, 0, ptr), allow},
+			{"prlimit64 of another, read", seccompData(a.audit, n.prlimit64, pid, rlimitNofile, 0, ptr), allow},
+			{"prlimit64 of another, set", seccompData(a.audit, n.prlimit64, pid, rlimitNofile, ptr, 0), deny},
+			{"prlimit64 of another, set, pointer in the high half", seccompData(a.audit, n.prlimit64, pid, rlimitNofile, high, 0), deny},
+			{"prlimit64 of another, high bits of pid set", seccompData(a.audit, n.prlimit64, high|pid, rlimitNofile, ptr, 0), deny},
+			{"prlimit64 of pid 0 in the low bits", seccompData(a.audit, n.prlimit64, high, rlimitNofile, ptr, 0), allow},
+			{"setpriority of the caller", seccompData(a.audit, n.setpriority, prioProcess, 0, 10), allow},
+			{"setpriority of another", seccompData(a.audit, n.setpriority, prioProcess, pid, 19), deny},
+			{"setpriority of a group", seccompData(a.audit, n.setpriority, prioPgrp, 0, 19), deny},
+			{"setpriority of the user", seccompData(a.audit, n.setpriority, prioUser, 0, 19), deny},
+			{"setpriority of a user", seccompData(a.audit, n.setpriority, prioUser, 1000, 19), deny},
+			{"ioprio_set of the caller", seccompData(a.audit, n.ioprioSet, ioprioWhoProc, 0, 7), allow},
+			{"ioprio_set of another", seccompData(a.audit, n.ioprioSet, ioprioWhoProc, pid, 7), deny},
+			{"ioprio_set of a user", seccompData(a.audit, n.ioprioSet, ioprioWhoUser, 0, 7), deny},
+			{"kill (Landlock's)", seccompData(a.audit, n.kill, pid, 9), allow},
+			{"sched_setscheduler of another, SCHED_OTHER", seccompData(a.audit, n.setscheduler, pid, schedOther, ptr), allow},
+			{"sched_setscheduler of another, SCHED_OTHER|SCHED_RESET_ON_FORK", seccompData(a.audit, n.setscheduler, pid, schedOther|schedResetFork, ptr), allow},
+			{"sched_setscheduler of another, SCHED_IDLE|SCHED_RESET_ON_FORK", seccompData(a.audit, n.setscheduler, pid, 5|schedResetFork, ptr), deny},
+			{"sched_setscheduler of another, SCHED_BATCH", seccompData(a.audit, n.setscheduler, pid, 3, ptr), deny},
+			{"sched_setscheduler of another, SCHED_FIFO", seccompData(a.audit, n.setscheduler, pid, 1, ptr), deny},
+			{"sched_setscheduler of another, high bits of the policy set", seccompData(a.audit, n.setscheduler, pid, high|5, ptr), deny},
+		}
+		for name, nr := range map[string]uint32{"sched_setscheduler": n.setscheduler, "sched_setparam": n.setparam,
+			"sched_setattr": n.setattr, "sched_setaffinity": n.setaffinity} {
+			tests = append(tests, []struct {
+				name string
+				data []byte
+				want int
+			}{
+				// 5: SCHED_IDLE for sched_setscheduler.
+				{name + " of the caller", seccompData(a.audit, nr, 0, 5, ptr), allow},
+				{name + " of the caller, high bits set", seccompData(a.audit, nr, high, 5, ptr), allow},
+				{name + " of another", seccompData(a.audit, nr, pid, 5, ptr), deny},
+				{name + " of another, high bits set", seccompData(a.audit, nr, high|pid, 5, ptr), deny},
+			}...)
+		}
+		tests = append(tests, []struct {
+			name string
+			data []byte
+			want int
+		}{
 			{"another ABI (i386 socketcall)", seccompData(0x40000003, 102, 1), kill},
 			{"another ABI, an ordinary call", seccompData(0x40000028, n.read), kill},
-		}
+		}...)
 		if a.x32 {
 			tests = append(tests, struct {
 				name string
