@@ -9,12 +9,13 @@
 // home this package is) and a seccomp filter refusing AF_UNIX sockets
 // (socketFilter), as Landlock below ABI 9 does not govern connecting to a
 // Unix socket by path, and changes to other processes' limits and
-// priorities, which Landlock never governs: the worker starts our own binary with the hidden
-// verb Verb (Main), which stays unconfined as the run's reaper and starts
-// our binary once more with the hidden verb execVerb, which restricts
-// itself and then execs the CLI, so neither the relay nor the process that
-// supervises the run is ever restricted. On macOS the same rules become a
-// sandbox-exec profile (Profile). Windows runs are not sandboxed.
+// priorities, which Landlock never governs: the worker starts our own
+// binary with the hidden verb Verb (Main), which stays unconfined as the
+// run's reaper and starts our binary once more with the hidden verb
+// execVerb, which restricts itself and then execs the CLI, so neither the
+// relay nor the process that supervises the run is ever restricted. On
+// macOS the same rules become a sandbox-exec profile (Profile). Windows
+// runs are not sandboxed.
 package sandbox
 
 import (

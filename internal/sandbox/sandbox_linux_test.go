@@ -43,7 +43,11 @@ try signal-relay kill -0 "$RELAY_PID"
 // secret, another project, the run's project and its run folder.
 func layout(t *testing.T) (home, data, work, run, shared string) {
 	t.Helper()
-	home = filepath.Join(t.TempDir(), "home")
+	tmp, err := filepath.EvalSymlinks(t.TempDir()) // TMPDIR may be behind a link
+	if err != nil {
+		t.Fatal(err)
+	}
+	home = filepath.Join(tmp, "home")
 	data = filepath.Join(home, ".local", "share", "crosschat-relay")
 	work = filepath.Join(home, "projects", "mine")
 	run = filepath.Join(data, "runs", "t1")

@@ -32,16 +32,24 @@ import (
 //     user's, the relay's included); reading another's limits stays
 //     allowed. sched_setscheduler (but to SCHED_OTHER), sched_setparam,
 //     sched_setattr and sched_setaffinity of another process than the
-//     caller (SCHED_IDLE would starve the reaper), ioprio_set of another target than the
-//     caller (IOPRIO_WHO_PROCESS, 0) and setpriority(2) of another target
-//     than (PRIO_PROCESS, 0) (PRIO_USER would renice every process of the
-//     user). The filter cannot know the caller's own id (or its threads'),
-//     so only 0 names it: glibc's setrlimit and nice, Go's and libuv's
-//     calls use 0;
+//     caller (SCHED_IDLE would starve the reaper), ioprio_set of another
+//     target than the caller (IOPRIO_WHO_PROCESS, 0) and setpriority(2)
+//     of another target than (PRIO_PROCESS, 0) (PRIO_USER would renice
+//     every process of the user). The filter cannot know the caller's own
+//     id (or its threads'), so only 0 names it: glibc's setrlimit and
+//     nice, Go's and libuv's calls use 0. A process naming itself or one
+//     of its own threads by its id is refused too (EPERM):
+//     pthread_setaffinity_np(pthread_self()), pthread_setschedprio,
+//     setpriority(PRIO_PROCESS, gettid()), prlimit(getpid(), new limit),
+//     sched_setattr(tid), as WebKit/JSC and Chromium set their threads'
+//     priorities; those programs log the error and go on;
 // and it kills (SIGSYS, "Bad system call") a process making a system call
 // of another ABI than the native one (i386 and x32 on amd64, AArch32 on
 // arm64), whose numbers (socketcall) the filter does not check: refusing
-// each of them would leave such a program unable even to exit.
+// each of them would leave such a program unable even to exit. System call
+// number -1, which a tracer in the run (strace's fault injection, a
+// debugger) sets to skip a call, is allowed (the kernel returns ENOSYS)
+// rather than taken for an x32 call.
 //
 // A pid_t, id_t or int argument is read by the kernel as the low 32 bits
 // of its 64-bit slot (the system call wrappers cast it), so the filter
@@ -177,6 +185,8 @@ func socketFilter(a seccompArch) ([]bpf.RawInstruction, error) {
 	b.load(seccompArchO)
 	b.jumpIf(bpf.JumpNotEqual, a.audit, "kill")
 	b.load(seccompNR)
+	// -1: a tracer skipping the call (above the x32 bit).
+	b.jumpIf(bpf.JumpEqual, 0xffffffff, "allow")
 	if a.x32 {
 		b.jumpIf(bpf.JumpGreaterOrEqual, x32Bit, "kill")
 	}

@@ -28,7 +28,8 @@ func seccompData(arch, nr uint32, args ...uint64) []byte {
 // priority for another process than the caller (or a group, or the user),
 // kills a process making another ABI's system calls, and allows the rest:
 // other socket families, socketpair(2) of AF_UNIX, the caller's own limits
-// and priorities, reading another's limits, ordinary calls.
+// and priorities, reading another's limits, ordinary calls, and
+// system call -1 (a tracer skipping a call; not taken for an x32 call).
 func TestSocketFilter(t *testing.T) {
 	const allow, deny, kill = seccompRetAllow, seccompRetErrno | errnoEPERM, seccompRetKill
 	const afInet, afInet6, afNetlink, sockStream = 2, 10, 16, 1
@@ -120,6 +121,7 @@ func TestSocketFilter(t *testing.T) {
 		}{
 			{"another ABI (i386 socketcall)", seccompData(0x40000003, 102, 1), kill},
 			{"another ABI, an ordinary call", seccompData(0x40000028, n.read), kill},
+			{"-1, a call a tracer skips", seccompData(a.audit, 0xffffffff), allow},
 		}...)
 		if a.x32 {
 			tests = append(tests, struct {
