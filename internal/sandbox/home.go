@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 )
 
 // HomeDirName is the folder of a run's own CLI homes inside its run folder,
@@ -219,9 +218,8 @@ func projectName(dir string) (string, bool) {
 // there, nor a process left from a run still writing there (its Landlock
 // rules name the old folder, not the new one), reaches the next run, and
 // no run can make every later one fail. It never follows a link a run may
-// have planted: all of it is done relative to open folders, the CLI's
-// folder is made anew, and links and the copy are made under a new name
-// and renamed into place. warning, for the run's log, says what of the
+// have planted: all of it is done relative to open folders, in a home
+// made anew. warning, for the run's log, says what of the
 // last homes could not be removed (tried again before the next run).
 func (s homeSetup) prepare() (warning string, err error) {
 	parent, base := filepath.Dir(s.home), filepath.Base(s.home)
@@ -281,21 +279,13 @@ func homeWarning(home string, cause error) string {
 		filepath.Dir(home), msg)
 }
 
-// fill fills the new CLI home d.
+// fill fills the new CLI home d, which holds nothing yet but what
+// moveKept moved into it (files in folders none of the links or the copy
+// is named after): the CLI's folder, the user's transcripts when missing,
+// a link per entry the user has, and the copy of the global settings.
 func (s homeSetup) fill(d *dir) error {
 	if s.sub != "" {
-		if mode, err := d.lstat(s.sub); err == nil && !mode.IsDir() {
-			if err := d.removeAll(s.sub, nil); err != nil {
-				return fmt.Errorf("clear %s: %w", d.path(s.sub), err)
-			}
-		}
-		r, err := d.root()
-		if err != nil {
-			return fmt.Errorf("open the CLI's home %s: %w", s.home, err)
-		}
-		err = r.Mkdir(s.sub, 0o700)
-		r.Close()
-		if err != nil && !errors.Is(err, os.ErrExist) {
+		if err := d.mkdir(s.sub); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("create the CLI's folder %s: %w", d.path(s.sub), err)
 		}
 		sub, err := d.sub(s.sub)
@@ -326,17 +316,12 @@ func (s homeSetup) fill(d *dir) error {
 			return fmt.Errorf("create the CLI's session folder %s: %w", p, err)
 		}
 	}
-	where := d.path
 	for name, target := range s.links {
 		if _, err := os.Stat(target); err != nil {
-			// The user has none: neither has the run (nothing it left).
-			if err := d.removeAll(name, nil); err != nil {
-				return fmt.Errorf("clear %s: %w", where(name), err)
-			}
-			continue
+			continue // the user has none: neither has the run
 		}
-		if err := replace(root, name, func(tmp string) error { return root.Symlink(target, tmp) }); err != nil {
-			return fmt.Errorf("link %s to %s: %w", where(name), target, err)
+		if err := root.Symlink(target, name); err != nil {
+			return fmt.Errorf("link %s to %s: %w", d.path(name), target, err)
 		}
 	}
 	if s.copyTo == "" {
@@ -344,20 +329,21 @@ func (s homeSetup) fill(d *dir) error {
 	}
 	src, err := os.Open(s.copyFrom)
 	if errors.Is(err, os.ErrNotExist) {
-		return d.removeAll(s.copyTo, nil)
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
 	}
 	defer src.Close()
-	return replace(root, s.copyTo, func(tmp string) error {
-		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, io.LimitReader(src, maxGlobalSettings))
-		return errors.Join(err, f.Close())
-	})
+	f, err := root.OpenFile(s.copyTo, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
+	}
+	_, err = io.Copy(f, io.LimitReader(src, maxGlobalSettings))
+	if err = errors.Join(err, f.Close()); err != nil {
+		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
+	}
+	return nil
 }
 
 // moveAside renames the CLI home name of the folder p (the worker's
@@ -411,29 +397,3 @@ func removeOldHomes(p *dir, b *budget) error {
 
 // maxGlobalSettings bounds the copy of a CLI's global settings file.
 const maxGlobalSettings = 64 << 20
-
-// replaceSeq tells apart the temporary names of runs prepared at once.
-var replaceSeq atomic.Int64
-
-// replace makes a new entry under a temporary name in root with make and
-// renames it over name, removing first whatever a rename cannot replace (a
-// folder).
-func replace(root *os.Root, name string, make func(tmp string) error) error {
-	tmp := fmt.Sprintf("%s.crosschat-%d-%d.tmp", name, os.Getpid(), replaceSeq.Add(1))
-	_ = root.RemoveAll(tmp)
-	if err := make(tmp); err != nil {
-		_ = root.Remove(tmp)
-		return err
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		if rerr := root.RemoveAll(name); rerr != nil {
-			_ = root.Remove(tmp)
-			return errors.Join(err, rerr)
-		}
-		if err := root.Rename(tmp, name); err != nil {
-			_ = root.Remove(tmp)
-			return err
-		}
-	}
-	return nil
-}
