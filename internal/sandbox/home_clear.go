@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -77,6 +78,20 @@ func (b *budget) spend() error {
 		return fmt.Errorf("%w (%s)", errBudget, maxClearTime)
 	}
 	return nil
+}
+
+// entry is what dir.stat reports of an entry of a folder.
+type entry struct {
+	mode  fs.FileMode // 0 for a regular file, fs.ModeDir, else fs.ModeIrregular
+	links uint64      // its names (hard links; 1 where the system does not say)
+	size  int64
+	mtime int64 // its modification time, in nanoseconds
+}
+
+// lstat reports the type of d's entry name (not following a link).
+func (d *dir) lstat(name string) (fs.FileMode, error) {
+	e, err := d.stat(name)
+	return e.mode, err
 }
 
 // keptFile is a file a folder of a CLI home keeps.

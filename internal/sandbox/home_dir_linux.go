@@ -25,20 +25,10 @@ type dir struct {
 // without them) fails at once.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
-// openDir opens the folder path (whose parent a run cannot write), given
-// its owner's rights back when a run took them away.
+// openDir opens the folder path (whose parent a run cannot write), as
+// sub does an entry of a folder.
 func openDir(path string) (*dir, error) {
-	fd, err := unix.Open(path, dirFlags, 0)
-	if err == unix.EACCES {
-		if err = os.Chmod(path, 0o700); err == nil {
-			fd, err = unix.Open(path, dirFlags, 0)
-		}
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	ownerWritable(fd)
-	return &dir{fd: fd, name: path}, nil
+	return (&dir{fd: unix.AT_FDCWD}).sub(path)
 }
 
 // ownerWritable gives the owner every right on the open folder fd, when a
@@ -90,14 +80,6 @@ func (d *dir) root() (*os.Root, error) {
 	return os.OpenRoot("/proc/self/fd/" + strconv.Itoa(d.fd))
 }
 
-// entry is what stat reports of an entry of a folder.
-type entry struct {
-	mode  fs.FileMode // 0 for a regular file, fs.ModeDir, else fs.ModeIrregular
-	links uint64      // its names (hard links)
-	size  int64
-	mtime int64 // its modification time, in nanoseconds
-}
-
 // stat reports d's entry name (not following a link).
 func (d *dir) stat(name string) (entry, error) {
 	var st unix.Stat_t
@@ -115,12 +97,6 @@ func (d *dir) stat(name string) (entry, error) {
 		e.mode = fs.ModeDir
 	}
 	return e, nil
-}
-
-// lstat reports the type of d's entry name (not following a link).
-func (d *dir) lstat(name string) (fs.FileMode, error) {
-	e, err := d.stat(name)
-	return e.mode, err
 }
 
 // mkdir makes the folder name in d.

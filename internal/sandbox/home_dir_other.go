@@ -49,14 +49,6 @@ func (d *dir) sub(name string) (*dir, error) {
 // root is d as an os.Root.
 func (d *dir) root() (*os.Root, error) { return d.r.OpenRoot(".") }
 
-// entry is what stat reports of an entry of a folder.
-type entry struct {
-	mode  fs.FileMode // 0 for a regular file, fs.ModeDir, else fs.ModeIrregular
-	links uint64      // its names (1 here: CLI homes keep files on Linux only)
-	size  int64
-	mtime int64 // its modification time, in nanoseconds
-}
-
 // stat reports d's entry name (not following a link).
 func (d *dir) stat(name string) (entry, error) {
 	fi, err := d.r.Lstat(name)
@@ -71,12 +63,6 @@ func (d *dir) stat(name string) (entry, error) {
 		e.mode = fs.ModeDir
 	}
 	return e, nil
-}
-
-// lstat reports the type of d's entry name (not following a link).
-func (d *dir) lstat(name string) (fs.FileMode, error) {
-	e, err := d.stat(name)
-	return e.mode, err
 }
 
 // mkdir makes the folder name in d.
