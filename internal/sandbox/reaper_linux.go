@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/crosschat/crosschat-relay/internal/procstat"
 )
 
 // The sandbox child on Linux does not exec the CLI: it stays as the run's
@@ -49,7 +50,7 @@ const stuckAfter = 5 * time.Second
 const leftoverGrace = 1500 * time.Millisecond
 
 // procDir is where the processes are listed (replaced in a test).
-var procDir = "/proc"
+var procDir = procstat.Dir
 
 // superviseRun makes this process a subreaper that cannot be dumped,
 // starts its own binary with execVerb (the run: it confines itself and
@@ -279,8 +280,8 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 	// group) or gone (the group last seen): the processes of a setsid'd
 	// CLI's group keep their grace.
 	for _, p := range procs {
-		if p.pid == r.cli && p.pgid > 0 {
-			r.cliGroup = p.pgid
+		if p.PID == r.cli && p.PGID > 0 {
+			r.cliGroup = p.PGID
 		}
 	}
 	if r.sent == nil {
@@ -290,9 +291,9 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 		r.sent[sig] = map[procID]bool{}
 	}
 	for _, p := range procs {
-		id := procID{p.pid, p.start}
-		spared := outside && (p.pgid == r.pgid || p.pid == r.cli || p.pgid == r.cliGroup)
-		if p.zombie() || spared || r.sent[sig][id] {
+		id := procID{p.PID, p.Start}
+		spared := outside && (p.PGID == r.pgid || p.PID == r.cli || p.PGID == r.cliGroup)
+		if p.Zombie() || spared || r.sent[sig][id] {
 			continue
 		}
 		signalProc(p, sig)
@@ -302,52 +303,16 @@ func (r *reaper) signalTree(sig unix.Signal, outside bool) (sent, ok bool) {
 	return sent, true
 }
 
-// procStat is what /proc/PID/stat tells of a process: its id, parent,
-// group, state and start time (which, with the id, tells it from a later
-// process given the same id).
-type procStat struct {
-	pid, ppid, pgid int
-	state           byte
-	start           uint64
-}
-
 // procID tells a process from any other, one given its id later included.
 type procID struct {
 	pid   int
 	start uint64
 }
 
-func (p procStat) zombie() bool { return p.state == 'Z' || p.state == 'X' }
-
-// readStat reads /proc/PID/stat.
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name (field 2) is in parentheses and may hold anything.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	// From field 3: state, ppid, pgrp, … starttime (field 22).
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return procStat{}, false
-	}
-	return procStat{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0], start: start}, true
-}
-
 // descendants lists the processes under root, from a walk of /proc; one
 // that moved while /proc was read (re-parented to root) is found by the
 // next walk. It fails when /proc cannot be listed or does not show root.
-func descendants(root int) ([]procStat, error) {
+func descendants(root int) ([]procstat.Stat, error) {
 	d, err := os.Open(procDir)
 	if err != nil {
 		return nil, err
@@ -357,27 +322,27 @@ func descendants(root int) ([]procStat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", procDir, err)
 	}
-	if _, ok := readStat(root); !ok {
+	if _, ok := procstat.Read(procDir, root); !ok {
 		return nil, fmt.Errorf("%s does not show this process", procDir)
 	}
-	children := map[int][]procStat{}
+	children := map[int][]procstat.Stat{}
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		if p, ok := readStat(pid); ok {
-			children[p.ppid] = append(children[p.ppid], p)
+		if p, ok := procstat.Read(procDir, pid); ok {
+			children[p.PPID] = append(children[p.PPID], p)
 		}
 	}
-	var out []procStat
+	var out []procstat.Stat
 	seen := map[int]bool{root: true} // a loop of ids reused while /proc was read
 	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
 		for _, c := range children[queue[0]] {
-			if !seen[c.pid] {
-				seen[c.pid] = true
+			if !seen[c.PID] {
+				seen[c.PID] = true
 				out = append(out, c)
-				queue = append(queue, c.pid)
+				queue = append(queue, c.PID)
 			}
 		}
 	}
@@ -387,11 +352,11 @@ func descendants(root int) ([]procStat, error) {
 // signalProc sends sig to p, through a pidfd opened while p still has
 // the start time it was listed with, so a process given p's id since is
 // never hit.
-func signalProc(p procStat, sig unix.Signal) {
-	fd, err := unix.PidfdOpen(p.pid, 0)
+func signalProc(p procstat.Stat, sig unix.Signal) {
+	fd, err := unix.PidfdOpen(p.PID, 0)
 	if err == unix.ENOSYS { // before Linux 5.3
-		if q, ok := readStat(p.pid); ok && q.start == p.start {
-			_ = unix.Kill(p.pid, sig)
+		if q, ok := procstat.Read(procDir, p.PID); ok && q.Start == p.Start {
+			_ = unix.Kill(p.PID, sig)
 		}
 		return
 	}
@@ -399,7 +364,7 @@ func signalProc(p procStat, sig unix.Signal) {
 		return // gone
 	}
 	defer unix.Close(fd)
-	if q, ok := readStat(p.pid); ok && q.start == p.start {
+	if q, ok := procstat.Read(procDir, p.PID); ok && q.Start == p.Start {
 		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/procstat"
 )
 
 // stopBeforeStartEnv makes a sandbox child started with Verb stop itself
@@ -87,8 +88,8 @@ func TestSweepSparesZombieCLIGroup(t *testing.T) {
 		_ = cli.Wait()
 	}()
 	poll.Until(t, "the CLI to exit (a zombie)", 10*time.Second, func() bool {
-		p, ok := readStat(cli.Process.Pid)
-		return ok && p.zombie()
+		p, ok := procstat.Read(procDir, cli.Process.Pid)
+		return ok && p.Zombie()
 	})
 	r := &reaper{self: os.Getpid(), pgid: unix.Getpgrp(), cli: cli.Process.Pid, stderr: os.Stderr}
 	if _, ok := r.signalTree(unix.SIGKILL, true); !ok {

@@ -3,7 +3,6 @@
 package worker
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/procstat"
 )
 
 // tree is a started CLI and everything it starts: its own process group.
@@ -64,41 +65,17 @@ func groupAlive(pgid int) bool {
 	return syscall.Kill(-pgid, 0) == nil
 }
 
-// linuxStat returns the state and process group of pid from /proc.
-func linuxStat(pid string) (state byte, pgid int, start string, ok bool) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0, "", false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, "", false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
-	if len(f) < 20 {
-		return 0, 0, "", false
-	}
-	g, err := strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, "", false
-	}
-	return f[0][0], g, f[19], true
-}
-
 func linuxGroupAlive(pgid int) (alive, ok bool) {
-	entries, err := os.ReadDir("/proc")
+	entries, err := os.ReadDir(procstat.Dir)
 	if err != nil {
 		return false, false
 	}
 	for _, e := range entries {
-		name := e.Name()
-		if name[0] < '0' || name[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		state, g, _, ok := linuxStat(name)
-		if ok && g == pgid && state != 'Z' && state != 'X' {
+		if p, ok := procstat.Read(procstat.Dir, pid); ok && p.PGID == pgid && !p.Zombie() {
 			return true, true
 		}
 	}
@@ -111,8 +88,8 @@ func processAlive(pid int) bool {
 		return false
 	}
 	if runtime.GOOS == "linux" {
-		state, _, _, ok := linuxStat(strconv.Itoa(pid))
-		return ok && state != 'Z' && state != 'X'
+		p, ok := procstat.Read(procstat.Dir, pid)
+		return ok && !p.Zombie()
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
@@ -126,11 +103,11 @@ func processStart(pid int) string {
 		// matched by its start time as well as its name.
 		return psStart(pid)
 	}
-	_, _, start, ok := linuxStat(strconv.Itoa(pid))
+	p, ok := procstat.Read(procstat.Dir, pid)
 	if !ok {
 		return ""
 	}
-	return start
+	return strconv.FormatUint(p.Start, 10)
 }
 
 // psStart is when pid started as ps tells it (lstart, to the second, in
