@@ -44,16 +44,11 @@ fatal() { bad "$*"; finish; }
 
 # need_apt PKG...: install the Debian packages the machine lacks (as root;
 # log in $OUT/apt.log). Returns non-zero, naming them, when that fails.
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 need_apt() {
-  local missing=() p
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "installing: ${missing[*]}"
-  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get -y -q -o DPkg::Lock::Timeout=300 \
-      install --no-install-recommends "${missing[@]}"; } >>"$OUT/apt.log" 2>&1 && return 0
-  echo "     could not install ${missing[*]} (see $OUT/apt.log)"
+  apt_missing "$@" >>"$OUT/apt.log" 2>&1 && return 0
+  echo "     could not install $* (see $OUT/apt.log)"
   return 1
 }
 
