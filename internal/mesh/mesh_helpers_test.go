@@ -3,7 +3,9 @@ package mesh
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +55,9 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 	if err != nil {
 		db.Close()
 		t.Fatalf("start mesh %s: %v", name, err)
+	}
+	if node.srv != nil {
+		embeddedNodes.Store(node.srv.Addr().String(), node)
 	}
 	r := &testRelay{name: name, dir: dir, db: db, node: node, svc: relay.WithMesh(db, node)}
 	t.Cleanup(r.stop)
@@ -285,11 +290,29 @@ func startServer(t *testing.T, dir string, port int) *server.Server {
 	return s
 }
 
-// jetStreamClient connects a plain JetStream client to url, closed when the
-// test ends: what a third party on the NATS server could send.
+// embeddedNodes maps the address of each embedded server a test started
+// to its relay (see jetStreamClient).
+var embeddedNodes sync.Map
+
+// jetStreamClient connects a JetStream client with every permission to the
+// NATS server at url, closed when the test ends: what a holder of an
+// account-wide credential could send (an external cluster whose relays
+// share one user, or --nats-embed-open), to test what the relays' own
+// checks refuse. On an embedded server a test started, whose users are
+// the relays themselves, that is the relay's in-process admin connection,
+// whatever user url names: an invite gives no such client any more (see
+// neighbour_test.go for what it gives).
 func jetStreamClient(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	opts := []nats.Option{}
+	if u, err := neturl.Parse(url); err == nil {
+		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).admin != nil {
+			n := v.(*Node)
+			url = ""
+			opts = append(opts, nats.InProcessServer(n.srv), nats.UserInfo(adminUser, n.adminPass))
+		}
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
