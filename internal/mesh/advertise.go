@@ -8,8 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -36,7 +34,8 @@ func (n *Node) syncAgents(ctx context.Context) error {
 		return err
 	}
 	n.mu.Lock()
-	for slug, a := range n.agents {
+	for _, a := range n.agents {
+		slug := a.Slug
 		if n.agentAccepted(a) {
 			if g, ok := n.good[slug]; ok && g.RelayID != a.RelayID && n.agentAccepted(g) && n.holderAlive(g) {
 				// One trusted relay wrote over another's entry: the first
@@ -57,7 +56,7 @@ func (n *Node) syncAgents(ctx context.Context) error {
 		delete(n.good, slug)
 	}
 	for slug, g := range n.good {
-		if _, listed := n.agents[slug]; !listed || !n.agentAccepted(g) {
+		if _, listed := n.agents[agentKey(g.RelayID, slug)]; !listed || !n.agentAccepted(g) {
 			delete(n.good, slug)
 		}
 	}
@@ -146,41 +145,27 @@ func (n *Node) advertiseAgent(a relay.Agent) {
 	}
 }
 
-// putAgent writes a local agent's entry with compare-and-set: a slug
-// another relay holds is left to it and reported as a conflict.
+// putAgent writes a local agent's entry under this relay's own key
+// (agent.<relay id>.<slug>), which no other relay writes.
 func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 	kv := n.bucket()
 	e := dirAgent{Slug: a.Slug, RelayID: n.id.ID, RelayName: n.id.Name, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
 		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey, At: time.Now().UnixMilli()}
 	e.Sig = n.id.sign(e.signedBytes())
 	b, _ := json.Marshal(e) // a struct of plain fields always marshals
-	key := agentKey(a.Slug)
-	for range 3 {
-		cur, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			if _, err = kv.Create(ctx, key, b); errors.Is(err, jetstream.ErrKeyExists) {
-				continue
-			}
-		} else if err == nil {
-			var owner dirAgent
-			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner) {
-				return fmt.Errorf("slug %s: held by relay %s (%s)", a.Slug, owner.RelayName, owner.RelayID)
-			}
-			if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
-				continue
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("advertise agent %s: %w", a.Slug, err)
-		}
-		e.updated = time.Now()
-		n.mu.Lock()
-		n.agents[a.Slug] = e
-		n.good[a.Slug] = e
-		n.mu.Unlock()
-		return nil
+	key := agentKey(n.id.ID, a.Slug)
+	rev, err := kv.Put(ctx, key, b)
+	if err != nil {
+		return fmt.Errorf("advertise agent %s: %w", a.Slug, err)
 	}
-	return fmt.Errorf("advertise agent %s: the entry kept changing", a.Slug)
+	e.updated, e.revision = time.Now(), rev
+	n.mu.Lock()
+	n.agents[key] = e
+	if g, ok := n.good[a.Slug]; !ok || g.RelayID == n.id.ID || !n.agentAccepted(g) {
+		n.good[a.Slug] = e
+	}
+	n.mu.Unlock()
+	return nil
 }
 
 // seeAll records the relays of the directory. With --mesh-trust account

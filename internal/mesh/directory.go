@@ -30,8 +30,9 @@ type dirAgent struct {
 	// it: a replayed old entry is told from a fresh one (entryFresh).
 	At int64 `json:"at"`
 	// Sig is the owning relay's signature of the entry (dirSigned).
-	Sig     string    `json:"sig,omitempty"`
-	updated time.Time // when the entry was last written
+	Sig      string    `json:"sig,omitempty"`
+	updated  time.Time // when the entry was last written
+	revision uint64    // the bucket's revision of the entry
 }
 
 // dirRelay is a relay's directory entry.
@@ -46,10 +47,28 @@ type dirRelay struct {
 	updated   time.Time // when the entry was last written
 }
 
-// Directory keys: agent.<slug> (':' in a slug, not allowed in a key, is
-// written '='), relay.<id>.
-func agentKey(slug string) string { return "agent." + strings.ReplaceAll(slug, ":", "=") }
-func relayKey(id string) string   { return "relay." + id }
+// Directory keys: agent.<relay id>.<slug> (':' in a slug, not allowed in a
+// key, is written '='), relay.<id>. Each relay writes only keys of its own
+// id, so NATS permissions can confine a relay to them: no relay can
+// delete or overwrite another's entries.
+func agentKey(relayID, slug string) string {
+	return "agent." + relayID + "." + strings.ReplaceAll(slug, ":", "=")
+}
+func relayKey(id string) string { return "relay." + id }
+
+// agentKeyRelay is the relay id an agent key names ("" for a key that is
+// not agent.<relay id>.<slug>).
+func agentKeyRelay(key string) string {
+	rest, ok := strings.CutPrefix(key, "agent.")
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, ".")
+	if !ok || !validRelayID(id) {
+		return ""
+	}
+	return id
+}
 
 // fresh reports whether an entry written at t is still within the bucket TTL.
 func (n *Node) fresh(t time.Time) bool { return time.Since(t) < 3*n.opts.Refresh }
@@ -118,22 +137,20 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 	switch {
 	case strings.HasPrefix(key, "agent."):
 		if del {
-			for s, a := range n.agents {
-				if agentKey(s) == key && a.RelayID != n.id.ID {
-					delete(n.agents, s)
-				}
+			if a, ok := n.agents[key]; ok && a.RelayID != n.id.ID {
+				delete(n.agents, key)
 			}
 			return
 		}
 		var a dirAgent
-		if json.Unmarshal(e.Value(), &a) != nil || agentKey(a.Slug) != key {
-			return
+		if json.Unmarshal(e.Value(), &a) != nil || agentKey(a.RelayID, a.Slug) != key {
+			return // not the entry its key names: ignored
 		}
 		if !n.entryFresh(a.At, e.Created()) {
 			return // a replay of an old entry (or an unstamped one): ignored
 		}
-		a.updated = e.Created()
-		n.agents[a.Slug] = a
+		a.updated, a.revision = e.Created(), e.Revision()
+		n.agents[key] = a
 	case strings.HasPrefix(key, "relay."):
 		id := strings.TrimPrefix(key, "relay.")
 		if del {
