@@ -241,15 +241,18 @@ var bridgeAccess = map[string]web.Access{
 	"Workers.Connect":   web.LocalOnly,
 	"Workers.Sessions":  web.LocalOnly,
 
-	"Mesh.Status": web.Remote,
-	"Mesh.Agents": web.Remote,
-	"Mesh.Relays": web.Remote,
-	"Mesh.Held":   web.Remote,
-	// Admitting a relay, and the invite (it carries the embedded server's
-	// credential), are for the operator at this computer.
-	"Mesh.Trust":  web.LocalOnly,
-	"Mesh.Block":  web.LocalOnly,
-	"Mesh.Invite": web.LocalOnly,
+	"Mesh.Status":     web.Remote,
+	"Mesh.Agents":     web.Remote,
+	"Mesh.Relays":     web.Remote,
+	"Mesh.Held":       web.Remote,
+	"Mesh.Credential": web.Remote,
+	// Admitting a relay, the invite (it lets a relay into the embedded
+	// server) and the users of an external cluster are for the operator at
+	// this computer.
+	"Mesh.Trust":      web.LocalOnly,
+	"Mesh.Block":      web.LocalOnly,
+	"Mesh.Invite":     web.LocalOnly,
+	"Mesh.NATSConfig": web.LocalOnly,
 	// Mesh settings name files on this computer and where the relay connects.
 	"Mesh.MeshSettings":     web.LocalOnly,
 	"Mesh.SaveMeshSettings": web.LocalOnly,

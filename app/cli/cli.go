@@ -56,6 +56,7 @@ Usage:
                                              the mesh over NATS: relays, link, outbox, lag; every agent;
                                              relays with trust state and key; the command to join
   crosschat-relay mesh trust|block NAME|ID   admit (--fingerprint SHA256:… pins exactly that key) or refuse a relay
+  crosschat-relay mesh nats-config           the NATS users an external cluster needs for the relays known here
   crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
   crosschat-relay send ID MESSAGE [--title T] [--priority P]
                                              a task from this folder's project to ID (MESSAGE - reads stdin)

@@ -12,10 +12,10 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 )
 
-// meshCmd runs `crosschat-relay mesh status|agents|relays|invite [--json]`
+// meshCmd runs `crosschat-relay mesh status|agents|relays|invite|nats-config [--json]`
 // and `mesh trust NAME|ID [--fingerprint SHA256:…]` / `mesh block NAME|ID`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
-	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite")
+	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite", "nats-config")
 	if err != nil {
 		return err
 	}
@@ -41,6 +41,8 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		return meshRelays(c)
 	case "invite":
 		return meshInvite(c)
+	case "nats-config":
+		return meshNATSConfig(c)
 	case "trust", "block":
 		if target == "" && c.fs.NArg() > 0 {
 			target = c.fs.Arg(0)
@@ -167,7 +169,10 @@ func meshInvite(c *command) error {
 	fmt.Fprintln(c.stdout)
 	fmt.Fprintln(c.stdout, "  "+inv.Command)
 	fmt.Fprintln(c.stdout)
-	fmt.Fprintln(c.stdout, "or set "+inv.Env+" for its relay (keeps the credential out of the process list).")
+	fmt.Fprintln(c.stdout, "or set "+inv.Env+" for its relay (keeps the invite out of the process list).")
+	if inv.ExpiresAt != "" {
+		fmt.Fprintf(c.stdout, "The invite lets one relay in, once, until %s.\n", inv.ExpiresAt)
+	}
 	for flag, f := range inv.Files {
 		fmt.Fprintf(c.stdout, "Copy %s to the other computer and give its path to %s.\n", f, flag)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,7 +226,7 @@ func (n *Node) connectStrict(copts []nats.Option) error {
 // checkOnce checks the credential the first time the relay is connected,
 // and warns when it can delete or purge what the mesh keeps.
 func (n *Node) checkOnce(ctx context.Context) {
-	if n.Credential().Checked || !n.nc.IsConnected() {
+	if n.Credential().Checked {
 		return
 	}
 	c := n.checkCredential(ctx)
@@ -254,16 +255,20 @@ func (n *Node) Credential() CredentialCheck {
 // relay's credential may change them), else through the relay's own
 // connection, which an external cluster may allow to create them only.
 func (n *Node) ensureStreams(ctx context.Context, js jetstream.JetStream) error {
+	// A relay's own credential may update them only when it may update
+	// any stream (the probe asks): one confined to its own subjects would
+	// wait for NATS's timeout, refused.
+	mayUpdate := slices.Contains(n.Credential().Can, "update streams")
 	if n.admin != nil {
 		ajs, err := jetstream.New(n.admin)
 		if err != nil {
 			return fmt.Errorf("jetstream: %w", err)
 		}
-		js = ajs
+		js, mayUpdate = ajs, true
 	}
 	var warns []string
 	for _, cfg := range []jetstream.StreamConfig{meshStreamConfig(n.opts.Replicas), dirStreamConfig(n.opts.Refresh, n.opts.Replicas)} {
-		warn, err := ensureStream(ctx, js, cfg)
+		warn, err := ensureStream(ctx, js, cfg, mayUpdate)
 		if err != nil {
 			return err
 		}
@@ -279,4 +284,25 @@ func (n *Node) ensureStreams(ctx context.Context, js jetstream.JetStream) error 
 		n.log.Warn("mesh: " + strings.Join(warns, "; "))
 	}
 	return nil
+}
+
+// waitingForNATS says, once per cause, why the relay is not connected yet:
+// a server that does not admit its key is told apart, with what to do.
+func (n *Node) waitingForNATS() {
+	msg := "waiting for NATS"
+	if err := n.nc.LastError(); err != nil {
+		msg += ": " + err.Error()
+		if strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			msg += " — the server does not admit this relay (its key " + n.id.NKey() + "): ask the operator of the relay that embeds NATS " +
+				"for `crosschat-relay mesh invite` and start with the URL it prints, or, on an external cluster, install the user " +
+				"`crosschat-relay mesh nats-config` prints"
+		}
+	}
+	n.mu.Lock()
+	changed := n.lastErr != msg
+	n.lastErr = msg
+	n.mu.Unlock()
+	if changed {
+		n.log.Warn("mesh: " + msg)
+	}
 }

@@ -67,11 +67,14 @@ func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig
 	}
 }
 
-// sameStream reports whether have is cfg in every field cfg sets.
+// sameStream reports whether have is cfg in every field cfg sets (a limit
+// of 0 or below is no limit, as the server writes it).
 func sameStream(have, cfg jetstream.StreamConfig) bool {
+	limit := func(v int64) int64 { return max(v, 0) }
 	return slices.Equal(have.Subjects, cfg.Subjects) && have.Storage == cfg.Storage && have.Retention == cfg.Retention &&
 		have.Discard == cfg.Discard && have.Replicas == cfg.Replicas && have.MaxAge == cfg.MaxAge &&
-		have.MaxMsgsPerSubject == cfg.MaxMsgsPerSubject && have.MaxMsgSize == cfg.MaxMsgSize && have.MaxBytes == cfg.MaxBytes &&
+		limit(have.MaxMsgsPerSubject) == limit(cfg.MaxMsgsPerSubject) && limit(int64(have.MaxMsgSize)) == limit(int64(cfg.MaxMsgSize)) &&
+		limit(have.MaxBytes) == limit(cfg.MaxBytes) && limit(have.MaxMsgs) == limit(cfg.MaxMsgs) &&
 		have.Duplicates == cfg.Duplicates && have.AllowDirect == cfg.AllowDirect && have.AllowRollup == cfg.AllowRollup &&
 		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description
 }
@@ -83,10 +86,10 @@ func safeStream(have jetstream.StreamConfig) bool {
 }
 
 // ensureStream makes the stream cfg describes: created when missing,
-// updated when it differs. A credential that may not update it (a relay's
-// own, on an external cluster) leaves a differing stream as it is: warn
-// says how, nil error, unless the stream does not keep what it holds.
-func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (warn string, err error) {
+// updated when it differs and mayUpdate. A differing stream it may not
+// update (a relay's own credential: the relay that embeds NATS, or the
+// cluster's operator, sets it up) is left as it is, and warn says how.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, mayUpdate bool) (warn string, err error) {
 	for range 3 {
 		s, err := js.Stream(ctx, cfg.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -105,12 +108,15 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if sameStream(have, cfg) {
 			return "", nil
 		}
-		if _, uerr := js.UpdateStream(ctx, cfg); uerr != nil {
-			warn = fmt.Sprintf("stream %s differs from this relay's settings and this relay may not update it (%v)", cfg.Name, uerr)
+		if !mayUpdate {
 			if !safeStream(have) {
-				warn += "; it lets messages be deleted or purged: create it as `crosschat-relay mesh nats-config` shows"
+				return fmt.Sprintf("stream %s lets messages be deleted, purged or rolled up, and this relay may not change it: "+
+					"remove it for the relays to make it again (see `crosschat-relay mesh nats-config`)", cfg.Name), nil
 			}
-			return warn, nil
+			return "", nil // set up by whoever may: its settings rule
+		}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return "", fmt.Errorf("update stream %s: %w", cfg.Name, err)
 		}
 		return "", nil
 	}

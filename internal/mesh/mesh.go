@@ -283,6 +283,15 @@ func (n *Node) run() {
 		n.joinLoop()
 	}
 	for {
+		if !n.nc.IsConnected() {
+			n.waitingForNATS()
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		err := n.setup()
 		if err == nil {
 			break

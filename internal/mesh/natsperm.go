@@ -18,8 +18,10 @@ import (
 //   - receive replies on its own inbox prefix, _INBOX_<own id>, and nowhere
 //     else;
 //
-// and nothing more: no stream, consumer or bucket deletion, purge, update,
-// message deletion or direct read of the stream for anyone.
+// and nothing more: no stream or bucket deletion, purge or update, no
+// message deletion, no direct read of the stream, no deletion of a relay's
+// consumer (its own included) for anyone. The one removal allowed is of
+// the directory watches' own read cursors (see below).
 
 // dirStream is the JetStream stream behind the directory bucket.
 const dirStream = "KV_" + BucketName
@@ -57,13 +59,18 @@ func relayGrant(id string, mayCreate bool) grant {
 			"$JS.API.CONSUMER.INFO." + StreamName + "." + cons,
 			"$JS.API.CONSUMER.MSG.NEXT." + StreamName + "." + cons,
 			"$JS.ACK." + StreamName + "." + cons + ".>",
-			// Reading the directory: get one key, and watch it all (an
-			// ordered consumer of the bucket's stream, with flow control).
+			// Reading the directory: get one key, and watch it (an ordered
+			// consumer of the bucket's stream, with flow control, which
+			// the watch removes as it stops: refused, every stop would
+			// wait for NATS's timeout). A watch is a read cursor over
+			// public entries with a random name no relay can list, and
+			// one removed is made again by its watcher.
 			"$JS.API.DIRECT.GET." + dirStream,
 			"$JS.API.DIRECT.GET." + dirStream + ".>",
 			"$JS.API.STREAM.MSG.GET." + dirStream,
 			"$JS.API.CONSUMER.CREATE." + dirStream,
 			"$JS.API.CONSUMER.CREATE." + dirStream + ".>",
+			"$JS.API.CONSUMER.DELETE." + dirStream + ".*",
 			"$JS.FC." + dirStream + ".>",
 		},
 		Subscribe: []string{inboxPrefix(id) + ".>"},

@@ -168,7 +168,9 @@ func (n *Node) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
 		n.deniedSeen[err.Error()] = true
 	}
 	n.deniedMu.Unlock()
-	if !waited && first {
+	switch {
+	case waited || !first || n.ctx != nil && n.ctx.Err() != nil:
+	default:
 		n.log.Warn("mesh: NATS refused this relay a subject", "err", err)
 	}
 }

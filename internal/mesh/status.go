@@ -164,8 +164,9 @@ func (n *Node) relayLags(ctx context.Context, relays []RelayInfo) {
 		}
 	} else if !n.nc.IsConnected() {
 		return
-	} else if n.Credential().Confined() {
-		// A relay's own credential reads only its own consumer.
+	} else if c := n.Credential(); !c.Checked || len(c.Can) == 0 {
+		// A relay's own credential reads only its own consumer; one that
+		// may delete streams is taken to read them all.
 		for i := range relays {
 			if info := n.cons.CachedInfo(); relays[i].Self && info != nil {
 				relays[i].Lag = info.NumPending

@@ -8,11 +8,15 @@ export function Agents():Promise<Array<mesh.AgentInfo>>;
 
 export function Block(arg1:string):Promise<mesh.RelayInfo>;
 
+export function Credential():Promise<mesh.CredentialCheck>;
+
 export function Held():Promise<Array<mesh.HeldInfo>>;
 
 export function Invite():Promise<mesh.Invite>;
 
 export function MeshSettings():Promise<app.MeshSettingsView>;
+
+export function NATSConfig():Promise<mesh.NATSConfig>;
 
 export function Relays():Promise<Array<mesh.RelayInfo>>;
 

@@ -10,6 +10,10 @@ export function Block(arg1) {
   return window['go']['app']['Mesh']['Block'](arg1);
 }
 
+export function Credential() {
+  return window['go']['app']['Mesh']['Credential']();
+}
+
 export function Held() {
   return window['go']['app']['Mesh']['Held']();
 }
@@ -20,6 +24,10 @@ export function Invite() {
 
 export function MeshSettings() {
   return window['go']['app']['Mesh']['MeshSettings']();
+}
+
+export function NATSConfig() {
+  return window['go']['app']['Mesh']['NATSConfig']();
 }
 
 export function Relays() {
