@@ -286,11 +286,15 @@ func (n *Node) ensureStreams(ctx context.Context, js jetstream.JetStream) error 
 	return nil
 }
 
-// waitingForNATS says, once per cause, why the relay is not connected yet:
-// a server that does not admit its key is told apart, with what to do.
-func (n *Node) waitingForNATS() {
+// waitingForNATS records, and logs once per cause, why the relay is not
+// connected: a server that does not admit its key is told apart, with
+// what to do; an invite refused is said first.
+func (n *Node) waitingForNATS(err error) {
 	msg := "waiting for NATS"
-	if err := n.nc.LastError(); err != nil {
+	if err == nil {
+		err = n.nc.LastError()
+	}
+	if err != nil {
 		msg += ": " + err.Error()
 		if strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			msg += " — the server does not admit this relay (its key " + n.id.NKey() + "): ask the operator of the relay that embeds NATS " +
@@ -299,10 +303,23 @@ func (n *Node) waitingForNATS() {
 		}
 	}
 	n.mu.Lock()
-	changed := n.lastErr != msg
-	n.lastErr = msg
+	if n.joinErr != "" {
+		msg = "join with the invite: " + n.joinErr + "; " + msg
+	}
+	changed := n.natsErr != msg
+	n.natsErr = msg
 	n.mu.Unlock()
 	if changed {
 		n.log.Warn("mesh: " + msg)
 	}
+}
+
+// connectionError is why the relay is not connected to NATS, "" while it is.
+func (n *Node) connectionError() string {
+	if n.nc.IsConnected() {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.natsErr
 }

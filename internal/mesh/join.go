@@ -140,6 +140,9 @@ func (n *Node) joinLoop() {
 		}
 		n.setErr("join with the invite", err)
 		if errors.Is(err, errRefused) {
+			n.mu.Lock()
+			n.joinErr = err.Error()
+			n.mu.Unlock()
 			return
 		}
 		select {

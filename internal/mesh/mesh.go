@@ -127,6 +127,9 @@ type Node struct {
 	// streamWarn says how the stream or bucket differs from this relay's
 	// settings when it may not change them.
 	streamWarn string
+	// natsErr is why the relay is not connected; joinErr why its invite
+	// was refused.
+	natsErr, joinErr string
 
 	// urls are the NATS URLs connected to, without the embedded server's
 	// user; invite is the invite they carried, if any.
@@ -284,7 +287,7 @@ func (n *Node) run() {
 	}
 	for {
 		if !n.nc.IsConnected() {
-			n.waitingForNATS()
+			n.waitingForNATS(nil)
 			select {
 			case <-n.ctx.Done():
 				return

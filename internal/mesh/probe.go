@@ -140,10 +140,15 @@ func (n *Node) watchDenied(subject string) (<-chan struct{}, func()) {
 	}
 }
 
-// asyncError handles an error NATS reports apart from a call: a refused
+// asyncError handles an error NATS reports apart from a call: a server
+// that stops admitting this relay is said in the status; a refused
 // publish or subscription is logged once per subject (a relay's own
 // subjects are never refused by a configuration `mesh nats-config` made).
 func (n *Node) asyncError(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+		n.waitingForNATS(err) // a server that no longer admits this relay
+		return
+	}
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		if n.ctx == nil || n.ctx.Err() == nil {
 			n.log.Debug("mesh: NATS", "err", err)

@@ -120,8 +120,12 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		}
 	default:
 	}
+	conn := n.connectionError()
 	n.mu.Lock()
 	s.LastError = n.lastErr
+	if conn != "" {
+		s.LastError = conn // why nothing else works
+	}
 	s.Conflicts = append([]string(nil), n.conflicts...)
 	s.Refusals = append([]string(nil), n.refusals...)
 	s.Warnings = append([]string(nil), n.warnings...)
