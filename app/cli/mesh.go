@@ -100,6 +100,13 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "; embedded server: %s", st.EmbedAuth)
 	}
 	fmt.Fprintln(stdout)
+	if len(st.Credential.Can) > 0 {
+		fmt.Fprintf(stdout, "Warning: this relay's NATS credential can %s: give each relay its own user (crosschat-relay mesh nats-config); --nats-strict refuses such a credential\n",
+			strings.Join(st.Credential.Can, ", "))
+	}
+	if st.StreamWarning != "" {
+		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(st.StreamWarning))
+	}
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(w))
 	}

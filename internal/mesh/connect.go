@@ -259,7 +259,7 @@ func (n *Node) ensureStreams(ctx context.Context, js jetstream.JetStream) error 
 	// any stream (the probe asks): one confined to its own subjects would
 	// wait for NATS's timeout, refused.
 	mayUpdate := slices.Contains(n.Credential().Can, "update streams")
-	if n.admin != nil {
+	if n.onOwnServer() {
 		ajs, err := jetstream.New(n.admin)
 		if err != nil {
 			return fmt.Errorf("jetstream: %w", err)
@@ -323,3 +323,8 @@ func (n *Node) connectionError() string {
 	defer n.mu.Unlock()
 	return n.natsErr
 }
+
+// onOwnServer reports whether the relay's connection is to the server it
+// embeds, whose privileged in-process connection keeps the stream and
+// bucket there.
+func (n *Node) onOwnServer() bool { return n.admin != nil && len(n.opts.URLs) == 0 }

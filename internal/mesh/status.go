@@ -160,7 +160,7 @@ func (n *Node) relayLags(ctx context.Context, relays []RelayInfo) {
 		return
 	}
 	js := n.js
-	if n.admin != nil {
+	if n.onOwnServer() {
 		// The embedding relay reads every relay's consumer through its
 		// privileged connection.
 		if ajs, err := jetstream.New(n.admin); err == nil {
