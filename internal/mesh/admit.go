@@ -70,7 +70,19 @@ type admissions struct {
 	// applied fingerprints the users last given to the server, so an
 	// unchanged set is not reloaded.
 	applied string
+	// used are invites just used, whose users stay a moment so the relay
+	// that used one hears the answer before the server cuts it.
+	used []usedInvite
 }
+
+// usedInvite is an invite used, kept as a user until until.
+type usedInvite struct {
+	inv   openInvite
+	until time.Time
+}
+
+// usedGrace is how long an invite's user outlives its use.
+const usedGrace = 3 * time.Second
 
 // loadAdmissions reads the admission file in dir (none yet: empty). A file
 // others can read is made owner-only again.
@@ -183,9 +195,9 @@ func (a *admissions) pruneLocked(now time.Time) bool {
 // authLocked is who the server admits: this relay and the relays that
 // joined with an invite or that the operator trusts (their pinned keys),
 // none the operator blocked, each with its own subjects only; a user per
-// open invite (and keep, an invite just used, until its answer is sent);
-// and the in-process admin. Called with a.mu held.
-func (a *admissions) authLocked(self Identity, records []relay.MeshRelay, adminPass string, now time.Time, keep *openInvite) *embedAuth {
+// open invite (and one just used, for usedGrace); and the in-process
+// admin. Called with a.mu held.
+func (a *admissions) authLocked(self Identity, records []relay.MeshRelay, adminPass string, now time.Time) *embedAuth {
 	auth := &embedAuth{}
 	blocked := map[string]bool{}
 	for _, r := range records {
@@ -212,9 +224,11 @@ func (a *admissions) authLocked(self Identity, records []relay.MeshRelay, adminP
 			}
 		}
 	}
-	invites := a.st.Invites
-	if keep != nil {
-		invites = append(invites[:len(invites):len(invites)], *keep)
+	invites := a.st.Invites[:len(a.st.Invites):len(a.st.Invites)]
+	for _, u := range a.used {
+		if now.Before(u.until) {
+			invites = append(invites, u.inv)
+		}
 	}
 	for _, inv := range invites {
 		exp, err := relay.ParseTime(inv.Expires)

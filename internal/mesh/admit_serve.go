@@ -59,6 +59,16 @@ func (n *Node) serveAdmissions() error {
 // handleAdmit answers one admission request.
 func (n *Node) handleAdmit(m *nats.Msg) {
 	inviteID := m.Subject[len(admitSubject("")):]
+	switch n.inviteState(inviteID) {
+	case inviteUsed:
+		b, _ := json.Marshal(admitAnswer{Error: "the invite was used"}) // plain fields always marshal
+		_ = m.Respond(b)
+		return
+	case inviteUnknown:
+		// Only an open invite's user may publish here; anything else
+		// (a consumer someone pointed here, say) is not worth a log line.
+		return
+	}
 	ans := n.admit(inviteID, m.Data, func(a admitAnswer) {
 		b, _ := json.Marshal(a) // plain fields always marshal
 		if err := m.Respond(b); err == nil {
@@ -68,6 +78,26 @@ func (n *Node) handleAdmit(m *nats.Msg) {
 	if !ans.Admitted {
 		n.log.Warn("mesh: an invited relay was refused", "invite", inviteID, "why", ans.Error)
 	}
+}
+
+// States of an invite, as the admission subject sees it.
+const (
+	inviteUnknown = iota
+	inviteOpen
+	inviteUsed // within usedGrace of its use
+)
+
+// inviteState says whether invite id waits to be used or was just used.
+func (n *Node) inviteState(id string) int {
+	n.adm.mu.Lock()
+	defer n.adm.mu.Unlock()
+	switch {
+	case slices.ContainsFunc(n.adm.st.Invites, func(inv openInvite) bool { return inv.ID == id }):
+		return inviteOpen
+	case slices.ContainsFunc(n.adm.used, func(u usedInvite) bool { return u.inv.ID == id }):
+		return inviteUsed
+	}
+	return inviteUnknown
 }
 
 // admit checks a request for invite inviteID and, when it holds, admits
@@ -127,15 +157,29 @@ func (n *Node) admit(inviteID string, data []byte, answer func(admitAnswer)) adm
 		n.setErr("admit relay", err)
 		return refuse("this relay could not record the admission; try again")
 	}
-	// The new user first, the invite's user kept until it has its answer.
-	if err := n.reloadLocked(records, &inv); err != nil {
+	// The new user; the invite's user goes a moment later: removed at
+	// once, the server would cut its connection before the relay has read
+	// the answer.
+	a.used = slices.DeleteFunc(a.used, func(u usedInvite) bool { return !now.Before(u.until) })
+	a.used = append(a.used, usedInvite{inv: inv, until: now.Add(usedGrace)})
+	if err := n.reloadLocked(records); err != nil {
 		n.setErr("admit relay", err)
 	}
 	ans := admitAnswer{Admitted: true}
 	answer(ans)
-	if err := n.reloadLocked(records, nil); err != nil {
-		n.setErr("admit relay", err)
-	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		select {
+		case <-n.ctx.Done():
+		case <-time.After(usedGrace + 100*time.Millisecond):
+			ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+			defer cancel()
+			if err := n.readmit(ctx); err != nil && n.ctx.Err() == nil {
+				n.setErr("admissions", err)
+			}
+		}
+	}()
 	n.log.Info("mesh: relay admitted to the embedded NATS server by invite", "relay", sanitizeName(req.Name), "id", req.RelayID,
 		"fingerprint", Fingerprint(pub))
 	return ans
@@ -188,13 +232,13 @@ func (n *Node) readmit(ctx context.Context) error {
 			return err
 		}
 	}
-	return n.reloadLocked(records, nil)
+	return n.reloadLocked(records)
 }
 
 // reloadLocked reloads the server's users when they changed. Called with
 // n.adm.mu held.
-func (n *Node) reloadLocked(records []relay.MeshRelay, keep *openInvite) error {
-	auth := n.adm.authLocked(n.id, records, n.adminPass, n.now(), keep)
+func (n *Node) reloadLocked(records []relay.MeshRelay) error {
+	auth := n.adm.authLocked(n.id, records, n.adminPass, n.now())
 	fp := auth.fingerprint()
 	if fp == n.adm.applied {
 		return nil

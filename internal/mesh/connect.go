@@ -40,7 +40,7 @@ func (n *Node) embed() error {
 		}
 		adm.mu.Lock()
 		adm.pruneLocked(n.now())
-		auth = adm.authLocked(n.id, records, pass, n.now(), nil)
+		auth = adm.authLocked(n.id, records, pass, n.now())
 		adm.applied = auth.fingerprint()
 		adm.mu.Unlock()
 		n.adm, n.adminPass = adm, pass
@@ -202,14 +202,23 @@ func urlsHaveUser(urls []string) bool {
 func (n *Node) connectStrict(copts []nats.Option) error {
 	ctx, cancel := context.WithTimeout(n.ctx, 6*opTimeout)
 	defer cancel()
+	var joinErr error
 	if n.needsJoin() {
-		if err := n.join(ctx); err != nil {
-			return fmt.Errorf("mesh: join with the invite: %w", err)
-		}
+		joinErr = n.join(ctx)
 	}
 	nc, err := nats.Connect(strings.Join(n.urls, ","), copts...)
 	if err != nil {
+		if joinErr != nil {
+			return fmt.Errorf("mesh: join with the invite: %w", joinErr)
+		}
 		return fmt.Errorf("mesh: strict mode (--nats-strict) checks this relay's NATS credential before it joins, and NATS did not let it connect: %w", err)
+	}
+	if joinErr != nil {
+		// Admitted all the same (the answer was lost on the way).
+		n.log.Warn("mesh: the invite's answer did not arrive, but this relay's key is admitted", "err", joinErr)
+		if err := recordJoined(n.opts.DataDir, n.invite.id); err != nil {
+			n.log.Warn("mesh: record the invite used", "err", err)
+		}
 	}
 	n.nc = nc
 	c := n.checkCredential(ctx)

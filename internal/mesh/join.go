@@ -138,6 +138,11 @@ func (n *Node) joinLoop() {
 			}
 			return
 		}
+		if n.nc.IsConnected() {
+			// Admitted all the same: the answer was lost on the way.
+			_ = recordJoined(n.opts.DataDir, n.invite.id)
+			return
+		}
 		n.setErr("join with the invite", err)
 		if errors.Is(err, errRefused) {
 			n.mu.Lock()
