@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,21 +110,9 @@ func (n *Node) admit(inviteID string, data []byte, answer func(admitAnswer)) adm
 		answer(ans)
 		return ans
 	}
-	var req admitRequest
-	if len(data) > maxAdmitRequest || json.Unmarshal(data, &req) != nil {
-		return refuse("not an admission request")
-	}
-	if !validRelayID(req.RelayID) {
-		return refuse("relay id %q is not a relay id", req.RelayID)
-	}
-	pub, err := keyOfNKey(req.NKey)
+	req, pub, err := parseAdmit(inviteID, data)
 	if err != nil {
 		return refuse("%v", err)
-	}
-	raw, _ := base64.StdEncoding.DecodeString(pub)
-	sig, err := base64.StdEncoding.DecodeString(req.Sig)
-	if err != nil || !ed25519.Verify(raw, admitSigned(inviteID, req.RelayID, req.NKey), sig) {
-		return refuse("the request is not signed by the key it presents")
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
 	defer cancel()
@@ -167,22 +156,42 @@ func (n *Node) admit(inviteID string, data []byte, answer func(admitAnswer)) adm
 	}
 	ans := admitAnswer{Admitted: true}
 	answer(ans)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		select {
-		case <-n.ctx.Done():
-		case <-time.After(usedGrace + 100*time.Millisecond):
-			ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
-			defer cancel()
-			if err := n.readmit(ctx); err != nil && n.ctx.Err() == nil {
-				n.setErr("admissions", err)
-			}
+	time.AfterFunc(usedGrace+100*time.Millisecond, func() {
+		if n.ctx.Err() != nil {
+			return // closing: the server goes too
 		}
-	}()
+		ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+		defer cancel()
+		if err := n.readmit(ctx); err != nil && n.ctx.Err() == nil {
+			n.setErr("admissions", err)
+		}
+	})
 	n.log.Info("mesh: relay admitted to the embedded NATS server by invite", "relay", sanitizeName(req.Name), "id", req.RelayID,
 		"fingerprint", Fingerprint(pub))
 	return ans
+}
+
+// parseAdmit reads an admission request for invite inviteID: a relay id,
+// a NATS user key and that key's signature over both and the invite. It
+// returns the request and the key as base64.
+func parseAdmit(inviteID string, data []byte) (admitRequest, string, error) {
+	var req admitRequest
+	if len(data) > maxAdmitRequest || json.Unmarshal(data, &req) != nil {
+		return req, "", errors.New("not an admission request")
+	}
+	if !validRelayID(req.RelayID) {
+		return req, "", fmt.Errorf("relay id %q is not a relay id", req.RelayID)
+	}
+	pub, err := keyOfNKey(req.NKey)
+	if err != nil {
+		return req, "", err
+	}
+	raw, _ := base64.StdEncoding.DecodeString(pub)
+	sig, err := base64.StdEncoding.DecodeString(req.Sig)
+	if err != nil || !ed25519.Verify(raw, admitSigned(inviteID, req.RelayID, req.NKey), sig) {
+		return req, "", errors.New("the request is not signed by the key it presents")
+	}
+	return req, pub, nil
 }
 
 // admitConflict says why relay id with nkey cannot be admitted: the id is
