@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // A hostile neighbour: relay C was invited and admitted, and its operator
@@ -306,4 +308,48 @@ func TestNeighbourCannotSpeakForAnotherRelayInAccountMode(t *testing.T) {
 	}
 	genuine := post(t, b, "bob", "alice", "From B itself")
 	arrives(t, a, genuine.ID)
+}
+
+// Ensure a relay's own subjects are all it needs: through a round trip,
+// agents coming and going, status, invites, a restart and a relay away and
+// back, NATS refuses no relay anything (every reply comes under its own
+// inbox prefix, every JetStream call it makes is granted).
+func TestOwnSubjectsAreEnough(t *testing.T) {
+	var logs testkit.Buffer
+	logged := func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	a := startRelayWith(t, "relay-a", "", store.Options{}, logged)
+	url := a.node.InviteURL()
+	b := startRelayWith(t, "relay-b", "", store.Options{}, logged, url)
+	trustEachOther(t, a, b)
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
+	roundTrip(t, a, b, "one")
+	createAgent(t, b, "bee")
+	knows(t, a, "bee", "relay-b")
+	if err := b.svc.DeleteAgent(t.Context(), "bee"); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*testRelay{a, b} {
+		if _, err := r.node.Status(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.node.Invite(); err != nil {
+		t.Fatal(err)
+	}
+	dir := b.dir
+	b.stop()
+	task := post(t, a, "alice", "bob", "while B is away")
+	b = startRelayWith(t, "relay-b", dir, store.Options{}, logged, url)
+	arrives(t, b, task.ID)
+	if got := claims(t, b, "bob"); got.ID != task.ID {
+		t.Fatalf("bob claimed %s; want %s", got.ID, task.ID)
+	}
+	roundTrip(t, a, b, "two")
+	if out := logs.String(); strings.Contains(out, "refused this relay") || strings.Contains(out, "Permissions Violation") {
+		t.Fatalf("NATS refused a relay its own work:\n%s", out)
+	}
 }
