@@ -159,9 +159,12 @@ type Node struct {
 func (n *Node) now() time.Time { return n.opts.Now() }
 
 // Start joins the mesh. It returns once the relay's identity is loaded, the
-// embedded server (if any) runs and a NATS connection is being made; the
-// stream, bucket and consumer are set up in the background, retried until
-// NATS answers, so a relay starts (and works locally) while NATS is down.
+// embedded server (if any) runs and a NATS connection is being made; an
+// invite is presented, and the stream, bucket and consumer are set up, in
+// the background, retried until NATS answers, so a relay starts (and works
+// locally) while NATS is down or has not admitted it yet. In strict mode
+// it returns only once connected, with an error for a credential that can
+// delete or purge what the mesh keeps.
 func Start(opts Options) (*Node, error) {
 	if opts.Store == nil {
 		return nil, errors.New("mesh: a store is required")
