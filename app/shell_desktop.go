@@ -44,7 +44,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	// crosschat-relay://task/<id>: Windows starts the app with the URL of a
 	// clicked toast; the window opens on that task.
 	startTask, _, args := desktop.URLArg(args)
-	cfg, log, closer, code := prepare("desktop", args, stderr)
+	cfg, log, closer, code := prepare("desktop", args, os.Stdout, stderr)
 	if closer == nil {
 		return code
 	}

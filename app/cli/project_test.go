@@ -155,7 +155,7 @@ func TestRegisterIdempotentAndClash(t *testing.T) {
 	hand := filepath.Join(root, "handmade")
 	noErr(t, os.Mkdir(hand, 0o755))
 	_, errs, code = run(t, append([]string{"register", hand}, loc...)...)
-	if code != 1 || !strings.Contains(errs, "not registered from") {
+	if code != 1 || !strings.Contains(errs, `the name "handmade" is taken`) || !strings.Contains(errs, "agents add") || !strings.Contains(errs, "--id") {
 		t.Fatalf("register over a hand-made agent: exit %d, %q", code, errs)
 	}
 }
