@@ -290,29 +290,75 @@ func MonitorLine(e relay.PushEvent) string {
 	return MonitorUpdatePrefix + string(b)
 }
 
-// MessageLine is monitor's line for a push event with --format message:
-// CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"},
-// the line crosschat's hooks match. kind is "task" for a task, else the
-// update's type (task-completed, …); text is a task's title and
-// instructions (the instructions alone when their first line is the
-// title), or the update's message; verification is the signature mark
-// (verified, unverified, mismatch) of a task another relay told this one
-// about, on the task and on its updates, and absent for a local task.
+// MessageLine is monitor's line for a push event with --format message,
+// the line crosschat's hooks match:
+//
+//	CROSSCHAT_MESSAGE {"from","source_project_id","to","text","taskId","kind","verification",
+//	                   "result","replySession","conversationId","hops"}
+//
+// kind is "task" for a task, else the update's type (task-completed, …);
+// text is a task's title and instructions (the instructions alone when
+// their first line is the title), or the update's message. from and
+// source_project_id (the name seed 003's tools read) are the other party.
+// verification is the signature mark (verified, unverified, mismatch) of
+// a task another relay told this one about, and "authenticated" for a
+// local one: its sender is an agent of this relay, known by its token. An
+// update carries the result of a completion (its first lines), the sender's
+// session the answer is for, and the conversation with its hop count.
 func MessageLine(e relay.PushEvent) string {
 	type message struct {
-		From         string `json:"from"`
-		To           string `json:"to"`
-		Text         string `json:"text"`
-		TaskID       string `json:"taskId"`
-		Kind         string `json:"kind"`
-		Verification string `json:"verification,omitempty"`
+		From            string `json:"from"`
+		SourceProjectID string `json:"source_project_id"`
+		To              string `json:"to"`
+		Text            string `json:"text"`
+		TaskID          string `json:"taskId"`
+		Kind            string `json:"kind"`
+		Verification    string `json:"verification"`
+		Result          string `json:"result,omitempty"`
+		ReplySession    string `json:"replySession,omitempty"`
+		ConversationID  string `json:"conversationId,omitempty"`
+		Hops            *int   `json:"hops,omitempty"`
 	}
 	text := e.Message
 	if e.IsTask() && e.Title != "" && !titleIsFirstLine(e.Title, e.Message) {
 		text = e.Title + "\n\n" + e.Message
 	}
-	b, _ := json.Marshal(message{e.From, e.Agent, shorten(strings.TrimSpace(text), maxMonitorMessage), e.TaskID, e.Kind, e.Signature})
+	m := message{From: e.From, SourceProjectID: e.From, To: e.Agent, Text: shorten(strings.TrimSpace(text), maxMonitorMessage),
+		TaskID: e.TaskID, Kind: e.Kind, Verification: e.Signature, ConversationID: e.ConversationID}
+	if m.Verification == "" {
+		m.Verification = VerificationLocal
+	}
+	if !e.IsTask() {
+		m.Result = firstLines(strings.TrimSpace(e.Result), maxResultLines, maxMonitorMessage)
+		m.ReplySession = e.ReplySession
+	}
+	if e.ConversationID != "" {
+		hops := e.Hops
+		m.Hops = &hops
+	}
+	b, _ := json.Marshal(m)
 	return MonitorMessagePrefix + string(b)
+}
+
+// VerificationLocal is the message line's verification of a task whose
+// sender is an agent of this relay, authenticated by its token.
+const VerificationLocal = "authenticated"
+
+// maxResultLines bounds the lines of a result on the message line.
+const maxResultLines = 20
+
+// firstLines is s cut to at most n lines and max runes, the cut marked.
+func firstLines(s string, n, max int) string {
+	lines := strings.SplitAfterN(s, "\n", n+1)
+	cut := len(lines) > n
+	if cut {
+		s = strings.TrimRight(strings.Join(lines[:n], ""), "\n")
+	}
+	s = shorten(s, max)
+	if cut && !strings.HasSuffix(s, "…") {
+		s += "\n…"
+	}
+	return s
 }
 
 // titleIsFirstLine reports whether title is message's first line, or that
