@@ -400,3 +400,22 @@ func TestHookTellsRegistersReason(t *testing.T) {
 		})
 	}
 }
+
+// harnesses and workers set look for the CLIs on the relay's PATH, not this
+// terminal's: both say which PATH that was and how to use a CLI elsewhere.
+func TestHarnessesNameTheRelaysPath(t *testing.T) {
+	relayPath := filepath.Join(t.TempDir(), "relay-bin")
+	noErr(t, os.MkdirAll(relayPath, 0o755))
+	t.Setenv("PATH", relayPath)
+	e := newEveryday(t)
+	out, errs, code := run(t, append([]string{"harnesses"}, e.loc...)...)
+	if code != 0 || !strings.Contains(out, "relay's PATH") || !strings.Contains(out, relayPath) || !strings.Contains(out, "--command") {
+		t.Fatalf("harnesses: exit %d, %q %q", code, out, errs)
+	}
+	work := e.folder(t, "work")
+	createAgent(t, e.r, "builder")
+	_, errs, code = run(t, append([]string{"workers", "set", "builder", "--harness", "codex", "--workdir", work}, e.loc...)...)
+	if code != 1 || !strings.Contains(errs, "relay's PATH ("+relayPath+")") {
+		t.Fatalf("workers set with no codex on the relay's PATH: exit %d, %q", code, errs)
+	}
+}

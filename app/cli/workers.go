@@ -93,7 +93,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
 	c.fs.StringVar(&cfg.Workdir, "workdir", "", "working folder the CLI runs in (absolute)")
 	c.fs.Var(&extra, "extra-dir", "another folder the CLI may use, repeatable")
-	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the detected one)")
+	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the one found on the relay's PATH, see `crosschat-relay harnesses`)")
 	c.fs.Var(&argv, "arg", "argument of a custom program, repeatable; placeholders {prompt_file} {result_file} {mcp_config} {mcp_url} {workdir}")
 	c.fs.StringVar(&prompt, "prompt", "stdin", "how a custom program gets the prompt: stdin, file or argument")
 	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator)")
@@ -172,6 +172,8 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(info.Harnesses)
 	}
+	fmt.Fprintf(stdout, "Searched the relay's PATH (the process that runs the relay, not this terminal):\n  %s\n", termSafe(info.SearchPath))
+	fmt.Fprintf(stdout, "A CLI elsewhere: crosschat-relay workers set SLUG --harness ID --command /path/to/cli, or start the relay with its folder on PATH.\n\n")
 	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
