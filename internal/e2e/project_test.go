@@ -55,12 +55,17 @@ func runIn(t *testing.T, env []string, dir, stdin string, args ...string) (strin
 
 // crosschatMessage is one CROSSCHAT_MESSAGE line's JSON.
 type crosschatMessage struct {
-	From         string `json:"from"`
-	To           string `json:"to"`
-	Text         string `json:"text"`
-	TaskID       string `json:"taskId"`
-	Kind         string `json:"kind"`
-	Verification string `json:"verification"`
+	From            string `json:"from"`
+	SourceProjectID string `json:"source_project_id"`
+	To              string `json:"to"`
+	Text            string `json:"text"`
+	TaskID          string `json:"taskId"`
+	Kind            string `json:"kind"`
+	Verification    string `json:"verification"`
+	Result          string `json:"result"`
+	ReplySession    string `json:"replySession"`
+	ConversationID  string `json:"conversationId"`
+	Hops            *int   `json:"hops"`
 }
 
 func parseMessageLine(t *testing.T, line string) crosschatMessage {
@@ -81,7 +86,7 @@ func parseMessageLine(t *testing.T, line string) crosschatMessage {
 var taskIDLine = regexp.MustCompile(`^[0-9a-f-]{36}\n$`)
 
 // TestProjectSendMonitor uses the real binary: two project folders, each
-// registered (one by `register`, one on the fly by `send`); a message sent
+// registered (`send` from a folder in no project is refused); a message sent
 // from one folder is printed as exactly one CROSSCHAT_MESSAGE line by the
 // monitor of the other, started there with no token; its completion comes
 // back to the sender's monitor the same way; a send to an id nobody
@@ -99,6 +104,12 @@ func TestProjectSendMonitor(t *testing.T) {
 	if out, errs, code := runIn(t, env, web, "", "register"); code != 0 || out != "web-app\n" {
 		t.Fatalf("register: exit %d, %q %q", code, out, errs)
 	}
+	if _, errs, code := runIn(t, env, api, "", "send", "web-app", "too early"); code != 1 || !strings.Contains(errs, "crosschat-relay register") {
+		t.Fatalf("send from a folder in no project: exit %d, %q", code, errs)
+	}
+	if out, errs, code := runIn(t, env, api, "", "register"); code != 0 || out != "api\n" {
+		t.Fatalf("register api: exit %d, %q %q", code, out, errs)
+	}
 	webMon := startMonitorIn(t, env, web, "--format", "message")
 	dump := func(ms ...*monitorProc) func() string {
 		return func() string {
@@ -111,7 +122,7 @@ func TestProjectSendMonitor(t *testing.T) {
 	}
 	waitFor(t, "the web-app monitor to connect", func() bool { return strings.Contains(webMon.stderr.String(), "connected after") }, dump(webMon))
 
-	// From api (registered on the fly) to web-app.
+	// From api to web-app.
 	const msg = "Rebase on main,\nthen run the tests."
 	out, errs, code := runIn(t, env, api, "", "send", "web-app", msg, "--priority", "urgent")
 	if code != 0 || !taskIDLine.MatchString(out) {
@@ -120,7 +131,11 @@ func TestProjectSendMonitor(t *testing.T) {
 	taskID := strings.TrimSpace(out)
 	waitFor(t, "the web-app monitor's line", func() bool { return len(webMon.snapshot()) >= 1 }, dump(webMon))
 	got := parseMessageLine(t, webMon.snapshot()[0])
-	if want := (crosschatMessage{From: "api", To: "web-app", Text: msg, TaskID: taskID, Kind: "task"}); got != want {
+	if got.Hops == nil || *got.Hops != 0 {
+		t.Fatalf("line %+v: hops %v, want 0", got, got.Hops)
+	}
+	got.Hops = nil
+	if want := (crosschatMessage{From: "api", SourceProjectID: "api", To: "web-app", Text: msg, TaskID: taskID, Kind: "task", Verification: "authenticated", ConversationID: taskID}); got != want {
 		t.Fatalf("line %+v, want %+v", got, want)
 	}
 
@@ -135,7 +150,7 @@ func TestProjectSendMonitor(t *testing.T) {
 	if err := c.Tool(t.Context(), webToken, "claim_next_task", nil, &claim); err != nil || claim.Task == nil || claim.Task.ID != taskID {
 		t.Fatalf("claim as web-app: %+v %v", claim, err)
 	}
-	if err := c.Tool(t.Context(), webToken, "report_task", map[string]any{"taskId": taskID, "kind": "completed", "message": "Rebased; tests pass."}, nil); err != nil {
+	if err := c.Tool(t.Context(), webToken, "report_task", map[string]any{"taskId": taskID, "kind": "completed", "message": "Rebased; tests pass.", "result": "Rebased onto main.\nAll 212 tests pass."}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the completion on the api monitor", func() bool {
@@ -148,8 +163,11 @@ func TestProjectSendMonitor(t *testing.T) {
 	}, dump(apiMon))
 	for _, l := range apiMon.snapshot() {
 		m := parseMessageLine(t, l)
-		if m.From != "web-app" || m.To != "api" || m.TaskID != taskID || m.Kind == "task" {
+		if m.From != "web-app" || m.SourceProjectID != "web-app" || m.To != "api" || m.TaskID != taskID || m.Kind == "task" || m.ConversationID != taskID {
 			t.Errorf("api monitor line %+v", m)
+		}
+		if m.Kind == "task-completed" && m.Result != "Rebased onto main.\nAll 212 tests pass." {
+			t.Errorf("the completion's line carries the result %q", m.Result)
 		}
 	}
 
@@ -305,7 +323,7 @@ func TestPluginHookScript(t *testing.T) {
 	out, code = hook(binDir+":/usr/bin:/bin", p.port)
 	v := oneLine(out)
 	ctx, _ := v["hookSpecificOutput"].(map[string]any)
-	if code != 0 || ctx["hookEventName"] != "SessionStart" || !strings.Contains(fmt.Sprint(ctx["additionalContext"]), "crosschat-relay monitor --format message") ||
+	if code != 0 || ctx["hookEventName"] != "SessionStart" || !strings.Contains(fmt.Sprint(ctx["additionalContext"]), "crosschat-relay monitor hooked --format message") ||
 		!strings.Contains(fmt.Sprint(v["systemMessage"]), `the project "hooked"`) {
 		t.Fatalf("with a relay: exit %d, %q", code, out)
 	}
