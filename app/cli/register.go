@@ -18,12 +18,17 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // hookClaudeCode is register's --hook value for Claude Code's SessionStart.
 const hookClaudeCode = "claude-code"
+
+// hookAddressHint tells a session that did not reach a relay where the
+// plugin takes the relay's address from.
+const hookAddressHint = "the plugin reaches the relay named by CROSSCHAT_HOST, CROSSCHAT_PORT and CROSSCHAT_DATA_DIR; for another than the default, set them in the env of ~/.claude/settings.json (docs/live-sessions.md)"
 
 // registerProject makes dir a project on the relay named by c's location
 // flags, or finds the project it already is, and returns it:
@@ -300,6 +305,9 @@ func sessionStart(c *command, dir, id string) error {
 	var out hookOutput
 	if err != nil {
 		out.SystemMessage = "Crosschat Relay: this session is not connected: " + oneLine(errorText(err))
+		if errors.Is(err, client.ErrNotRunning) || errors.Is(err, config.ErrNoToken) {
+			out.SystemMessage += " (" + hookAddressHint + ")"
+		}
 	} else {
 		p := r.Project
 		out.SystemMessage = fmt.Sprintf("Crosschat Relay: this folder is the project %q on %s; others reach it with: crosschat-relay send %s \"…\"", p.ID, p.Relay, p.ID)

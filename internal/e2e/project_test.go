@@ -333,16 +333,19 @@ func TestPluginHookScript(t *testing.T) {
 // TestClaudePlugin installs the plugin from the repository into the real
 // Claude Code CLI (claude plugin marketplace add + claude plugin install)
 // and starts sessions interactive in tmux, as a person would: a session in
-// a new folder registers it (the relay has the folder's agent afterwards),
+// a new folder registers it (the relay has the folder's agent afterwards);
+// a session started in a subfolder of it is that project, not a new one;
 // and with the relay stopped a session still starts and shows the hook's
-// one line.
+// one line. The relay's address (a port of its own, its data folder) is
+// given the documented way: in the env of Claude Code's settings.json.
 func TestClaudePlugin(t *testing.T) {
 	claude, version := claudeInTmux(t)
 
 	root := newRoot(t)
 	home := filepath.Join(root, "home")
 	first, second := filepath.Join(root, "Billing_API"), filepath.Join(root, "ledger")
-	for _, d := range []string{filepath.Join(home, ".claude"), first, second} {
+	sub := filepath.Join(first, "cmd", "worker")
+	for _, d := range []string{filepath.Join(home, ".claude"), first, second, sub} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -356,14 +359,17 @@ func TestClaudePlugin(t *testing.T) {
 		"lastOnboardingVersion":  version,
 		"theme":                  "dark",
 		"customApiKeyResponses":  map[string]any{"approved": []string{apiKey[len(apiKey)-20:]}, "rejected": []string{}},
-		"projects":               map[string]any{first: trusted, second: trusted},
+		"projects":               map[string]any{first: trusted, second: trusted, sub: trusted},
+	})
+	// The relay's address, as docs/live-sessions.md tells a user to give it.
+	writeJSONFile(t, filepath.Join(home, ".claude", "settings.json"), map[string]any{
+		"env": map[string]string{"CROSSCHAT_PORT": strconv.Itoa(p.port), "CROSSCHAT_DATA_DIR": dataDir},
 	})
 	env := []string{
 		"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		// crosschat-relay on PATH, as an installed one would be.
 		"PATH=" + filepath.Dir(relayBinary(t)) + ":" + os.Getenv("PATH"),
 		"TERM=xterm-256color", "LANG=C.UTF-8",
-		"CROSSCHAT_PORT=" + strconv.Itoa(p.port), "CROSSCHAT_DATA_DIR=" + dataDir,
 		// No model is asked anything; everything but loopback goes to a closed port.
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ANTHROPIC_API_KEY=" + apiKey, "DISABLE_AUTOUPDATER=1",
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
@@ -433,6 +439,22 @@ func TestClaudePlugin(t *testing.T) {
 		return ready(sc) && strings.Contains(sc, `this folder is the project "billing-api"`)
 	}, func() string { return screen("first") })
 	storedToken(t, home, "billing-api")
+
+	// A session in a subfolder is the folder's project, not a new one.
+	start("sub", sub)
+	waitFor(t, "the subfolder session's hook line", func() bool {
+		sc := screen("sub")
+		return ready(sc) && strings.Contains(sc, `this folder is the project "billing-api"`)
+	}, func() string { return screen("sub") })
+	agents = nil
+	if err := c.Bridge(t.Context(), admin, "Agents", "List", &agents); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents {
+		if a.Slug == "worker" || a.Slug == "cmd" {
+			t.Fatalf("the subfolder session registered a project of its own: %+v", a)
+		}
+	}
 
 	// With the relay stopped, a session still starts and shows why it is not connected.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
