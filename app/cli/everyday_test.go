@@ -419,3 +419,28 @@ func TestHarnessesNameTheRelaysPath(t *testing.T) {
 		t.Fatalf("workers set with no codex on the relay's PATH: exit %d, %q", code, errs)
 	}
 }
+
+// The plugin's MCP server (channel --register) may start before the hook
+// has registered a folder whose sessions take their id from
+// CROSSCHAT_PROJECT_ID: it registers the folder under that id itself.
+func TestChannelRegistersTheEnvironmentsID(t *testing.T) {
+	e := newEveryday(t)
+	dir := e.folder(t, "checkout")
+	t.Chdir(dir)
+	t.Setenv("CROSSCHAT_PROJECT_ID", "Billing API")
+	// A revoked token would end channel at once; here the relay is
+	// reached, so channel runs: stop it by closing its standard input.
+	r, w, err := os.Pipe()
+	noErr(t, err)
+	noErr(t, w.Close())
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	_, errs, code := run(t, "channel", "--register")
+	if code != 0 {
+		t.Fatalf("channel --register: exit %d, %q", code, errs)
+	}
+	if ps := storedProjects(t, e.store); len(ps) != 1 || ps[0].ID != "billing-api" || ps[0].Dir != dir {
+		t.Fatalf("the store after channel --register: %+v", ps)
+	}
+}

@@ -90,9 +90,10 @@ var errNoProject = errors.New("no project")
 // findProject finds the registered project a verb acts as: the one named
 // on its command line (id, as the verb's argument or --from), else the one
 // CROSSCHAT_PROJECT_ID names, else the nearest registered folder at or
-// above the working folder, as git finds .git. A name that is no project
-// registered on this computer is refused saying so; no name and no project
-// around the folder is errNoProject (wrapped, naming the folder).
+// above the working folder, as git finds .git. A name on the command line
+// that is no project registered on this computer is refused saying so; a
+// CROSSCHAT_PROJECT_ID not registered yet, or no name and no project around
+// the folder, is errNoProject (wrapped, saying which).
 func findProject(id string, env func(string) string) (project.Project, error) {
 	store, err := projectStore()
 	if err != nil {
@@ -115,12 +116,14 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 		if err != nil {
 			return p, err
 		}
-		if !ok {
-			what := fmt.Sprintf("no project %q is registered on this computer", id)
-			if from != "" {
-				what = fmt.Sprintf("%s %q, which is not a project registered on this computer", from, id)
-			}
-			return p, fmt.Errorf("%s (crosschat-relay projects list shows those that are; crosschat-relay register makes a folder one)", what)
+		const hint = "crosschat-relay projects list shows those that are; crosschat-relay register makes a folder one"
+		switch {
+		case !ok && from != "":
+			// Not registered yet: a verb that registers (channel
+			// --register) registers the folder under that id.
+			return p, fmt.Errorf("%w: %s %q, which is not a project registered on this computer (%s)", errNoProject, from, id, hint)
+		case !ok:
+			return p, fmt.Errorf("no project %q is registered on this computer (%s)", id, hint)
 		}
 		return p, nil
 	}

@@ -28,7 +28,7 @@ const hookClaudeCode = "claude-code"
 
 // hookAddressHint tells a session that did not reach a relay where the
 // plugin takes the relay's address from.
-const hookAddressHint = "the plugin reaches the relay named by CROSSCHAT_HOST, CROSSCHAT_PORT and CROSSCHAT_DATA_DIR; for another than the default, set them in the env of ~/.claude/settings.json (docs/live-sessions.md)"
+const hookAddressHint = "the plugin takes CROSSCHAT_HOST, CROSSCHAT_PORT and CROSSCHAT_DATA_DIR from the env of ~/.claude/settings.json: docs/live-sessions.md"
 
 // registerProject makes dir a project on the relay named by c's location
 // flags, or finds the project it already is, and returns it:
