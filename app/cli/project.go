@@ -84,8 +84,15 @@ func (c *command) callCtx(ctx context.Context, service, method string, out any, 
 }
 
 // errNoProject is findProject's answer when nothing names a project and the
-// working folder is in none.
+// working folder is in none, or CROSSCHAT_PROJECT_ID names one not
+// registered yet: errors.Is(err, errNoProject) holds for a noProject.
 var errNoProject = errors.New("no project")
+
+// noProject is an errNoProject that says which.
+type noProject string
+
+func (e noProject) Error() string        { return string(e) }
+func (e noProject) Is(target error) bool { return target == errNoProject }
 
 // findProject finds the registered project a verb acts as: the one named
 // on its command line (id, as the verb's argument or --from), else the one
@@ -121,7 +128,7 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 		case !ok && from != "":
 			// Not registered yet: a verb that registers (channel
 			// --register) registers the folder under that id.
-			return p, fmt.Errorf("%w: %s %q, which is not a project registered on this computer (%s)", errNoProject, from, id, hint)
+			return p, noProject(fmt.Sprintf("%s %q, which is not a project registered on this computer (%s)", from, id, hint))
 		case !ok:
 			return p, fmt.Errorf("no project %q is registered on this computer (%s)", id, hint)
 		}
@@ -139,7 +146,7 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 		return p, err
 	}
 	if !ok {
-		return p, fmt.Errorf("%w: %s is in no registered project", errNoProject, wd)
+		return p, noProject(wd + " is in no registered project")
 	}
 	return p, nil
 }

@@ -145,7 +145,7 @@ func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project
 
 // selfSend refuses a task from a project to itself.
 func selfSend(p project.Project) error {
-	return fmt.Errorf("%q is this folder's own project (%s), and a project sends no task to itself: do the work here, or send it from another project's folder (or with --from ID)", p.ID, p.Dir)
+	return fmt.Errorf("%q is the sending project itself (%s), and a project sends no task to itself: do the work there, or send it from another project's folder (or with --from ID)", p.ID, p.Dir)
 }
 
 // relayDetails is the details of a relay refusal, nil for none.
