@@ -80,7 +80,7 @@ bindings: $(WAILS_DEP)
 	$(WAILS) generate module -tags webkit2_41
 
 frontend: frontend/node_modules/.package-lock.json
-	@echo "==> npm run build: the dashboard into frontend/dist"
+	@echo "==> npm run build: the dashboard into frontend/dist (type-check, then bundle: about a minute)"
 	cd frontend && npm run build
 
 # No build tags: links no gtk/webkit, so it runs on a bare server. It embeds

@@ -98,7 +98,7 @@ func dispatch() map[string]verbRunner {
 }
 
 // aliases are the other spellings of verbs, as verbTable documents them.
-var aliases = map[string]string{"--version": "version", "-v": "version", "--help": "help", "-h": "help", "-help": "help"}
+var aliases = map[string]string{"--version": "version", "-v": "version", "--help": "help", "-h": "help"}
 
 func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 	name := args[0]

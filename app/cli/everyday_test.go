@@ -444,3 +444,23 @@ func TestChannelRegistersTheEnvironmentsID(t *testing.T) {
 		t.Fatalf("the store after channel --register: %+v", ps)
 	}
 }
+
+// Projects of two relays on one computer: projects list says which relay
+// holds a project the queried one does not, and a send across them says
+// why it cannot go instead of "nobody registered".
+func TestProjectsOfTwoRelays(t *testing.T) {
+	e := newEveryday(t)
+	other := startRelay(t)
+	a, b := e.folder(t, "a-proj"), e.folder(t, "b-proj")
+	e.register(t, a)
+	e.register(t, b, "--port", strconv.Itoa(other.Config().Port), "--data-dir", other.Config().DataDir)
+	out, errs, code := run(t, "projects", "list")
+	if code != 0 || !strings.Contains(out, "on the relay at http://127.0.0.1:"+strconv.Itoa(other.Config().Port)) {
+		t.Fatalf("projects list: exit %d, %q %q", code, out, errs)
+	}
+	t.Chdir(a)
+	_, errs, code = run(t, "send", "b-proj", "hello")
+	if code != 1 || !strings.Contains(errs, `the project "b-proj" is registered on the relay at`) {
+		t.Fatalf("send across relays: exit %d, %q", code, errs)
+	}
+}

@@ -19,7 +19,7 @@ type projectRow struct {
 	Relay         string `json:"relay"`
 	// State is online or offline as the relay sees the project's agent,
 	// "not on the relay" when it has none, "unknown" when the relay did
-	// not answer.
+	// not answer, "on the relay at URL" for a project of another relay.
 	State    string `json:"state"`
 	LastSeen string `json:"lastSeen,omitempty"`
 }
@@ -50,13 +50,18 @@ func projectsCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var agents []relay.Agent
 	relayErr := c.call("Agents", "List", &agents)
+	base := localRelayURL(c)
 	rows := make([]projectRow, 0, len(ps))
 	for _, p := range ps {
 		row := projectRow{ID: p.ID, Dir: p.Dir, Relay: p.Relay, State: "unknown"}
 		if st, err := os.Stat(p.Dir); err != nil || !st.IsDir() {
 			row.FolderMissing = true
 		}
-		if relayErr == nil {
+		switch {
+		case p.Relay != base:
+			// Registered on another relay: this one knows nothing of it.
+			row.State = "on the relay at " + p.Relay
+		case relayErr == nil:
 			row.State = "not on the relay"
 			if i := slices.IndexFunc(agents, func(a relay.Agent) bool { return a.Slug == p.ID }); i >= 0 {
 				row.State, row.LastSeen = agents[i].Availability, agents[i].LastSeenAt

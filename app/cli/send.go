@@ -174,6 +174,11 @@ func unknownRecipient(ctx context.Context, cl *client.Agent, from project.Projec
 			}
 		}
 	}
+	if store, err := projectStore(); err == nil {
+		if p, ok, err := store.Get(project.Normalize(to)); err == nil && ok && p.Relay != from.Relay {
+			return fmt.Errorf("the project %q is registered on the relay at %s, and %q on the one at %s: a task goes from a project to another of the same relay (or of its mesh)", p.ID, p.Relay, from.ID, from.Relay)
+		}
+	}
 	msg := fmt.Sprintf("nobody registered the project %q on the relay at %s (no agent has that name)", to, from.Relay)
 	if sim := similarIDs(to, names); len(sim) > 0 {
 		msg += "; similar: " + strings.Join(sim, ", ")
