@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -305,6 +306,9 @@ func (n *Node) waitingForNATS(err error) {
 	}
 	if err != nil {
 		msg += ": " + err.Error()
+		if errors.Is(err, nats.ErrNkeysNotSupported) {
+			msg += " — the server asks for no credential, and this relay, started while it could not be reached, offers its key: restart the relay"
+		}
 		if strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			msg += " — the server does not admit this relay (its key " + n.id.NKey() + "): ask the operator of the relay that embeds NATS " +
 				"for `crosschat-relay mesh invite` and start with the URL it prints, or, on an external cluster, install the user " +

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/store"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure a credential that can delete and purge what the mesh keeps is
@@ -136,5 +138,27 @@ func TestNATSConfigOnAnExternalServer(t *testing.T) {
 		if c := s.CachedInfo().Config; !safeStream(c) {
 			t.Fatalf("stream %s as the first relay made it: %+v", name, c)
 		}
+	}
+}
+
+// Ensure a relay reads whether the server asks for a key: one that asks
+// for no credential is joined without one; a relay that started while no
+// server answered offers its key, and when the server that comes up asks
+// for no credential its status says to restart it, after which it joins.
+func TestKeyOfferedOnlyWhenTheServerAsks(t *testing.T) {
+	port := testkit.FreePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	early := startJoining(t, "early", "", url)
+	srv := startServer(t, t.TempDir(), port)
+	t.Cleanup(srv.Shutdown)
+	eventually(t, "the early relay told to restart", func() (bool, string) {
+		e := lastError(t, early)
+		return strings.Contains(e, "asks for no credential") && strings.Contains(e, "restart the relay"), e
+	})
+	dir := early.dir
+	early.stop()
+	again := startRelay(t, "early", dir, url)
+	if c := again.node.Credential(); len(c.Can) == 0 {
+		t.Fatalf("credential on an open server: %+v", c)
 	}
 }
