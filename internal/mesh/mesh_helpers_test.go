@@ -70,6 +70,9 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 }
 
 func (r *testRelay) stop() {
+	if r.node != nil && r.node.srv != nil {
+		embeddedNodes.CompareAndDelete(r.node.srv.Addr().String(), r.node)
+	}
 	if r.node != nil {
 		r.node.Close()
 		r.node = nil
@@ -306,7 +309,7 @@ func jetStreamClient(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
 	opts := []nats.Option{}
 	if u, err := neturl.Parse(url); err == nil {
-		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).admin != nil {
+		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).admin != nil && v.(*Node).srv.Running() {
 			n := v.(*Node)
 			url = ""
 			opts = append(opts, nats.InProcessServer(n.srv), nats.UserInfo(adminUser, n.adminPass))
