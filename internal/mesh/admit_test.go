@@ -47,13 +47,24 @@ func startJoining(t *testing.T, name, dir string, urls ...string) *testRelay {
 	return r
 }
 
+// joined waits until r has joined the mesh.
+func joined(t *testing.T, r *testRelay) {
+	t.Helper()
+	select {
+	case <-r.node.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not join: %s", r.name, lastError(t, r))
+	}
+}
+
 // Ensure an invite lets exactly one relay in, once: a second relay with the
 // same invite, or one with an expired invite, is refused and says why;
 // the relay that used it starts again with the same URL.
 func TestInviteIsSingleUseAndExpires(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	url := a.node.InviteURL()
-	b := startRelay(t, "relay-b", "", url)
+	b := startJoining(t, "relay-b", "", url)
+	joined(t, b)
 	c := startJoining(t, "relay-c", "", url)
 	eventually(t, "C told the invite is spent", func() (bool, string) {
 		e := lastError(t, c)
@@ -83,7 +94,7 @@ func TestInviteIsSingleUseAndExpires(t *testing.T) {
 
 	dir := b.dir
 	b.stop()
-	startRelay(t, "relay-b", dir, url) // the same command line again
+	joined(t, startJoining(t, "relay-b", dir, url)) // the same command line again
 	a.node.adm.mu.Lock()
 	members, open := len(a.node.adm.st.Members), len(a.node.adm.st.Invites)
 	a.node.adm.mu.Unlock()

@@ -44,6 +44,7 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	urls = ownInvites(urls)
 	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
 	if len(urls) == 0 {
 		opts.Embed = "127.0.0.1:-1"
@@ -294,8 +295,35 @@ func startServer(t *testing.T, dir string, port int) *server.Server {
 }
 
 // embeddedNodes maps the address of each embedded server a test started
-// to its relay (see jetStreamClient).
+// to its relay (see jetStreamClient and ownInvites).
 var embeddedNodes sync.Map
+
+// isInvite reports whether s is an invite token.
+func isInvite(s string) bool { _, ok := parseInviteToken(s); return ok }
+
+// ownInvites gives each relay a test starts an invite of its own: an
+// invite URL of an embedded server the test started is replaced by a new
+// one of that server, as its operator would run `mesh invite` once per
+// relay (an invite lets one relay in, once: admit_test.go tests that with
+// relays started otherwise).
+func ownInvites(urls []string) []string {
+	out := append([]string(nil), urls...)
+	for i, raw := range out {
+		u, err := neturl.Parse(raw)
+		if err != nil || u.User == nil || u.User.Username() != embedURLUser {
+			continue
+		}
+		if pass, _ := u.User.Password(); !isInvite(pass) {
+			continue // the shared password of earlier versions, say
+		}
+		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).srv.Running() {
+			if fresh := v.(*Node).InviteURL(); fresh != "" {
+				out[i] = fresh
+			}
+		}
+	}
+	return out
+}
 
 // jetStreamClient connects a JetStream client with every permission to the
 // NATS server at url, closed when the test ends: what a holder of an
