@@ -741,6 +741,7 @@ export namespace relay {
 	    hasToken: boolean;
 	    ownerSet: OwnerSet;
 	    availability: string;
+	    connected?: boolean;
 	    relay?: string;
 	
 	    static createFrom(source: any = {}) {
@@ -760,6 +761,7 @@ export namespace relay {
 	        this.hasToken = source["hasToken"];
 	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
 	        this.availability = source["availability"];
+	        this.connected = source["connected"];
 	        this.relay = source["relay"];
 	    }
 	
