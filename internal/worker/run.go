@@ -269,7 +269,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	default:
 		res.out = decide(decideInput{
 			name: r.name, timeoutMinutes: r.cfg.TimeoutMinutes, timedOut: ex.timedOut,
-			exitCode: ex.exitCode, answer: ex.answer, stdout: ex.stdoutTail, stderr: ex.stderrTail,
+			exitCode: ex.exitCode, answer: ex.answer, failure: ex.failure, stdout: ex.stdoutTail, stderr: ex.stderrTail,
 			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
 	}

@@ -28,6 +28,9 @@ const (
 	earlierAnswer   = "EARLIER-ANSWER: the parser is fixed."
 	transcriptEnv   = "CCR_TRANSCRIPT"
 	sessionAnswered = "Answered in the session."
+	// notLoggedIn is what Claude Code answers, and writes to its
+	// transcript, when it is not logged in.
+	notLoggedIn = "Not logged in · Please run /login"
 )
 
 var requestTokenPattern = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
@@ -52,15 +55,27 @@ func sessionHelper(mode string, prompt []byte) int {
 	}
 	now := time.Now().UTC()
 	records := []map[string]any{claudeLine("user", string(prompt)), claudeLine("assistant", answer)}
-	if mode == "sessionhangearly" {
+	switch mode {
+	case "sessionhangearly":
 		records = records[:1] // the request, no answer yet
+	case "sessionnologin", "sessionnologinstream", "sessionnologinhang":
+		records[1] = claudeError(notLoggedIn, "authentication_failed")
 	}
 	if err := appendTranscript(path, now, records...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if mode == "sessionhang" || mode == "sessionhangearly" {
+	if mode == "sessionhang" || mode == "sessionhangearly" || mode == "sessionnologinhang" {
 		time.Sleep(2 * time.Minute) // until the worker is stopped
+	}
+	if mode == "sessionnologin" || mode == "sessionnologinstream" {
+		// Claude Code prints its error as the result and exits 1; its
+		// stream says it failed (the test parser reads failure:…) or not.
+		if mode == "sessionnologinstream" {
+			fmt.Println("failure:" + notLoggedIn)
+		}
+		fmt.Println(notLoggedIn)
+		return 1
 	}
 	if mode == "sessiondie" {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -77,6 +92,15 @@ func claudeLine(role, text string) map[string]any {
 		content = []any{map[string]any{"type": "text", "text": text}}
 	}
 	return map[string]any{"type": role, "message": map[string]any{"role": role, "content": content}, "sessionId": sessionID, "cwd": "/work"}
+}
+
+// claudeError is the message Claude Code writes to its transcript in the
+// model's place for its own error.
+func claudeError(text, code string) map[string]any {
+	m := claudeLine("assistant", text)
+	m["message"].(map[string]any)["model"] = "<synthetic>"
+	m["error"], m["isApiErrorMessage"] = code, true
+	return m
 }
 
 // appendTranscript appends records to a transcript, stamped at.
@@ -327,5 +351,39 @@ func TestSessionWorkerTakesOnlyItsSessionsTasks(t *testing.T) {
 	}
 	if got := e.task(other.ID); got.Status != relay.StatusQueued {
 		t.Fatalf("the task for another session is %s, want queued", got.Status)
+	}
+}
+
+// Ensures a turn that ends in the CLI's own error (Claude Code not logged
+// in: it prints the error, writes it to the transcript in the model's place
+// and exits 1) is blocked with that cause, never recovered as an answer:
+// whether its stream says it failed (no recovery is tried) or only the
+// transcript does (recovery finds the error, not an answer).
+func TestSessionTurnCLIFailure(t *testing.T) {
+	for _, mode := range []string{"sessionnologin", "sessionnologinstream"} {
+		t.Run(mode, func(t *testing.T) {
+			e, _ := sessionEnv(t, time.Hour, nil)
+			e.start()
+			task := e.post(operator, "Check the lexer", mode)
+			got := e.finished(task.ID)
+			r := lastReport(got)
+			want := "Claude-code failed without answering this task: " + notLoggedIn + " (it exited with code 1)"
+			if got.Status != relay.StatusBlocked || !strings.HasPrefix(r.Message, want) {
+				t.Fatalf("task %s with %q / %q; want blocked with %q", got.Status, r.Message, r.Result, want)
+			}
+			if strings.Contains(r.Message+r.Result, "Recovered") || strings.Contains(r.Message, "does not carry") {
+				t.Errorf("report %q / %q", r.Message, r.Result)
+			}
+			var steps []string
+			for _, s := range e.activity(task.ID) {
+				if s.Kind == relay.StepWarning || s.Kind == relay.StepError {
+					steps = append(steps, s.Text)
+				}
+			}
+			fromTranscript := mode == "sessionnologin"
+			if saw := strings.Contains(strings.Join(steps, "\n"), "shows the CLI's own error"); saw != fromTranscript || strings.Contains(strings.Join(steps, "\n"), "was recovered") {
+				t.Errorf("steps %q; want the transcript's error noted: %v, and no recovery", steps, fromTranscript)
+			}
+		})
 	}
 }

@@ -43,6 +43,8 @@ func TestSessionTurnStoppedMidTurn(t *testing.T) {
 			has: []string{worker.RecoveredLabel + ": the run was interrupted by a restart", sessionAnswered, "crosschat-req-"}},
 		{name: "slow stop, no answer yet", mode: "sessionstuckearly", slow: true, status: relay.StatusBlocked,
 			has: []string{worker.InterruptedNotResent, "requeue"}},
+		{name: "the CLI's own error in the transcript", mode: "sessionnologinhang", status: relay.StatusBlocked,
+			has: []string{"failed without answering this task: " + notLoggedIn}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, turns := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
@@ -131,6 +133,8 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 		{name: "the session moved on", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer half checked."),
 			claudeLine("user", "Something else, from the person."), claudeLine("assistant", "LATER-ANSWER for another prompt.")},
 			status: relay.StatusBlocked, has: "the session moved on"},
+		{name: "the CLI's own error", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeError(notLoggedIn, "authentication_failed")},
+			status: relay.StatusBlocked, has: "failed without answering this task: " + notLoggedIn},
 		{name: "an earlier claim's token", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
 			otherClaim: true, status: relay.StatusQueued, has: "restarted"},
 	} {
@@ -175,6 +179,9 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 			}
 			if tc.status == relay.StatusCompleted && !strings.Contains(r.Result, "Lexer checked.") {
 				t.Errorf("result %q lacks the recovered answer", r.Result)
+			}
+			if tc.status == relay.StatusBlocked && strings.Contains(r.Message, "Recovered") {
+				t.Errorf("blocked with %q, labelled recovered", r.Message)
 			}
 			if strings.Contains(r.Message+r.Result, "LATER-ANSWER") {
 				t.Errorf("report %q / %q holds what the session wrote for a later prompt", r.Message, r.Result)

@@ -62,7 +62,8 @@ func (r *runState) recordTurn(ctx context.Context, token string) error {
 // recoverTurn settles a task whose session turn a previous relay process
 // left running (it crashed or was killed): the answer the session's
 // transcript holds after the turn's request is reported, labelled as
-// recovered; without one the task is blocked as not re-sent. handled is
+// recovered; the CLI's own error there blocks the task with its cause
+// (decide); without either the task is blocked as not re-sent. handled is
 // false when the task's claim recorded no turn (a fresh run, or a turn
 // that had not started its CLI): the caller puts it back in the queue.
 func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, err error) {
@@ -79,6 +80,11 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 	var out outcome
 	step := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
 	switch {
+	case cliFailure(rerr) != "":
+		// The turn ended in the CLI's own error: a failure, as in a fresh
+		// run, never an answer.
+		out = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), failure: cliFailure(rerr)})
+		step.Text = fmt.Sprintf("The relay restarted during this turn; the transcript of the session %s shows the CLI's own error after this request, so the task is blocked and was not sent again.", label)
 	case errors.As(rerr, &moved) && moved.MovedOn():
 		// A later prompt follows the request: what follows may be another
 		// turn's answer, never reported as this one's.
