@@ -5,6 +5,7 @@ package worker_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -164,10 +166,11 @@ func TestSessionWorkerDelivers(t *testing.T) {
 		has        []string // in the result
 		lacks      []string
 		warnings   []string // warning steps
+		logged     string   // the outcome in the relay's log; "completed" when empty
 	}{
 		{name: "answer paired", mode: "session", idle: time.Hour, has: []string{sessionAnswered, "crosschat-req-"}, lacks: []string{worker.RecoveredLabel, "does not carry"}},
 		{name: "killed mid-turn", mode: "sessiondie", idle: time.Hour, has: []string{worker.RecoveredLabel + ": the CLI was killed before it printed its answer.]", sessionAnswered, "crosschat-req-"},
-			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}},
+			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}, logged: "recovered"},
 		{name: "token missing", mode: "sessionmute", idle: time.Hour, has: []string{sessionAnswered, "does not carry the request token"},
 			warnings: []string{"does not carry this request's token"}},
 		{name: "idle for days", mode: "session", idle: 72 * time.Hour, has: []string{sessionAnswered},
@@ -175,7 +178,10 @@ func TestSessionWorkerDelivers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, turns := sessionEnv(t, tt.idle, nil)
+			var log testkit.Buffer
+			e, turns := sessionEnv(t, tt.idle, func(_ *relay.WorkerConfig, o *worker.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
 			e.start()
 			task := e.post(operator, "Check the lexer", tt.mode)
 			got := e.finished(task.ID)
@@ -183,6 +189,12 @@ func TestSessionWorkerDelivers(t *testing.T) {
 			if got.Status != relay.StatusCompleted {
 				t.Fatalf("status = %s (%q), want completed", got.Status, r.Message)
 			}
+			logged := tt.logged
+			if logged == "" {
+				logged = "completed"
+			}
+			want := fmt.Sprintf(`msg="worker run %s" agent=%s task=%s`, logged, builder, task.ID)
+			waitFor(t, "the run's outcome in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), want) })
 			for _, s := range tt.has {
 				if !strings.Contains(r.Result, s) {
 					t.Errorf("result %q lacks %q", r.Result, s)
@@ -362,7 +374,10 @@ func TestSessionWorkerTakesOnlyItsSessionsTasks(t *testing.T) {
 func TestSessionTurnCLIFailure(t *testing.T) {
 	for _, mode := range []string{"sessionnologin", "sessionnologinstream"} {
 		t.Run(mode, func(t *testing.T) {
-			e, _ := sessionEnv(t, time.Hour, nil)
+			var log testkit.Buffer
+			e, _ := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
 			e.start()
 			task := e.post(operator, "Check the lexer", mode)
 			got := e.finished(task.ID)
@@ -371,6 +386,8 @@ func TestSessionTurnCLIFailure(t *testing.T) {
 			if got.Status != relay.StatusBlocked || !strings.HasPrefix(r.Message, want) {
 				t.Fatalf("task %s with %q / %q; want blocked with %q", got.Status, r.Message, r.Result, want)
 			}
+			line := fmt.Sprintf(`msg="worker run blocked" agent=%s task=%s why="%s`, builder, task.ID, want)
+			waitFor(t, "the run's outcome in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), line) })
 			if strings.Contains(r.Message+r.Result, "Recovered") || strings.Contains(r.Message, "does not carry") {
 				t.Errorf("report %q / %q", r.Message, r.Result)
 			}
