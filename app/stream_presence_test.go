@@ -16,7 +16,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// stepClock is a clock a test moves on by hand.
+// stepClock is a clock a test moves on by hand; each reading is a
+// millisecond on from the last, so timestamps stay ordered.
 type stepClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -25,6 +26,7 @@ type stepClock struct {
 func (c *stepClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
 	return c.t
 }
 
@@ -127,15 +129,91 @@ func TestStreamKeepsAgentOnline(t *testing.T) {
 		}
 	}
 
+	// The close is recorded: the watcher was last seen then (an hour on
+	// from its open), and is offline from then on, on all three.
 	stop()
 	<-ended
+	waitFor(t, func() bool {
+		a, err := r.Service().GetAgent(context.Background(), "watcher")
+		noErr(t, err)
+		seen, _ := relay.ParseTime(a.LastSeenAt)
+		return !a.Connected && clk.Now().Sub(seen) < time.Second
+	}, "the stream's close recorded as the watcher's last sighting")
 	offline := presenceSurfaces{bridge: relay.Offline, cli: relay.Offline, tool: "absent", toolAll: relay.Offline}
-	var got presenceSurfaces
-	waitFor(t, func() bool { got = readPresence(t, r, asker, "watcher"); return got == offline }, "the watcher offline everywhere once its stream closed")
-	a, err := r.Service().GetAgent(context.Background(), "watcher")
-	noErr(t, err)
-	if seen, _ := relay.ParseTime(a.LastSeenAt); clk.Now().Sub(seen) > time.Second {
+	if got := readPresence(t, r, asker, "watcher"); got != offline {
+		a, _ := r.Service().GetAgent(context.Background(), "watcher")
 		b, _ := json.Marshal(a)
-		t.Fatalf("last seen is not the close: %s (now %s)", b, relay.FormatTime(clk.Now()))
+		t.Fatalf("the stream closed: %+v, want offline everywhere (%s)", got, b)
 	}
+}
+
+// In a mesh a stream on the agent's own relay holds it online on the other
+// relay too, through the directory, past the old timers on both relays'
+// clocks; when the stream closes the other relay shows it offline.
+func TestStreamPresenceAcrossMesh(t *testing.T) {
+	clk := &stepClock{t: time.Now().UTC()}
+	opts := app.StartOptions{Version: "test", Now: clk.Now}
+	a := startMeshRelayWith(t, opts, "relay-a")
+	inv, err := a.Services.Mesh.Invite()
+	noErr(t, err)
+	b := startMeshRelayWith(t, opts, "relay-b", inv.URL)
+	for _, p := range []struct {
+		r     *app.Relay
+		other string
+	}{{a, "relay-b"}, {b, "relay-a"}} {
+		waitFor(t, func() bool { _, err := p.r.Services.Mesh.Trust(p.other, ""); return err == nil }, p.other+" trusted")
+	}
+	watcher, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "watcher", DisplayName: "Watcher", ModelSlug: "m", Capabilities: []string{"text-input"}})
+	noErr(t, err)
+	askerTok, err := b.Services.Agents.Create(relay.CreateAgentInput{Slug: "asker", DisplayName: "Asker", ModelSlug: "m", Capabilities: []string{"text-input"}})
+	noErr(t, err)
+	asker := newSession(t, b, askerTok.Token)
+	onB := func() (string, bool) {
+		agents, err := b.Services.Agents.List()
+		noErr(t, err)
+		for _, ag := range agents {
+			if ag.Slug == "watcher" {
+				return ag.Availability, ag.Connected
+			}
+		}
+		return "absent", false
+	}
+	listedOnB := func() string {
+		var listed struct{ Agents []relay.Agent }
+		asker.call("list_agents", map[string]any{}, &listed)
+		for _, ag := range listed.Agents {
+			if ag.Slug == "watcher" {
+				return ag.Availability
+			}
+		}
+		return "absent"
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	stream := &client.PushStream{BaseURL: a.Config().BaseURL(), Token: watcher.Token, After: -1, OnEvent: func(relay.PushEvent) error { return nil },
+		OnReady: func(int64) {
+			select {
+			case ready <- struct{}{}:
+			default:
+			}
+		}}
+	go func() { ended <- stream.Run(ctx) }()
+	t.Cleanup(stop)
+	select {
+	case <-ready:
+	case err := <-ended:
+		t.Fatalf("the push stream ended: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the push stream never opened")
+	}
+	waitFor(t, func() bool { on, held := onB(); return on == relay.Online && held }, "relay-b showing the watcher online, held by the directory")
+	clk.Advance(10 * time.Minute)
+	if on, held := onB(); on != relay.Online || !held || listedOnB() != relay.Online {
+		t.Fatalf("10 minutes on, with the stream open on relay-a: relay-b shows the watcher %s (held %v), list_agents %s", on, held, listedOnB())
+	}
+	stop()
+	<-ended
+	waitFor(t, func() bool { on, _ := onB(); return on == relay.Offline && listedOnB() == "absent" }, "relay-b showing the watcher offline once its stream closed")
 }
