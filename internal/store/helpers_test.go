@@ -81,9 +81,15 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoRetiredAgents takes a database back from version 19 to 18: the
+// agents' retired_at (migration 0019). Every downgrade goes below it: it
+// runs first.
+const undoRetiredAgents = `ALTER TABLE agents DROP COLUMN retired_at;
+	`
+
 // undoLiveStreams takes a database back from version 18 to 17: the live
 // sessions' stream_seen (migration 0018). Every downgrade goes below it: it
-// runs first.
+// runs after undoRetiredAgents.
 const undoLiveStreams = `ALTER TABLE live_sessions DROP COLUMN stream_seen;
 	`
 
@@ -133,7 +139,7 @@ func undoMeshTrust(t testing.TB) string {
 // so the undoing of 0018 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

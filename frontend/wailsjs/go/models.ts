@@ -189,6 +189,7 @@ export namespace app {
 	    home: string;
 	    mcpUrl: string;
 	    harnesses: Harness[];
+	    searchPath: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new LocalInfo(source);
@@ -200,6 +201,7 @@ export namespace app {
 	        this.home = source["home"];
 	        this.mcpUrl = source["mcpUrl"];
 	        this.harnesses = this.convertValues(source["harnesses"], Harness);
+	        this.searchPath = source["searchPath"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {
@@ -743,6 +745,8 @@ export namespace relay {
 	    availability: string;
 	    connected?: boolean;
 	    relay?: string;
+	    enrolled?: boolean;
+	    retiredAt?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new Agent(source);
@@ -763,6 +767,8 @@ export namespace relay {
 	        this.availability = source["availability"];
 	        this.connected = source["connected"];
 	        this.relay = source["relay"];
+	        this.enrolled = source["enrolled"];
+	        this.retiredAt = source["retiredAt"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {
