@@ -21,70 +21,82 @@ func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
 		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
 }
 
-// SyncRemoteAgents adds and updates the placeholders of remote agents.
-// Placeholders no longer listed stay (their tasks name them); they go
-// offline on their own as their last-seen time ages.
-func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) ([]string, error) {
-	var conflicts []string
+// SyncRemoteAgents gives the agents the directory shows (of trusted
+// relays, in the order the mesh gives them: the first shown first) their
+// names and profiles. An agent seen before keeps the name pinned to it and
+// has its profile updated; one seen first gets its plain slug if no agent
+// here has it, else a qualified name. Placeholders no longer listed stay
+// (their tasks name them); they go offline as their last-seen time ages.
+func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) (relay.RemoteNames, error) {
+	var out relay.RemoteNames
 	err := db.write(ctx, "sync remote agents", func(t *tx) error {
-		conflicts = conflicts[:0]
+		names := map[string]string{} // relay id/slug → name
+		var listed []relay.RemoteAgent
 		for _, a := range agents {
 			slug, err := relay.NormalizeSlug("slug", a.Slug)
 			if err != nil || a.RelayID == "" || relay.IsQualified(slug) {
 				continue // a bad directory entry is skipped, not fatal
 			}
-			var (
-				remote                      sql.NullString
-				name, model, caps, lastSeen string
-				details                     sql.NullString
-				relayName                   sql.NullString
-			)
-			err = t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id, m.relay_name, a.display_name, a.model_slug, a.capabilities, a.details, a.last_seen_at
-				FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).
-				Scan(&remote, &relayName, &name, &model, &caps, &details, &lastSeen)
-			exists := err == nil
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("find agent %s: %w", slug, err)
-			}
-			if exists && !remote.Valid {
-				conflicts = append(conflicts, slug)
-				continue
-			}
-			display := a.DisplayName
-			if display == "" {
-				display = slug
-			}
-			capsJ := capsJSON(a.Capabilities)
-			seen := lastSeen
-			if a.Online || !exists {
-				seen = t.ts
-				if !a.Online {
-					seen = relay.FormatTime(t.now.Add(-relay.OnlineWindow - 1))
-				}
-			}
-			if exists && remote.String == a.RelayID && relayName.String == a.RelayName && name == display && model == a.ModelSlug &&
-				caps == capsJ && details.String == a.Details && availability(seen, t.now) == availability(lastSeen, t.now) {
-				continue
-			}
-			if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
-				VALUES (?, 'agent', ?, ?, ?, ?, ?, ?, 0)
-				ON CONFLICT (slug) DO UPDATE SET display_name = excluded.display_name, model_slug = excluded.model_slug,
-					capabilities = excluded.capabilities, details = excluded.details, last_seen_at = excluded.last_seen_at`,
-				slug, display, a.ModelSlug, capsJ, nullString(a.Details), t.ts, seen); err != nil {
-				return fmt.Errorf("store remote agent %s: %w", slug, err)
-			}
-			if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)
-				ON CONFLICT (slug) DO UPDATE SET relay_id = excluded.relay_id, relay_name = excluded.relay_name`,
-				slug, a.RelayID, a.RelayName); err != nil {
-				return fmt.Errorf("store remote agent %s: %w", slug, err)
-			}
-			if err := t.agentChanged(slug); err != nil {
+			a.Slug = slug
+			name, err := t.pinnedName(a.RelayID, slug)
+			if err != nil {
 				return err
 			}
+			if name == "" {
+				candidates := append([]string{slug}, qualifiedNames(slug, a.RelayID, a.RelayLabel)...)
+				if name, err = t.giveName(slug, a.RelayID, a.RelayName, candidates, a); err != nil {
+					return err
+				}
+				if name == "" {
+					continue // every name it may have is taken (an earlier version's rows)
+				}
+			} else if err := t.updateRemoteAgent(name, a); err != nil {
+				return err
+			}
+			names[a.RelayID+"/"+slug] = name
+			listed = append(listed, a)
 		}
-		return nil
+		var err error
+		out, err = t.remoteNames(listed, names)
+		return err
 	})
-	return conflicts, err
+	return out, err
+}
+
+// updateRemoteAgent brings placeholder name's profile and presence to what
+// the directory shows of its agent; its relay and slug stay.
+func (t *tx) updateRemoteAgent(name string, a relay.RemoteAgent) error {
+	var (
+		display, model, caps, lastSeen, relayName string
+		details                                   sql.NullString
+	)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT a.display_name, a.model_slug, a.capabilities, a.details, a.last_seen_at, m.relay_name
+		FROM agents a JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, name).
+		Scan(&display, &model, &caps, &details, &lastSeen, &relayName)
+	if err != nil {
+		return fmt.Errorf("find agent %s: %w", name, err)
+	}
+	want := a.DisplayName
+	if want == "" || name != a.Slug {
+		want = name
+	}
+	capsJ := capsJSON(a.Capabilities)
+	seen := lastSeen
+	if a.Online {
+		seen = t.ts
+	}
+	if display == want && model == a.ModelSlug && caps == capsJ && details.String == a.Details && relayName == a.RelayName &&
+		availability(seen, t.now) == availability(lastSeen, t.now) {
+		return nil
+	}
+	if _, err := t.exec(`UPDATE agents SET display_name = ?, model_slug = ?, capabilities = ?, details = ?, last_seen_at = ? WHERE slug = ?`,
+		want, a.ModelSlug, capsJ, nullString(a.Details), seen, name); err != nil {
+		return fmt.Errorf("store remote agent %s: %w", name, err)
+	}
+	if _, err := t.exec(`UPDATE mesh_agents SET relay_name = ? WHERE slug = ?`, a.RelayName, name); err != nil {
+		return fmt.Errorf("store remote agent %s: %w", name, err)
+	}
+	return t.agentChanged(name)
 }
 
 // PinRelayKey records key as relayID's public key the first time one is
