@@ -55,7 +55,11 @@ Usage:
   crosschat-relay mesh status|agents|relays|invite
                                              the mesh over NATS: relays, link, outbox, lag; every agent;
                                              relays with trust state and key; the command to join
-  crosschat-relay mesh trust|block NAME|ID   admit (--fingerprint SHA256:… pins exactly that key) or refuse a relay
+  crosschat-relay mesh trust|block NAME|ID   admit (--fingerprint SHA256:… pins exactly that key, and settles a
+                                             key change) or refuse a relay (its queued tasks are cancelled)
+  crosschat-relay mesh names                 every other relay's agent by the name it has here; name contests
+  crosschat-relay mesh name SLUG --relay NAME|ID
+                                             give the plain name SLUG to that relay's agent SLUG
   crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
   crosschat-relay send ID MESSAGE [--title T] [--priority P]
                                              a task from this folder's project to ID (MESSAGE - reads stdin)

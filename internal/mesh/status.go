@@ -91,8 +91,8 @@ type KeyChange struct {
 	Shown  string `json:"shown"`
 }
 
-// keyChanges lists the relays that show another key than the pinned one.
-func (n *Node) keyChanges() []KeyChange {
+// KeyChanges lists the relays that show another key than the pinned one.
+func (n *Node) KeyChanges() []KeyChange {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := []KeyChange{}
@@ -176,7 +176,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	n.mu.Unlock()
 	s.Names = n.Contests()
 	s.DirectoryConflicts = append(contestLines(s.Names), n.dirConflicts()...)
-	s.KeyChanges = n.keyChanges()
+	s.KeyChanges = n.KeyChanges()
 	s.Refused = n.Refused()
 	s.Trust = "approval"
 	if n.opts.TrustAccount {
