@@ -379,7 +379,7 @@ type AgentInfo struct {
 	// or slug@relay-id when another holder has the plain name.
 	Slug string `json:"slug"`
 	// RelaySlug is its slug on its relay.
-	RelaySlug    string   `json:"relaySlug"`
+	RelaySlug    string   `json:"relaySlug,omitempty"`
 	DisplayName  string   `json:"displayName"`
 	ModelSlug    string   `json:"modelSlug"`
 	Capabilities []string `json:"capabilities"`

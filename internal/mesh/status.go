@@ -28,8 +28,9 @@ type Status struct {
 	LastError  string `json:"lastError,omitempty"`
 	// Conflicts are slugs of this relay's agents another relay also shows.
 	Conflicts []string `json:"conflicts,omitempty"`
-	// DirectoryConflicts say the name contests (Names) and the directory
-	// entries ignored for a slug an agent here has, one line each.
+	// DirectoryConflicts say the name contests (one line per Names entry,
+	// in its order, first) and then the directory entries ignored for a
+	// slug an agent here has, one line each.
 	DirectoryConflicts []string `json:"directoryConflicts,omitempty"`
 	// Trust is approval (each relay waits for the operator) or account
 	// (--mesh-trust account: the NATS account is the boundary).

@@ -546,7 +546,7 @@ export namespace mesh {
 	
 	export class AgentInfo {
 	    slug: string;
-	    relaySlug: string;
+	    relaySlug?: string;
 	    displayName: string;
 	    modelSlug: string;
 	    capabilities: string[];
