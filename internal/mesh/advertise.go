@@ -96,8 +96,11 @@ func (n *Node) syncAgentsLocked(ctx context.Context) error {
 }
 
 // forgetExpired drops from the cache the entries of other relays past the
-// bucket's time to live, as the bucket drops them (it tells no watcher).
-// Called with n.mu held.
+// bucket's time to live, as the bucket drops them (it tells no watcher):
+// an agent entry so no longer counts, and a relay never decided on is
+// forgotten (forgetGone). The entry of a relay the operator trusted or
+// blocked stays, shown offline with when it was last seen. Called with
+// n.mu held.
 func (n *Node) forgetExpired() {
 	for key, a := range n.agents {
 		if a.RelayID != n.id.ID && !n.fresh(a.updated) {
@@ -105,7 +108,7 @@ func (n *Node) forgetExpired() {
 		}
 	}
 	for id, r := range n.relays {
-		if id != n.id.ID && !n.fresh(r.updated) {
+		if t, ok := n.trust[id]; id != n.id.ID && !n.fresh(r.updated) && (!ok || t.State == relay.RelayPending && t.NewKey == "" && t.NewName == "") {
 			delete(n.relays, id)
 		}
 	}

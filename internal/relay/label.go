@@ -15,8 +15,9 @@ type RelayNameForm struct {
 	// (invisible characters, mixed scripts): such a name is like no other.
 	Key string
 	// Label is Key when it is also a slug (a–z, 0–9, '.', '_', '-', at
-	// most MaxRelayLabel bytes): what follows @ in qualified names. ""
-	// otherwise: the relay's agents are named with its id.
+	// most MaxRelayLabel bytes) and not shaped like a relay id: what
+	// follows @ in qualified names. "" otherwise: the relay's agents are
+	// named with its id.
 	Label string
 	// Issue says why there is no label ("" when there is one).
 	Issue string
@@ -55,7 +56,26 @@ func RelayName(folded string) RelayNameForm {
 	if len(key) < 2 || len(key) > MaxRelayLabel || !isSlug(key) || strings.ContainsRune(key, ':') {
 		return RelayNameForm{Key: key, Issue: fmt.Sprintf("is not 2–%d characters of a–z, 0–9, '-', '_' and '.'", MaxRelayLabel)}
 	}
+	if relayIDShaped(key) {
+		// slug@<relay id> names the agents of the relay with that id: a
+		// label of that shape could take another relay's names.
+		return RelayNameForm{Key: key, Issue: "has the shape of a relay id (16 hexadecimal digits)"}
+	}
 	return RelayNameForm{Key: key, Label: key}
+}
+
+// relayIDShaped reports whether s has the shape of a relay id: 16
+// lowercase hexadecimal digits.
+func relayIDShaped(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // nameIssue says what makes a folded name unsafe to compare: an invisible

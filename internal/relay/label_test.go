@@ -32,6 +32,9 @@ func TestRelayName(t *testing.T) {
 		{"開発-box", "開発-box", "", "a–z"},
 		{"\u0301ab", "", "", "mark on no letter"},
 		{"", "", "", "empty"},
+		{"0123456789abcdef", "0123456789abcdef", "", "relay id"},
+		{"0123456789ABCDEF", "0123456789ABCDEF", "", "a–z"}, // not folded: the mesh folds first
+		{"0123456789abcdeg", "0123456789abcdeg", "0123456789abcdeg", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := RelayName(tc.name)
