@@ -61,7 +61,15 @@ func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
 
 // releaseHeldLocked is releaseHeld with applyMu held.
 func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
-	for _, reason := range []string{HeldUntrusted, HeldKeyChange, HeldRenamed, HeldVersion} {
+	// First what relays sent while not trusted (pending, or pending again
+	// after a key change or a rename), in the order it arrived whatever
+	// the reason; then what an older build held for its version. A blocked
+	// relay's envelopes stay.
+	for _, version := range []bool{false, true} {
+		reason := ""
+		if version {
+			reason = HeldVersion
+		}
 		// Paged by seq: envelopes left held (a relay still pending, a
 		// version still unread) never stop the ones after them.
 		var last int64
@@ -72,16 +80,16 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 			}
 			for _, h := range hs {
 				last = h.Seq
-				if reason != HeldVersion {
+				if !version {
 					n.mu.Lock()
 					st := n.trust[h.FromRelay].State
 					n.mu.Unlock()
-					if st != relay.RelayTrusted {
+					if h.Reason == HeldVersion || h.Reason == HeldBlocked || st != relay.RelayTrusted {
 						continue
 					}
 				}
 				before := n.held.Load()
-				if n.receive(h.Data, reason != HeldVersion) != ack {
+				if n.receive(h.Data, !version) != ack {
 					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
 				}
 				if n.held.Load() != before {
