@@ -110,7 +110,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Last error: %s\n", termSafe(st.LastError))
 	}
 	if len(st.Conflicts) > 0 {
-		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
+		fmt.Fprintf(stdout, "Slugs of this relay's agents another relay also shows (they keep them): %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
 	}
 	fmt.Fprintf(stdout, "Trust: %s", st.Trust)
 	if st.EmbedAuth != "" {

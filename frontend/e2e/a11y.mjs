@@ -415,6 +415,7 @@ async function main() {
   await contest.waitFor({ timeout: 20000 });
   check((await contest.innerText()).includes("e2e-agent@contest-relay"), `the contest row: ${await contest.innerText()}`);
   await axe(page, "Mesh (a name contest)");
+  await shot(page, "mesh-name-contest");
   await nav("Settings");
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.locator('[data-test="mesh-settings"]').waitFor();
