@@ -21,12 +21,6 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target := ""
-	if action == "trust" || action == "block" || action == "name" {
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-			target, rest = rest[0], rest[1:]
-		}
-	}
 	fingerprint, holder := "", ""
 	var flags func(fs *flag.FlagSet)
 	switch action {
@@ -53,16 +47,18 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	case "names":
 		return meshNames(c)
 	case "name":
-		if target == "" && c.fs.NArg() > 0 {
-			target = c.fs.Arg(0)
+		target := ""
+		if len(c.args) > 0 {
+			target = c.args[0]
 		}
 		if target == "" || holder == "" {
 			return fmt.Errorf("%w: mesh name needs a slug and --relay NAME|ID (crosschat-relay mesh names lists the names)", errUsage)
 		}
 		return meshGiveName(c, target, holder)
 	case "trust", "block":
-		if target == "" && c.fs.NArg() > 0 {
-			target = c.fs.Arg(0)
+		target := ""
+		if len(c.args) > 0 {
+			target = c.args[0]
 		}
 		if target == "" {
 			return fmt.Errorf("%w: mesh %s needs a relay's name or id (crosschat-relay mesh relays lists them)", errUsage, action)

@@ -186,7 +186,7 @@ func TestRemoteIDsScoped(t *testing.T) {
 	}
 }
 
-// Ensure migration 0019 keeps a relay's mesh rows: names of earlier
+// Ensure migration 0020 keeps a relay's mesh rows: names of earlier
 // versions pinned to the relay and slug they name, applied and held
 // messages under their relay, and task peers known by their own ids.
 func TestMigrateMeshWord(t *testing.T) {
@@ -201,7 +201,7 @@ func TestMigrateMeshWord(t *testing.T) {
 		INSERT INTO mesh_applied (msg_id, from_relay, task_id, mark, applied_at) VALUES ('m1', '` + relayA + `', '', 'verified', '2026-03-14T12:00:00.000Z');
 		INSERT INTO mesh_held (msg_id, from_relay, reason, data, received_at) VALUES ('h1', '` + relayC + `', 'untrusted', x'7b7d', '2026-03-14T12:00:00.000Z');
 		INSERT INTO mesh_task_peers (task_id, relay_id, side) VALUES ('` + task.ID + `', '` + relayA + `', 'sender');
-		PRAGMA user_version = 18;`)
+		PRAGMA user_version = 19;`)
 	for slug, want := range map[string]string{"alice": "alice", "operator": "operator@relay-a"} {
 		if name, err := e.db.PinnedName(e.ctx, relayA, slug); err != nil || name != want {
 			t.Fatalf("A's %s after the migration = %q, %v; want %q", slug, name, err, want)

@@ -1,4 +1,4 @@
--- 0019: the mesh keeps its word. A remote agent's name here is pinned to
+-- 0020: the mesh keeps its word. A remote agent's name here is pinned to
 -- its relay and its slug there; a rename of a trusted relay waits for the
 -- operator; message ids and task ids are their origin relay's.
 
