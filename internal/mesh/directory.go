@@ -56,20 +56,6 @@ func agentKey(relayID, slug string) string {
 }
 func relayKey(id string) string { return "relay." + id }
 
-// agentKeyRelay is the relay id an agent key names ("" for a key that is
-// not agent.<relay id>.<slug>).
-func agentKeyRelay(key string) string {
-	rest, ok := strings.CutPrefix(key, "agent.")
-	if !ok {
-		return ""
-	}
-	id, _, ok := strings.Cut(rest, ".")
-	if !ok || !validRelayID(id) {
-		return ""
-	}
-	return id
-}
-
 // fresh reports whether an entry written at t is still within the bucket TTL.
 func (n *Node) fresh(t time.Time) bool { return time.Since(t) < 3*n.opts.Refresh }
 
