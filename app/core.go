@@ -21,6 +21,18 @@ type core struct {
 	onPause func(bool)
 	// onAgentDeleted reloads the workers a deleted agent's removal changed.
 	onAgentDeleted func(ctx context.Context, slug string) error
+	// reloadWorkers applies the saved configuration of the named agents'
+	// workers (their allowed senders were renamed in the store).
+	reloadWorkers func(ctx context.Context, slugs []string) error
+}
+
+func (c *core) reloadWorkersHook() func(context.Context, []string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.reloadWorkers == nil {
+		return func(context.Context, []string) error { return nil } // no workers run
+	}
+	return c.reloadWorkers
 }
 
 func (c *core) agentDeletedHook() func(context.Context, string) error {

@@ -396,6 +396,26 @@ async function main() {
   await page.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
   await page.locator('[data-test="mesh-relays"] [data-relay="a11y-relay"]').waitFor();
   await axe(page, "Mesh (joined)");
+
+  run.step = "axe: Mesh with a name contest (a second relay with its own e2e-agent)";
+  const portB = await freePort();
+  const dataB = join(tmp, "data-contest");
+  const invite = JSON.parse(cli(port, "mesh", "invite", "--json"));
+  await run.startRelay(["--port", String(portB), "--data-dir", dataB, "--nats", invite.url, "--nats-name", "contest-relay"], `http://127.0.0.1:${portB}`, "contest-relay");
+  // Its own e2e-agent, made before it trusts a11y-relay (which shows one too).
+  execFileSync(bin, ["agents", "add", "e2e-agent", "--name", "Its E2E Agent", "--model", "m", "--capability", "code-execution", "--json", "--port", String(portB), "--data-dir", dataB]);
+  await poll("a11y-relay trusts contest-relay", () => {
+    try {
+      return cli(port, "mesh", "trust", "contest-relay").includes("is trusted");
+    } catch {
+      return false;
+    }
+  }, 30000, 300);
+  const contest = page.locator('[data-test="mesh-names"] [data-contest="e2e-agent"]');
+  await contest.waitFor({ timeout: 20000 });
+  check((await contest.innerText()).includes("e2e-agent@contest-relay"), `the contest row: ${await contest.innerText()}`);
+  await axe(page, "Mesh (a name contest)");
+  await shot(page, "mesh-name-contest");
   await nav("Settings");
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.locator('[data-test="mesh-settings"]').waitFor();

@@ -66,6 +66,9 @@ export type MeshStatus = Data<app.MeshStatus>;
 export type MeshRelay = Data<mesh.RelayInfo>;
 export type MeshAgent = Data<mesh.AgentInfo>;
 export type MeshHeld = Data<mesh.HeldInfo>;
+export type MeshNameContest = Data<mesh.NameContest>;
+export type MeshKeyChange = Data<mesh.KeyChange>;
+export type NameChange = Data<relay.NameChange>;
 export type MeshSettings = Data<relay.MeshSettings>;
 export type MeshSettingsView = Data<app.MeshSettingsView> & { source: "flags" | "settings" | "none" };
 
@@ -156,8 +159,15 @@ export interface Api {
      * tasks are delivered.
      */
     trust(relayId: string, fingerprint: string): Promise<MeshRelay>;
-    /** block refuses a relay (by id): what it sends is kept, never delivered. */
+    /** block refuses a relay (by id): what it sends is kept, never delivered, and its queued tasks are cancelled. */
     block(relayId: string): Promise<MeshRelay>;
+    /**
+     * giveName gives the plain name slug to relay relayId's agent of that
+     * slug (a name contest settled): the agent that had it takes its
+     * qualified name; every task, update and worker's allowed senders keep
+     * naming the agents they named.
+     */
+    giveName(slug: string, relayId: string): Promise<NameChange[]>;
   };
   system: {
     startsAtLogin(): Promise<boolean>;
@@ -244,6 +254,7 @@ export const api: Api = {
     saveSettings: norm((s) => MeshB.SaveMeshSettings(s as relay.MeshSettings) as Promise<MeshSettingsView>),
     trust: norm((id, fingerprint) => MeshB.Trust(id, fingerprint)),
     block: norm((id) => MeshB.Block(id)),
+    giveName: norm(async (slug, id) => (await MeshB.GiveName(slug, id)) ?? []),
   },
   system: {
     startsAtLogin: norm(() => SystemB.StartsAtLogin()),

@@ -250,6 +250,7 @@ export function fakeApi(data: {
       saveSettings: vi.fn(async (s) => ({ saved: s, source: "none" as const, applied: false })),
       trust: vi.fn(async (id) => meshRelay({ id, state: "trusted" })),
       block: vi.fn(async (id) => meshRelay({ id, state: "blocked" })),
+      giveName: vi.fn(async (slug, id) => [{ from: `${slug}@${id}`, to: slug }]),
     },
     system: {
       startsAtLogin: vi.fn(async () => false),
@@ -297,6 +298,8 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     trust: "approval",
     held: [],
     refused: {},
+    names: [],
+    keyChanges: [],
     relays: [],
     ...p,
   };

@@ -283,6 +283,8 @@ export namespace app {
 	    refused: {[key: string]: number};
 	    refusals?: string[];
 	    warnings?: string[];
+	    names: mesh.NameContest[];
+	    keyChanges: mesh.KeyChange[];
 	    relays: mesh.RelayInfo[];
 	
 	    static createFrom(source: any = {}) {
@@ -315,6 +317,8 @@ export namespace app {
 	        this.refused = source["refused"];
 	        this.refusals = source["refusals"];
 	        this.warnings = source["warnings"];
+	        this.names = this.convertValues(source["names"], mesh.NameContest);
+	        this.keyChanges = this.convertValues(source["keyChanges"], mesh.KeyChange);
 	        this.relays = this.convertValues(source["relays"], mesh.RelayInfo);
 	    }
 	
@@ -544,6 +548,7 @@ export namespace mesh {
 	
 	export class AgentInfo {
 	    slug: string;
+	    relaySlug?: string;
 	    displayName: string;
 	    modelSlug: string;
 	    capabilities: string[];
@@ -559,6 +564,7 @@ export namespace mesh {
 	    constructor(source: any = {}) {
 	        if ('string' === typeof source) source = JSON.parse(source);
 	        this.slug = source["slug"];
+	        this.relaySlug = source["relaySlug"];
 	        this.displayName = source["displayName"];
 	        this.modelSlug = source["modelSlug"];
 	        this.capabilities = source["capabilities"];
@@ -616,6 +622,79 @@ export namespace mesh {
 	        this.note = source["note"];
 	    }
 	}
+	export class KeyChange {
+	    relayId: string;
+	    relay: string;
+	    pinned: string;
+	    shown: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new KeyChange(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.pinned = source["pinned"];
+	        this.shown = source["shown"];
+	    }
+	}
+	export class NameHolder {
+	    name: string;
+	    relayId: string;
+	    relay: string;
+	    slug?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NameHolder(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.name = source["name"];
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.slug = source["slug"];
+	    }
+	}
+	export class NameContest {
+	    slug: string;
+	    holderId: string;
+	    holder: string;
+	    others: NameHolder[];
+	
+	    static createFrom(source: any = {}) {
+	        return new NameContest(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.holderId = source["holderId"];
+	        this.holder = source["holder"];
+	        this.others = this.convertValues(source["others"], NameHolder);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
 	export class RelayInfo {
 	    id: string;
 	    name: string;
@@ -630,6 +709,8 @@ export namespace mesh {
 	    fingerprint: string;
 	    newFingerprint?: string;
 	    inDirectory: boolean;
+	    previousName?: string;
+	    nameIssue?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new RelayInfo(source);
@@ -650,6 +731,8 @@ export namespace mesh {
 	        this.fingerprint = source["fingerprint"];
 	        this.newFingerprint = source["newFingerprint"];
 	        this.inDirectory = source["inDirectory"];
+	        this.previousName = source["previousName"];
+	        this.nameIssue = source["nameIssue"];
 	    }
 	}
 
@@ -1014,6 +1097,20 @@ export namespace relay {
 	        this.tlsCa = source["tlsCa"];
 	        this.embed = source["embed"];
 	        this.name = source["name"];
+	    }
+	}
+	export class NameChange {
+	    from: string;
+	    to: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NameChange(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.from = source["from"];
+	        this.to = source["to"];
 	    }
 	}
 	
