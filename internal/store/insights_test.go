@@ -234,7 +234,7 @@ func TestAlignedWindow(t *testing.T) {
 		wantEnd string
 	}{
 		{0, time.Hour, 24, "2026-03-14T13:00:00.000Z"},
-		{330, time.Hour, 24, "2026-03-14T13:30:00.000Z"}, // UTC+5:30: 18:10 there, the hour ends at 19:00
+		{330, time.Hour, 24, "2026-03-14T13:30:00.000Z"},      // UTC+5:30: 18:10 there, the hour ends at 19:00
 		{-300, 24 * time.Hour, 7, "2026-03-15T05:00:00.000Z"}, // UTC−5: 07:40 there, the day ends at midnight
 		{120, 24 * time.Hour, 7, "2026-03-14T22:00:00.000Z"},
 	}
