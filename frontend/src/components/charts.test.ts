@@ -122,7 +122,7 @@ describe("charts on the pages", () => {
     const figs = w.findAll("figure");
     expect(figs.map((f) => f.attributes("data-test"))).toEqual(["chart-throughput", "chart-latency", "chart-open-work"]);
     expect(figs[0]!.find('[data-test="chart-summary"]').text()).toMatch(/4 tasks posted, 2 completed, 1 blocked/);
-    expect(figs[1]!.findAll("tbody tr")[0]!.text()).toBe("ben21m 00s2m 00s130s30s");
+    expect(figs[1]!.findAll("tbody tr")[0]!.text()).toBe("ben21m 00s / 2m 00s130s / 30s");
     expect(figs[2]!.find("tbody tr").text()).toBe("cat1012");
     expect(w.html().indexOf("chart-open-work")).toBeLessThan(w.html().indexOf('id="journal-h"'));
     expect(s.api.insights.activity).toHaveBeenCalledTimes(1);

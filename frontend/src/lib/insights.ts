@@ -2,7 +2,7 @@
 // Insights.Agents) as the series a chart draws, the rows of its table and
 // the sentence that sums it up. Pure functions.
 import type { AgentLatency, AgentOutcomes, OpenWork, ThroughputBucket } from "../api";
-import { duration, ms } from "./time";
+import { ms, shortDuration } from "./time";
 
 /** tzOffsetMinutes is this viewer's offset from UTC, east positive, as the relay's windows take it. */
 export function tzOffsetMinutes(at = new Date()): number {
@@ -78,11 +78,11 @@ export function latencySummary(rows: LatencyRow[]): string {
   if (!rows.length) return "No task was claimed in the last 7 days.";
   const slowest = (pick: (r: LatencyRow) => number) => rows.reduce((a, b) => (pick(b) > pick(a) ? b : a));
   const claim = slowest((r) => r.claim.medianMs);
-  const parts = [`Slowest to claim: ${claim.label} (median ${duration(claim.claim.medianMs)})`];
+  const parts = [`Slowest to claim: ${claim.label} (median ${shortDuration(claim.claim.medianMs)})`];
   const finishing = rows.filter((r) => r.finish.count > 0);
   if (finishing.length) {
     const fin = finishing.reduce((a, b) => (b.finish.medianMs > a.finish.medianMs ? b : a));
-    parts.push(`slowest to finish: ${fin.label} (median ${duration(fin.finish.medianMs)})`);
+    parts.push(`slowest to finish: ${fin.label} (median ${shortDuration(fin.finish.medianMs)})`);
   }
   return `${parts.join("; ")}.`;
 }
