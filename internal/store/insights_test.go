@@ -330,3 +330,45 @@ func TestConversationTruncated(t *testing.T) {
 		t.Error("the conversation is not oldest first")
 	}
 }
+
+// TestOutcomesCountEndStates: a task blocked, requeued by its sender and
+// then completed ended completed (the Agents page's share counts it so),
+// while the hourly throughput counts both of its outcome reports.
+func TestOutcomesCountEndStates(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("cat")
+	task := e.work("operator", "cat", "Flaky chore", time.Minute, time.Minute, relay.ReportBlocked)
+	if _, err := e.db.RequeueTask(e.ctx, "operator", task.ID, "Fixtures are in place."); err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("cat")
+	e.report("cat", task.ID, relay.ReportCompleted, "Done after all.")
+	now := e.clock.Now()
+
+	days, err := relay.AlignedWindow(now, 0, 24*time.Hour, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.db.Outcomes(e.ctx, days)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].Completed != 1 || out[0].Blocked != 0 {
+		t.Errorf("outcomes %+v, want cat with 1 completed and none blocked", out)
+	}
+	hours, err := relay.AlignedWindow(now, 0, time.Hour, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := e.db.Throughput(e.ctx, hours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed, blocked int
+	for _, b := range tp {
+		completed, blocked = completed+b.Completed, blocked+b.Blocked
+	}
+	if completed != 1 || blocked != 1 {
+		t.Errorf("throughput counts %d completed and %d blocked reports, want 1 and 1", completed, blocked)
+	}
+}
