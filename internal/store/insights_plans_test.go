@@ -14,7 +14,7 @@ import (
 var tableScan = regexp.MustCompile(`SCAN (tasks|reports|t|r)(;|$| USING (COVERING )?INDEX (tasks_(created|status_updated|recipient|sender|conversation|claim_session)|reports_|sqlite_autoindex))`)
 
 // TestInsightPlans holds the chart aggregates (insights.go) to the indexes
-// made for them (migration 0019) and to their bounded windows: each reads a
+// made for them (migration 0020) and to their bounded windows: each reads a
 // range of one index by time, or one conversation's entries, and none walks
 // the tasks or the reports table whole. An index dropped, or a query changed
 // so that SQLite would scan, fails here.

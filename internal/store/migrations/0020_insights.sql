@@ -1,4 +1,4 @@
--- 0019: indexes for the dashboard's charts (store/insights.go). Each is
+-- 0020: indexes for the dashboard's charts (store/insights.go). Each is
 -- keyed on what never changes once written, so a task's lifecycle does not
 -- move its entries (see 0011): a task's posting time, an outcome report's
 -- time, a hand-off's conversation.
