@@ -41,6 +41,8 @@ func (w Window) Validate() error {
 		return Errorf(EInvalidRequest, "window: no end time.")
 	case w.Bucket < MinInsightBucket:
 		return Errorf(EInvalidRequest, "window: a bucket must be at least %s (got %s).", MinInsightBucket, w.Bucket)
+	case w.Bucket%time.Second != 0:
+		return Errorf(EInvalidRequest, "window: a bucket must be a whole number of seconds (got %s).", w.Bucket)
 	case w.Buckets < 1 || w.Buckets > MaxInsightBuckets:
 		return Errorf(EInvalidRequest, "window: 1..%d buckets (got %d).", MaxInsightBuckets, w.Buckets)
 	case time.Duration(w.Buckets)*w.Bucket > MaxInsightSpan:

@@ -12,9 +12,9 @@ import (
 )
 
 // The aggregates behind the dashboard's charts. Each reads a bounded window
-// of rows through an index keyed on a time that never changes (migration
-// 0020: tasks_created, reports_outcomes; tasks_status_updated) or on the
-// conversation, and counts in SQL; TestInsightPlans holds them to those indexes and
+// of rows through an index keyed on a time (migration 0020: tasks_created,
+// reports_outcomes; and tasks_status_updated) or on the conversation, and
+// counts in SQL; TestInsightPlans holds them to those indexes and
 // BenchmarkInsights times them on 100,000 tasks.
 
 // msSQL is a stored timestamp (relay.TimeLayout) as Unix milliseconds, an

@@ -207,6 +207,7 @@ func TestInsightWindowsRefused(t *testing.T) {
 	now := e.clock.Now()
 	for _, w := range []relay.Window{
 		{End: now, Bucket: time.Second, Buckets: 10},
+		{End: now, Bucket: 90*time.Second + time.Millisecond, Buckets: 10},
 		{End: now, Bucket: time.Hour, Buckets: 0},
 		{End: now, Bucket: time.Hour, Buckets: relay.MaxInsightBuckets + 1},
 		{End: now, Bucket: 24 * time.Hour, Buckets: 32},
