@@ -22,13 +22,18 @@ export function base(): Pick<uPlot.Options, "legend" | "cursor" | "padding"> {
   return { legend: { show: false }, cursor: { show: false }, padding: [10, 10, 0, 4] };
 }
 
-/** categoryAxis labels slots 0..n-1 with labels, one tick each. */
-export function categoryAxis(c: ThemeColors, labels: string[], width: number): uPlot.Axis {
-  const room = Math.max(4, Math.floor(width / Math.max(1, labels.length) / 7));
+/**
+ * categoryAxis labels slots 0..n-1 with labels(), one tick each; labels is
+ * read at each drawing, so new data with other agents gets their names.
+ */
+export function categoryAxis(c: ThemeColors, labels: () => string[], width: number): uPlot.Axis {
   return axis(c, {
     grid: { show: false },
-    splits: () => labels.map((_, i) => i),
-    values: (_u, splits) => splits.map((i) => short(labels[i] ?? "", room)),
+    splits: () => labels().map((_, i) => i),
+    values: (_u, splits) => {
+      const room = Math.max(4, Math.floor(width / Math.max(1, labels().length) / 7));
+      return splits.map((i) => short(labels()[i] ?? "", room));
+    },
   });
 }
 
