@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -17,17 +19,21 @@ func (db *DB) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
 // LocalAgents returns this relay's own software agents (no placeholders, no
 // human operator), ordered by slug: what it advertises in the directory.
 func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
-	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC()), `SELECT `+agentColumns+` FROM agents
+	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC(), &db.book), `SELECT `+agentColumns+` FROM agents
 		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
 }
 
-// SyncRemoteAgents adds and updates the placeholders of remote agents.
-// Placeholders no longer listed stay (their tasks name them); they go
-// offline on their own as their last-seen time ages.
+// SyncRemoteAgents adds and updates the placeholders of remote agents,
+// and takes the directory's word on their presence (relay.Presence): a
+// listed agent is online while the directory says so, an agent no longer
+// listed goes back to the window of its last-seen time (its placeholder
+// stays: its tasks name it). An agent whose presence changed is published.
 func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) ([]string, error) {
 	var conflicts []string
 	err := db.write(ctx, "sync remote agents", func(t *tx) error {
 		conflicts = conflicts[:0]
+		online := map[string]bool{}
+		changed := map[string]bool{}
 		for _, a := range agents {
 			slug, err := relay.NormalizeSlug("slug", a.Slug)
 			if err != nil || a.RelayID == "" || relay.IsQualified(slug) {
@@ -50,21 +56,19 @@ func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) 
 				conflicts = append(conflicts, slug)
 				continue
 			}
+			online[slug] = a.Online
 			display := a.DisplayName
 			if display == "" {
 				display = slug
 			}
 			capsJ := capsJSON(a.Capabilities)
-			seen := lastSeen
-			if a.Online || !exists {
-				seen = t.ts
-				if !a.Online {
-					seen = relay.FormatTime(t.now.Add(-relay.OnlineWindow - 1))
-				}
-			}
 			if exists && remote.String == a.RelayID && relayName.String == a.RelayName && name == display && model == a.ModelSlug &&
-				caps == capsJ && details.String == a.Details && availability(seen, t.now) == availability(lastSeen, t.now) {
+				caps == capsJ && details.String == a.Details {
 				continue
+			}
+			seen := lastSeen // the directory's word sets it below
+			if !exists {
+				seen = t.ts
 			}
 			if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
 				VALUES (?, 'agent', ?, ?, ?, ?, ?, ?, 0)
@@ -78,7 +82,23 @@ func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) 
 				slug, a.RelayID, a.RelayName); err != nil {
 				return fmt.Errorf("store remote agent %s: %w", slug, err)
 			}
-			if err := t.agentChanged(slug); err != nil {
+			changed[slug] = true
+		}
+		// The directory's word is taken inside the write, so the agents
+		// published below say it. An agent coming online or leaving it is
+		// seen now: its last-seen time is when its relay last said it was
+		// there, which decides once the directory no longer lists it.
+		for slug, wasOrIsOnline := range t.db.book.setRemote(online) {
+			changed[slug] = true
+			if !wasOrIsOnline {
+				continue
+			}
+			if _, err := t.exec(`UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
+				return fmt.Errorf("see remote agent %s: %w", slug, err)
+			}
+		}
+		for _, slug := range slices.Sorted(maps.Keys(changed)) {
+			if err := t.agentChanged(slug); err != nil && relay.ErrorCode(err) != relay.EUnknownAgent {
 				return err
 			}
 		}

@@ -867,6 +867,7 @@ export namespace relay {
 	    hasToken: boolean;
 	    ownerSet: OwnerSet;
 	    availability: string;
+	    connected?: boolean;
 	    relay?: string;
 	    enrolled?: boolean;
 	    retiredAt?: string;
@@ -888,6 +889,7 @@ export namespace relay {
 	        this.hasToken = source["hasToken"];
 	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
 	        this.availability = source["availability"];
+	        this.connected = source["connected"];
 	        this.relay = source["relay"];
 	        this.enrolled = source["enrolled"];
 	        this.retiredAt = source["retiredAt"];
