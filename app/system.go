@@ -231,6 +231,11 @@ var bridgeAccess = map[string]web.Access{
 	"Overview.Stats":  web.Remote,
 	"Events.List":     web.Remote,
 
+	// The charts read the relay's own work, as the lists do.
+	"Insights.Activity":     web.Remote,
+	"Insights.Agents":       web.Remote,
+	"Insights.Conversation": web.Remote,
+
 	"Settings.Get":    web.Remote,
 	"Settings.Update": web.LocalOnly,
 

@@ -57,6 +57,7 @@ func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) 
 				if name == "" {
 					continue // every name it may have is taken (an earlier version's rows)
 				}
+				changed[name] = true
 			} else if changed[name], err = t.updateRemoteAgent(name, a); err != nil {
 				return err
 			}

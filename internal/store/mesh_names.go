@@ -67,8 +67,9 @@ func qualifiedNames(slug, relayID, label string) []string {
 }
 
 // giveName gives agent slug of relay relayID the first free name of
-// candidates and returns it ("" when none is free). display is the
-// placeholder's display name ("" for the name itself).
+// candidates and returns it ("" when none is free); the caller publishes
+// the new agent. a is what the directory shows of it (its zero value for a
+// sender seen before its entry).
 func (t *tx) giveName(slug, relayID, relayName string, candidates []string, a relay.RemoteAgent) (string, error) {
 	for _, name := range candidates {
 		free, err := t.nameFree(name)
@@ -94,7 +95,7 @@ func (t *tx) giveName(slug, relayID, relayName string, candidates []string, a re
 			name, relayID, relayName, slug); err != nil {
 			return "", fmt.Errorf("store remote agent %s: %w", name, err)
 		}
-		return name, t.agentChanged(name)
+		return name, nil
 	}
 	return "", nil
 }
@@ -114,10 +115,13 @@ func (t *tx) qualify(slug, from, fromName, fromLabel string) (string, error) {
 		fromName = from
 	}
 	name, err = t.giveName(slug, from, fromName, qualifiedNames(slug, from, fromLabel), relay.RemoteAgent{})
-	if err == nil && name == "" {
-		err = fmt.Errorf("store remote sender %s of relay %s: every name it may have is taken", slug, from)
+	if err != nil {
+		return "", err
 	}
-	return name, err
+	if name == "" {
+		return "", fmt.Errorf("store remote sender %s of relay %s: every name it may have is taken", slug, from)
+	}
+	return name, t.agentChanged(name)
 }
 
 // remoteNames lists every remote name, and the contests among agents: each

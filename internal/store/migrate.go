@@ -14,7 +14,7 @@ import (
 // SchemaVersion is the database schema version this build writes and reads.
 // It is stored in PRAGMA user_version; a database with a newer version is
 // refused unchanged.
-const SchemaVersion = 20
+const SchemaVersion = 21
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -86,7 +86,7 @@ var afterMigration = map[int]func(context.Context, *sql.Tx) error{
 }
 
 // migrate brings the database to SchemaVersion, one transaction per step,
-// and logs the move as one line ("database migrated from 0 to 19"); a step
+// and logs the move as one line ("database migrated from 0 to 21"); a step
 // that fails ends it there, the steps before it kept and logged.
 func (db *DB) migrate(ctx context.Context, path string) error {
 	ms, err := migrations()

@@ -4,6 +4,7 @@
 // one seam, and a changed Go signature breaks `vue-tsc`.
 import * as AgentsB from "../../wailsjs/go/app/Agents";
 import * as EventsB from "../../wailsjs/go/app/Events";
+import * as InsightsB from "../../wailsjs/go/app/Insights";
 import * as InvitesB from "../../wailsjs/go/app/Invites";
 import * as MeshB from "../../wailsjs/go/app/Mesh";
 import * as OverviewB from "../../wailsjs/go/app/Overview";
@@ -71,6 +72,13 @@ export type MeshKeyChange = Data<mesh.KeyChange>;
 export type NameChange = Data<relay.NameChange>;
 export type MeshSettings = Data<relay.MeshSettings>;
 export type MeshSettingsView = Data<app.MeshSettingsView> & { source: "flags" | "settings" | "none" };
+export type ActivityInsights = Data<relay.ActivityInsights>;
+export type ThroughputBucket = Data<relay.ThroughputBucket>;
+export type AgentLatency = Data<relay.AgentLatency>;
+export type OpenWork = Data<relay.OpenWork>;
+export type AgentOutcomes = Data<relay.AgentOutcomes>;
+export type ConversationTask = Data<relay.ConversationTask> & { status: TaskStatus };
+export type Conversation = Omit<Data<relay.Conversation>, "tasks"> & { tasks: ConversationTask[] };
 
 /** A relay.Change as delivered by the window or the SSE stream. "resync" asks for a snapshot reload. */
 export interface Change {
@@ -146,6 +154,16 @@ export interface Api {
   };
   overview: { info(): Promise<Info>; stats(): Promise<Stats> };
   events: { list(f: EventFilter): Promise<RelayEvent[]> };
+  /**
+   * The charts' aggregates, for a viewer tzOffsetMinutes east of UTC
+   * (-getTimezoneOffset()): the Activity page's, the Agents page's, and the
+   * whole conversation of a task.
+   */
+  insights: {
+    activity(tzOffsetMinutes: number): Promise<ActivityInsights>;
+    agents(tzOffsetMinutes: number): Promise<AgentOutcomes[]>;
+    conversation(taskId: string): Promise<Conversation>;
+  };
   settings: { get(): Promise<Settings>; update(s: Settings): Promise<Settings> };
   /** The mesh of relays over NATS (issue #11); the settings are for this computer only. */
   mesh: {
@@ -246,6 +264,11 @@ export const api: Api = {
   },
   overview: { info: norm(() => OverviewB.InfoAt(reached())), stats: norm(() => OverviewB.Stats()) },
   events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
+  insights: {
+    activity: norm((tz) => InsightsB.Activity(tz)),
+    agents: norm(async (tz) => (await InsightsB.Agents(tz)) ?? []),
+    conversation: norm((id) => InsightsB.Conversation(id) as Promise<Conversation>),
+  },
   settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
   mesh: {
     status: norm(() => MeshB.Status()),

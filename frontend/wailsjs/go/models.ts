@@ -800,6 +800,130 @@ export namespace relay {
 		    return a;
 		}
 	}
+	export class OpenWork {
+	    slug: string;
+	    queued: number;
+	    claimed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new OpenWork(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.queued = source["queued"];
+	        this.claimed = source["claimed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class Durations {
+	    count: number;
+	    medianMs: number;
+	    p90Ms: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new Durations(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.count = source["count"];
+	        this.medianMs = source["medianMs"];
+	        this.p90Ms = source["p90Ms"];
+	    }
+	}
+	export class AgentLatency {
+	    slug: string;
+	    claim: Durations;
+	    finish: Durations;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentLatency(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.claim = this.convertValues(source["claim"], Durations);
+	        this.finish = this.convertValues(source["finish"], Durations);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class ThroughputBucket {
+	    start: string;
+	    posted: number;
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new ThroughputBucket(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.start = source["start"];
+	        this.posted = source["posted"];
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class ActivityInsights {
+	    throughput: ThroughputBucket[];
+	    latencySince: string;
+	    latencies: AgentLatency[];
+	    openWork: OpenWork[];
+	    at: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ActivityInsights(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.throughput = this.convertValues(source["throughput"], ThroughputBucket);
+	        this.latencySince = source["latencySince"];
+	        this.latencies = this.convertValues(source["latencies"], AgentLatency);
+	        this.openWork = this.convertValues(source["openWork"], OpenWork);
+	        this.at = source["at"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
 	export class OwnerSet {
 	    displayName: boolean;
 	    details: boolean;
@@ -887,6 +1011,124 @@ export namespace relay {
 	    }
 	}
 	
+	export class OutcomeBucket {
+	    start: string;
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new OutcomeBucket(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.start = source["start"];
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class AgentOutcomes {
+	    slug: string;
+	    buckets: OutcomeBucket[];
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentOutcomes(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.buckets = this.convertValues(source["buckets"], OutcomeBucket);
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
+	export class ConversationTask {
+	    id: string;
+	    parentTaskId?: string;
+	    senderSlug: string;
+	    recipientSlug: string;
+	    title: string;
+	    status: string;
+	    hops: number;
+	    createdAt: string;
+	    claimedAt?: string;
+	    updatedAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ConversationTask(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.parentTaskId = source["parentTaskId"];
+	        this.senderSlug = source["senderSlug"];
+	        this.recipientSlug = source["recipientSlug"];
+	        this.title = source["title"];
+	        this.status = source["status"];
+	        this.hops = source["hops"];
+	        this.createdAt = source["createdAt"];
+	        this.claimedAt = source["claimedAt"];
+	        this.updatedAt = source["updatedAt"];
+	    }
+	}
+	export class Conversation {
+	    id: string;
+	    tasks: ConversationTask[];
+	    truncated?: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new Conversation(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.tasks = this.convertValues(source["tasks"], ConversationTask);
+	        this.truncated = source["truncated"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
 	export class CreateAgentInput {
 	    slug: string;
 	    displayName: string;
@@ -909,6 +1151,7 @@ export namespace relay {
 	        this.kind = source["kind"];
 	    }
 	}
+	
 	export class Event {
 	    sequence: number;
 	    recipientSlug: string;
@@ -1113,6 +1356,8 @@ export namespace relay {
 	        this.to = source["to"];
 	    }
 	}
+	
+	
 	
 	export class ProfileUpdate {
 	    displayName?: string;
@@ -1438,6 +1683,7 @@ export namespace relay {
 	        this.limit = source["limit"];
 	    }
 	}
+	
 	
 	export class WorkerConfig {
 	    agentSlug: string;
