@@ -51,6 +51,12 @@ func ownInvite(t *testing.T, raw string) string {
 // startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
 func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	t.Helper()
+	return startMeshRelayWith(t, app.StartOptions{Version: "test"}, name, urls...)
+}
+
+// startMeshRelayWith is startMeshRelay with opts (a test clock).
+func startMeshRelayWith(t *testing.T, opts app.StartOptions, name string, urls ...string) *app.Relay {
+	t.Helper()
 	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
 	cfg.OperatorSlug = "operator-" + name
 	urls = slices.Clone(urls)
@@ -61,7 +67,7 @@ func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	if len(urls) == 0 {
 		cfg.Mesh.Embed = "127.0.0.1:-1"
 	}
-	r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+	r := apptest.Start(t, cfg, opts)
 	waitFor(t, func() bool {
 		st, err := r.Services.Mesh.Status()
 		return err == nil && st.Ready

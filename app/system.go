@@ -231,6 +231,11 @@ var bridgeAccess = map[string]web.Access{
 	"Overview.Stats":  web.Remote,
 	"Events.List":     web.Remote,
 
+	// The charts read the relay's own work, as the lists do.
+	"Insights.Activity":     web.Remote,
+	"Insights.Agents":       web.Remote,
+	"Insights.Conversation": web.Remote,
+
 	"Settings.Get":    web.Remote,
 	"Settings.Update": web.LocalOnly,
 
@@ -248,11 +253,15 @@ var bridgeAccess = map[string]web.Access{
 	"Mesh.Relays":     web.Remote,
 	"Mesh.Held":       web.Remote,
 	"Mesh.Credential": web.Remote,
-	// Admitting a relay, the invite (it lets a relay into the embedded
-	// server) and the users of an external cluster are for the operator at
-	// this computer.
+	"Mesh.Names":      web.Remote,
+	"Mesh.Contests":   web.Remote,
+	"Mesh.KeyChanges": web.Remote,
+	// Admitting a relay, giving a plain name to another relay's agent, the
+	// invite (it lets a relay into the embedded server) and the users of an
+	// external cluster are for the operator at this computer.
 	"Mesh.Trust":      web.LocalOnly,
 	"Mesh.Block":      web.LocalOnly,
+	"Mesh.GiveName":   web.LocalOnly,
 	"Mesh.Invite":     web.LocalOnly,
 	"Mesh.NATSConfig": web.LocalOnly,
 	// Mesh settings name files on this computer and where the relay connects.

@@ -26,6 +26,7 @@ var homes = map[string]string{
 	"github.com/nats-io/nats-server":    "internal/mesh",
 	"github.com/nats-io/nkeys":          "internal/mesh",
 	"golang.org/x/crypto/bcrypt":        "internal/mesh",
+	"golang.org/x/text":                 "internal/mesh",
 	"github.com/godbus/dbus":            "internal/desktop",
 	"fyne.io/systray":                   "internal/desktop",
 	"github.com/prometheus/":            "internal/metrics",

@@ -127,6 +127,16 @@ func TestReviewRenameCannotImpersonate(t *testing.T) {
 		if _, err := jetStreamClient(t, a.node.InviteURL()).Publish(ctx, subject(b.node.id.ID), data); err != nil {
 			t.Fatal(err)
 		}
+		// A rename puts C back to pending: its task waits for the operator
+		// to trust it again under the new name.
+		eventually(t, "B holds the renamed relay's task, then trusts it again", func() (bool, string) {
+			h, err := b.node.Held(ctx)
+			if err != nil || len(h) == 0 || h[len(h)-1].TaskID != task.ID {
+				return false, fmt.Sprintf("%+v %v", h, err)
+			}
+			_, err = b.node.SetTrust(ctx, c.node.id.ID, relay.RelayTrusted, "")
+			return err == nil, fmt.Sprint(err)
+		})
 		want := task.SenderSlug + "@" + c.node.id.ID
 		eventually(t, "the task arrives, its sender qualified with C's id", func() (bool, string) {
 			got, err := b.svc.Task(ctx, task.ID)

@@ -10,8 +10,16 @@ export function Block(arg1) {
   return window['go']['app']['Mesh']['Block'](arg1);
 }
 
+export function Contests() {
+  return window['go']['app']['Mesh']['Contests']();
+}
+
 export function Credential() {
   return window['go']['app']['Mesh']['Credential']();
+}
+
+export function GiveName(arg1, arg2) {
+  return window['go']['app']['Mesh']['GiveName'](arg1, arg2);
 }
 
 export function Held() {
@@ -22,12 +30,20 @@ export function Invite() {
   return window['go']['app']['Mesh']['Invite']();
 }
 
+export function KeyChanges() {
+  return window['go']['app']['Mesh']['KeyChanges']();
+}
+
 export function MeshSettings() {
   return window['go']['app']['Mesh']['MeshSettings']();
 }
 
 export function NATSConfig() {
   return window['go']['app']['Mesh']['NATSConfig']();
+}
+
+export function Names() {
+  return window['go']['app']['Mesh']['Names']();
 }
 
 export function Relays() {
