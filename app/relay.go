@@ -163,6 +163,9 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 			ReadTimeout: web.BodyReadTime(web.DefaultMaxBodyBytes) + 10*time.Second,
 			IdleTimeout: 2 * time.Minute,
 			BaseContext: func(net.Listener) context.Context { return reqCtx },
+			// A waiting claim asks whether its caller closed the connection
+			// behind a pipelined byte (which net/http stops watching).
+			ConnContext: web.ConnContext,
 			ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
