@@ -193,7 +193,9 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 		return fmt.Errorf("workers: find our own binary, which starts sandboxed runs: %w", err)
 	}
 	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes")}
+	pinUnpinned(ctx, r.db, r.log)
 	m, err := worker.NewManager(worker.Options{
+		Protected: []string{r.cfg.DataDir},
 		Sandbox:  box.Wrap,
 		Relay:    r.db,
 		Harness:  newHarnessAdapter(),

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -111,7 +113,13 @@ func (u *userRelay) write(t *testing.T, p, body string, perm os.FileMode) {
 	if err := os.WriteFile(p, []byte(body), perm); err != nil {
 		t.Fatal(err)
 	}
-	u.chown(t, filepath.Dir(p))
+	// The folders made for it too.
+	for d := filepath.Dir(p); d != u.base && strings.HasPrefix(d, u.base); d = filepath.Dir(d) {
+		u.chown(t, d)
+		if d == u.home {
+			break
+		}
+	}
 }
 
 // env is the user's environment: HOME, PATH and nothing of the relay's.
@@ -315,4 +323,20 @@ func readAll(t *testing.T, p string) string {
 	defer f.Close()
 	b, _ := io.ReadAll(f)
 	return string(b)
+}
+
+// setWorkdir sets a worker's working folder in the stopped relay's
+// database, as an older version that checked it only when saved left it.
+func setWorkdir(t *testing.T, u *userRelay, slug, dir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(u.data, "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE workers SET workdir = ?, extra_dirs = '[]', pinned_paths = '{}' WHERE agent_slug = ?`, dir, slug); err != nil {
+		if _, err := db.Exec(`UPDATE workers SET workdir = ?, extra_dirs = '[]' WHERE agent_slug = ?`, dir, slug); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

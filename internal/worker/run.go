@@ -57,6 +57,9 @@ type runState struct {
 	image string
 	// sandboxed: the run's CLI is confined to its folders.
 	sandboxed bool
+	// workdir is the working folder as it resolves, checked (folders):
+	// the CLI starts in it.
+	workdir string
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -191,15 +194,13 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	}()
 
 	r.rec.add(relay.ActivityEntry{Kind: relay.StepStart, Text: fmt.Sprintf("%s started in %s", r.name, r.cfg.Workdir)})
-	var extra []string
-	for _, d := range r.cfg.ExtraDirs {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			extra = append(extra, d)
-			continue
-		}
-		r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
-			Text: fmt.Sprintf("The extra folder %s does not exist, so this run can't use it.", d)})
+	workdir, extra, err := r.folders()
+	if err != nil {
+		res.out = fail(err)
+		r.endRun(&res)
+		return res
 	}
+	r.workdir = workdir
 	if r.cfg.AnySession && r.task.TargetSession != "" {
 		if err := r.pickSession(); err != nil {
 			res.out = fail(err)
@@ -238,7 +239,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			return res
 		}
 	}
-	dirs := append([]string{r.cfg.Workdir}, extra...)
+	dirs := append([]string{workdir}, extra...)
 	var endTracking func(context.Context, []relay.ChangedFile) []relay.ChangedFile
 	if o.Tracker != nil {
 		endTracking = o.Tracker.Begin(ctx, dirs)

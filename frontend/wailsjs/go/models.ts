@@ -1355,6 +1355,7 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1384,6 +1385,7 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1409,6 +1411,7 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1443,6 +1446,7 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];

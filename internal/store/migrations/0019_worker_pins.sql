@@ -1,0 +1,7 @@
+-- 0019 (the lead's number for it is 0021): a worker's paths pinned when
+-- it is saved. pinned_paths is a JSON object: each working folder, extra
+-- folder and allowed path as configured → where it led (every symbolic
+-- link followed) when the worker was saved; a run whose path leads
+-- elsewhere now is refused. '{}' for workers saved before: the relay pins
+-- them at its next start.
+ALTER TABLE workers ADD COLUMN pinned_paths TEXT NOT NULL DEFAULT '{}';
