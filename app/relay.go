@@ -196,14 +196,14 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	pinUnpinned(ctx, r.db, r.log)
 	m, err := worker.NewManager(worker.Options{
 		Protected: []string{r.cfg.DataDir},
-		Sandbox:  box.Wrap,
-		Relay:    r.db,
-		Harness:  newHarnessAdapter(),
-		Tracker:  watch.Tracker{},
-		Sessions: r.Services.Workers.turns(),
-		RunRoot:  filepath.Join(r.cfg.DataDir, "runs"),
-		MCPURL:   r.cfg.MCPURL(),
-		Logger:   r.log,
+		Sandbox:   box.Wrap,
+		Relay:     r.db,
+		Harness:   newHarnessAdapter(),
+		Tracker:   watch.Tracker{},
+		Sessions:  r.Services.Workers.turns(),
+		RunRoot:   filepath.Join(r.cfg.DataDir, "runs"),
+		MCPURL:    r.cfg.MCPURL(),
+		Logger:    r.log,
 		OnStatus: func(s relay.WorkerStatus) {
 			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})

@@ -370,4 +370,3 @@ func pinUnpinned(ctx context.Context, svc relay.WorkerService, log *slog.Logger)
 		}
 	}
 }
-
