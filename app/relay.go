@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/metrics"
@@ -192,7 +193,8 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	if err != nil {
 		return fmt.Errorf("workers: find our own binary, which starts sandboxed runs: %w", err)
 	}
-	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes")}
+	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes"),
+		Settings: harness.RunSettings}
 	pinUnpinned(ctx, r.db, r.log)
 	m, err := worker.NewManager(worker.Options{
 		Protected: []string{r.cfg.DataDir},

@@ -105,6 +105,12 @@ type Wrapper struct {
 	// Gemini CLI), a folder per agent; "" gives each run a new one in its
 	// run folder.
 	Homes string
+	// Settings is what a run gets of the user's CLI settings files that
+	// its home would link: a file it changes (the relay's server entries
+	// with the agent's token left out) is given as a copy, and the run gets
+	// no rule for the user's own. Every copy has its relay credentials
+	// hidden, with or without it.
+	Settings SettingsFilter
 }
 
 // rootWarning is the run log's warning for a run of a relay running as root.
@@ -123,7 +129,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
 	// The protected folders as named and as their links resolve.
 	protected := slices.Concat(w.Protected, resolved(w.Protected, nil))
-	rules := plan(req, goos, protected, w.Homes)
+	rules := plan(req, goos, protected, w.Homes, w.Settings)
 	var warning string
 	if goos == "linux" || goos == "darwin" {
 		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
