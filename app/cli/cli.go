@@ -36,7 +36,7 @@ Usage:
   crosschat-relay workers set <slug> --harness ID --workdir DIR [--extra-dir D]... [--command PATH]
                  [--arg A]... [--prompt stdin|file|argument] [--allow-sender S]... [--timeout 30m]
                  [--runs-per-hour 20] [--exclusive=true] [--env NAME]...
-                 [--sandbox on|off] [--allow-path PATH[:rw]]... [--allow-unsandboxed]
+                 [--sandbox on|off] [--allow-path PATH[:rw]]... [--allow-unsandboxed] [--allow-hook-edits]
   crosschat-relay harnesses                  the agent CLIs found on this computer
   crosschat-relay token                      print the admin token
   crosschat-relay quit                       stop the running relay (window app or serve)

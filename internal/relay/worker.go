@@ -90,6 +90,13 @@ type WorkerConfig struct {
 	// warning in its log) where the system cannot confine it; otherwise
 	// such a run is blocked.
 	AllowUnsandboxed bool `json:"allowUnsandboxed"`
+	// AllowHookEdits lets a sandboxed run change, in the folders it may
+	// write, what other programs run code from later: a repository's git
+	// configuration and hooks, the agent CLIs' project settings (.claude,
+	// .mcp.json, .codex, .gemini, .agents). Off, a run's changes to them
+	// are undone after it (and reported): for a repository whose hooks a
+	// run must edit.
+	AllowHookEdits bool `json:"allowHookEdits,omitempty"`
 	// Pinned maps each of PinnedPaths, as configured, to where it led
 	// (every symbolic link followed) when the worker was saved: set on
 	// save, not by the caller. A run whose path leads elsewhere now (a
@@ -130,6 +137,10 @@ type LastRun struct {
 	// Refused are the paths the worker's sandbox refused the run, as the
 	// CLI reported them (the worker form offers to allow them).
 	Refused []string `json:"refused,omitempty"`
+	// Undone are what the run changed that runs may not (git
+	// configuration and hooks, the agent CLIs' project settings), each
+	// with what undoing it did.
+	Undone []string `json:"undone,omitempty"`
 }
 
 // WorkerStatus is a worker's configuration and live state.

@@ -84,7 +84,7 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 // undoWorkerPins takes a database back from version 19 to 18: the
 // workers' pinned paths (migration 0019). Every downgrade goes below it: it
 // runs first.
-const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths;
+const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths; ALTER TABLE workers DROP COLUMN allow_hook_edits;
 	`
 
 // undoLiveStreams takes a database back from version 18 to 17: the live

@@ -115,7 +115,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		}
 	}
 
-	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused}
+	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused, Undone: res.undone}
 	switch {
 	case res.cancelled || final.Status == relay.StatusCancelled:
 		last.Outcome = "cancelled"
@@ -156,7 +156,10 @@ type runResult struct {
 	requeue string
 	// refused are the paths the sandbox refused a blocked run.
 	refused []string
-	errs    []error
+	// undone are the run's changes to git configuration, hooks and agent
+	// settings that were undone (see planted.go).
+	undone []string
+	errs   []error
 }
 
 // execute does the run up to the report: token, folder, spawn, wait,
@@ -201,6 +204,12 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		return res
 	}
 	r.workdir = workdir
+	kept, err := r.guardFolders(workdir, extra)
+	if err != nil {
+		res.out = fail(err)
+		r.endRun(&res)
+		return res
+	}
 	if r.cfg.AnySession && r.task.TargetSession != "" {
 		if err := r.pickSession(); err != nil {
 			res.out = fail(err)
@@ -248,6 +257,10 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	ex := r.spawnAndWait(ctx, extra)
 	res.cancelled, res.stopped = ex.cancelled, ex.stopped
 	res.errs = append(res.errs, ex.errs...)
+	// The run's whole process tree has ended: undo what it planted.
+	planted, undone, errs := r.undoPlanted(kept)
+	res.undone = undone
+	res.errs = append(res.errs, errs...)
 
 	// Files the run made.
 	var files []relay.ChangedFile
@@ -283,6 +296,9 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	}
 	if r.turn != nil {
 		res.out = r.turn.label(res.out, ex)
+	}
+	if planted != "" {
+		res.out.message += "\n\n" + planted
 	}
 	res.out.message = relay.RedactSecrets(res.out.message, secrets...)
 	res.out.result = relay.RedactSecrets(res.out.result, secrets...)

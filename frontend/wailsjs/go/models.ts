@@ -971,6 +971,7 @@ export namespace relay {
 	    finishedAt: string;
 	    summary: string;
 	    refused?: string[];
+	    undone?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -984,6 +985,7 @@ export namespace relay {
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
 	        this.refused = source["refused"];
+	        this.undone = source["undone"];
 	    }
 	}
 	export class MeshSettings {
@@ -1355,6 +1357,7 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
 	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
@@ -1385,6 +1388,7 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
 	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
@@ -1411,6 +1415,7 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
 	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
@@ -1446,6 +1451,7 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
 	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
