@@ -173,3 +173,23 @@ func SafeGitConfig(data []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// gitValue is the last value of key (lower case) in section of a git
+// configuration, as SafeGitConfig reads it (plain values only; "" when it
+// has none).
+func gitValue(data []byte, section, key string) string {
+	cur, value := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := gitSection.FindStringSubmatch(line); m != nil {
+			cur = strings.ToLower(m[1])
+			continue
+		}
+		if m := gitKey.FindStringSubmatch(line); m != nil && cur == section && strings.ToLower(m[1]) == key {
+			value = strings.TrimSpace(m[2])
+		}
+	}
+	return value
+}
+

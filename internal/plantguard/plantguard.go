@@ -26,8 +26,16 @@ import (
 )
 
 // settings are the names of the agent CLIs' project settings, kept whole
-// wherever they are in a folder.
-var settings = map[string]bool{".claude": true, ".mcp.json": true, ".codex": true, ".gemini": true, ".agents": true}
+// wherever they are in a folder: Claude Code's (hooks, MCP servers,
+// commands, agents, skills) and its project MCP servers, Codex's (its
+// project config.toml: MCP servers, notify; hooks), Gemini CLI's (MCP
+// servers, tool discovery commands, custom commands, extensions, its .env),
+// the skills folder Codex and Gemini CLI read, OpenCode's (MCP servers,
+// plugins it runs) and Cursor's (MCP servers).
+var settings = map[string]bool{
+	".claude": true, ".mcp.json": true, ".codex": true, ".gemini": true, ".agents": true,
+	".opencode": true, "opencode.json": true, "opencode.jsonc": true, ".cursor": true,
+}
 
 // gitKept are the entries of a repository's .git folder that are kept:
 // what git runs code from (its configuration, its hooks); the rest (objects,
@@ -121,6 +129,14 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 						return err
 					}
 				}
+				// Hooks kept in the worktree (core.hooksPath: .githooks,
+				// husky's .husky): git runs them as it runs .git/hooks.
+				if h := w.hooksPath(dir, join(p, "config")); h != "" && !slices.Contains(s.roots, h) {
+					s.roots = append(s.roots, h)
+					if err := w.record(h, s, true); err != nil {
+						return err
+					}
+				}
 			}
 		case settings[e.Name()]:
 			s.roots = append(s.roots, p)
@@ -134,6 +150,33 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// hooksPath is the folder the repository whose configuration file is cfg
+// (in the worktree dir) takes its hooks from (core.hooksPath), as a path
+// of the folder; "" when it sets none or one outside the folder.
+func (w *walker) hooksPath(dir, cfg string) string {
+	data, err := w.root.ReadFile(cfg)
+	if err != nil {
+		return ""
+	}
+	h := gitValue(data, "core", "hookspath")
+	if h == "" {
+		return ""
+	}
+	if path.IsAbs(h) {
+		rel, ok := strings.CutPrefix(path.Clean(h), path.Clean(w.root.Name())+"/")
+		if !ok {
+			return ""
+		}
+		h = rel
+	} else {
+		h = path.Join(dir, h)
+	}
+	if h = path.Clean(h); h == "." || h == ".." || strings.HasPrefix(h, "../") {
+		return ""
+	}
+	return h
 }
 
 // list reads the entries of the folder dir.

@@ -53,6 +53,8 @@ func project(t *testing.T) string {
 	git(t, dir, "init", "-q")
 	write(t, filepath.Join(dir, "README.md"), "hello\n")
 	write(t, filepath.Join(dir, ".claude", "settings.json"), `{"permissions":{}}`)
+	write(t, filepath.Join(dir, ".husky", "pre-commit"), "npx lint-staged\n")
+	git(t, dir, "config", "core.hooksPath", ".husky")
 	git(t, dir, "add", "README.md")
 	git(t, dir, "commit", "-q", "-m", "one")
 	return dir
@@ -171,6 +173,23 @@ func TestPlantedCodeUndone(t *testing.T) {
 			}
 			_ = os.Chmod(filepath.Join(dir, "old-claude"), 0o700)
 		}, ".claude"},
+		{"a hook in the worktree's hooks folder (core.hooksPath)", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".husky", "pre-commit"), payload)
+		}, func(t *testing.T, dir string) {
+			if got := read(filepath.Join(dir, ".husky", "pre-commit")); got != "npx lint-staged\n" {
+				t.Errorf(".husky/pre-commit: %q", got)
+			}
+		}, ".husky"},
+		{"OpenCode's and Cursor's project settings", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "opencode.json"), `{"mcp":{"x":{"type":"local","command":["sh"]}}}`)
+			write(t, filepath.Join(dir, ".cursor", "mcp.json"), `{"mcpServers":{"x":{"command":"sh"}}}`)
+		}, func(t *testing.T, dir string) {
+			for _, p := range []string{"opencode.json", ".cursor"} {
+				if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+					t.Errorf("%s stayed", p)
+				}
+			}
+		}, "opencode.json"},
 		{"only the run's own work", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "README.md"), "changed\n")
 			git(t, dir, "commit", "-q", "-am", "two")
