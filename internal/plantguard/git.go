@@ -192,4 +192,3 @@ func gitValue(data []byte, section, key string) string {
 	}
 	return value
 }
-
