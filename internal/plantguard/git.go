@@ -69,6 +69,53 @@ func (u *undoer) undoGit(r string) (*Change, error) {
 	return &Change{Path: r, What: what}, errors.Join(errs...)
 }
 
+// newGitDir reports whether dir is a repository folder under a .git
+// (a submodule's) that was not there before the run: nothing of it was
+// kept.
+func (u *undoer) newGitDir(dir string) bool {
+	if !strings.Contains("/"+dir+"/", "/.git/") {
+		return false
+	}
+	for k := range u.before.entries {
+		if strings.HasPrefix(k, dir+"/") {
+			return false
+		}
+	}
+	return true
+}
+
+// undoNewGitEntry leaves the kept entry r of a repository the run made
+// as sanitize leaves a new .git's: git's own configuration only, its
+// sample hooks only, no worktree configuration.
+func (u *undoer) undoNewGitEntry(r string) (*Change, error) {
+	e := u.now.entries[r]
+	switch path.Base(r) {
+	case "config":
+		if e.typ == 0 {
+			safe := SafeGitConfig(e.data)
+			if bytes.Equal(safe, e.data) {
+				return nil, nil
+			}
+			return &Change{Path: r, What: "a repository the run made; kept with git's own configuration only"},
+				errors.Join(u.remove(r), u.root.WriteFile(r, safe, 0o644))
+		}
+	case "hooks":
+		if e.typ == fs.ModeDir {
+			var errs []error
+			for k, h := range u.now.entries {
+				if path.Dir(k) == r && !(h.typ == 0 && strings.HasSuffix(k, ".sample")) {
+					errs = append(errs, u.remove(k))
+				}
+			}
+			if len(errs) == 0 {
+				return nil, nil
+			}
+			return &Change{Path: r, What: "a repository the run made; its hooks removed"}, errors.Join(errs...)
+		}
+	}
+	return &Change{Path: r, What: "added; removed"}, u.remove(r)
+}
+
 // find is the folder of dir (among its entries) with identity id, "" when
 // none has it.
 func (u *undoer) find(dir string, id fileID) string {

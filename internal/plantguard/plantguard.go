@@ -129,6 +129,14 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 						return err
 					}
 				}
+				// The repositories of its submodules and the configuration
+				// of its worktrees, which git runs code from too.
+				if err := w.gitDirs(join(p, "modules"), s, 0); err != nil {
+					return err
+				}
+				if err := w.worktrees(join(p, "worktrees"), s); err != nil {
+					return err
+				}
 				// Hooks kept in the worktree (core.hooksPath: .githooks,
 				// husky's .husky): git runs them as it runs .git/hooks.
 				if h := w.hooksPath(dir, join(p, "config")); h != "" && !slices.Contains(s.roots, h) {
@@ -145,6 +153,65 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 			}
 		case e.IsDir():
 			if err := w.walk(p, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxModuleDepth bounds the nesting of submodules' repositories followed.
+const maxModuleDepth = 8
+
+// gitDirs records, as roots, the kept entries of every repository under
+// dir (a .git folder's modules: one repository per submodule, named by its
+// path, with its own modules), to a depth of maxModuleDepth.
+func (w *walker) gitDirs(dir string, s *Snapshot, depth int) error {
+	if depth > maxModuleDepth {
+		return nil
+	}
+	names, err := w.list(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range names {
+		if !e.IsDir() || w.n >= maxWalked {
+			continue
+		}
+		w.n++
+		d := join(dir, e.Name())
+		if _, err := w.root.Lstat(join(d, "HEAD")); err != nil {
+			// Not a repository: a folder of a submodule's path ("libs/a").
+			if err := w.gitDirs(d, s, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, k := range gitKept {
+			s.roots = append(s.roots, join(d, k))
+			if err := w.record(join(d, k), s, true); err != nil {
+				return err
+			}
+		}
+		if err := w.gitDirs(join(d, "modules"), s, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// worktrees records, as roots, the configuration of each worktree of a
+// repository (its .git's worktrees, extensions.worktreeConfig).
+func (w *walker) worktrees(dir string, s *Snapshot) error {
+	names, err := w.list(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range names {
+		if e.IsDir() {
+			r := join(join(dir, e.Name()), "config.worktree")
+			s.roots = append(s.roots, r)
+			if err := w.record(r, s, false); err != nil {
 				return err
 			}
 		}
@@ -332,6 +399,11 @@ func (u *undoer) undo(r string) (*Change, error) {
 	}
 	_, was := u.before.entries[r]
 	_, is := u.now.entries[r]
+	if !was && u.newGitDir(path.Dir(r)) {
+		// A kept entry of a repository the run made (a submodule's it
+		// added): kept as sanitize keeps a new .git's.
+		return u.undoNewGitEntry(r)
+	}
 	what := "changed; put back as it was"
 	switch {
 	case !was:

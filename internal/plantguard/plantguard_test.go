@@ -190,6 +190,31 @@ func TestPlantedCodeUndone(t *testing.T) {
 				}
 			}
 		}, "opencode.json"},
+		{"fsmonitor and a hook in a submodule's repository", func(t *testing.T, dir string) {
+			lib := filepath.Join(filepath.Dir(dir), "lib-"+filepath.Base(dir))
+			if err := os.MkdirAll(lib, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			git(t, lib, "init", "-q")
+			write(t, filepath.Join(lib, "a.txt"), "a\n")
+			git(t, lib, "add", "a.txt")
+			git(t, lib, "commit", "-q", "-m", "lib")
+			// Made before the snapshot in the real flow; here the run adds
+			// the submodule (git writes its repository under .git/modules)
+			// and then plants in it.
+			git(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "libs/lib")
+			mod := filepath.Join(dir, ".git", "modules", "libs", "lib")
+			git(t, filepath.Join(dir, "libs", "lib"), "config", "core.fsmonitor", "touch /tmp/pwned")
+			write(t, filepath.Join(mod, "hooks", "post-checkout"), payload)
+		}, func(t *testing.T, dir string) {
+			mod := filepath.Join(dir, ".git", "modules", "libs", "lib")
+			if cfg := read(filepath.Join(mod, "config")); strings.Contains(cfg, "touch") || !strings.Contains(cfg, "repositoryformatversion") {
+				t.Errorf("the submodule's configuration:\n%s", cfg)
+			}
+			if _, err := os.Lstat(filepath.Join(mod, "hooks", "post-checkout")); err == nil {
+				t.Error("the submodule's hook stayed")
+			}
+		}, ".git/modules/libs/lib/config"},
 		{"only the run's own work", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "README.md"), "changed\n")
 			git(t, dir, "commit", "-q", "-am", "two")
@@ -256,5 +281,29 @@ func TestSafeGitConfig(t *testing.T) {
 	want := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n[extensions]\n\tobjectformat = sha256\n"
 	if got != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Ensure a submodule the user had is kept like the repository: a run's
+// core.fsmonitor in its repository (under .git/modules, which the user's
+// git status in the project reads) is put back as it was.
+func TestPlantedInSubmoduleUndone(t *testing.T) {
+	dir := project(t)
+	lib := t.TempDir()
+	git(t, lib, "init", "-q")
+	write(t, filepath.Join(lib, "a.txt"), "a\n")
+	git(t, lib, "add", "a.txt")
+	git(t, lib, "commit", "-q", "-m", "lib")
+	git(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "libs/lib")
+	cfg := filepath.Join(dir, ".git", "modules", "libs", "lib", "config")
+	before := read(cfg)
+	s, err := plantguard.Take(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, filepath.Join(dir, "libs", "lib"), "config", "core.fsmonitor", "touch /tmp/pwned")
+	undone, _, err := s.Restore()
+	if err != nil || len(undone) != 1 || read(cfg) != before {
+		t.Fatalf("undone %v, %v; config now:\n%s", undone, err, read(cfg))
 	}
 }
