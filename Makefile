@@ -3,7 +3,8 @@
 #   make build           the desktop app (Wails, webkit2gtk-4.1) in build/bin/crosschat-relay
 #   make bindings        regenerate frontend/wailsjs after a bound Go method changed
 #   make build-headless  the relay without window libraries (serve and CLI verbs only)
-#   make run             build-headless, then `serve` it: http://localhost:4318/ (RUN_ARGS=...)
+#   make install         build-headless, installed as $(PREFIX)/bin/crosschat-relay (PREFIX=~/.local)
+#   make run             install, then `serve` it: http://localhost:4318/ (RUN_ARGS="--port 4319 --data-dir DIR")
 #   make test            THE test command: gofmt and vet, race tests, tray and notifications on D-Bus, frontend tests and type-check, e2e
 #   make e2e             MCP Inspector CLI + TypeScript SDK, and the dashboard in Chromium (with axe-core), against `serve`;
 #                        the real Claude Code, Codex and Gemini CLIs as workers against a fake model
@@ -30,12 +31,15 @@ VERSION  ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),0.1.0
 LDFLAGS  := -X main.version=$(VERSION)
 WAILS    ?= .ci/bin/wails
 HEADLESS := build/bin/crosschat-relay-headless
+# make install puts the headless build in $(BINDIR).
+PREFIX   ?= $(HOME)/.local
+BINDIR   ?= $(PREFIX)/bin
 # Build the pinned CLI only when WAILS points at it (WAILS=wails uses PATH).
 WAILS_DEP := $(if $(filter .ci/bin/wails,$(WAILS)),.ci/bin/wails)
 FUZZTIME ?= 10s
 NPM_CI   := npm ci --no-audit --no-fund --loglevel=error
 
-.PHONY: help deps build bindings build-headless run frontend test vet vet-darwin vet-windows test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-clis-oldest e2e-clis-current e2e-clis-latest e2e-mesh dist dist-check windows-check fuzz fuzz-ci bench clean distclean
+.PHONY: help deps build bindings build-headless install run frontend test vet vet-darwin vet-windows test-go test-desktop test-frontend e2e e2e-mcp e2e-dashboard e2e-clis e2e-clis-oldest e2e-clis-current e2e-clis-latest e2e-mesh dist dist-check windows-check fuzz fuzz-ci bench clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(MAKEFILE_LIST)
@@ -45,9 +49,11 @@ help:
 # The wails CLI, built from the pinned tools module (x/tools v0.30.0 fix).
 .ci/bin/wails: build/tools/wails/go.mod build/tools/wails/go.sum build/tools/wails/tools.go
 	@mkdir -p $(@D)
+	@echo "==> building the pinned wails CLI into $@ (once; a minute or two)"
 	cd build/tools/wails && go build -o $(CURDIR)/$@ github.com/wailsapp/wails/v2/cmd/wails
 
 frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	@echo "==> npm ci: the dashboard's packages into frontend/node_modules (once; about a minute)"
 	cd frontend && $(NPM_CI)
 	@touch $@
 
@@ -66,6 +72,7 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json
 # --- builds ------------------------------------------------------------------
 
 build: $(WAILS_DEP)
+	@echo "==> wails build: the desktop app into build/bin/crosschat-relay (the first build takes a few minutes)"
 	$(WAILS) build -tags webkit2_41 -trimpath -ldflags "$(LDFLAGS)"
 
 # The TypeScript wrappers and models of the bound Go services (frontend/wailsjs).
@@ -73,15 +80,24 @@ bindings: $(WAILS_DEP)
 	$(WAILS) generate module -tags webkit2_41
 
 frontend: frontend/node_modules/.package-lock.json
+	@echo "==> npm run build: the dashboard into frontend/dist (type-check, then bundle: about a minute)"
 	cd frontend && npm run build
 
 # No build tags: links no gtk/webkit, so it runs on a bare server. It embeds
 # the dashboard, so the frontend is built first. No -trimpath, so it reuses
 # the packages `go vet` compiled (go-sqlite3's C is the slow part of a cold build).
 build-headless: frontend
+	@echo "==> go build: the relay into $(HEADLESS) (the first build compiles SQLite's C code: a few minutes with no output; later builds take seconds)"
 	go build -ldflags "$(LDFLAGS)" -o $(HEADLESS) .
 
-run: build-headless
+# The headless build on PATH, so the README's commands and the Claude Code
+# plugin (its hook and MCP server run `crosschat-relay` by name) work from
+# a checkout. PREFIX=/usr/local (or BINDIR=...) installs elsewhere.
+install: build-headless
+	@bash build/install.sh $(HEADLESS) $(BINDIR)
+
+run: install
+	@echo "==> crosschat-relay serve $(RUN_ARGS)"
 	$(HEADLESS) serve $(RUN_ARGS)
 
 # --- tests -------------------------------------------------------------------

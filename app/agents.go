@@ -93,6 +93,35 @@ func (a *Agents) RevokeToken(slug string) (relay.Agent, error) {
 	return svc.GetAgent(ctx, slug)
 }
 
+// Retire revokes an agent's token and retires it: it leaves the agent
+// lists and gets no new tasks, keeping its name (nobody else takes it) and
+// its tasks. `crosschat-relay projects remove` retires a project's agent.
+func (a *Agents) Retire(slug string) error {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return err
+	}
+	return svc.RetireAgent(ctx, slug)
+}
+
+// Reinstate brings a retired agent back with a new token, revealed once
+// (`crosschat-relay register` on the folder of a removed project).
+func (a *Agents) Reinstate(slug string) (TokenReveal, error) {
+	svc, ctx, err := a.c.get()
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	token, err := svc.ReinstateAgent(ctx, slug)
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	agent, err := svc.GetAgent(ctx, slug)
+	if err != nil {
+		return TokenReveal{}, err
+	}
+	return a.reveal(agent, token, ""), nil
+}
+
 // Delete removes an agent that has no open tasks. Its worker stops and is
 // removed at once, and every worker that took tasks from it no longer does
 // (so whoever enrolls under the slug next inherits neither).

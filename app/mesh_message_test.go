@@ -14,7 +14,7 @@ import (
 
 // A task from another relay reaches the recipient's push stream with its
 // signature mark, and monitor --format message shows it as verification;
-// a local task's line has none.
+// a local task's line says "authenticated" (its sender known by its token).
 func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 	a, b := startTrustedPair(t)
 	alice, err := a.Services.Agents.Create(relay.CreateAgentInput{Slug: "alice", DisplayName: "Alice", ModelSlug: "m", Capabilities: []string{"text-output"}})
@@ -65,12 +65,12 @@ func TestMessageLineVerificationAcrossRelays(t *testing.T) {
 		}
 	}
 	e := next()
-	if line := cli.MessageLine(e); e.TaskID != remote.ID || !strings.HasSuffix(line, `"kind":"task","verification":"verified"}`) {
+	if line := cli.MessageLine(e); e.TaskID != remote.ID || !strings.Contains(line, `"kind":"task","verification":"verified",`) {
 		t.Fatalf("the remote task's line: %s", line)
 	}
 	var local relay.Task
 	newSession(t, b, carol.Token).call("post_task", map[string]any{"recipientSlug": "bob", "title": "Here", "instructions": "Do it."}, &local)
-	if e := next(); e.TaskID != local.ID || strings.Contains(cli.MessageLine(e), "verification") {
+	if e := next(); e.TaskID != local.ID || !strings.Contains(cli.MessageLine(e), `"verification":"authenticated",`) {
 		t.Fatalf("the local task's line: %s", cli.MessageLine(e))
 	}
 }

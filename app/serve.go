@@ -28,8 +28,9 @@ func Env() (config.Env, error) {
 	return os.LookupEnv, nil
 }
 
-// parseServe parses the serve (and desktop) flags.
-func parseServe(name string, args []string, stderr io.Writer) (config.Config, error) {
+// parseServe parses the serve (and desktop) flags; -h or --help prints
+// the help on stdout and returns flag.ErrHelp.
+func parseServe(name string, args []string, stdout io.Writer) (config.Config, error) {
 	env, err := Env()
 	if err != nil {
 		return config.Config{}, err
@@ -40,23 +41,33 @@ func parseServe(name string, args []string, stderr io.Writer) (config.Config, er
 		}
 	}
 	var cfg config.Config
-	fs := cfg.NewFlagSet(name, env, true, stderr)
+	fs := cfg.NewFlagSet(name, env, true, io.Discard)
 	fs.String(config.EnvFileFlag, "", "read CROSSCHAT_* settings from this .env file (the environment and flags win over it)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: crosschat-relay %s [flags]\n\nRuns the relay", name)
-		if name == "serve" {
-			fmt.Fprint(stderr, " without a window (servers, containers, CI); the dashboard is served to browsers at /")
-		}
-		fmt.Fprint(stderr, ".\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		serveHelp(stdout, name, fs)
+		return cfg, err
+	} else if err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return cfg, cfg.Finish()
+}
+
+// serveHelp prints the help of serve (or of the window, name "desktop").
+func serveHelp(w io.Writer, name string, fs *flag.FlagSet) {
+	usage, what, example := "crosschat-relay serve [flags]", " without a window (servers, containers, CI); the dashboard is served to browsers at /",
+		"crosschat-relay serve --port 4319 --data-dir ~/relay-b"
+	if name != "serve" {
+		usage, what, example = "crosschat-relay [--hidden] [flags]", " in the desktop app's window", "crosschat-relay --hidden"
+	}
+	fmt.Fprintf(w, "Usage: %s\n\nRuns the relay%s.\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n", usage, what)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "\nExample:\n  %s\n", example)
 }
 
 // openLog returns a logger writing to stderr and, when path is set, to the
@@ -87,9 +98,9 @@ func LogPath(cfg config.Config) string {
 // prepare parses the flags of the serve or desktop command and opens the
 // log. When it cannot go on, closer is nil and code is the exit code (0 for
 // --help, 2 for bad flags, 1 for a log file that cannot be opened).
-func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, log *slog.Logger, closer io.Closer, code int) {
+func prepare(name string, args []string, stdout, stderr io.Writer) (cfg config.Config, log *slog.Logger, closer io.Closer, code int) {
 	prefix := "crosschat-relay " + name + ":"
-	cfg, err := parseServe(name, args, stderr)
+	cfg, err := parseServe(name, args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, nil, nil, 0
 	}
@@ -111,7 +122,7 @@ func prepare(name string, args []string, stderr io.Writer) (cfg config.Config, l
 
 // Serve runs `crosschat-relay serve` until SIGINT or SIGTERM.
 func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer) int {
-	cfg, log, closer, code := prepare("serve", args, stderr)
+	cfg, log, closer, code := prepare("serve", args, stdout, stderr)
 	if closer == nil {
 		return code
 	}

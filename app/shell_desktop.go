@@ -35,16 +35,30 @@ type DesktopOptions struct {
 	TrayIcon []byte
 }
 
+// noWindowText is what a build without a window says when run as the app.
+const noWindowText = `crosschat-relay: this build has no window (it was built without Wails' build tags,
+as make run, make install and the headless package build it). Start the relay with
+
+  crosschat-relay serve
+
+and open the dashboard it prints (http://localhost:4318/ by default) in a browser.
+crosschat-relay --help lists every verb.
+`
+
 // Desktop runs the desktop app: a native window hosting the dashboard, with
 // the relay running in the same process. Closing the window hides it and
 // the relay keeps serving; Quit (menu, Ctrl+Q, `crosschat-relay quit`)
 // stops it. Nothing is opened before wails.Run (binding generation runs the
 // binary); the relay starts in OnStartup.
 func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
+	if !WindowBuild {
+		fmt.Fprint(stderr, noWindowText)
+		return 2
+	}
 	// crosschat-relay://task/<id>: Windows starts the app with the URL of a
 	// clicked toast; the window opens on that task.
 	startTask, _, args := desktop.URLArg(args)
-	cfg, log, closer, code := prepare("desktop", args, stderr)
+	cfg, log, closer, code := prepare("desktop", args, os.Stdout, stderr)
 	if closer == nil {
 		return code
 	}

@@ -218,6 +218,8 @@ var bridgeAccess = map[string]web.Access{
 	"Agents.RevokeToken":   web.Remote,
 	"Agents.RotateToken":   web.Remote,
 	"Agents.RotateTokenAt": web.Remote,
+	"Agents.Retire":        web.Remote,
+	"Agents.Reinstate":     web.Remote,
 
 	"Invites.List":     web.Remote,
 	"Invites.Create":   web.Remote,

@@ -107,6 +107,9 @@ type LocalInfo struct {
 	Home      string    `json:"home"`
 	MCPURL    string    `json:"mcpUrl"`
 	Harnesses []Harness `json:"harnesses"`
+	// SearchPath is the PATH the CLIs were looked for on: the relay
+	// process's own, not that of a terminal that asks.
+	SearchPath string `json:"searchPath"`
 }
 
 // Local lists the agent CLIs detected on this computer (and "other
@@ -137,7 +140,7 @@ func (w *Workers) Local() (LocalInfo, error) {
 		}
 		out = append(out, h)
 	}
-	return LocalInfo{Hostname: host, Home: home, MCPURL: w.c.config().MCPURL(), Harnesses: out}, nil
+	return LocalInfo{Hostname: host, Home: home, MCPURL: w.c.config().MCPURL(), Harnesses: out, SearchPath: w.env.PATH}, nil
 }
 
 // checkFiles checks what Validate cannot: the program and the folders exist.
@@ -150,7 +153,7 @@ func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error)
 		cfg.Command = harness.Find(cfg.Harness, w.env)
 	}
 	if cfg.Command == "" {
-		return cfg, relay.Errorf(relay.EInvalidRequest, "command: choose the program to run (%s was not found on this computer).", p.Name)
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: choose the program to run: %s was not found on the relay's PATH (%s) nor where it usually installs. Give the program's path, or start the relay with its folder on its PATH.", p.Name, w.env.PATH)
 	}
 	if !filepath.IsAbs(cfg.Command) {
 		return cfg, relay.Errorf(relay.EInvalidRequest, "command: must be an absolute path, got %q.", cfg.Command)

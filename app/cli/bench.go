@@ -19,10 +19,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/config"
 )
 
-// benchUsage introduces `crosschat-relay bench`.
-const benchUsage = `Usage: crosschat-relay bench [flags]
-
-Measures a relay with MCP load over real HTTP, one token per agent: the full
+// benchAbout explains `crosschat-relay bench` in its help.
+const benchAbout = `Measures a relay with MCP load over real HTTP, one token per agent: the full
 task lifecycle with N concurrent agents (lifecycles/s, p50/p99 per tool),
 the relay's CPU time per tool call, fsyncs per lifecycle (commits of the
 group-committing writer per lifecycle), how busy that writer was,
@@ -42,10 +40,7 @@ the machine falls on both, and ends with each figure's median and every
 round's value (the parked claims are measured in every round, the long
 queues in the first). The directories are removed afterwards. With --url
 it creates agents and tasks in that relay and leaves them there: point it
-at a scratch relay.
-
-Flags:
-`
+at a scratch relay.`
 
 // benchCmd runs `crosschat-relay bench`.
 func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
@@ -54,11 +49,8 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var (
 		o          bench.Options
 		queueSizes string
@@ -88,7 +80,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
 	fs.StringVar(&floorChild, "floor-child", "", "internal: serve the bench's floor service, writing in this dir, until stdin ends")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if child != "" {
@@ -99,9 +91,6 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: bench: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	if rounds < 1 || rounds > maxBenchRounds {
 		return fmt.Errorf("%w: bench: --rounds must be 1 to %d", errUsage, maxBenchRounds)

@@ -14,28 +14,12 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
-// channelUsage is the help of channel; the flags follow it.
-const channelUsage = `Usage: crosschat-relay channel [--url URL] [--state FILE] [--session ID]
-
-A stdio MCP server for Claude Code (.mcp.json). It serves the relay's tools and
-sends each task for the agent and each update on tasks it sent as a Claude Code
-channel event, so a live session sees new work without anyone typing. Start
-Claude Code with --dangerously-load-development-channels server:crosschat while
-channels are in preview. The token comes from CROSSCHAT_TOKEN, else the project
-registered for the current folder (crosschat-relay register). The session
-comes from --session, else CLAUDE_CODE_SESSION_ID (Claude Code sets it): the
-relay then answers what the session posts to this session alone. See
-docs/live-sessions.md.
-
-Flags:
-`
-
 // channelCmd is `crosschat-relay channel`: a stdio MCP server for Claude
 // Code that serves the relay's tools by proxy and sends a
 // notifications/claude/channel for each event of the agent's push stream.
 // stdout carries MCP only; diagnostics go to stderr.
 func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c, f, err := parseLive("channel", channelUsage, args, stdout, stderr)
+	c, f, err := parseLive("channel", args, stdout, stderr)
 	if err != nil {
 		return err
 	}

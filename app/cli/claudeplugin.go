@@ -23,10 +23,8 @@ import (
 // before it calls Command, so `claude-plugin` needs no checkout.
 var ClaudePlugin fs.FS
 
-// claudePluginUsage is the help of claude-plugin; the flags follow it.
-const claudePluginUsage = `Usage: crosschat-relay claude-plugin [--dir DIR] [--print]
-
-Installs the Claude Code plugin of Crosschat Relay (a session-start hook that
+// claudePluginAbout explains claude-plugin in its help.
+const claudePluginAbout = `Installs the Claude Code plugin of Crosschat Relay (a session-start hook that
 makes each project folder an address, the crosschat MCP server with channel
 events, and a skill) from this binary: no checkout of the repository needed.
 
@@ -42,10 +40,7 @@ marketplace's) is refused untouched. Then, if claude is on PATH, it runs
 so Claude Code has this version even when an earlier run replaced the folder
 but did not get to update it. Without claude on PATH, or with --print, it
 prints the four commands instead. Running it again changes nothing. Claude
-Code reads the plugin from DIR: keep the folder.
-
-Flags:
-`
+Code reads the plugin from DIR: keep the folder.`
 
 // pluginMarketplace is what claude-plugin reads of a marketplace's manifest.
 type pluginMarketplace struct {
@@ -77,20 +72,14 @@ const (
 // claudePluginCmd runs `crosschat-relay claude-plugin`.
 func claudePluginCmd(args []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("claude-plugin", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	fset.Usage = func() {
-		fmt.Fprint(stderr, claudePluginUsage)
-		fset.PrintDefaults()
-	}
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
 	var dir string
 	var printOnly bool
 	fset.StringVar(&dir, "dir", "", "the folder for the plugin's marketplace (default: crosschat-relay/claude-plugin in your config folder)")
 	fset.BoolVar(&printOnly, "print", false, "write the folder, then print the claude commands instead of running them")
-	if err := fset.Parse(args); err != nil {
+	if _, err := parseArgs(fset, args); err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("%w: claude-plugin takes no arguments, got %q", errUsage, fset.Arg(0))
 	}
 	if ClaudePlugin == nil {
 		return fmt.Errorf("this build has no Claude Code plugin embedded")

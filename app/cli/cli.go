@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,61 +20,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// Usage is the top-level help.
-const Usage = `Crosschat Relay: a durable task inbox for AI agents, served over MCP.
-
-Usage:
-  crosschat-relay [--hidden] [serve flags]   open the desktop app (the relay runs inside it)
-  crosschat-relay serve [flags]              run the relay without a window
-  crosschat-relay agents add <slug> --name N --model M --capability C...
-  crosschat-relay agents list
-  crosschat-relay invites create [--uses N] [--expires 1h|24h|168h] [--name N] [--role R]
-                                 [--first-task-title T --first-task-instructions I]
-  crosschat-relay tasks list [--status S] [--agent A] [--query Q] [--limit N]
-  crosschat-relay workers list|remove <slug>|pause|resume
-  crosschat-relay workers set <slug> --harness ID --workdir DIR [--extra-dir D]... [--command PATH]
-                 [--arg A]... [--prompt stdin|file|argument] [--allow-sender S]... [--timeout 30m]
-                 [--runs-per-hour 20] [--exclusive=true] [--env NAME]...
-                 [--sandbox on|off] [--allow-path PATH[:rw]]... [--allow-unsandboxed] [--allow-hook-edits]
-  crosschat-relay harnesses                  the agent CLIs found on this computer
-  crosschat-relay token                      print the admin token
-  crosschat-relay quit                       stop the running relay (window app or serve)
-  crosschat-relay open                       open the dashboard in a browser
-  crosschat-relay autostart enable|disable|status
-                                             start the app (hidden) when you log in
-  crosschat-relay status                     is the relay running: pid, version, uptime, address, counts
-                                             (exit code 0 running, 3 not running)
-  crosschat-relay logs [-f] [-n N]           the log file in the data folder (-f follows it)
-  crosschat-relay service install|uninstall|status [--system] [--write-only]
-                                             run "serve" as a service: systemd unit (Linux),
-                                             launchd agent (macOS), scheduled task (Windows)
-  crosschat-relay import-upstream [--from PATH]
-                                             import the upstream Crosschat Relay's relay.db
-  crosschat-relay bench [flags]              measure a relay with MCP load over HTTP
-  crosschat-relay mesh status|agents|relays|invite
-                                             the mesh over NATS: relays, link, outbox, lag; every agent;
-                                             relays with trust state and key; the command to join
-  crosschat-relay mesh trust|block NAME|ID   admit (--fingerprint SHA256:… pins exactly that key) or refuse a relay
-  crosschat-relay register [DIR] [--id ID]   make a project folder an address (its agent and token, kept for you)
-  crosschat-relay send ID MESSAGE [--title T] [--priority P]
-                                             a task from this folder's project to ID (MESSAGE - reads stdin)
-  crosschat-relay monitor [--format task|message]
-                                             one line per task or update for the agent (live sessions; the
-                                             token from CROSSCHAT_TOKEN or the folder's registered project)
-  crosschat-relay channel                    stdio MCP server for Claude Code: relay tools + channel events
-  crosschat-relay claude-plugin [--dir DIR] [--print]
-                                             install the Claude Code plugin (every project folder an address)
-  crosschat-relay sessions list|show <id or exact name> [--tool claude-code|codex]
-                                             Claude Code sessions and Codex threads on this computer
-  crosschat-relay version
-
-The agents, invites, tasks, workers, harnesses and mesh verbs talk to the running relay, found with
---host/--port (CROSSCHAT_HOST/CROSSCHAT_PORT) and authenticated with the admin
-token from CROSSCHAT_API_TOKEN or the api-token file in --data-dir. Each takes
---json for machine-readable output. Run a verb with --help for its flags.
-No verb reads a .env file. The admin token is sent only after the relay has
-proved it holds it, and over plain HTTP only to this computer.
-`
+// Usage is the top-level help: every verb, from the verb table.
+func Usage() string { return topUsage() }
 
 // stringList is a repeatable string flag.
 type stringList []string
@@ -84,13 +30,16 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // command is one CLI verb's context: parsed location flags, output mode,
-// and the writers.
+// the arguments that are not flags, and the writers.
 type command struct {
 	cfg    config.Config
 	json   bool
 	stdout io.Writer
 	stderr io.Writer
 	fs     *flag.FlagSet
+	// args are the arguments that are not flags, at most the verb's
+	// maxArgs (verbTable).
+	args []string
 }
 
 func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
@@ -99,7 +48,8 @@ func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
 		return nil, err
 	}
 	c := &command{stdout: stdout, stderr: stderr}
-	c.fs = c.cfg.NewFlagSet(name, env, false, stderr)
+	c.fs = c.cfg.NewFlagSet(name, env, false, io.Discard)
+	c.fs.Usage = func() {}
 	c.fs.BoolVar(&c.json, "json", false, "print JSON")
 	return c, nil
 }
@@ -120,11 +70,59 @@ func parseCommand(name string, args []string, stdout, stderr io.Writer, flags fu
 	return c, nil
 }
 
+// parse parses args into c's flags and c.args (see parseArgs).
 func (c *command) parse(args []string) error {
-	if err := c.fs.Parse(args); err != nil {
-		return err
+	var err error
+	c.args, err = parseArgs(c.fs, args)
+	return err
+}
+
+// parseArgs parses args, whose flags may come before, between or after the
+// verb's arguments (Go's flag package alone stops at the first argument),
+// and returns the arguments. A flag fs does not know, or more arguments
+// than the verb takes (maxArgs in verbTable, by fs's name), is a usage
+// error naming it; -h or --help asks for the verb's help (*helpError).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := fs.Name()
+	v, _ := lookupVerb(name)
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &helpError{name: name, fs: fs}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", errUsage, name, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// After "--" every argument is one, whatever its first character.
+		dashes := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
+		for {
+			if len(pos) == v.maxArgs {
+				return nil, tooMany(v, name, rest[0])
+			}
+			pos = append(pos, rest[0])
+			rest = rest[1:]
+			if !dashes || len(rest) == 0 {
+				break
+			}
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		args = rest
 	}
-	return nil
+}
+
+// tooMany is the usage error for an argument past the verb's last.
+func tooMany(v verb, name, arg string) error {
+	if v.maxArgs == 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, arg)
+	}
+	return fmt.Errorf("%w: %s takes at most %d argument(s) (%s), got %q too", errUsage, name, v.maxArgs, v.args, arg)
 }
 
 func (c *command) client() (*client.Client, error) {
@@ -192,105 +190,22 @@ func (c *command) report(key string, on bool, yes, no string) error {
 	return nil
 }
 
-// verbAction splits the arguments of a verb with actions (`service
-// install|uninstall|status`) into the action and what follows it; a missing
-// or unknown action is a usage error that names the actions.
+// verbAction splits the arguments of a group verb (`service
+// install|uninstall|status`) into the action and what follows it. No
+// action, or -h/--help, asks for the group's help; an unknown action is a
+// usage error that names the actions (an *actionError).
 func verbAction(verb string, args []string, actions ...string) (string, []string, error) {
 	if len(args) > 0 && slices.Contains(actions, args[0]) {
 		return args[0], args[1:], nil
 	}
-	last := len(actions) - 1
-	err := fmt.Errorf("%w: %s needs %s or %s", errUsage, verb, strings.Join(actions[:last], ", "), actions[last])
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		return "", nil, &helpError{name: verb}
+	}
+	got := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		err = fmt.Errorf("%w, not %q", err, args[0])
+		got = args[0]
 	}
-	return "", nil, err
-}
-
-// Command runs a CLI verb and returns the process exit code.
-func Command(args []string, version string, stdout, stderr io.Writer) int {
-	err := runCommand(args, version, stdout, stderr)
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, new(exitCode)):
-		var ec exitCode
-		errors.As(err, &ec)
-		return int(ec)
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
-		fmt.Fprint(stderr, "\n"+Usage)
-		return 2
-	default:
-		var re *relay.Error
-		if errors.As(err, &re) {
-			fmt.Fprintf(stderr, "crosschat-relay: %s (%s)\n", termSafeText(re.Message), termSafe(re.Code))
-		} else {
-			fmt.Fprintln(stderr, "crosschat-relay:", termSafeText(err.Error()))
-		}
-		return 1
-	}
-}
-
-var errUsage = errors.New("usage")
-
-func runCommand(args []string, version string, stdout, stderr io.Writer) error {
-	verb := strings.Join(args[:min(2, len(args))], " ")
-	switch {
-	case args[0] == "version" || args[0] == "--version" || args[0] == "-v":
-		fmt.Fprintln(stdout, "crosschat-relay", version)
-		return nil
-	case args[0] == "help" || args[0] == "--help" || args[0] == "-h":
-		fmt.Fprint(stdout, Usage)
-		return nil
-	case args[0] == "token":
-		return tokenCmd(args[1:], stdout, stderr)
-	case args[0] == "autostart":
-		return autostartCmd(args[1:], stdout, stderr)
-	case args[0] == "open":
-		return openCmd(args[1:], stdout, stderr)
-	case args[0] == "workers":
-		return workersCmd(args[1:], stdout, stderr)
-	case args[0] == "harnesses":
-		return harnessesCmd(args[1:], stdout, stderr)
-	case args[0] == "quit":
-		return quitCmd(args[1:], stdout, stderr)
-	case args[0] == "status":
-		return statusCmd(args[1:], stdout, stderr)
-	case args[0] == "logs":
-		return logsCmd(args[1:], stdout, stderr)
-	case args[0] == "service":
-		return serviceCmd(args[1:], stdout, stderr)
-	case args[0] == "import-upstream":
-		return importCmd(args[1:], stdout, stderr)
-	case args[0] == "bench":
-		return benchCmd(args[1:], version, stdout, stderr)
-	case args[0] == "mesh":
-		return meshCmd(args[1:], stdout, stderr)
-	case args[0] == "monitor":
-		return monitorCmd(args[1:], stdout, stderr)
-	case args[0] == "register":
-		return registerCmd(args[1:], stdout, stderr)
-	case args[0] == "send":
-		return sendCmd(args[1:], os.Stdin, stdout, stderr)
-	case args[0] == "sessions":
-		return sessionsCmd(args[1:], stdout, stderr)
-	case args[0] == "channel":
-		return channelCmd(args[1:], version, os.Stdin, stdout, stderr)
-	case args[0] == "claude-plugin":
-		return claudePluginCmd(args[1:], stdout, stderr)
-	case verb == "agents add":
-		return agentsAdd(args[2:], stdout, stderr)
-	case verb == "agents list":
-		return agentsList(args[2:], stdout, stderr)
-	case verb == "invites create":
-		return invitesCreate(args[2:], stdout, stderr)
-	case verb == "tasks list":
-		return tasksList(args[2:], stdout, stderr)
-	}
-	return fmt.Errorf("%w: unknown command %q", errUsage, verb)
+	return "", nil, &actionError{group: verb, actions: actions, got: got}
 }
 
 func tokenCmd(args []string, stdout, stderr io.Writer) error {
@@ -310,27 +225,21 @@ func tokenCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func agentsAdd(args []string, stdout, stderr io.Writer) error {
-	c, err := newCommand("agents add", stdout, stderr)
+	var in relay.CreateAgentInput
+	var caps stringList
+	c, err := parseCommand("agents add", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&in.DisplayName, "name", "", "display name (required)")
+		fs.StringVar(&in.ModelSlug, "model", "", "model it runs on (required)")
+		fs.Var(&caps, "capability", "capability label, repeatable (required at least once)")
+		fs.StringVar(&in.Details, "role", "", "what the agent does")
+	})
 	if err != nil {
 		return err
 	}
-	var in relay.CreateAgentInput
-	var caps stringList
-	c.fs.StringVar(&in.DisplayName, "name", "", "display name (required)")
-	c.fs.StringVar(&in.ModelSlug, "model", "", "model it runs on (required)")
-	c.fs.Var(&caps, "capability", "capability label, repeatable (required at least once)")
-	c.fs.StringVar(&in.Details, "role", "", "what the agent does")
-	// The slug comes first: agents add <slug> --name ...
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if err := c.parse(args); err != nil {
-			return err
-		}
+	if len(c.args) == 0 {
 		return fmt.Errorf("%w: agents add needs a slug: crosschat-relay agents add <slug> --name N --model M --capability C", errUsage)
 	}
-	in.Slug = args[0]
-	if err := c.parse(args[1:]); err != nil {
-		return err
-	}
+	in.Slug = c.args[0]
 	in.Capabilities = caps
 	var out app.TokenReveal
 	if done, err := c.fetch("Agents", "Create", &out, in); done || err != nil {

@@ -84,14 +84,14 @@ func TestCLIVerbs(t *testing.T) {
 	}{
 		{"unknown verb", []string{"frobnicate"}, 2, "unknown command"},
 		{"agents add without slug", append([]string{"agents", "add", "--name", "x"}, loc...), 2, "needs a slug"},
-		{"service without action", []string{"service", "--json"}, 2, "usage: service needs install, uninstall or status\n"},
-		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `usage: mesh needs status, agents, relays, trust, block or invite, not "frob"`},
-		{"mesh trust without a relay", append([]string{"mesh", "trust"}, loc...), 2, "usage: mesh trust needs a relay's name or id"},
+		{"service without action", []string{"service", "--json"}, 2, "crosschat-relay: service needs install, uninstall or status\n"},
+		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `mesh needs status, agents, relays, trust, block or invite, not "frob"`},
+		{"mesh trust without a relay", append([]string{"mesh", "trust"}, loc...), 2, "mesh trust needs a relay's name or id"},
 		{"mesh trust outside a mesh", append([]string{"mesh", "trust", "gpu-box"}, loc...), 1, "not in a mesh"},
 		{"unknown workers action", append([]string{"workers", "start"}, loc...), 2, `workers needs list, set, remove, pause or resume, not "start"`},
 		{"domain refusal", append([]string{"agents", "add", "cli-agent", "--name", "x", "--model", "m", "--capability", "c"}, loc...), 1, "agent_exists"},
 		{"bad status", append([]string{"tasks", "list", "--status", "done"}, loc...), 2, "--status"},
-		{"nothing running", []string{"agents", "list", "--port", "1", "--data-dir", r.Config().DataDir}, 1, "not running"},
+		{"nothing running", []string{"agents", "list", "--port", "1", "--data-dir", r.Config().DataDir}, 1, "no relay is running"},
 		{"no token", []string{"agents", "list", "--data-dir", t.TempDir()}, 1, "no admin token"},
 	}
 	for _, tt := range tests {

@@ -19,12 +19,6 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	target := ""
-	if action == "trust" || action == "block" {
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-			target, rest = rest[0], rest[1:]
-		}
-	}
 	fingerprint := ""
 	var flags func(fs *flag.FlagSet)
 	if action == "trust" {
@@ -42,8 +36,9 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	case "invite":
 		return meshInvite(c)
 	case "trust", "block":
-		if target == "" && c.fs.NArg() > 0 {
-			target = c.fs.Arg(0)
+		target := ""
+		if len(c.args) > 0 {
+			target = c.args[0]
 		}
 		if target == "" {
 			return fmt.Errorf("%w: mesh %s needs a relay's name or id (crosschat-relay mesh relays lists them)", errUsage, action)

@@ -50,11 +50,13 @@ const maxMonitorMessage = 2000
 // liveFlags are the flags monitor and channel share: which relay, which
 // agent, where to resume.
 type liveFlags struct {
-	token string
-	url   string
-	agent string
-	after int64
-	state string
+	// project is the project id given as the verb's argument.
+	project string
+	token   string
+	url     string
+	agent   string
+	after   int64
+	state   string
 	// register registers the working folder as a project when no token is
 	// given and it is not registered yet (the Claude Code plugin's channel).
 	register bool
@@ -67,47 +69,53 @@ type liveFlags struct {
 }
 
 // parseLive makes the command of a live-session verb (monitor, channel)
-// with the flags they share and usage as its help (the flags follow it),
-// and parses args.
-func parseLive(name, usage string, args []string, stdout, stderr io.Writer) (*command, *liveFlags, error) {
+// with the flags they share, and parses args: the project's id, if given,
+// and the flags before or after it.
+func parseLive(name string, args []string, stdout, stderr io.Writer) (*command, *liveFlags, error) {
 	c, err := newCommand(name, stdout, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
 	f := &liveFlags{after: -1}
 	c.fs.StringVar(&f.token, "token", "", "deprecated: the agent's token on the command line, where every user of the computer can read it; use "+envAgentToken+" or a registered project")
-	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default from --host/--port)")
+	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default: the project's relay, else from --host/--port)")
 	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
 	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
 	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped (default for a registered project: one in your config folder)")
 	f.sessionFlag(c)
 	c.fs.StringVar(&f.sessionName, "session-name", "", "the session's name, if it has one (default: "+envClaudeSessionName+")")
-	c.fs.BoolVar(&f.register, "register", false, "with no token, register the current folder as a project first if it is not (crosschat-relay register)")
+	c.fs.BoolVar(&f.register, "register", false, "with no project named and no token, register the current folder first when it is in no project (crosschat-relay register)")
 	if name == "monitor" {
 		c.fs.StringVar(&f.format, "format", formatTask, "line format: task (CROSSCHAT_TASK and CROSSCHAT_UPDATE lines) or message (one CROSSCHAT_MESSAGE line per task or update)")
 	}
-	c.fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		c.fs.PrintDefaults()
-	}
 	if err := c.parse(args); err != nil {
 		return nil, nil, err
+	}
+	if len(c.args) == 1 {
+		f.project = c.args[0]
+		if strings.TrimSpace(f.token) != "" || f.agent != "" {
+			return nil, nil, fmt.Errorf("%w: %s: name the project (%s) or give --token/--agent, not both", errUsage, name, f.project)
+		}
 	}
 	return c, f, nil
 }
 
 // stream builds the push stream client from the flags, the environment and
-// the location flags. The token comes from, in order: --token (deprecated,
-// with a warning: it shows in the process list), CROSSCHAT_TOKEN, the
-// admin token with --agent, the registered project (CROSSCHAT_PROJECT_ID,
-// else the one whose folder holds the working folder).
+// the location flags. The token comes from, in order: the project named as
+// the verb's argument, --token (deprecated, with a warning: it shows in the
+// process list), CROSSCHAT_TOKEN, the admin token with --agent, the
+// registered project (CROSSCHAT_PROJECT_ID, else the nearest registered
+// folder at or above the working folder).
 func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStream, error) {
-	token := strings.TrimSpace(f.token)
-	if token != "" {
-		fmt.Fprintf(c.stderr, "crosschat-relay %s: warning: --token puts the token in the process list, where every user of this computer can read it; set %s or run `crosschat-relay register` in the project folder instead\n", c.fs.Name(), envAgentToken)
-	}
-	if token == "" {
-		token = strings.TrimSpace(env(envAgentToken))
+	token := ""
+	if f.project == "" {
+		token = strings.TrimSpace(f.token)
+		if token != "" {
+			fmt.Fprintf(c.stderr, "crosschat-relay %s: warning: --token puts the token in the process list, where every user of this computer can read it; set %s or run `crosschat-relay register` in the project folder instead\n", c.fs.Name(), envAgentToken)
+		}
+		if token == "" {
+			token = strings.TrimSpace(env(envAgentToken))
+		}
 	}
 	adminTok := false
 	if token == "" && f.agent != "" {
@@ -119,19 +127,17 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 	}
 	projectBase := ""
 	if token == "" {
-		p, ok, err := projectToken(env)
+		p, err := findProject(f.project, env)
+		if errors.Is(err, errNoProject) && f.register {
+			var r registered
+			r, err = registerProject(c, "", "", env)
+			p = r.Project
+		}
+		if errors.Is(err, errNoProject) {
+			return nil, fmt.Errorf("%w: %v: name the project (crosschat-relay %s ID), run it in a registered project's folder (crosschat-relay register makes one), or set %s to an agent's token", errUsage, err, c.fs.Name(), envAgentToken)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if !ok && f.register {
-			r, err := registerProject(c, "", "", env)
-			if err != nil {
-				return nil, err
-			}
-			p, ok = r.Project, true
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: no token: set %s to the agent's token, or run `crosschat-relay register` in the project folder (then %s needs no token there)", errUsage, envAgentToken, c.fs.Name())
 		}
 		token = p.Token
 		if !locationGiven(c.fs, env) {
@@ -284,29 +290,75 @@ func MonitorLine(e relay.PushEvent) string {
 	return MonitorUpdatePrefix + string(b)
 }
 
-// MessageLine is monitor's line for a push event with --format message:
-// CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"},
-// the line crosschat's hooks match. kind is "task" for a task, else the
-// update's type (task-completed, …); text is a task's title and
-// instructions (the instructions alone when their first line is the
-// title), or the update's message; verification is the signature mark
-// (verified, unverified, mismatch) of a task another relay told this one
-// about, on the task and on its updates, and absent for a local task.
+// MessageLine is monitor's line for a push event with --format message,
+// the line crosschat's hooks match:
+//
+//	CROSSCHAT_MESSAGE {"from","source_project_id","to","text","taskId","kind","verification",
+//	                   "result","replySession","conversationId","hops"}
+//
+// kind is "task" for a task, else the update's type (task-completed, …);
+// text is a task's title and instructions (the instructions alone when
+// their first line is the title), or the update's message. from and
+// source_project_id (the name seed 003's tools read) are the other party.
+// verification is the signature mark (verified, unverified, mismatch) of
+// a task another relay told this one about, and "authenticated" for a
+// local one: its sender is an agent of this relay, known by its token. An
+// update carries the result of a completion (its first lines), the sender's
+// session the answer is for, and the conversation with its hop count.
 func MessageLine(e relay.PushEvent) string {
 	type message struct {
-		From         string `json:"from"`
-		To           string `json:"to"`
-		Text         string `json:"text"`
-		TaskID       string `json:"taskId"`
-		Kind         string `json:"kind"`
-		Verification string `json:"verification,omitempty"`
+		From            string `json:"from"`
+		SourceProjectID string `json:"source_project_id"`
+		To              string `json:"to"`
+		Text            string `json:"text"`
+		TaskID          string `json:"taskId"`
+		Kind            string `json:"kind"`
+		Verification    string `json:"verification"`
+		Result          string `json:"result,omitempty"`
+		ReplySession    string `json:"replySession,omitempty"`
+		ConversationID  string `json:"conversationId,omitempty"`
+		Hops            *int   `json:"hops,omitempty"`
 	}
 	text := e.Message
 	if e.IsTask() && e.Title != "" && !titleIsFirstLine(e.Title, e.Message) {
 		text = e.Title + "\n\n" + e.Message
 	}
-	b, _ := json.Marshal(message{e.From, e.Agent, shorten(strings.TrimSpace(text), maxMonitorMessage), e.TaskID, e.Kind, e.Signature})
+	m := message{From: e.From, SourceProjectID: e.From, To: e.Agent, Text: shorten(strings.TrimSpace(text), maxMonitorMessage),
+		TaskID: e.TaskID, Kind: e.Kind, Verification: e.Signature, ConversationID: e.ConversationID}
+	if m.Verification == "" {
+		m.Verification = VerificationLocal
+	}
+	if !e.IsTask() {
+		m.Result = firstLines(strings.TrimSpace(e.Result), maxResultLines, maxMonitorMessage)
+		m.ReplySession = e.ReplySession
+	}
+	if e.ConversationID != "" {
+		hops := e.Hops
+		m.Hops = &hops
+	}
+	b, _ := json.Marshal(m)
 	return MonitorMessagePrefix + string(b)
+}
+
+// VerificationLocal is the message line's verification of a task whose
+// sender is an agent of this relay, authenticated by its token.
+const VerificationLocal = "authenticated"
+
+// maxResultLines bounds the lines of a result on the message line.
+const maxResultLines = 20
+
+// firstLines is s cut to at most n lines and max runes, the cut marked.
+func firstLines(s string, n, max int) string {
+	lines := strings.SplitAfterN(s, "\n", n+1)
+	cut := len(lines) > n
+	if cut {
+		s = strings.TrimRight(strings.Join(lines[:n], ""), "\n")
+	}
+	s = shorten(s, max)
+	if cut && !strings.HasSuffix(s, "…") {
+		s += "\n…"
+	}
+	return s
 }
 
 // titleIsFirstLine reports whether title is message's first line, or that
@@ -329,29 +381,11 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// monitorUsage is the help of monitor; the flags follow it.
-const monitorUsage = `Usage: crosschat-relay monitor [--format task|message] [--url URL] [--state FILE] [--session ID]
-
-Follows the agent's push stream and prints exactly one line per event:
-  CROSSCHAT_TASK {"taskId","title","sender","priority","message","conversationId"}   a task queued for the agent
-  CROSSCHAT_UPDATE {"taskId","title","sender","kind","message","conversationId"}     an update on a task it sent
-or, with --format message, one line per task or update:
-  CROSSCHAT_MESSAGE {"from","to","text","taskId","kind","verification"}
-It reconnects by itself and never prints an event twice. Diagnostics go to stderr.
-The token comes from CROSSCHAT_TOKEN, else the project registered for the
-current folder (crosschat-relay register); --token still works but shows the
-token to every user of the computer. --session ID (default CLAUDE_CODE_SESSION_ID,
-which Claude Code sets) names the agent-CLI session the monitor serves: updates
-on tasks another session of the agent posted are left out.
-
-Flags:
-`
-
 // monitorCmd prints one line per push event until stopped:
 // CROSSCHAT_TASK {json} or CROSSCHAT_UPDATE {json}. Nothing else goes to
 // stdout; diagnostics go to stderr.
 func monitorCmd(args []string, stdout, stderr io.Writer) error {
-	c, f, err := parseLive("monitor", monitorUsage, args, stdout, stderr)
+	c, f, err := parseLive("monitor", args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,30 +32,19 @@ func localRelayURL(c *command) string {
 	return "http://" + cfg.Addr()
 }
 
-// splitPositional parses args whose flags may come before, between or after
-// up to n positional arguments, and returns the positional ones.
-func splitPositional(c *command, args []string, n int) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.parse(args); err != nil {
-			return nil, err
-		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if len(pos) == n {
-			return nil, fmt.Errorf("%w: %s takes at most %d arguments, got %q too", errUsage, c.fs.Name(), n, args[0])
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // registered is the outcome of registering a folder.
 type registered struct {
 	Project project.Project
+	// Created is set when the project's agent was made (or brought back).
 	Created bool
+	// Inside is set when the folder is inside the project's folder.
+	Inside bool
+	// Moved is the id the folder had before an explicit id moved it;
+	// MoveErr says why that id could not be retired.
+	Moved   string
+	MoveErr error
+	// Reinstated is set when the project's retired agent was brought back.
+	Reinstated bool
 }
 
 // projectFolder returns dir (default: the working folder) absolute, with
@@ -93,28 +83,72 @@ func (c *command) callCtx(ctx context.Context, service, method string, out any, 
 	return cl.Call(ctx, service, method, out, args...)
 }
 
-// projectToken finds the registered project for the live verbs: the one
-// named by CROSSCHAT_PROJECT_ID, else the one whose folder holds the
-// working folder. ok is false when there is none.
-func projectToken(env func(string) string) (p project.Project, ok bool, err error) {
+// errNoProject is findProject's answer when nothing names a project and the
+// working folder is in none, or CROSSCHAT_PROJECT_ID names one not
+// registered yet: errors.Is(err, errNoProject) holds for a noProject.
+var errNoProject = errors.New("no project")
+
+// noProject is an errNoProject that says which.
+type noProject string
+
+func (e noProject) Error() string        { return string(e) }
+func (e noProject) Is(target error) bool { return target == errNoProject }
+
+// findProject finds the registered project a verb acts as: the one named
+// on its command line (id, as the verb's argument or --from), else the one
+// CROSSCHAT_PROJECT_ID names, else the nearest registered folder at or
+// above the working folder, as git finds .git. A name on the command line
+// that is no project registered on this computer is refused saying so; a
+// CROSSCHAT_PROJECT_ID not registered yet, or no name and no project around
+// the folder, is errNoProject (wrapped, saying which).
+func findProject(id string, env func(string) string) (project.Project, error) {
 	store, err := projectStore()
 	if err != nil {
-		return p, false, err
+		return project.Project{}, err
 	}
-	if raw := strings.TrimSpace(env(project.EnvID)); raw != "" {
-		if err := project.CheckGiven(raw); err != nil {
-			return p, false, fmt.Errorf("%s refused: %v", project.EnvID, err)
+	from := ""
+	if id == "" {
+		if raw := env(project.EnvID); raw != "" {
+			if strings.TrimSpace(raw) == "" {
+				return project.Project{}, fmt.Errorf("%s is blank: set it to a project id, or unset it", project.EnvID)
+			}
+			id, from = raw, project.EnvID+" names"
 		}
-		return store.Get(project.Normalize(raw))
+	}
+	if id != "" {
+		if err := project.CheckGiven(id); err != nil {
+			return project.Project{}, fmt.Errorf("project id %q refused: %v", id, err)
+		}
+		p, ok, err := store.Get(project.Normalize(id))
+		if err != nil {
+			return p, err
+		}
+		const hint = "crosschat-relay projects list shows those that are; crosschat-relay register makes a folder one"
+		switch {
+		case !ok && from != "":
+			// Not registered yet: a verb that registers (channel
+			// --register) registers the folder under that id.
+			return p, noProject(fmt.Sprintf("%s %q, which is not a project registered on this computer (%s)", from, id, hint))
+		case !ok:
+			return p, fmt.Errorf("no project %q is registered on this computer (%s)", id, hint)
+		}
+		return p, nil
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return p, false, nil
+		return project.Project{}, fmt.Errorf("the current folder: %w", err)
 	}
 	if real, err := filepath.EvalSymlinks(wd); err == nil {
 		wd = real
 	}
-	return store.Find(wd)
+	p, ok, err := store.Find(wd)
+	if err != nil {
+		return p, err
+	}
+	if !ok {
+		return p, noProject(wd + " is in no registered project")
+	}
+	return p, nil
 }
 
 // locationGiven reports whether --host or --port was given, on the command

@@ -155,7 +155,7 @@ func TestRegisterIdempotentAndClash(t *testing.T) {
 	hand := filepath.Join(root, "handmade")
 	noErr(t, os.Mkdir(hand, 0o755))
 	_, errs, code = run(t, append([]string{"register", hand}, loc...)...)
-	if code != 1 || !strings.Contains(errs, "not registered from") {
+	if code != 1 || !strings.Contains(errs, `the name "handmade" is taken`) || !strings.Contains(errs, "agents add") || !strings.Contains(errs, "--id") {
 		t.Fatalf("register over a hand-made agent: exit %d, %q", code, errs)
 	}
 }
@@ -237,25 +237,32 @@ func TestLiveTokenSources(t *testing.T) {
 	}
 }
 
-// MessageLine is the crosschat line: from, to, text, taskId, kind, and the
-// signature mark only for a task from another relay.
+// MessageLine is the crosschat line: from (and seed 003's
+// source_project_id), to, text, taskId, kind, verification (the signature
+// mark of a task from another relay, "authenticated" for a local one); an
+// update adds the result of a completion (its first lines), the session the
+// answer is for, and the conversation with its hop count.
 func TestMessageLine(t *testing.T) {
+	long := strings.Repeat("line\n", 30)
 	for _, tc := range []struct {
 		e    relay.PushEvent
 		want string
 	}{
 		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t1", Title: "Rebase on main,", From: "api", Priority: 3, Message: "Rebase on main,\nthen push."},
-			`CROSSCHAT_MESSAGE {"from":"api","to":"web","text":"Rebase on main,\nthen push.","taskId":"t1","kind":"task"}`},
+			`CROSSCHAT_MESSAGE {"from":"api","source_project_id":"api","to":"web","text":"Rebase on main,\nthen push.","taskId":"t1","kind":"task","verification":"authenticated"}`},
 		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t5", Title: "A long first line th…", From: "api", Message: "A long first line that send shortened\nMore."},
-			`CROSSCHAT_MESSAGE {"from":"api","to":"web","text":"A long first line that send shortened\nMore.","taskId":"t5","kind":"task"}`},
-		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t2", Title: "Review", From: "api", Message: "The parser."},
-			`CROSSCHAT_MESSAGE {"from":"api","to":"web","text":"Review\n\nThe parser.","taskId":"t2","kind":"task"}`},
-		{relay.PushEvent{Agent: "api", Kind: relay.EventTaskCompleted, TaskID: "t1", Title: "Rebase", From: "web", Message: "web: done"},
-			`CROSSCHAT_MESSAGE {"from":"web","to":"api","text":"web: done","taskId":"t1","kind":"task-completed"}`},
+			`CROSSCHAT_MESSAGE {"from":"api","source_project_id":"api","to":"web","text":"A long first line that send shortened\nMore.","taskId":"t5","kind":"task","verification":"authenticated"}`},
+		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t2", Title: "Review", From: "api", Message: "The parser.", ConversationID: "c0", Hops: 0},
+			`CROSSCHAT_MESSAGE {"from":"api","source_project_id":"api","to":"web","text":"Review\n\nThe parser.","taskId":"t2","kind":"task","verification":"authenticated","conversationId":"c0","hops":0}`},
+		{relay.PushEvent{Agent: "api", Kind: relay.EventTaskCompleted, TaskID: "t1", Title: "Rebase", From: "web", Message: "web: done", Result: "Rebased onto 4f2c.\nTests pass.",
+			ReplySession: "s-7", ConversationID: "c1", Hops: 2},
+			`CROSSCHAT_MESSAGE {"from":"web","source_project_id":"web","to":"api","text":"web: done","taskId":"t1","kind":"task-completed","verification":"authenticated","result":"Rebased onto 4f2c.\nTests pass.","replySession":"s-7","conversationId":"c1","hops":2}`},
+		{relay.PushEvent{Agent: "api", Kind: relay.EventTaskCompleted, TaskID: "t6", From: "web", Message: "web: done", Result: long},
+			`CROSSCHAT_MESSAGE {"from":"web","source_project_id":"web","to":"api","text":"web: done","taskId":"t6","kind":"task-completed","verification":"authenticated","result":"` + strings.Repeat("line\\n", 19) + `line\n…"}`},
 		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t3", Title: "Hi", From: "operator@relay-b", Message: "Hi there", Signature: relay.MarkVerified},
-			`CROSSCHAT_MESSAGE {"from":"operator@relay-b","to":"web","text":"Hi\n\nHi there","taskId":"t3","kind":"task","verification":"verified"}`},
+			`CROSSCHAT_MESSAGE {"from":"operator@relay-b","source_project_id":"operator@relay-b","to":"web","text":"Hi\n\nHi there","taskId":"t3","kind":"task","verification":"verified"}`},
 		{relay.PushEvent{Agent: "web", Kind: "task", TaskID: "t4", Title: "Esc", From: "x", Message: "Esc\x1b[2J\r"},
-			`CROSSCHAT_MESSAGE {"from":"x","to":"web","text":"Esc\n\nEsc\u001b[2J","taskId":"t4","kind":"task"}`},
+			`CROSSCHAT_MESSAGE {"from":"x","source_project_id":"x","to":"web","text":"Esc\n\nEsc\u001b[2J","taskId":"t4","kind":"task","verification":"authenticated"}`},
 	} {
 		if got := cli.MessageLine(tc.e); got != tc.want {
 			t.Errorf("MessageLine = %s\nwant %s", got, tc.want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,38 +18,37 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// registerUsage is the help of register; the flags follow it.
-const registerUsage = `Usage: crosschat-relay register [DIR] [--id ID]
-
-Makes the project folder DIR (default: the current folder) an address on the
-local relay: creates the project's agent if it does not exist, keeps its token
-in your own config folder (owner-only, never inside the project) and prints the
-project id. The id comes from --id, else CROSSCHAT_PROJECT_ID, else the folder's
-name, normalised ("My Project!" → my-project). Running it again prints the same
-id. Then monitor and channel, started in the folder, need no token.
-
-Flags:
-`
-
 // hookClaudeCode is register's --hook value for Claude Code's SessionStart.
 const hookClaudeCode = "claude-code"
 
+// hookAddressHint tells a session that did not reach a relay where the
+// plugin takes the relay's address from.
+const hookAddressHint = "the plugin takes CROSSCHAT_HOST, CROSSCHAT_PORT and CROSSCHAT_DATA_DIR from the env of ~/.claude/settings.json: docs/live-sessions.md"
+
 // registerProject makes dir a project on the relay named by c's location
-// flags: it resolves the id (flagID, then CROSSCHAT_PROJECT_ID from env,
-// then the folder's name), creates the project's agent if it does not exist
-// and keeps its token in the user's project store. Registering the same
-// folder again changes nothing. Under the store's lock, so two sessions
-// starting at once register a folder once.
+// flags, or finds the project it already is, and returns it:
+//   - with no id given by hand (flagID, else CROSSCHAT_PROJECT_ID from env),
+//     the nearest registered folder at or above dir is its project, as git
+//     finds .git; a folder in none becomes a project named after itself;
+//   - an id given by hand wins: the project of that id when dir is in it,
+//     else dir's own project moved to that id (the old id retired), else a
+//     new project of that id for dir.
+//
+// A new project's agent is created on the relay and its token kept in the
+// user's project store; a project registered again changes nothing, after
+// checking its token. Under the store's lock, so two sessions starting at
+// once register a folder once.
 func registerProject(c *command, dir, flagID string, env func(string) string) (registered, error) {
 	dir, err := projectFolder(dir)
 	if err != nil {
 		return registered{}, err
 	}
-	id, src, err := project.ResolveID(flagID, env(project.EnvID), dir)
+	given, _, err := project.ExplicitID(flagID, env(project.EnvID))
 	if err != nil {
 		return registered{}, err
 	}
@@ -59,12 +59,19 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	base := localRelayURL(c)
 	var out registered
 	err = store.Update(func(ps []project.Project) ([]project.Project, bool, error) {
-		if j := slices.IndexFunc(ps, func(p project.Project) bool { return project.SameDir(p.Dir, dir) }); j >= 0 && ps[j].ID != id {
-			if src != project.FromFolder {
-				return nil, false, fmt.Errorf("the folder %s is already the project %q; it keeps that id (its agent and token stay as they are)", dir, ps[j].ID)
+		near := project.Nearest(ps, dir)
+		id, own := given, -1
+		switch {
+		case given == "" && near >= 0, near >= 0 && ps[near].ID == given:
+			id = ps[near].ID
+			out.Inside = !project.SameDir(ps[near].Dir, dir)
+			dir = ps[near].Dir
+		case given == "":
+			if id, _, err = project.ResolveID("", "", dir); err != nil {
+				return nil, false, err
 			}
-			// The folder was registered under an id given by hand: that is its id.
-			id = ps[j].ID
+		default:
+			own = slices.IndexFunc(ps, func(p project.Project) bool { return project.SameDir(p.Dir, dir) })
 		}
 		i := slices.IndexFunc(ps, func(p project.Project) bool { return p.ID == id })
 		if i >= 0 && !project.SameDir(ps[i].Dir, dir) {
@@ -91,7 +98,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 				}
 				return nil, false, err
 			}
-			out = registered{Project: ps[i]}
+			out.Project = ps[i]
 			if ps[i].Relay == base {
 				return ps, false, nil
 			}
@@ -99,29 +106,38 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			out.Project.Relay = base
 			return ps, true, nil
 		case ai >= 0:
-			return nil, false, fmt.Errorf("the relay already has an agent named %q that was not registered from %s; give this folder another id: crosschat-relay register --id %s", id, dir, suggestID(id, dir, ps))
+			return nil, false, fmt.Errorf("the name %q is taken on the relay at %s by %s, not by this folder; give %s another id: crosschat-relay register --id %s (or set %s, in the project's .claude/settings.json for its sessions)",
+				id, base, describeAgent(agents[ai], agents), dir, suggestID(id, dir, ps), project.EnvID)
 		}
-		var rev app.TokenReveal
-		name := displayName(filepath.Base(dir), id)
-		in := relay.CreateAgentInput{
-			Slug: id, DisplayName: name, ModelSlug: "live-session",
-			Capabilities: []string{"text-input", "text-output", "code-execution", "file-system"},
-			Details:      "Sessions in the project folder “" + name + "” (crosschat-relay register).",
-		}
-		if err := c.callCtx(ctx, "Agents", "Create", &rev, in); err != nil {
+		token, reinstated, err := createProjectAgent(ctx, c, id, dir)
+		if err != nil {
 			return nil, false, err
 		}
-		p := project.Project{ID: id, Dir: dir, Relay: base, Token: rev.Token, RegisteredAt: time.Now().UTC().Format(time.RFC3339)}
-		if i >= 0 {
+		p := project.Project{ID: id, Dir: dir, Relay: base, Token: token, RegisteredAt: time.Now().UTC().Format(time.RFC3339)}
+		switch {
+		case i >= 0:
 			ps[i] = p
-		} else {
+		case own >= 0:
+			out.Moved = ps[own].ID
+			ps[own] = p
+		default:
 			ps = append(ps, p)
 		}
-		out = registered{Project: p, Created: true}
+		out.Project, out.Created, out.Reinstated = p, true, reinstated
 		return ps, true, nil
 	})
 	if err != nil {
 		return registered{}, err
+	}
+	if out.Moved != "" {
+		// The folder is the new id now; the old id's agent keeps its name
+		// and tasks, without a token or new work.
+		if err := c.call("Agents", "Retire", nil, out.Moved); err != nil {
+			out.MoveErr = fmt.Errorf("retire %q: %w", out.Moved, err)
+		}
+		if state, err := projectCursorFile(out.Moved); err == nil {
+			_ = os.Remove(state)
+		}
 	}
 	if out.Created {
 		// From now on the project's push stream is written, so a monitor
@@ -132,6 +148,34 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	}
 	return out, nil
 }
+
+// createProjectAgent creates the agent of the project id in dir and returns
+// its token. A retired agent of that id (a removed project, or the old id
+// of a moved one) is brought back instead, with a new token.
+func createProjectAgent(ctx context.Context, c *command, id, dir string) (token string, reinstated bool, err error) {
+	var rev app.TokenReveal
+	name := displayName(filepath.Base(dir), id)
+	in := relay.CreateAgentInput{
+		Slug: id, DisplayName: name, ModelSlug: projectModel,
+		Capabilities: []string{"text-input", "text-output", "code-execution", "file-system"},
+		Details:      "Sessions in the project folder “" + name + "” (crosschat-relay register).",
+	}
+	err = c.callCtx(ctx, "Agents", "Create", &rev, in)
+	if relay.ErrorCode(err) == relay.EAgentExists {
+		// Not in the agent list, yet there: retired.
+		if rerr := c.callCtx(ctx, "Agents", "Reinstate", &rev, id); rerr == nil {
+			return rev.Token, true, nil
+		}
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return rev.Token, false, nil
+}
+
+// projectModel is the model name of a project's agent: its sessions run
+// whatever model they run.
+const projectModel = "live-session"
 
 // displayName is a folder's name as the project agent's display name:
 // control characters dropped, at most 80 characters; id when nothing is left.
@@ -197,23 +241,16 @@ func openPush(base, token string) error {
 // claude-code it is the plugin's SessionStart hook (see sessionStart).
 func registerCmd(args []string, stdout, stderr io.Writer) error {
 	var id, hook string
-	c, err := newCommand("register", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	c.fs.StringVar(&id, "id", "", "the project's id (default: "+project.EnvID+", else the folder's name)")
-	c.fs.StringVar(&hook, "hook", "", "print what the named agent CLI's session-start hook expects (claude-code), and never fail")
-	c.fs.Usage = func() {
-		fmt.Fprint(stderr, registerUsage)
-		c.fs.PrintDefaults()
-	}
-	pos, err := splitPositional(c, args, 1)
+	c, err := parseCommand("register", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&id, "id", "", "the project's id (default: "+project.EnvID+", else the project around the folder, else the folder's name)")
+		fs.StringVar(&hook, "hook", "", "print what the named agent CLI's session-start hook expects (claude-code), and never fail")
+	})
 	if err != nil {
 		return err
 	}
 	dir := ""
-	if len(pos) == 1 {
-		dir = pos[0]
+	if len(c.args) == 1 {
+		dir = c.args[0]
 	}
 	switch hook {
 	case "":
@@ -226,19 +263,39 @@ func registerCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if note := r.note(); note != "" {
+		fmt.Fprintln(stderr, "crosschat-relay:", note)
+	}
 	if c.json {
-		return c.printJSON(map[string]any{"id": r.Project.ID, "dir": r.Project.Dir, "relay": r.Project.Relay, "created": r.Created})
+		return c.printJSON(map[string]any{"id": r.Project.ID, "dir": r.Project.Dir, "relay": r.Project.Relay, "created": r.Created, "movedFrom": r.Moved})
 	}
 	fmt.Fprintln(stdout, r.Project.ID)
-	return nil
+	return r.MoveErr
+}
+
+// note is what register says besides the id: a folder inside a project, a
+// project moved to a new id, a retired project brought back.
+func (r registered) note() string {
+	p := r.Project
+	switch {
+	case r.Moved != "" && r.MoveErr != nil:
+		return fmt.Sprintf("the folder %s was the project %q and is now %q, but %q could not be retired (%v): remove it in the dashboard (Agents)", p.Dir, r.Moved, p.ID, r.Moved, r.MoveErr)
+	case r.Moved != "":
+		return fmt.Sprintf("the folder %s was the project %q and is now %q; %q is retired (its token revoked, its tasks kept)", p.Dir, r.Moved, p.ID, r.Moved)
+	case r.Reinstated:
+		return fmt.Sprintf("the removed project %q is back, with a new token", p.ID)
+	case r.Inside:
+		return fmt.Sprintf("this folder is inside the project %q (%s); to make it a project of its own: crosschat-relay register --id NAME", p.ID, p.Dir)
+	}
+	return ""
 }
 
 // sessionStart registers the folder for Claude Code's SessionStart hook and
 // prints the one line the hook answers with: the session's live link (the
 // monitor recipe and the skill, in the context Claude Code gives the
 // model) and a short line for the person. When the folder cannot be
-// registered (no relay running, a refused id) the line says why, and it
-// still exits 0: the session starts as it would without the plugin.
+// registered the line gives register's own reason, and it still exits 0:
+// the session starts as it would without the plugin.
 func sessionStart(c *command, dir, id string) error {
 	type hookOutput struct {
 		SystemMessage      string            `json:"systemMessage,omitempty"`
@@ -247,31 +304,26 @@ func sessionStart(c *command, dir, id string) error {
 	r, err := registerProject(c, dir, id, os.Getenv)
 	var out hookOutput
 	if err != nil {
-		out.SystemMessage = "Crosschat Relay: this session is not connected: " + oneLine(hookReason(err, localRelayURL(c)))
+		out.SystemMessage = "Crosschat Relay: this session is not connected: " + oneLine(errorText(err))
+		if errors.Is(err, client.ErrNotRunning) || errors.Is(err, config.ErrNoToken) {
+			out.SystemMessage += " (" + hookAddressHint + ")"
+		}
 	} else {
 		p := r.Project
 		out.SystemMessage = fmt.Sprintf("Crosschat Relay: this folder is the project %q on %s; others reach it with: crosschat-relay send %s \"…\"", p.ID, p.Relay, p.ID)
+		if note := r.note(); note != "" {
+			out.SystemMessage += " (" + oneLine(note) + ")"
+		}
 		out.HookSpecificOutput = map[string]string{
 			"hookEventName": "SessionStart",
 			"additionalContext": fmt.Sprintf("This project folder is the Crosschat Relay project %q: other sessions and agents send it tasks with `crosschat-relay send %s \"…\"`. "+
-				"Unless this session already runs it, start the Monitor tool now with the command `crosschat-relay monitor --format message` and keep it running: each CROSSCHAT_MESSAGE line is a task for this project (kind \"task\") or news on a task it sent. "+
-				"Follow the crosschat skill to act on them. The relay's tools are on the crosschat MCP server. To hand work to another project, run `crosschat-relay send <id> \"<message>\"`.", p.ID, p.ID),
+				"Unless this session already runs it, start the Monitor tool now with the command `crosschat-relay monitor %s --format message` and keep it running: each CROSSCHAT_MESSAGE line is a task for this project (kind \"task\") or news on a task it sent. "+
+				"Follow the crosschat skill to act on them. The relay's tools are on the crosschat MCP server. To hand work to another project, run `crosschat-relay send <id> \"<message>\"`.", p.ID, p.ID, p.ID),
 		}
 	}
 	b, _ := json.Marshal(out)
 	_, werr := fmt.Fprintln(c.stdout, string(b))
 	return werr
-}
-
-// hookReason is why the hook could not register the folder, in words for
-// the person starting the session.
-func hookReason(err error, base string) string {
-	switch {
-	case errors.Is(err, client.ErrNotRunning):
-		return "no relay is running at " + base + " (start Crosschat Relay, then start the session again)"
-	default:
-		return relay.ErrorMessage(err)
-	}
 }
 
 // oneLine folds s to one line.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,48 +15,32 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// sendUsage is the help of send; the flags follow it.
-const sendUsage = `Usage: crosschat-relay send ID MESSAGE [--title T] [--priority P] [--session ID]
-
-Posts MESSAGE as a task from the current folder's project (registered on the
-fly) to the project or agent ID, prints the task's id and returns at once.
-MESSAGE "-" reads it from standard input. Run from a live session (--session,
-else CLAUDE_CODE_SESSION_ID, which Claude Code sets), the task is that
-session's: its updates reach that session alone, and sent while the session
-holds a task it continues that task's conversation (see docs/live-sessions.md).
-
-Flags:
-`
-
 // maxStdinMessage bounds a message read from standard input (the relay's
 // instructions limit).
 const maxStdinMessage = 40000
 
 // sendCmd is `crosschat-relay send ID MESSAGE`: a task from the current
-// folder's project to ID, fire and forget.
+// folder's project to the project ID, fire and forget.
 func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var id, title, prio string
+	var from, title, prio string
+	var toAgent bool
 	var live liveFlags
 	c, err := newCommand("send", stdout, stderr)
 	if err != nil {
 		return err
 	}
 	live.sessionFlag(c)
-	c.fs.StringVar(&id, "id", "", "this folder's project id (default: "+project.EnvID+", else the folder's name)")
+	c.fs.StringVar(&from, "from", "", "the sending project's id (default: "+project.EnvID+", else the project of the current folder)")
 	c.fs.StringVar(&title, "title", "", "the task's title (default: the message's first line, shortened)")
-	c.fs.StringVar(&prio, "priority", "normal", "low, normal or urgent (1, 2 or 3)")
-	c.fs.Usage = func() {
-		fmt.Fprint(stderr, sendUsage)
-		c.fs.PrintDefaults()
-	}
-	pos, err := splitPositional(c, args, 2)
-	if err != nil {
+	c.fs.StringVar(&prio, "priority", "normal", "low, normal or urgent (or 1, 2, 3)")
+	c.fs.BoolVar(&toAgent, "agent", false, "ID is an agent that is not a project registered on this computer (made by hand, an invitee, another relay's): send it all the same")
+	if err := c.parse(args); err != nil {
 		return err
 	}
-	if len(pos) != 2 {
+	if len(c.args) != 2 {
 		return fmt.Errorf("%w: send needs the recipient and the message: crosschat-relay send ID MESSAGE (MESSAGE - reads standard input)", errUsage)
 	}
-	to, msg := pos[0], pos[1]
+	to, msg := c.args[0], c.args[1]
 	if err := project.CheckGiven(to); err != nil {
 		return fmt.Errorf("%w: recipient %q refused: %v", errUsage, to, err)
 	}
@@ -85,32 +70,32 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		first, _, _ := strings.Cut(msg, "\n")
 		title = shorten(strings.TrimSpace(first), 80)
 	}
-	r, err := registerProject(c, "", id, os.Getenv)
+	sender, err := findProject(from, os.Getenv)
+	if errors.Is(err, errNoProject) {
+		return fmt.Errorf("%v, so nothing sends this task: run `crosschat-relay register` in the project's folder first, or name the sending project with --from ID (crosschat-relay projects list)", err)
+	}
 	if err != nil {
 		return err
 	}
-	from := r.Project
-	cl := client.NewAgent(from.Relay, from.Token, session)
+	cl := client.NewAgent(sender.Relay, sender.Token, session)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	post := func(recipient string) (relay.Task, error) {
-		var task relay.Task
-		err := cl.Tool(ctx, "post_task", map[string]any{
-			"recipientSlug": recipient, "title": title, "instructions": msg, "priority": priority,
-		}, &task)
-		return task, err
+	recipient, err := sendRecipient(ctx, cl, sender, to, toAgent)
+	if err != nil {
+		return err
 	}
-	// The recipient as given (any agent's name), then by the project id rules.
-	recipient := strings.ToLower(strings.TrimSpace(to))
-	task, err := post(recipient)
-	if relay.ErrorCode(err) == relay.EUnknownAgent || relay.ErrorCode(err) == relay.EInvalidRequest {
-		if n := project.Normalize(to); n != recipient && project.Check(n, to) == nil {
-			recipient = n
-			task, err = post(n)
+	var task relay.Task
+	err = cl.Tool(ctx, "post_task", map[string]any{
+		"recipientSlug": recipient, "title": title, "instructions": msg, "priority": priority,
+	}, &task)
+	switch relay.ErrorCode(err) {
+	case relay.EUnknownAgent:
+		if details := relayDetails(err); details["retired"] == true {
+			return err
 		}
-	}
-	if relay.ErrorCode(err) == relay.EUnknownAgent {
-		return unknownRecipient(ctx, cl, from, to)
+		return unknownRecipient(ctx, cl, sender, to)
+	case relay.ESelfTask:
+		return selfSend(sender)
 	}
 	if err != nil {
 		return err
@@ -119,6 +104,56 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return c.printJSON(task)
 	}
 	fmt.Fprintln(stdout, task.ID)
+	return nil
+}
+
+// sendRecipient is the name send posts to: a project registered on this
+// computer (as given, or by the id rules), or with toAgent any name. A name
+// the relay knows that is no project here is refused saying what it is,
+// asking for --agent; the sending project itself is refused saying what to
+// do instead.
+func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project, to string, toAgent bool) (string, error) {
+	names := []string{strings.ToLower(strings.TrimSpace(to))}
+	if n := project.Normalize(to); n != names[0] && project.Check(n, to) == nil {
+		names = append(names, n)
+	}
+	if slices.Contains(names, sender.ID) {
+		return "", selfSend(sender)
+	}
+	if toAgent {
+		return names[0], nil
+	}
+	if store, err := projectStore(); err == nil {
+		for _, n := range names {
+			if _, ok, err := store.Get(n); err == nil && ok {
+				return n, nil
+			}
+		}
+	}
+	var agents []relay.Agent
+	if err := cl.Tool(ctx, "list_agents", map[string]any{"includeOffline": true}, &agents); err != nil {
+		return "", err
+	}
+	for _, n := range names {
+		if i := slices.IndexFunc(agents, func(a relay.Agent) bool { return a.Slug == n }); i >= 0 {
+			return "", fmt.Errorf("%q is not a project registered on this computer: it is %s. To send it this task all the same: crosschat-relay send --agent %s …",
+				n, describeAgent(agents[i], agents), n)
+		}
+	}
+	return "", unknownRecipient(ctx, cl, sender, to)
+}
+
+// selfSend refuses a task from a project to itself.
+func selfSend(p project.Project) error {
+	return fmt.Errorf("%q is the sending project itself (%s), and a project sends no task to itself: do the work there, or send it from another project's folder (or with --from ID)", p.ID, p.Dir)
+}
+
+// relayDetails is the details of a relay refusal, nil for none.
+func relayDetails(err error) map[string]any {
+	var re *relay.Error
+	if errors.As(err, &re) {
+		return re.Details
+	}
 	return nil
 }
 
@@ -137,6 +172,11 @@ func unknownRecipient(ctx context.Context, cl *client.Agent, from project.Projec
 			for _, p := range ps {
 				names = append(names, p.ID)
 			}
+		}
+	}
+	if store, err := projectStore(); err == nil {
+		if p, ok, err := store.Get(project.Normalize(to)); err == nil && ok && p.Relay != from.Relay {
+			return fmt.Errorf("the project %q is registered on the relay at %s, and %q on the one at %s: a task goes from a project to another of the same relay (or of its mesh)", p.ID, p.Relay, from.ID, from.Relay)
 		}
 	}
 	msg := fmt.Sprintf("nobody registered the project %q on the relay at %s (no agent has that name)", to, from.Relay)
@@ -161,7 +201,7 @@ func parsePriority(s string) (int, error) {
 		return 1, nil
 	case "2", "normal", "":
 		return 2, nil
-	case "3", "urgent", "high":
+	case "3", "urgent":
 		return 3, nil
 	}
 	return 0, fmt.Errorf("%w: --priority %q: use low, normal or urgent (1, 2 or 3)", errUsage, s)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
@@ -27,18 +26,15 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	var tool, home string
 	c.fs.StringVar(&tool, "tool", "", "only this CLI's sessions: claude-code or codex")
 	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours, with CLAUDE_CONFIG_DIR and CODEX_HOME followed)")
-	var ref string
-	if action == "show" {
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			if err := c.parse(rest); err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: sessions show needs a session id or exact name", errUsage)
-		}
-		ref, rest = rest[0], rest[1:]
-	}
 	if err := c.parse(rest); err != nil {
 		return err
+	}
+	var ref string
+	if action == "show" {
+		if len(c.args) == 0 {
+			return fmt.Errorf("%w: sessions show needs a session id or exact name", errUsage)
+		}
+		ref = c.args[0]
 	}
 	st := session.Store{Home: home}
 	if home == "" {

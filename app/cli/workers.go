@@ -58,19 +58,19 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 	case "set":
 		return workersSet(c, rest)
 	case "remove":
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return fmt.Errorf("%w: workers remove needs the agent's slug", errUsage)
-		}
-		if err := c.parse(rest[1:]); err != nil {
+		if err := c.parse(rest); err != nil {
 			return err
 		}
-		if err := c.call("Workers", "Remove", nil, rest[0]); err != nil {
+		if len(c.args) == 0 {
+			return fmt.Errorf("%w: workers remove needs the agent's slug", errUsage)
+		}
+		if err := c.call("Workers", "Remove", nil, c.args[0]); err != nil {
 			return err
 		}
 		if c.json {
 			return c.printJSON(map[string]bool{"removed": true})
 		}
-		fmt.Fprintf(stdout, "The worker of %s is removed; its chat sessions get its tasks again.\n", rest[0])
+		fmt.Fprintf(stdout, "The worker of %s is removed; its chat sessions get its tasks again.\n", termSafe(c.args[0]))
 		return nil
 	case "pause", "resume":
 		if err := c.parse(rest); err != nil {
@@ -86,17 +86,14 @@ func workersCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func workersSet(c *command, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%w: workers set needs the agent's slug: crosschat-relay workers set <slug> --harness ID --workdir DIR", errUsage)
-	}
-	cfg := relay.WorkerConfig{AgentSlug: args[0], Enabled: true}
+	cfg := relay.WorkerConfig{Enabled: true}
 	var extra, argv, senders, env, allow stringList
 	var prompt, sessions string
 	var timeout time.Duration
 	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
 	c.fs.StringVar(&cfg.Workdir, "workdir", "", "working folder the CLI runs in (absolute)")
 	c.fs.Var(&extra, "extra-dir", "another folder the CLI may use, repeatable")
-	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the detected one)")
+	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the one found on the relay's PATH, see `crosschat-relay harnesses`)")
 	c.fs.Var(&argv, "arg", "argument of a custom program, repeatable; placeholders {prompt_file} {result_file} {mcp_config} {mcp_url} {workdir}")
 	c.fs.StringVar(&prompt, "prompt", "stdin", "how a custom program gets the prompt: stdin, file or argument")
 	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator)")
@@ -111,9 +108,13 @@ func workersSet(c *command, args []string) error {
 	c.fs.Var(&allow, "allow-path", "another path a sandboxed run may read (PATH) or read and write (PATH:rw), repeatable")
 	c.fs.BoolVar(&cfg.AllowUnsandboxed, "allow-unsandboxed", false, "run without the sandbox, with a warning in the run log, where the system cannot confine runs (otherwise such runs are blocked)")
 	c.fs.BoolVar(&cfg.AllowHookEdits, "allow-hook-edits", false, "let sandboxed runs change git configuration and hooks and the agent CLIs' project settings (.claude, .mcp.json, .codex, .gemini, .agents) in their folders (otherwise their changes are undone after the run)")
-	if err := c.parse(args[1:]); err != nil {
+	if err := c.parse(args); err != nil {
 		return err
 	}
+	if len(c.args) == 0 {
+		return fmt.Errorf("%w: workers set needs the agent's slug: crosschat-relay workers set <slug> --harness ID --workdir DIR", errUsage)
+	}
+	cfg.AgentSlug = c.args[0]
 	cfg.AllowPaths = allow
 	if sessions != "" && sessions != "any" {
 		return fmt.Errorf("%w: --sessions takes only any", errUsage)
@@ -177,6 +178,8 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return c.printJSON(info.Harnesses)
 	}
+	fmt.Fprintf(stdout, "Searched the relay's PATH (the process that runs the relay, not this terminal):\n  %s\n", termSafe(info.SearchPath))
+	fmt.Fprintf(stdout, "A CLI elsewhere: crosschat-relay workers set SLUG --harness ID --command /path/to/cli, or start the relay with its folder on PATH.\n\n")
 	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))

@@ -51,7 +51,10 @@ func New(baseURL, token string) *Client {
 }
 
 // ErrNotRunning means nothing answered at the relay's address.
-var ErrNotRunning = errors.New("relay is not running")
+var ErrNotRunning = errors.New("no relay is running")
+
+// notRunningHint ends the error of a relay that does not answer.
+const notRunningHint = "start it with `crosschat-relay serve` (or the app), or name the one you run with --host/--port or CROSSCHAT_HOST/CROSSCHAT_PORT"
 
 // Call invokes Service.Method on the bridge with args and decodes the result
 // into out (which may be nil). Refusals come back as *relay.Error. The
@@ -76,7 +79,7 @@ func (c *Client) Call(ctx context.Context, service, method string, out any, args
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("%w at %s: start it with `crosschat-relay` or `crosschat-relay serve`, or pass --port/--host", ErrNotRunning, c.BaseURL)
+			return fmt.Errorf("%w at %s: %s", ErrNotRunning, c.BaseURL, notRunningHint)
 		}
 		return fmt.Errorf("call %s.%s: %w", service, method, err)
 	}

@@ -70,7 +70,7 @@ func (c *Client) Verify(ctx context.Context) error {
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		if isRefused(err) {
-			return fmt.Errorf("%w at %s: start it with `crosschat-relay` or `crosschat-relay serve`, or pass --port/--host", ErrNotRunning, c.BaseURL)
+			return fmt.Errorf("%w at %s: %s", ErrNotRunning, c.BaseURL, notRunningHint)
 		}
 		return fmt.Errorf("reach the relay at %s: %w", c.BaseURL, err)
 	}

@@ -167,11 +167,18 @@ func DefaultDataDir(env Env) string {
 }
 
 // locationFlags registers the location flags shared by every command (host, port,
-// data dir) on fs, with defaults resolved from env.
-func (c *Config) locationFlags(fs *flag.FlagSet, env Env) {
-	fs.StringVar(&c.Host, "host", envOr(env, EnvHost, DefaultHost), "address to listen on (env "+EnvHost+")")
-	fs.IntVar(&c.Port, "port", c.envInt(env, EnvPort, DefaultPort), "port to listen on (env "+EnvPort+")")
-	fs.StringVar(&c.DataDir, "data-dir", envOr(env, EnvDataDir, DefaultDataDir(env)), "folder for relay.db and api-token (env "+EnvDataDir+")")
+// data dir) on fs, with defaults resolved from env: for the relay itself
+// (serve) where it listens, for the other commands where the relay is.
+func (c *Config) locationFlags(fs *flag.FlagSet, env Env, serve bool) {
+	host, port, data := "the relay's address (env "+EnvHost+")", "the relay's port (env "+EnvPort+")",
+		"the relay's data folder, whose api-token this command uses (env "+EnvDataDir+")"
+	if serve {
+		host, port, data = "address to listen on (env "+EnvHost+")", "port to listen on (env "+EnvPort+")",
+			"folder for relay.db and api-token (env "+EnvDataDir+")"
+	}
+	fs.StringVar(&c.Host, "host", envOr(env, EnvHost, DefaultHost), host)
+	fs.IntVar(&c.Port, "port", c.envInt(env, EnvPort, DefaultPort), port)
+	fs.StringVar(&c.DataDir, "data-dir", envOr(env, EnvDataDir, DefaultDataDir(env)), data)
 }
 
 // NewFlagSet returns a flag set for command name that fills c from flags,
@@ -179,7 +186,7 @@ func (c *Config) locationFlags(fs *flag.FlagSet, env Env) {
 func (c *Config) NewFlagSet(name string, env Env, full bool, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
-	c.locationFlags(fs, env)
+	c.locationFlags(fs, env, full)
 	c.APIToken = strings.TrimSpace(envOr(env, EnvAPIToken, ""))
 	if !full {
 		return fs

@@ -55,12 +55,17 @@ func runIn(t *testing.T, env []string, dir, stdin string, args ...string) (strin
 
 // crosschatMessage is one CROSSCHAT_MESSAGE line's JSON.
 type crosschatMessage struct {
-	From         string `json:"from"`
-	To           string `json:"to"`
-	Text         string `json:"text"`
-	TaskID       string `json:"taskId"`
-	Kind         string `json:"kind"`
-	Verification string `json:"verification"`
+	From            string `json:"from"`
+	SourceProjectID string `json:"source_project_id"`
+	To              string `json:"to"`
+	Text            string `json:"text"`
+	TaskID          string `json:"taskId"`
+	Kind            string `json:"kind"`
+	Verification    string `json:"verification"`
+	Result          string `json:"result"`
+	ReplySession    string `json:"replySession"`
+	ConversationID  string `json:"conversationId"`
+	Hops            *int   `json:"hops"`
 }
 
 func parseMessageLine(t *testing.T, line string) crosschatMessage {
@@ -81,7 +86,7 @@ func parseMessageLine(t *testing.T, line string) crosschatMessage {
 var taskIDLine = regexp.MustCompile(`^[0-9a-f-]{36}\n$`)
 
 // TestProjectSendMonitor uses the real binary: two project folders, each
-// registered (one by `register`, one on the fly by `send`); a message sent
+// registered (`send` from a folder in no project is refused); a message sent
 // from one folder is printed as exactly one CROSSCHAT_MESSAGE line by the
 // monitor of the other, started there with no token; its completion comes
 // back to the sender's monitor the same way; a send to an id nobody
@@ -99,6 +104,12 @@ func TestProjectSendMonitor(t *testing.T) {
 	if out, errs, code := runIn(t, env, web, "", "register"); code != 0 || out != "web-app\n" {
 		t.Fatalf("register: exit %d, %q %q", code, out, errs)
 	}
+	if _, errs, code := runIn(t, env, api, "", "send", "web-app", "too early"); code != 1 || !strings.Contains(errs, "crosschat-relay register") {
+		t.Fatalf("send from a folder in no project: exit %d, %q", code, errs)
+	}
+	if out, errs, code := runIn(t, env, api, "", "register"); code != 0 || out != "api\n" {
+		t.Fatalf("register api: exit %d, %q %q", code, out, errs)
+	}
 	webMon := startMonitorIn(t, env, web, "--format", "message")
 	dump := func(ms ...*monitorProc) func() string {
 		return func() string {
@@ -111,7 +122,7 @@ func TestProjectSendMonitor(t *testing.T) {
 	}
 	waitFor(t, "the web-app monitor to connect", func() bool { return strings.Contains(webMon.stderr.String(), "connected after") }, dump(webMon))
 
-	// From api (registered on the fly) to web-app.
+	// From api to web-app.
 	const msg = "Rebase on main,\nthen run the tests."
 	out, errs, code := runIn(t, env, api, "", "send", "web-app", msg, "--priority", "urgent")
 	if code != 0 || !taskIDLine.MatchString(out) {
@@ -120,7 +131,11 @@ func TestProjectSendMonitor(t *testing.T) {
 	taskID := strings.TrimSpace(out)
 	waitFor(t, "the web-app monitor's line", func() bool { return len(webMon.snapshot()) >= 1 }, dump(webMon))
 	got := parseMessageLine(t, webMon.snapshot()[0])
-	if want := (crosschatMessage{From: "api", To: "web-app", Text: msg, TaskID: taskID, Kind: "task"}); got != want {
+	if got.Hops == nil || *got.Hops != 0 {
+		t.Fatalf("line %+v: hops %v, want 0", got, got.Hops)
+	}
+	got.Hops = nil
+	if want := (crosschatMessage{From: "api", SourceProjectID: "api", To: "web-app", Text: msg, TaskID: taskID, Kind: "task", Verification: "authenticated", ConversationID: taskID}); got != want {
 		t.Fatalf("line %+v, want %+v", got, want)
 	}
 
@@ -135,7 +150,7 @@ func TestProjectSendMonitor(t *testing.T) {
 	if err := c.Tool(t.Context(), webToken, "claim_next_task", nil, &claim); err != nil || claim.Task == nil || claim.Task.ID != taskID {
 		t.Fatalf("claim as web-app: %+v %v", claim, err)
 	}
-	if err := c.Tool(t.Context(), webToken, "report_task", map[string]any{"taskId": taskID, "kind": "completed", "message": "Rebased; tests pass."}, nil); err != nil {
+	if err := c.Tool(t.Context(), webToken, "report_task", map[string]any{"taskId": taskID, "kind": "completed", "message": "Rebased; tests pass.", "result": "Rebased onto main.\nAll 212 tests pass."}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the completion on the api monitor", func() bool {
@@ -148,8 +163,11 @@ func TestProjectSendMonitor(t *testing.T) {
 	}, dump(apiMon))
 	for _, l := range apiMon.snapshot() {
 		m := parseMessageLine(t, l)
-		if m.From != "web-app" || m.To != "api" || m.TaskID != taskID || m.Kind == "task" {
+		if m.From != "web-app" || m.SourceProjectID != "web-app" || m.To != "api" || m.TaskID != taskID || m.Kind == "task" || m.ConversationID != taskID {
 			t.Errorf("api monitor line %+v", m)
+		}
+		if m.Kind == "task-completed" && m.Result != "Rebased onto main.\nAll 212 tests pass." {
+			t.Errorf("the completion's line carries the result %q", m.Result)
 		}
 	}
 
@@ -305,7 +323,7 @@ func TestPluginHookScript(t *testing.T) {
 	out, code = hook(binDir+":/usr/bin:/bin", p.port)
 	v := oneLine(out)
 	ctx, _ := v["hookSpecificOutput"].(map[string]any)
-	if code != 0 || ctx["hookEventName"] != "SessionStart" || !strings.Contains(fmt.Sprint(ctx["additionalContext"]), "crosschat-relay monitor --format message") ||
+	if code != 0 || ctx["hookEventName"] != "SessionStart" || !strings.Contains(fmt.Sprint(ctx["additionalContext"]), "crosschat-relay monitor hooked --format message") ||
 		!strings.Contains(fmt.Sprint(v["systemMessage"]), `the project "hooked"`) {
 		t.Fatalf("with a relay: exit %d, %q", code, out)
 	}
@@ -315,16 +333,19 @@ func TestPluginHookScript(t *testing.T) {
 // TestClaudePlugin installs the plugin from the repository into the real
 // Claude Code CLI (claude plugin marketplace add + claude plugin install)
 // and starts sessions interactive in tmux, as a person would: a session in
-// a new folder registers it (the relay has the folder's agent afterwards),
+// a new folder registers it (the relay has the folder's agent afterwards);
+// a session started in a subfolder of it is that project, not a new one;
 // and with the relay stopped a session still starts and shows the hook's
-// one line.
+// one line. The relay's address (a port of its own, its data folder) is
+// given the documented way: in the env of Claude Code's settings.json.
 func TestClaudePlugin(t *testing.T) {
 	claude, version := claudeInTmux(t)
 
 	root := newRoot(t)
 	home := filepath.Join(root, "home")
 	first, second := filepath.Join(root, "Billing_API"), filepath.Join(root, "ledger")
-	for _, d := range []string{filepath.Join(home, ".claude"), first, second} {
+	sub := filepath.Join(first, "cmd", "worker")
+	for _, d := range []string{filepath.Join(home, ".claude"), first, second, sub} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -338,14 +359,17 @@ func TestClaudePlugin(t *testing.T) {
 		"lastOnboardingVersion":  version,
 		"theme":                  "dark",
 		"customApiKeyResponses":  map[string]any{"approved": []string{apiKey[len(apiKey)-20:]}, "rejected": []string{}},
-		"projects":               map[string]any{first: trusted, second: trusted},
+		"projects":               map[string]any{first: trusted, second: trusted, sub: trusted},
+	})
+	// The relay's address, as docs/live-sessions.md tells a user to give it.
+	writeJSONFile(t, filepath.Join(home, ".claude", "settings.json"), map[string]any{
+		"env": map[string]string{"CROSSCHAT_PORT": strconv.Itoa(p.port), "CROSSCHAT_DATA_DIR": dataDir},
 	})
 	env := []string{
 		"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		// crosschat-relay on PATH, as an installed one would be.
 		"PATH=" + filepath.Dir(relayBinary(t)) + ":" + os.Getenv("PATH"),
 		"TERM=xterm-256color", "LANG=C.UTF-8",
-		"CROSSCHAT_PORT=" + strconv.Itoa(p.port), "CROSSCHAT_DATA_DIR=" + dataDir,
 		// No model is asked anything; everything but loopback goes to a closed port.
 		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ANTHROPIC_API_KEY=" + apiKey, "DISABLE_AUTOUPDATER=1",
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
@@ -415,6 +439,22 @@ func TestClaudePlugin(t *testing.T) {
 		return ready(sc) && strings.Contains(sc, `this folder is the project "billing-api"`)
 	}, func() string { return screen("first") })
 	storedToken(t, home, "billing-api")
+
+	// A session in a subfolder is the folder's project, not a new one.
+	start("sub", sub)
+	waitFor(t, "the subfolder session's hook line", func() bool {
+		sc := screen("sub")
+		return ready(sc) && strings.Contains(sc, `this folder is the project "billing-api"`)
+	}, func() string { return screen("sub") })
+	agents = nil
+	if err := c.Bridge(t.Context(), admin, "Agents", "List", &agents); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents {
+		if a.Slug == "worker" || a.Slug == "cmd" {
+			t.Fatalf("the subfolder session registered a project of its own: %+v", a)
+		}
+	}
 
 	// With the relay stopped, a session still starts and shows why it is not connected.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -112,15 +112,36 @@ func (e *IDError) Unwrap() error { return e.Err }
 
 // ResolveID returns the project id of dir: flagID when it is not empty,
 // else envID when it is not empty, else dir's own name; normalised and
-// checked, with where it came from.
+// checked, with where it came from. A given id of only spaces is refused,
+// never taken as "not given".
 func ResolveID(flagID, envID, dir string) (string, Source, error) {
+	id, src, err := ExplicitID(flagID, envID)
+	if err != nil || id != "" {
+		return id, src, err
+	}
+	raw := filepath.Base(filepath.Clean(dir))
+	id = Normalize(raw)
+	if err := Check(id, raw); err != nil {
+		return "", FromFolder, &IDError{Source: FromFolder, Raw: raw, Err: err}
+	}
+	return id, FromFolder, nil
+}
+
+// ExplicitID returns the id given by hand, flagID when it is not empty,
+// else envID, normalised and checked; "" when neither is given. An id of
+// only spaces is refused.
+func ExplicitID(flagID, envID string) (string, Source, error) {
 	raw, src := flagID, FromFlag
-	if strings.TrimSpace(raw) == "" {
+	if raw == "" {
 		raw, src = envID, FromEnv
 	}
+	if raw == "" {
+		return "", FromFolder, nil
+	}
 	if strings.TrimSpace(raw) == "" {
-		raw, src = filepath.Base(filepath.Clean(dir)), FromFolder
-	} else if err := CheckGiven(raw); err != nil {
+		return "", src, &IDError{Source: src, Raw: raw, Err: errors.New("it is blank (only spaces); give an id, or leave it out to use the folder's name")}
+	}
+	if err := CheckGiven(raw); err != nil {
 		return "", src, &IDError{Source: src, Raw: raw, Err: err}
 	}
 	id := Normalize(raw)

@@ -98,16 +98,25 @@ func (s *Store) Find(dir string) (Project, bool, error) {
 	if err != nil {
 		return Project{}, false, err
 	}
+	if i := Nearest(f.Projects, dir); i >= 0 {
+		return f.Projects[i], true, nil
+	}
+	return Project{}, false, nil
+}
+
+// Nearest returns the index in ps of the project whose folder is dir or
+// the nearest folder above it, as git finds .git; -1 for none.
+func Nearest(ps []Project, dir string) int {
 	dir = filepath.Clean(dir)
 	for {
-		for _, p := range f.Projects {
+		for i, p := range ps {
 			if SameDir(p.Dir, dir) {
-				return p, true, nil
+				return i
 			}
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return Project{}, false, nil
+			return -1
 		}
 		dir = up
 	}

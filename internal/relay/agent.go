@@ -52,6 +52,12 @@ type Agent struct {
 	Availability string `json:"availability"`
 	// Relay names the relay that owns the agent; set only in a mesh.
 	Relay string `json:"relay,omitempty"`
+	// Enrolled is set for an agent that enrolled itself with an invite.
+	Enrolled bool `json:"enrolled,omitempty"`
+	// RetiredAt is when the agent was retired (RetireAgent), "" while it
+	// is not. A retired agent has no token, is in no agent list and gets no
+	// new tasks; it keeps its name and its tasks.
+	RetiredAt string `json:"retiredAt,omitempty"`
 }
 
 // RegisterInput is what an agent sends to register_agent.
@@ -105,10 +111,24 @@ type AgentService interface {
 	// DeleteAgent removes an agent without open tasks. Errors: unknown_agent,
 	// operator_protected, agent_has_open_tasks.
 	DeleteAgent(ctx context.Context, slug string) error
+	// RetireAgent revokes the agent's token and retires it: it leaves the
+	// agent lists and gets no new tasks, and keeps its name and its tasks.
+	// Errors: unknown_agent, invalid_agent_kind.
+	RetireAgent(ctx context.Context, slug string) error
+	// ReinstateAgent brings a retired agent back with a new token, returned
+	// once. Errors: unknown_agent, invalid_request (it is not retired).
+	ReinstateAgent(ctx context.Context, slug string) (string, error)
 	// Authenticate resolves an agent (cca_) or run (ccr_) token. Errors: unauthorized.
 	Authenticate(ctx context.Context, token string) (Principal, error)
 	// IssueRunToken mints a run token for one worker run of taskID.
 	IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds int) (string, error)
 	// RevokeRunTokens deletes every run token of taskID.
 	RevokeRunTokens(ctx context.Context, taskID string) error
+}
+
+// RetiredRecipient refuses a task for a retired agent: it keeps its name
+// and its tasks, and gets no new ones.
+func RetiredRecipient(slug string) error {
+	return Errorf(EUnknownAgent, "“%s” was retired (its project was removed or moved to another id), so it takes no new tasks; registering its folder again brings it back.", slug).
+		WithDetails(map[string]any{"slug": slug, "retired": true})
 }

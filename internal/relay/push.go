@@ -59,7 +59,19 @@ type PushEvent struct {
 	// MarkMismatch) of a task another relay told this one about; empty for
 	// a local task.
 	Signature string `json:"signature,omitempty"`
+	// Hops is the task's hand-offs from the start of its conversation.
+	Hops int `json:"hops,omitempty"`
+	// ReplySession is the sender's live session the task was posted
+	// through, which its answers go to ("" for none).
+	ReplySession string `json:"replySession,omitempty"`
+	// Result is the deliverable of a task-completed update (its first
+	// MaxPushResult bytes), "" for other events.
+	Result string `json:"result,omitempty"`
 }
+
+// MaxPushResult bounds the result a push event carries; get_task has all
+// of it.
+const MaxPushResult = 4000
 
 // IsTask reports whether the event is a task queued for the agent.
 func (e PushEvent) IsTask() bool { return e.Kind == PushTask }

@@ -12,7 +12,7 @@ import (
 )
 
 const agentColumns = `slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at,
-	token_hash IS NOT NULL, display_name_locked, details_locked`
+	token_hash IS NOT NULL, display_name_locked, details_locked, invite_id IS NOT NULL, COALESCE(retired_at, '')`
 
 // operatorDetails is the role sentence of the human operator.
 const operatorDetails = "The person using the Crosschat dashboard: they post tasks, answer blockers and review results."
@@ -32,7 +32,7 @@ func scanAgent(row rowScanner, now time.Time) (relay.Agent, error) {
 		details sql.NullString
 	)
 	if err := row.Scan(&a.Slug, &kind, &a.DisplayName, &a.ModelSlug, &caps, &details, &a.RegisteredAt, &a.LastSeenAt,
-		&a.HasToken, &a.OwnerSet.DisplayName, &a.OwnerSet.Details); err != nil {
+		&a.HasToken, &a.OwnerSet.DisplayName, &a.OwnerSet.Details, &a.Enrolled, &a.RetiredAt); err != nil {
 		return a, err
 	}
 	a.Kind = relay.AgentKind(kind)
@@ -181,10 +181,11 @@ func (db *DB) GetAgent(ctx context.Context, slug string) (relay.Agent, error) {
 // includeOffline.
 func (db *DB) ListAgents(ctx context.Context, includeOffline bool) ([]relay.Agent, error) {
 	now := db.now()
-	query := `SELECT ` + agentColumns + ` FROM agents`
+	// A retired agent is in no list (RetireAgent).
+	query := `SELECT ` + agentColumns + ` FROM agents WHERE retired_at IS NULL`
 	var args []any
 	if !includeOffline {
-		query += ` WHERE last_seen_at >= ?`
+		query += ` AND last_seen_at >= ?`
 		args = append(args, relay.FormatTime(now.Add(-relay.OnlineWindow)))
 	}
 	return queryAll(ctx, db.r, "list agents", agentScanner(now), query+` ORDER BY slug`, args...)

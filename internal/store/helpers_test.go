@@ -81,15 +81,21 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
-// undoWorkerPins takes a database back from version 19 to 18: the
-// workers' pinned paths (migration 0019). Every downgrade goes below it: it
-// runs first.
+// undoWorkerPins takes a database back from version 20 to 19: the
+// workers' pinned paths and hook edits (migration 0020). Every downgrade
+// goes below it: it runs first.
 const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths; ALTER TABLE workers DROP COLUMN allow_hook_edits;
+	`
+
+// undoRetiredAgents takes a database back from version 19 to 18: the
+// agents' retired_at (migration 0019). Every downgrade goes below it: it
+// runs after undoWorkerPins.
+const undoRetiredAgents = `ALTER TABLE agents DROP COLUMN retired_at;
 	`
 
 // undoLiveStreams takes a database back from version 18 to 17: the live
 // sessions' stream_seen (migration 0018). Every downgrade goes below it: it
-// runs after undoWorkerPins.
+// runs after undoRetiredAgents.
 const undoLiveStreams = `ALTER TABLE live_sessions DROP COLUMN stream_seen;
 	`
 
@@ -136,10 +142,10 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so the undoing of 0019 down to 0013 runs first.
+// so the undoing of 0020 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoWorkerPins + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoWorkerPins + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

@@ -86,10 +86,15 @@ func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after 
 		// The conversation is read from the task (by primary key); the
 		// sessions a row is for are the row's own. The agent is
 		// bound as +? so that the statement stays prepared (see limitSQL).
+		// A completion carries its result: the task's completed report
+		// of that moment (a reopened task may be completed again later).
 		rows, err := tx.QueryContext(ctx, `SELECT p.sequence, p.agent_slug, p.kind, p.task_id, p.title, p.from_slug, p.priority, p.message, p.created_at,
-				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, ''), p.reply_session, p.target_session
+				COALESCE(t.conversation_id, t.id, ''), COALESCE(m.mark, ''), p.reply_session, p.target_session,
+				COALESCE(t.hops, 0), COALESCE(t.reply_session, ''),
+				CASE WHEN p.kind = 'task-completed' THEN COALESCE((SELECT substr(r.result, 1, ?) FROM reports r
+					WHERE r.task_id = p.task_id AND r.kind = 'completed' AND r.created_at <= p.created_at ORDER BY r.rowid DESC LIMIT 1), '') ELSE '' END
 			FROM push_events p LEFT JOIN tasks t ON t.id = p.task_id LEFT JOIN mesh_tasks m ON m.task_id = p.task_id
-			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), slug, after)
+			WHERE p.agent_slug = +? AND p.sequence > ? ORDER BY p.sequence`+limitSQL(limit), relay.MaxPushResult, slug, after)
 		if err != nil {
 			return fmt.Errorf("read push events: %w", err)
 		}
@@ -99,7 +104,7 @@ func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after 
 			var e relay.PushEvent
 			var reply, target sql.NullString
 			if err := rows.Scan(&e.Sequence, &e.Agent, &e.Kind, &e.TaskID, &e.Title, &e.From, &e.Priority, &e.Message, &e.CreatedAt, &e.ConversationID, &e.Signature,
-				&reply, &target); err != nil {
+				&reply, &target, &e.Hops, &e.ReplySession, &e.Result); err != nil {
 				return fmt.Errorf("read push events: %w", err)
 			}
 			n++

@@ -79,6 +79,9 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err != nil {
 			return err
 		}
+		if recipient.RetiredAt != "" {
+			return relay.RetiredRecipient(recipient.Slug)
+		}
 		if err := checkSelfSession(t, in); err != nil {
 			return err
 		}

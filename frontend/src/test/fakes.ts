@@ -144,6 +144,7 @@ export const localInfo = (harnesses: Harness[] = [harness(), harness({ id: "curs
   home: "/home/me",
   mcpUrl: "http://127.0.0.1:4318/mcp",
   harnesses,
+  searchPath: "/usr/local/bin:/usr/bin:/bin",
 });
 
 export const stats = (p: Partial<Stats["tasks"]> = {}, doneToday = 0): Stats => ({

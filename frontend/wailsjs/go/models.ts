@@ -189,6 +189,7 @@ export namespace app {
 	    home: string;
 	    mcpUrl: string;
 	    harnesses: Harness[];
+	    searchPath: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new LocalInfo(source);
@@ -200,6 +201,7 @@ export namespace app {
 	        this.home = source["home"];
 	        this.mcpUrl = source["mcpUrl"];
 	        this.harnesses = this.convertValues(source["harnesses"], Harness);
+	        this.searchPath = source["searchPath"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {
@@ -742,6 +744,8 @@ export namespace relay {
 	    ownerSet: OwnerSet;
 	    availability: string;
 	    relay?: string;
+	    enrolled?: boolean;
+	    retiredAt?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new Agent(source);
@@ -761,6 +765,8 @@ export namespace relay {
 	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
 	        this.availability = source["availability"];
 	        this.relay = source["relay"];
+	        this.enrolled = source["enrolled"];
+	        this.retiredAt = source["retiredAt"];
 	    }
 	
 		convertValues(a: any, classs: any, asMap: boolean = false): any {

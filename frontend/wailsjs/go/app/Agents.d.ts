@@ -11,6 +11,10 @@ export function Delete(arg1:string):Promise<void>;
 
 export function List():Promise<Array<relay.Agent>>;
 
+export function Reinstate(arg1:string):Promise<app.TokenReveal>;
+
+export function Retire(arg1:string):Promise<void>;
+
 export function RevokeToken(arg1:string):Promise<relay.Agent>;
 
 export function RotateToken(arg1:string):Promise<app.TokenReveal>;

@@ -18,6 +18,14 @@ export function List() {
   return window['go']['app']['Agents']['List']();
 }
 
+export function Reinstate(arg1) {
+  return window['go']['app']['Agents']['Reinstate'](arg1);
+}
+
+export function Retire(arg1) {
+  return window['go']['app']['Agents']['Retire'](arg1);
+}
+
 export function RevokeToken(arg1) {
   return window['go']['app']['Agents']['RevokeToken'](arg1);
 }

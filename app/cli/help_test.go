@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/app"
+)
+
+// Every verb and sub-verb answers --help and -h with exit 0: a one-line
+// description, its usage, its flags and an example. The verbs are found
+// both ways: from the help table, and from the dispatcher (its top-level
+// verbs, and each group's actions as its verbAction lists them), so a verb
+// or action added without a table entry fails here.
+func TestVerbHelp(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	fromTable := map[string]bool{}
+	for _, v := range verbTable {
+		if fromTable[v.name] {
+			t.Errorf("%q is in the table twice", v.name)
+		}
+		fromTable[v.name] = true
+		if v.summary == "" || strings.Contains(v.summary, "\n") || v.example == "" {
+			t.Errorf("%q: a summary of one line and an example are required: %+v", v.name, v)
+		}
+	}
+	// The dispatcher's verbs, and each group's actions: a group run with an
+	// action nobody has answers with the list its dispatcher knows.
+	fromDispatcher := map[string]bool{"serve": true} // main runs serve
+	for name := range dispatch() {
+		fromDispatcher[name] = true
+		err := runCommand([]string{name, "no-such-action"}, "test", &bytes.Buffer{}, &bytes.Buffer{})
+		var ae *actionError
+		if errors.As(err, &ae) {
+			for _, a := range ae.actions {
+				fromDispatcher[name+" "+a] = true
+			}
+		}
+	}
+	for name := range fromDispatcher {
+		if !fromTable[name] {
+			t.Errorf("the dispatcher runs %q, which has no help in verbTable", name)
+		}
+	}
+	for name := range fromTable {
+		if !fromDispatcher[name] {
+			t.Errorf("verbTable has %q, which the dispatcher does not run", name)
+		}
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range fromTable {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		v, _ := lookupVerb(name)
+		for _, flag := range []string{"--help", "-h"} {
+			var out, errb bytes.Buffer
+			var code int
+			if name == "serve" {
+				code = app.Serve([]string{flag}, nil, "test", &out, &out)
+			} else {
+				code = Command(append(strings.Fields(name), flag), "test", &out, &errb)
+			}
+			text := out.String()
+			if code != 0 || errb.Len() != 0 {
+				t.Errorf("%s %s: exit %d, stderr %q", name, flag, code, errb.String())
+				continue
+			}
+			if name == "serve" {
+				if !strings.Contains(text, "Runs the relay") || !strings.Contains(text, "Example") {
+					t.Errorf("serve %s: %q", flag, text)
+				}
+				continue
+			}
+			if first, _, _ := strings.Cut(text, "\n"); first != "crosschat-relay "+name+": "+v.summary {
+				t.Errorf("%s %s: first line %q", name, flag, first)
+			}
+			if !strings.Contains(text, "Usage:") || !strings.Contains(text, "Example:\n  "+strings.Split(v.example, "\n")[0]) {
+				t.Errorf("%s %s:\n%s", name, flag, text)
+			}
+		}
+	}
+}
+
+// A usage error prints the verb's own usage, never the whole help; an
+// unknown verb suggests the near ones.
+func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"tasks", "list", "--frob"}, []string{"flag provided but not defined: -frob", "crosschat-relay tasks list [--status S]", "tasks list --help"}, []string{"crosschat-relay agents"}},
+		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},
+		{[]string{"agent", "list"}, []string{`unknown command "agent"`, "Did you mean agents?", "crosschat-relay --help"}, []string{"crosschat-relay tasks"}},
+		{[]string{"mesh"}, []string{"mesh needs status", "crosschat-relay mesh trust NAME|ID"}, []string{"crosschat-relay agents"}},
+	} {
+		var out, errb bytes.Buffer
+		code := Command(tc.args, "test", &out, &errb)
+		if code != 2 {
+			t.Errorf("%v: exit %d", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errb.String())
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(errb.String(), n) {
+				t.Errorf("%v: stderr has %q:\n%s", tc.args, n, errb.String())
+			}
+		}
+	}
+}
