@@ -20,9 +20,17 @@ import (
 // given them, so it never follows a link put there between this check and
 // its start. An extra folder that does not exist is left out, with a step
 // in the run log.
+//
+// The pins are checked for a worker whose sandbox is on: an unsandboxed
+// run reaches every file of the user's anyway, and a link the user moves
+// on purpose (~/current to the next version) should not stop it.
 func (r *runState) folders() (workdir string, extra []string, err error) {
 	c := r.cfg
-	workdir, err = realdir.Moved("The working folder", c.Workdir, c.Pinned[c.Workdir])
+	pins := c.Pinned
+	if !c.SandboxOn() {
+		pins = nil
+	}
+	workdir, err = realdir.Moved("The working folder", c.Workdir, pins[c.Workdir])
 	if err != nil {
 		return "", nil, err
 	}
@@ -33,7 +41,7 @@ func (r *runState) folders() (workdir string, extra []string, err error) {
 		return "", nil, err
 	}
 	for _, d := range c.ExtraDirs {
-		real, err := realdir.Moved("The extra folder", d, c.Pinned[d])
+		real, err := realdir.Moved("The extra folder", d, pins[d])
 		if err != nil {
 			return "", nil, err
 		}
@@ -49,7 +57,7 @@ func (r *runState) folders() (workdir string, extra []string, err error) {
 	}
 	for _, a := range c.AllowPaths {
 		p, _ := relay.CutAllowPath(a)
-		if _, err := realdir.Moved("The allowed path", p, c.Pinned[p]); err != nil {
+		if _, err := realdir.Moved("The allowed path", p, pins[p]); err != nil {
 			return "", nil, err
 		}
 	}
