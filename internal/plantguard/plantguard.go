@@ -45,10 +45,9 @@ var gitKept = []string{"config", "config.worktree", "hooks"}
 // Bounds of a snapshot: entries walked in a folder (past them the rest of
 // the folder is not checked, which Restore says), and bytes of the files
 // kept (past them Take fails: the run cannot be protected).
-const (
-	maxWalked = 200_000
-	maxBytes  = 64 << 20
-)
+var maxWalked = 200_000 // a variable for the tests
+
+const maxBytes = 64 << 20
 
 // ErrTooLarge: the settings to keep are too large to keep.
 var ErrTooLarge = errors.New("the repository configuration and the agent CLIs' settings in this folder are too large to keep for the run")
@@ -104,15 +103,31 @@ type walker struct {
 	bytes int64
 }
 
-// walk records the kept entries under dir (a real folder, ".").
+// walk records the kept entries under dir (a real folder, "."), folder
+// by folder in breadth: past maxWalked entries what is left unchecked is
+// the deepest, never a folder's own .git or settings above a crowded
+// subfolder.
 func (w *walker) walk(dir string, s *Snapshot) error {
+	for queue := []string{dir}; len(queue) > 0 && w.n < maxWalked; queue = queue[1:] {
+		next, err := w.walkOne(queue[0], s)
+		if err != nil {
+			return err
+		}
+		queue = append(queue, next...)
+	}
+	return nil
+}
+
+// walkOne records the kept entries of the folder dir and returns its
+// other folders, to walk next.
+func (w *walker) walkOne(dir string, s *Snapshot) (next []string, err error) {
 	names, err := w.list(dir)
 	if err != nil {
-		return nil // a folder that cannot be read holds nothing to keep
+		return nil, nil // a folder that cannot be read holds nothing to keep
 	}
 	for _, e := range names {
 		if w.n >= maxWalked {
-			return nil
+			return next, nil
 		}
 		w.n++
 		p := join(dir, e.Name())
@@ -120,44 +135,42 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 		case e.Name() == ".git":
 			s.roots = append(s.roots, p)
 			if err := w.record(p, s, false); err != nil {
-				return err
+				return nil, err
 			}
 			if e.IsDir() {
 				for _, k := range gitKept {
 					s.roots = append(s.roots, join(p, k))
 					if err := w.record(join(p, k), s, true); err != nil {
-						return err
+						return nil, err
 					}
 				}
 				// The repositories of its submodules and the configuration
 				// of its worktrees, which git runs code from too.
 				if err := w.gitDirs(join(p, "modules"), s, 0); err != nil {
-					return err
+					return nil, err
 				}
 				if err := w.worktrees(join(p, "worktrees"), s); err != nil {
-					return err
+					return nil, err
 				}
 				// Hooks kept in the worktree (core.hooksPath: .githooks,
 				// husky's .husky): git runs them as it runs .git/hooks.
 				if h := w.hooksPath(dir, join(p, "config")); h != "" && !slices.Contains(s.roots, h) {
 					s.roots = append(s.roots, h)
 					if err := w.record(h, s, true); err != nil {
-						return err
+						return nil, err
 					}
 				}
 			}
 		case settings[e.Name()]:
 			s.roots = append(s.roots, p)
 			if err := w.record(p, s, true); err != nil {
-				return err
+				return nil, err
 			}
 		case e.IsDir():
-			if err := w.walk(p, s); err != nil {
-				return err
-			}
+			next = append(next, p)
 		}
 	}
-	return nil
+	return next, nil
 }
 
 // maxModuleDepth bounds the nesting of submodules' repositories followed.
