@@ -21,6 +21,18 @@ type core struct {
 	onPause func(bool)
 	// onAgentDeleted reloads the workers a deleted agent's removal changed.
 	onAgentDeleted func(ctx context.Context, slug string) error
+	// reloadWorkers applies the saved configuration of the named agents'
+	// workers (their allowed senders were renamed in the store).
+	reloadWorkers func(ctx context.Context, slugs []string) error
+}
+
+func (c *core) reloadWorkersHook() func(context.Context, []string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.reloadWorkers == nil {
+		return func(context.Context, []string) error { return nil } // no workers run
+	}
+	return c.reloadWorkers
 }
 
 func (c *core) agentDeletedHook() func(context.Context, string) error {
@@ -72,6 +84,7 @@ type Services struct {
 	System   *System
 	Workers  *Workers
 	Mesh     *Mesh
+	Insights *Insights
 
 	core *core
 }
@@ -90,6 +103,7 @@ func NewServices(version string) *Services {
 		System:   &System{c: c, autostart: defaultAutostart},
 		Workers:  &Workers{c: c, detect: func(ctx context.Context) []harness.Detected { return harness.Detect(ctx, harness.SystemEnv()) }, env: harness.SystemEnv()},
 		Mesh:     &Mesh{c: c},
+		Insights: &Insights{c: c},
 		core:     c,
 	}
 }
@@ -106,10 +120,11 @@ func (s *Services) Bound() map[string]any {
 		"System":   s.System,
 		"Workers":  s.Workers,
 		"Mesh":     s.Mesh,
+		"Insights": s.Insights,
 	}
 }
 
 // List returns the services in a stable order, for Wails' Bind option.
 func (s *Services) List() []any {
-	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers, s.Mesh}
+	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers, s.Mesh, s.Insights}
 }

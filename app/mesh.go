@@ -189,3 +189,58 @@ func (m *Mesh) Held() ([]mesh.HeldInfo, error) {
 	}
 	return node.Held(ctx)
 }
+
+// Names lists the name every agent of another relay has here: its plain
+// slug, or slug@label (slug@relay-id) when another holder has the plain
+// name. Empty outside a mesh. (Binding it also makes the generated models
+// define mesh.NameHolder.)
+func (m *Mesh) Names() ([]mesh.NameHolder, error) {
+	node, _, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.NameHolder{}, err
+	}
+	return node.Names(), nil
+}
+
+// GiveName gives the plain name slug to the agent of that slug on the relay
+// named relayNameOrID, as the operator chooses in a name contest: the agent
+// that had it takes its qualified name, and every task, journal entry and
+// worker's allowed senders keep naming the agents they named (the workers
+// are reloaded). It returns the renames made, in order.
+func (m *Mesh) GiveName(slug, relayNameOrID string) ([]relay.NameChange, error) {
+	node, ctx, err := m.get()
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, errNoMesh
+	}
+	changes, err := node.GiveName(ctx, slug, relayNameOrID, m.c.reloadWorkersHook())
+	if changes == nil {
+		changes = []relay.NameChange{}
+	}
+	return changes, err
+}
+
+// Contests lists the slugs more than one holder shows: who has the plain
+// name and what the others are called here. Empty outside a mesh.
+// (Binding it also makes the generated models define mesh.NameContest,
+// which MeshStatus carries.)
+func (m *Mesh) Contests() ([]mesh.NameContest, error) {
+	node, _, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.NameContest{}, err
+	}
+	return node.Contests(), nil
+}
+
+// KeyChanges lists the relays whose directory entry shows another key than
+// the one pinned. Empty outside a mesh. (Binding it also makes the
+// generated models define mesh.KeyChange.)
+func (m *Mesh) KeyChanges() ([]mesh.KeyChange, error) {
+	node, _, err := m.get()
+	if err != nil || node == nil {
+		return []mesh.KeyChange{}, err
+	}
+	return node.KeyChanges(), nil
+}

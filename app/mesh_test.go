@@ -25,13 +25,19 @@ import (
 // startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
 func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	t.Helper()
+	return startMeshRelayWith(t, app.StartOptions{Version: "test"}, name, urls...)
+}
+
+// startMeshRelayWith is startMeshRelay with opts (a test clock).
+func startMeshRelayWith(t *testing.T, opts app.StartOptions, name string, urls ...string) *app.Relay {
+	t.Helper()
 	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
 	cfg.OperatorSlug = "operator-" + name
 	cfg.Mesh = config.Mesh{URLs: urls, Name: name, Replicas: 1}
 	if len(urls) == 0 {
 		cfg.Mesh.Embed = "127.0.0.1:-1"
 	}
-	r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+	r := apptest.Start(t, cfg, opts)
 	waitFor(t, func() bool {
 		st, err := r.Services.Mesh.Status()
 		return err == nil && st.Ready

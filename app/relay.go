@@ -64,6 +64,9 @@ type StartOptions struct {
 	WorkerMinute time.Duration
 	// Mode is "app" or "serve", as `status` reports it; default "serve".
 	Mode string
+	// Now is the store's clock (presence, leases, timestamps); nil is
+	// time.Now. Tests inject one to pass time without waiting.
+	Now func() time.Time
 }
 
 // Start opens the database, listens on cfg's address and serves. It
@@ -91,6 +94,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 		OperatorSlug:  cfg.OperatorSlug,
 		RetentionDays: cfg.TaskRetentionDays,
 		Logger:        log,
+		Now:           opts.Now,
 	})
 	if err != nil {
 		ln.Close()

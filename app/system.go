@@ -231,6 +231,11 @@ var bridgeAccess = map[string]web.Access{
 	"Overview.Stats":  web.Remote,
 	"Events.List":     web.Remote,
 
+	// The charts read the relay's own work, as the lists do.
+	"Insights.Activity":     web.Remote,
+	"Insights.Agents":       web.Remote,
+	"Insights.Conversation": web.Remote,
+
 	"Settings.Get":    web.Remote,
 	"Settings.Update": web.LocalOnly,
 
@@ -243,15 +248,20 @@ var bridgeAccess = map[string]web.Access{
 	"Workers.Connect":   web.LocalOnly,
 	"Workers.Sessions":  web.LocalOnly,
 
-	"Mesh.Status": web.Remote,
-	"Mesh.Agents": web.Remote,
-	"Mesh.Relays": web.Remote,
-	"Mesh.Held":   web.Remote,
-	// Admitting a relay, and the invite (it carries the embedded server's
-	// credential), are for the operator at this computer.
-	"Mesh.Trust":  web.LocalOnly,
-	"Mesh.Block":  web.LocalOnly,
-	"Mesh.Invite": web.LocalOnly,
+	"Mesh.Status":     web.Remote,
+	"Mesh.Agents":     web.Remote,
+	"Mesh.Relays":     web.Remote,
+	"Mesh.Held":       web.Remote,
+	"Mesh.Names":      web.Remote,
+	"Mesh.Contests":   web.Remote,
+	"Mesh.KeyChanges": web.Remote,
+	// Admitting a relay, giving a plain name to another relay's agent, and
+	// the invite (it carries the embedded server's credential), are for the
+	// operator at this computer.
+	"Mesh.Trust":    web.LocalOnly,
+	"Mesh.Block":    web.LocalOnly,
+	"Mesh.GiveName": web.LocalOnly,
+	"Mesh.Invite":   web.LocalOnly,
 	// Mesh settings name files on this computer and where the relay connects.
 	"Mesh.MeshSettings":     web.LocalOnly,
 	"Mesh.SaveMeshSettings": web.LocalOnly,

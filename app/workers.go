@@ -62,6 +62,13 @@ func (w *Workers) setManager(m *worker.Manager) {
 		}
 		return errors.Join(errs...)
 	}
+	w.c.reloadWorkers = func(ctx context.Context, slugs []string) error {
+		var errs []error
+		for _, slug := range slugs {
+			errs = append(errs, m.Reload(ctx, slug))
+		}
+		return errors.Join(errs...)
+	}
 	w.c.mu.Unlock()
 }
 

@@ -10,20 +10,29 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// meshCmd runs `crosschat-relay mesh status|agents|relays|invite [--json]`
-// and `mesh trust NAME|ID [--fingerprint SHA256:…]` / `mesh block NAME|ID`.
+// meshCmd runs `crosschat-relay mesh status|agents|relays|names|invite
+// [--json]`, `mesh trust NAME|ID [--fingerprint SHA256:…]` / `mesh block
+// NAME|ID` and `mesh name SLUG --relay NAME|ID`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
-	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite")
+	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite", "names", "name")
 	if err != nil {
 		return err
 	}
-	fingerprint := ""
+	fingerprint, holder := "", ""
 	var flags func(fs *flag.FlagSet)
-	if action == "trust" {
+	switch action {
+	case "trust":
 		flags = func(fs *flag.FlagSet) {
-			fs.StringVar(&fingerprint, "fingerprint", "", "the key fingerprint (SHA256:…) its operator confirmed; without it, the relay's only key is pinned")
+			fs.StringVar(&fingerprint, "fingerprint", "", "the key fingerprint (SHA256:…) its operator confirmed; without it, the relay's only key is pinned.\n"+
+				"Also how a key change is settled: the pinned key's fingerprint keeps it, the new one's takes it")
+		}
+	case "name":
+		flags = func(fs *flag.FlagSet) {
+			fs.StringVar(&holder, "relay", "", "the relay (name or id) whose agent SLUG takes the plain name SLUG here; the agent that had it\n"+
+				"is named SLUG@ITS-RELAY from then on, in every task, update and worker's allowed senders")
 		}
 	}
 	c, err := parseCommand("mesh "+action, rest, stdout, stderr, flags)
@@ -35,6 +44,17 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		return meshRelays(c)
 	case "invite":
 		return meshInvite(c)
+	case "names":
+		return meshNames(c)
+	case "name":
+		target := ""
+		if len(c.args) > 0 {
+			target = c.args[0]
+		}
+		if target == "" || holder == "" {
+			return fmt.Errorf("%w: mesh name needs a slug and --relay NAME|ID (crosschat-relay mesh names lists the names)", errUsage)
+		}
+		return meshGiveName(c, target, holder)
 	case "trust", "block":
 		target := ""
 		if len(c.args) > 0 {
@@ -86,7 +106,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Last error: %s\n", termSafe(st.LastError))
 	}
 	if len(st.Conflicts) > 0 {
-		fmt.Fprintf(stdout, "Slugs held by another relay: %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
+		fmt.Fprintf(stdout, "Slugs of this relay's agents another relay also shows (they keep them): %s\n", termSafe(strings.Join(st.Conflicts, ", ")))
 	}
 	fmt.Fprintf(stdout, "Trust: %s", st.Trust)
 	if st.EmbedAuth != "" {
@@ -95,6 +115,10 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout)
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(w))
+	}
+	for _, k := range st.KeyChanges {
+		fmt.Fprintf(stdout, "Key change: relay %s (%s) is pinned to %s and now shows %s; what it sends is held until you confirm one (mesh trust %s --fingerprint …)\n",
+			termSafe(k.Relay), termSafe(k.RelayID), termSafe(k.Pinned), termSafe(k.Shown), termSafe(k.RelayID))
 	}
 	for _, d := range st.DirectoryConflicts {
 		fmt.Fprintf(stdout, "Directory conflict: %s\n", termSafe(d))
@@ -107,7 +131,15 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Refused envelopes: %s\n", termSafe(strings.Join(parts, ", ")))
 	}
 	if len(st.Held) > 0 {
-		fmt.Fprintf(stdout, "Held: %d envelopes (crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held))
+		by := map[string]int{}
+		for _, h := range st.Held {
+			by[h.Reason]++
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(by)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+		}
+		fmt.Fprintf(stdout, "Held: %d envelopes (%s; crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held), strings.Join(parts, ", "))
 	}
 	return c.table("RELAY\tID\tSTATE\tTRUST\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {
@@ -141,6 +173,15 @@ func meshRelays(c *command) error {
 	}); err != nil {
 		return err
 	}
+	for _, r := range st.Relays {
+		if r.PreviousName != "" {
+			fmt.Fprintf(c.stdout, "Relay %s was trusted as %q and now calls itself %q: it is pending until you trust it again.\n",
+				termSafe(r.ID), termSafe(r.PreviousName), termSafe(r.Name))
+		}
+		if r.NameIssue != "" {
+			fmt.Fprintf(c.stdout, "Relay %s (%q): %s.\n", termSafe(r.ID), termSafe(r.Name), termSafe(r.NameIssue))
+		}
+	}
 	if len(st.Held) == 0 {
 		return nil
 	}
@@ -150,6 +191,57 @@ func meshRelays(c *command) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(h.Relay), termSafe(h.Reason), termSafe(h.TaskID), termSafe(h.Sender), termSafe(h.Recipient), termSafe(h.Title))
 		}
 	})
+}
+
+// meshNames prints the name every agent of another relay has here, then
+// the slugs more than one holder shows.
+func meshNames(c *command) error {
+	var names []mesh.NameHolder
+	if err := c.call("Mesh", "Names", &names); err != nil {
+		return err
+	}
+	var contests []mesh.NameContest
+	if err := c.call("Mesh", "Contests", &contests); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(struct {
+			Names    []mesh.NameHolder  `json:"names"`
+			Contests []mesh.NameContest `json:"contests"`
+		}{names, contests})
+	}
+	if err := c.table("NAME\tRELAY\tRELAY ID\tSLUG THERE", func(tw io.Writer) {
+		for _, n := range names {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(n.Name), termSafe(n.Relay), termSafe(n.RelayID), termSafe(n.Slug))
+		}
+	}); err != nil {
+		return err
+	}
+	for _, ct := range contests {
+		var others []string
+		for _, o := range ct.Others {
+			others = append(others, fmt.Sprintf("%s (%s)", o.Name, o.Relay))
+		}
+		fmt.Fprintf(c.stdout, "Contested: %s is %s's here; also shown by %s. To give it to another: crosschat-relay mesh name %s --relay NAME|ID\n",
+			termSafe(ct.Slug), termSafe(ct.Holder), termSafe(strings.Join(others, ", ")), termSafe(ct.Slug))
+	}
+	return nil
+}
+
+// meshGiveName gives the plain name slug to relay holder's agent slug.
+func meshGiveName(c *command, slug, holder string) error {
+	var changes []relay.NameChange
+	if done, err := c.fetch("Mesh", "GiveName", &changes, slug, holder); done || err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		fmt.Fprintf(c.stdout, "%s is already relay %s's here.\n", termSafe(slug), termSafe(holder))
+		return nil
+	}
+	for _, ch := range changes {
+		fmt.Fprintf(c.stdout, "Renamed %s to %s (its tasks, updates and workers' allowed senders too).\n", termSafe(ch.From), termSafe(ch.To))
+	}
+	return nil
 }
 
 // meshInvite prints the command another computer runs to join this mesh.

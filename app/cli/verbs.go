@@ -138,7 +138,28 @@ start the relay with that folder on its PATH.`,
 	{name: "mesh relays", summary: "every relay seen, with its key fingerprint and trust state, and the tasks held",
 		example: "crosschat-relay mesh relays"},
 	{name: "mesh trust", args: "NAME|ID [--fingerprint SHA256:…]", maxArgs: 1, summary: "admit a relay (its held tasks are delivered)",
+		about: `Exactly the key with the fingerprint given is pinned (the relay's only key without
+--fingerprint; a relay that shows two keys needs it). The same verb settles a key
+change: the pinned key's fingerprint keeps it, the new key's takes it; what the
+relay sent meanwhile, held, is then checked against the key pinned and delivered
+in order. A relay that renamed itself is trusted again under its new name.`,
 		example: "crosschat-relay mesh trust gpu-box --fingerprint SHA256:…"},
-	{name: "mesh block", args: "NAME|ID", maxArgs: 1, summary: "refuse a relay", example: "crosschat-relay mesh block gpu-box"},
+	{name: "mesh block", args: "NAME|ID", maxArgs: 1, summary: "refuse a relay; its tasks not started are cancelled",
+		about: `What the relay sends from then on is kept, marked and never delivered. Its tasks
+still queued here are cancelled at once (each recipient is told), so none reaches a
+worker; a task already being worked on is left to finish.`,
+		example: "crosschat-relay mesh block gpu-box"},
+	{name: "mesh names", summary: "every other relay's agent by the name it has here, then the name contests",
+		about: `A remote agent's name is pinned when a trusted relay first shows it: its plain
+slug if no agent here had it, else SLUG@RELAY (SLUG@RELAY-ID when the relay has no
+label of its own). A slug more than one relay shows is a contest, listed here and on
+the Mesh page, and left to you (mesh name).`,
+		example: "crosschat-relay mesh names --json"},
+	{name: "mesh name", args: "SLUG --relay NAME|ID", maxArgs: 1, summary: "give the plain name SLUG to that relay's agent SLUG",
+		about: `The agent that had the plain name takes its qualified name (SLUG@ITS-RELAY), and
+every task, update and worker's allowed senders that named either agent are renamed
+with it: each keeps naming the agent it named, and a worker that allowed the old
+holder still allows it, under its new name, never the new holder.`,
+		example: "crosschat-relay mesh name alice --relay relay-c"},
 	{name: "mesh invite", summary: "the command another computer runs to join this mesh", example: "crosschat-relay mesh invite"},
 }

@@ -8,7 +8,9 @@
 //      focused element asserted at each step; a dialog traps Tab and gives
 //      focus back; the help overlay (?) opens and closes;
 //   2. axe-core (WCAG 2.0 A/AA and 2.1 A/AA rules) on every page, dialog and
-//      drawer, in light and in dark: any violation fails;
+//      drawer, in light and in dark, the Activity page's charts (and their
+//      tables) and a drawer's conversation tree among them: any violation
+//      fails; the charts' tables and the tree by keyboard;
 //   3. the layout at 1024×700 and at 200 % zoom (640×400 CSS pixels at a
 //      device scale of 2) without sideways scrolling of the main content, and
 //      prefers-reduced-motion.
@@ -25,6 +27,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { say, check, freePort, poll, mcp, adminToken, openPage, e2eRun } from "./lib.mjs";
 import { sendTask } from "./newtask.mjs";
+import { addAgents, seedConversation } from "./insights.mjs";
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 // The rule sets the issue names: WCAG 2.0 A and AA, WCAG 2.1 A and AA.
@@ -312,6 +315,11 @@ async function main() {
   for (const b of await page.getByRole("button", { name: "Dismiss" }).all()) await b.click({ timeout: 1000 }).catch(() => {});
   say("data on screen: tasks in every column, a worker, a finished run");
 
+  run.step = "seed a conversation across three agents (the charts and the tree)";
+  const convTokens = addAgents(bin, port, dataDir, ["ana", "ben", "cat"]);
+  const conv = await seedConversation(page, base, convTokens);
+  say("data on screen: a conversation operator → ana → ben → cat, cat blocked");
+
   // ===== 2. axe on every page and dialog =============================================
   const nav = (name) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name }).click();
 
@@ -355,7 +363,8 @@ async function main() {
   run.step = "axe: Agents";
   await nav("Agents");
   await page.locator('[data-agent="build-bot"] [data-test="worker-line"]').waitFor({ timeout: 15000 });
-  await axe(page, "Agents");
+  await page.locator('[data-agent="cat"] [data-test="agent-sparkline"] canvas').waitFor({ timeout: 10000 });
+  await axe(page, "Agents (with sparklines)");
   await page.getByRole("button", { name: "Add agent" }).click();
   const ad = page.getByRole("dialog", { name: "Add agent" });
   await ad.waitFor();
@@ -391,11 +400,60 @@ async function main() {
   run.step = "axe: Activity, Mesh, Settings";
   await nav("Activity");
   await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
-  await axe(page, "Activity");
+  await page.locator('[data-test="activity-charts"] figure canvas').first().waitFor({ timeout: 10000 });
+  await axe(page, "Activity (charts)");
+
+  run.step = "keyboard: a chart's table";
+  await page.getByRole("heading", { name: "Activity", level: 1 }).focus();
+  await tabTo(page, "the first chart's Show table", (f) => f.name === "Show table");
+  await page.keyboard.press("Enter");
+  await page.locator('[data-test="chart-throughput"] [data-test="chart-table"] table').waitFor();
+  await expectFocus(page, "the toggle, now Hide table", (f) => f.name === "Hide table");
+  const showTable = page.getByRole("button", { name: "Show table" });
+  while ((await showTable.count()) > 0) await showTable.first().click();
+  await axe(page, "Activity (charts with their tables)");
+  await shot(page, "activity-chart-tables");
+
+  run.step = "keyboard: the conversation tree in the root task's drawer";
+  await page.goto(`${base}/#/activity?task=${conv.root}`);
+  const cd0 = page.getByRole("dialog", { name: "Build the parser" });
+  await cd0.locator('[data-test="handoff-graph"]').waitFor({ timeout: 10000 });
+  await tabTo(page, "the tree's Tab stop: the drawer's own task", (f) => f.role === "treeitem" && f.test === conv.root, { max: 60 });
+  await page.keyboard.press("ArrowDown");
+  await expectFocus(page, "the first hand-off", (f) => f.role === "treeitem" && f.test === conv.lexer);
+  await page.keyboard.press("Tab");
+  await expectFocus(page, "past the tree in one Tab press", (f) => f.role !== "treeitem");
+  await axe(page, "task drawer (conversation tree and graph)");
+  await page.locator('[data-tree-id="' + conv.lexer + '"]').focus();
+  await page.keyboard.press("Enter");
+  await page.getByRole("dialog", { name: "Write the lexer" }).waitFor();
+  await shot(page, "drawer-conversation-tree");
+  await page.keyboard.press("Escape");
+  await nav("Activity");
   await nav("Mesh");
   await page.locator('[data-test="mesh-link"]').getByText("Connected", { exact: true }).waitFor({ timeout: 20000 });
   await page.locator('[data-test="mesh-relays"] [data-relay="a11y-relay"]').waitFor();
   await axe(page, "Mesh (joined)");
+
+  run.step = "axe: Mesh with a name contest (a second relay with its own e2e-agent)";
+  const portB = await freePort();
+  const dataB = join(tmp, "data-contest");
+  const invite = JSON.parse(cli(port, "mesh", "invite", "--json"));
+  await run.startRelay(["--port", String(portB), "--data-dir", dataB, "--nats", invite.url, "--nats-name", "contest-relay"], `http://127.0.0.1:${portB}`, "contest-relay");
+  // Its own e2e-agent, made before it trusts a11y-relay (which shows one too).
+  execFileSync(bin, ["agents", "add", "e2e-agent", "--name", "Its E2E Agent", "--model", "m", "--capability", "code-execution", "--json", "--port", String(portB), "--data-dir", dataB]);
+  await poll("a11y-relay trusts contest-relay", () => {
+    try {
+      return cli(port, "mesh", "trust", "contest-relay").includes("is trusted");
+    } catch {
+      return false;
+    }
+  }, 30000, 300);
+  const contest = page.locator('[data-test="mesh-names"] [data-contest="e2e-agent"]');
+  await contest.waitFor({ timeout: 20000 });
+  check((await contest.innerText()).includes("e2e-agent@contest-relay"), `the contest row: ${await contest.innerText()}`);
+  await axe(page, "Mesh (a name contest)");
+  await shot(page, "mesh-name-contest");
   await nav("Settings");
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
   await page.locator('[data-test="mesh-settings"]').waitFor();

@@ -3,6 +3,8 @@
 // throwaway data dir, signs in with the admin token, and walks the operator
 // scenario: invite → enroll → live agent → new task → MCP claim/complete →
 // live Done + alert → request changes → the agent sees the task again; then
+// the charts and the conversation tree (e2e/insights.mjs): a conversation
+// across three agents, the Activity page's charts, the root task's tree;
 // workers (e2e/workers.mjs): connect a local agent program, its run live on
 // the task page, the files it made. Screenshots of every page go to the output folder.
 //
@@ -16,6 +18,7 @@ import { say, check, freePort, poll, mcp, adminToken, openPage, e2eRun } from ".
 import { sendTask } from "./newtask.mjs";
 import { runWorkers } from "./workers.mjs";
 import { runMeshTrust } from "./meshtrust.mjs";
+import { runInsights } from "./insights.mjs";
 
 const run = e2eRun({ script: "dashboard.mjs", tmpPrefix: "ccr-dash-", logName: "relay.log" });
 const { bin, out: OUT, tmp } = run;
@@ -212,6 +215,25 @@ async function main() {
   await page.getByRole("heading", { name: "Activity", level: 1 }).waitFor();
   await page.locator("[data-event]").first().waitFor({ timeout: 10000 });
   await shot(page, "06-activity");
+
+  await runInsights({
+    page,
+    run,
+    base,
+    port,
+    dataDir,
+    shot,
+    // A page of the same session in dark mode (the session is in sessionStorage).
+    dark: async () => {
+      const session = await page.evaluate(() => sessionStorage.getItem("crosschat.session"));
+      const c = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
+      await c.addInitScript((v) => sessionStorage.setItem("crosschat.session", v), session);
+      const p = await c.newPage();
+      p.on("pageerror", (e) => consoleErrors.push(String(e)));
+      p.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+      return p;
+    },
+  });
 
   run.step = "mesh page (not joined)";
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Mesh" }).click();

@@ -24,6 +24,9 @@ type Tray struct {
 	act   TrayActions
 	end   func()
 
+	built   chan struct{} // closed when onReady has built the menu
+	applyMu sync.Mutex    // one apply at a time
+
 	mu        sync.Mutex
 	model     TrayModel
 	last      TrayModel
@@ -37,24 +40,59 @@ type Tray struct {
 	done                                     chan struct{}
 }
 
+// The parts of systray whose order StartTray keeps; a test replaces them
+// (TestTrayShowsItsModelOnceExported).
+var (
+	sessionBus = traySessionBus
+	runTray    = systray.RunWithExternalLoop
+	setIcon    = systray.SetIcon
+	setTooltip = systray.SetTooltip
+	setTitle   = systray.SetTitle
+)
+
 // StartTray shows the tray icon with its menu. Update changes what it shows.
 func StartTray(icons map[TrayState][]byte, model TrayModel, act TrayActions) (*Tray, error) {
-	if err := traySessionBus(); err != nil {
+	if err := sessionBus(); err != nil {
 		return nil, err
 	}
-	t := &Tray{icons: icons, act: act, model: model, done: make(chan struct{})}
+	t := &Tray{icons: icons, act: act, model: model, built: make(chan struct{}), done: make(chan struct{})}
 	// Before start, which reads it to publish ItemIsMenu: with a handler
 	// set, a click on the icon opens the window rather than the menu. Set
 	// in onReady, which runs on a goroutine of its own, it raced start.
 	systray.SetOnTapped(func() { call(t.act.Open) })
-	start, end := systray.RunWithExternalLoop(t.onReady, func() {})
+	start, end := runTray(t.onReady, func() {})
 	t.end = end
+	// start exports the icon's properties on the bus, and the library runs
+	// onReady (the menu) on a goroutine of its own as start begins. A
+	// property set while start runs is lost: the library reads them once
+	// for the export and sets them on the bus only after it, so a change
+	// made in between stays in memory and never reaches the bus (the
+	// tooltip without its counts, for good, since only changes are sent).
+	// So the model is shown once both are done, not from onReady.
 	start()
+	go t.showOnceBuilt()
 	return t, nil
 }
 
+// showOnceBuilt shows the model once onReady has built the menu (which
+// never happens where the library failed to start: Windows without its
+// window). StartTray runs it after start returned.
+func (t *Tray) showOnceBuilt() {
+	select {
+	case <-t.built:
+	case <-t.done:
+		return
+	}
+	t.mu.Lock()
+	t.ready = true
+	t.mu.Unlock()
+	t.apply(true)
+}
+
+// onReady builds the menu, empty until the first apply fills it.
 func (t *Tray) onReady() {
-	systray.SetTitle(DisplayName)
+	defer close(t.built)
+	setTitle(DisplayName) // before the export it names the item's Id too
 	t.open = systray.AddMenuItem(TrayOpenTitle, "Show the Crosschat Relay window")
 	systray.AddSeparator()
 	t.header = systray.AddMenuItem("Needs attention", "")
@@ -70,12 +108,6 @@ func (t *Tray) onReady() {
 	t.folder = systray.AddMenuItem(TrayDataFolderTitle, "Show the data folder in the file manager")
 	systray.AddSeparator()
 	t.quit = systray.AddMenuItem(TrayQuitTitle, "Stop the relay and quit")
-
-	t.mu.Lock()
-	t.ready = true
-	m := t.model
-	t.mu.Unlock()
-	t.apply(m, true)
 
 	go t.clicks(t.open, func() { call(t.act.Open) })
 	go t.clicks(t.pause, func() {
@@ -137,21 +169,31 @@ func (t *Tray) Update(m TrayModel) {
 	ready := t.ready
 	t.mu.Unlock()
 	if ready {
-		t.apply(m, false)
+		t.apply(false)
 	}
 }
 
-func (t *Tray) apply(m TrayModel, first bool) {
+// apply shows the latest model, all of it when first. One apply runs at a
+// time and each takes the model as it is then, so the last one shows the
+// last Update: two at once could otherwise leave an older model showing,
+// recorded as shown the newer.
+func (t *Tray) apply(first bool) {
+	t.applyMu.Lock()
+	defer t.applyMu.Unlock()
 	t.mu.Lock()
+	m := t.model
 	last := t.last
 	t.last = m
 	t.attention = append([]TrayItem(nil), m.Attention...)
 	t.mu.Unlock()
+	if first {
+		setTitle(DisplayName)
+	}
 	if first || m.State != last.State {
-		systray.SetIcon(t.icons[m.State])
+		setIcon(t.icons[m.State])
 	}
 	if first || m.Tooltip != last.Tooltip {
-		systray.SetTooltip(m.Tooltip)
+		setTooltip(m.Tooltip)
 	}
 	if first || m.Paused != last.Paused {
 		if m.Paused {

@@ -34,15 +34,18 @@ func (*plainParser) Line(line string) []relay.ActivityEntry {
 	return []relay.ActivityEntry{{Kind: relay.StepOutput, Text: line}}
 }
 func (*plainParser) Answer() string    { return "" }
+func (*plainParser) Failure() string   { return "" }
 func (*plainParser) SessionID() string { return "" }
 
 // streamed is what a JSON stream parser remembers across lines: the
-// agent's final message and the CLI's session id.
+// agent's final message, the CLI's own error reported instead of one, and
+// the CLI's session id.
 type streamed struct {
-	answer, session string
+	answer, failure, session string
 }
 
 func (s *streamed) Answer() string    { return s.answer }
+func (s *streamed) Failure() string   { return s.failure }
 func (s *streamed) SessionID() string { return s.session }
 
 // joinLines joins line(o) for each object o of m's array key, one a line,

@@ -24,10 +24,23 @@ func (p *claudeParser) Line(line string) []relay.ActivityEntry {
 	var out []relay.ActivityEntry
 	switch str(m, "type") {
 	case "assistant":
+		// A message Claude Code wrote itself in the model's place, for an
+		// error ("Not logged in · Please run /login", with "error":
+		// "authentication_failed"), is an error step and the turn's
+		// failure unless the model answers after it.
+		code := str(m, "error")
 		for _, b := range arr(obj(m, "message"), "content") {
 			if e, ok := p.block(b); ok {
+				if code != "" && e.Kind == relay.StepMessage {
+					e.Kind, e.Status = relay.StepError, relay.StepFailed
+				}
 				out = append(out, e)
 			}
+		}
+		if code != "" {
+			p.failure = claudeFailure(messageText(obj(m, "message")), code)
+		} else if messageText(obj(m, "message")) != "" {
+			p.failure = ""
 		}
 	case "user":
 		for _, b := range arr(obj(m, "message"), "content") {
@@ -67,7 +80,7 @@ func (p *claudeParser) Line(line string) []relay.ActivityEntry {
 		isErr, _ := m["is_error"].(bool)
 		sub := str(m, "subtype")
 		if isErr || (sub != "" && sub != "success") {
-			if sub == "" {
+			if sub == "" || sub == "success" { // is_error with subtype success: not logged in
 				sub = "error"
 			}
 			e := relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed, Text: "Claude Code stopped: " + sub}
@@ -75,9 +88,39 @@ func (p *claudeParser) Line(line string) []relay.ActivityEntry {
 				e.Detail = strings.TrimSpace(str(m, "result"))
 			}
 			out = append(out, e)
+			// The result says the turn failed: its text is Claude Code's
+			// error, not an answer.
+			p.failure = strings.TrimSpace(str(m, "result"))
+			if p.failure == "" {
+				p.failure = "Claude Code stopped: " + sub
+			}
+		} else {
+			p.failure = ""
 		}
 	}
 	return out
+}
+
+// messageText is the text blocks of a message, joined and trimmed.
+func messageText(msg map[string]any) string {
+	var parts []string
+	for _, b := range arr(msg, "content") {
+		if bo, ok := b.(map[string]any); ok && str(bo, "type") == "text" {
+			if t := strings.TrimSpace(str(bo, "text")); t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// claudeFailure is the cause of a message Claude Code wrote for its own
+// error: its text, else its error code.
+func claudeFailure(text, code string) string {
+	if text != "" {
+		return text
+	}
+	return "Claude Code failed: " + code
 }
 
 func (p *claudeParser) block(b any) (relay.ActivityEntry, bool) {

@@ -29,7 +29,13 @@ func (p *codexParser) Line(line string) []relay.ActivityEntry {
 		if msg == "" {
 			msg = "Codex stopped the turn."
 		}
+		// The turn failed (a quota, an API error): what Codex said is its
+		// error, not an answer. A later turn that completes clears it.
+		p.failure = msg
 		return []relay.ActivityEntry{{Kind: relay.StepError, Status: relay.StepFailed, Text: msg}}
+	case "turn.completed":
+		p.failure = ""
+		return nil
 	case "error":
 		msg := str(m, "message")
 		if msg == "" {

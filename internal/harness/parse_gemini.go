@@ -125,10 +125,16 @@ func (p *geminiParser) Line(line string) []relay.ActivityEntry {
 		return append(out, e)
 	case "result":
 		out := p.flush()
+		p.failure = ""
 		if st := str(m, "status"); st != "" && st != "success" {
 			msg := str(obj(m, "error"), "message")
 			out = append(out, relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
 				Text: "Gemini CLI stopped: " + st, Detail: msg})
+			// The run failed: Gemini CLI's error, not an answer.
+			p.failure = strings.TrimSpace(msg)
+			if p.failure == "" {
+				p.failure = "Gemini CLI stopped: " + st
+			}
 		}
 		return out
 	}

@@ -204,11 +204,15 @@ type goldenStep struct {
 type parsed struct {
 	Steps     []goldenStep `json:"steps"`
 	Answer    string       `json:"answer"`
+	Failure   string       `json:"failure,omitempty"`
 	SessionID string       `json:"sessionId"`
 }
 
 // Ensure the streams captured from the real CLIs (testdata/streams/*.jsonl)
-// parse into their golden steps, answer and session id.
+// parse into their golden steps, answer, failure and session id: a run
+// (claude-run, codex-run, gemini-run), a resumed one, and the CLI's own
+// failures in place of an answer (Claude Code not logged in, on the oldest
+// and the current lane; Codex over its quota).
 func TestCapturedStreams(t *testing.T) {
 	formats := map[string]string{"claude": runspec.EventsClaudeStream, "codex": runspec.EventsCodexJSON, "gemini": runspec.EventsGeminiStream}
 	eachCase(t, "streams", ".jsonl", 1, func(t *testing.T, name string, b []byte) {
@@ -232,9 +236,12 @@ func TestCapturedStreams(t *testing.T) {
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
 		}
-		res.Answer, res.SessionID = p.Answer(), p.SessionID()
-		if res.Answer == "" || res.SessionID == "" {
-			t.Errorf("answer %q, session %q", res.Answer, res.SessionID)
+		res.Answer, res.Failure, res.SessionID = p.Answer(), p.Failure(), p.SessionID()
+		if (res.Answer == "" && res.Failure == "") || res.SessionID == "" {
+			t.Errorf("answer %q, failure %q, session %q", res.Answer, res.Failure, res.SessionID)
+		}
+		if failed := strings.Contains(name, "notloggedin") || strings.Contains(name, "quota"); failed != (res.Failure != "") {
+			t.Errorf("%s: failure %q", name, res.Failure)
 		}
 		var out bytes.Buffer
 		enc := json.NewEncoder(&out)
@@ -282,5 +289,52 @@ func TestGeminiStream(t *testing.T) {
 	_, p = parseAll(runspec.EventsGeminiStream, `{"type":"message","role":"assistant","content":"Cut ","delta":true}`, `{"type":"message","role":"assistant","content":"short","delta":true}`)
 	if p.Answer() != "Cut short" {
 		t.Errorf("unfinished stream: answer %q", p.Answer())
+	}
+}
+
+// Ensure each parser tells the CLI's own error from an answer (Failure):
+// it is what the last turn ended with, so a turn that answers after an
+// error clears it, and an answer alone never sets it.
+func TestStreamFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, events string
+		lines        []string
+		failure      string
+	}{
+		{"claude answers", runspec.EventsClaudeStream, []string{
+			`{"type":"assistant","message":{"content":[{"type":"text","text":"Please run /login to see the page."}]}}`,
+			`{"type":"result","subtype":"success","is_error":false,"result":"Please run /login to see the page."}`}, ""},
+		{"claude not logged in", runspec.EventsClaudeStream, []string{
+			`{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Not logged in · Please run /login"}]},"error":"authentication_failed"}`,
+			`{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}`}, "Not logged in · Please run /login"},
+		{"claude error message, then the process died", runspec.EventsClaudeStream, []string{
+			`{"type":"assistant","message":{"content":[{"type":"text","text":"API Error: 529 overloaded"}]},"error":"server_error"}`}, "API Error: 529 overloaded"},
+		{"claude error message without text", runspec.EventsClaudeStream, []string{
+			`{"type":"assistant","message":{"content":[]},"error":"rate_limit"}`}, "Claude Code failed: rate_limit"},
+		{"claude error, then an answer", runspec.EventsClaudeStream, []string{
+			`{"type":"assistant","message":{"content":[{"type":"text","text":"API Error: 529 overloaded"}]},"error":"server_error"}`,
+			`{"type":"assistant","message":{"content":[{"type":"text","text":"Done."}]}}`,
+			`{"type":"result","subtype":"success","is_error":false,"result":"Done."}`}, ""},
+		{"claude gave up (max turns)", runspec.EventsClaudeStream, []string{
+			`{"type":"result","subtype":"error_max_turns","is_error":true}`}, "Claude Code stopped: error_max_turns"},
+		{"codex turn failed", runspec.EventsCodexJSON, []string{
+			`{"type":"turn.started"}`, `{"type":"error","message":"Reconnecting... 1/5"}`,
+			`{"type":"turn.failed","error":{"message":"Quota exceeded."}}`}, "Quota exceeded."},
+		{"codex retried, then completed", runspec.EventsCodexJSON, []string{
+			`{"type":"turn.started"}`, `{"type":"error","message":"Reconnecting... 1/5"}`,
+			`{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"Fixed."}}`,
+			`{"type":"turn.completed","usage":{}}`}, ""},
+		{"gemini failed", runspec.EventsGeminiStream, []string{
+			`{"type":"result","status":"error","error":{"type":"auth","message":"Please set an Auth method."}}`}, "Please set an Auth method."},
+		{"gemini answered", runspec.EventsGeminiStream, []string{
+			`{"type":"message","role":"assistant","content":"Done."}`, `{"type":"result","status":"success"}`}, ""},
+		{"plain output", "", []string{"Not logged in · Please run /login"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := parseAll(tc.events, tc.lines...)
+			if got := p.Failure(); got != tc.failure {
+				t.Fatalf("Failure() = %q, want %q", got, tc.failure)
+			}
+		})
 	}
 }

@@ -5,23 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// syncAgents records the relays of the directory (a new one is pending)
-// and gives the store the agents of trusted relays whose entries carry
-// their relay's signature. An entry for a slug an accepted entry holds,
-// written by anyone else (another trusted relay included, while the
-// holder's relay is alive), is ignored and reported as a conflict.
+// syncAgents records the relays of the directory (a new one is pending),
+// forgets entries past their time to live, and gives the store the agents
+// of trusted relays whose entries carry their relay's pinned signature:
+// each keeps the name it was first given here, and a slug shown by more
+// than one holder is a contest, shown and left to the operator. Entries
+// not accepted (a relay not trusted, a bad signature) are ignored, and
+// reported when they name a slug an agent here has.
 func (n *Node) syncAgents(ctx context.Context) error {
 	n.syncMu.Lock()
 	defer n.syncMu.Unlock()
+	return n.syncAgentsLocked(ctx)
+}
+
+// syncAgentsLocked is syncAgents with syncMu held.
+func (n *Node) syncAgentsLocked(ctx context.Context) error {
 	n.mu.Lock()
+	n.forgetExpired()
 	rels := make([]dirRelay, 0, len(n.relays))
 	for _, r := range n.relays {
 		if r.ID != n.id.ID && relayEntryValid(r) {
@@ -36,59 +44,74 @@ func (n *Node) syncAgents(ctx context.Context) error {
 		return err
 	}
 	n.mu.Lock()
-	for slug, a := range n.agents {
-		if n.agentAccepted(a) {
-			if g, ok := n.good[slug]; ok && g.RelayID != a.RelayID && n.agentAccepted(g) && n.holderAlive(g) {
-				// One trusted relay wrote over another's entry: the first
-				// holder keeps the slug while its relay is alive.
-				n.dirConflict[slug] = fmt.Sprintf("%s: relay %s wrote an entry over relay %s's, which keeps the slug",
-					slug, n.relayName(a), n.relayName(g))
-				continue
-			}
-			n.good[slug] = a
-			delete(n.dirConflict, slug)
+	good := map[string]dirAgent{}
+	ignored := map[string][]string{} // slug → the relays its ignored entries name
+	var shown []dirAgent
+	for key, a := range n.agents {
+		if !n.agentAccepted(a) {
+			ignored[a.Slug] = append(ignored[a.Slug], a.RelayID)
 			continue
 		}
-		if g, ok := n.good[slug]; ok && n.agentAccepted(g) {
-			n.dirConflict[slug] = fmt.Sprintf("%s: an entry naming relay %s was ignored (not trusted, or not signed by it); relay %s keeps the slug",
-				slug, a.RelayID, n.relayName(g))
-			continue
-		}
-		delete(n.good, slug)
-	}
-	for slug, g := range n.good {
-		if _, listed := n.agents[slug]; !listed || !n.agentAccepted(g) {
-			delete(n.good, slug)
+		good[key] = a
+		if a.RelayID != n.id.ID {
+			shown = append(shown, a)
 		}
 	}
-	var remote []relay.RemoteAgent
-	for _, a := range n.good {
-		if a.RelayID == n.id.ID {
-			continue
+	n.good = good
+	// The entry the bucket took first is named first (a contest seen in
+	// one sync goes to the earlier entry).
+	sort.Slice(shown, func(i, j int) bool {
+		if shown[i].revision != shown[j].revision {
+			return shown[i].revision < shown[j].revision
 		}
+		return agentKey(shown[i].RelayID, shown[i].Slug) < agentKey(shown[j].RelayID, shown[j].Slug)
+	})
+	labels := n.labelsLocked()
+	remote := make([]relay.RemoteAgent, 0, len(shown))
+	for _, a := range shown {
 		remote = append(remote, relay.RemoteAgent{Slug: a.Slug, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
-			Capabilities: a.Capabilities, Details: a.Details, Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID, RelayName: n.relayName(a)})
+			Capabilities: a.Capabilities, Details: a.Details, Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID,
+			RelayName: n.relayName(a), RelayLabel: labels[a.RelayID]})
 	}
 	n.mu.Unlock()
-	sort.Slice(remote, func(i, j int) bool { return remote[i].Slug < remote[j].Slug })
-	conflicts, err := n.opts.Store.SyncRemoteAgents(ctx, remote)
+	names, err := n.opts.Store.SyncRemoteAgents(ctx, remote)
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.conflicts = conflicts
-	n.mu.Unlock()
+	defer n.mu.Unlock()
+	n.setNames(names)
+	n.dirConflict = map[string]string{}
+	for slug, ids := range ignored {
+		_, remoteName := n.names[slug]
+		_, own := n.agents[agentKey(n.id.ID, slug)]
+		if !remoteName && !own {
+			continue // a slug no agent here has: nothing to confuse
+		}
+		sort.Strings(ids)
+		n.dirConflict[slug] = fmt.Sprintf("%s: the entries naming relay %s were ignored (not trusted, or not signed by it)",
+			slug, strings.Join(slices.Compact(ids), ", "))
+	}
 	return nil
 }
 
-// holderAlive reports whether the relay of entry g, which holds a slug,
-// is this relay or still refreshes its directory entry. Called with n.mu held.
-func (n *Node) holderAlive(g dirAgent) bool {
-	if g.RelayID == n.id.ID {
-		return true
+// forgetExpired drops from the cache the entries of other relays past the
+// bucket's time to live, as the bucket drops them (it tells no watcher):
+// an agent entry so no longer counts, and a relay never decided on is
+// forgotten (forgetGone). The entry of a relay the operator trusted or
+// blocked stays, shown offline with when it was last seen. Called with
+// n.mu held.
+func (n *Node) forgetExpired() {
+	for key, a := range n.agents {
+		if a.RelayID != n.id.ID && !n.fresh(a.updated) {
+			delete(n.agents, key)
+		}
 	}
-	r, ok := n.relays[g.RelayID]
-	return ok && n.fresh(r.updated)
+	for id, r := range n.relays {
+		if t, ok := n.trust[id]; id != n.id.ID && !n.fresh(r.updated) && (!ok || t.State == relay.RelayPending && t.NewKey == "" && t.NewName == "") {
+			delete(n.relays, id)
+		}
+	}
 }
 
 // relayName is the name of an agent's relay: the admission record's, the
@@ -146,41 +169,25 @@ func (n *Node) advertiseAgent(a relay.Agent) {
 	}
 }
 
-// putAgent writes a local agent's entry with compare-and-set: a slug
-// another relay holds is left to it and reported as a conflict.
+// putAgent writes a local agent's entry under this relay's own key
+// (agent.<relay id>.<slug>), which no other relay writes.
 func (n *Node) putAgent(ctx context.Context, a relay.Agent) error {
 	kv := n.bucket()
 	e := dirAgent{Slug: a.Slug, RelayID: n.id.ID, RelayName: n.id.Name, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug,
 		Capabilities: a.Capabilities, Details: a.Details, Online: a.Availability == relay.Online, PublicKey: n.id.PublicKey, At: time.Now().UnixMilli()}
 	e.Sig = n.id.sign(e.signedBytes())
 	b, _ := json.Marshal(e) // a struct of plain fields always marshals
-	key := agentKey(a.Slug)
-	for range 3 {
-		cur, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			if _, err = kv.Create(ctx, key, b); errors.Is(err, jetstream.ErrKeyExists) {
-				continue
-			}
-		} else if err == nil {
-			var owner dirAgent
-			if json.Unmarshal(cur.Value(), &owner) == nil && owner.RelayID != n.id.ID && n.holds(owner) {
-				return fmt.Errorf("slug %s: held by relay %s (%s)", a.Slug, owner.RelayName, owner.RelayID)
-			}
-			if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
-				continue
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("advertise agent %s: %w", a.Slug, err)
-		}
-		e.updated = time.Now()
-		n.mu.Lock()
-		n.agents[a.Slug] = e
-		n.good[a.Slug] = e
-		n.mu.Unlock()
-		return nil
+	key := agentKey(n.id.ID, a.Slug)
+	rev, err := kv.Put(ctx, key, b)
+	if err != nil {
+		return fmt.Errorf("advertise agent %s: %w", a.Slug, err)
 	}
-	return fmt.Errorf("advertise agent %s: the entry kept changing", a.Slug)
+	e.updated, e.revision = time.Now(), rev
+	n.mu.Lock()
+	n.agents[key] = e
+	n.good[key] = e
+	n.mu.Unlock()
+	return nil
 }
 
 // seeAll records the relays of the directory. With --mesh-trust account

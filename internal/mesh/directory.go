@@ -30,8 +30,9 @@ type dirAgent struct {
 	// it: a replayed old entry is told from a fresh one (entryFresh).
 	At int64 `json:"at"`
 	// Sig is the owning relay's signature of the entry (dirSigned).
-	Sig     string    `json:"sig,omitempty"`
-	updated time.Time // when the entry was last written
+	Sig      string    `json:"sig,omitempty"`
+	updated  time.Time // when the entry was last written
+	revision uint64    // the bucket's revision of the entry
 }
 
 // dirRelay is a relay's directory entry.
@@ -46,10 +47,14 @@ type dirRelay struct {
 	updated   time.Time // when the entry was last written
 }
 
-// Directory keys: agent.<slug> (':' in a slug, not allowed in a key, is
-// written '='), relay.<id>.
-func agentKey(slug string) string { return "agent." + strings.ReplaceAll(slug, ":", "=") }
-func relayKey(id string) string   { return "relay." + id }
+// Directory keys: agent.<relay id>.<slug> (':' in a slug, not allowed in a
+// key, is written '='), relay.<id>. Each relay writes only keys of its own
+// id, so NATS permissions can confine a relay to them: no relay can
+// delete or overwrite another's entries.
+func agentKey(relayID, slug string) string {
+	return "agent." + relayID + "." + strings.ReplaceAll(slug, ":", "=")
+}
+func relayKey(id string) string { return "relay." + id }
 
 // fresh reports whether an entry written at t is still within the bucket TTL.
 func (n *Node) fresh(t time.Time) bool { return time.Since(t) < 3*n.opts.Refresh }
@@ -118,22 +123,20 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 	switch {
 	case strings.HasPrefix(key, "agent."):
 		if del {
-			for s, a := range n.agents {
-				if agentKey(s) == key && a.RelayID != n.id.ID {
-					delete(n.agents, s)
-				}
+			if a, ok := n.agents[key]; ok && a.RelayID != n.id.ID {
+				delete(n.agents, key)
 			}
 			return
 		}
 		var a dirAgent
-		if json.Unmarshal(e.Value(), &a) != nil || agentKey(a.Slug) != key {
-			return
+		if json.Unmarshal(e.Value(), &a) != nil || agentKey(a.RelayID, a.Slug) != key {
+			return // not the entry its key names: ignored
 		}
 		if !n.entryFresh(a.At, e.Created()) {
 			return // a replay of an old entry (or an unstamped one): ignored
 		}
-		a.updated = e.Created()
-		n.agents[a.Slug] = a
+		a.updated, a.revision = e.Created(), e.Revision()
+		n.agents[key] = a
 	case strings.HasPrefix(key, "relay."):
 		id := strings.TrimPrefix(key, "relay.")
 		if del {
@@ -202,26 +205,41 @@ func (n *Node) refreshLoop() {
 	})
 }
 
-// isLocal reports whether the directory does not give slug to another relay.
+// isLocal reports whether slug is no remote agent's name here.
 func (n *Node) isLocal(slug string) bool {
+	if relay.IsQualified(slug) {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.good[slug]
-	return !ok || a.RelayID == n.id.ID
+	_, remote := n.names[slug]
+	return !remote
 }
 
-// AgentRelay names the relay that owns slug; this relay's name for a local one.
+// AgentRelay names the relay that owns slug, this relay's name for a local
+// one; a relay this one does not trust (now) is named with its state.
 func (n *Node) AgentRelay(slug string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if i := strings.IndexByte(slug, '@'); i > 0 && relay.IsQualified(slug) {
-		return slug[i+1:] // a remote sender, slug@relay
+	id := ""
+	if m, ok := n.names[slug]; ok {
+		id = m.RelayID
+	} else if i := strings.IndexByte(slug, '@'); i > 0 && relay.IsQualified(slug) {
+		if id = slug[i+1:]; !validRelayID(id) {
+			return id // a remote sender named since the last sync: its relay's label
+		}
 	}
-	a, ok := n.good[slug]
-	if !ok || a.RelayID == n.id.ID {
+	if id == "" || id == n.id.ID {
 		return n.id.Name
 	}
-	return n.relayName(a)
+	name := n.relayNameByID(id)
+	if st := n.trust[id].State; st != relay.RelayTrusted {
+		if st == "" {
+			st = relay.RelayPending
+		}
+		name += " (" + st + ")"
+	}
+	return name
 }
 
 // TaskMark returns the signature mark of a remote task, "" for a local one.
@@ -250,7 +268,8 @@ func (n *Node) fetchRelay(ctx context.Context, id string) (dirRelay, bool) {
 }
 
 // Relays lists the relays of the directory and those seen on envelopes,
-// this one first, each with its admission state and key fingerprint.
+// this one first, each with its admission state, key fingerprint and, when
+// its agents are named by its id here, why.
 func (n *Node) Relays() []RelayInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -258,6 +277,7 @@ func (n *Node) Relays() []RelayInfo {
 	for _, a := range n.good {
 		count[a.RelayID]++
 	}
+	labels := n.labelsLocked()
 	out := []RelayInfo{}
 	seen := map[string]bool{}
 	for _, r := range n.relays {
@@ -266,7 +286,7 @@ func (n *Node) Relays() []RelayInfo {
 		}
 		info := RelayInfo{ID: r.ID, Name: r.Name, Address: r.Address, Online: n.fresh(r.updated), LastSeen: relay.FormatTime(r.updated),
 			Agents: count[r.ID], Outbox: r.Outbox, Self: r.ID == n.id.ID, InDirectory: true}
-		n.admission(&info)
+		n.admission(&info, labels)
 		seen[r.ID] = true
 		out = append(out, info)
 	}
@@ -275,15 +295,18 @@ func (n *Node) Relays() []RelayInfo {
 			continue
 		}
 		info := RelayInfo{ID: id, Name: t.Name, LastSeen: t.FirstSeen}
+		if t.NewName != "" {
+			info.Name = t.NewName
+		}
 		if info.Name == "" {
 			info.Name = id
 		}
-		n.admission(&info)
+		n.admission(&info, labels)
 		out = append(out, info)
 	}
 	if !seen[n.id.ID] {
 		info := RelayInfo{ID: n.id.ID, Name: n.id.Name, Address: n.opts.Address, Agents: count[n.id.ID], Self: true}
-		n.admission(&info)
+		n.admission(&info, labels)
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -298,12 +321,15 @@ func (n *Node) Relays() []RelayInfo {
 	return out
 }
 
-// admission fills a relay's state and fingerprints. Called with n.mu held.
-func (n *Node) admission(info *RelayInfo) {
+// admission fills a relay's state, fingerprints, the name it was trusted
+// under while a rename waits, and what keeps its name from naming its
+// agents. Called with n.mu held.
+func (n *Node) admission(info *RelayInfo, labels map[string]string) {
 	if info.Self {
 		info.State, info.Fingerprint = relay.RelayTrusted, Fingerprint(n.id.PublicKey)
 		return
 	}
+	info.NameIssue = n.nameIssueLocked(info.ID, info.Name, labels)
 	t, ok := n.trust[info.ID]
 	if !ok {
 		info.State = relay.RelayPending
@@ -313,6 +339,9 @@ func (n *Node) admission(info *RelayInfo) {
 		return
 	}
 	info.State, info.Fingerprint, info.NewFingerprint = t.State, Fingerprint(t.PublicKey), Fingerprint(t.NewKey)
+	if t.NewName != "" {
+		info.PreviousName = t.Name
+	}
 }
 
 // holds reports whether the entry holding a slug keeps it from this relay:
@@ -332,7 +361,11 @@ func (n *Node) holds(owner dirAgent) bool {
 
 // AgentInfo is one agent of the directory.
 type AgentInfo struct {
-	Slug         string   `json:"slug"`
+	// Slug is the name agents here address it by: its slug, or slug@label
+	// or slug@relay-id when another holder has the plain name.
+	Slug string `json:"slug"`
+	// RelaySlug is its slug on its relay.
+	RelaySlug    string   `json:"relaySlug,omitempty"`
 	DisplayName  string   `json:"displayName"`
 	ModelSlug    string   `json:"modelSlug"`
 	Capabilities []string `json:"capabilities"`
@@ -342,19 +375,23 @@ type AgentInfo struct {
 	Local        bool     `json:"local"`
 }
 
-// Agents lists the directory's agents by slug.
+// Agents lists the directory's agents (this relay's and trusted relays'),
+// each by the name agents here address it by.
 func (n *Node) Agents() []AgentInfo {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := []AgentInfo{}
 	for _, a := range n.good {
-		name := n.relayName(a)
+		name := n.nameOf(a.RelayID, a.Slug)
+		if name == "" {
+			continue // not named here yet: at the next sync
+		}
 		caps := a.Capabilities
 		if caps == nil {
 			caps = []string{}
 		}
-		out = append(out, AgentInfo{Slug: a.Slug, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug, Capabilities: caps,
-			Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID, Relay: name, Local: a.RelayID == n.id.ID})
+		out = append(out, AgentInfo{Slug: name, RelaySlug: a.Slug, DisplayName: a.DisplayName, ModelSlug: a.ModelSlug, Capabilities: caps,
+			Online: a.Online && n.fresh(a.updated), RelayID: a.RelayID, Relay: n.relayName(a), Local: a.RelayID == n.id.ID})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
 	return out

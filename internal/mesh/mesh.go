@@ -103,10 +103,16 @@ type Node struct {
 	kv      jetstream.KeyValue
 	cons    jetstream.Consumer
 	watcher jetstream.KeyWatcher
-	agents  map[string]dirAgent // the bucket's agent entries, as written
+	agents  map[string]dirAgent // the bucket's agent entries by key, as written
 	good    map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
-	relays  map[string]dirRelay
-	trust   map[string]relay.MeshRelay // admission records (the store's, cached)
+	// names are the remote agents' names here (name → relay and slug),
+	// byAgent the same the other way (relay id/slug → name), contests the
+	// slugs more than one holder shows: as the store last gave them.
+	names    map[string]relay.MeshName
+	byAgent  map[string]string
+	contests []relay.MeshContest
+	relays   map[string]dirRelay
+	trust    map[string]relay.MeshRelay // admission records (the store's, cached)
 	// trustGen counts the writes to trust (cacheTrust): a store write whose
 	// cache write finds it moved on reads the store again rather than
 	// putting back a record the store has left.

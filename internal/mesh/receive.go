@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -134,31 +135,16 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		return retry
 	}
 	if r.State != relay.RelayTrusted {
-		// Held only when signed with the key the relay's directory entry
-		// shows, so a client without that key cannot fill the held list.
-		if r.PublicKey == "" {
-			n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s is from a relay with no key in the directory", e.ID))
-			return ack
-		}
-		key := dirKey
-		if key == "" {
-			key = r.PublicKey
-		}
-		if !checkSig(key, e.signed(), e.Sig) {
-			n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the signature of relay %s's directory key", e.ID, r.Name))
-			return ack
-		}
-		if r.State == relay.RelayBlocked {
-			return n.hold(e, change, HeldBlocked, data)
-		}
-		return n.hold(e, change, HeldUntrusted, data)
+		return n.holdUntrusted(e, change, r, dirKey, data)
 	}
+	// A trusted relay's envelope is judged by the key the operator pinned,
+	// whatever the directory shows now.
 	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
 		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
 		return ack
 	}
-	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name,
-		SelfID: n.id.ID, SelfName: n.id.Name, Mark: relay.MarkVerified, Change: change})
+	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
+		SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: change})
 	var refusal *relay.MeshRefusal
 	switch {
 	case errors.As(err, &refusal):
@@ -173,6 +159,40 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		n.duplicates.Add(1)
 	}
 	return ack
+}
+
+// holdUntrusted holds an envelope of relay r, which this relay does not
+// trust (now): signed with a key the relay is recorded with (the pinned
+// one, another it showed since, or the one its entry shows), so a client
+// without one of those keys cannot fill the held list, and a genuine
+// envelope of a trusted relay whose key a forger replaced in the directory
+// is held, never dropped. Each is checked again against the key pinned
+// when it is released.
+func (n *Node) holdUntrusted(e envelope, change relay.MeshChange, r relay.MeshRelay, dirKey string, data []byte) outcome {
+	var keys []string
+	for _, k := range []string{r.PublicKey, r.NewKey, dirKey} {
+		if k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s is from a relay with no key in the directory", e.ID))
+		return ack
+	}
+	signed := slices.ContainsFunc(keys, func(k string) bool { return checkSig(k, e.signed(), e.Sig) })
+	if !signed {
+		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s carries the signature of no key relay %s showed", e.ID, r.Name))
+		return ack
+	}
+	switch {
+	case r.State == relay.RelayBlocked:
+		return n.hold(e, change, HeldBlocked, data)
+	case r.NewKey != "":
+		return n.hold(e, change, HeldKeyChange, data)
+	case r.NewName != "":
+		return n.hold(e, change, HeldRenamed, data)
+	}
+	return n.hold(e, change, HeldUntrusted, data)
 }
 
 // refuse counts a refusal and logs it once per reason and relay. A from

@@ -30,7 +30,7 @@ func TestReviewSquatBlocksNoRegistration(t *testing.T) {
 		e := dirAgent{Slug: slug, RelayID: mallory.ID, RelayName: "mallory", PublicKey: mallory.PublicKey, Online: true, At: time.Now().UnixMilli()}
 		e.Sig = mallory.sign(e.signedBytes())
 		raw, _ = json.Marshal(e)
-		if _, err := kv.Put(ctx, agentKey(slug), raw); err != nil {
+		if _, err := kv.Put(ctx, agentKey(mallory.ID, slug), raw); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestReviewSquatBlocksNoRegistration(t *testing.T) {
 		if _, err := a.svc.RegisterAgent(ctx, relay.RegisterInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}}); err != nil {
 			t.Fatalf("register %s beside mallory's entry: %v", slug, err)
 		}
-		ent, err := kv.Get(ctx, agentKey(slug))
+		ent, err := kv.Get(ctx, agentKey(a.node.id.ID, slug))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
 	e := dirAgent{Slug: "alice", RelayID: b.node.id.ID, RelayName: "relay-b", PublicKey: b.node.id.PublicKey, Online: true, At: time.Now().UnixMilli()}
 	e.Sig = b.node.id.sign(e.signedBytes())
 	raw, _ := json.Marshal(e)
-	if _, err := bucketClient(t, a.node.InviteURL()).Put(ctx, agentKey("alice"), raw); err != nil {
+	if _, err := bucketClient(t, a.node.InviteURL()).Put(ctx, agentKey(e.RelayID, "alice"), raw); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*testRelay{a, c} {
@@ -86,10 +86,10 @@ func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
 func TestReviewDirectoryEntryBounded(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	kv := bucketClient(t, a.node.InviteURL())
-	if _, err := kv.Put(t.Context(), agentKey("huge"), make([]byte, maxDirEntry+1)); err == nil {
+	if _, err := kv.Put(t.Context(), agentKey("0123456789abcdef", "huge"), make([]byte, maxDirEntry+1)); err == nil {
 		t.Fatal("an entry over the bound was stored")
 	}
-	if _, err := kv.Put(t.Context(), agentKey("small"), []byte("{}")); err != nil {
+	if _, err := kv.Put(t.Context(), agentKey("0123456789abcdef", "small"), []byte("{}")); err != nil {
 		t.Fatalf("a small entry: %v", err)
 	}
 }
@@ -127,6 +127,16 @@ func TestReviewRenameCannotImpersonate(t *testing.T) {
 		if _, err := jetStreamClient(t, a.node.InviteURL()).Publish(ctx, subject(b.node.id.ID), data); err != nil {
 			t.Fatal(err)
 		}
+		// A rename puts C back to pending: its task waits for the operator
+		// to trust it again under the new name.
+		eventually(t, "B holds the renamed relay's task, then trusts it again", func() (bool, string) {
+			h, err := b.node.Held(ctx)
+			if err != nil || len(h) == 0 || h[len(h)-1].TaskID != task.ID {
+				return false, fmt.Sprintf("%+v %v", h, err)
+			}
+			_, err = b.node.SetTrust(ctx, c.node.id.ID, relay.RelayTrusted, "")
+			return err == nil, fmt.Sprint(err)
+		})
 		want := task.SenderSlug + "@" + c.node.id.ID
 		eventually(t, "the task arrives, its sender qualified with C's id", func() (bool, string) {
 			got, err := b.svc.Task(ctx, task.ID)
@@ -152,7 +162,7 @@ func TestReviewReplayedDirectoryEntryIgnored(t *testing.T) {
 		e := dirAgent{Slug: tc.slug, RelayID: a.node.id.ID, RelayName: "relay-a", PublicKey: a.node.id.PublicKey, Online: true, At: tc.at.UnixMilli()}
 		e.Sig = a.node.id.sign(e.signedBytes())
 		raw, _ := json.Marshal(e)
-		if _, err := kv.Put(ctx, agentKey(tc.slug), raw); err != nil {
+		if _, err := kv.Put(ctx, agentKey(e.RelayID, tc.slug), raw); err != nil {
 			t.Fatal(err)
 		}
 	}

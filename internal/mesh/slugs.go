@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +13,12 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// ClaimSlug takes slug for this relay with a compare-and-set create. A slug
-// another trusted relay holds (its entry signed with its pinned key) is
-// refused with agent_exists naming that relay; an entry of a relay not
-// trusted is taken over. While
+// ClaimSlug takes slug for this relay. A slug another trusted relay shows
+// (its entry signed with its pinned key) is refused with agent_exists
+// naming that relay; an entry of a relay not trusted blocks nothing. Each
+// relay writes only its own key, so two relays claiming one new slug at
+// once both write: the entry the bucket took first (the lower revision)
+// keeps it, and the other relay takes its entry back and is refused. While
 // the directory cannot be reached, only slugs this relay already has pass.
 func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	if rid, err := n.opts.Store.RemoteRelayOf(ctx, slug); err != nil {
@@ -27,55 +30,101 @@ func (n *Node) ClaimSlug(ctx context.Context, slug string) error {
 	if kv == nil {
 		return n.claimOffline(ctx, slug, errors.New("the mesh is not set up yet"))
 	}
+	local, err := n.hasLocal(ctx, slug)
+	if err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	key := agentKey(slug)
+	if !local {
+		owner, held, err := n.slugHolder(cctx, slug, 0)
+		if err != nil {
+			return n.claimOffline(ctx, slug, err)
+		}
+		if held {
+			return n.taken(slug, owner.RelayID, owner.RelayName)
+		}
+	}
+	key := agentKey(n.id.ID, slug)
 	entry := dirAgent{Slug: slug, RelayID: n.id.ID, RelayName: n.id.Name, PublicKey: n.id.PublicKey, Online: true, At: time.Now().UnixMilli()}
 	entry.Sig = n.id.sign(entry.signedBytes())
 	b, _ := json.Marshal(entry)
-	for range 3 {
-		cur, err := kv.Get(cctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			_, err = kv.Create(cctx, key, b)
-			if errors.Is(err, jetstream.ErrKeyExists) {
-				continue // someone was faster: look at who
-			}
-			if err != nil {
-				return n.claimOffline(ctx, slug, err)
-			}
-			return nil
-		}
-		if err != nil {
-			return n.claimOffline(ctx, slug, err)
-		}
-		var owner dirAgent
-		if err := json.Unmarshal(cur.Value(), &owner); err == nil && owner.RelayID != n.id.ID && n.holds(owner) {
-			return n.taken(slug, owner.RelayID, owner.RelayName)
-		}
-		// Ours already, or a forged entry (not signed by the relay it names): take it.
-		_, err = kv.Update(cctx, key, b, cur.Revision())
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		}
-		if err != nil {
-			return n.claimOffline(ctx, slug, err)
-		}
+	rev, err := kv.Put(cctx, key, b)
+	if err != nil {
+		return n.claimOffline(ctx, slug, err)
+	}
+	if local {
+		return nil // this relay's agent already: registering again
+	}
+	owner, held, err := n.slugHolder(cctx, slug, rev)
+	if err == nil && !held {
 		return nil
 	}
-	return fmt.Errorf("claim slug %s: the directory entry kept changing", slug)
+	// Another trusted relay wrote the slug first (or the check failed):
+	// this relay's entry is taken back.
+	_ = kv.Delete(cctx, key, jetstream.LastRevision(rev))
+	if err != nil {
+		return n.claimOffline(ctx, slug, err)
+	}
+	return n.taken(slug, owner.RelayID, owner.RelayName)
+}
+
+// hasLocal reports whether slug is an agent of this relay already.
+func (n *Node) hasLocal(ctx context.Context, slug string) (bool, error) {
+	agents, err := n.opts.Store.LocalAgents(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, a := range agents {
+		if a.Slug == slug {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// slugHolder looks in the bucket for an entry of another, trusted relay
+// showing slug (signed with its pinned key, fresh), written before revision
+// before (any, for 0).
+func (n *Node) slugHolder(ctx context.Context, slug string, before uint64) (dirAgent, bool, error) {
+	kv := n.bucket()
+	w, err := kv.Watch(ctx, "agent.*."+strings.ReplaceAll(slug, ":", "="), jetstream.IgnoreDeletes())
+	if err != nil {
+		return dirAgent{}, false, fmt.Errorf("read the directory entries of %s: %w", slug, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return dirAgent{}, false, fmt.Errorf("read the directory entries of %s: %w", slug, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok || e == nil {
+				return dirAgent{}, false, nil
+			}
+			if len(e.Value()) > maxDirEntry || before > 0 && e.Revision() >= before {
+				continue
+			}
+			var a dirAgent
+			if json.Unmarshal(e.Value(), &a) != nil || a.RelayID == n.id.ID || agentKey(a.RelayID, a.Slug) != e.Key() {
+				continue
+			}
+			n.mu.Lock()
+			fresh := n.entryFresh(a.At, e.Created())
+			n.mu.Unlock()
+			if fresh && n.holds(a) {
+				return a, true, nil
+			}
+		}
+	}
 }
 
 // claimOffline lets a slug that is already a local agent pass while the
 // directory is unreachable; a new slug must wait for it.
 func (n *Node) claimOffline(ctx context.Context, slug string, cause error) error {
-	agents, err := n.opts.Store.LocalAgents(ctx)
-	if err != nil {
+	if local, err := n.hasLocal(ctx, slug); err != nil {
 		return err
-	}
-	for _, a := range agents {
-		if a.Slug == slug {
-			return nil
-		}
+	} else if local {
+		return nil
 	}
 	return relay.Errorf(relay.EInternal, "The mesh directory cannot be reached (%v), so the new slug “%s” cannot be claimed yet; try again shortly.", cause, slug)
 }
@@ -94,8 +143,9 @@ func (n *Node) taken(slug, relayID, relayName string) error {
 // ReleaseSlug deletes this relay's directory entry for slug. When NATS
 // cannot be reached the entry simply expires.
 func (n *Node) ReleaseSlug(ctx context.Context, slug string) error {
+	key := agentKey(n.id.ID, slug)
 	n.mu.Lock()
-	delete(n.agents, slug)
+	delete(n.agents, key)
 	n.mu.Unlock()
 	kv := n.bucket()
 	if kv == nil {
@@ -103,16 +153,8 @@ func (n *Node) ReleaseSlug(ctx context.Context, slug string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	cur, err := kv.Get(cctx, agentKey(slug))
-	if err != nil {
-		return nil // gone already, or unreachable: the TTL removes it
-	}
-	var owner dirAgent
-	if json.Unmarshal(cur.Value(), &owner) != nil || owner.RelayID != n.id.ID {
-		return nil
-	}
-	if err := kv.Delete(cctx, agentKey(slug), jetstream.LastRevision(cur.Revision())); err != nil {
-		n.setErr("release slug", err)
+	if err := kv.Delete(cctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		n.setErr("release slug", err) // unreachable: the TTL removes it
 	}
 	return nil
 }

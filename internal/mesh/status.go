@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"sort"
 
 	"github.com/nats-io/nats.go"
 )
@@ -25,10 +26,11 @@ type Status struct {
 	Duplicates int64  `json:"duplicates"`
 	Failures   int64  `json:"failures"`
 	LastError  string `json:"lastError,omitempty"`
-	// Conflicts are local slugs another relay holds in the directory.
+	// Conflicts are slugs of this relay's agents another relay also shows.
 	Conflicts []string `json:"conflicts,omitempty"`
-	// DirectoryConflicts are directory entries ignored because they claim
-	// a slug a trusted relay (or this one) holds.
+	// DirectoryConflicts say the name contests (one line per Names entry,
+	// in its order, first) and then the directory entries ignored for a
+	// slug an agent here has, one line each.
 	DirectoryConflicts []string `json:"directoryConflicts,omitempty"`
 	// Trust is approval (each relay waits for the operator) or account
 	// (--mesh-trust account: the NATS account is the boundary).
@@ -41,8 +43,15 @@ type Status struct {
 	Refused  map[string]int64 `json:"refused"`
 	Refusals []string         `json:"refusals,omitempty"`
 	// Warnings are key changes seen.
-	Warnings []string    `json:"warnings,omitempty"`
-	Relays   []RelayInfo `json:"relays"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Names are the slugs more than one holder shows: who has the plain
+	// name (the operator's choice) and what the others are called here.
+	Names []NameContest `json:"names"`
+	// KeyChanges are the relays whose directory entry shows another key
+	// than the one pinned: pending (what they send is held) until the
+	// operator confirms one.
+	KeyChanges []KeyChange `json:"keyChanges"`
+	Relays     []RelayInfo `json:"relays"`
 }
 
 // RelayInfo is one relay of the directory.
@@ -66,6 +75,56 @@ type RelayInfo struct {
 	NewFingerprint string `json:"newFingerprint,omitempty"`
 	// InDirectory is false for a relay known only from an envelope.
 	InDirectory bool `json:"inDirectory"`
+	// PreviousName is the name the relay had when it was trusted, while a
+	// rename keeps it pending ("" otherwise).
+	PreviousName string `json:"previousName,omitempty"`
+	// NameIssue says why the relay's name is not used to name its agents
+	// here (they are named slug@<relay id>): "" when it is.
+	NameIssue string `json:"nameIssue,omitempty"`
+}
+
+// KeyChange is a relay that shows another key than the one pinned.
+type KeyChange struct {
+	RelayID string `json:"relayId"`
+	Relay   string `json:"relay"`
+	// Pinned is the pinned key's fingerprint, Shown the other key's.
+	Pinned string `json:"pinned"`
+	Shown  string `json:"shown"`
+}
+
+// KeyChanges lists the relays that show another key than the pinned one.
+func (n *Node) KeyChanges() []KeyChange {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := []KeyChange{}
+	for id, r := range n.trust {
+		if r.NewKey != "" {
+			out = append(out, KeyChange{RelayID: id, Relay: n.relayNameByID(id), Pinned: Fingerprint(r.PublicKey), Shown: Fingerprint(r.NewKey)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RelayID < out[j].RelayID })
+	return out
+}
+
+// NameContest is one slug that more than one holder shows.
+type NameContest struct {
+	Slug string `json:"slug"`
+	// HolderID and Holder are the relay that has the plain name (this
+	// relay's, for a local agent).
+	HolderID string `json:"holderId"`
+	Holder   string `json:"holder"`
+	// Others are the other relays' agents of that slug, by the names they
+	// have here.
+	Others []NameHolder `json:"others"`
+}
+
+// NameHolder is one agent of another relay as this relay names it.
+type NameHolder struct {
+	Name    string `json:"name"`
+	RelayID string `json:"relayId"`
+	Relay   string `json:"relay"`
+	// Slug is the agent's slug on its relay.
+	Slug string `json:"slug,omitempty"`
 }
 
 // Link names the NATS connection state.
@@ -116,7 +175,9 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	s.Refusals = append([]string(nil), n.refusals...)
 	s.Warnings = append([]string(nil), n.warnings...)
 	n.mu.Unlock()
-	s.DirectoryConflicts = n.dirConflicts()
+	s.Names = n.Contests()
+	s.DirectoryConflicts = append(contestLines(s.Names), n.dirConflicts()...)
+	s.KeyChanges = n.KeyChanges()
 	s.Refused = n.Refused()
 	s.Trust = "approval"
 	if n.opts.TrustAccount {

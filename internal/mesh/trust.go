@@ -2,46 +2,12 @@ package mesh
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
-
-// Reasons a held envelope waits.
-const (
-	HeldUntrusted = "untrusted"
-	HeldBlocked   = "blocked"
-	HeldVersion   = "version"
-)
-
-// hold keeps an envelope in the store until its relay is trusted (or an
-// upgrade reads its version).
-func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) outcome {
-	h := relay.HeldEnvelope{MsgID: e.ID, FromRelay: e.From, Reason: reason, TaskID: c.Task.ID, Title: c.Task.Title,
-		SenderSlug: c.Task.SenderSlug, RecipientSlug: c.Task.RecipientSlug, Data: data}
-	if h.MsgID == "" {
-		h.MsgID = fmt.Sprintf("held-%d", n.now().UnixNano())
-	}
-	if len(h.Title) > 200 {
-		h.Title = h.Title[:200]
-	}
-	var refusal *relay.MeshRefusal
-	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
-		n.refuse(refusal.Reason, e.From, refusal.Detail)
-		if reason == HeldVersion {
-			return ack // unverifiable: its share is bounded, the rest refused
-		}
-		return later // signed by the relay: left in the stream, delivered again later
-	} else if err != nil {
-		n.setErr("hold envelope", err)
-		return retry
-	}
-	n.held.Add(1)
-	return ack
-}
 
 // relayOf returns the admission record of relay id, recording what the
 // directory shows of it (its name and self-signed key), and that key ("" if
@@ -84,7 +50,8 @@ func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, 
 		}
 	}
 	n.mu.Unlock()
-	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) && (name == "" || name == cur.Name) {
+	if ok && (key == "" || key == cur.PublicKey && cur.NewKey == "" || key == cur.NewKey) &&
+		(name == "" || name == cur.Name && cur.NewName == "" || name == cur.NewName) {
 		return cur, nil
 	}
 	if !ok && known >= maxRelays {
@@ -102,23 +69,35 @@ func (n *Node) see(ctx context.Context, id, name, key string) (relay.MeshRelay, 
 	if c, ok := n.trust[id]; ok {
 		r = c // the store's newest, should another write have come between
 	}
+	renamed := ok && r.NewName != "" && r.NewName != cur.NewName
 	if changed {
 		w := fmt.Sprintf("relay %s (%s) shows a new key %s; its pinned key was %s", r.Name, id, Fingerprint(key), Fingerprint(cur.PublicKey))
 		if r.State == relay.RelayPending {
 			w += "; it is pending until you trust it again"
 		}
-		n.warnings = append(n.warnings, w)
-		if len(n.warnings) > maxRefusalLog {
-			n.warnings = n.warnings[len(n.warnings)-maxRefusalLog:]
-		}
+		n.warn(w)
+	}
+	if renamed {
+		n.warn(fmt.Sprintf("relay %s (%s) now calls itself %q; it is pending until you trust it again under that name", r.Name, id, r.NewName))
 	}
 	n.mu.Unlock()
 	if changed {
 		n.log.Warn("mesh: a relay's key changed", "relay", r.Name, "id", id, "fingerprint", Fingerprint(key), "state", r.State)
+	} else if renamed {
+		n.log.Warn("mesh: a trusted relay renamed itself", "relay", r.Name, "id", id, "name", r.NewName, "state", r.State)
 	} else if !ok {
 		n.log.Info("mesh: relay seen", "relay", r.Name, "id", id, "fingerprint", Fingerprint(r.PublicKey), "state", r.State)
 	}
 	return r, nil
+}
+
+// warn keeps a warning for Status (the latest maxRefusalLog). Called with
+// n.mu held.
+func (n *Node) warn(w string) {
+	n.warnings = append(n.warnings, w)
+	if len(n.warnings) > maxRefusalLog {
+		n.warnings = n.warnings[len(n.warnings)-maxRefusalLog:]
+	}
 }
 
 // untrusted lists the relays seen that this relay does not trust: nothing
@@ -188,62 +167,20 @@ func (n *Node) cacheTrust(ctx context.Context, gen uint64, apply func(map[string
 	}
 }
 
-// releaseHeld applies, in order, what trusted relays sent while they were
-// pending, and what an older build held for its version.
-func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
-	n.applyMu.Lock()
-	defer n.applyMu.Unlock()
-	return n.releaseHeldLocked(ctx, relayID)
-}
-
-// releaseHeldLocked is releaseHeld with applyMu held.
-func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
-	for _, reason := range []string{HeldUntrusted, HeldVersion} {
-		// Paged by seq: envelopes left held (a relay still pending, a
-		// version still unread) never stop the ones after them.
-		var last int64
-		for ctx.Err() == nil {
-			hs, err := n.opts.Store.HeldEnvelopesAfter(ctx, relayID, reason, last, 100)
-			if err != nil {
-				return err
-			}
-			for _, h := range hs {
-				last = h.Seq
-				if reason == HeldUntrusted {
-					n.mu.Lock()
-					st := n.trust[h.FromRelay].State
-					n.mu.Unlock()
-					if st != relay.RelayTrusted {
-						continue
-					}
-				}
-				before := n.held.Load()
-				if n.receive(h.Data, reason == HeldUntrusted) != ack {
-					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
-				}
-				if n.held.Load() != before {
-					continue // held again (a version this build cannot read yet)
-				}
-				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
-					return err
-				}
-			}
-			if len(hs) < 100 {
-				break
-			}
-		}
-	}
-	return ctx.Err()
-}
-
-// resolveRelay finds a relay by id or by name; a name two relays share is
-// refused as ambiguous.
+// resolveRelay finds a relay by id or by name, names compared in their one
+// form (relayName), the name it was trusted under or the one it shows now.
+// Among the relays of a name, a trusted one is taken before one the
+// operator decided on otherwise (blocked, or pending after a key change or
+// a rename), and that before one never decided on: a relay a client made
+// up never makes a trusted relay's name ambiguous. Two of the same rank
+// are refused as ambiguous.
 func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRelay, error) {
 	q := strings.TrimSpace(nameOrID)
 	if q == "" {
 		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "Name a relay (its name or id).")
 	}
-	if q == n.id.ID || strings.EqualFold(q, n.id.Name) {
+	key := relayName(q).Key
+	if q == n.id.ID || q == n.id.Name || key != "" && key == relayName(n.id.Name).Key {
 		return relay.MeshRelay{}, relay.Errorf(relay.EInvalidRequest, "“%s” is this relay.", q)
 	}
 	// Record every relay the directory shows first, so a name is judged
@@ -265,12 +202,34 @@ func (n *Node) resolveRelay(ctx context.Context, nameOrID string) (relay.MeshRel
 	if err != nil {
 		return relay.MeshRelay{}, err
 	}
-	var byName []relay.MeshRelay
+	named := func(name string) bool {
+		if name == "" {
+			return false
+		}
+		if key == "" {
+			return name == q
+		}
+		return relayName(name).Key == key
+	}
+	best, byName := -1, []relay.MeshRelay(nil)
 	for _, r := range rs {
 		if r.ID == q {
 			return r, nil
 		}
-		if strings.EqualFold(r.Name, q) {
+		if !named(r.Name) && !named(r.NewName) {
+			continue
+		}
+		rank := 0
+		switch {
+		case r.State == relay.RelayTrusted:
+			rank = 2
+		case r.State == relay.RelayBlocked || r.NewKey != "" || r.NewName != "":
+			rank = 1
+		}
+		if rank > best {
+			best, byName = rank, nil
+		}
+		if rank == best {
 			byName = append(byName, r)
 		}
 	}
@@ -335,45 +294,6 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 		}
 	}
 	return RelayInfo{ID: r.ID, Name: r.Name, State: r.State, Fingerprint: Fingerprint(r.PublicKey)}, nil
-}
-
-// Held lists the envelopes held, oldest first (at most 200).
-func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
-	hs, err := n.opts.Store.HeldEnvelopes(ctx, "", "", 200)
-	if err != nil {
-		return nil, err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]HeldInfo, 0, len(hs))
-	for _, h := range hs {
-		name := n.trust[h.FromRelay].Name
-		if name == "" {
-			name = h.FromRelay
-		}
-		sender := h.SenderSlug
-		if sender != "" {
-			sender += "@" + name
-		}
-		out = append(out, HeldInfo{MsgID: h.MsgID, RelayID: h.FromRelay, Relay: name, Reason: h.Reason, TaskID: h.TaskID,
-			Title: h.Title, Sender: sender, Recipient: h.RecipientSlug, ReceivedAt: h.ReceivedAt})
-	}
-	return out, nil
-}
-
-// HeldInfo is one held envelope as the Mesh page shows it.
-type HeldInfo struct {
-	MsgID   string `json:"msgId"`
-	RelayID string `json:"relayId"`
-	Relay   string `json:"relay"`
-	// Reason is untrusted (delivered when the relay is trusted), blocked
-	// (never delivered) or version (read after an upgrade).
-	Reason     string `json:"reason"`
-	TaskID     string `json:"taskId"`
-	Title      string `json:"title"`
-	Sender     string `json:"sender"`
-	Recipient  string `json:"recipient"`
-	ReceivedAt string `json:"receivedAt"`
 }
 
 // approvedKey is the key of r whose fingerprint is fingerprint: the key

@@ -100,7 +100,7 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 		e.At = time.Now().UnixMilli()
 		e.Sig = mallory.sign(e.signedBytes())
 		raw, _ := json.Marshal(e)
-		if _, err := kv.Put(ctx, agentKey("alice"), raw); err != nil {
+		if _, err := kv.Put(ctx, agentKey(e.RelayID, "alice"), raw); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "conflict shown on B", func() (bool, string) {

@@ -11,7 +11,7 @@ const (
 	KindHuman AgentKind = "human"
 )
 
-// Availability values derived from LastSeenAt.
+// Availability values (Presence.Availability).
 const (
 	Online  = "online"
 	Offline = "offline"
@@ -43,13 +43,20 @@ type Agent struct {
 	ModelSlug    string    `json:"modelSlug"`
 	Capabilities []string  `json:"capabilities"`
 	// Details is the agent's role: a free-text description of what it does.
-	Details      string   `json:"details,omitempty"`
-	RegisteredAt string   `json:"registeredAt"`
-	LastSeenAt   string   `json:"lastSeenAt"`
-	HasToken     bool     `json:"hasToken"`
-	OwnerSet     OwnerSet `json:"ownerSet"`
-	// Availability is "online" when LastSeenAt is within OnlineWindow.
+	Details      string `json:"details,omitempty"`
+	RegisteredAt string `json:"registeredAt"`
+	// LastSeenAt is when the relay last heard from the agent; while a
+	// connection holds it online (Connected), the time it was read.
+	LastSeenAt string   `json:"lastSeenAt"`
+	HasToken   bool     `json:"hasToken"`
+	OwnerSet   OwnerSet `json:"ownerSet"`
+	// Availability is Online or Offline, by the rules of Presence.
 	Availability string `json:"availability"`
+	// Connected is set while a live connection holds the agent online (a
+	// push stream open on this relay, or its relay's word in a mesh)
+	// rather than the OnlineWindow of its last call: it stays online
+	// until a change says otherwise.
+	Connected bool `json:"connected,omitempty"`
 	// Relay names the relay that owns the agent; set only in a mesh.
 	Relay string `json:"relay,omitempty"`
 	// Enrolled is set for an agent that enrolled itself with an invite.

@@ -57,12 +57,16 @@ type RemoteApply struct {
 	// MsgID is the sender's de-duplication id: a message applied once is
 	// acknowledged again without changing anything.
 	MsgID string
-	// FromRelay is the id of the relay that sent it, FromName its name (the
-	// label of its senders' qualified names, slug@name).
+	// FromRelay is the id of the relay that sent it, FromName its name.
 	FromRelay, FromName string
-	// SelfID and SelfName are this relay's id and name: a recipient named
-	// slug@SelfName or slug@SelfID is the local agent slug.
-	SelfID, SelfName string
+	// FromLabel is the label of its senders' qualified names (slug@label),
+	// "" when the relay is named by its id here (RelayName; the mesh says
+	// which relay a label belongs to).
+	FromLabel string
+	// SelfID and SelfName are this relay's id and name, SelfLabel its
+	// label: a recipient named slug@SelfLabel or slug@SelfID is the local
+	// agent slug.
+	SelfID, SelfName, SelfLabel string
 	// Mark is the signature mark (MarkVerified, MarkUnverified, MarkMismatch).
 	Mark   string
 	Change MeshChange
@@ -79,6 +83,43 @@ type RemoteAgent struct {
 	Online       bool     `json:"online"`
 	RelayID      string   `json:"relayId"`
 	RelayName    string   `json:"relayName"`
+	// RelayLabel is the label of its relay (qualified names, slug@label),
+	// "" when the relay is named by its id here.
+	RelayLabel string `json:"relayLabel,omitempty"`
+}
+
+// MeshName is the name by which this relay's agents address one agent of
+// another relay: its plain slug, or slug@label, or slug@relay-id. A name is
+// pinned to (RelayID, Slug) when it is first given and never moves by what
+// the directory shows; only the operator gives a plain name to another
+// relay (GivePlainName).
+type MeshName struct {
+	Name    string `json:"name"`
+	RelayID string `json:"relayId"`
+	Slug    string `json:"slug"`
+}
+
+// MeshContest is a slug that more than one holder shows: the plain name
+// stays with its holder (HolderRelay; "" for an agent of this relay) and
+// the others are known by their qualified names until the operator decides.
+type MeshContest struct {
+	Slug        string     `json:"slug"`
+	HolderRelay string     `json:"holderRelay"`
+	Others      []MeshName `json:"others"`
+}
+
+// RemoteNames is the outcome of SyncRemoteAgents: every remote name this
+// relay has, and the contests among the agents the directory shows.
+type RemoteNames struct {
+	Names    []MeshName
+	Contests []MeshContest
+}
+
+// NameChange is one placeholder renamed when a plain name changed hands:
+// every task, journal entry and allowed-sender list that named From names To.
+type NameChange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // Relay admission states.
@@ -100,7 +141,10 @@ type MeshRelay struct {
 	PublicKey string `json:"publicKey"`
 	// NewKey is a different key the directory now shows; set, the relay is
 	// pending again until the operator trusts the new key.
-	NewKey    string `json:"newKey,omitempty"`
+	NewKey string `json:"newKey,omitempty"`
+	// NewName is another name a trusted relay now shows; set, the relay is
+	// pending again until the operator trusts it under that name.
+	NewName   string `json:"newName,omitempty"`
 	State     string `json:"state"`
 	FirstSeen string `json:"firstSeen"`
 	ChangedAt string `json:"changedAt,omitempty"`
@@ -146,10 +190,21 @@ type MeshStore interface {
 	// been applied before.
 	ApplyRemote(ctx context.Context, in RemoteApply) (bool, error)
 	// SyncRemoteAgents makes the local placeholders of remote agents match
-	// the directory: new ones are added, changed ones updated, and ones no
-	// longer listed kept (their tasks still name them) but marked offline.
-	// A slug that is a local agent is skipped and returned.
-	SyncRemoteAgents(ctx context.Context, agents []RemoteAgent) (conflicts []string, err error)
+	// the directory: an agent seen first is given a name (its plain slug if
+	// no agent here has it, else slug@label, else slug@relay-id), one seen
+	// before keeps its name and has its profile updated, and ones no longer
+	// listed are kept (their tasks still name them). No name moves to
+	// another relay. It returns every remote name and the contests.
+	SyncRemoteAgents(ctx context.Context, agents []RemoteAgent) (RemoteNames, error)
+	// PinnedName returns the name agent slug of relay relayID has here ("" if
+	// none): its plain slug when it has it, else its qualified name.
+	PinnedName(ctx context.Context, relayID, slug string) (string, error)
+	// RenameRemoteAgent renames the placeholder name to newName, which no
+	// agent may have, in every task, journal entry and worker's allowed
+	// senders, so each reference keeps naming the same agent. It refuses a
+	// name that is an agent of this relay. It returns the agents whose
+	// workers' allowed senders changed: the worker manager must reload them.
+	RenameRemoteAgent(ctx context.Context, name, newName string) (workers []string, err error)
 	// LocalAgents returns this relay's own software agents, which it
 	// advertises in the directory (no placeholders, no human operator).
 	LocalAgents(ctx context.Context) ([]Agent, error)
@@ -165,12 +220,14 @@ type MeshStore interface {
 	// SeeRelay records a relay seen in the directory or on an envelope: a new
 	// one is pending (trusted when autoTrust), a first key is pinned, and a
 	// key other than the pinned one puts a trusted relay back to pending
-	// (changed reports that). A blocked relay stays blocked.
+	// (changed reports that), as does another name (kept as NewName). A
+	// blocked relay stays blocked.
 	SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (r MeshRelay, changed bool, err error)
 	// MeshRelays lists the relays seen, by name.
 	MeshRelays(ctx context.Context) ([]MeshRelay, error)
 	// SetRelayState trusts (pinning exactly key, the pinned or the new key
-	// the operator approved) or blocks a relay.
+	// the operator approved, and the name it shows) or blocks a relay.
+	// Blocking cancels its tasks that have not started (queued here).
 	SetRelayState(ctx context.Context, id, state, key string) (MeshRelay, error)
 	// ForgetPendingRelay deletes a relay's admission record if it is still
 	// pending with no other key shown; true when it did.

@@ -112,4 +112,8 @@ type PushSource interface {
 	// stream open now (its name too, when s.Name is set): it is live for
 	// delivery for LiveStreamWindow.
 	SeeLiveSession(ctx context.Context, s LiveSession) error
+	// StreamOpened records that the agent has one more push stream open,
+	// which holds it online until its last stream closes (Presence). done
+	// records the stream's close; call it once the stream has ended.
+	StreamOpened(ctx context.Context, slug string) (done func(), err error)
 }

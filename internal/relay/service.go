@@ -80,6 +80,7 @@ type Service interface {
 	InviteService
 	AdminService
 	WorkerService
+	InsightService
 }
 
 // Validate checks settings.

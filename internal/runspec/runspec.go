@@ -79,6 +79,10 @@ type StreamParser interface {
 	Line(line string) []relay.ActivityEntry
 	// Answer is the final answer found in the stream, "" if none.
 	Answer() string
+	// Failure is the CLI's own error the stream reported instead of an
+	// answer (not logged in, a quota, an API error, a turn it gave up on),
+	// "" if none: whatever Answer holds then is not an answer.
+	Failure() string
 	// SessionID is the CLI's own session id, for resuming; "" if unknown.
 	SessionID() string
 }

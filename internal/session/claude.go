@@ -19,6 +19,11 @@ type claudeRecord struct {
 	Summary     string          `json:"summary"`
 	IsMeta      bool            `json:"isMeta"`
 	Message     json.RawMessage `json:"message"`
+	// IsAPIErrorMessage and Error mark an assistant message Claude Code
+	// wrote itself for an error ("Not logged in · Please run /login",
+	// error "authentication_failed").
+	IsAPIErrorMessage bool   `json:"isApiErrorMessage"`
+	Error             string `json:"error"`
 }
 
 // readClaude reads one transcript: the last custom-title is the name, the

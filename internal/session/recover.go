@@ -25,6 +25,18 @@ func (e *MovedOnError) Error() string {
 // MovedOn marks the error for callers that do not import this package.
 func (e *MovedOnError) MovedOn() bool { return true }
 
+// FailedError means the turn ended in the CLI's own error, not an answer:
+// the last message after the request is one the CLI wrote itself in the
+// model's place (Claude Code's "Not logged in · Please run /login", an API
+// error it gave up on). Cause is that message; Text what the turn wrote
+// before it ("" for none).
+type FailedError struct{ Cause, Text string }
+
+func (e *FailedError) Error() string { return "the CLI failed: " + e.Cause }
+
+// Failure is the cause, for callers that do not import this package.
+func (e *FailedError) Failure() string { return e.Cause }
+
 // Recover returns the assistant text a session wrote after the user
 // message that carries token (the request token of a delivered task) and
 // before the next prompt: what to report when the CLI died before it
@@ -33,7 +45,9 @@ func (e *MovedOnError) MovedOn() bool { return true }
 // never returned. Records stamped before since (the turn's claim; zero:
 // none) are ignored, so a copy of the request planted earlier does not
 // count. When a later prompt follows the request the error is a
-// *MovedOnError carrying the text written before it.
+// *MovedOnError carrying the text written before it; when the turn ended
+// in the CLI's own error (its last message is one the CLI wrote for an
+// error) it is a *FailedError: that message is never taken for an answer.
 func Recover(s Session, token string, since time.Time) (string, error) {
 	if token == "" {
 		return "", errors.New("recover: a request token is required")
@@ -41,20 +55,26 @@ func Recover(s Session, token string, since time.Time) (string, error) {
 	var (
 		seen, moved bool
 		parts       []string
+		failure     string // the CLI's error, while no answer follows it
 	)
 	for _, path := range s.files() { // a Codex thread's rollouts, oldest first
 		err := eachLine(context.Background(), path, func(line []byte) bool {
 			if before(line, since) {
 				return true
 			}
-			role, text, prompt := transcriptMessage(s.Tool, line)
+			m := transcriptMessage(s.Tool, line)
 			switch {
-			case role == "user" && strings.Contains(text, token):
-				seen, moved, parts = true, false, nil // a later delivery of the same request wins
-			case seen && role == "user" && prompt:
+			case m.role == "user" && strings.Contains(m.text, token):
+				seen, moved, parts, failure = true, false, nil, "" // a later delivery of the same request wins
+			case seen && m.role == "user" && m.prompt:
 				moved = true
-			case seen && !moved && role == "assistant" && strings.TrimSpace(text) != "":
-				parts = append(parts, strings.TrimSpace(text))
+			case seen && !moved && m.role == "assistant" && m.cliError:
+				failure = strings.TrimSpace(m.text)
+				if failure == "" {
+					failure = "the CLI wrote an error in place of an answer"
+				}
+			case seen && !moved && m.role == "assistant" && strings.TrimSpace(m.text) != "":
+				parts, failure = append(parts, strings.TrimSpace(m.text)), ""
 			}
 			return true
 		})
@@ -68,6 +88,8 @@ func Recover(s Session, token string, since time.Time) (string, error) {
 		return "", ErrNoAnswer
 	case moved:
 		return "", &MovedOnError{Text: text}
+	case failure != "":
+		return "", &FailedError{Cause: failure, Text: text}
 	case len(parts) == 0:
 		return "", ErrNoAnswer
 	}
@@ -95,34 +117,46 @@ func before(line []byte, since time.Time) bool {
 	return !t.IsZero() && t.Before(since.Add(-recoverSkew))
 }
 
-// transcriptMessage returns the role and text of a message line ("" when
-// the line is not a message); prompt tells a user message that is a
-// prompt: text a person or a sender wrote, not only tool results or
-// records the CLI adds (meta records, its own context in <tags>).
-func transcriptMessage(tool string, line []byte) (role, text string, prompt bool) {
+// message is one message line of a transcript.
+type message struct {
+	role, text string
+	// prompt tells a user message that is a prompt: text a person or a
+	// sender wrote, not only tool results or records the CLI adds (meta
+	// records, its own context in <tags>).
+	prompt bool
+	// cliError tells an assistant message the CLI wrote itself for its own
+	// error (Claude Code marks it isApiErrorMessage, with an error code).
+	cliError bool
+}
+
+// transcriptMessage reads a message line (role "" when the line is not a
+// message).
+func transcriptMessage(tool string, line []byte) message {
 	switch tool {
 	case ClaudeCode:
 		var r claudeRecord
 		if json.Unmarshal(line, &r) != nil || (r.Type != "user" && r.Type != "assistant") {
-			return "", "", false
+			return message{}
 		}
 		var m struct {
 			Content json.RawMessage `json:"content"`
 		}
 		if json.Unmarshal(r.Message, &m) != nil {
-			return "", "", false
+			return message{}
 		}
-		prompt = r.Type == "user" && !r.IsMeta && strings.TrimSpace(claudeText(r.Message)) != ""
+		out := message{role: r.Type, prompt: r.Type == "user" && !r.IsMeta && strings.TrimSpace(claudeText(r.Message)) != "",
+			cliError: r.Type == "assistant" && (r.IsAPIErrorMessage || r.Error != "")}
 		var str string
 		if json.Unmarshal(m.Content, &str) == nil {
-			return r.Type, str, prompt
+			out.text = str
+			return out
 		}
 		var blocks []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}
 		if json.Unmarshal(m.Content, &blocks) != nil {
-			return "", "", false
+			return message{}
 		}
 		var parts []string
 		for _, b := range blocks {
@@ -130,16 +164,18 @@ func transcriptMessage(tool string, line []byte) (role, text string, prompt bool
 				parts = append(parts, b.Text)
 			}
 		}
-		return r.Type, strings.Join(parts, "\n"), prompt
+		out.text = strings.Join(parts, "\n")
+		return out
 	case Codex:
 		var l codexLine
 		if json.Unmarshal(line, &l) != nil || l.Type != "response_item" {
-			return "", "", false
+			return message{}
 		}
 		var m codexMessage
 		if json.Unmarshal(l.Payload, &m) != nil || m.Type != "message" {
-			return "", "", false
+			return message{}
 		}
+		out := message{role: m.Role}
 		var parts []string
 		for _, c := range m.Content {
 			if c.Type == "input_text" || c.Type == "output_text" {
@@ -147,10 +183,11 @@ func transcriptMessage(tool string, line []byte) (role, text string, prompt bool
 			}
 			t := strings.TrimSpace(c.Text)
 			if m.Role == "user" && c.Type == "input_text" && t != "" && !strings.HasPrefix(t, "<") && !strings.HasPrefix(t, "# AGENTS.md") {
-				prompt = true
+				out.prompt = true
 			}
 		}
-		return m.Role, strings.Join(parts, "\n"), prompt
+		out.text = strings.Join(parts, "\n")
+		return out
 	}
-	return "", "", false
+	return message{}
 }

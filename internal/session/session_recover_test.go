@@ -106,3 +106,47 @@ func TestRecoverStopsAtTheNextPrompt(t *testing.T) {
 		})
 	}
 }
+
+// A turn that ended in a message Claude Code wrote itself for its own error
+// (what it writes when not logged in, copied from 2.1.332's transcript) is
+// a failure, never an answer: recovered, it reports the cause, with what
+// the turn wrote before it; an answer after such a message is recovered as
+// usual, without the error's text.
+func TestRecoverTellsTheCLIsErrorFromAnAnswer(t *testing.T) {
+	const id, tok = "5e55a0b1-0000-4000-8000-00000000aa02", "crosschat-req-00000000000000f2"
+	req := claudeRec(id, "/w", "user", fmt.Sprintf("%q", "Check the lexer. "+tok))
+	partial := claudeRec(id, "/w", "assistant", `[{"type":"text","text":"Partial answer."}]`)
+	notLoggedIn := `{"type":"assistant","message":{"id":"a36d43d4","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message",` +
+		`"content":[{"type":"text","text":"Not logged in · Please run /login"}]},"sessionId":"` + id + `","cwd":"/w","timestamp":"2026-12-01T10:00:00Z",` +
+		`"error":"authentication_failed","isApiErrorMessage":true}`
+	answer := claudeRec(id, "/w", "assistant", `[{"type":"text","text":"The lexer is fine."}]`)
+	for _, tc := range []struct {
+		name        string
+		lines       []string
+		cause, text string // a *FailedError's
+		want        string // else the answer
+	}{
+		{name: "not logged in", lines: []string{req, notLoggedIn}, cause: "Not logged in · Please run /login"},
+		{name: "failed after a partial answer", lines: []string{req, partial, notLoggedIn}, cause: "Not logged in · Please run /login", text: "Partial answer."},
+		{name: "answered after the error", lines: []string{req, notLoggedIn, answer}, want: "The lexer is fine."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := session.Store{Home: t.TempDir()}
+			path := writeClaude(t, st, "-w", id, tc.lines...)
+			got, err := session.Recover(session.Session{Tool: session.ClaudeCode, ID: id, Path: path}, tok, time.Time{})
+			var failed *session.FailedError
+			if errors.As(err, &failed) != (tc.cause != "") {
+				t.Fatalf("Recover = %q, %v", got, err)
+			}
+			if tc.cause != "" {
+				if failed.Cause != tc.cause || failed.Text != tc.text || failed.Failure() != tc.cause || got != "" {
+					t.Fatalf("failed: %+v (returned %q); want cause %q, text %q", failed, got, tc.cause, tc.text)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Recover = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -53,7 +53,9 @@ func (t Turns) Unlock(id, token string) error { return Release(t.LockDir, id, to
 
 // Recover returns the assistant text of the tool's session id written
 // after the request carrying token (records stamped before since, the
-// turn's claim, are ignored), "" when there is none.
+// turn's claim, are ignored), "" when there is none. A turn that ended in
+// the CLI's own error is a *FailedError (its Failure method gives the
+// cause), a session that moved on a *MovedOnError.
 func (t Turns) Recover(tool, id, token string, since time.Time) (string, error) {
 	s, err := t.find(tool, id)
 	if err != nil {

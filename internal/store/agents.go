@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -19,12 +20,12 @@ const operatorDetails = "The person using the Crosschat dashboard: they post tas
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-// agentScanner scans agents with their availability as of now.
-func agentScanner(now time.Time) func(rowScanner) (relay.Agent, error) {
-	return func(row rowScanner) (relay.Agent, error) { return scanAgent(row, now) }
+// agentScanner scans agents with their presence as of now.
+func agentScanner(now time.Time, book *presenceBook) func(rowScanner) (relay.Agent, error) {
+	return func(row rowScanner) (relay.Agent, error) { return scanAgent(row, now, book) }
 }
 
-func scanAgent(row rowScanner, now time.Time) (relay.Agent, error) {
+func scanAgent(row rowScanner, now time.Time, book *presenceBook) (relay.Agent, error) {
 	var (
 		a       relay.Agent
 		kind    string
@@ -43,20 +44,16 @@ func scanAgent(row rowScanner, now time.Time) (relay.Agent, error) {
 	if a.Capabilities == nil {
 		a.Capabilities = []string{}
 	}
-	a.Availability = availability(a.LastSeenAt, now)
+	p := book.of(a.Slug)
+	a.Availability = p.Availability(a.LastSeenAt, now)
+	if a.Connected = p.Held(); a.Connected {
+		a.LastSeenAt = relay.FormatTime(now) // seen now: it is connected
+	}
 	return a, nil
 }
 
-// availability is online when lastSeen is within relay.OnlineWindow of now.
-func availability(lastSeen string, now time.Time) string {
-	if lastSeen >= relay.FormatTime(now.Add(-relay.OnlineWindow)) {
-		return relay.Online
-	}
-	return relay.Offline
-}
-
-func getAgent(ctx context.Context, q queryer, slug string, now time.Time) (relay.Agent, error) {
-	a, err := scanAgent(q.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE slug = ?`, slug), now)
+func getAgent(ctx context.Context, q queryer, slug string, now time.Time, book *presenceBook) (relay.Agent, error) {
+	a, err := scanAgent(q.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE slug = ?`, slug), now, book)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, unknownAgent(slug)
 	}
@@ -70,7 +67,7 @@ func getAgent(ctx context.Context, q queryer, slug string, now time.Time) (relay
 // (invalid_agent_kind, with the kind); why ends the refusal "“slug” is a
 // person; …".
 func (t *tx) mustBeAgent(slug, why string) error {
-	a, err := getAgent(t.ctx, t.tx, slug, t.now)
+	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
 	if err != nil {
 		return err
 	}
@@ -162,7 +159,7 @@ func (db *DB) Heartbeat(ctx context.Context, slug string) (relay.Agent, error) {
 		if err := t.touch(slug); err != nil {
 			return err
 		}
-		out, err = getAgent(t.ctx, t.tx, slug, t.now)
+		out, err = getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
 		return err
 	})
 	return out, err
@@ -174,7 +171,7 @@ func (db *DB) GetAgent(ctx context.Context, slug string) (relay.Agent, error) {
 	if err != nil {
 		return relay.Agent{}, err
 	}
-	return getAgent(ctx, db.r, slug, db.now())
+	return getAgent(ctx, db.r, slug, db.now(), &db.book)
 }
 
 // ListAgents returns agents ordered by slug, only online ones unless
@@ -185,10 +182,16 @@ func (db *DB) ListAgents(ctx context.Context, includeOffline bool) ([]relay.Agen
 	query := `SELECT ` + agentColumns + ` FROM agents WHERE retired_at IS NULL`
 	var args []any
 	if !includeOffline {
-		query += ` AND last_seen_at >= ?`
-		args = append(args, relay.FormatTime(now.Add(-relay.OnlineWindow)))
+		// Those seen within the window or held online by a connection;
+		// the rules of relay.Presence then pick.
+		query += ` AND (last_seen_at >= ? OR slug IN (SELECT value FROM json_each(?)))`
+		args = append(args, relay.FormatTime(now.Add(-relay.OnlineWindow)), db.book.held())
 	}
-	return queryAll(ctx, db.r, "list agents", agentScanner(now), query+` ORDER BY slug`, args...)
+	agents, err := queryAll(ctx, db.r, "list agents", agentScanner(now, &db.book), query+` ORDER BY slug`, args...)
+	if err != nil || includeOffline {
+		return agents, err
+	}
+	return slices.DeleteFunc(agents, func(a relay.Agent) bool { return a.Availability != relay.Online }), nil
 }
 
 // CreateAgent creates an agent (not locked, not marked seen by itself) and,
@@ -352,6 +355,7 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 		db.presenceMu.Lock()
 		delete(db.presence, slug)
 		db.presenceMu.Unlock()
+		db.book.forget(slug)
 	}
 	return err
 }

@@ -89,6 +89,7 @@ type DB struct {
 
 	presenceMu sync.Mutex
 	presence   map[string]time.Time // slug → when its agent change was last published
+	book       presenceBook         // open push streams and the directory's word (presence.go)
 
 	secrets atomic.Pointer[[]string] // scrubbed from reports and posted tasks (SetSecrets)
 

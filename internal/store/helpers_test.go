@@ -81,15 +81,40 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
-// undoWorkerPins takes a database back from version 20 to 19: the
-// workers' pinned paths and hook edits (migration 0020). Every downgrade
+// undoWorkerPins takes a database back from version 22 to 21: the
+// workers' pinned paths and hook edits (migration 0022). Every downgrade
 // goes below it: it runs first.
 const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths; ALTER TABLE workers DROP COLUMN allow_hook_edits;
 	`
 
+// undoInsights takes a database back from version 21 to 20: the chart
+// aggregates' indexes (migration 0021). Every downgrade goes below it: it
+// runs after undoWorkerPins.
+const undoInsights = `DROP INDEX tasks_created; DROP INDEX reports_outcomes; DROP INDEX tasks_conversation;
+	`
+
+// undoMeshWord takes a database back from version 20 to 19: pinned remote
+// names, relay renames and ids scoped to their relay (migration 0020), with
+// the mesh triggers as 0013 left them. It runs after undoInsights.
+func undoMeshWord(t testing.TB) string {
+	return `DROP INDEX mesh_agents_remote; ALTER TABLE mesh_agents DROP COLUMN remote_slug;
+	ALTER TABLE mesh_relays DROP COLUMN new_name;
+	DROP TABLE mesh_applied;
+	CREATE TABLE mesh_applied (msg_id TEXT PRIMARY KEY, from_relay TEXT NOT NULL, task_id TEXT NOT NULL, mark TEXT NOT NULL, applied_at TEXT NOT NULL);
+	CREATE INDEX mesh_applied_at ON mesh_applied (applied_at);
+	DROP TABLE mesh_held;
+	CREATE TABLE mesh_held (seq INTEGER PRIMARY KEY AUTOINCREMENT, msg_id TEXT NOT NULL UNIQUE, from_relay TEXT NOT NULL, reason TEXT NOT NULL,
+		task_id TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '', sender_slug TEXT NOT NULL DEFAULT '',
+		recipient_slug TEXT NOT NULL DEFAULT '', data BLOB NOT NULL, received_at TEXT NOT NULL);
+	CREATE INDEX mesh_held_from ON mesh_held (from_relay, seq);
+	DROP INDEX mesh_task_peers_remote; ALTER TABLE mesh_task_peers DROP COLUMN remote_id;
+	DROP TRIGGER mesh_task_posted; DROP TRIGGER mesh_task_changed;
+	` + trigger(t, "0013_mesh_trust.sql", "mesh_task_posted") + trigger(t, "0013_mesh_trust.sql", "mesh_task_changed")
+}
+
 // undoRetiredAgents takes a database back from version 19 to 18: the
 // agents' retired_at (migration 0019). Every downgrade goes below it: it
-// runs after undoWorkerPins.
+// runs after undoMeshWord.
 const undoRetiredAgents = `ALTER TABLE agents DROP COLUMN retired_at;
 	`
 
@@ -142,10 +167,10 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so the undoing of 0020 down to 0013 runs first.
+// so the undoing of 0022 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoWorkerPins + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(e.t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

@@ -70,7 +70,9 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]r
 				}
 				task, tasks[r.taskID] = t, t
 			}
-			r.item.Change.Task = task
+			if r.item.Change.Task, err = remoteIDs(ctx, tx, task, r.item.ToRelay); err != nil {
+				return err
+			}
 			if r.typ.Valid {
 				r.item.Change.Event = &relay.MeshEvent{ID: r.item.MsgID, RecipientSlug: r.recipient.String,
 					Type: r.typ.String, Summary: r.sum.String, CreatedAt: r.at.String}
@@ -98,4 +100,24 @@ func (db *DB) OutboxDepth(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("count outbox: %w", err)
 	}
 	return n, nil
+}
+
+// remoteIDs gives a task the ids relay to knows it and its parent and
+// conversation by: a task it sent here may be stored under an id of this
+// relay's (mesh_ids.go), and goes back under its own.
+func remoteIDs(ctx context.Context, q queryer, task relay.Task, to string) (relay.Task, error) {
+	for _, id := range []*string{&task.ID, &task.ParentTaskID, &task.ConversationID} {
+		if *id == "" {
+			continue
+		}
+		var remote string
+		err := q.QueryRowContext(ctx, `SELECT remote_id FROM mesh_task_peers WHERE task_id = ? AND relay_id = ?`, *id, to).Scan(&remote)
+		switch {
+		case err == nil && remote != "":
+			*id = remote
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return task, fmt.Errorf("read the id relay %s knows task %s by: %w", to, *id, err)
+		}
+	}
+	return task, nil
 }

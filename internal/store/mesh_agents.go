@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -17,74 +19,111 @@ func (db *DB) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
 // LocalAgents returns this relay's own software agents (no placeholders, no
 // human operator), ordered by slug: what it advertises in the directory.
 func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
-	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC()), `SELECT `+agentColumns+` FROM agents
+	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC(), &db.book), `SELECT `+agentColumns+` FROM agents
 		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
 }
 
-// SyncRemoteAgents adds and updates the placeholders of remote agents.
-// Placeholders no longer listed stay (their tasks name them); they go
-// offline on their own as their last-seen time ages.
-func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) ([]string, error) {
-	var conflicts []string
+// SyncRemoteAgents gives the agents the directory shows (of trusted
+// relays, in the order the mesh gives them: the first shown first) their
+// names and profiles, and takes the directory's word on their presence
+// (relay.Presence). An agent seen before keeps the name pinned to it and
+// has its profile updated; one seen first gets its plain slug if no agent
+// here has it, else a qualified name. A listed agent is online while the
+// directory says so; a placeholder no longer listed stays (its tasks name
+// it) and goes back to the window of its last-seen time. An agent whose
+// profile or presence changed is published.
+func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) (relay.RemoteNames, error) {
+	var out relay.RemoteNames
 	err := db.write(ctx, "sync remote agents", func(t *tx) error {
-		conflicts = conflicts[:0]
+		names := map[string]string{} // relay id/slug → name
+		online := map[string]bool{}   // name → what the directory says
+		changed := map[string]bool{}
+		var listed []relay.RemoteAgent
 		for _, a := range agents {
 			slug, err := relay.NormalizeSlug("slug", a.Slug)
 			if err != nil || a.RelayID == "" || relay.IsQualified(slug) {
 				continue // a bad directory entry is skipped, not fatal
 			}
-			var (
-				remote                      sql.NullString
-				name, model, caps, lastSeen string
-				details                     sql.NullString
-				relayName                   sql.NullString
-			)
-			err = t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id, m.relay_name, a.display_name, a.model_slug, a.capabilities, a.details, a.last_seen_at
-				FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).
-				Scan(&remote, &relayName, &name, &model, &caps, &details, &lastSeen)
-			exists := err == nil
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("find agent %s: %w", slug, err)
+			a.Slug = slug
+			name, err := t.pinnedName(a.RelayID, slug)
+			if err != nil {
+				return err
 			}
-			if exists && !remote.Valid {
-				conflicts = append(conflicts, slug)
-				continue
-			}
-			display := a.DisplayName
-			if display == "" {
-				display = slug
-			}
-			capsJ := capsJSON(a.Capabilities)
-			seen := lastSeen
-			if a.Online || !exists {
-				seen = t.ts
-				if !a.Online {
-					seen = relay.FormatTime(t.now.Add(-relay.OnlineWindow - 1))
+			if name == "" {
+				candidates := append([]string{slug}, qualifiedNames(slug, a.RelayID, a.RelayLabel)...)
+				if name, err = t.giveName(slug, a.RelayID, a.RelayName, candidates, a); err != nil {
+					return err
 				}
+				if name == "" {
+					continue // every name it may have is taken (an earlier version's rows)
+				}
+				changed[name] = true
+			} else if changed[name], err = t.updateRemoteAgent(name, a); err != nil {
+				return err
 			}
-			if exists && remote.String == a.RelayID && relayName.String == a.RelayName && name == display && model == a.ModelSlug &&
-				caps == capsJ && details.String == a.Details && availability(seen, t.now) == availability(lastSeen, t.now) {
+			names[a.RelayID+"/"+slug] = name
+			online[name] = a.Online
+			listed = append(listed, a)
+		}
+		// The directory's word is taken inside the write, so the agents
+		// published below say it. An agent coming online or leaving it is
+		// seen now: its last-seen time is when its relay last said it was
+		// there, which decides once the directory no longer lists it.
+		for name, wasOrIsOnline := range t.db.book.setRemote(online) {
+			changed[name] = true
+			if !wasOrIsOnline {
 				continue
 			}
-			if _, err := t.exec(`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence)
-				VALUES (?, 'agent', ?, ?, ?, ?, ?, ?, 0)
-				ON CONFLICT (slug) DO UPDATE SET display_name = excluded.display_name, model_slug = excluded.model_slug,
-					capabilities = excluded.capabilities, details = excluded.details, last_seen_at = excluded.last_seen_at`,
-				slug, display, a.ModelSlug, capsJ, nullString(a.Details), t.ts, seen); err != nil {
-				return fmt.Errorf("store remote agent %s: %w", slug, err)
+			if _, err := t.exec(`UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, name); err != nil {
+				return fmt.Errorf("see remote agent %s: %w", name, err)
 			}
-			if _, err := t.exec(`INSERT INTO mesh_agents (slug, relay_id, relay_name) VALUES (?, ?, ?)
-				ON CONFLICT (slug) DO UPDATE SET relay_id = excluded.relay_id, relay_name = excluded.relay_name`,
-				slug, a.RelayID, a.RelayName); err != nil {
-				return fmt.Errorf("store remote agent %s: %w", slug, err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(changed)) {
+			if !changed[name] {
+				continue
 			}
-			if err := t.agentChanged(slug); err != nil {
+			if err := t.agentChanged(name); err != nil && relay.ErrorCode(err) != relay.EUnknownAgent {
 				return err
 			}
 		}
-		return nil
+		var err error
+		out, err = t.remoteNames(listed, names)
+		return err
 	})
-	return conflicts, err
+	return out, err
+}
+
+// updateRemoteAgent brings placeholder name's profile to what the
+// directory shows of its agent (its relay and slug stay; its presence is
+// the directory's word, kept by SyncRemoteAgents) and says whether it
+// changed.
+func (t *tx) updateRemoteAgent(name string, a relay.RemoteAgent) (bool, error) {
+	var (
+		display, model, caps, relayName string
+		details                         sql.NullString
+	)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT a.display_name, a.model_slug, a.capabilities, a.details, m.relay_name
+		FROM agents a JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, name).
+		Scan(&display, &model, &caps, &details, &relayName)
+	if err != nil {
+		return false, fmt.Errorf("find agent %s: %w", name, err)
+	}
+	want := a.DisplayName
+	if want == "" || name != a.Slug {
+		want = name
+	}
+	capsJ := capsJSON(a.Capabilities)
+	if display == want && model == a.ModelSlug && caps == capsJ && details.String == a.Details && relayName == a.RelayName {
+		return false, nil
+	}
+	if _, err := t.exec(`UPDATE agents SET display_name = ?, model_slug = ?, capabilities = ?, details = ? WHERE slug = ?`,
+		want, a.ModelSlug, capsJ, nullString(a.Details), name); err != nil {
+		return false, fmt.Errorf("store remote agent %s: %w", name, err)
+	}
+	if _, err := t.exec(`UPDATE mesh_agents SET relay_name = ? WHERE slug = ?`, a.RelayName, name); err != nil {
+		return false, fmt.Errorf("store remote agent %s: %w", name, err)
+	}
+	return true, nil
 }
 
 // PinRelayKey records key as relayID's public key the first time one is

@@ -11,20 +11,22 @@ import (
 
 // Relay admission and held envelopes (migration 0013).
 
-const meshRelayColumns = `relay_id, name, public_key, COALESCE(new_key, ''), state, first_seen, COALESCE(changed_at, '')`
+const meshRelayColumns = `relay_id, name, public_key, COALESCE(new_key, ''), COALESCE(new_name, ''), state, first_seen, COALESCE(changed_at, '')`
 
 func scanMeshRelay(r rowScanner) (relay.MeshRelay, error) {
 	var m relay.MeshRelay
-	err := r.Scan(&m.ID, &m.Name, &m.PublicKey, &m.NewKey, &m.State, &m.FirstSeen, &m.ChangedAt)
+	err := r.Scan(&m.ID, &m.Name, &m.PublicKey, &m.NewKey, &m.NewName, &m.State, &m.FirstSeen, &m.ChangedAt)
 	return m, err
 }
 
 // SeeRelay records a relay seen in the directory or on an envelope. A new
 // relay is pending (trusted with autoTrust) and its first key is pinned; a
 // key other than the pinned one is kept as new_key and puts a trusted relay
-// back to pending (changed is then true). A blocked relay stays blocked.
-// With autoTrust a changed key is trusted at once (the NATS account is the
-// boundary) and changed still reports it.
+// back to pending (changed is then true). A name other than the one it was
+// trusted under is kept as new_name and puts it back to pending the same
+// way (its name changes when the operator trusts it again). A blocked
+// relay stays blocked. With autoTrust a changed key or name is taken at
+// once (the NATS account is the boundary) and changed still reports a key.
 func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (relay.MeshRelay, bool, error) {
 	var (
 		out     relay.MeshRelay
@@ -54,8 +56,17 @@ func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool
 			return fmt.Errorf("read relay %s: %w", id, err)
 		}
 		next := cur
-		if name != "" {
-			next.Name = name
+		switch {
+		case name == "" || name == cur.Name:
+			next.NewName = "" // its trusted name shown again: a trust keeps it
+		case cur.Name == "":
+			next.Name = name // a record of an earlier version, with no name
+		case cur.State == relay.RelayTrusted && !autoTrust:
+			next.NewName, next.State, next.ChangedAt = name, relay.RelayPending, t.ts
+		case cur.State == relay.RelayPending && (cur.NewKey != "" || cur.NewName != "") && !autoTrust:
+			next.NewName = name // pending again after trust: the operator decides
+		default:
+			next.Name = name // never trusted (or the account is the boundary)
 		}
 		switch {
 		case key == "":
@@ -83,8 +94,8 @@ func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool
 			out = cur
 			return nil
 		}
-		if _, err := t.exec(`UPDATE mesh_relays SET name = ?, public_key = ?, new_key = NULLIF(?, ''), state = ?, changed_at = NULLIF(?, '') WHERE relay_id = ?`,
-			next.Name, next.PublicKey, next.NewKey, next.State, next.ChangedAt, id); err != nil {
+		if _, err := t.exec(`UPDATE mesh_relays SET name = ?, public_key = ?, new_key = NULLIF(?, ''), new_name = NULLIF(?, ''), state = ?, changed_at = NULLIF(?, '') WHERE relay_id = ?`,
+			next.Name, next.PublicKey, next.NewKey, next.NewName, next.State, next.ChangedAt, id); err != nil {
 			return fmt.Errorf("update relay %s: %w", id, err)
 		}
 		out = next
@@ -131,25 +142,72 @@ func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.M
 				return relay.Errorf(relay.EInvalidRequest, "Relay %s's key changed since it was shown: look at its fingerprint again (crosschat-relay mesh relays) before trusting it.", id)
 			}
 		}
+		if state == relay.RelayTrusted && cur.NewName != "" {
+			cur.Name, cur.NewName = cur.NewName, "" // trusted under the name it shows
+		}
 		cur.State, cur.ChangedAt = state, t.ts
-		if _, err := t.exec(`UPDATE mesh_relays SET public_key = ?, new_key = NULLIF(?, ''), state = ?, changed_at = ? WHERE relay_id = ?`,
-			cur.PublicKey, cur.NewKey, cur.State, cur.ChangedAt, id); err != nil {
+		if _, err := t.exec(`UPDATE mesh_relays SET name = ?, public_key = ?, new_key = NULLIF(?, ''), new_name = NULLIF(?, ''), state = ?, changed_at = ? WHERE relay_id = ?`,
+			cur.Name, cur.PublicKey, cur.NewKey, cur.NewName, cur.State, cur.ChangedAt, id); err != nil {
 			return fmt.Errorf("set relay %s %s: %w", id, state, err)
 		}
 		out = cur
+		if state == relay.RelayBlocked {
+			return t.stopRelayTasks(cur)
+		}
 		return nil
 	})
 	return out, err
 }
 
+// stopRelayTasks cancels the tasks relay r sent that have not started
+// (queued here), so none reaches a worker once the operator blocked it;
+// each recipient is told. A task being worked on is left to finish. The
+// relay is told each task's state if it is ever trusted again.
+func (t *tx) stopRelayTasks(r relay.MeshRelay) error {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT t.id, t.recipient_slug, t.title FROM tasks t JOIN mesh_task_peers p ON p.task_id = t.id
+		WHERE p.relay_id = ? AND p.side = 'sender' AND t.status = 'queued'`, r.ID)
+	if err != nil {
+		return fmt.Errorf("find the tasks of relay %s: %w", r.ID, err)
+	}
+	type queued struct{ id, recipient, title string }
+	var qs []queued
+	for rows.Next() {
+		var q queued
+		if err := rows.Scan(&q.id, &q.recipient, &q.title); err != nil {
+			rows.Close()
+			return fmt.Errorf("find the tasks of relay %s: %w", r.ID, err)
+		}
+		qs = append(qs, q)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("find the tasks of relay %s: %w", r.ID, err)
+	}
+	why := fmt.Sprintf("relay %s (%s) was blocked here", r.Name, r.ID)
+	for _, q := range qs {
+		if _, err := t.exec(`UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, q.id); err != nil {
+			return fmt.Errorf("cancel task %s: %w", q.id, err)
+		}
+		if err := t.report(q.id, relay.ReportProgress, "Cancelled: "+why, ""); err != nil {
+			return err
+		}
+		if err := t.event(q.recipient, relay.EventTaskCancelled, q.id, fmt.Sprintf("“%s” was cancelled: %s", q.title, why)); err != nil {
+			return err
+		}
+		if _, err := t.taskChanged(q.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ForgetPendingRelay deletes relay id's admission record if it is pending
-// with no other key shown (a relay the operator never decided on); true
-// when it did. Its held envelopes stay.
+// with no other key or name shown (a relay the operator never decided on);
+// true when it did. Its held envelopes stay.
 func (db *DB) ForgetPendingRelay(ctx context.Context, id string) (bool, error) {
 	var n int64
 	err := db.write(ctx, "forget relay", func(t *tx) error {
 		var err error
-		n, err = t.execCount("forget relay", `DELETE FROM mesh_relays WHERE relay_id = ? AND state = 'pending' AND new_key IS NULL`, id)
+		n, err = t.execCount("forget relay", `DELETE FROM mesh_relays WHERE relay_id = ? AND state = 'pending' AND new_key IS NULL AND new_name IS NULL`, id)
 		return err
 	})
 	return n > 0, err
@@ -166,14 +224,15 @@ const (
 	maxHeldBytes         = 256 << 20
 )
 
-// HoldEnvelope keeps an envelope to apply later; false when its message id
-// is held already. Past the bounds (counted apart for reason version) it
+// HoldEnvelope keeps an envelope to apply later; false when its relay's
+// message of that id is held already (ids are their relay's: another
+// relay's envelope of the same id is held beside it). Past the bounds (counted apart for reason version) it
 // refuses with a *relay.MeshRefusal (reason held-full).
 func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
 	var n int64
 	err := db.write(ctx, "hold envelope", func(t *tx) error {
 		var held int
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_held WHERE msg_id = ?`, h.MsgID).Scan(&held); err != nil {
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_held WHERE from_relay = ? AND msg_id = ?`, h.FromRelay, h.MsgID).Scan(&held); err != nil {
 			return fmt.Errorf("find held envelope: %w", err)
 		}
 		if held > 0 {
@@ -197,7 +256,7 @@ func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, err
 		}
 		var err error
 		n, err = t.execCount("hold envelope", `INSERT INTO mesh_held (msg_id, from_relay, reason, task_id, title, sender_slug, recipient_slug, data, received_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (msg_id) DO NOTHING`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (from_relay, msg_id) DO NOTHING`,
 			h.MsgID, h.FromRelay, h.Reason, h.TaskID, h.Title, h.SenderSlug, h.RecipientSlug, h.Data, t.ts)
 		return err
 	})

@@ -14,7 +14,7 @@ import (
 // SchemaVersion is the database schema version this build writes and reads.
 // It is stored in PRAGMA user_version; a database with a newer version is
 // refused unchanged.
-const SchemaVersion = 20
+const SchemaVersion = 22
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
@@ -85,7 +85,9 @@ var afterMigration = map[int]func(context.Context, *sql.Tx) error{
 	12: chainChecks,
 }
 
-// migrate brings the database to SchemaVersion, one transaction per step.
+// migrate brings the database to SchemaVersion, one transaction per step,
+// and logs the move as one line ("database migrated from 0 to 21"); a step
+// that fails ends it there, the steps before it kept and logged.
 func (db *DB) migrate(ctx context.Context, path string) error {
 	ms, err := migrations()
 	if err != nil {
@@ -98,6 +100,12 @@ func (db *DB) migrate(ctx context.Context, path string) error {
 	if current > SchemaVersion {
 		return newerSchemaError(path, current)
 	}
+	from := current
+	defer func() {
+		if current > from {
+			db.log.Info(fmt.Sprintf("database migrated from %d to %d", from, current), "path", path)
+		}
+	}()
 	for _, m := range ms {
 		if m.version <= current {
 			continue
@@ -105,7 +113,7 @@ func (db *DB) migrate(ctx context.Context, path string) error {
 		if err := db.applyMigration(ctx, m); err != nil {
 			return err
 		}
-		db.log.Info("database migrated", "path", path, "version", m.version, "migration", m.name)
+		current = m.version
 	}
 	return nil
 }

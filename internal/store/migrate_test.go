@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"bytes"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -133,5 +136,42 @@ func TestNextSchemaVersionRefused(t *testing.T) {
 	}
 	if n := count(t, path, "sqlite_master", "name = 'workers'"); n != 0 {
 		t.Fatal("the refused database was migrated")
+	}
+}
+
+// Ensure migrating logs one line for the whole move, from the version found
+// to the newest ("database migrated from 0 to N"), not one per step, and
+// nothing when there is nothing to do.
+func TestMigrationLogsOneLine(t *testing.T) {
+	open := func(path string) string {
+		t.Helper()
+		var buf bytes.Buffer
+		db, err := store.Open(path, store.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(l, "migrated") {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	fresh := filepath.Join(t.TempDir(), "relay.db")
+	want := fmt.Sprintf(`msg="database migrated from 0 to %d" path=%s`, store.SchemaVersion, fresh)
+	if got := open(fresh); !strings.HasSuffix(got, want) || strings.Count(got, "\n") != 0 {
+		t.Fatalf("a new database logged:\n%s\nwant one line ending %s", got, want)
+	}
+	if got := open(fresh); got != "" {
+		t.Fatalf("an up-to-date database logged:\n%s", got)
+	}
+	old := filepath.Join(t.TempDir(), "relay.db")
+	writeV1(t, old)
+	if got := open(old); !strings.Contains(got, fmt.Sprintf(`"database migrated from 1 to %d"`, store.SchemaVersion)) || strings.Count(got, "\n") != 0 {
+		t.Fatalf("a version 1 database logged:\n%s", got)
 	}
 }

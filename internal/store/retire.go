@@ -38,7 +38,7 @@ func (db *DB) ReinstateAgent(ctx context.Context, slug string) (string, error) {
 	}
 	var token string
 	err = db.write(ctx, "reinstate agent", func(t *tx) error {
-		a, err := getAgent(t.ctx, t.tx, slug, t.now)
+		a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
 		if err != nil {
 			return err
 		}

@@ -92,9 +92,10 @@ func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
-		online := relay.FormatTime(now.Add(-relay.OnlineWindow))
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(last_seen_at >= ?), 0) FROM agents`, online).
-			Scan(&out.Agents.Total, &out.Agents.Online); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM agents`).Scan(&out.Agents.Total); err != nil {
+			return fmt.Errorf("stats: %w", err)
+		}
+		if out.Agents.Online, err = countOnline(ctx, tx, &db.book, now); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
 		// "Today" is the day of the person at this computer.

@@ -75,7 +75,7 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err := checkOpenTasks(t, in.SenderSlug); err != nil {
 			return err
 		}
-		recipient, err := getAgent(t.ctx, t.tx, in.RecipientSlug, t.now)
+		recipient, err := getAgent(t.ctx, t.tx, in.RecipientSlug, t.now, &t.db.book)
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func (t *tx) wakeUp(slug string) { t.wake = append(t.wake, slug) }
 
 // agentChanged publishes the agent's current row.
 func (t *tx) agentChanged(slug string) error {
-	a, err := getAgent(t.ctx, t.tx, slug, t.now)
+	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
 	if err != nil {
 		return err
 	}

@@ -114,6 +114,16 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p.Kind == relay.PrincipalAgent {
+		// The agent's own stream holds it online while it is open; the
+		// admin reading an agent's stream says nothing of the agent.
+		done, err := h.push.StreamOpened(r.Context(), slug)
+		if err != nil {
+			h.writeDomainError(w, r, "push presence", err)
+			return
+		}
+		defer done()
+	}
 	told := int64(-1)  // the cursor a missed event was last sent for
 	var seen time.Time // when the stream's live session was last recorded
 	if live.ID != "" {

@@ -78,12 +78,16 @@ func (h *testHarness) lastRequest(t *testing.T) (runspec.Request, runspec.Prompt
 	return h.requests[len(h.requests)-1], h.prompts[len(h.prompts)-1]
 }
 
-// plainParser makes each line an output step and remembers "session:<id>".
-type plainParser struct{ session string }
+// plainParser makes each line an output step and remembers "session:<id>"
+// and "failure:<the CLI's own error>".
+type plainParser struct{ session, failure string }
 
 func (p *plainParser) Line(line string) []relay.ActivityEntry {
 	if s, ok := strings.CutPrefix(line, "session:"); ok {
 		p.session = s
+	}
+	if s, ok := strings.CutPrefix(line, "failure:"); ok {
+		p.failure = s
 	}
 	if strings.TrimSpace(line) == "" {
 		return nil
@@ -91,4 +95,5 @@ func (p *plainParser) Line(line string) []relay.ActivityEntry {
 	return []relay.ActivityEntry{{Kind: relay.StepOutput, Text: line}}
 }
 func (p *plainParser) Answer() string    { return "" }
+func (p *plainParser) Failure() string   { return p.failure }
 func (p *plainParser) SessionID() string { return p.session }

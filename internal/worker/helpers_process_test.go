@@ -155,6 +155,14 @@ func helperMain() int {
 	case "fail":
 		fmt.Fprintln(os.Stderr, "harness crashed: out of memory")
 		return 3
+	case "failed", "failedexit":
+		// The CLI's own error in place of an answer, said in its stream
+		// (as Claude Code's is_error result), exiting 0 or 1.
+		fmt.Fprintln(out, "failure:"+notLoggedIn)
+		fmt.Fprintln(out, notLoggedIn)
+		if mode == "failedexit" {
+			return 1
+		}
 	case "empty":
 		fmt.Fprintln(os.Stderr, "nothing to say")
 	case "sleep", "daemon", "daemonsleep":
@@ -255,7 +263,8 @@ func helperMain() int {
 			return 1
 		}
 		fmt.Fprintln(out, "stdout noise")
-	case "session", "sessiondie", "sessionmute", "sessionhang", "sessionhangearly", "sessionstuck", "sessionstuckearly":
+	case "session", "sessiondie", "sessionmute", "sessionhang", "sessionhangearly", "sessionstuck", "sessionstuckearly",
+		"sessionnologin", "sessionnologinstream", "sessionnologinhang":
 		return sessionHelper(mode, prompt)
 	case "remember":
 		fmt.Fprintln(out, "session:sess-1")

@@ -26,18 +26,26 @@ type decideInput struct {
 	timedOut       bool
 	exitCode       int
 	answer         string
-	stdout         string // tail of standard output
-	stderr         string // tail of standard error
-	authHint       string
-	cut            string // marker for what the worker left out of the answer
+	// failure is the CLI's own error in place of an answer (not logged in,
+	// a quota, an API error), from its stream or its session's transcript.
+	failure  string
+	stdout   string // tail of standard output
+	stderr   string // tail of standard error
+	authHint string
+	cut      string // marker for what the worker left out of the answer
 }
 
 var blockedPrefix = regexp.MustCompile(`(?i)^\s*BLOCKED:`)
 
 // decide turns a CLI's end into a report (README, "Workers: agents that run
-// unattended"): a timeout, a non-zero exit or an empty answer is a blocker
-// with the last output; an answer starting with BLOCKED: is a blocker with
-// the rest as its message; anything else completes the task with the answer
+// unattended"), the one rule for every run: fresh, into a bound session,
+// into the session a task names, and a turn settled from its transcript
+// after a restart. The CLI's own error in place of an answer (its stream
+// or its transcript says so: not logged in, a quota, an API error) is a
+// blocker with that cause, whatever the exit code and whatever text came
+// with it; a timeout, a non-zero exit or an empty answer is a blocker with
+// the last output; an answer starting with BLOCKED: is a blocker with the
+// rest as its message; anything else completes the task with the answer
 // as its result.
 func decide(in decideInput) outcome {
 	blocked := func(msg string) outcome {
@@ -47,6 +55,8 @@ func decide(in decideInput) outcome {
 		return outcome{kind: relay.ReportBlocked, message: msg}
 	}
 	switch {
+	case strings.TrimSpace(in.failure) != "":
+		return blocked(failureMessage(in.name, in.failure, in.exitCode))
 	case in.timedOut:
 		out := in.stdout
 		if strings.TrimSpace(out) == "" {
@@ -78,6 +88,15 @@ func decide(in decideInput) outcome {
 		}
 		return outcome{kind: relay.ReportCompleted, message: clipRunes(firstNonBlank(result), firstLine), result: result}
 	}
+}
+
+// failureMessage is the blocker of a run that ended in the CLI's own error.
+func failureMessage(name, failure string, exitCode int) string {
+	msg := fmt.Sprintf("%s failed without answering this task: %s", capitalize(name), clipRunes(strings.TrimSpace(failure), tailRunes))
+	if exitCode > 0 {
+		msg += fmt.Sprintf(" (it exited with code %d)", exitCode)
+	}
+	return msg
 }
 
 // tail is "\n\nLast output:\n" and the end of text, or "" without text.

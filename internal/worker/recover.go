@@ -102,6 +102,7 @@ func (m *Manager) settleClaim(ctx context.Context, t relay.Task, reason string) 
 	if _, err := m.opts.Relay.ReleaseTask(ctx, t.RecipientSlug, t.ID, reason); err != nil {
 		return fmt.Errorf("requeue task %s: %w", t.ID, err)
 	}
+	m.logRun(logInterrupted, t.RecipientSlug, t.ID, reason)
 	return nil
 }
 

@@ -15,8 +15,9 @@ import (
 )
 
 // readResult fills ex from the ended CLI: its exit code, its answer (the
-// result file, else the parser's, else plain stdout), the tails of its
-// output and the CLI session to resume.
+// result file, else the parser's, else plain stdout), the error its stream
+// reported in place of one, the tails of its output and the CLI session to
+// resume.
 func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec runspec.Spec,
 	parser runspec.StreamParser, plain bool, stdout, stderr *capture) {
 	ex.exitCode = -1
@@ -52,6 +53,7 @@ func (r *runState) readResult(ex *execResult, cmd *exec.Cmd, waitErr error, spec
 		ex.cut = stdout.cutMarker(true)
 	}
 	ex.answer = strings.ToValidUTF8(ex.answer, "\uFFFD")
+	ex.failure = strings.ToValidUTF8(parser.Failure(), "\uFFFD")
 	ex.stdoutTail = stdout.tail()
 	ex.stderrTail = stderr.tail()
 	ex.sessionID = parser.SessionID()

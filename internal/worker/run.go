@@ -141,10 +141,33 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		w.current = nil
 		w.last = last
 	})
+	w.m.logRun(runLogOutcome(res, final.Status), cfg.AgentSlug, task.ID, last.Summary)
 	if len(errs) > 0 {
 		return fmt.Errorf("task %s: %w", task.ID, errors.Join(errs...))
 	}
 	return nil
+}
+
+// runLogOutcome is how a run ended, for the log: the task's state after
+// it, and how the run got there.
+func runLogOutcome(res runResult, status relay.TaskStatus) string {
+	switch {
+	case res.cancelled || status == relay.StatusCancelled:
+		return logCancelled
+	case res.stopped:
+		return logInterrupted
+	case res.requeue != "":
+		return logRequeued
+	case status == relay.StatusCompleted && res.recovered:
+		return logRecovered
+	case status == relay.StatusCompleted:
+		return logCompleted
+	case status == relay.StatusBlocked && strings.HasPrefix(res.out.message, InterruptedNotResent):
+		return logInterrupted // a turn stopped before its session held an answer
+	case status == relay.StatusBlocked:
+		return logBlocked
+	}
+	return string(status) // the CLI gave it back or reported otherwise itself
 }
 
 // runResult is how a run ended.
@@ -159,7 +182,9 @@ type runResult struct {
 	// undone are the run's changes to git configuration, hooks and agent
 	// settings that were undone (see planted.go).
 	undone []string
-	errs   []error
+	// recovered: the answer came from the session's transcript.
+	recovered bool
+	errs      []error
 }
 
 // execute does the run up to the report: token, folder, spawn, wait,
@@ -283,7 +308,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	default:
 		res.out = decide(decideInput{
 			name: r.name, timeoutMinutes: r.cfg.TimeoutMinutes, timedOut: ex.timedOut,
-			exitCode: ex.exitCode, answer: ex.answer, stdout: ex.stdoutTail, stderr: ex.stderrTail,
+			exitCode: ex.exitCode, answer: ex.answer, failure: ex.failure, stdout: ex.stdoutTail, stderr: ex.stderrTail,
 			authHint: AuthHint(r.cfg.Harness, ex.withheld), cut: ex.cut,
 		})
 	}
@@ -296,6 +321,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	}
 	if r.turn != nil {
 		res.out = r.turn.label(res.out, ex)
+		res.recovered = ex.recovered && res.out.kind == relay.ReportCompleted
 	}
 	if planted != "" {
 		res.out.message += "\n\n" + planted

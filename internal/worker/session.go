@@ -36,7 +36,10 @@ type Sessions interface {
 	Unlock(id, token string) error
 	// Recover returns the assistant text the session's transcript holds
 	// after the request that carries token ("" when there is none),
-	// ignoring records stamped before since (the turn's claim).
+	// ignoring records stamped before since (the turn's claim). A turn
+	// that ended in the CLI's own error gives an error with a Failure()
+	// string method (the cause); one the session moved on from, an error
+	// with a MovedOn() bool method.
 	Recover(harness, id, token string, since time.Time) (string, error)
 	// Locate finds the harness's session that ref names (an id, or an exact
 	// name among the newest sessions) for an any-session worker, among the
@@ -186,9 +189,11 @@ func (r *runState) takeSession(ctx context.Context) (*sessionTurn, waitEnd, erro
 
 // finishTurn checks a session run's answer after the CLI ended: an answer
 // missing (the CLI died, timed out or printed nothing, or the relay or its
-// worker stopped mid-turn) is recovered from the session's transcript; a
-// stopped turn without one is not re-sent; an answer without the request
-// token is noted.
+// worker stopped mid-turn) is recovered from the session's transcript,
+// unless the CLI's stream already said it failed, or the transcript says
+// so (the turn is then the CLI's failure, as in a fresh run: decide); a
+// stopped turn without either is not re-sent; an answer without the
+// request token is noted.
 func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 	o := r.w.m.opts
 	label := sessionLabel(turn.info)
@@ -198,6 +203,10 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 	if why := recoverWhy(ex, r.cfg.TimeoutMinutes); why != "" {
 		text, err := o.Sessions.Recover(r.cfg.Harness, turn.info.ID, turn.token, claimTime(r.task.ClaimedAt))
 		switch {
+		case cliFailure(err) != "":
+			ex.failure = cliFailure(err)
+			r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
+				Text: fmt.Sprintf("The transcript of the session %s shows the CLI's own error after this request, not an answer: %s", label, clipRunes(ex.failure, firstLine))})
 		case err != nil:
 			ex.errs = append(ex.errs, fmt.Errorf("recover the answer from the session %s: %w", turn.info.ID, err))
 		case strings.TrimSpace(text) != "":
@@ -208,12 +217,13 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 				Text: fmt.Sprintf("The answer was recovered from the transcript of the session %s (only what it wrote after this request): %s.", label, why)})
 		}
 		if ex.stopped {
-			// Never a resend: the turn reports what the transcript holds, or
-			// is blocked for the operator to requeue.
-			ex.stopped, turn.notResent = false, !ex.recovered
+			// Never a resend: the turn reports what the transcript holds (an
+			// answer or the CLI's failure), or is blocked for the operator
+			// to requeue.
+			ex.stopped, turn.notResent = false, !ex.recovered && ex.failure == ""
 		}
 	}
-	if a := strings.TrimSpace(ex.answer); a != "" && !strings.Contains(a, turn.token) {
+	if a := strings.TrimSpace(ex.answer); a != "" && ex.failure == "" && !strings.Contains(a, turn.token) {
 		ex.tokenMissing = turn.token
 		r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Status: relay.StepFailed,
 			Text: fmt.Sprintf("The answer does not carry this request's token (%s), so it may not answer this task.", turn.token)})
@@ -225,9 +235,11 @@ func (r *runState) finishTurn(turn *sessionTurn, ex *execResult) {
 }
 
 // recoverWhy says why a turn's answer must come from the transcript, ""
-// when the CLI printed one.
+// when the CLI printed one or said it failed.
 func recoverWhy(ex *execResult, timeoutMinutes int) string {
 	switch {
+	case ex.failure != "":
+		return ""
 	case ex.stopped:
 		return whyRestart
 	case ex.timedOut:
@@ -259,6 +271,16 @@ func (t *sessionTurn) label(out outcome, ex execResult) outcome {
 		out.result += tokenNote(ex.tokenMissing)
 	}
 	return out
+}
+
+// cliFailure is the cause an error from Sessions.Recover gives for a turn
+// that ended in the CLI's own error, "" for any other error.
+func cliFailure(err error) string {
+	var f interface{ Failure() string }
+	if errors.As(err, &f) {
+		return f.Failure()
+	}
+	return ""
 }
 
 // tokenNote is the result's note on an answer without its request token.

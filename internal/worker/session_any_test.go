@@ -33,6 +33,9 @@ func TestAnySessionWorker(t *testing.T) {
 		{name: "by id through a link", target: linkedSession, mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no such session", target: "lexer", mode: "session", status: relay.StatusBlocked, has: "can't be resumed"},
 		{name: "no target runs fresh", target: "", mode: "done", status: relay.StatusCompleted},
+		// The CLI not logged in: its error in the transcript is no answer.
+		{name: "the CLI's own error", target: "lexer work", mode: "sessionnologin", status: relay.StatusBlocked, resumes: sessionID,
+			has: "failed without answering this task: " + notLoggedIn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, data := anySessionEnv(t)
@@ -50,9 +53,12 @@ func TestAnySessionWorker(t *testing.T) {
 			if strings.Contains(r.Message+r.Result, data) || strings.Contains(r.Message+r.Result, "/elsewhere") {
 				t.Errorf("the report %q names a folder", r.Message)
 			}
+			if strings.Contains(r.Message+r.Result, "Recovered") {
+				t.Errorf("the report %q / %q is labelled recovered", r.Message, r.Result)
+			}
 			e.harness.mu.Lock()
 			defer e.harness.mu.Unlock()
-			if tc.status == relay.StatusBlocked {
+			if tc.status == relay.StatusBlocked && tc.resumes == "" {
 				if len(e.harness.requests) != 0 {
 					t.Errorf("the CLI was started for a session the worker may not resume")
 				}

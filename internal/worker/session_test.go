@@ -5,6 +5,7 @@ package worker_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -28,6 +30,9 @@ const (
 	earlierAnswer   = "EARLIER-ANSWER: the parser is fixed."
 	transcriptEnv   = "CCR_TRANSCRIPT"
 	sessionAnswered = "Answered in the session."
+	// notLoggedIn is what Claude Code answers, and writes to its
+	// transcript, when it is not logged in.
+	notLoggedIn = "Not logged in · Please run /login"
 )
 
 var requestTokenPattern = regexp.MustCompile(`crosschat-req-[0-9a-f]+`)
@@ -52,15 +57,27 @@ func sessionHelper(mode string, prompt []byte) int {
 	}
 	now := time.Now().UTC()
 	records := []map[string]any{claudeLine("user", string(prompt)), claudeLine("assistant", answer)}
-	if mode == "sessionhangearly" {
+	switch mode {
+	case "sessionhangearly":
 		records = records[:1] // the request, no answer yet
+	case "sessionnologin", "sessionnologinstream", "sessionnologinhang":
+		records[1] = claudeError(notLoggedIn, "authentication_failed")
 	}
 	if err := appendTranscript(path, now, records...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if mode == "sessionhang" || mode == "sessionhangearly" {
+	if mode == "sessionhang" || mode == "sessionhangearly" || mode == "sessionnologinhang" {
 		time.Sleep(2 * time.Minute) // until the worker is stopped
+	}
+	if mode == "sessionnologin" || mode == "sessionnologinstream" {
+		// Claude Code prints its error as the result and exits 1; its
+		// stream says it failed (the test parser reads failure:…) or not.
+		if mode == "sessionnologinstream" {
+			fmt.Println("failure:" + notLoggedIn)
+		}
+		fmt.Println(notLoggedIn)
+		return 1
 	}
 	if mode == "sessiondie" {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -77,6 +94,15 @@ func claudeLine(role, text string) map[string]any {
 		content = []any{map[string]any{"type": "text", "text": text}}
 	}
 	return map[string]any{"type": role, "message": map[string]any{"role": role, "content": content}, "sessionId": sessionID, "cwd": "/work"}
+}
+
+// claudeError is the message Claude Code writes to its transcript in the
+// model's place for its own error.
+func claudeError(text, code string) map[string]any {
+	m := claudeLine("assistant", text)
+	m["message"].(map[string]any)["model"] = "<synthetic>"
+	m["error"], m["isApiErrorMessage"] = code, true
+	return m
 }
 
 // appendTranscript appends records to a transcript, stamped at.
@@ -140,10 +166,11 @@ func TestSessionWorkerDelivers(t *testing.T) {
 		has        []string // in the result
 		lacks      []string
 		warnings   []string // warning steps
+		logged     string   // the outcome in the relay's log; "completed" when empty
 	}{
 		{name: "answer paired", mode: "session", idle: time.Hour, has: []string{sessionAnswered, "crosschat-req-"}, lacks: []string{worker.RecoveredLabel, "does not carry"}},
 		{name: "killed mid-turn", mode: "sessiondie", idle: time.Hour, has: []string{worker.RecoveredLabel + ": the CLI was killed before it printed its answer.]", sessionAnswered, "crosschat-req-"},
-			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}},
+			lacks: []string{earlierAnswer}, warnings: []string{"answer was recovered from the transcript"}, logged: "recovered"},
 		{name: "token missing", mode: "sessionmute", idle: time.Hour, has: []string{sessionAnswered, "does not carry the request token"},
 			warnings: []string{"does not carry this request's token"}},
 		{name: "idle for days", mode: "session", idle: 72 * time.Hour, has: []string{sessionAnswered},
@@ -151,7 +178,10 @@ func TestSessionWorkerDelivers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, turns := sessionEnv(t, tt.idle, nil)
+			var log testkit.Buffer
+			e, turns := sessionEnv(t, tt.idle, func(_ *relay.WorkerConfig, o *worker.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
 			e.start()
 			task := e.post(operator, "Check the lexer", tt.mode)
 			got := e.finished(task.ID)
@@ -159,6 +189,12 @@ func TestSessionWorkerDelivers(t *testing.T) {
 			if got.Status != relay.StatusCompleted {
 				t.Fatalf("status = %s (%q), want completed", got.Status, r.Message)
 			}
+			logged := tt.logged
+			if logged == "" {
+				logged = "completed"
+			}
+			want := fmt.Sprintf(`msg="worker run %s" agent=%s task=%s`, logged, builder, task.ID)
+			waitFor(t, "the run's outcome in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), want) })
 			for _, s := range tt.has {
 				if !strings.Contains(r.Result, s) {
 					t.Errorf("result %q lacks %q", r.Result, s)
@@ -327,5 +363,44 @@ func TestSessionWorkerTakesOnlyItsSessionsTasks(t *testing.T) {
 	}
 	if got := e.task(other.ID); got.Status != relay.StatusQueued {
 		t.Fatalf("the task for another session is %s, want queued", got.Status)
+	}
+}
+
+// Ensures a turn that ends in the CLI's own error (Claude Code not logged
+// in: it prints the error, writes it to the transcript in the model's place
+// and exits 1) is blocked with that cause, never recovered as an answer:
+// whether its stream says it failed (no recovery is tried) or only the
+// transcript does (recovery finds the error, not an answer).
+func TestSessionTurnCLIFailure(t *testing.T) {
+	for _, mode := range []string{"sessionnologin", "sessionnologinstream"} {
+		t.Run(mode, func(t *testing.T) {
+			var log testkit.Buffer
+			e, _ := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
+			e.start()
+			task := e.post(operator, "Check the lexer", mode)
+			got := e.finished(task.ID)
+			r := lastReport(got)
+			want := "Claude-code failed without answering this task: " + notLoggedIn + " (it exited with code 1)"
+			if got.Status != relay.StatusBlocked || !strings.HasPrefix(r.Message, want) {
+				t.Fatalf("task %s with %q / %q; want blocked with %q", got.Status, r.Message, r.Result, want)
+			}
+			line := fmt.Sprintf(`msg="worker run blocked" agent=%s task=%s why="%s`, builder, task.ID, want)
+			waitFor(t, "the run's outcome in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), line) })
+			if strings.Contains(r.Message+r.Result, "Recovered") || strings.Contains(r.Message, "does not carry") {
+				t.Errorf("report %q / %q", r.Message, r.Result)
+			}
+			var steps []string
+			for _, s := range e.activity(task.ID) {
+				if s.Kind == relay.StepWarning || s.Kind == relay.StepError {
+					steps = append(steps, s.Text)
+				}
+			}
+			fromTranscript := mode == "sessionnologin"
+			if saw := strings.Contains(strings.Join(steps, "\n"), "shows the CLI's own error"); saw != fromTranscript || strings.Contains(strings.Join(steps, "\n"), "was recovered") {
+				t.Errorf("steps %q; want the transcript's error noted: %v, and no recovery", steps, fromTranscript)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/session"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -43,6 +46,8 @@ func TestSessionTurnStoppedMidTurn(t *testing.T) {
 			has: []string{worker.RecoveredLabel + ": the run was interrupted by a restart", sessionAnswered, "crosschat-req-"}},
 		{name: "slow stop, no answer yet", mode: "sessionstuckearly", slow: true, status: relay.StatusBlocked,
 			has: []string{worker.InterruptedNotResent, "requeue"}},
+		{name: "the CLI's own error in the transcript", mode: "sessionnologinhang", status: relay.StatusBlocked,
+			has: []string{"failed without answering this task: " + notLoggedIn}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, turns := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
@@ -121,21 +126,27 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 		planted    bool // the transcript is stamped an hour before the claim
 		status     relay.TaskStatus
 		has        string
+		logged     string // the outcome in the relay's log
 	}{
 		{name: "planted before the claim", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
-			planted: true, status: relay.StatusBlocked, has: worker.InterruptedNotResent},
+			planted: true, status: relay.StatusBlocked, has: worker.InterruptedNotResent, logged: "interrupted"},
 		{name: "answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
-			status: relay.StatusCompleted, has: worker.RecoveredLabel + ": the run was interrupted by a restart"},
+			status: relay.StatusCompleted, has: worker.RecoveredLabel + ": the run was interrupted by a restart", logged: "recovered"},
 		{name: "not answered", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token)},
-			status: relay.StatusBlocked, has: worker.InterruptedNotResent},
+			status: relay.StatusBlocked, has: worker.InterruptedNotResent, logged: "interrupted"},
 		{name: "the session moved on", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer half checked."),
 			claudeLine("user", "Something else, from the person."), claudeLine("assistant", "LATER-ANSWER for another prompt.")},
-			status: relay.StatusBlocked, has: "the session moved on"},
+			status: relay.StatusBlocked, has: "the session moved on", logged: "interrupted"},
+		{name: "the CLI's own error", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeError(notLoggedIn, "authentication_failed")},
+			status: relay.StatusBlocked, has: "failed without answering this task: " + notLoggedIn, logged: "blocked"},
 		{name: "an earlier claim's token", transcript: []map[string]any{claudeLine("user", "Check the lexer. "+token), claudeLine("assistant", "Lexer checked.\n"+token)},
-			otherClaim: true, status: relay.StatusQueued, has: "restarted"},
+			otherClaim: true, status: relay.StatusQueued, has: "restarted", logged: "interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, turns := sessionEnv(t, time.Hour, nil)
+			var log testkit.Buffer
+			e, turns := sessionEnv(t, time.Hour, func(_ *relay.WorkerConfig, o *worker.Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			})
 			task := e.post(operator, "Check the lexer", "session")
 			claimed, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: builder, LeaseSeconds: 600, Via: relay.ViaWorker})
 			if err != nil || claimed == nil || claimed.ID != task.ID {
@@ -175,6 +186,12 @@ func TestRecoverSettlesInterruptedTurn(t *testing.T) {
 			}
 			if tc.status == relay.StatusCompleted && !strings.Contains(r.Result, "Lexer checked.") {
 				t.Errorf("result %q lacks the recovered answer", r.Result)
+			}
+			if want := fmt.Sprintf(`msg="worker run %s" agent=%s task=%s`, tc.logged, builder, task.ID); !strings.Contains(log.String(), want) {
+				t.Errorf("the log lacks %s:\n%s", want, log.String())
+			}
+			if tc.status == relay.StatusBlocked && strings.Contains(r.Message, "Recovered") {
+				t.Errorf("blocked with %q, labelled recovered", r.Message)
 			}
 			if strings.Contains(r.Message+r.Result, "LATER-ANSWER") {
 				t.Errorf("report %q / %q holds what the session wrote for a later prompt", r.Message, r.Result)

@@ -13,12 +13,16 @@ import (
 
 // execResult is what spawning and waiting gave.
 type execResult struct {
-	setupErr   error
-	timedOut   bool
-	cancelled  bool
-	stopped    bool
-	exitCode   int
-	answer     string
+	setupErr  error
+	timedOut  bool
+	cancelled bool
+	stopped   bool
+	exitCode  int
+	answer    string
+	// failure is the CLI's own error in place of an answer: its stream's
+	// (runspec.StreamParser.Failure) or, for a recovered turn, its
+	// session's transcript's.
+	failure    string
 	stdoutTail string
 	stderrTail string
 	sessionID  string

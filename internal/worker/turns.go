@@ -62,7 +62,8 @@ func (r *runState) recordTurn(ctx context.Context, token string) error {
 // recoverTurn settles a task whose session turn a previous relay process
 // left running (it crashed or was killed): the answer the session's
 // transcript holds after the turn's request is reported, labelled as
-// recovered; without one the task is blocked as not re-sent. handled is
+// recovered; the CLI's own error there blocks the task with its cause
+// (decide); without either the task is blocked as not re-sent. handled is
 // false when the task's claim recorded no turn (a fresh run, or a turn
 // that had not started its CLI): the caller puts it back in the queue.
 func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, err error) {
@@ -77,16 +78,23 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken, claimTime(rs.ClaimedAt))
 	var moved interface{ MovedOn() bool }
 	var out outcome
+	logged := logInterrupted // not re-sent, unless the transcript tells more
 	step := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
 	switch {
+	case cliFailure(rerr) != "":
+		// The turn ended in the CLI's own error: a failure, as in a fresh
+		// run, never an answer.
+		out, logged = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), failure: cliFailure(rerr)}), logBlocked
+		step.Text = fmt.Sprintf("The relay restarted during this turn; the transcript of the session %s shows the CLI's own error after this request, so the task is blocked and was not sent again.", label)
 	case errors.As(rerr, &moved) && moved.MovedOn():
 		// A later prompt follows the request: what follows may be another
 		// turn's answer, never reported as this one's.
 		out = movedOnOutcome(label)
 		step.Text = "Stopped: " + out.message
 	case strings.TrimSpace(text) != "":
-		out = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), answer: text})
+		out, logged = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), answer: text}), logBlocked
 		if out.kind == relay.ReportCompleted {
+			logged = logRecovered
 			out = recoveredOutcome(out, whyRestart)
 			if !strings.Contains(text, rs.RequestToken) {
 				out.result += tokenNote(rs.RequestToken)
@@ -110,6 +118,7 @@ func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, 
 		Kind: out.kind, Message: out.message, Result: out.result}); err != nil {
 		return true, errors.Join(append(errs, fmt.Errorf("report the interrupted turn of %s: %w", t.ID, err))...)
 	}
+	m.logRun(logged, t.RecipientSlug, t.ID, out.message)
 	rs.RequestToken, rs.ClaimedAt = "", ""
 	if err := m.opts.Relay.SaveRunSession(ctx, rs); err != nil {
 		errs = append(errs, fmt.Errorf("clear the turn's request token: %w", err))

@@ -76,6 +76,10 @@ func TestOutcomes(t *testing.T) {
 		{"blocked answer", "block", relay.StatusBlocked, []string{"I need the API key."}, ""},
 		{"non-zero exit with the tail", "fail", relay.StatusBlocked, []string{"Harness exited with code 3 before finishing.", "Last output:", "out of memory"}, ""},
 		{"empty answer", "empty", relay.StatusBlocked, []string{"finished but gave no answer", "nothing to say"}, ""},
+		// The CLI said in its stream that it failed: blocked with its cause,
+		// even when it exits 0.
+		{"the CLI's own error", "failed", relay.StatusBlocked, []string{"Harness failed without answering this task: " + notLoggedIn}, ""},
+		{"the CLI's own error and an exit code", "failedexit", relay.StatusBlocked, []string{"Harness failed without answering this task: " + notLoggedIn + " (it exited with code 1)"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@
 // one seam, and a changed Go signature breaks `vue-tsc`.
 import * as AgentsB from "../../wailsjs/go/app/Agents";
 import * as EventsB from "../../wailsjs/go/app/Events";
+import * as InsightsB from "../../wailsjs/go/app/Insights";
 import * as InvitesB from "../../wailsjs/go/app/Invites";
 import * as MeshB from "../../wailsjs/go/app/Mesh";
 import * as OverviewB from "../../wailsjs/go/app/Overview";
@@ -66,8 +67,18 @@ export type MeshStatus = Data<app.MeshStatus>;
 export type MeshRelay = Data<mesh.RelayInfo>;
 export type MeshAgent = Data<mesh.AgentInfo>;
 export type MeshHeld = Data<mesh.HeldInfo>;
+export type MeshNameContest = Data<mesh.NameContest>;
+export type MeshKeyChange = Data<mesh.KeyChange>;
+export type NameChange = Data<relay.NameChange>;
 export type MeshSettings = Data<relay.MeshSettings>;
 export type MeshSettingsView = Data<app.MeshSettingsView> & { source: "flags" | "settings" | "none" };
+export type ActivityInsights = Data<relay.ActivityInsights>;
+export type ThroughputBucket = Data<relay.ThroughputBucket>;
+export type AgentLatency = Data<relay.AgentLatency>;
+export type OpenWork = Data<relay.OpenWork>;
+export type AgentOutcomes = Data<relay.AgentOutcomes>;
+export type ConversationTask = Data<relay.ConversationTask> & { status: TaskStatus };
+export type Conversation = Omit<Data<relay.Conversation>, "tasks"> & { tasks: ConversationTask[] };
 
 /** A relay.Change as delivered by the window or the SSE stream. "resync" asks for a snapshot reload. */
 export interface Change {
@@ -143,6 +154,16 @@ export interface Api {
   };
   overview: { info(): Promise<Info>; stats(): Promise<Stats> };
   events: { list(f: EventFilter): Promise<RelayEvent[]> };
+  /**
+   * The charts' aggregates, for a viewer tzOffsetMinutes east of UTC
+   * (-getTimezoneOffset()): the Activity page's, the Agents page's, and the
+   * whole conversation of a task.
+   */
+  insights: {
+    activity(tzOffsetMinutes: number): Promise<ActivityInsights>;
+    agents(tzOffsetMinutes: number): Promise<AgentOutcomes[]>;
+    conversation(taskId: string): Promise<Conversation>;
+  };
   settings: { get(): Promise<Settings>; update(s: Settings): Promise<Settings> };
   /** The mesh of relays over NATS (issue #11); the settings are for this computer only. */
   mesh: {
@@ -156,8 +177,15 @@ export interface Api {
      * tasks are delivered.
      */
     trust(relayId: string, fingerprint: string): Promise<MeshRelay>;
-    /** block refuses a relay (by id): what it sends is kept, never delivered. */
+    /** block refuses a relay (by id): what it sends is kept, never delivered, and its queued tasks are cancelled. */
     block(relayId: string): Promise<MeshRelay>;
+    /**
+     * giveName gives the plain name slug to relay relayId's agent of that
+     * slug (a name contest settled): the agent that had it takes its
+     * qualified name; every task, update and worker's allowed senders keep
+     * naming the agents they named.
+     */
+    giveName(slug: string, relayId: string): Promise<NameChange[]>;
   };
   system: {
     startsAtLogin(): Promise<boolean>;
@@ -236,6 +264,11 @@ export const api: Api = {
   },
   overview: { info: norm(() => OverviewB.InfoAt(reached())), stats: norm(() => OverviewB.Stats()) },
   events: { list: norm((f) => EventsB.List(f as relay.EventFilter)) },
+  insights: {
+    activity: norm((tz) => InsightsB.Activity(tz)),
+    agents: norm(async (tz) => (await InsightsB.Agents(tz)) ?? []),
+    conversation: norm((id) => InsightsB.Conversation(id) as Promise<Conversation>),
+  },
   settings: { get: norm(() => SettingsB.Get()), update: norm((s) => SettingsB.Update(s as relay.Settings)) },
   mesh: {
     status: norm(() => MeshB.Status()),
@@ -244,6 +277,7 @@ export const api: Api = {
     saveSettings: norm((s) => MeshB.SaveMeshSettings(s as relay.MeshSettings) as Promise<MeshSettingsView>),
     trust: norm((id, fingerprint) => MeshB.Trust(id, fingerprint)),
     block: norm((id) => MeshB.Block(id)),
+    giveName: norm(async (slug, id) => (await MeshB.GiveName(slug, id)) ?? []),
   },
   system: {
     startsAtLogin: norm(() => SystemB.StartsAtLogin()),

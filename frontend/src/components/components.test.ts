@@ -320,8 +320,16 @@ describe("TaskDrawer", () => {
     expect(s.api.tasks.requeue).toHaveBeenCalledWith("t1", "Granted access.");
   });
 
-  it("shows a completed task's result once, earlier results in the timeline, and related tasks", async () => {
-    const s = await withStores({ agents: [agent()] });
+  it("shows a completed task's result once, earlier results in the timeline, and its conversation", async () => {
+    const conversation = {
+      id: "p1",
+      tasks: [
+        { ...summary({ id: "p1", title: "The release", recipientSlug: "bob" }) },
+        { ...summary({ id: "t1", title: "Fix the build", senderSlug: "bob", recipientSlug: "bob", parentTaskId: "p1", hops: 1, status: "completed" as const }) },
+        { ...summary({ id: "c1", title: "Write docs", senderSlug: "bob", recipientSlug: "carol", parentTaskId: "t1", hops: 2 }) },
+      ],
+    };
+    const s = await withStores({ agents: [agent()], conversation });
     const done = task({
       status: "completed",
       reports: [report("r1", "completed", "First try.", "v1"), report("r2", "changes", "Add tests."), report("r3", "completed", "Done.", "v2 with tests")],
@@ -335,7 +343,10 @@ describe("TaskDrawer", () => {
     expect(w.find('[data-test="result"] pre').text()).toBe("v2 with tests");
     expect(w.findAll(".timeline details pre").map((p) => p.text())).toEqual(["v1"]);
     expect(w.findAll(".timeline li").map((l) => l.find(".tl-kind").text())).toEqual(["Completed", "Changes requested", "Completed"]);
-    expect(w.findAll(".rel").map((b) => b.text())).toEqual([expect.stringContaining("The release"), expect.stringContaining("Write docs → carol")]);
+    const items = w.findAll('[role="treeitem"]');
+    expect(items.map((i) => i.find(".title").text())).toEqual(["The release", "Fix the build", "Write docs"]);
+    expect(items[2]!.text()).toContain("bob → carol · hop 2");
+    expect(items[1]!.attributes("aria-current")).toBe("true");
     await w.findAll('[data-test="result"] button').find((b) => b.text() === "Request changes")!.trigger("click");
     expect(w.find("#note-input").exists()).toBe(true);
     expect(w.text()).toContain("What to change");

@@ -224,6 +224,16 @@ describe("Agents on this computer", () => {
 });
 
 describe("Agent card and worker dialog", () => {
+  it("shows an agent a stream holds as online and connected, and one whose stream closed as offline", () => {
+    const props = { now: T0, isOperator: false, work: { claimed: [], queued: 0 } };
+    const held = mount(AgentCard, { props: { ...props, agent: agent({ lastSeenAt: "2020-01-01T00:00:00.000Z", connected: true }) } });
+    expect(held.find(".presence").text()).toBe("online");
+    expect(held.find(".facts").text()).toContain("connected now");
+    const left = mount(AgentCard, { props: { ...props, agent: agent({ availability: "offline" }) } });
+    expect(left.find(".presence").text()).toBe("offline");
+    expect(left.find(".facts").text()).not.toContain("connected now");
+  });
+
   it("shows the worker line and opens the worker form", async () => {
     const w = mount(AgentCard, {
       props: {

@@ -33,3 +33,8 @@ export function when(iso: string | undefined): string {
   if (Number.isNaN(t)) return "—";
   return new Date(t).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
+
+/** A duration in ms for a chart's axis: "250ms" below a second, else as duration. */
+export function shortDuration(d: number): string {
+  return d > 0 && d < 1000 ? `${Math.round(d)}ms` : duration(d);
+}

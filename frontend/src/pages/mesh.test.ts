@@ -241,3 +241,73 @@ describe("MeshPage trust", () => {
     w.unmount();
   });
 });
+
+describe("MeshPage keeps its word", () => {
+  const contested = () =>
+    joined({
+      relays: [
+        meshRelay({ id: "a1", name: "laptop", self: true }),
+        meshRelay({ id: "b2", name: "gpu-box" }),
+        meshRelay({ id: "c3", name: "relay-a\u200b", state: "pending", previousName: "relay-c", nameIssue: "its name has an invisible character (U+200B)" }),
+      ],
+      names: [
+        { slug: "alice", holderId: "b2", holder: "gpu-box", others: [{ name: "alice@relay-c", relayId: "c3", relay: "relay-c" }] },
+        { slug: "bob", holderId: "a1", holder: "laptop", others: [{ name: "bob@gpu-box", relayId: "b2", relay: "gpu-box" }] },
+      ],
+      directoryConflicts: ["alice: also shown by …", "bob: also shown by …", "carol: the entries naming relay f00d were ignored"],
+      keyChanges: [{ relayId: "b2", relay: "gpu-box", pinned: "SHA256:pinned", shown: "SHA256:shown" }],
+      held: [
+        { msgId: "m1", relayId: "b2", relay: "gpu-box", reason: "key-change", taskId: "t-k", title: "Held", sender: "alice@gpu-box", recipient: "bee", receivedAt: iso(-1000) },
+        { msgId: "m2", relayId: "c3", relay: "relay-c", reason: "renamed", taskId: "t-r", title: "Held too", sender: "op@c3", recipient: "bee", receivedAt: iso(-1000) },
+      ],
+    });
+
+  it("shows a name contest and gives the plain name to the relay chosen", async () => {
+    const { mount: m, api } = await withStores({ mesh: contested() });
+    const w = m(MeshPage);
+    await flushPromises();
+    const alice = w.find('[data-contest="alice"]');
+    expect(alice.text()).toContain("gpu-box");
+    expect(alice.text()).toContain("alice@relay-c (relay-c)");
+    const give = alice.find('[data-test="give-name-btn"]');
+    expect(give.attributes("aria-label")).toBe("Give the name alice to the agent of relay-c");
+    await give.trigger("click");
+    await flushPromises();
+    expect(api.mesh.giveName).toHaveBeenCalledWith("alice", "c3");
+    expect(api.mesh.status).toHaveBeenCalledTimes(2);
+    // A local agent keeps its name: no button.
+    expect(w.find('[data-contest="bob"]').find("button").exists()).toBe(false);
+    expect(w.find('[data-contest="bob"]').text()).toContain("An agent of this relay");
+    // The contest lines are in the panel; only the ignored entries stay as conflicts.
+    expect(w.findAll('[data-test="mesh-dir-conflict"]').map((p) => p.text())).toEqual(["Directory conflict: carol: the entries naming relay f00d were ignored"]);
+    w.unmount();
+  });
+
+  it("shows a key change with a button for each key, and why each held envelope waits", async () => {
+    const { mount: m, api } = await withStores({ mesh: contested() });
+    const w = m(MeshPage);
+    await flushPromises();
+    const k = w.find('[data-key-change="b2"]');
+    expect(k.text()).toContain("SHA256:pinned");
+    expect(k.text()).toContain("SHA256:shown");
+    await k.find('[data-test="key-keep-btn"]').trigger("click");
+    await flushPromises();
+    expect(api.mesh.trust).toHaveBeenCalledWith("b2", "SHA256:pinned");
+    await k.find('[data-test="key-new-btn"]').trigger("click");
+    await flushPromises();
+    expect(api.mesh.trust).toHaveBeenLastCalledWith("b2", "SHA256:shown");
+    expect(w.find('[data-held="t-k"]').text()).toContain("another key");
+    expect(w.find('[data-held="t-r"]').text()).toContain("renamed itself");
+    w.unmount();
+  });
+
+  it("shows a renamed relay with both names, and why its name does not name its agents", async () => {
+    const { mount: m } = await withStores({ mesh: contested() });
+    const w = m(MeshPage);
+    await flushPromises();
+    const row = w.find('[data-relay="relay-a\u200b"]');
+    expect(row.find('[data-test="relay-renamed"]').text()).toContain("Trusted as “relay-c”");
+    expect(row.find('[data-test="relay-name-issue"]').text()).toContain("invisible character");
+    w.unmount();
+  });
+});

@@ -11,6 +11,10 @@ describe("derive", () => {
     expect(isOnline(agent({ lastSeenAt: iso(off) }), T0)).toBe(want);
   });
   it("treats unknown agents as offline", () => expect(isOnline(undefined, T0)).toBe(false));
+  it("keeps an agent a connection holds online past the window", () =>
+    expect(isOnline(agent({ lastSeenAt: iso(-3_600_000), connected: true }), T0)).toBe(true));
+  it("takes the relay's offline for an agent whose stream just closed", () =>
+    expect(isOnline(agent({ lastSeenAt: iso(-1_000), availability: "offline" }), T0)).toBe(false));
 
   it.each([
     ["blocked", summary({ status: "blocked" }), "blocked"],

@@ -3,7 +3,7 @@
 import type { Agent, Invite, Report, Task, TaskStatus, TaskSummary } from "../api";
 import { ms } from "../lib/time";
 
-/** An agent is online when it was seen within this window (as the relay says). */
+/** An agent not held by a connection is online this long after its last call (as the relay says). */
 export const ONLINE_WINDOW_MS = 2 * 60 * 1000;
 /** A queued task for an offline recipient needs attention after this long. */
 export const STALE_QUEUE_MS = 10 * 60 * 1000;
@@ -12,8 +12,16 @@ export const LEASE_WARN_MS = 2 * 60 * 1000;
 /** The Done column shows this many of the latest finished tasks. */
 export const DONE_SHOWN = 30;
 
-export function isOnline(agent: Pick<Agent, "lastSeenAt"> | undefined, now: number): boolean {
-  if (!agent) return false;
+/**
+ * isOnline follows the relay's presence: an agent a connection holds online
+ * (an open push stream, its relay's word in a mesh) stays online until a
+ * change says otherwise; one the relay calls offline (its last stream
+ * closed) is offline; any other is online for the window after its last call,
+ * which the ticking clock ends without a change from the relay.
+ */
+export function isOnline(agent: Pick<Agent, "lastSeenAt" | "availability" | "connected"> | undefined, now: number): boolean {
+  if (!agent || agent.availability !== "online") return false;
+  if (agent.connected) return true;
   const t = ms(agent.lastSeenAt);
   return !Number.isNaN(t) && now - t <= ONLINE_WINDOW_MS;
 }

@@ -10,7 +10,10 @@ export interface MeshState {
   agents: MeshAgent[];
   error: string;
   loading: boolean;
-  /** busy is the id of the relay being trusted or blocked ("" when none). */
+  /**
+   * busy is the id of the relay being trusted or blocked, or slug@relay-id
+   * of a plain name being given ("" when none).
+   */
   busy: string;
 }
 
@@ -61,10 +64,28 @@ export function createMesh(api: Api, pollMs = MESH_POLL_MS) {
     }
   }
 
+  /**
+   * giveName gives the plain name slug to relay relayId's agent of that
+   * slug, then reads the mesh again.
+   */
+  async function giveName(slug: string, relayId: string) {
+    state.busy = `${slug}@${relayId}`;
+    try {
+      await api.mesh.giveName(slug, relayId);
+      state.error = "";
+      await load();
+    } catch (e) {
+      state.error = errorMessage(e);
+    } finally {
+      state.busy = "";
+    }
+  }
+
   return {
     state,
     agentsByRelay,
     load,
+    giveName,
     trust: (relayId: string, fingerprint: string) => setTrust(relayId, true, fingerprint),
     block: (relayId: string) => setTrust(relayId, false),
     start() {
@@ -187,6 +208,10 @@ export function heldReasonText(reason: string): string {
       return "Relay blocked: never delivered";
     case "version":
       return "Newer version: read after an upgrade";
+    case "key-change":
+      return "The relay shows another key: waits until you confirm one";
+    case "renamed":
+      return "The relay renamed itself: waits until you trust it again";
     default:
       return reason;
   }

@@ -2,9 +2,12 @@
 import { vi } from "vitest";
 import type {
   ActivityEntry,
+  ActivityInsights,
   Agent,
+  AgentOutcomes,
   Api,
   Change,
+  Conversation,
   Harness,
   Invite,
   LocalInfo,
@@ -176,6 +179,10 @@ export function fakeApi(data: {
   limitsError?: Error;
   mesh?: MeshStatus;
   meshSettings?: MeshSettingsView;
+  insights?: ActivityInsights;
+  outcomes?: AgentOutcomes[];
+  /** Insights.Conversation's answer; by default the task alone. */
+  conversation?: Conversation;
 } = {}): FakeApi {
   const subs = new Set<(c: Change) => void>();
   const conn = new Set<(on: boolean) => void>();
@@ -240,6 +247,11 @@ export function fakeApi(data: {
       stats: vi.fn(async () => data.stats ?? stats()),
     },
     events: { list: vi.fn(async () => data.events ?? []) },
+    insights: {
+      activity: vi.fn(async () => data.insights ?? activityInsights()),
+      agents: vi.fn(async () => data.outcomes ?? []),
+      conversation: vi.fn(async (id: string) => data.conversation ?? { id, tasks: [{ ...taskBase({ id }), id }] }),
+    },
     settings: {
       get: vi.fn(async () => data.settings ?? { maxChainDepth: 3, workersPaused: false }),
       update: vi.fn(async (s) => s),
@@ -251,6 +263,7 @@ export function fakeApi(data: {
       saveSettings: vi.fn(async (s) => ({ saved: s, source: "none" as const, applied: false })),
       trust: vi.fn(async (id) => meshRelay({ id, state: "trusted" })),
       block: vi.fn(async (id) => meshRelay({ id, state: "blocked" })),
+      giveName: vi.fn(async (slug, id) => [{ from: `${slug}@${id}`, to: slug }]),
     },
     system: {
       startsAtLogin: vi.fn(async () => false),
@@ -279,6 +292,18 @@ export function fakeApi(data: {
   return api;
 }
 
+/** activityInsights is Insights.Activity: 24 empty hours ending at T0 unless p says otherwise. */
+export function activityInsights(p: Partial<ActivityInsights> = {}): ActivityInsights {
+  return {
+    throughput: Array.from({ length: 24 }, (_, i) => ({ start: iso((i - 23) * 3_600_000), posted: 0, completed: 0, blocked: 0 })),
+    latencySince: iso(-7 * 86_400_000),
+    latencies: [],
+    openWork: [],
+    at: iso(),
+    ...p,
+  };
+}
+
 /** meshStatus is Mesh.Status: not in a mesh unless p says otherwise. */
 export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
   return {
@@ -298,6 +323,8 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     trust: "approval",
     held: [],
     refused: {},
+    names: [],
+    keyChanges: [],
     relays: [],
     ...p,
   };

@@ -283,6 +283,8 @@ export namespace app {
 	    refused: {[key: string]: number};
 	    refusals?: string[];
 	    warnings?: string[];
+	    names: mesh.NameContest[];
+	    keyChanges: mesh.KeyChange[];
 	    relays: mesh.RelayInfo[];
 	
 	    static createFrom(source: any = {}) {
@@ -315,6 +317,8 @@ export namespace app {
 	        this.refused = source["refused"];
 	        this.refusals = source["refusals"];
 	        this.warnings = source["warnings"];
+	        this.names = this.convertValues(source["names"], mesh.NameContest);
+	        this.keyChanges = this.convertValues(source["keyChanges"], mesh.KeyChange);
 	        this.relays = this.convertValues(source["relays"], mesh.RelayInfo);
 	    }
 	
@@ -544,6 +548,7 @@ export namespace mesh {
 	
 	export class AgentInfo {
 	    slug: string;
+	    relaySlug?: string;
 	    displayName: string;
 	    modelSlug: string;
 	    capabilities: string[];
@@ -559,6 +564,7 @@ export namespace mesh {
 	    constructor(source: any = {}) {
 	        if ('string' === typeof source) source = JSON.parse(source);
 	        this.slug = source["slug"];
+	        this.relaySlug = source["relaySlug"];
 	        this.displayName = source["displayName"];
 	        this.modelSlug = source["modelSlug"];
 	        this.capabilities = source["capabilities"];
@@ -616,6 +622,79 @@ export namespace mesh {
 	        this.note = source["note"];
 	    }
 	}
+	export class KeyChange {
+	    relayId: string;
+	    relay: string;
+	    pinned: string;
+	    shown: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new KeyChange(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.pinned = source["pinned"];
+	        this.shown = source["shown"];
+	    }
+	}
+	export class NameHolder {
+	    name: string;
+	    relayId: string;
+	    relay: string;
+	    slug?: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NameHolder(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.name = source["name"];
+	        this.relayId = source["relayId"];
+	        this.relay = source["relay"];
+	        this.slug = source["slug"];
+	    }
+	}
+	export class NameContest {
+	    slug: string;
+	    holderId: string;
+	    holder: string;
+	    others: NameHolder[];
+	
+	    static createFrom(source: any = {}) {
+	        return new NameContest(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.holderId = source["holderId"];
+	        this.holder = source["holder"];
+	        this.others = this.convertValues(source["others"], NameHolder);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
 	export class RelayInfo {
 	    id: string;
 	    name: string;
@@ -630,6 +709,8 @@ export namespace mesh {
 	    fingerprint: string;
 	    newFingerprint?: string;
 	    inDirectory: boolean;
+	    previousName?: string;
+	    nameIssue?: string;
 	
 	    static createFrom(source: any = {}) {
 	        return new RelayInfo(source);
@@ -650,6 +731,8 @@ export namespace mesh {
 	        this.fingerprint = source["fingerprint"];
 	        this.newFingerprint = source["newFingerprint"];
 	        this.inDirectory = source["inDirectory"];
+	        this.previousName = source["previousName"];
+	        this.nameIssue = source["nameIssue"];
 	    }
 	}
 
@@ -717,6 +800,130 @@ export namespace relay {
 		    return a;
 		}
 	}
+	export class OpenWork {
+	    slug: string;
+	    queued: number;
+	    claimed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new OpenWork(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.queued = source["queued"];
+	        this.claimed = source["claimed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class Durations {
+	    count: number;
+	    medianMs: number;
+	    p90Ms: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new Durations(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.count = source["count"];
+	        this.medianMs = source["medianMs"];
+	        this.p90Ms = source["p90Ms"];
+	    }
+	}
+	export class AgentLatency {
+	    slug: string;
+	    claim: Durations;
+	    finish: Durations;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentLatency(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.claim = this.convertValues(source["claim"], Durations);
+	        this.finish = this.convertValues(source["finish"], Durations);
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	export class ThroughputBucket {
+	    start: string;
+	    posted: number;
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new ThroughputBucket(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.start = source["start"];
+	        this.posted = source["posted"];
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class ActivityInsights {
+	    throughput: ThroughputBucket[];
+	    latencySince: string;
+	    latencies: AgentLatency[];
+	    openWork: OpenWork[];
+	    at: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ActivityInsights(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.throughput = this.convertValues(source["throughput"], ThroughputBucket);
+	        this.latencySince = source["latencySince"];
+	        this.latencies = this.convertValues(source["latencies"], AgentLatency);
+	        this.openWork = this.convertValues(source["openWork"], OpenWork);
+	        this.at = source["at"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
 	export class OwnerSet {
 	    displayName: boolean;
 	    details: boolean;
@@ -743,6 +950,7 @@ export namespace relay {
 	    hasToken: boolean;
 	    ownerSet: OwnerSet;
 	    availability: string;
+	    connected?: boolean;
 	    relay?: string;
 	    enrolled?: boolean;
 	    retiredAt?: string;
@@ -764,6 +972,7 @@ export namespace relay {
 	        this.hasToken = source["hasToken"];
 	        this.ownerSet = this.convertValues(source["ownerSet"], OwnerSet);
 	        this.availability = source["availability"];
+	        this.connected = source["connected"];
 	        this.relay = source["relay"];
 	        this.enrolled = source["enrolled"];
 	        this.retiredAt = source["retiredAt"];
@@ -802,6 +1011,124 @@ export namespace relay {
 	    }
 	}
 	
+	export class OutcomeBucket {
+	    start: string;
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new OutcomeBucket(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.start = source["start"];
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	}
+	export class AgentOutcomes {
+	    slug: string;
+	    buckets: OutcomeBucket[];
+	    completed: number;
+	    blocked: number;
+	
+	    static createFrom(source: any = {}) {
+	        return new AgentOutcomes(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.slug = source["slug"];
+	        this.buckets = this.convertValues(source["buckets"], OutcomeBucket);
+	        this.completed = source["completed"];
+	        this.blocked = source["blocked"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
+	export class ConversationTask {
+	    id: string;
+	    parentTaskId?: string;
+	    senderSlug: string;
+	    recipientSlug: string;
+	    title: string;
+	    status: string;
+	    hops: number;
+	    createdAt: string;
+	    claimedAt?: string;
+	    updatedAt: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new ConversationTask(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.parentTaskId = source["parentTaskId"];
+	        this.senderSlug = source["senderSlug"];
+	        this.recipientSlug = source["recipientSlug"];
+	        this.title = source["title"];
+	        this.status = source["status"];
+	        this.hops = source["hops"];
+	        this.createdAt = source["createdAt"];
+	        this.claimedAt = source["claimedAt"];
+	        this.updatedAt = source["updatedAt"];
+	    }
+	}
+	export class Conversation {
+	    id: string;
+	    tasks: ConversationTask[];
+	    truncated?: boolean;
+	
+	    static createFrom(source: any = {}) {
+	        return new Conversation(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.id = source["id"];
+	        this.tasks = this.convertValues(source["tasks"], ConversationTask);
+	        this.truncated = source["truncated"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
 	export class CreateAgentInput {
 	    slug: string;
 	    displayName: string;
@@ -824,6 +1151,7 @@ export namespace relay {
 	        this.kind = source["kind"];
 	    }
 	}
+	
 	export class Event {
 	    sequence: number;
 	    recipientSlug: string;
@@ -1016,6 +1344,22 @@ export namespace relay {
 	        this.name = source["name"];
 	    }
 	}
+	export class NameChange {
+	    from: string;
+	    to: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NameChange(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.from = source["from"];
+	        this.to = source["to"];
+	    }
+	}
+	
+	
 	
 	export class ProfileUpdate {
 	    displayName?: string;
@@ -1341,6 +1685,7 @@ export namespace relay {
 	        this.limit = source["limit"];
 	    }
 	}
+	
 	
 	export class WorkerConfig {
 	    agentSlug: string;

@@ -10,6 +10,14 @@ export function Block(arg1) {
   return window['go']['app']['Mesh']['Block'](arg1);
 }
 
+export function Contests() {
+  return window['go']['app']['Mesh']['Contests']();
+}
+
+export function GiveName(arg1, arg2) {
+  return window['go']['app']['Mesh']['GiveName'](arg1, arg2);
+}
+
 export function Held() {
   return window['go']['app']['Mesh']['Held']();
 }
@@ -18,8 +26,16 @@ export function Invite() {
   return window['go']['app']['Mesh']['Invite']();
 }
 
+export function KeyChanges() {
+  return window['go']['app']['Mesh']['KeyChanges']();
+}
+
 export function MeshSettings() {
   return window['go']['app']['Mesh']['MeshSettings']();
+}
+
+export function Names() {
+  return window['go']['app']['Mesh']['Names']();
 }
 
 export function Relays() {

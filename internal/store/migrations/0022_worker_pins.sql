@@ -1,5 +1,6 @@
--- 0020 (the lead's number for it is 0021): a worker's paths pinned when
--- it is saved, and whether its runs may edit git hooks and CLI settings.
+-- 0022 (the lead gave 0021, which the charts took first): a worker's
+-- paths pinned when it is saved, and whether its runs may edit git hooks
+-- and CLI settings.
 -- pinned_paths is a JSON object: each working folder, extra
 -- folder and allowed path as configured → where it led (every symbolic
 -- link followed) when the worker was saved; a run whose path leads

@@ -1,0 +1,157 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Held envelopes: what a relay not trusted (now) sends, or an envelope of a
+// newer version, kept in the store and applied in order once it may be.
+
+// Reasons a held envelope waits.
+const (
+	HeldUntrusted = "untrusted"
+	HeldBlocked   = "blocked"
+	HeldVersion   = "version"
+	// HeldKeyChange: the relay was trusted, and the directory now shows
+	// another key; held until the operator confirms a key.
+	HeldKeyChange = "key-change"
+	// HeldRenamed: the relay was trusted under another name; held until
+	// the operator trusts it again.
+	HeldRenamed = "renamed"
+)
+
+// hold keeps an envelope in the store until its relay is trusted (or an
+// upgrade reads its version).
+func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) outcome {
+	h := relay.HeldEnvelope{MsgID: e.ID, FromRelay: e.From, Reason: reason, TaskID: c.Task.ID, Title: c.Task.Title,
+		SenderSlug: c.Task.SenderSlug, RecipientSlug: c.Task.RecipientSlug, Data: data}
+	if h.MsgID == "" {
+		h.MsgID = fmt.Sprintf("held-%d", n.now().UnixNano())
+	}
+	if len(h.Title) > 200 {
+		h.Title = h.Title[:200]
+	}
+	var refusal *relay.MeshRefusal
+	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
+		n.refuse(refusal.Reason, e.From, refusal.Detail)
+		if reason == HeldVersion {
+			return ack // unverifiable: its share is bounded, the rest refused
+		}
+		return later // signed by the relay: left in the stream, delivered again later
+	} else if err != nil {
+		n.setErr("hold envelope", err)
+		return retry
+	}
+	n.held.Add(1)
+	return ack
+}
+
+// releaseHeld applies, in order, what trusted relays sent while they were
+// pending, and what an older build held for its version.
+func (n *Node) releaseHeld(ctx context.Context, relayID string) error {
+	n.applyMu.Lock()
+	defer n.applyMu.Unlock()
+	return n.releaseHeldLocked(ctx, relayID)
+}
+
+// releaseHeldLocked is releaseHeld with applyMu held.
+func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
+	// First what relays sent while not trusted (pending, or pending again
+	// after a key change or a rename), in the order it arrived whatever
+	// the reason; then what an older build held for its version. A blocked
+	// relay's envelopes stay.
+	for _, version := range []bool{false, true} {
+		reason := ""
+		if version {
+			reason = HeldVersion
+		}
+		// Paged by seq: envelopes left held (a relay still pending, a
+		// version still unread) never stop the ones after them.
+		var last int64
+		for ctx.Err() == nil {
+			hs, err := n.opts.Store.HeldEnvelopesAfter(ctx, relayID, reason, last, 100)
+			if err != nil {
+				return err
+			}
+			for _, h := range hs {
+				last = h.Seq
+				if !version {
+					n.mu.Lock()
+					st := n.trust[h.FromRelay].State
+					n.mu.Unlock()
+					if h.Reason == HeldVersion || h.Reason == HeldBlocked || st != relay.RelayTrusted {
+						continue
+					}
+				}
+				before := n.held.Load()
+				if n.receive(h.Data, !version) != ack {
+					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
+				}
+				if n.held.Load() != before {
+					continue // held again (a version this build cannot read yet)
+				}
+				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
+					return err
+				}
+			}
+			if len(hs) < 100 {
+				break
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// Held lists the envelopes held, oldest first (at most 200).
+func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
+	hs, err := n.opts.Store.HeldEnvelopes(ctx, "", "", 200)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]HeldInfo, 0, len(hs))
+	labels := n.labelsLocked()
+	for _, h := range hs {
+		name := n.relayNameByID(h.FromRelay)
+		sender := h.SenderSlug
+		if i := strings.IndexByte(sender, '@'); i > 0 {
+			sender = sender[:i] // a relay names only its own agents
+		}
+		if sender != "" {
+			label := labels[h.FromRelay]
+			if label == "" {
+				if label = relayName(name).Label; label == "" || n.nameIssueLocked(h.FromRelay, name, labels) != "" {
+					label = h.FromRelay
+				}
+			}
+			sender += "@" + label
+		}
+		out = append(out, HeldInfo{MsgID: h.MsgID, RelayID: h.FromRelay, Relay: name, Reason: h.Reason, TaskID: h.TaskID,
+			Title: h.Title, Sender: sender, Recipient: h.RecipientSlug, ReceivedAt: h.ReceivedAt})
+	}
+	return out, nil
+}
+
+// HeldInfo is one held envelope as the Mesh page shows it.
+type HeldInfo struct {
+	MsgID   string `json:"msgId"`
+	RelayID string `json:"relayId"`
+	Relay   string `json:"relay"`
+	// Reason is untrusted (delivered when the relay is trusted), key-change
+	// or renamed (a trusted relay shows another key or name: delivered when
+	// the operator trusts it again, each envelope checked against the key
+	// then pinned), blocked (never delivered) or version (read after an
+	// upgrade).
+	Reason     string `json:"reason"`
+	TaskID     string `json:"taskId"`
+	Title      string `json:"title"`
+	Sender     string `json:"sender"`
+	Recipient  string `json:"recipient"`
+	ReceivedAt string `json:"receivedAt"`
+}

@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// The aggregates behind the dashboard's charts. Each reads a bounded window
+// of rows through an index keyed on a time (migration 0021: tasks_created,
+// reports_outcomes; and tasks_status_updated) or on the conversation, and
+// counts in SQL; TestInsightPlans holds them to those indexes and
+// BenchmarkInsights times them on 100,000 tasks.
+
+// msSQL is a stored timestamp (relay.TimeLayout) as Unix milliseconds, an
+// integer, so durations are exact.
+func msSQL(col string) string {
+	return `CAST(round(unixepoch(` + col + `, 'subsec') * 1000) AS INTEGER)`
+}
+
+// bucketsCTE is the window's buckets b(i, lo, hi): ?1 buckets of ?2
+// seconds from ?3, their bounds written as stored timestamps are, so that
+// rows are counted by comparing strings along an index, without reading a
+// date per row.
+const bucketsCTE = `WITH RECURSIVE b(i, lo, hi) AS (
+	SELECT 0, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', ?3, '+' || ?2 || ' seconds')
+	UNION ALL SELECT i + 1, hi, strftime('%Y-%m-%dT%H:%M:%fZ', hi, '+' || ?2 || ' seconds') FROM b WHERE i + 1 < ?1
+)`
+
+// windowArgs are bucketsCTE's arguments for w.
+func windowArgs(w relay.Window) []any {
+	return []any{w.Buckets, int64(w.Bucket / time.Second), relay.FormatTime(w.Start())}
+}
+
+// throughputSQL counts per bucket the tasks posted (tasks_created) and the
+// completed and blocked reports written (reports_outcomes), each a count
+// of one index range.
+const throughputSQL = bucketsCTE + `
+SELECT i,
+	(SELECT count(*) FROM tasks WHERE created_at >= lo AND created_at < hi),
+	(SELECT count(*) FROM reports WHERE (kind = 'completed' OR kind = 'blocked') AND created_at >= lo AND created_at < hi AND kind = 'completed'),
+	(SELECT count(*) FROM reports WHERE (kind = 'completed' OR kind = 'blocked') AND created_at >= lo AND created_at < hi AND kind = 'blocked')
+FROM b`
+
+// Throughput implements relay.InsightService.
+func (db *DB) Throughput(ctx context.Context, w relay.Window) ([]relay.ThroughputBucket, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]relay.ThroughputBucket, w.Buckets)
+	for i := range out {
+		out[i].Start = relay.FormatTime(w.Start().Add(time.Duration(i) * w.Bucket))
+	}
+	err := db.read(ctx, "throughput", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, throughputSQL, windowArgs(w)...)
+		if err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b, posted, completed, blocked int
+			if err := rows.Scan(&b, &posted, &completed, &blocked); err != nil {
+				return fmt.Errorf("throughput: %w", err)
+			}
+			if b >= 0 && b < len(out) {
+				out[b].Posted, out[b].Completed, out[b].Blocked = posted, completed, blocked
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// latencySQL gives, per recipient of the tasks posted in [?1, ?2)
+// (tasks_created) and claimed since, the count, median and 90th percentile
+// of the time to claim and, for the completed ones, of the time from that
+// claim to completion (a completed task's updated_at is when it was
+// completed, as Stats reads it). The percentile p of a set is its smallest
+// value whose cume_dist (the share of the set at or below it) reaches p:
+// the nearest rank. Each timestamp is parsed once (d is materialized); the
+// tasks not completed sort into a partition of their own for the finish.
+// Durations across two relays' clocks are floored at zero (the order by
+// the unfloored value is the same).
+var latencySQL = `WITH d AS MATERIALIZED (
+	SELECT recipient_slug AS slug, ` + msSQL("created_at") + ` AS posted, ` + msSQL("claimed_at") + ` AS claimed,
+		CASE WHEN status = 'completed' THEN ` + msSQL("updated_at") + ` END AS done
+	FROM tasks INDEXED BY tasks_created WHERE created_at >= ?1 AND created_at < ?2 AND claimed_at IS NOT NULL
+), ranked AS (
+	SELECT slug, max(0, claimed - posted) AS claim, max(0, done - claimed) AS finish,
+		cume_dist() OVER (PARTITION BY slug ORDER BY claimed - posted) AS cc,
+		cume_dist() OVER (PARTITION BY slug, done IS NULL ORDER BY done - claimed) AS cf
+	FROM d
+)
+SELECT slug, count(*), min(CASE WHEN cc >= 0.5 THEN claim END), min(CASE WHEN cc >= 0.9 THEN claim END),
+	count(finish), min(CASE WHEN finish IS NOT NULL AND cf >= 0.5 THEN finish END),
+	min(CASE WHEN finish IS NOT NULL AND cf >= 0.9 THEN finish END)
+FROM ranked GROUP BY slug`
+
+// Latencies implements relay.InsightService.
+func (db *DB) Latencies(ctx context.Context, since, until time.Time) ([]relay.AgentLatency, error) {
+	if !until.After(since) || until.Sub(since) > relay.MaxInsightSpan {
+		return nil, relay.Errorf(relay.EInvalidRequest, "latencies: the window must be positive and at most %s long.", relay.MaxInsightSpan)
+	}
+	var out []relay.AgentLatency
+	err := db.read(ctx, "latencies", func(tx *sql.Tx) error {
+		var err error
+		out, err = queryAll(ctx, tx, "latencies", scanLatency, latencySQL, relay.FormatTime(since), relay.FormatTime(until))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
+}
+
+func scanLatency(row rowScanner) (relay.AgentLatency, error) {
+	var (
+		a                    relay.AgentLatency
+		finishMed, finishP90 sql.NullInt64
+	)
+	err := row.Scan(&a.Slug, &a.Claim.Count, &a.Claim.MedianMs, &a.Claim.P90Ms, &a.Finish.Count, &finishMed, &finishP90)
+	a.Finish.MedianMs, a.Finish.P90Ms = finishMed.Int64, finishP90.Int64
+	return a, err
+}
+
+// openWorkSQL counts open tasks per recipient and state, each state through
+// the small index kept for it, which holds the recipient (tasks_queue,
+// tasks_leases; the planner, without statistics, would rather take
+// tasks_status_updated and read every row); blocked ones, few, through
+// tasks_status_updated.
+const openWorkSQL = `SELECT recipient_slug, 0, count(*) FROM tasks INDEXED BY tasks_queue WHERE status = 'queued' GROUP BY recipient_slug
+UNION ALL SELECT recipient_slug, 1, count(*) FROM tasks INDEXED BY tasks_leases WHERE status = 'claimed' GROUP BY recipient_slug
+UNION ALL SELECT recipient_slug, 2, count(*) FROM tasks WHERE status = 'blocked' GROUP BY recipient_slug`
+
+// OpenWork implements relay.InsightService.
+func (db *DB) OpenWork(ctx context.Context) ([]relay.OpenWork, error) {
+	bySlug := map[string]*relay.OpenWork{}
+	err := db.read(ctx, "open work", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, openWorkSQL)
+		if err != nil {
+			return fmt.Errorf("open work: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				slug     string
+				state, n int
+			)
+			if err := rows.Scan(&slug, &state, &n); err != nil {
+				return fmt.Errorf("open work: %w", err)
+			}
+			w := bySlug[slug]
+			if w == nil {
+				w = &relay.OpenWork{Slug: slug}
+				bySlug[slug] = w
+			}
+			switch state {
+			case 0:
+				w.Queued = n
+			case 1:
+				w.Claimed = n
+			default:
+				w.Blocked = n
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("open work: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]relay.OpenWork, 0, len(bySlug))
+	for _, w := range bySlug {
+		out = append(out, *w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
+}
+
+// outcomesSQL counts per recipient and bucket the tasks that ended
+// completed or blocked in it and are so still: a completed or blocked
+// task's updated_at is when it ended (tasks_status_updated).
+const outcomesSQL = bucketsCTE + `, ended AS (
+	SELECT recipient_slug AS slug, 0 AS blocked, updated_at AS at FROM tasks
+	WHERE status = 'completed' AND updated_at >= ?3 AND updated_at < ?4
+	UNION ALL SELECT recipient_slug, 1, updated_at FROM tasks
+	WHERE status = 'blocked' AND updated_at >= ?3 AND updated_at < ?4
+)
+SELECT slug, i, sum(blocked = 0), sum(blocked) FROM ended JOIN b ON at >= lo AND at < hi GROUP BY slug, i`
+
+// Outcomes implements relay.InsightService.
+func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcomes, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	bySlug := map[string]*relay.AgentOutcomes{}
+	err := db.read(ctx, "outcomes", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, outcomesSQL, append(windowArgs(w), relay.FormatTime(w.End))...)
+		if err != nil {
+			return fmt.Errorf("outcomes: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				slug                  string
+				b, completed, blocked int
+			)
+			if err := rows.Scan(&slug, &b, &completed, &blocked); err != nil {
+				return fmt.Errorf("outcomes: %w", err)
+			}
+			if b < 0 || b >= w.Buckets {
+				continue
+			}
+			a := bySlug[slug]
+			if a == nil {
+				a = &relay.AgentOutcomes{Slug: slug, Buckets: make([]relay.OutcomeBucket, w.Buckets)}
+				for i := range a.Buckets {
+					a.Buckets[i].Start = relay.FormatTime(w.Start().Add(time.Duration(i) * w.Bucket))
+				}
+				bySlug[slug] = a
+			}
+			a.Buckets[b].Completed, a.Buckets[b].Blocked = completed, blocked
+			a.Completed += completed
+			a.Blocked += blocked
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("outcomes: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]relay.AgentOutcomes, 0, len(bySlug))
+	for _, a := range bySlug {
+		out = append(out, *a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
+}
+
+const conversationColumns = `id, parent_task_id, sender_slug, recipient_slug, title, status, hops, created_at, claimed_at, updated_at`
+
+// conversationSQL reads the task that started conversation ?1 and its
+// hand-offs (tasks_conversation), oldest first; the caller appends the
+// LIMIT.
+const conversationSQL = `SELECT ` + conversationColumns + ` FROM tasks WHERE id = ?1
+UNION ALL SELECT ` + conversationColumns + ` FROM tasks WHERE conversation_id = ?1
+ORDER BY created_at, id`
+
+// Conversation implements relay.InsightService.
+func (db *DB) Conversation(ctx context.Context, taskID string) (relay.Conversation, error) {
+	id, err := relay.TaskID("taskId", taskID)
+	if err != nil {
+		return relay.Conversation{}, err
+	}
+	var conv relay.Conversation
+	err = db.read(ctx, "conversation", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT COALESCE(conversation_id, id) FROM tasks WHERE id = ?`, id).Scan(&conv.ID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return unknownTask(id)
+		}
+		if err != nil {
+			return fmt.Errorf("conversation of %s: %w", id, err)
+		}
+		conv.Tasks, err = queryAll(ctx, tx, "conversation "+conv.ID, scanConversationTask,
+			conversationSQL+limitSQL(relay.MaxConversationTasks+1), conv.ID)
+		return err
+	})
+	if err != nil {
+		return relay.Conversation{}, err
+	}
+	if len(conv.Tasks) > relay.MaxConversationTasks {
+		conv.Tasks, conv.Truncated = conv.Tasks[:relay.MaxConversationTasks], true
+	}
+	return conv, nil
+}
+
+func scanConversationTask(row rowScanner) (relay.ConversationTask, error) {
+	var (
+		t                 relay.ConversationTask
+		status            string
+		parent, claimedAt sql.NullString
+	)
+	err := row.Scan(&t.ID, &parent, &t.SenderSlug, &t.RecipientSlug, &t.Title, &status, &t.Hops, &t.CreatedAt, &claimedAt, &t.UpdatedAt)
+	t.Status, t.ParentTaskID, t.ClaimedAt = relay.TaskStatus(status), parent.String, claimedAt.String
+	return t, err
+}

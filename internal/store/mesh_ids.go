@@ -1,0 +1,126 @@
+package store
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// Ids scoped to their relay. Another relay's task ids, parent and
+// conversation ids and report ids are its own: each is looked up as (that
+// relay, its id), so an id one relay sends never reaches a task another
+// relay (or this one) has under the same id.
+
+// peerTask finds the task relay from knows by id: the local id of the task
+// it sent here or this relay sent it, and which side of it the relay is
+// (sender or owner). found is false for a task it never told this relay of.
+func (t *tx) peerTask(from, id string) (local, side string, found bool, err error) {
+	err = t.tx.QueryRowContext(t.ctx, `SELECT task_id, side FROM mesh_task_peers WHERE relay_id = ? AND remote_id = ?`, from, id).Scan(&local, &side)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, fmt.Errorf("find task peer: %w", err)
+	}
+	return local, side, true, nil
+}
+
+// peerTaskOf is the local id of the task relay from knows as id, nil when
+// there is none (or id is "").
+func (t *tx) peerTaskOf(from, id string) (any, error) {
+	if id == "" {
+		return nil, nil
+	}
+	local, _, found, err := t.peerTask(from, id)
+	if err != nil || !found {
+		return nil, err
+	}
+	return local, nil
+}
+
+// taskExists reports whether a task here has id.
+func (t *tx) taskExists(id string) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find task %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// takenRefusal refuses a change about task id, which a task here has, from
+// a relay that is no party to it.
+func (t *tx) takenRefusal(id, from string) (*relay.MeshRefusal, error) {
+	var peer, side string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id, side FROM mesh_task_peers WHERE task_id = ?`, id).Scan(&peer, &side)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &relay.MeshRefusal{Reason: "local-task", Detail: fmt.Sprintf("task %s never crossed to relay %s", id, from)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find task peer: %w", err)
+	}
+	return &relay.MeshRefusal{Reason: side, Detail: fmt.Sprintf("task %s: only its %s relay %s may change it, not %s", id, side, peer, from)}, nil
+}
+
+// remoteConversationOf is the conversation column of a task relay from
+// sent in its conversation conv: the local task that conversation started
+// from, if from told this relay of it; conv itself if no task here has that
+// id (the conversation started on another relay); else NULL, so another
+// relay's task never joins a conversation that is not its own.
+func (t *tx) remoteConversationOf(from, conv string) (any, error) {
+	if local, err := t.peerTaskOf(from, conv); err != nil || local != nil {
+		return local, err
+	}
+	taken, err := t.taskExists(conv)
+	if err != nil || taken {
+		return nil, err
+	}
+	return conv, nil
+}
+
+// copyReports appends the reports of a remote task to local task taskID
+// that are not on its timeline yet (reportID: each is copied once).
+func (t *tx) copyReports(taskID string, reports []relay.Report) error {
+	for _, r := range reports {
+		switch r.Kind {
+		case relay.ReportProgress, relay.ReportCompleted, relay.ReportBlocked, relay.ReportChanges:
+		default:
+			continue
+		}
+		id, err := t.reportID(taskID, r.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, id, taskID, r.Kind, r.Message, nullString(r.Result), r.CreatedAt); err != nil {
+			return fmt.Errorf("copy report: %w", err)
+		}
+	}
+	return nil
+}
+
+// reportID is the id a remote report of local task taskID is stored under:
+// its own when it is a UUID no other task's report has, else a UUID made
+// from both (the same each time the report arrives).
+func (t *tx) reportID(taskID, remoteID string) (string, error) {
+	if id, err := relay.TaskID("reportId", remoteID); err == nil {
+		var owner string
+		err := t.tx.QueryRowContext(t.ctx, `SELECT task_id FROM reports WHERE id = ?`, id).Scan(&owner)
+		switch {
+		case errors.Is(err, sql.ErrNoRows), err == nil && owner == taskID:
+			return id, nil
+		case err != nil:
+			return "", fmt.Errorf("find report: %w", err)
+		}
+	}
+	sum := sha256.Sum256([]byte(taskID + "/" + remoteID))
+	h := hex.EncodeToString(sum[:16])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+}

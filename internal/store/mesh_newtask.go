@@ -1,0 +1,105 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// applyNewTask stores a task relay in.FromRelay sent, which it never told
+// this relay of before, for a local recipient, and returns its local id:
+// the sender relay's id for it, or a new one when a task here has that id
+// (another relay's, or this one's). It wakes the recipient's waiting
+// claims. A change that cannot be a new task is refused.
+func (t *tx) applyNewTask(in relay.RemoteApply) (string, error) {
+	rt := in.Change.Task
+	recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfLabel)
+	refusal, err := t.newTaskRefusal(in, recipient)
+	if err != nil {
+		return "", err
+	}
+	taken, err := t.taskExists(rt.ID)
+	if err != nil {
+		return "", err
+	}
+	if refusal != nil {
+		if taken { // a change about a task here, from a relay no party to it
+			if refusal, err = t.takenRefusal(rt.ID, in.FromRelay); err != nil {
+				return "", err
+			}
+		}
+		return "", refusal
+	}
+	sender, err := t.qualify(rt.SenderSlug, in.FromRelay, in.FromName, in.FromLabel)
+	if err != nil {
+		return "", err
+	}
+	id := rt.ID
+	if taken {
+		id = relay.NewID()
+	}
+	// Its parent and conversation count only as tasks the same relay told
+	// this one of.
+	parent, err := t.peerTaskOf(in.FromRelay, rt.ParentTaskID)
+	if err != nil {
+		return "", err
+	}
+	prio, err := relay.Priority("priority", rt.Priority)
+	if err != nil {
+		prio = relay.PriorityNormal
+	}
+	conv, hops, target := remoteConversation(rt)
+	if conv != nil {
+		if conv, err = t.remoteConversationOf(in.FromRelay, conv.(string)); err != nil {
+			return "", err
+		}
+	}
+	if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
+			created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
+		id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
+		rt.CreatedAt, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
+		return "", fmt.Errorf("insert remote task: %w", err)
+	}
+	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side, remote_id) VALUES (?, ?, 'sender', ?)`,
+		id, in.FromRelay, rt.ID); err != nil {
+		return "", fmt.Errorf("record task sender relay: %w", err)
+	}
+	if err := t.copyReports(id, rt.Reports); err != nil {
+		return "", err
+	}
+	t.wakeUp(recipient)
+	return id, nil
+}
+
+// newTaskRefusal says why a change about a task its relay never told this
+// one of cannot be a new task (nil when it can): a cancel, a requeue or a
+// closed task's state never creates one, and a task is only for an agent
+// of this relay.
+func (t *tx) newTaskRefusal(in relay.RemoteApply, recipient string) (*relay.MeshRefusal, error) {
+	rt, ev := in.Change.Task, in.Change.Event
+	if !rt.Status.Open() || ev != nil && (ev.Type == relay.EventTaskCancelled || ev.Type == relay.EventTaskRequeued) {
+		return &relay.MeshRefusal{Reason: "closed-task", Detail: fmt.Sprintf("task %s is not known here and arrived as %s, not as a new task", rt.ID, rt.Status)}, nil
+	}
+	known, err := t.isLocalAgent(recipient)
+	if err != nil || known {
+		return nil, err
+	}
+	return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}, nil
+}
+
+// remoteConversation is the conversation column (NULL when the task started
+// its own), hop count and target session column of a task another relay
+// sent, so the hand-off limit keeps counting across relays. Hops below the
+// depth are not taken; an invalid id or session name is dropped.
+func remoteConversation(rt relay.Task) (conv any, hops int, target any) {
+	if rt.ConversationID != "" && rt.ConversationID != rt.ID {
+		if id, err := relay.TaskID("conversationId", rt.ConversationID); err == nil {
+			conv = id
+		}
+	}
+	if s, err := relay.TargetSession("targetSession", rt.TargetSession); err == nil && s != "" {
+		target = s
+	}
+	return conv, max(rt.Hops, rt.Depth, 0), target
+}
