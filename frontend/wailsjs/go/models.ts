@@ -1305,6 +1305,7 @@ export namespace relay {
 	    finishedAt: string;
 	    summary: string;
 	    refused?: string[];
+	    undone?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -1318,6 +1319,7 @@ export namespace relay {
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
 	        this.refused = source["refused"];
+	        this.undone = source["undone"];
 	    }
 	}
 	export class MeshSettings {
@@ -1706,6 +1708,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1735,6 +1739,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1760,6 +1766,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1794,6 +1802,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];
