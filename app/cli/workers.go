@@ -107,6 +107,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.StringVar(&cfg.Sandbox, "sandbox", "", "on or off: confine each run to its folders (default: on for claude-code, codex and gemini, off for the others)")
 	c.fs.Var(&allow, "allow-path", "another path a sandboxed run may read (PATH) or read and write (PATH:rw), repeatable")
 	c.fs.BoolVar(&cfg.AllowUnsandboxed, "allow-unsandboxed", false, "run without the sandbox, with a warning in the run log, where the system cannot confine runs (otherwise such runs are blocked)")
+	c.fs.BoolVar(&cfg.AllowHookEdits, "allow-hook-edits", false, "let sandboxed runs change git configuration and hooks and the agent CLIs' project settings (.claude, .mcp.json, .codex, .gemini, .agents) in their folders (otherwise their changes are undone after the run)")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -153,6 +154,11 @@ func workersSet(c *command, args []string) error {
 			line += ", and " + strings.Join(st.AllowPaths, ", ")
 		}
 		fmt.Fprintln(c.stdout, line+".")
+		if st.AllowHookEdits {
+			fmt.Fprintln(c.stdout, "Runs may change git configuration and hooks and the agent CLIs' project settings in their folders (--allow-hook-edits).")
+		} else {
+			fmt.Fprintln(c.stdout, "A run's changes to git configuration and hooks and to the agent CLIs' project settings in its folders are undone after it.")
+		}
 	} else {
 		fmt.Fprintln(c.stdout, "Runs are not sandboxed: they can reach every file of yours (--sandbox on confines them).")
 	}

@@ -107,6 +107,7 @@ export function workerConfig(p: Partial<WorkerStatus> = {}): Omit<WorkerStatus, 
     sandbox: "",
     allowPaths: [],
     allowUnsandboxed: false,
+    allowHookEdits: false,
     ...p,
   };
 }

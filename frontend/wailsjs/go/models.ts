@@ -1390,6 +1390,7 @@ export namespace relay {
 	    finishedAt: string;
 	    summary: string;
 	    refused?: string[];
+	    undone?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -1403,6 +1404,7 @@ export namespace relay {
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
 	        this.refused = source["refused"];
+	        this.undone = source["undone"];
 	    }
 	}
 	export class MeshSettings {
@@ -1793,6 +1795,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1822,6 +1826,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1847,6 +1853,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1881,6 +1889,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];
