@@ -79,16 +79,11 @@ func sameStream(have, cfg jetstream.StreamConfig) bool {
 		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description
 }
 
-// safeStream reports whether a stream keeps what it holds whoever asks:
-// no message deletion, no purge, no roll-up, not sealed or mirrored away.
-func safeStream(have jetstream.StreamConfig) bool {
-	return have.DenyDelete && have.DenyPurge && !have.AllowRollup
-}
-
 // ensureStream makes the stream cfg describes: created when missing,
 // updated when it differs and mayUpdate. A differing stream it may not
 // update (a relay's own credential: the relay that embeds NATS, or the
-// cluster's operator, sets it up) is left as it is, and warn says how.
+// cluster's operator, sets it up) is left as it is, and warn says how it
+// can lose or leak what it keeps (streamRisks).
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, mayUpdate bool) (warn string, err error) {
 	for range 3 {
 		s, err := js.Stream(ctx, cfg.Name)
@@ -109,11 +104,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 			return "", nil
 		}
 		if !mayUpdate {
-			if !safeStream(have) {
-				return fmt.Sprintf("stream %s lets messages be deleted, purged or rolled up, and this relay may not change it: "+
-					"remove it for the relays to make it again (see `crosschat-relay mesh nats-config`)", cfg.Name), nil
-			}
-			return "", nil // set up by whoever may: its settings rule
+			return streamWarning(have, cfg), nil // "" when set up otherwise but safely: its settings rule
 		}
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
 			return "", fmt.Errorf("update stream %s: %w", cfg.Name, err)
