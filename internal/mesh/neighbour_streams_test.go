@@ -29,8 +29,15 @@ func configuredServer(t *testing.T, ids ...Identity) string {
 	for i, id := range ids {
 		users[i] = natsUser(id.ID, id.Name, id.PublicKey, i == 0)
 	}
+	return configuredServerWith(t, ids[0], users)
+}
+
+// configuredServerWith starts a NATS server configured with users, as
+// relay self writes them.
+func configuredServerWith(t *testing.T, self Identity, users []NATSUser) string {
+	t.Helper()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
-	body := fmt.Sprintf("listen: \"127.0.0.1:-1\"\njetstream {store_dir: %q}\n%s", t.TempDir(), natsConfigText(ids[0], users, nil))
+	body := fmt.Sprintf("listen: \"127.0.0.1:-1\"\njetstream {store_dir: %q}\n%s", t.TempDir(), natsConfigText(self, users, nil))
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
