@@ -35,6 +35,13 @@ func meshStreamConfig(replicas int) jetstream.StreamConfig {
 	}
 }
 
+// dirConsumerIdle is how long a consumer of the directory's stream may be
+// idle (no watcher listening, no pull) before the server removes it: the
+// same for every relay, so none changes the stream back and forth (a
+// stream's bound cannot be lowered below a consumer's). A variable for
+// tests.
+var dirConsumerIdle = 2 * time.Minute
+
 // dirStreamConfig is the directory bucket's stream, laid out as
 // nats.go's KeyValue expects (one value a key, direct gets), with entries
 // living 3×refresh.
@@ -56,6 +63,10 @@ func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig
 		MaxMsgsPerSubject: 1,
 		MaxMsgs:           -1,
 		MaxConsumers:      -1,
+		// Relays may make consumers here (a watch of the directory is
+		// one), durable ones too: none outlives dirConsumerIdle idle, so
+		// what a relay makes and leaves does not pile up for good.
+		ConsumerLimits: jetstream.StreamConsumerLimits{InactiveThreshold: dirConsumerIdle},
 		// Bounded: an entry is a few KiB at most (details, capabilities),
 		// so no client can fill the server's disk through the directory.
 		MaxMsgSize:  maxDirEntry,
@@ -76,7 +87,8 @@ func sameStream(have, cfg jetstream.StreamConfig) bool {
 		limit(have.MaxMsgsPerSubject) == limit(cfg.MaxMsgsPerSubject) && limit(int64(have.MaxMsgSize)) == limit(int64(cfg.MaxMsgSize)) &&
 		limit(have.MaxBytes) == limit(cfg.MaxBytes) && limit(have.MaxMsgs) == limit(cfg.MaxMsgs) &&
 		have.Duplicates == cfg.Duplicates && have.AllowDirect == cfg.AllowDirect && have.AllowRollup == cfg.AllowRollup &&
-		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description
+		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description &&
+		have.ConsumerLimits == cfg.ConsumerLimits
 }
 
 // ensureStream makes the stream cfg describes: created when missing,
