@@ -119,6 +119,12 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 			return streamWarning(have, cfg), nil // "" when set up otherwise but safely: its settings rule
 		}
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			if len(streamRisks(have, cfg)) == 0 {
+				// Safe as it is (the server refuses a bound below what a
+				// consumer made before asks, say): used as it is, not
+				// retried for ever.
+				return fmt.Sprintf("stream %s could not be brought to this relay's settings (%v); it is used as it is", cfg.Name, err), nil
+			}
 			return "", fmt.Errorf("update stream %s: %w", cfg.Name, err)
 		}
 		return "", nil

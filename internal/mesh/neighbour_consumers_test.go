@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Ensure consumers a relay makes on the directory's stream do not outlive
@@ -87,4 +89,31 @@ func TestNeighbourRemovesAWatchOfTheDirectory(t *testing.T) {
 	createAgent(t, a, "after")
 	knows(t, b, "after", "relay-a")
 	t.Logf("B saw the change %s after its watch was removed", time.Since(removed).Round(time.Second))
+}
+
+// Ensure the relay that embeds NATS starts on a directory made before the
+// bound on its consumers, though a consumer made then asks to be kept idle
+// longer than the bound (the server then refuses to change the stream):
+// it says so and uses the stream as it is, rather than retrying its setup
+// for ever.
+func TestDirectoryFromBeforeTheConsumerBound(t *testing.T) {
+	old := dirConsumerIdle
+	t.Cleanup(func() { dirConsumerIdle = old })
+	dirConsumerIdle = 0 // as an earlier version made it
+	a := startRelay(t, "relay-a", "")
+	js := jetStreamClient(t, a.node.ClientURL())
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), dirStream, jetstream.ConsumerConfig{Durable: "kept", InactiveThreshold: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	dir := a.dir
+	a.stop()
+	dirConsumerIdle = 5 * time.Second
+	a = startRelay(t, "relay-a", dir)
+	st, err := a.node.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.StreamWarning, dirStream) {
+		t.Fatalf("stream warning = %q; want it to say %s was used as it is", st.StreamWarning, dirStream)
+	}
 }
