@@ -94,11 +94,11 @@ type actionError struct {
 }
 
 func (e *actionError) Error() string {
-	last := len(e.actions) - 1
-	msg := fmt.Sprintf("%s needs %s", e.group, strings.Join(e.actions[:last], ", "))
-	if last > 0 {
-		msg += " or " + e.actions[last]
+	names := e.actions[len(e.actions)-1]
+	if n := len(e.actions); n > 1 {
+		names = strings.Join(e.actions[:n-1], ", ") + " or " + names
 	}
+	msg := fmt.Sprintf("%s needs %s", e.group, names)
 	if e.got != "" {
 		msg += fmt.Sprintf(", not %q", e.got)
 	}
