@@ -100,6 +100,9 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},
 		{[]string{"agent", "list"}, []string{`unknown command "agent"`, "Did you mean agents?", "crosschat-relay --help"}, []string{"crosschat-relay tasks"}},
 		{[]string{"mesh"}, []string{"mesh needs status", "crosschat-relay mesh trust NAME|ID"}, []string{"crosschat-relay agents"}},
+		// The flags its help calls required are asked for by name, before
+		// the relay is asked (it said "displayName: is required.").
+		{[]string{"agents", "add", "builder", "--model", "m"}, []string{"agents add needs --name and --capability", "crosschat-relay agents add SLUG --name N"}, []string{"displayName"}},
 		// A group of one action names it (it used to say "tasks needs , not").
 		{[]string{"tasks", "show", "x"}, []string{`tasks needs list, not "show"`, "crosschat-relay tasks list [--status S]"}, []string{"needs ,"}},
 		{[]string{"invites"}, []string{"invites needs create\n"}, []string{"needs \n"}},
