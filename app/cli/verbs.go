@@ -161,5 +161,15 @@ every task, update and worker's allowed senders that named either agent are rena
 with it: each keeps naming the agent it named, and a worker that allowed the old
 holder still allows it, under its new name, never the new holder.`,
 		example: "crosschat-relay mesh name alice --relay relay-c"},
-	{name: "mesh invite", summary: "the command another computer runs to join this mesh", example: "crosschat-relay mesh invite"},
+	{name: "mesh invite", summary: "the command another computer runs to join this mesh",
+		about: `With an embedded NATS server the command carries a new invite: it lets one relay in,
+once, within 24 hours, to present its own key; that relay then connects with its key
+and may use only its own subjects. The invite is no password of the server.`,
+		example: "crosschat-relay mesh invite"},
+	{name: "mesh nats-config", summary: "the NATS users of this relay and the relays it trusts, for an external cluster",
+		about: `Prints nats-server configuration: one user per relay (its key), allowed only its own
+subjects and never to delete or purge the stream, the consumers or the directory.
+Include it in the servers' configuration and reload them; --json gives the same as
+data (for user JWTs). Run it again after trusting or blocking a relay.`,
+		example: "crosschat-relay mesh nats-config > crosschat-users.conf"},
 }
