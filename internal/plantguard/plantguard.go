@@ -35,12 +35,21 @@ import (
 var settings = map[string]bool{
 	".claude": true, ".mcp.json": true, ".codex": true, ".gemini": true, ".agents": true,
 	".opencode": true, "opencode.json": true, "opencode.jsonc": true, ".cursor": true,
+	// The hook managers' configuration, whose commands the hook they
+	// install in .git/hooks runs at the user's next commit: the pre-commit
+	// framework's (a local hook's entry is any command) and lefthook's.
+	".pre-commit-config.yaml": true, ".pre-commit-config.yml": true,
+	"lefthook.yml": true, "lefthook.yaml": true, "lefthook.json": true, "lefthook.toml": true,
+	".lefthook.yml": true, ".lefthook.yaml": true, ".lefthook.json": true, ".lefthook.toml": true,
+	"lefthook-local.yml": true, "lefthook-local.yaml": true, ".lefthook-local.yml": true, ".lefthook-local.yaml": true,
+	".lefthook": true,
 }
 
 // gitKept are the entries of a repository's .git folder that are kept:
-// what git runs code from (its configuration, its hooks); the rest (objects,
-// refs, the index) is the run's to change.
-var gitKept = []string{"config", "config.worktree", "hooks"}
+// what git runs code from (its configuration, its hooks) and commondir,
+// which names the folder git reads the rest of the configuration and the
+// hooks from; the rest (objects, refs, the index) is the run's to change.
+var gitKept = []string{"config", "config.worktree", "hooks", "commondir"}
 
 // Bounds of a snapshot: entries walked in a folder (past them the rest of
 // the folder is not checked, which Restore says), and bytes of the files
@@ -61,6 +70,10 @@ type entry struct {
 	data []byte
 	link string
 	id   fileID
+	// unread: recorded after the run without its content (one that
+	// could not be read, or whose size differs from what was kept), so
+	// it differs.
+	unread bool
 }
 
 // Snapshot is what a folder's kept entries were before a run.
@@ -70,10 +83,25 @@ type Snapshot struct {
 	// relative to the folder (slash-separated).
 	entries map[string]entry
 	// roots are the paths each checked as a whole: every .git, the kept
-	// entries of a .git folder, every settings entry.
+	// entries of a repository folder, every settings entry, what those
+	// name or link to in the folder; deep tells, for each, whether
+	// everything under it was recorded too.
 	roots []string
+	deep  map[string]bool
+	// gitDirs are the repository folders found (.git folders, the
+	// repositories of submodules and worktrees, and any other folder git
+	// takes for one).
+	gitDirs map[string]bool
+	// large are the roots too large to record after the run (undone
+	// whole).
+	large map[string]bool
 	// partial: the walk stopped at maxWalked entries.
 	partial bool
+}
+
+// newSnapshot is an empty snapshot of folder.
+func newSnapshot(folder string) *Snapshot {
+	return &Snapshot{folder: folder, entries: map[string]entry{}, deep: map[string]bool{}, gitDirs: map[string]bool{}, large: map[string]bool{}}
 }
 
 // Take records the kept entries of folder, wherever they are in it (a
@@ -84,7 +112,7 @@ func Take(folder string) (*Snapshot, error) {
 		return nil, fmt.Errorf("open %s: %w", folder, err)
 	}
 	defer root.Close()
-	s := &Snapshot{folder: folder, entries: map[string]entry{}}
+	s := newSnapshot(folder)
 	w := walker{root: root}
 	if err := w.walk(".", s); err != nil {
 		return nil, err
@@ -122,11 +150,11 @@ func (s *Snapshot) Restore() (undone []Change, partial bool, err error) {
 		return nil, s.partial, fmt.Errorf("open %s: %w", s.folder, err)
 	}
 	defer root.Close()
-	now := &Snapshot{folder: s.folder, entries: map[string]entry{}}
+	now := newSnapshot(s.folder)
 	w := walker{root: root}
-	// What is there now (no bound on bytes: a change to undo is found
-	// whatever its size).
-	if err := w.walkAfter(".", now); err != nil {
+	// What is there now: read only to compare with what was kept, and
+	// every root kept before, wherever the walk stopped.
+	if err := w.walkAfter(".", now, s); err != nil {
 		return nil, s.partial, err
 	}
 	u := undoer{root: root, before: s, now: now}
@@ -174,11 +202,11 @@ func (u *undoer) differs(p string) bool {
 	for k := range keys {
 		a, inA := u.before.entries[k]
 		b, inB := u.now.entries[k]
-		if inA != inB || a.typ != b.typ || a.perm != b.perm || a.link != b.link || !bytes.Equal(a.data, b.data) {
+		if inA != inB || a.typ != b.typ || a.perm != b.perm || a.link != b.link || !bytes.Equal(a.data, b.data) || a.unread || b.unread {
 			return true
 		}
 	}
-	return false
+	return u.now.large[p]
 }
 
 // undo undoes the changes at root r, when there are.
