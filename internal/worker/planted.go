@@ -34,7 +34,7 @@ func (r *runState) guardFolders(workdir string, extra []string) (guard, error) {
 	folders := append([]string{workdir}, extra...)
 	for _, a := range r.cfg.AllowPaths {
 		if p, rw := relay.CutAllowPath(a); rw {
-			if real := realdir.Pin(p); isDir(real) {
+			if real, ok := r.allowed[p]; ok && isDir(real) {
 				folders = append(folders, real)
 			}
 		}

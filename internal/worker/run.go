@@ -60,6 +60,10 @@ type runState struct {
 	// workdir is the working folder as it resolves, checked (folders):
 	// the CLI starts in it.
 	workdir string
+	// allowed maps each allowed path, as configured, to where it led when
+	// folders checked it: the sandbox and the plant guard take those, and
+	// resolve none again.
+	allowed map[string]string
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
