@@ -35,9 +35,9 @@ func TestCheckedPathSwappedBeforeWrap(t *testing.T) {
 				}
 			}
 			req := runspec.SandboxRequest{
-				Config: relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: []string{cache + ":rw"}},
+				Config:  relay.WorkerConfig{Harness: "custom", Sandbox: relay.SandboxOn, AllowPaths: []string{cache + ":rw"}},
 				Program: "/bin/sh", Args: []string{"-c", try + `try read-key cat "$SSH/id_ed25519"; try write-key sh -c 'echo x >> "$SSH/authorized_keys"'`},
-				Env:     []string{"HOME=" + home, "PATH=/usr/bin:/bin", "SSH=" + ssh}, Workdir: sub, RunDir: run,
+				Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin", "SSH=" + ssh}, Workdir: sub, RunDir: run,
 				Resolved: map[string]string{cache: cache},
 			}
 			// What a process of another run does after this run's check.
