@@ -239,6 +239,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		r.endRun(&res)
 		return res
 	}
+	defer r.w.m.guarded.release(kept) // undoPlanted releases them, unless the run ends before
 	if r.cfg.AnySession && r.task.TargetSession != "" {
 		if err := r.pickSession(); err != nil {
 			res.out = fail(err)
