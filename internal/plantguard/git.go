@@ -74,10 +74,10 @@ func (u *undoer) undoGit(r string) (*Change, error) {
 // nothing of which was kept, or another folder git takes for a
 // repository's (isGitDir) that was not one before.
 func (u *undoer) newGitDir(dir string) bool {
-	if u.now.gitDirs[dir] && !u.before.gitDirs[dir] && path.Base(dir) != ".git" {
+	if u.now.gitDirs[dir] && !u.before.gitDirs[dir] && !isGitName(path.Base(dir)) {
 		return true
 	}
-	if !strings.Contains("/"+dir+"/", "/.git/") {
+	if !strings.Contains(strings.ToLower("/"+dir+"/"), "/.git/") {
 		return false
 	}
 	for k := range u.before.entries {

@@ -45,6 +45,13 @@ var settings = map[string]bool{
 	".lefthook": true,
 }
 
+// isSettings and isGitName tell the kept names whatever their case: on a
+// file system that ignores case (macOS's by default) .Claude is .claude
+// and .GIT is .git to the programs that read them.
+func isSettings(name string) bool { return settings[strings.ToLower(name)] }
+
+func isGitName(name string) bool { return strings.EqualFold(name, ".git") }
+
 // gitKept are the entries of a repository's .git folder that are kept:
 // what git runs code from (its configuration, its hooks) and commondir,
 // which names the folder git reads the rest of the configuration and the
@@ -211,7 +218,7 @@ func (u *undoer) differs(p string) bool {
 
 // undo undoes the changes at root r, when there are.
 func (u *undoer) undo(r string) (*Change, error) {
-	if path.Base(r) == ".git" {
+	if isGitName(path.Base(r)) {
 		return u.undoGit(r)
 	}
 	if !u.differs(r) {

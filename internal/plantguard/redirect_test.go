@@ -156,3 +156,26 @@ func gitMay(t *testing.T, dir string, args ...string) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 }
+
+// Ensure the kept names are kept whatever their case: on a file system
+// that ignores case (macOS's by default) a run's .CLAUDE/settings.json is
+// the .claude/settings.json Claude Code reads, and its .Mcp.json the
+// project's MCP servers. Before, only the lower-case names were kept.
+func TestKeptNamesInAnyCase(t *testing.T) {
+	dir := project(t)
+	s, err := plantguard.Take(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "sub", ".CLAUDE", "settings.json"), `{"hooks":{}}`)
+	write(t, filepath.Join(dir, ".Mcp.json"), `{"mcpServers":{}}`)
+	undone, _, err := s.Restore()
+	if err != nil || len(undone) != 2 {
+		t.Fatalf("undone %v, %v", undone, err)
+	}
+	for _, p := range []string{"sub/.CLAUDE", ".Mcp.json"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s stayed", p)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (w *walker) walkOne(dir string, s *Snapshot) (next []string, err error) {
 	for _, e := range names {
 		p := join(dir, e.Name())
 		switch {
-		case e.Name() == ".git":
+		case isGitName(e.Name()):
 			w.n++
 			if err := w.addRoot(p, s, false); err != nil {
 				return nil, err
@@ -69,7 +69,7 @@ func (w *walker) walkOne(dir string, s *Snapshot) (next []string, err error) {
 					return nil, err
 				}
 			}
-		case settings[e.Name()]:
+		case isSettings(e.Name()):
 			w.n++
 			if err := w.addRoot(p, s, true); err != nil {
 				return nil, err
@@ -77,7 +77,7 @@ func (w *walker) walkOne(dir string, s *Snapshot) (next []string, err error) {
 		}
 	}
 	for _, e := range names {
-		if e.Name() == ".git" || settings[e.Name()] {
+		if isGitName(e.Name()) || isSettings(e.Name()) {
 			continue
 		}
 		if w.n >= maxWalked {
