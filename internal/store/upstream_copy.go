@@ -100,6 +100,9 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 	if err := backfill(ctx, tx); err != nil {
 		return err
 	}
+	if res.OpenTasks, err = openTasks(ctx, tx); err != nil {
+		return err
+	}
 	if has["workers.agent_slug"] {
 		if err := copyWorkers(ctx, tx, col, opts, res); err != nil {
 			return err
@@ -170,6 +173,28 @@ func copyWorkers(ctx context.Context, tx *sql.Tx, col func(t, n, f string) strin
 	res.Workers = keep
 	res.Counts["workers"] = len(keep)
 	return nil
+}
+
+// openTasks counts, per recipient, the imported tasks that are queued or
+// claimed (a claim's lease ends and the task is run again).
+func openTasks(ctx context.Context, tx *sql.Tx) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT recipient_slug, count(*) FROM main.tasks WHERE status IN ('queued', 'claimed') GROUP BY recipient_slug`)
+	if err != nil {
+		return nil, fmt.Errorf("count the open tasks: %w", err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var slug string
+		var n int
+		if err := rows.Scan(&slug, &n); err != nil {
+			return nil, errors.Join(fmt.Errorf("count the open tasks: %w", err), rows.Close())
+		}
+		out[slug] = n
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("count the open tasks: %w", err)
+	}
+	return out, nil
 }
 
 // chainLimits lists, for SQL, the hand-off limits the relay takes
