@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -142,7 +143,7 @@ func (u *undoer) find(dir, r string, id fileID) string {
 	if id == (fileID{}) {
 		return ""
 	}
-	f, err := u.root.Open(dir)
+	f, err := u.root.OpenFile(dir, os.O_RDONLY|openDirectory|openNonBlock, 0)
 	if err != nil {
 		return ""
 	}

@@ -294,7 +294,7 @@ func (u *undoer) remove(p string) error {
 	}
 	if fi.IsDir() {
 		_ = u.root.Chmod(p, 0o700)
-		if f, err := u.root.Open(p); err == nil {
+		if f, err := u.root.OpenFile(p, os.O_RDONLY|openDirectory|openNonBlock, 0); err == nil {
 			names, _ := f.ReadDir(-1)
 			f.Close()
 			for _, n := range names {
