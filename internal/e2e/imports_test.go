@@ -24,6 +24,8 @@ var homes = map[string]string{
 	"golang.org/x/sys/windows/registry": "internal/desktop",
 	"github.com/nats-io/nats.go":        "internal/mesh",
 	"github.com/nats-io/nats-server":    "internal/mesh",
+	"github.com/nats-io/nkeys":          "internal/mesh",
+	"golang.org/x/crypto/bcrypt":        "internal/mesh",
 	"golang.org/x/text":                 "internal/mesh",
 	"github.com/godbus/dbus":            "internal/desktop",
 	"fyne.io/systray":                   "internal/desktop",

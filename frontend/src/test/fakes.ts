@@ -321,6 +321,8 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     duplicates: 0,
     failures: 0,
     trust: "approval",
+    credential: { checked: false },
+    strict: false,
     held: [],
     refused: {},
     names: [],
@@ -349,5 +351,5 @@ export function meshRelay(p: Partial<MeshRelay> = {}): MeshRelay {
 }
 
 export function meshSettings(p: Partial<MeshSettingsView["saved"]> = {}): MeshSettingsView["saved"] {
-  return { urls: [], creds: "", nkey: "", tlsCa: "", embed: "", name: "", ...p };
+  return { urls: [], creds: "", nkey: "", tlsCa: "", embed: "", name: "", strict: false, ...p };
 }
