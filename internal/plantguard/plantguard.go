@@ -86,6 +86,8 @@ type entry struct {
 // Snapshot is what a folder's kept entries were before a run.
 type Snapshot struct {
 	folder string
+	// id is the folder's identity: the restore undoes that folder only.
+	id fileID
 	// entries are the kept entries and everything under them, by path
 	// relative to the folder (slash-separated).
 	entries map[string]entry
@@ -114,12 +116,13 @@ func newSnapshot(folder string) *Snapshot {
 // Take records the kept entries of folder, wherever they are in it (a
 // walk of at most maxWalked entries, following no link).
 func Take(folder string) (*Snapshot, error) {
-	root, err := os.OpenRoot(folder)
+	root, id, err := openFolder(folder)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", folder, err)
+		return nil, err
 	}
 	defer root.Close()
 	s := newSnapshot(folder)
+	s.id = id
 	w := walker{root: root}
 	if err := w.walk(".", s); err != nil {
 		return nil, err
@@ -129,6 +132,28 @@ func Take(folder string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: %w (%d MiB)", folder, ErrTooLarge, w.bytes>>20)
 	}
 	return s, nil
+}
+
+// openFolder opens folder as an os.Root, and returns the folder's
+// identity, when it is a real folder reached through no link: the very
+// folder the worker checked and gave the run, never what a process put
+// in its place (a link to the home folder would have the home's own
+// .claude and .git undone to the project's).
+func openFolder(folder string) (*os.Root, fileID, error) {
+	id, err := folderID(folder)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("open %s: %w", folder, err)
+	}
+	root, err := os.OpenRoot(folder)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("open %s: %w", folder, err)
+	}
+	fi, err := root.Stat(".")
+	if err != nil || idOf(fi) != id {
+		root.Close()
+		return nil, fileID{}, fmt.Errorf("open %s: it changed as it was opened", folder)
+	}
+	return root, id, nil
 }
 
 // Change is one kept entry a run changed, and what undoing it did.
@@ -152,9 +177,14 @@ func (c Change) String() string { return c.Path + " (" + c.What + ")" }
 // was checked only in part (past maxWalked entries); an error says what
 // could not be undone.
 func (s *Snapshot) Restore() (undone []Change, partial bool, err error) {
-	root, err := os.OpenRoot(s.folder)
+	root, id, err := openFolder(s.folder)
+	if err == nil && id != s.id {
+		root.Close()
+		err = fmt.Errorf("%s is another folder than the one kept", s.folder)
+	}
 	if err != nil {
-		return nil, s.partial, fmt.Errorf("open %s: %w", s.folder, err)
+		return nil, s.partial, fmt.Errorf("%w; it was replaced during the run (by a process that may write the folder "+
+			"holding it), so nothing was undone there: check its git configuration and agent settings before you use them", err)
 	}
 	defer root.Close()
 	now := newSnapshot(s.folder)
