@@ -82,59 +82,6 @@ func (db *DB) Throughput(ctx context.Context, w relay.Window) ([]relay.Throughpu
 	return out, nil
 }
 
-// latencySQL gives, per recipient of the tasks posted in [?1, ?2)
-// (tasks_created) and claimed since, the count, median and 90th percentile
-// of the time to claim and, for the completed ones, of the time from that
-// claim to completion (a completed task's updated_at is when it was
-// completed, as Stats reads it). The percentile p of a set is its smallest
-// value whose cume_dist (the share of the set at or below it) reaches p:
-// the nearest rank. Each timestamp is parsed once (d is materialized); the
-// tasks not completed sort into a partition of their own for the finish.
-// Durations across two relays' clocks are floored at zero (the order by
-// the unfloored value is the same).
-var latencySQL = `WITH d AS MATERIALIZED (
-	SELECT recipient_slug AS slug, ` + msSQL("created_at") + ` AS posted, ` + msSQL("claimed_at") + ` AS claimed,
-		CASE WHEN status = 'completed' THEN ` + msSQL("updated_at") + ` END AS done
-	FROM tasks INDEXED BY tasks_created WHERE created_at >= ?1 AND created_at < ?2 AND claimed_at IS NOT NULL
-), ranked AS (
-	SELECT slug, max(0, claimed - posted) AS claim, max(0, done - claimed) AS finish,
-		cume_dist() OVER (PARTITION BY slug ORDER BY claimed - posted) AS cc,
-		cume_dist() OVER (PARTITION BY slug, done IS NULL ORDER BY done - claimed) AS cf
-	FROM d
-)
-SELECT slug, count(*), min(CASE WHEN cc >= 0.5 THEN claim END), min(CASE WHEN cc >= 0.9 THEN claim END),
-	count(finish), min(CASE WHEN finish IS NOT NULL AND cf >= 0.5 THEN finish END),
-	min(CASE WHEN finish IS NOT NULL AND cf >= 0.9 THEN finish END)
-FROM ranked GROUP BY slug`
-
-// Latencies implements relay.InsightService.
-func (db *DB) Latencies(ctx context.Context, since, until time.Time) ([]relay.AgentLatency, error) {
-	if !until.After(since) || until.Sub(since) > relay.MaxInsightSpan {
-		return nil, relay.Errorf(relay.EInvalidRequest, "latencies: the window must be positive and at most %s long.", relay.MaxInsightSpan)
-	}
-	var out []relay.AgentLatency
-	err := db.read(ctx, "latencies", func(tx *sql.Tx) error {
-		var err error
-		out, err = queryAll(ctx, tx, "latencies", scanLatency, latencySQL, relay.FormatTime(since), relay.FormatTime(until))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
-	return out, nil
-}
-
-func scanLatency(row rowScanner) (relay.AgentLatency, error) {
-	var (
-		a                    relay.AgentLatency
-		finishMed, finishP90 sql.NullInt64
-	)
-	err := row.Scan(&a.Slug, &a.Claim.Count, &a.Claim.MedianMs, &a.Claim.P90Ms, &a.Finish.Count, &finishMed, &finishP90)
-	a.Finish.MedianMs, a.Finish.P90Ms = finishMed.Int64, finishP90.Int64
-	return a, err
-}
-
 // openWorkSQL counts open tasks per recipient and state, each state through
 // the small index kept for it, which holds the recipient (tasks_queue,
 // tasks_leases; the planner, without statistics, would rather take
