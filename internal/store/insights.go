@@ -140,14 +140,15 @@ func (db *DB) OpenWork(ctx context.Context) ([]relay.OpenWork, error) {
 
 // outcomesSQL counts per recipient and bucket the tasks that ended
 // completed or blocked in it and are so still: a completed or blocked
-// task's updated_at is when it ended (tasks_status_updated).
-const outcomesSQL = bucketsCTE + `, ended AS (
-	SELECT recipient_slug AS slug, 0 AS blocked, updated_at AS at FROM tasks
-	WHERE status = 'completed' AND updated_at >= ?3 AND updated_at < ?4
-	UNION ALL SELECT recipient_slug, 1, updated_at FROM tasks
-	WHERE status = 'blocked' AND updated_at >= ?3 AND updated_at < ?4
-)
-SELECT slug, i, sum(blocked = 0), sum(blocked) FROM ended JOIN b ON at >= lo AND at < hi GROUP BY slug, i`
+// task's updated_at is when it ended (tasks_status_updated). The buckets
+// drive the join (CROSS JOIN keeps them outside), so that each reads its
+// own range of the index rather than every task being compared with every
+// bucket.
+const outcomesSQL = bucketsCTE + `
+SELECT recipient_slug, i, sum(status = 'completed'), sum(status = 'blocked')
+FROM b CROSS JOIN tasks
+WHERE status IN ('completed', 'blocked') AND updated_at >= lo AND updated_at < hi
+GROUP BY recipient_slug, i`
 
 // Outcomes implements relay.InsightService.
 func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcomes, error) {
@@ -156,7 +157,7 @@ func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcom
 	}
 	bySlug := map[string]*relay.AgentOutcomes{}
 	err := db.read(ctx, "outcomes", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, outcomesSQL, append(windowArgs(w), relay.FormatTime(w.End))...)
+		rows, err := tx.QueryContext(ctx, outcomesSQL, windowArgs(w)...)
 		if err != nil {
 			return fmt.Errorf("outcomes: %w", err)
 		}
