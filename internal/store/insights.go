@@ -14,7 +14,8 @@ import (
 // The aggregates behind the dashboard's charts. Each reads a bounded window
 // of rows through an index keyed on a time (migration 0021: tasks_created,
 // reports_outcomes; and tasks_status_updated) or on the conversation, and
-// counts in SQL; TestInsightPlans holds them to those indexes and
+// counts in SQL (the latencies' percentiles are picked in Go:
+// insights_latency.go); TestInsightPlans holds them to those indexes and
 // BenchmarkInsights times them on 100,000 tasks.
 
 // msSQL is a stored timestamp (relay.TimeLayout) as Unix milliseconds, an
