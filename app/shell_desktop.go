@@ -101,8 +101,8 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 // without hardware acceleration, as Wails has it when given no Linux
 // options: WebviewGpuPolicy's zero value is Always, under which WebKitGTK
 // (2.50, under Xvfb) left chart canvases of the Activity page blank in
-// most starts, drawn but never composited into the window (.ci/gui.sh
-// checks the screen at the charts' places).
+// about half of the starts, drawn but not composited into the window
+// (.ci/gui.sh checks the screen at the charts' places).
 func linuxOptions(icon []byte) *linux.Options {
 	return &linux.Options{Icon: icon, ProgramName: "crosschat-relay", WebviewGpuPolicy: linux.WebviewGpuPolicyNever}
 }
