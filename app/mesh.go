@@ -51,6 +51,7 @@ func joinMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, er
 		// The NATS account is the boundary only when the operator says so.
 		TrustAccount: cfg.Mesh.Trust == config.TrustAccount,
 		EmbedOpen:    cfg.Mesh.EmbedOpen,
+		Strict:       cfg.Mesh.Strict,
 		Store:        db,
 		Changes:      db.Subscribe,
 		Logger:       log,
@@ -166,7 +167,8 @@ func (m *Mesh) setTrust(nameOrID, state, fingerprint string) (mesh.RelayInfo, er
 	return node.SetTrust(ctx, nameOrID, state, fingerprint)
 }
 
-// Invite returns the command another computer runs to join this mesh.
+// Invite returns the command another computer runs to join this mesh: with
+// an embedded server, a new single-use invite (no password of the server).
 func (m *Mesh) Invite() (mesh.Invite, error) {
 	node, _, err := m.get()
 	if err != nil {
@@ -175,7 +177,7 @@ func (m *Mesh) Invite() (mesh.Invite, error) {
 	if node == nil {
 		return mesh.Invite{}, errNoMesh
 	}
-	return node.Invite(), nil
+	return node.Invite()
 }
 
 // Held lists the envelopes this relay keeps without applying them: tasks of

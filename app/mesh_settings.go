@@ -55,6 +55,7 @@ func meshFromSettings(ctx context.Context, cfg config.Config, st meshSettingsSto
 	}
 	cfg.Mesh.URLs, cfg.Mesh.Creds, cfg.Mesh.NKey, cfg.Mesh.TLSCA = s.URLs, s.Creds, s.NKey, s.TLSCA
 	cfg.Mesh.Embed, cfg.Mesh.Name = s.Embed, s.Name
+	cfg.Mesh.Strict = cfg.Mesh.Strict || s.Strict
 	return cfg, s, nil
 }
 

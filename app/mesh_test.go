@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +25,29 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
+// embedding maps the NATS address of each relay a test started embedding
+// NATS to that relay (see ownInvite).
+var embedding sync.Map
+
+// ownInvite gives each relay a test starts an invite of its own: the URL of
+// an invite of a relay the test started is replaced by a new invite of that
+// relay, as its operator would run `mesh invite` once per relay (an invite
+// lets one relay in, once).
+func ownInvite(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.User.Username() != "crosschat" {
+		return raw
+	}
+	v, ok := embedding.Load(u.Host)
+	if !ok {
+		return raw
+	}
+	inv, err := v.(*app.Relay).Services.Mesh.Invite()
+	noErr(t, err)
+	return inv.URL
+}
+
 // startMeshRelay starts a relay in a mesh: embedding NATS when urls is empty.
 func startMeshRelay(t *testing.T, name string, urls ...string) *app.Relay {
 	t.Helper()
@@ -33,6 +59,10 @@ func startMeshRelayWith(t *testing.T, opts app.StartOptions, name string, urls .
 	t.Helper()
 	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
 	cfg.OperatorSlug = "operator-" + name
+	urls = slices.Clone(urls)
+	for i := range urls {
+		urls[i] = ownInvite(t, urls[i])
+	}
 	cfg.Mesh = config.Mesh{URLs: urls, Name: name, Replicas: 1}
 	if len(urls) == 0 {
 		cfg.Mesh.Embed = "127.0.0.1:-1"
@@ -42,6 +72,12 @@ func startMeshRelayWith(t *testing.T, opts app.StartOptions, name string, urls .
 		st, err := r.Services.Mesh.Status()
 		return err == nil && st.Ready
 	}, name+" joined the mesh")
+	if st, err := r.Services.Mesh.Status(); err == nil && st.Embedded != "" {
+		if u, err := url.Parse(st.Embedded); err == nil {
+			embedding.Store(u.Host, r)
+			t.Cleanup(func() { embedding.CompareAndDelete(u.Host, r) })
+		}
+	}
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,7 +155,9 @@ const upstreamFixture = "../internal/store/testdata/upstream/relay.db"
 
 // Ensure a data folder holding the upstream relay.db is refused by `serve`
 // with the import hint, imported by `import-upstream`, and that an imported
-// agent's token then works on /mcp; a second import changes nothing.
+// agent's upstream token is refused on /mcp (an import brings no
+// credential) while the new token the operator issues it works; a second
+// import changes nothing.
 func TestImportUpstreamVerb(t *testing.T) {
 	t.Setenv("CROSSCHAT_API_TOKEN", "")
 	dir := filepath.Join(t.TempDir(), "data")
@@ -174,8 +177,10 @@ func TestImportUpstreamVerb(t *testing.T) {
 		AlreadyImported bool
 		Counts          map[string]int
 		Kept            string
+		RevokedTokens   []string
 	}
-	if code != 0 || json.Unmarshal([]byte(o), &res) != nil || res.AlreadyImported || res.Counts["tasks"] != 14 || res.Counts["agents"] != 6 {
+	if code != 0 || json.Unmarshal([]byte(o), &res) != nil || res.AlreadyImported || res.Counts["tasks"] != 14 || res.Counts["agents"] != 6 ||
+		!slices.Contains(res.RevokedTokens, "builder-codex") {
 		t.Fatalf("import: %d %s %s", code, o, errs)
 	}
 	kept, err := os.ReadFile(res.Kept)
@@ -192,9 +197,13 @@ func TestImportUpstreamVerb(t *testing.T) {
 		t.Fatalf("import while running: %d %q", code, errs)
 	}
 	mcpURL := "http://" + r.Addr().String() + "/mcp"
-	who := whoami(t, mcpURL, "cca_rOZOfdd5J0DCF5O9_6IthuhGO1lLLV1ErIeF9INGFMU")
-	if !strings.Contains(who, "builder-codex") {
-		t.Fatalf("whoami with the imported token: %s", who)
+	if who := whoami(t, mcpURL, "cca_rOZOfdd5J0DCF5O9_6IthuhGO1lLLV1ErIeF9INGFMU"); who != "refused" {
+		t.Fatalf("the imported upstream token worked: %s", who)
+	}
+	fresh, err := r.Services.Agents.RotateToken("builder-codex")
+	noErr(t, err)
+	if who := whoami(t, mcpURL, fresh.Token); !strings.Contains(who, "builder-codex") {
+		t.Fatalf("whoami with the token issued after the import: %s", who)
 	}
 	if who := whoami(t, mcpURL, "cca_g7hUnGwkD-dB5VCLH0Pec5LPpdVqPlDDR4hnwX33le8"); who != "refused" {
 		t.Fatalf("a rotated-away upstream token worked: %s", who)

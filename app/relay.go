@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
 	"github.com/crosschat/crosschat-relay/internal/metrics"
@@ -167,6 +168,9 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 			ReadTimeout: web.BodyReadTime(web.DefaultMaxBodyBytes) + 10*time.Second,
 			IdleTimeout: 2 * time.Minute,
 			BaseContext: func(net.Listener) context.Context { return reqCtx },
+			// A waiting claim asks whether its caller closed the connection
+			// behind a pipelined byte (which net/http stops watching).
+			ConnContext: web.ConnContext,
 			ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
@@ -193,16 +197,19 @@ func (r *Relay) startWorkers(ctx context.Context, opts StartOptions) error {
 	if err != nil {
 		return fmt.Errorf("workers: find our own binary, which starts sandboxed runs: %w", err)
 	}
-	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes")}
+	box := sandbox.Wrapper{Self: self, Protected: []string{r.cfg.DataDir}, Homes: filepath.Join(r.cfg.DataDir, "cli-homes"),
+		Settings: harness.RunSettings}
+	pinUnpinned(ctx, r.db, r.log)
 	m, err := worker.NewManager(worker.Options{
-		Sandbox:  box.Wrap,
-		Relay:    r.db,
-		Harness:  newHarnessAdapter(),
-		Tracker:  watch.Tracker{},
-		Sessions: r.Services.Workers.turns(),
-		RunRoot:  filepath.Join(r.cfg.DataDir, "runs"),
-		MCPURL:   r.cfg.MCPURL(),
-		Logger:   r.log,
+		Protected: []string{r.cfg.DataDir},
+		Sandbox:   box.Wrap,
+		Relay:     r.db,
+		Harness:   newHarnessAdapter(),
+		Tracker:   watch.Tracker{},
+		Sessions:  r.Services.Workers.turns(),
+		RunRoot:   filepath.Join(r.cfg.DataDir, "runs"),
+		MCPURL:    r.cfg.MCPURL(),
+		Logger:    r.log,
 		OnStatus: func(s relay.WorkerStatus) {
 			r.metrics.WorkerStatus(s)
 			r.db.Publish(relay.Change{Type: relay.ChangeWorker, Worker: &s})

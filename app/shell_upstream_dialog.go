@@ -18,7 +18,8 @@ func offerImport(rt Runtime, dbPath, operator string, startErr error) (imported 
 		return false, startErr
 	}
 	msg := fmt.Sprintf("%s was written by the upstream Crosschat Relay (its schema version %d).\n\n"+
-		"Import it? Agents keep their tokens; tasks, reports, the journal, invites, settings and workers come along. "+
+		"Import it? Agents, tasks, reports, the journal, invites, settings and workers come along, but no token: "+
+		"each agent gets a new one from you, and open invites arrive revoked. "+
 		"The original file is kept unchanged beside a backup copy.", ue.Path, ue.SchemaVersion)
 	if !rt.Ask("Import from the upstream Crosschat Relay?", msg) {
 		return false, fmt.Errorf("not imported; the file was left as it was. Import later with `crosschat-relay import-upstream`")
@@ -29,6 +30,7 @@ func offerImport(rt Runtime, dbPath, operator string, startErr error) (imported 
 	}
 	msg = fmt.Sprintf("Imported %d agents, %d tasks and %d journal events.\nThe original: %s\nA backup copy: %s",
 		res.Counts["agents"], res.Counts["tasks"], res.Counts["events"], res.Kept, res.Backup)
+	msg += "\n\n" + strings.TrimSpace(ImportedCredentialsText(res))
 	if len(res.Workers) > 0 {
 		msg += "\n\n" + strings.TrimSpace(ImportedWorkersText(res.Workers))
 	}

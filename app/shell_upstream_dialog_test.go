@@ -46,8 +46,10 @@ func TestOfferImport(t *testing.T) {
 	if ok, err := offerImport(yes, db, "operator", startErr); !ok || err != nil || len(yes.infos) != 1 || !strings.Contains(yes.infos[0], "14 tasks") {
 		t.Fatalf("accepted: %v %v %q", ok, err, yes.infos)
 	}
-	// The window lists the imported worker, disabled, with what it runs.
-	for _, want := range []string{"DISABLED", "deployer-bot", "/home/dev/fixture-work/bin/fixture-worker.sh", `"--checklist" "deploy-checklist.md"`, "/home/dev/fixture-work/deploy"} {
+	// The window lists the imported worker, disabled, with what it runs,
+	// and the agents whose upstream token did not come along.
+	for _, want := range []string{"No token came along", "builder-codex, deployer-bot, researcher-gemini, tester-opencode", "Issue token",
+		"DISABLED", "deployer-bot", "/home/dev/fixture-work/bin/fixture-worker.sh", `"--checklist" "deploy-checklist.md"`, "/home/dev/fixture-work/deploy"} {
 		if !strings.Contains(yes.infos[0], want) {
 			t.Errorf("the import's message lacks %q:\n%s", want, yes.infos[0])
 		}

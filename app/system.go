@@ -252,16 +252,18 @@ var bridgeAccess = map[string]web.Access{
 	"Mesh.Agents":     web.Remote,
 	"Mesh.Relays":     web.Remote,
 	"Mesh.Held":       web.Remote,
+	"Mesh.Credential": web.Remote,
 	"Mesh.Names":      web.Remote,
 	"Mesh.Contests":   web.Remote,
 	"Mesh.KeyChanges": web.Remote,
-	// Admitting a relay, giving a plain name to another relay's agent, and
-	// the invite (it carries the embedded server's credential), are for the
-	// operator at this computer.
-	"Mesh.Trust":    web.LocalOnly,
-	"Mesh.Block":    web.LocalOnly,
-	"Mesh.GiveName": web.LocalOnly,
-	"Mesh.Invite":   web.LocalOnly,
+	// Admitting a relay, giving a plain name to another relay's agent, the
+	// invite (it lets a relay into the embedded server) and the users of an
+	// external cluster are for the operator at this computer.
+	"Mesh.Trust":      web.LocalOnly,
+	"Mesh.Block":      web.LocalOnly,
+	"Mesh.GiveName":   web.LocalOnly,
+	"Mesh.Invite":     web.LocalOnly,
+	"Mesh.NATSConfig": web.LocalOnly,
 	// Mesh settings name files on this computer and where the relay connects.
 	"Mesh.MeshSettings":     web.LocalOnly,
 	"Mesh.SaveMeshSettings": web.LocalOnly,

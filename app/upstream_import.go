@@ -60,3 +60,31 @@ func ImportedWorkersText(workers []store.ImportedWorker) string {
 	}
 	return b.String()
 }
+
+// ImportedCredentialsText says what an import left out: it brings no
+// credential, so the agents that had a token upstream are named with how
+// to give each a new one, and the invites that could still enrol agents
+// are named as revoked. The names come from the imported file, so they are
+// made safe for a terminal.
+func ImportedCredentialsText(res store.ImportResult) string {
+	safe := func(list []string) string {
+		names := make([]string, len(list))
+		for i, s := range list {
+			names[i] = termsafe.Line(s)
+		}
+		return strings.Join(names, ", ")
+	}
+	var b strings.Builder
+	if len(res.RevokedTokens) > 0 {
+		fmt.Fprintf(&b, "  No token came along (an imported file brings no credential). These agents had one and need a new\n"+
+			"  token before they connect again: %s.\n"+
+			"  Issue each one on the Agents page (Issue token) and set the agent up with it.\n", safe(res.RevokedTokens))
+	}
+	if len(res.RevokedInvites) > 0 {
+		fmt.Fprintf(&b, "  These invites could still enrol agents and arrive revoked (create new ones): %s.\n", safe(res.RevokedInvites))
+	}
+	if b.Len() == 0 {
+		b.WriteString("  No token or open invite came along (an imported file brings no credential).\n")
+	}
+	return b.String()
+}

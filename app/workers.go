@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 	"github.com/crosschat/crosschat-relay/internal/worker"
@@ -186,6 +188,7 @@ func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error)
 	if err != nil {
 		return cfg, err
 	}
+	cfg.Pinned = pins(cfg)
 	if cfg.Harness == harness.Custom && cfg.PromptMode == relay.PromptFile && !strings.Contains(strings.Join(cfg.Args, "\x00"), "{prompt_file}") {
 		return cfg, relay.Errorf(relay.EInvalidRequest, "args: with the prompt in a file, one argument must contain {prompt_file}.")
 	}
@@ -341,4 +344,39 @@ func (w *Workers) Connect(in ConnectInput) (ConnectResult, error) {
 		res.Worker = &st
 	}
 	return res, nil
+}
+
+// pins are where the worker's folders and allowed paths lead now (every
+// symbolic link followed), recorded when it is saved: each run checks they
+// still lead there, so a link a run puts in place of one of them later (a
+// folder another worker uses, an allowed path inside a working folder)
+// stops the next run instead of giving it where the link leads.
+func pins(cfg relay.WorkerConfig) map[string]string {
+	out := map[string]string{}
+	for _, p := range cfg.PinnedPaths() {
+		if filepath.IsAbs(p) {
+			out[p] = realdir.Pin(p)
+		}
+	}
+	return out
+}
+
+// pinUnpinned pins the paths of the workers saved before paths were pinned
+// (their next run checks them against where they lead now), once, when
+// the relay starts; failures are logged and tried again at the next start.
+func pinUnpinned(ctx context.Context, svc relay.WorkerService, log *slog.Logger) {
+	workers, err := svc.ListWorkers(ctx)
+	if err != nil {
+		log.Error("workers: list them to pin their paths", "err", err)
+		return
+	}
+	for _, c := range workers {
+		if len(c.Pinned) > 0 {
+			continue
+		}
+		c.Pinned = pins(c)
+		if _, err := svc.SaveWorker(ctx, c); err != nil {
+			log.Error("workers: pin the paths of a worker saved by an earlier version", "agent", c.AgentSlug, "err", err)
+		}
+	}
 }

@@ -85,7 +85,7 @@ func TestCLIVerbs(t *testing.T) {
 		{"unknown verb", []string{"frobnicate"}, 2, "unknown command"},
 		{"agents add without slug", append([]string{"agents", "add", "--name", "x"}, loc...), 2, "needs a slug"},
 		{"service without action", []string{"service", "--json"}, 2, "crosschat-relay: service needs install, uninstall or status\n"},
-		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `mesh needs status, agents, relays, trust, block, invite, names or name, not "frob"`},
+		{"unknown mesh action", append([]string{"mesh", "frob"}, loc...), 2, `mesh needs status, agents, relays, trust, block, invite, names, name or nats-config, not "frob"`},
 		{"mesh trust without a relay", append([]string{"mesh", "trust"}, loc...), 2, "mesh trust needs a relay's name or id"},
 		{"mesh trust outside a mesh", append([]string{"mesh", "trust", "gpu-box"}, loc...), 1, "not in a mesh"},
 		{"unknown workers action", append([]string{"workers", "start"}, loc...), 2, `workers needs list, set, remove, pause or resume, not "start"`},

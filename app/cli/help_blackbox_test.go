@@ -13,7 +13,7 @@ func TestEveryVerbAnswersHelp(t *testing.T) {
 	verbs := []string{
 		"agents", "agents add", "agents list", "invites", "invites create", "tasks", "tasks list",
 		"workers", "workers list", "workers set", "workers remove", "workers pause", "workers resume",
-		"mesh", "mesh status", "mesh agents", "mesh relays", "mesh trust", "mesh block", "mesh invite", "mesh names", "mesh name",
+		"mesh", "mesh status", "mesh agents", "mesh relays", "mesh trust", "mesh block", "mesh invite", "mesh names", "mesh name", "mesh nats-config",
 		"sessions", "sessions list", "sessions show", "service", "service install", "service uninstall", "service status",
 		"autostart", "autostart enable", "autostart disable", "autostart status",
 		"status", "token", "quit", "open", "logs", "harnesses", "import-upstream", "bench",

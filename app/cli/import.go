@@ -59,5 +59,6 @@ func printImport(w io.Writer, res store.ImportResult) {
 	if len(res.Workers) > 0 {
 		fmt.Fprint(w, app.ImportedWorkersText(res.Workers))
 	}
-	fmt.Fprintln(w, "Agents keep their tokens. Start the relay as usual.")
+	fmt.Fprint(w, app.ImportedCredentialsText(res))
+	fmt.Fprintln(w, "Start the relay as usual.")
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// meshCmd runs `crosschat-relay mesh status|agents|relays|names|invite
+// meshCmd runs `crosschat-relay mesh status|agents|relays|names|invite|nats-config
 // [--json]`, `mesh trust NAME|ID [--fingerprint SHA256:…]` / `mesh block
 // NAME|ID` and `mesh name SLUG --relay NAME|ID`.
 func meshCmd(args []string, stdout, stderr io.Writer) error {
-	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite", "names", "name")
+	action, rest, err := verbAction("mesh", args, "status", "agents", "relays", "trust", "block", "invite", "names", "name", "nats-config")
 	if err != nil {
 		return err
 	}
@@ -44,6 +44,8 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		return meshRelays(c)
 	case "invite":
 		return meshInvite(c)
+	case "nats-config":
+		return meshNATSConfig(c)
 	case "names":
 		return meshNames(c)
 	case "name":
@@ -113,6 +115,13 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "; embedded server: %s", st.EmbedAuth)
 	}
 	fmt.Fprintln(stdout)
+	if len(st.Credential.Can) > 0 {
+		fmt.Fprintf(stdout, "Warning: this relay's NATS credential can %s: give each relay its own user (crosschat-relay mesh nats-config); --nats-strict refuses such a credential\n",
+			strings.Join(st.Credential.Can, ", "))
+	}
+	if st.StreamWarning != "" {
+		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(st.StreamWarning))
+	}
 	for _, w := range st.Warnings {
 		fmt.Fprintf(stdout, "Warning: %s\n", termSafe(w))
 	}
@@ -254,7 +263,10 @@ func meshInvite(c *command) error {
 	fmt.Fprintln(c.stdout)
 	fmt.Fprintln(c.stdout, "  "+inv.Command)
 	fmt.Fprintln(c.stdout)
-	fmt.Fprintln(c.stdout, "or set "+inv.Env+" for its relay (keeps the credential out of the process list).")
+	fmt.Fprintln(c.stdout, "or set "+inv.Env+" for its relay (keeps the invite out of the process list).")
+	if inv.ExpiresAt != "" {
+		fmt.Fprintf(c.stdout, "The invite lets one relay in, once, until %s.\n", inv.ExpiresAt)
+	}
 	for flag, f := range inv.Files {
 		fmt.Fprintf(c.stdout, "Copy %s to the other computer and give its path to %s.\n", f, flag)
 	}

@@ -21,9 +21,9 @@ the new id; the old one is retired. A blank id is refused.`,
 		example: "crosschat-relay register ~/src/api\ncrosschat-relay register --id billing-api"},
 	{name: "send", args: "ID MESSAGE [--from ID] [--title T] [--priority low|normal|urgent]", maxArgs: 2,
 		summary: "post MESSAGE as a task to the project ID and return at once; prints the task id",
-		about: `The task is sent by the project of the current folder (the nearest registered
-folder at or above it), by CROSSCHAT_PROJECT_ID, or by --from ID. A folder in no
-project is refused: register it first. MESSAGE "-" reads standard input (at most
+		about: `The task is sent by the project --from ID names, else by CROSSCHAT_PROJECT_ID's,
+else by the current folder's (the nearest registered folder at or above it). A
+folder in no project is refused: register it first. MESSAGE "-" reads standard input (at most
 40,000 bytes). ID must be a project registered on this computer (crosschat-relay
 projects list); an agent of another kind (made by hand, enrolled with an invite,
 on another relay) needs --agent. Run inside a live session (--session, else
@@ -161,5 +161,15 @@ every task, update and worker's allowed senders that named either agent are rena
 with it: each keeps naming the agent it named, and a worker that allowed the old
 holder still allows it, under its new name, never the new holder.`,
 		example: "crosschat-relay mesh name alice --relay relay-c"},
-	{name: "mesh invite", summary: "the command another computer runs to join this mesh", example: "crosschat-relay mesh invite"},
+	{name: "mesh invite", summary: "the command another computer runs to join this mesh",
+		about: `With an embedded NATS server the command carries a new invite: it lets one relay in,
+once, within 24 hours, to present its own key; that relay then connects with its key
+and may use only its own subjects. The invite is no password of the server.`,
+		example: "crosschat-relay mesh invite"},
+	{name: "mesh nats-config", summary: "the NATS users of this relay and the relays it trusts, for an external cluster",
+		about: `Prints nats-server configuration: one user per relay (its key), allowed only its own
+subjects and never to delete or purge the stream, the consumers or the directory.
+Include it in the servers' configuration and reload them; --json gives the same as
+data (for user JWTs). Run it again after trusting or blocking a relay.`,
+		example: "crosschat-relay mesh nats-config > crosschat-users.conf"},
 }

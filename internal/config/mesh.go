@@ -18,6 +18,7 @@ const (
 	EnvNATSName      = "CROSSCHAT_NATS_NAME"
 	EnvNATSReplicas  = "CROSSCHAT_NATS_REPLICAS"
 	EnvNATSEmbedOpen = "CROSSCHAT_NATS_EMBED_OPEN"
+	EnvNATSStrict    = "CROSSCHAT_NATS_STRICT"
 	EnvMeshTrust     = "CROSSCHAT_MESH_TRUST"
 )
 
@@ -43,6 +44,9 @@ type Mesh struct {
 	Replicas int
 	// EmbedOpen lets anonymous clients into the embedded server (--nats-embed-open).
 	EmbedOpen bool
+	// Strict refuses to join with a NATS credential that can delete or
+	// purge what the mesh keeps (--nats-strict).
+	Strict bool
 	// Trust is TrustApproval (default) or TrustAccount (--mesh-trust).
 	Trust string
 }
@@ -62,10 +66,12 @@ func (c *Config) meshFlags(fs *flag.FlagSet, env Env) {
 	fs.StringVar(&m.TLSCA, "nats-tls-ca", envOr(env, EnvNATSTLSCA, ""), "CA certificate file for NATS over TLS (env "+EnvNATSTLSCA+")")
 	fs.StringVar(&m.Embed, "nats-embed", envOr(env, EnvNATSEmbed, ""), "run a NATS server with JetStream inside this relay on HOST:PORT, stored in the data folder (env "+EnvNATSEmbed+")")
 	fs.StringVar(&m.Name, "nats-name", envOr(env, EnvNATSName, ""), "this relay's name in the mesh; default the host name (env "+EnvNATSName+")")
-	fs.BoolVar(&m.EmbedOpen, "nats-embed-open", envOr(env, EnvNATSEmbedOpen, "") == "1" || envOr(env, EnvNATSEmbedOpen, "") == "true",
-		"let clients into the embedded NATS server without credentials (anyone who can reach it joins the mesh; env "+EnvNATSEmbedOpen+")")
+	fs.BoolVar(&m.EmbedOpen, "nats-embed-open", envBool(env, EnvNATSEmbedOpen),
+		"let anyone who can reach the embedded NATS server in, with every permission: they can read every task and delete the stream, consumers and directory (env "+EnvNATSEmbedOpen+")")
+	fs.BoolVar(&m.Strict, "nats-strict", envBool(env, EnvNATSStrict),
+		"refuse to join the mesh with a NATS credential that can delete or purge the stream, a consumer or the directory (env "+EnvNATSStrict+")")
 	fs.StringVar(&m.Trust, "mesh-trust", envOr(env, EnvMeshTrust, TrustApproval),
-		"how relays are admitted: approval (each relay waits for `mesh trust`) or account (every relay on the NATS account is trusted; env "+EnvMeshTrust+")")
+		"how relays are admitted: approval (each relay waits for the operator's mesh trust) or account (every relay on the NATS account is trusted; env "+EnvMeshTrust+")")
 	fs.IntVar(&m.Replicas, "nats-replicas", c.envInt(env, EnvNATSReplicas, 1), "JetStream replicas of the mesh stream and directory: 1, or 3 on a cluster (env "+EnvNATSReplicas+")")
 }
 
@@ -95,4 +101,10 @@ func (m Mesh) finish() error {
 		}
 	}
 	return nil
+}
+
+// envBool reads a yes/no variable: 1 or true is yes.
+func envBool(env Env, key string) bool {
+	v := envOr(env, key, "")
+	return v == "1" || v == "true"
 }

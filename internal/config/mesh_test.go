@@ -38,3 +38,28 @@ func TestMeshTrustAndEmbedOpen(t *testing.T) {
 		})
 	}
 }
+
+// Ensure strict mode is off by default and set by the flag or the
+// environment, the flag winning.
+func TestMeshStrict(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		strict bool
+	}{
+		{"default", nil, nil, false},
+		{"flag", nil, []string{"--nats-strict"}, true},
+		{"environment", map[string]string{config.EnvNATSStrict: "1"}, nil, true},
+		{"environment true", map[string]string{config.EnvNATSStrict: "true"}, nil, true},
+		{"environment other", map[string]string{config.EnvNATSStrict: "yes please"}, nil, false},
+		{"flag over environment", map[string]string{config.EnvNATSStrict: "1"}, []string{"--nats-strict=false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, mapEnv(tc.env), tc.args...)
+			if err != nil || c.Mesh.Strict != tc.strict {
+				t.Fatalf("strict %v, %v; want %v", c.Mesh.Strict, err, tc.strict)
+			}
+		})
+	}
+}

@@ -24,6 +24,8 @@ var homes = map[string]string{
 	"golang.org/x/sys/windows/registry": "internal/desktop",
 	"github.com/nats-io/nats.go":        "internal/mesh",
 	"github.com/nats-io/nats-server":    "internal/mesh",
+	"github.com/nats-io/nkeys":          "internal/mesh",
+	"golang.org/x/crypto/bcrypt":        "internal/mesh",
 	"golang.org/x/text":                 "internal/mesh",
 	"github.com/godbus/dbus":            "internal/desktop",
 	"fyne.io/systray":                   "internal/desktop",
@@ -93,7 +95,7 @@ var contracts = map[string][]string{
 
 // leaves are small helpers that import only the standard library; any
 // package may import them.
-var leaves = []string{"internal/loopback", "internal/tick", "internal/poll", "internal/testkit", "internal/project", "internal/realdir", "internal/procstat"}
+var leaves = []string{"internal/loopback", "internal/tick", "internal/poll", "internal/testkit", "internal/project", "internal/realdir", "internal/procstat", "internal/plantguard"}
 
 // testOnly are the helpers only tests import (the walk reads no _test.go
 // file, so any import of one it sees is refused): the leaves poll and

@@ -83,6 +83,9 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		args = []string{"-p", "--output-format", "stream-json", "--verbose",
 			"--permission-mode", "acceptEdits",
 			"--mcp-config", joinPath(goos, req.RunDir, ClaudeMCPFile),
+			// Only the run's own server: not the user's (the one-step
+			// Connect's "crosschat", with the agent's token), nor a project's.
+			"--strict-mcp-config",
 			"--allowedTools", "mcp__" + runspec.RunServer}
 		for _, d := range req.ExtraDirs {
 			args = append(args, "--add-dir", d)
@@ -135,7 +138,10 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		if req.ResumeSession != "" {
 			args = append(args, "--resume", req.ResumeSession)
 		}
-		args = append(args, "--output-format", "stream-json")
+		// Only the run's own server (Gemini's --strict-mcp-config): not the
+		// user's (the one-step Connect's, with the agent's token), nor an
+		// extension's or a project's.
+		args = append(args, "--allowed-mcp-server-names="+runspec.RunServer, "--output-format", "stream-json")
 		spec.Stdin = req.Prompt
 		// Headless Gemini refuses MCP tools unless their server is trusted.
 		// The run's server lives in a settings file of its own run folder,

@@ -103,7 +103,7 @@ func TestBuildClaudeExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/claude-mcp.json --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
+	want := "-p --output-format stream-json --verbose --permission-mode acceptEdits --mcp-config /home/ada/data/runs/t_123/claude-mcp.json --strict-mcp-config --allowedTools mcp__crosschat-run --add-dir /home/ada/assets --add-dir /home/ada/shared docs"
 	if got := strings.Join(spec.Args, " "); got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
 	} else if spec.Stdin == "" || spec.RelayServer != "crosschat-run" || spec.Events != runspec.EventsClaudeStream || spec.ResultFile != "" {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 )
@@ -26,11 +27,14 @@ type callState struct {
 
 type callStateKey struct{}
 
-// keepAnswering wraps the mcp-go handler as described above.
-func keepAnswering(next http.Handler) http.Handler {
+// keepAnswering wraps the mcp-go handler as described above. It also
+// writes the answer's delivery (see delivery.go): what a tool registered
+// runs when the answer could not be written.
+func keepAnswering(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := &callState{request: r.Context()}
-		ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st))
+		base, d := withDelivery(context.WithValue(context.WithoutCancel(r.Context()), callStateKey{}, st))
+		ctx, cancel := context.WithCancel(base)
 		defer cancel()
 		stop := context.AfterFunc(r.Context(), func() {
 			if !st.started.Load() {
@@ -38,7 +42,9 @@ func keepAnswering(next http.Handler) http.Handler {
 			}
 		})
 		defer stop()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		ew := &errorWriter{ResponseWriter: w}
+		next.ServeHTTP(ew, r.WithContext(ctx))
+		d.finish(base, ew, ew.err, log)
 	})
 }
 

@@ -14,9 +14,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,6 +31,7 @@ import (
 type leanHandler struct {
 	lib   http.Handler
 	tools map[string]server.ToolHandlerFunc // wrapped with the server's middleware
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	inflight map[string][]*leanInflight // cancel key → calls running under it
@@ -38,8 +42,8 @@ type leanInflight struct{ cancel context.CancelFunc }
 
 // newLeanHandler wraps lib. Each tool's handler is wrapped with mws the way
 // mcp-go wraps it (the first middleware outermost).
-func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware) *leanHandler {
-	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), inflight: map[string][]*leanInflight{}}
+func newLeanHandler(lib http.Handler, tools []server.ServerTool, mws []server.ToolHandlerMiddleware, log *slog.Logger) *leanHandler {
+	h := &leanHandler{lib: lib, tools: make(map[string]server.ToolHandlerFunc, len(tools)), inflight: map[string][]*leanInflight{}, log: log}
 	for _, t := range tools {
 		fn := t.Handler
 		for i := len(mws) - 1; i >= 0; i-- {
@@ -193,18 +197,34 @@ func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
 // on the request's goroutine and context: a long-poll ends when the client
 // goes away or the server shuts down (and still answers), and when
 // notifications/cancelled names its id from the same caller.
+//
+// A tool that registered something to undo when its answer does not reach
+// the caller (a claim handed a task: see delivery.go) has it run when the
+// write or its flush fails.
 func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCall) {
-	ctx, cancel := context.WithCancel(r.Context())
+	base, d := withDelivery(r.Context())
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	status, body := h.run(ctx, cancel, r.Header, c)
 	if status != http.StatusOK {
 		http.Error(w, string(body), status)
+		d.finish(base, w, errNotAnswered, h.log)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if d.pending() {
+		// Flushed before the handler returns: framed by its length, as
+		// net/http frames an answer it sends whole.
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body) // the client may have gone; nobody is left to tell
+	_, err := w.Write(body) // the client may have gone: what waits on the answer is undone
+	d.finish(base, w, err, h.log)
 }
+
+// errNotAnswered: the call's answer could not be encoded, so it never
+// reached the caller.
+var errNotAnswered = errors.New("the answer could not be encoded")
 
 // run runs the call on ctx, which cancel ends (notifications/cancelled
 // calls it), and returns the HTTP status and body of its answer: 200 with

@@ -67,8 +67,8 @@ func NewHandler(svc relay.Service, opts Options) *Handler {
 		// allow-lists before this handler runs; mcp-go's own loopback guard
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
 		server.WithDisableLocalhostProtection(true),
-	))
-	return &Handler{newLeanHandler(lib, ts, mws)}
+	), logger)
+	return &Handler{newLeanHandler(lib, ts, mws, logger)}
 }
 
 // middleware is the tool middleware, first outermost, for mcp-go and the

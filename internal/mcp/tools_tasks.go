@@ -143,16 +143,25 @@ func claimAnswer(ctx context.Context, svc relay.Service, slug string, task *rela
 	if task == nil {
 		return success(claimResult{Status: "idle"})
 	}
-	if ctx.Err() != nil {
-		// The caller left (or cancelled, or the relay is stopping)
-		// while a post handed it this task: nobody reads the answer,
-		// so the task goes back to the queue now instead of staying
-		// claimed until its lease runs out.
+	giveBack := func(ctx context.Context) error {
 		if _, err := svc.ReleaseTask(context.WithoutCancel(ctx), slug, task.ID, unreadClaimReason); err != nil {
-			return nil, fmt.Errorf("claim next task for %s: give back a task its caller left: %w", slug, err)
+			return fmt.Errorf("claim next task for %s: give back a task its caller left: %w", slug, err)
+		}
+		return nil
+	}
+	if relay.CallerGone(ctx) {
+		// The caller left (or cancelled, or the relay is stopping, or
+		// closed its connection behind a pipelined byte) while a post
+		// handed it this task: nobody reads the answer, so the task goes
+		// back to the queue now instead of staying claimed until its
+		// lease runs out.
+		if err := giveBack(ctx); err != nil {
+			return nil, err
 		}
 		return success(claimResult{Status: "idle"})
 	}
+	// And so it does if the answer's write fails (delivery.go).
+	onUndelivered(ctx, giveBack)
 	out := taskOut(*task)
 	return success(claimResult{Status: "task", Task: &out})
 }

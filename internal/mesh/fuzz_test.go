@@ -1,6 +1,10 @@
 package mesh
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -24,6 +28,47 @@ func FuzzDecode(f *testing.F) {
 		case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:
 		default:
 			t.Fatal("verify gave an unknown mark")
+		}
+	})
+}
+
+// FuzzAdmit feeds arbitrary bytes to the admission request parser, what an
+// invite's holder sends the embedding relay: it must refuse or accept,
+// never panic, and accept only a request signed by the key it presents,
+// for that invite.
+func FuzzAdmit(f *testing.F) {
+	id := identity(f, f.TempDir(), "fuzz")
+	good := func(invite string) []byte {
+		sig, _ := id.signNonce(admitSigned(invite, id.ID, id.NKey()))
+		b, _ := json.Marshal(admitRequest{Secret: "s", RelayID: id.ID, Name: "n", NKey: id.NKey(), Sig: base64.StdEncoding.EncodeToString(sig)})
+		return b
+	}
+	f.Add(good("0123456789abcdef"))
+	f.Add(good("fedcba9876543210"))
+	f.Add([]byte(`{"relayId":"0123456789abcdef","nkey":"UAAAA","sig":"AAAA"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, pub, err := parseAdmit("0123456789abcdef", data)
+		if err != nil {
+			return
+		}
+		raw, _ := base64.StdEncoding.DecodeString(pub)
+		sig, _ := base64.StdEncoding.DecodeString(req.Sig)
+		if !validRelayID(req.RelayID) || !ed25519.Verify(raw, admitSigned("0123456789abcdef", req.RelayID, req.NKey), sig) {
+			t.Fatalf("accepted %+v", req)
+		}
+	})
+}
+
+// FuzzInviteToken feeds arbitrary strings to the invite parser, what a URL
+// given to --nats carries: a token it accepts writes back as itself.
+func FuzzInviteToken(f *testing.F) {
+	f.Add("ccm1_0123456789abcdef_" + strings.Repeat("ab", 32))
+	f.Add("ccm1__")
+	f.Add("3f9c")
+	f.Fuzz(func(t *testing.T, s string) {
+		if tok, ok := parseInviteToken(s); ok && tok.String() != s {
+			t.Fatalf("%q read as %q", s, tok.String())
 		}
 	})
 }

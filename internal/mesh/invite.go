@@ -6,18 +6,24 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Invite is what another computer needs to join this relay's mesh.
 type Invite struct {
-	// URL is the NATS URL to give --nats, with the embedded server's
-	// credential in it when there is one.
+	// URL is the NATS URL to give --nats. For an embedded server it carries
+	// a single-use invite (as the password of the user "crosschat"), never
+	// a password of the server: the invited relay presents its own key
+	// with it once, and connects with that key from then on.
 	URL string `json:"url"`
 	// Command is the exact command to run on the other computer.
 	Command string `json:"command"`
-	// Env is the same as an environment variable (it keeps the credential
+	// Env is the same as an environment variable (it keeps the invite
 	// out of the process list).
 	Env string `json:"env"`
+	// ExpiresAt is when the invite can no longer be used ("" without one).
+	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Files are credential files to copy to the other computer, named by
 	// the flag that takes them.
 	Files map[string]string `json:"files,omitempty"`
@@ -25,12 +31,18 @@ type Invite struct {
 	Note string `json:"note,omitempty"`
 }
 
-// InviteURL is the URL another relay (or a test) joins the embedded server
-// with, credential included; "" without an embedded server.
+// InviteURL is a new invite's URL (see Invite), "" without an embedded
+// server or when the invite cannot be made.
 func (n *Node) InviteURL() string {
-	if n.srv == nil {
+	inv, err := n.Invite()
+	if err != nil || n.srv == nil {
 		return ""
 	}
+	return inv.URL
+}
+
+// embedURL is the URL other computers reach the embedded server at.
+func (n *Node) embedURL() url.URL {
 	host, _, _ := net.SplitHostPort(n.opts.Embed)
 	port := 0
 	if a, ok := n.srv.Addr().(*net.TCPAddr); ok {
@@ -44,22 +56,32 @@ func (n *Node) InviteURL() string {
 			host = "127.0.0.1"
 		}
 	}
-	u := url.URL{Scheme: "nats", Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	if n.embedCred.User != "" {
-		u.User = url.UserPassword(n.embedCred.User, n.embedCred.Password)
-	}
-	return u.String()
+	return url.URL{Scheme: "nats", Host: net.JoinHostPort(host, strconv.Itoa(port))}
 }
 
-// Invite returns the command another computer runs to join this mesh: the
-// embedded server's URL and credential, or the NATS URLs and credential
-// files this relay uses.
-func (n *Node) Invite() Invite {
+// Invite returns the command another computer runs to join this mesh. With
+// an embedded server it makes a new invite, valid for one relay until
+// DefaultInviteTTL passes; otherwise it names the NATS URLs and the
+// credential files this relay uses.
+func (n *Node) Invite() (Invite, error) {
 	var inv Invite
-	if u := n.InviteURL(); u != "" {
-		inv.URL = u
-	} else {
-		inv.URL = strings.Join(n.opts.URLs, ",")
+	switch {
+	case n.srv != nil && n.adm != nil:
+		t, expires, err := n.adm.newInvite(n.now(), DefaultInviteTTL)
+		if err != nil {
+			return Invite{}, err
+		}
+		if err := n.readmit(n.ctx); err != nil {
+			return Invite{}, err
+		}
+		u := n.embedURL()
+		u.User = url.UserPassword(embedURLUser, t.String())
+		inv.URL, inv.ExpiresAt = u.String(), relay.FormatTime(expires)
+	case n.srv != nil:
+		u := n.embedURL()
+		inv.URL = u.String()
+	default:
+		inv.URL = strings.Join(n.urls, ",")
 		inv.Files = map[string]string{}
 		for flag, f := range map[string]string{"--nats-creds": n.opts.CredsFile, "--nats-nkey": n.opts.NKeyFile, "--nats-tls-ca": n.opts.TLSCAFile} {
 			if f != "" {
@@ -78,12 +100,18 @@ func (n *Node) Invite() Invite {
 	}
 	inv.Command = strings.Join(args, " ")
 	inv.Env = "CROSSCHAT_NATS=" + shellQuote(inv.URL)
-	inv.Note = "Then, on each side, `crosschat-relay mesh relays` shows the other relay as pending with its key fingerprint: " +
+	trust := "Then, on each side, `crosschat-relay mesh relays` shows the other relay as pending with its key fingerprint: " +
 		"compare the fingerprints and run `crosschat-relay mesh trust NAME`."
-	if n.srv != nil && n.opts.EmbedOpen {
-		inv.Note = "The embedded server is open (--nats-embed-open): anyone who can reach it may join. " + inv.Note
+	switch {
+	case n.srv != nil && n.adm != nil:
+		inv.Note = "The invite lets one relay in, once, until it expires; it holds no password of the NATS server. " +
+			"That relay then connects with its own key and may use only its own subjects. " + trust
+	case n.srv != nil:
+		inv.Note = "The embedded server is open (--nats-embed-open): anyone who can reach it may join, with every permission. " + trust
+	default:
+		inv.Note = "The NATS cluster decides who connects: give the other relay its own user (`crosschat-relay mesh nats-config` on it prints its entry). " + trust
 	}
-	return inv
+	return inv, nil
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,11 +69,15 @@ type Options struct {
 	// changed key is taken with a warning. By default each relay waits for
 	// the operator's approval.
 	TrustAccount bool
-	// EmbedOpen lets anonymous clients into the embedded server
-	// (--nats-embed-open); by default it requires the credential kept in
-	// DataDir (see EmbedCredential).
+	// EmbedOpen lets anonymous clients into the embedded server with every
+	// permission (--nats-embed-open); by default it admits only the relays
+	// invited or trusted, each confined to its own subjects (admit.go).
 	EmbedOpen bool
-	Logger    *slog.Logger
+	// Strict refuses to join with a NATS credential that can delete or
+	// purge what the mesh keeps (--nats-strict): Start connects and checks
+	// it before returning.
+	Strict bool
+	Logger *slog.Logger
 	// Now is the clock the replay window is judged by (tests move it); default time.Now.
 	Now func() time.Time
 }
@@ -125,7 +128,32 @@ type Node struct {
 	refusedSeen map[string]bool
 	refusals    []string
 	warnings    []string
-	embedCred   EmbedCredential
+	// cred is what the relay's NATS credential was found to allow.
+	cred CredentialCheck
+	// streamWarn says how the stream or bucket differs from this relay's
+	// settings when it may not change them.
+	streamWarn string
+	// natsErr is why the relay is not connected; joinErr why its invite
+	// was refused.
+	natsErr, joinErr string
+
+	// urls are the NATS URLs connected to, without the embedded server's
+	// user; invite is the invite they carried, if any.
+	urls   []string
+	invite *inviteToken
+	// The embedded server: its options as started, who it admits, and the
+	// privileged in-process connection that keeps the stream and bucket
+	// and answers invited relays (nil without an embedded server).
+	srvOpts   *server.Options
+	adm       *admissions
+	adminPass string
+	admin     *nats.Conn
+
+	// deniedMu guards the subjects waited on for a refusal (probe.go) and
+	// the refusals already logged.
+	deniedMu   sync.Mutex
+	denied     map[string]chan struct{}
+	deniedSeen map[string]bool
 
 	// applyMu orders applying: the consumer and the release of held
 	// envelopes never interleave.
@@ -137,9 +165,12 @@ type Node struct {
 func (n *Node) now() time.Time { return n.opts.Now() }
 
 // Start joins the mesh. It returns once the relay's identity is loaded, the
-// embedded server (if any) runs and a NATS connection is being made; the
-// stream, bucket and consumer are set up in the background, retried until
-// NATS answers, so a relay starts (and works locally) while NATS is down.
+// embedded server (if any) runs and a NATS connection is being made; an
+// invite is presented, and the stream, bucket and consumer are set up, in
+// the background, retried until NATS answers, so a relay starts (and works
+// locally) while NATS is down or has not admitted it yet. In strict mode
+// it returns only once connected, with an error for a credential that can
+// delete or purge what the mesh keeps.
 func Start(opts Options) (*Node, error) {
 	if opts.Store == nil {
 		return nil, errors.New("mesh: a store is required")
@@ -167,62 +198,40 @@ func Start(opts Options) (*Node, error) {
 	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}),
 		agents: map[string]dirAgent{}, good: map[string]dirAgent{}, relays: map[string]dirRelay{}, trust: map[string]relay.MeshRelay{},
 		dirConflict: map[string]string{}, refused: map[string]int64{}, refusedSeen: map[string]bool{}}
-	urls := opts.URLs
-	embedAuth := false
-	if opts.Embed != "" {
-		if !opts.EmbedOpen {
-			if n.embedCred, err = LoadEmbedCredential(opts.DataDir); err != nil {
-				return nil, err
-			}
-		} else {
-			log.Warn("mesh: the embedded NATS server lets anyone who can reach it in without credentials (--nats-embed-open)", "addr", opts.Embed)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	fail := func(err error) (*Node, error) {
+		n.cancel()
+		n.wg.Wait()
+		if n.nc != nil {
+			n.nc.Close()
 		}
-		if n.srv, err = startEmbedded(opts.Embed, filepath.Join(opts.DataDir, "nats"), "crosschat-"+id.ID, n.embedCred); err != nil {
-			return nil, err
+		n.shutdownServer()
+		return nil, err
+	}
+	urls := opts.URLs
+	if opts.Embed != "" {
+		if err := n.embed(); err != nil {
+			return fail(err)
 		}
 		if len(urls) == 0 {
 			urls = []string{n.srv.ClientURL()}
-			embedAuth = !opts.EmbedOpen
 		}
 	}
-	copts := []nats.Option{
-		nats.Name("crosschat-relay " + id.Name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500 * time.Millisecond),
-		nats.RetryOnFailedConnect(true),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				n.log.Warn("mesh: disconnected from NATS", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			n.log.Info("mesh: reconnected to NATS", "url", c.ConnectedUrlRedacted())
-			n.poke()
-		}),
-	}
-	if embedAuth {
-		copts = append(copts, nats.UserInfo(n.embedCred.User, n.embedCred.Password))
-	}
-	if opts.CredsFile != "" {
-		copts = append(copts, nats.UserCredentials(opts.CredsFile))
-	}
-	if opts.NKeyFile != "" {
-		o, err := nats.NkeyOptionFromSeed(opts.NKeyFile)
-		if err != nil {
-			n.shutdownServer()
-			return nil, fmt.Errorf("mesh: nkey %s: %w", opts.NKeyFile, err)
-		}
-		copts = append(copts, o)
-	}
-	if opts.TLSCAFile != "" {
-		copts = append(copts, nats.RootCAs(opts.TLSCAFile))
-	}
-	n.nc, err = nats.Connect(strings.Join(urls, ","), copts...)
+	copts, err := n.connOptions(urls)
 	if err != nil {
-		n.shutdownServer()
-		return nil, fmt.Errorf("mesh: connect to NATS: %w", err)
+		return fail(err)
 	}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if opts.Strict {
+		if err := n.connectStrict(copts); err != nil {
+			return fail(err)
+		}
+	} else {
+		// The relay starts, and works locally, while NATS is down or has
+		// not admitted it yet: the connection keeps trying.
+		if n.nc, err = nats.Connect(strings.Join(n.urls, ","), append(copts, nats.RetryOnFailedConnect(true))...); err != nil {
+			return fail(fmt.Errorf("mesh: connect to NATS: %w", err))
+		}
+	}
 	n.wg.Add(1)
 	go n.run()
 	return n, nil
@@ -253,6 +262,9 @@ func (n *Node) Close() error {
 }
 
 func (n *Node) shutdownServer() {
+	if n.admin != nil {
+		n.admin.Close()
+	}
 	if n.srv != nil {
 		n.srv.Shutdown()
 		n.srv.WaitForShutdown()
@@ -279,7 +291,19 @@ func (n *Node) setErr(op string, err error) {
 // the directory, the consumer and the publisher until Close.
 func (n *Node) run() {
 	defer n.wg.Done()
+	if n.needsJoin() {
+		n.joinLoop()
+	}
 	for {
+		if !n.nc.IsConnected() {
+			n.waitingForNATS(nil)
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
 		err := n.setup()
 		if err == nil {
 			break
@@ -309,34 +333,16 @@ func (n *Node) setup() error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       StreamName,
-		Subjects:   []string{subjectPrefix + ">"},
-		Storage:    jetstream.FileStorage,
-		Retention:  jetstream.LimitsPolicy,
-		Replicas:   n.opts.Replicas,
-		MaxAge:     streamMaxAge,
-		Duplicates: 10 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("create stream %s: %w", StreamName, err)
+	n.checkOnce(ctx)
+	if err := n.ensureStreams(ctx, js); err != nil {
+		return err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketName,
-		Description: "Crosschat Relay mesh directory: relays and agents",
-		TTL:         3 * n.opts.Refresh,
-		History:     1,
-		// Bounded: an entry is a few KiB at most (details, capabilities),
-		// so no client can fill the server's disk through the directory.
-		MaxValueSize: maxDirEntry,
-		MaxBytes:     maxDirBytes,
-		Storage:      jetstream.FileStorage,
-		Replicas:     n.opts.Replicas,
-	})
+	kv, err := js.KeyValue(ctx, BucketName)
 	if err != nil {
-		return fmt.Errorf("create directory bucket %s: %w", BucketName, err)
+		return fmt.Errorf("open directory bucket %s: %w", BucketName, err)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
-		Durable:       "relay-" + n.id.ID,
+		Durable:       consumerName(n.id.ID),
 		Description:   "Crosschat Relay " + n.id.Name,
 		FilterSubject: subjectPrefix + n.id.ID,
 		AckPolicy:     jetstream.AckExplicitPolicy,

@@ -3,7 +3,9 @@ package mesh
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +44,7 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
+	urls = ownInvites(urls)
 	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
 	if len(urls) == 0 {
 		opts.Embed = "127.0.0.1:-1"
@@ -54,6 +57,9 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 		db.Close()
 		t.Fatalf("start mesh %s: %v", name, err)
 	}
+	if node.srv != nil {
+		embeddedNodes.Store(node.srv.Addr().String(), node)
+	}
 	r := &testRelay{name: name, dir: dir, db: db, node: node, svc: relay.WithMesh(db, node)}
 	t.Cleanup(r.stop)
 	select {
@@ -65,6 +71,9 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 }
 
 func (r *testRelay) stop() {
+	if r.node != nil && r.node.srv != nil {
+		embeddedNodes.CompareAndDelete(r.node.srv.Addr().String(), r.node)
+	}
 	if r.node != nil {
 		r.node.Close()
 		r.node = nil
@@ -285,11 +294,56 @@ func startServer(t *testing.T, dir string, port int) *server.Server {
 	return s
 }
 
-// jetStreamClient connects a plain JetStream client to url, closed when the
-// test ends: what a third party on the NATS server could send.
+// embeddedNodes maps the address of each embedded server a test started
+// to its relay (see jetStreamClient and ownInvites).
+var embeddedNodes sync.Map
+
+// isInvite reports whether s is an invite token.
+func isInvite(s string) bool { _, ok := parseInviteToken(s); return ok }
+
+// ownInvites gives each relay a test starts an invite of its own: an
+// invite URL of an embedded server the test started is replaced by a new
+// one of that server, as its operator would run `mesh invite` once per
+// relay (an invite lets one relay in, once: admit_test.go tests that with
+// relays started otherwise).
+func ownInvites(urls []string) []string {
+	out := append([]string(nil), urls...)
+	for i, raw := range out {
+		u, err := neturl.Parse(raw)
+		if err != nil || u.User == nil || u.User.Username() != embedURLUser {
+			continue
+		}
+		if pass, _ := u.User.Password(); !isInvite(pass) {
+			continue // the shared password of earlier versions, say
+		}
+		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).srv.Running() {
+			if fresh := v.(*Node).InviteURL(); fresh != "" {
+				out[i] = fresh
+			}
+		}
+	}
+	return out
+}
+
+// jetStreamClient connects a JetStream client with every permission to the
+// NATS server at url, closed when the test ends: what a holder of an
+// account-wide credential could send (an external cluster whose relays
+// share one user, or --nats-embed-open), to test what the relays' own
+// checks refuse. On an embedded server a test started, whose users are
+// the relays themselves, that is the relay's in-process admin connection,
+// whatever user url names: an invite gives no such client any more (see
+// neighbour_test.go for what it gives).
 func jetStreamClient(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	opts := []nats.Option{}
+	if u, err := neturl.Parse(url); err == nil {
+		if v, ok := embeddedNodes.Load(u.Host); ok && v.(*Node).admin != nil && v.(*Node).srv.Running() {
+			n := v.(*Node)
+			url = ""
+			opts = append(opts, nats.InProcessServer(n.srv), nats.UserInfo(adminUser, n.adminPass))
+		}
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

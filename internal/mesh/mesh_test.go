@@ -415,7 +415,7 @@ func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken", EmbedCredential{})
+	_, _, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken", nil)
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("embedding on a taken port = %v; want address already in use", err)
 	}

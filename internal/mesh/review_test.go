@@ -333,24 +333,31 @@ func TestReviewReleasedEnvelopeOlderThanDedupRefused(t *testing.T) {
 	}
 }
 
-// Ensure an embedded-server credential file others can read is made
-// owner-only again when it is loaded.
+// Ensure the embedded server's admission file, once others can read it,
+// is made owner-only again when it is loaded.
 func TestReviewEmbedCredentialModeRepaired(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("file modes are not POSIX on Windows")
 	}
 	dir := t.TempDir()
-	c, err := LoadEmbedCredential(dir)
+	adm, err := loadAdmissions(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, embedCredFile)
+	tok, _, err := adm.newInvite(time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, admitFile)
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again, err := LoadEmbedCredential(dir)
-	if err != nil || again != c {
+	again, err := loadAdmissions(dir)
+	if err != nil || len(again.st.Invites) != 1 || again.st.Invites[0].ID != tok.id {
 		t.Fatalf("load again = %+v, %v", again, err)
+	}
+	if strings.Contains(again.st.Invites[0].Hash, tok.secret) {
+		t.Fatal("the invite's secret is stored in the clear")
 	}
 	st, err := os.Stat(path)
 	if err != nil || st.Mode().Perm() != 0o600 {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Status is the mesh as this relay sees it.
@@ -35,8 +36,17 @@ type Status struct {
 	// Trust is approval (each relay waits for the operator) or account
 	// (--mesh-trust account: the NATS account is the boundary).
 	Trust string `json:"trust"`
-	// EmbedAuth is credential or open for an embedded server, "" without one.
+	// EmbedAuth is "relay keys" (each relay admitted by invite or trust,
+	// confined to its own subjects) or "open" for an embedded server, ""
+	// without one.
 	EmbedAuth string `json:"embedAuth,omitempty"`
+	// Credential is what this relay's NATS credential was found to allow
+	// beyond its own subjects; Strict is true with --nats-strict.
+	Credential CredentialCheck `json:"credential"`
+	Strict     bool            `json:"strict"`
+	// StreamWarning says how the stream or directory differs from this
+	// relay's settings when its credential may not change them.
+	StreamWarning string `json:"streamWarning,omitempty"`
 	// Held are envelopes kept but not applied (relays not trusted, newer versions).
 	Held []HeldInfo `json:"held"`
 	// Refused counts envelopes refused, by reason; Refusals are the latest, one a line.
@@ -169,11 +179,16 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		}
 	default:
 	}
+	conn := n.connectionError()
 	n.mu.Lock()
 	s.LastError = n.lastErr
+	if conn != "" {
+		s.LastError = conn // why nothing else works
+	}
 	s.Conflicts = append([]string(nil), n.conflicts...)
 	s.Refusals = append([]string(nil), n.refusals...)
 	s.Warnings = append([]string(nil), n.warnings...)
+	s.Credential, s.Strict, s.StreamWarning = n.cred, n.opts.Strict, n.streamWarn
 	n.mu.Unlock()
 	s.Names = n.Contests()
 	s.DirectoryConflicts = append(contestLines(s.Names), n.dirConflicts()...)
@@ -184,7 +199,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		s.Trust = "account"
 	}
 	if n.srv != nil {
-		s.EmbedAuth = "credential"
+		s.EmbedAuth = "relay keys"
 		if n.opts.EmbedOpen {
 			s.EmbedAuth = "open"
 		}
@@ -205,13 +220,29 @@ func (n *Node) relayLags(ctx context.Context, relays []RelayInfo) {
 	default:
 		return
 	}
-	if !n.nc.IsConnected() {
+	js := n.js
+	if n.onOwnServer() {
+		// The embedding relay reads every relay's consumer through its
+		// privileged connection.
+		if ajs, err := jetstream.New(n.admin); err == nil {
+			js = ajs
+		}
+	} else if !n.nc.IsConnected() {
+		return
+	} else if c := n.Credential(); !c.Checked || len(c.Can) == 0 {
+		// A relay's own credential reads only its own consumer; one that
+		// may delete streams is taken to read them all.
+		for i := range relays {
+			if info := n.cons.CachedInfo(); relays[i].Self && info != nil {
+				relays[i].Lag = info.NumPending
+			}
+		}
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	for i := range relays {
-		c, err := n.js.Consumer(cctx, StreamName, "relay-"+relays[i].ID)
+		c, err := js.Consumer(cctx, StreamName, consumerName(relays[i].ID))
 		if err != nil {
 			continue
 		}

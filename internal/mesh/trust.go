@@ -282,6 +282,10 @@ func (n *Node) SetTrust(ctx context.Context, nameOrID, state, fingerprint string
 	if err != nil {
 		return RelayInfo{}, fmt.Errorf("deliver what relay %s sent while pending: %w", r.Name, err)
 	}
+	// The embedded server admits a trusted relay's key and cuts a blocked one.
+	if err := n.readmit(ctx); err != nil {
+		n.setErr("admissions", err)
+	}
 	if state == relay.RelayTrusted {
 		n.poke() // what waited in the outbox for it goes now
 	}

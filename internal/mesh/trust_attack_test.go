@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -237,8 +238,10 @@ func TestAttackReplay(t *testing.T) {
 	}
 }
 
-// Ensure the embedded server refuses an anonymous client by default, lets
-// the invite's credential in, and lets anyone in when opened explicitly.
+// Ensure the embedded server refuses an anonymous client by default, that
+// the invite's URL is no password a plain client gets in with (its invite
+// lets in only its own user, onto its admission subject), and that it lets
+// anyone in when opened explicitly.
 func TestAttackAnonymousClientOnEmbed(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	nc, err := nats.Connect(a.node.ClientURL(), nats.MaxReconnects(0))
@@ -249,15 +252,38 @@ func TestAttackAnonymousClientOnEmbed(t *testing.T) {
 	if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Fatalf("anonymous connect = %v; want an authorization violation", err)
 	}
-	inv := a.node.Invite()
-	if !strings.Contains(inv.Command, "--nats") || !strings.Contains(inv.URL, "crosschat:") {
-		t.Fatalf("invite = %+v", inv)
+	inv, err := a.node.Invite()
+	if err != nil || !strings.Contains(inv.Command, "--nats") || !strings.Contains(inv.URL, "crosschat:") || inv.ExpiresAt == "" {
+		t.Fatalf("invite = %+v, %v", inv, err)
 	}
-	nc, err = nats.Connect(inv.URL, nats.MaxReconnects(0))
+	if nc, err = nats.Connect(inv.URL, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("the invite's URL let a plain client in")
+	}
+	_, tok, _ := splitURLs([]string{inv.URL})
+	if tok == nil {
+		t.Fatalf("no invite in %s", inv.URL)
+	}
+	denied := make(chan error, 8)
+	nc, err = nats.Connect(a.node.ClientURL(), nats.UserInfo(inviteUser(tok.id), tok.secret), nats.MaxReconnects(0),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
 	if err != nil {
-		t.Fatalf("the invite's URL: %v", err)
+		t.Fatalf("the invite's own user: %v", err)
 	}
-	nc.Close()
+	defer nc.Close()
+	for _, subj := range []string{subject(a.node.id.ID), "$JS.API.STREAM.DELETE." + StreamName} {
+		if err := nc.Publish(subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-denied:
+			if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), subj) {
+				t.Fatalf("publish to %s with the invite = %v; want a permissions violation", subj, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("publish to %s with the invite was not refused", subj)
+		}
+	}
 	open := startRelayWith(t, "open", "", store.Options{}, func(o *Options) { o.EmbedOpen = true })
 	nc, err = nats.Connect(open.node.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {

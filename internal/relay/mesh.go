@@ -380,6 +380,9 @@ type MeshSettings struct {
 	Embed string `json:"embed"`
 	// Name is this relay's name in the mesh; empty keeps the stored one.
 	Name string `json:"name"`
+	// Strict refuses to join with a NATS credential that can delete or
+	// purge what the mesh keeps.
+	Strict bool `json:"strict"`
 }
 
 // Enabled reports whether the settings name a mesh to join.

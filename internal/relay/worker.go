@@ -89,9 +89,22 @@ type WorkerConfig struct {
 	// AllowUnsandboxed lets a run go ahead without the sandbox (with a
 	// warning in its log) where the system cannot confine it; otherwise
 	// such a run is blocked.
-	AllowUnsandboxed bool   `json:"allowUnsandboxed"`
-	CreatedAt        string `json:"createdAt,omitempty"`
-	UpdatedAt        string `json:"updatedAt,omitempty"`
+	AllowUnsandboxed bool `json:"allowUnsandboxed"`
+	// AllowHookEdits lets a sandboxed run change, in the folders it may
+	// write, what other programs run code from later: a repository's git
+	// configuration and hooks, the agent CLIs' project settings (.claude,
+	// .mcp.json, .codex, .gemini, .agents). Off, a run's changes to them
+	// are undone after it (and reported): for a repository whose hooks a
+	// run must edit.
+	AllowHookEdits bool `json:"allowHookEdits,omitempty"`
+	// Pinned maps each of PinnedPaths, as configured, to where it led
+	// (every symbolic link followed) when the worker was saved: set on
+	// save, not by the caller. A run whose path leads elsewhere now (a
+	// link put in its place, which a run that may write there can do) is
+	// refused; saving again accepts where it leads.
+	Pinned    map[string]string `json:"pinned,omitempty"`
+	CreatedAt string            `json:"createdAt,omitempty"`
+	UpdatedAt string            `json:"updatedAt,omitempty"`
 }
 
 // WorkerState is what a worker is doing.
@@ -124,6 +137,10 @@ type LastRun struct {
 	// Refused are the paths the worker's sandbox refused the run, as the
 	// CLI reported them (the worker form offers to allow them).
 	Refused []string `json:"refused,omitempty"`
+	// Undone are what the run changed that runs may not (git
+	// configuration and hooks, the agent CLIs' project settings), each
+	// with what undoing it did.
+	Undone []string `json:"undone,omitempty"`
 }
 
 // WorkerStatus is a worker's configuration and live state.
@@ -347,6 +364,17 @@ func (c WorkerConfig) Validate() (WorkerConfig, error) {
 	if c.AllowPaths == nil {
 		c.AllowPaths = []string{}
 	}
+	// Pins only of the paths the worker has (a path it no longer has
+	// leaves its pin behind).
+	if len(c.Pinned) > 0 {
+		keep := make(map[string]string, len(c.Pinned))
+		for _, p := range c.PinnedPaths() {
+			if v, ok := c.Pinned[p]; ok && len(v) <= 4096 {
+				keep[p] = v
+			}
+		}
+		c.Pinned = keep
+	}
 	if c.Args == nil {
 		c.Args = []string{}
 	}
@@ -406,4 +434,16 @@ func absPath(p string) bool {
 		return true
 	}
 	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/')
+}
+
+// PinnedPaths are the paths of the worker that are pinned when it is saved
+// (see Pinned), as configured: the working folder, the extra folders and
+// the allowed paths (without ":rw").
+func (c WorkerConfig) PinnedPaths() []string {
+	out := append([]string{c.Workdir}, c.ExtraDirs...)
+	for _, a := range c.AllowPaths {
+		p, _ := CutAllowPath(a)
+		out = append(out, p)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -107,8 +108,16 @@ type homeSetup struct {
 	// shared are the user's entries made when missing (transcripts).
 	shared []string
 	// copyFrom is the user's global settings file, copied to copyTo (a
-	// name in the CLI's folder).
+	// name in the CLI's folder), as runSettings gives it.
 	copyFrom, copyTo string
+	// copies are the user's settings files given as copies instead of
+	// links (name → content): those that held the relay's server entries
+	// or a relay credential (runSettings).
+	copies map[string][]byte
+	// settings is what a run of preset gets of a settings file (see
+	// runSettings).
+	preset   string
+	settings SettingsFilter
 	// keep are the patterns of what a run wrote that the next keeps (see
 	// cliHome.keep); the rest of the home is cleared.
 	keep []string
@@ -133,15 +142,27 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 // in r.Env, and the setup.
 //
 // folders are the run's working and extra folders.
-func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string) (ro, rw []string) {
+//
+// A settings file that holds the relay's server entries or a relay
+// credential (runSettings) is given as a copy without them, and the run
+// gets no rule for the user's own file.
+func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string, preset string, settings SettingsFilter) (ro, rw []string) {
 	user := h.userCLIFolder(env, home)
 	if user == "" {
 		return nil, nil
 	}
-	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}, keep: h.keep}
+	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}, keep: h.keep, copies: map[string][]byte{},
+		preset: preset, settings: settings}
 	for _, name := range h.config {
-		s.links[name] = filepath.Join(user, name)
-		ro = append(ro, s.links[name])
+		p := filepath.Join(user, name)
+		if data, ok := readSettings(p); ok {
+			if out := s.runSettings(name, data); !bytes.Equal(out, data) {
+				s.copies[name] = out
+				continue
+			}
+		}
+		s.links[name] = p
+		ro = append(ro, p)
 	}
 	for _, name := range h.shared {
 		p := filepath.Join(user, name)
@@ -324,6 +345,11 @@ func (s homeSetup) fill(d *dir) error {
 			return fmt.Errorf("link %s to %s: %w", d.path(name), target, err)
 		}
 	}
+	for name, data := range s.copies {
+		if err := writeNew(root, name, data); err != nil {
+			return fmt.Errorf("copy %s: %w", d.path(name), err)
+		}
+	}
 	if s.copyTo == "" {
 		return nil
 	}
@@ -334,16 +360,25 @@ func (s homeSetup) fill(d *dir) error {
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
 	}
-	defer src.Close()
-	f, err := root.OpenFile(s.copyTo, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	data, err := io.ReadAll(io.LimitReader(src, maxGlobalSettings))
+	src.Close()
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
 	}
-	_, err = io.Copy(f, io.LimitReader(src, maxGlobalSettings))
-	if err = errors.Join(err, f.Close()); err != nil {
+	if err := writeNew(root, s.copyTo, s.runSettings(s.copyTo, data)); err != nil {
 		return fmt.Errorf("copy %s: %w", s.copyFrom, err)
 	}
 	return nil
+}
+
+// writeNew writes a new file name of root (never one that exists), owner-only.
+func writeNew(root *os.Root, name string, data []byte) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
 }
 
 // moveAside renames the CLI home name of the folder p (the worker's

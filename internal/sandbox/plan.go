@@ -77,7 +77,7 @@ var homeReadOnly = []string{".gitconfig", ".config/git"}
 // read-only; and the worker's allowed paths. Paths are cleaned and listed
 // once, in order.
 func Plan(req runspec.SandboxRequest, goos string) Rules {
-	return plan(req, goos, nil, "")
+	return plan(req, goos, nil, "", nil)
 }
 
 // plan is Plan with the folders no run should reach (the relay's data
@@ -85,8 +85,9 @@ func Plan(req runspec.SandboxRequest, goos string) Rules {
 // them, or the home folder, is never allowed whole.
 //
 // homes is where the workers' own CLI homes are kept ("" for one in each
-// run folder).
-func plan(req runspec.SandboxRequest, goos string, protected []string, homes string) Rules {
+// run folder); settings what a run gets of the user's settings files (nil:
+// they are given with their relay credentials hidden only).
+func plan(req runspec.SandboxRequest, goos string, protected []string, homes string, settings SettingsFilter) Rules {
 	env := envMap(req.Env)
 	home := env["HOME"]
 	// tooBroad: a folder that is, or holds, the home folder or a protected
@@ -187,7 +188,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			if slug := req.Config.AgentSlug; homes != "" && homeSlug(slug) {
 				private = filepath.Join(homes, slug, req.Config.Harness)
 			}
-			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...))
+			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...), req.Config.Harness, settings)
 			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}

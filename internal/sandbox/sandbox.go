@@ -105,6 +105,12 @@ type Wrapper struct {
 	// Gemini CLI), a folder per agent; "" gives each run a new one in its
 	// run folder.
 	Homes string
+	// Settings is what a run gets of the user's CLI settings files that
+	// its home would link: a file it changes (the relay's server entries
+	// with the agent's token left out) is given as a copy, and the run gets
+	// no rule for the user's own. Every copy has its relay credentials
+	// hidden, with or without it.
+	Settings SettingsFilter
 }
 
 // rootWarning is the run log's warning for a run of a relay running as root.
@@ -123,7 +129,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	plain := runspec.Sandboxed{Program: req.Program, Args: req.Args, Warning: true}
 	// The protected folders as named and as their links resolve.
 	protected := slices.Concat(w.Protected, resolved(w.Protected, nil))
-	rules := plan(req, goos, protected, w.Homes)
+	rules := plan(req, goos, protected, w.Homes, w.Settings)
 	var warning string
 	if goos == "linux" || goos == "darwin" {
 		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
@@ -245,45 +251,94 @@ func confined(s runspec.Sandboxed, r Rules, how, warning string) runspec.Sandbox
 }
 
 // overlap checks that no path of the rules holds a protected folder (the
-// relay's data folder), and that no read-write path holds the relay's own
-// program (Self, as named and as its links resolve), which the worker
-// starts unconfined for every run: a run that could replace it (a relay
-// built in a project that is also a worker's folder) would own every later
-// run. Replacing the file takes write access to it or to its folder, and a
-// rule that holds the folder holds the file too. A path the operator
-// allowed explicitly (the worker's allowed paths) gives a warning for the
-// run's log; any other (a working or extra folder, a CLI's folder named by
-// a variable) refuses the run.
+// relay's data folder), that none but the run's own (its run folder, its
+// CLI home) lies inside one (the database, the admin token, the other
+// runs' folders, the other workers' CLI homes), and that no read-write
+// path holds the relay's own program (Self, as named and as its links
+// resolve), which the worker starts unconfined for every run: a run that
+// could replace it (a relay built in a project that is also a worker's
+// folder) would own every later run. Replacing the file takes write access
+// to it or to its folder, and a rule that holds the folder holds the file
+// too. A path the operator allowed explicitly (one of the worker's allowed
+// paths that, as the operator typed it, is, holds or lies inside what it
+// reaches) gives a warning for the run's log; any other (a working or
+// extra folder, an allowed path that reaches it only through a link, a
+// CLI's folder named by a variable) refuses the run.
 func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
-	explicit := map[string]bool{}
+	// The allowed paths as typed, by the rule path each became.
+	typed := map[string][]string{}
 	for _, a := range req.Config.AllowPaths {
 		p, _ := relay.CutAllowPath(a)
 		if filepath.IsAbs(p) {
-			explicit[resolvedPath(filepath.Clean(p))] = true
+			p = filepath.Clean(p)
+			typed[resolvedPath(p)] = append(typed[resolvedPath(p)], p)
 		}
+	}
+	// explicit reports whether rule path a is an allowed path the operator
+	// typed as one of forms (a folder as named, and as it resolves), a
+	// folder holding it or a path inside it.
+	explicit := func(a string, forms []string) bool {
+		for _, t := range typed[a] {
+			for _, f := range forms {
+				if within(f, t) || within(t, f) {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	var warnings []string
 	// check refuses (or, for a path allowed explicitly, warns of) the
-	// first of paths that holds p; what names p in the messages.
-	check := func(p, what string, paths []string) error {
+	// first of paths that holds forms' folder, or with inside also lies
+	// inside it; what names it in the messages.
+	check := func(forms []string, what string, paths []string, inside bool) error {
+		p := forms[len(forms)-1]
 		for _, a := range paths {
-			if !within(p, a) {
+			holds, in := within(p, a), inside && within(a, p)
+			if !holds && !in {
 				continue
 			}
-			if !explicit[a] {
+			if !explicit(a, forms) {
+				if in {
+					return fmt.Errorf("the run would reach %s inside %s, so it was not started: choose a path outside it, or add %s to the worker's allowed paths to accept that the run can reach it", a, what, a)
+				}
 				return fmt.Errorf("the run would reach %s through %s, so it was not started: choose a folder that does not hold it, or add %s to the worker's allowed paths to accept that the run can reach it", what, a, a)
 			}
-			warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds %s, so this run can reach it.", a, what))
+			if in {
+				warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s lies inside %s, so this run can reach it.", a, what))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("Warning: the allowed path %s holds %s, so this run can reach it.", a, what))
+			}
 			return nil
 		}
 		return nil
 	}
+	// The run's own paths inside the data folder: its run folder and CLI home.
+	own := []string{resolvedPath(req.RunDir)}
+	for _, h := range r.homes {
+		own = append(own, resolvedPath(h.home))
+	}
+	all := slices.Concat(r.System, r.Devices, r.RO, r.RW)
+	configured := map[string]bool{resolvedPath(req.Workdir): true}
+	for _, d := range req.ExtraDirs {
+		configured[resolvedPath(d)] = true
+	}
+	for a := range typed {
+		configured[a] = true
+	}
+	notOwn := slices.DeleteFunc(slices.Clone(all), func(a string) bool {
+		return !configured[a] && slices.ContainsFunc(own, func(o string) bool { return req.RunDir != "" && within(a, o) })
+	})
 	for _, p := range w.Protected {
 		if p == "" {
 			continue
 		}
-		p = resolvedPath(p)
-		if err := check(p, "the relay's data folder "+p, slices.Concat(r.System, r.Devices, r.RO, r.RW)); err != nil {
+		forms := slices.Compact([]string{filepath.Clean(p), resolvedPath(p)})
+		what := "the relay's data folder " + forms[len(forms)-1]
+		if err := check(forms, what, all, false); err != nil {
+			return "", err
+		}
+		if err := check(forms, what, notOwn, true); err != nil {
 			return "", err
 		}
 	}
@@ -291,12 +346,12 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		self := filepath.Clean(w.Self)
 		for _, p := range slices.Compact([]string{self, resolvedPath(self)}) {
 			what := "the relay's own program " + p + " read-write (the relay starts it unconfined for every run, so a run that replaces it owns every later run)"
-			if err := check(p, what, r.RW); err != nil {
+			if err := check(slices.Compact([]string{self, p}), what, r.RW, false); err != nil {
 				return "", err
 			}
 		}
 	}
-	return strings.Join(warnings, " "), nil
+	return strings.Join(slices.Compact(warnings), " "), nil
 }
 
 // resolved replaces each path by the one its symbolic links lead to, so

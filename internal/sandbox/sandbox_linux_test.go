@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,10 +221,17 @@ func TestProtectedOverlapRefused(t *testing.T) {
 			t.Errorf("workdir %s, extra %v, allowed %v (a link to the data folder): %v", r.Workdir, r.ExtraDirs, r.Config.AllowPaths, err)
 		}
 	}
-	// Allowed explicitly through the link: the operator's choice, with a warning.
+	// Allowed through the link: explicit is judged on the path as the
+	// operator typed it, which does not name the data folder (a run may
+	// have put the link there since), so it is refused; typed as the data
+	// folder itself, it is the operator's choice, with a warning.
 	req.Workdir, req.Config.AllowPaths = link, []string{link + ":rw"}
+	if _, err := w.Wrap(req); err == nil || !strings.Contains(err.Error(), "data folder") {
+		t.Fatalf("a link to the data folder allowed by its own name: %v", err)
+	}
+	req.Workdir, req.Config.AllowPaths = work, []string{data + ":ro"}
 	if s, err := w.Wrap(req); err != nil || !strings.Contains(s.Log, "holds the relay's data folder") || !strings.Contains(s.Log, data) {
-		t.Fatalf("a link allowed explicitly: %+v, %v", s, err)
+		t.Fatalf("the data folder allowed explicitly: %+v, %v", s, err)
 	}
 }
 
@@ -341,5 +349,58 @@ func TestRootWarning(t *testing.T) {
 		if warned := s.Warning && strings.Contains(s.Log, "the relay runs as root") && strings.Contains(s.Log, "/proc/PID/environ"); warned != (uid == 0) {
 			t.Errorf("uid %d: warned %v: %s", uid, warned, s.Log)
 		}
+	}
+}
+
+// Ensure every path inside the relay's data folder is protected, not only
+// the folder and what holds it: a working or extra folder, an allowed
+// path (also one reaching it through a link) or a CLI folder a variable
+// names that lies inside the data folder (another worker's CLI home, the
+// other runs' folders) refuses the run, unless the operator typed that
+// very path among the allowed ones (then a warning); the run's own run
+// folder and CLI home, inside it too, are not refused. Before, only a path
+// that was or held the data folder was.
+func TestInsideDataFolderRefused(t *testing.T) {
+	home, data, work, run, _ := layout(t)
+	other := filepath.Join(data, "cli-homes", "other", "claude-code")
+	writeTestFile(t, filepath.Join(other, "settings.json"), "{}")
+	link := filepath.Join(work, "homes")
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	w := sandbox.Wrapper{Self: "/relay", Protected: []string{data}, GOOS: "linux", ABI: func() int { return 7 }, Seccomp: func() bool { return true },
+		Homes: filepath.Join(data, "cli-homes")}
+	base := runspec.SandboxRequest{Config: relay.WorkerConfig{AgentSlug: "builder", Harness: "claude-code", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run}
+	for _, tc := range []struct {
+		name string
+		edit func(r *runspec.SandboxRequest)
+		want string // "refused", "warning" or "ok"
+	}{
+		{"the run's own folders", func(*runspec.SandboxRequest) {}, "ok"},
+		{"working folder inside", func(r *runspec.SandboxRequest) { r.Workdir = other }, "refused"},
+		{"extra folder inside", func(r *runspec.SandboxRequest) { r.ExtraDirs = []string{other} }, "refused"},
+		{"allowed through a link", func(r *runspec.SandboxRequest) { r.Config.AllowPaths = []string{link + ":rw"} }, "refused"},
+		{"CLI folder inside", func(r *runspec.SandboxRequest) { r.Env = append(r.Env, "CLAUDE_CONFIG_DIR="+other) }, "refused"},
+		{"allowed as typed", func(r *runspec.SandboxRequest) { r.Config.AllowPaths = []string{other} }, "warning"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := base
+			req.Env = slices.Clone(base.Env)
+			tc.edit(&req)
+			s, err := w.Wrap(req)
+			got := "ok"
+			switch {
+			case err != nil && strings.Contains(err.Error(), "inside the relay's data folder"):
+				got = "refused"
+			case err != nil:
+				t.Fatalf("wrap: %v", err)
+			case strings.Contains(s.Log, "lies inside the relay's data folder"):
+				got = "warning"
+			}
+			if got != tc.want {
+				t.Errorf("got %s, want %s: %v; log: %s", got, tc.want, err, s.Log)
+			}
+		})
 	}
 }

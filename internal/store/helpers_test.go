@@ -81,9 +81,15 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoWorkerPins takes a database back from version 22 to 21: the
+// workers' pinned paths and hook edits (migration 0022). Every downgrade
+// goes below it: it runs first.
+const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths; ALTER TABLE workers DROP COLUMN allow_hook_edits;
+	`
+
 // undoInsights takes a database back from version 21 to 20: the chart
 // aggregates' indexes (migration 0021). Every downgrade goes below it: it
-// runs first.
+// runs after undoWorkerPins.
 const undoInsights = `DROP INDEX tasks_created; DROP INDEX reports_outcomes; DROP INDEX tasks_conversation;
 	`
 
@@ -161,10 +167,10 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so the undoing of 0021 down to 0013 runs first.
+// so the undoing of 0022 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoInsights + undoMeshWord(e.t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(e.t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

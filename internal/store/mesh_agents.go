@@ -36,7 +36,7 @@ func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) 
 	var out relay.RemoteNames
 	err := db.write(ctx, "sync remote agents", func(t *tx) error {
 		names := map[string]string{} // relay id/slug → name
-		online := map[string]bool{}   // name → what the directory says
+		online := map[string]bool{}  // name → what the directory says
 		changed := map[string]bool{}
 		var listed []relay.RemoteAgent
 		for _, a := range agents {

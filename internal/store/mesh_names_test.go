@@ -193,7 +193,7 @@ func TestMigrateMeshWord(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	task := e.post("bob", "bob", "crossed", 0)
-	e.reopenAfter(undoInsights + undoMeshWord(t) + `
+	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(t) + `
 		INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, registered_at, last_seen_at) VALUES
 			('alice', 'agent', 'Alice', 'm', '[]', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
 			('operator@relay-a', 'agent', 'operator@relay-a', '', '[]', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');

@@ -46,6 +46,17 @@ type ImportResult struct {
 	// Workers are the imported workers, each disabled, with what it would
 	// run: the operator enables them one by one after reading this.
 	Workers []ImportedWorker `json:"workers,omitempty"`
+	// RevokedTokens are the agents whose upstream token was not imported:
+	// an imported database brings no credential (it is a file anyone may
+	// hand over, and a token in it acts as that agent), so each gets a new
+	// token from the operator (the Agents page's Issue token) and is set
+	// up with it again. No person (the operator included) ever gets a
+	// token from an import.
+	RevokedTokens []string `json:"revokedTokens,omitempty"`
+	// RevokedInvites are the invites (label, or id when it has none) that
+	// could still enrol agents upstream: they arrive revoked, for the same
+	// reason; the operator creates new ones.
+	RevokedInvites []string `json:"revokedInvites,omitempty"`
 	// UpstreamVersion is the upstream file's schema version.
 	UpstreamVersion int `json:"upstreamVersion"`
 }

@@ -49,6 +49,9 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 	if err != nil {
 		return err
 	}
+	if res.RevokedTokens, res.RevokedInvites, err = credentials(ctx, tx, has); err != nil {
+		return err
+	}
 	col := func(table, name, fallback string) string {
 		if has[table+"."+name] {
 			return name
@@ -56,14 +59,16 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 		return fallback
 	}
 	steps := []struct{ table, sql string }{
+		// Every invite arrives revoked and every agent without its token
+		// (see credentials): an import brings no credential.
 		{"invites", `INSERT INTO main.invites (id, code_hash, label, created_at, expires_at, max_uses, uses, revoked, display_name, role, first_task)
-			SELECT id, code_hash, label, created_at, expires_at, max_uses, uses, revoked, ` + col("invites", "display_name", "NULL") + `, ` + col("invites", "role", "NULL") + `, ` + col("invites", "first_task", "NULL") + ` FROM up.invites`},
+			SELECT id, code_hash, label, created_at, expires_at, max_uses, uses, 1, ` + col("invites", "display_name", "NULL") + `, ` + col("invites", "role", "NULL") + `, ` + col("invites", "first_task", "NULL") + ` FROM up.invites`},
 		{"agents", `INSERT INTO main.agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, token_hash, invite_id, display_name_locked, details_locked)
-			SELECT slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, token_hash,
+			SELECT slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, NULL,
 				` + col("agents", "invite_id", "NULL") + `, ` + col("agents", "display_name_locked", "0") + `, ` + col("agents", "details_locked", "0") + ` FROM up.agents WHERE true
-			ON CONFLICT (slug) DO UPDATE SET kind = excluded.kind, display_name = excluded.display_name, model_slug = excluded.model_slug,
+			ON CONFLICT (slug) DO UPDATE SET display_name = excluded.display_name, model_slug = excluded.model_slug,
 				capabilities = excluded.capabilities, details = excluded.details, registered_at = excluded.registered_at,
-				last_seen_at = excluded.last_seen_at, last_read_sequence = excluded.last_read_sequence, token_hash = excluded.token_hash,
+				last_seen_at = excluded.last_seen_at, last_read_sequence = excluded.last_read_sequence,
 				invite_id = excluded.invite_id, display_name_locked = excluded.display_name_locked, details_locked = excluded.details_locked`},
 		{"tasks", `INSERT INTO main.tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status, created_at, updated_at, claimed_at, lease_expires_at, parent_task_id, depth, claimed_via)
 			SELECT id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status, created_at, updated_at, claimed_at, lease_expires_at,

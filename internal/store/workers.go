@@ -14,7 +14,7 @@ var _ relay.WorkerService = (*DB)(nil)
 
 const workerColumns = `agent_slug, harness, command, args, prompt_mode, workdir, extra_dirs, allowed_senders,
 	timeout_minutes, runs_per_hour, exclusive, enabled, env, created_at, updated_at,
-	session_ref, session_id, session_label, sandbox, allow_paths, allow_unsandboxed, any_session`
+	session_ref, session_id, session_label, sandbox, allow_paths, allow_unsandboxed, any_session, pinned_paths, allow_hook_edits`
 
 // scanWorker reads one workers row selected with workerColumns.
 func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
@@ -22,12 +22,18 @@ func scanWorker(row rowScanner) (relay.WorkerConfig, error) {
 		c                             relay.WorkerConfig
 		mode                          string
 		args, extra, senders, envJSON string
-		allowPaths                    string
+		allowPaths, pinned            string
 	)
 	if err := row.Scan(&c.AgentSlug, &c.Harness, &c.Command, &args, &mode, &c.Workdir, &extra, &senders,
 		&c.TimeoutMinutes, &c.RunsPerHour, &c.Exclusive, &c.Enabled, &envJSON, &c.CreatedAt, &c.UpdatedAt,
-		&c.Session, &c.SessionID, &c.SessionLabel, &c.Sandbox, &allowPaths, &c.AllowUnsandboxed, &c.AnySession); err != nil {
+		&c.Session, &c.SessionID, &c.SessionLabel, &c.Sandbox, &allowPaths, &c.AllowUnsandboxed, &c.AnySession, &pinned, &c.AllowHookEdits); err != nil {
 		return c, err
+	}
+	if err := json.Unmarshal([]byte(pinned), &c.Pinned); err != nil {
+		return c, fmt.Errorf("worker %s pinned_paths: %w", c.AgentSlug, err)
+	}
+	if len(c.Pinned) == 0 {
+		c.Pinned = nil
 	}
 	c.PromptMode = relay.PromptMode(mode)
 	for _, f := range []struct {
@@ -66,6 +72,18 @@ func getWorker(ctx context.Context, q queryer, slug string) (relay.WorkerConfig,
 // stringsJSON encodes a list of strings as a JSON array ([] for nil).
 func stringsJSON(s []string) string { return capsJSON(s) }
 
+// pinsJSON encodes a worker's pinned paths as a JSON object ({} for nil).
+func pinsJSON(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "{}" // strings always encode
+	}
+	return string(b)
+}
+
 func unknownWorker(slug string) error {
 	return relay.Errorf(relay.EUnknownWorker, "“%s” has no worker.", slug).WithDetails(map[string]any{"slug": slug})
 }
@@ -86,7 +104,7 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
 		}
-		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := t.exec(`INSERT INTO workers (`+workerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (agent_slug) DO UPDATE SET
 				harness = excluded.harness, command = excluded.command, args = excluded.args,
 				prompt_mode = excluded.prompt_mode, workdir = excluded.workdir, extra_dirs = excluded.extra_dirs,
@@ -95,10 +113,11 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 				env = excluded.env, updated_at = excluded.updated_at, session_ref = excluded.session_ref,
 				session_id = excluded.session_id, session_label = excluded.session_label,
 				sandbox = excluded.sandbox, allow_paths = excluded.allow_paths, allow_unsandboxed = excluded.allow_unsandboxed,
-				any_session = excluded.any_session`,
+				any_session = excluded.any_session, pinned_paths = excluded.pinned_paths, allow_hook_edits = excluded.allow_hook_edits`,
 			c.AgentSlug, c.Harness, c.Command, stringsJSON(c.Args), string(c.PromptMode), c.Workdir, stringsJSON(c.ExtraDirs),
 			stringsJSON(c.AllowedSenders), c.TimeoutMinutes, c.RunsPerHour, c.Exclusive, c.Enabled, stringsJSON(c.Env),
-			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel, c.Sandbox, stringsJSON(c.AllowPaths), c.AllowUnsandboxed, c.AnySession); err != nil {
+			t.ts, t.ts, c.Session, c.SessionID, c.SessionLabel, c.Sandbox, stringsJSON(c.AllowPaths), c.AllowUnsandboxed, c.AnySession,
+			pinsJSON(c.Pinned), c.AllowHookEdits); err != nil {
 			return fmt.Errorf("upsert worker: %w", err)
 		}
 		out, err = getWorker(t.ctx, t.tx, c.AgentSlug)

@@ -295,3 +295,21 @@ func TestPostResolvesTargetSession(t *testing.T) {
 		t.Errorf("resolver asked %q, want %q", asked, want)
 	}
 }
+
+// Ensure a worker's pinned paths are kept as saved, for its own paths only
+// (a pin of a path it does not have is dropped), and read back.
+func TestSaveWorkerKeepsPins(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("builder")
+	in := workerConfig("builder")
+	in.ExtraDirs = []string{"/home/me/lib"}
+	in.AllowPaths = []string{"/home/me/cache:rw"}
+	in.Pinned = map[string]string{"/home/me/project": "/data/project", "/home/me/lib": "/home/me/lib",
+		"/home/me/cache": "/home/me/cache", "/elsewhere": "/root"}
+	e.saveWorker(in)
+	got, err := e.db.Worker(e.ctx, "builder")
+	want := map[string]string{"/home/me/project": "/data/project", "/home/me/lib": "/home/me/lib", "/home/me/cache": "/home/me/cache"}
+	if err != nil || !reflect.DeepEqual(got.Pinned, want) {
+		t.Fatalf("pinned %v, %v; want %v", got.Pinned, err, want)
+	}
+}

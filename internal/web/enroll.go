@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -18,12 +19,17 @@ type enrollResponse struct {
 
 // serveEnroll lets an agent enroll itself with an invite code. It is public:
 // the invite code is the credential.
+//
+// Each attempt spends one of the client's budget (given back when it
+// succeeds), but for an invite code of the relay's own shape, which no
+// guess finds (limiter.admit).
 func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
-	if !h.attempts.allow(w, r) {
-		return
-	}
 	var in relay.EnrollInput
 	if !h.decodeBody(w, r, &in) {
+		return
+	}
+	ok, charged := h.attempts.admit(w, r, strings.TrimSpace(in.Invite))
+	if !ok {
 		return
 	}
 	in, err := in.Validate()
@@ -36,7 +42,9 @@ func (h *handler) serveEnroll(w http.ResponseWriter, r *http.Request) {
 		h.writeDomainError(w, r, "enroll", err)
 		return
 	}
-	h.attempts.refund(clientAddr(r))
+	if charged {
+		h.attempts.refund(clientAddr(r))
+	}
 	scheme := "http"
 	if isSecure(r) {
 		scheme = "https"

@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -58,6 +60,8 @@ type envOptions struct {
 	metrics http.Handler
 	// bodyTimeout overrides Config.BodyReadTimeout.
 	bodyTimeout time.Duration
+	// adminToken overrides the admin token (adminToken).
+	adminToken string
 }
 
 // testClock is a clock the test moves by hand.
@@ -123,7 +127,7 @@ func newHandler(tb testing.TB, svc relay.Service, o envOptions) http.Handler {
 		Logger:          logger,
 		Now:             now,
 		Service:         svc,
-		AdminToken:      adminToken,
+		AdminToken:      cmp.Or(o.adminToken, adminToken),
 		MCP:             mcpHandler,
 		Services:        map[string]any{"Tests": &testService{svc: svc}},
 		Access:          accessFrom(o.localOnly),
@@ -269,6 +273,9 @@ type request struct {
 	cookies []*http.Cookie
 	// session sets the X-Crosschat-Session header.
 	session string
+	// from is the loopback address the request is sent from ("" for the
+	// system's choice, 127.0.0.1).
+	from string
 }
 
 // newRequest builds req for the env's server: GET unless req.method says
@@ -315,7 +322,12 @@ func (e *env) do(tb testing.TB, req request) response {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r := e.newRequest(tb, ctx, req)
-	resp, err := e.srv.Client().Do(r)
+	c := e.srv.Client()
+	if req.from != "" {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(req.from)}}
+		c = &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	}
+	resp, err := c.Do(r)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", r.Method, req.path, err)
 	}

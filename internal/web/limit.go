@@ -12,16 +12,24 @@ import (
 )
 
 // RateLimit bounds the unauthenticated attempts (sign-in, enroll, and any
-// request with a wrong bearer token) one client address may make: a bucket
-// of Burst attempts per address, refilled by one every Every. A successful
-// sign-in or enrollment gives its token back, so only failures (wrong
-// tokens, bad invites) use the budget up. A wrong bearer token spends an
-// attempt the first time the address sends it; sent again while the
-// address remembers it (see failedTokenMemory), it is refused the same way
-// without spending more, so one stale client config costs its address one
-// attempt, not the whole budget. Once the budget is spent, every request
-// from the address that carries a bearer token is answered 429 before the
-// token is looked at, so a right guess is not told apart from a wrong one.
+// request with a wrong bearer token) one client may make: a bucket of
+// Burst attempts per client, refilled by one every Every. A client is its
+// address, every loopback address (127.0.0.0/8, ::1) counting as one: any
+// process on this computer can pick any of them. A successful sign-in or
+// enrollment gives its attempt back, so only failures (wrong tokens, bad
+// invites) use the budget up. A wrong bearer token spends an attempt the
+// first time the client sends it; sent again while the client remembers it
+// (see failedTokenMemory), it is refused the same way without spending
+// more, so one stale client config costs its client one attempt, not the
+// whole budget. Once the budget is spent, a request that carries a bearer
+// token is answered 429 before the token is looked at, so a right guess
+// is not told apart from a wrong one, unless the token could not be a
+// guess (see mayTry): one of the relay's own 256-bit shapes (an agent or
+// run token, the relay's generated admin token, an invite code), which no
+// guess finds, so looking at it tells a guesser nothing; or one that
+// authenticated from this client before (the admin token of the
+// operator's own choosing, which could be short enough to guess). So wrong
+// tokens from one process do not lock the valid ones out.
 type RateLimit struct {
 	// Burst is how many attempts an address may make at once; a negative
 	// value turns the limit off (tests and fuzzing).
@@ -54,14 +62,29 @@ const (
 	failedTokenMemory = 10 * time.Minute
 )
 
-// fingerprint identifies a failed token without keeping it.
+// A client also remembers the tokens that authenticated from it (but for
+// those of an unguessable shape, which need no memory), at most
+// maxGoodTokens, for goodTokenMemory after each last worked: while its
+// budget is spent, they are still looked at (see mayTry).
+const (
+	maxGoodTokens   = 4
+	goodTokenMemory = 24 * time.Hour
+)
+
+// fingerprint identifies a token without keeping it.
 type fingerprint [16]byte
 
-// failedToken is a token that failed from an address, and when it was last
-// sent (Unix nanoseconds).
+// failedToken is a token that failed (or, in bucket.good, worked) from a
+// client, and when it was last sent (Unix nanoseconds).
 type failedToken struct {
 	fp   fingerprint
 	seen int64
+}
+
+// fingerprintOf is tok's fingerprint: the first 16 bytes of its SHA-256.
+func fingerprintOf(tok string) fingerprint {
+	sum := sha256.Sum256([]byte(tok))
+	return fingerprint(sum[:len(fingerprint{})])
 }
 
 // limiter is a token bucket per client address.
@@ -75,24 +98,35 @@ type limiter struct {
 	n atomic.Int64
 }
 
-// bucket is one address's budget: tokens as of last, and the bearer tokens
-// that failed from it lately.
+// bucket is one client's budget: tokens as of last, the bearer tokens
+// that failed from it lately, and those that worked.
 type bucket struct {
 	tokens float64
 	last   time.Time
 	failed []failedToken
+	good   []failedToken
 }
 
 func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
 	return &limiter{cfg: cfg, now: now, buckets: map[string]*bucket{}}
 }
 
-// clientAddr is the peer's IP address. Proxy headers are not trusted: behind
-// a proxy every client shares the proxy's budget, which errs on the safe side.
+// loopbackClient is every loopback address's key in the limiter.
+const loopbackClient = "loopback"
+
+// clientAddr is the client's key in the limiter: the peer's IP address, or
+// loopbackClient for any loopback address (127.0.0.0/8, ::1, IPv4-mapped),
+// which any process on this computer may pick (`curl --interface
+// 127.0.0.2`): they are one client. Proxy headers are not trusted: behind
+// a proxy every client shares the proxy's budget, which errs on the safe
+// side.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return loopbackClient
 	}
 	return host
 }
@@ -199,9 +233,9 @@ func (l *limiter) spent(addr string) (bool, time.Duration) {
 	}
 	l.refillLocked(b, now)
 	if b.tokens >= float64(l.cfg.Burst) {
-		// Whole again and remembering no failed token: forgotten, so the
-		// lock is skipped once no address has failed lately.
-		if b.forgetOld(now); len(b.failed) == 0 {
+		// Whole again and remembering no token: forgotten, so the lock is
+		// skipped once no address has failed lately.
+		if b.forgetOld(now); len(b.failed) == 0 && len(b.good) == 0 {
 			delete(l.buckets, addr)
 			l.n.Store(int64(len(l.buckets)))
 		}
@@ -216,8 +250,12 @@ func (l *limiter) spent(addr string) (bool, time.Duration) {
 // malformed Authorization value) that failed authentication, unless the
 // address sent the same one lately: a client retrying a revoked or rotated
 // token costs its address one attempt, while every new guess costs one.
+//
+// A token of an unguessable shape (see unguessable) spends nothing: it is
+// not a guess the budget bounds, and it is looked at even once the budget
+// is spent.
 func (l *limiter) failToken(r *http.Request, token string) {
-	if l.cfg.Burst < 0 {
+	if l.cfg.Burst < 0 || unguessable(token) {
 		return
 	}
 	addr := clientAddr(r)
@@ -225,8 +263,7 @@ func (l *limiter) failToken(r *http.Request, token string) {
 		l.take(addr)
 		return
 	}
-	sum := sha256.Sum256([]byte(token))
-	fp := fingerprint(sum[:len(fingerprint{})])
+	fp := fingerprintOf(token)
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -242,47 +279,63 @@ func (l *limiter) failToken(r *http.Request, token string) {
 	b.remember(fp, now)
 }
 
-// forgetOld drops the failed tokens not sent for failedTokenMemory.
+// forgetOld drops the failed tokens not sent for failedTokenMemory and the
+// good ones not sent for goodTokenMemory.
 func (b *bucket) forgetOld(now time.Time) {
-	cutoff := now.Add(-failedTokenMemory).UnixNano()
-	kept := b.failed[:0]
-	for _, f := range b.failed {
+	b.failed = forgetBefore(b.failed, now.Add(-failedTokenMemory).UnixNano())
+	b.good = forgetBefore(b.good, now.Add(-goodTokenMemory).UnixNano())
+}
+
+// forgetBefore keeps the tokens of list sent after cutoff.
+func forgetBefore(list []failedToken, cutoff int64) []failedToken {
+	kept := list[:0]
+	for _, f := range list {
 		if f.seen > cutoff {
 			kept = append(kept, f)
 		}
 	}
 	if len(kept) == 0 {
-		kept = nil
+		return nil
 	}
-	b.failed = kept
+	return kept
 }
 
-// recall reports whether fp is remembered, and if so marks it sent now.
-func (b *bucket) recall(fp fingerprint, now time.Time) bool {
-	for i := range b.failed {
-		if b.failed[i].fp == fp {
-			b.failed[i].seen = now.UnixNano()
+// recall reports whether fp is a remembered failed token, and if so marks
+// it sent now.
+func (b *bucket) recall(fp fingerprint, now time.Time) bool { return touch(b.failed, fp, now) }
+
+// touch reports whether fp is in list, and if so marks it sent now.
+func touch(list []failedToken, fp fingerprint, now time.Time) bool {
+	for i := range list {
+		if list[i].fp == fp {
+			list[i].seen = now.UnixNano()
 			return true
 		}
 	}
 	return false
 }
 
-// remember adds fp, in place of the token sent least recently when b
-// already holds maxFailedTokens.
+// remember adds fp to the failed tokens, in place of the token sent least
+// recently when b already holds maxFailedTokens.
 func (b *bucket) remember(fp fingerprint, now time.Time) {
+	b.failed = rememberIn(b.failed, maxFailedTokens, fp, now)
+}
+
+// rememberIn adds fp to list, in place of the token sent least recently
+// when it already holds max.
+func rememberIn(list []failedToken, max int, fp fingerprint, now time.Time) []failedToken {
 	f := failedToken{fp: fp, seen: now.UnixNano()}
-	if len(b.failed) < maxFailedTokens {
-		b.failed = append(b.failed, f)
-		return
+	if len(list) < max {
+		return append(list, f)
 	}
 	oldest := 0
-	for i := range b.failed {
-		if b.failed[i].seen < b.failed[oldest].seen {
+	for i := range list {
+		if list[i].seen < list[oldest].seen {
 			oldest = i
 		}
 	}
-	b.failed[oldest] = f
+	list[oldest] = f
+	return list
 }
 
 // writeLimited answers 429 with Retry-After.

@@ -48,8 +48,8 @@ func (l *limiter) checkBounds(t testing.TB) (addrs, fingerprints int) {
 		t.Fatalf("%d addresses (n = %d); at most %d", len(l.buckets), l.n.Load(), maxLimitedAddrs)
 	}
 	for addr, b := range l.buckets {
-		if len(b.failed) > maxFailedTokens {
-			t.Fatalf("%s remembers %d failed tokens; at most %d", addr, len(b.failed), maxFailedTokens)
+		if len(b.failed) > maxFailedTokens || len(b.good) > maxGoodTokens {
+			t.Fatalf("%s remembers %d failed and %d good tokens; at most %d and %d", addr, len(b.failed), len(b.good), maxFailedTokens, maxGoodTokens)
 		}
 		seen := map[fingerprint]bool{}
 		for _, f := range b.failed {
@@ -118,7 +118,7 @@ func TestLimiterMemoryBounded(t *testing.T) {
 // recently makes room for a new one, and a full bucket is forgotten once
 // its tokens are (failedTokenMemory after they were last sent).
 func TestLimiterRemembersFailedTokens(t *testing.T) {
-	const addr = "127.0.0.1"
+	const addr = loopbackClient // every loopback address is one client
 	l, clock := newTestLimiter()
 	burst := float64(DefaultRateLimit.Burst)
 	step := func(what string, do func(), wantLeft float64) {
@@ -169,7 +169,7 @@ func TestLimiterRemembersFailedTokens(t *testing.T) {
 // remembered and the budget whole again; one more keeps it spent, as a
 // guesser would.
 func TestLimiterManyStaleClients(t *testing.T) {
-	const addr = "127.0.0.1"
+	const addr = loopbackClient // every loopback address is one client
 	for _, tc := range []struct {
 		clients int
 		settles bool
@@ -197,9 +197,10 @@ func TestLimiterManyStaleClients(t *testing.T) {
 }
 
 // FuzzLimiterBounded drives the limiter with failures of new and repeated
-// tokens from a few addresses, clock steps and refunds: its memory stays
-// within bounds, a remembered token never spends, and a new one spends one
-// attempt when there is one.
+// tokens from a few addresses, clock steps, refunds and tokens that worked:
+// its memory stays within bounds, a remembered token never spends, a new
+// one spends one attempt when there is one, and one that worked is tried
+// whatever the budget.
 func FuzzLimiterBounded(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 1, 0, 1, 2, 3, 2, 0, 200})
 	f.Add([]byte("stale stale stale guess guess guess guess guess guess guess guess"))
@@ -229,7 +230,16 @@ func FuzzLimiterBounded(f *testing.F) {
 				clock.t = clock.t.Add(time.Duration(arg) * 500 * time.Millisecond)
 				l.spent(addr)
 			case 3:
-				l.refund(addr)
+				if arg&1 == 0 {
+					l.refund(addr)
+					break
+				}
+				// A token that worked is tried although the budget is spent.
+				r, tok := &http.Request{RemoteAddr: addr + ":40000"}, "good-"+strconv.Itoa(int(arg%11))
+				l.worked(r, tok)
+				if !l.mayTry(r, tok) {
+					t.Fatalf("a token that worked from %s is not tried", addr)
+				}
 			}
 			l.checkBounds(t)
 		}

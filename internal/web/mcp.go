@@ -119,6 +119,7 @@ func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 		return relay.Principal{}, relay.Errorf(relay.EUnauthorized, "%s", unauthorizedMCP.Message)
 	}
 	if relay.TokensEqual(tok, h.adminToken) {
+		h.attempts.worked(r, tok)
 		return relay.Admin, nil
 	}
 	p, err := h.svc.Authenticate(r.Context(), tok)
@@ -128,6 +129,7 @@ func (h *handler) authenticate(r *http.Request) (relay.Principal, error) {
 		}
 		return relay.Principal{}, err
 	}
+	h.attempts.worked(r, tok)
 	return p, nil
 }
 

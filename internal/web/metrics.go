@@ -33,6 +33,7 @@ func (h *handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
 			h.refuseMetrics(w)
 			return
 		}
+		h.attempts.worked(r, tok)
 	case isLocalRequest(r):
 		if !h.checkHostOrigin(w, r) {
 			return

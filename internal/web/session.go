@@ -108,6 +108,7 @@ func (s *secretSet) revoke(v string) {
 func (h *handler) adminAuth(r *http.Request) bool {
 	if tok := bearerToken(r); tok != "" {
 		if relay.TokensEqual(tok, h.adminToken) {
+			h.attempts.worked(r, tok)
 			return true
 		}
 		h.attempts.failToken(r, tok)
@@ -146,10 +147,10 @@ func (h *handler) serveSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks {token} against the admin token and answers a new session.
+//
+// Each attempt spends one of the client's budget (given back when it
+// succeeds), but for a token that could not be a guess (limiter.admit).
 func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
-	if !h.attempts.allow(w, r) {
-		return
-	}
 	var in struct {
 		Token string `json:"token"`
 	}
@@ -157,6 +158,10 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := strings.TrimSpace(in.Token)
+	ok, charged := h.attempts.admit(w, r, tok)
+	if !ok {
+		return
+	}
 	if tok == "" || len(tok) > maxTokenLen {
 		writeError(w, http.StatusBadRequest, relay.EInvalidRequest, "token: must be 1–1000 characters.")
 		return
@@ -165,7 +170,10 @@ func (h *handler) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_token", "That is not the admin token.")
 		return
 	}
-	h.attempts.refund(clientAddr(r))
+	if charged {
+		h.attempts.refund(clientAddr(r))
+	}
+	h.attempts.worked(r, tok)
 	writeJSON(w, http.StatusOK, sessionState{Authenticated: true, Version: h.version, Session: h.sessions.issue(h.now(), sessionLifetime)})
 }
 

@@ -265,15 +265,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // bearerAllowed answers 429 itself and returns false when r carries a
-// bearer token and its address has spent its budget of failed attempts
-// (on any route: /mcp, /bridge, /metrics, the push stream). The token is
-// not checked then, so guessing on gets no answer at all.
+// bearer token that could be a guess and its client has spent its budget
+// of failed attempts (on any route: /mcp, /bridge, /metrics, the push
+// stream). The token is not checked then, so guessing on gets no answer at
+// all; a token that could not be a guess is (limiter.mayTry).
 func (h *handler) bearerAllowed(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("Authorization") == "" {
 		return true
 	}
 	spent, wait := h.attempts.spent(clientAddr(r))
-	if !spent {
+	if !spent || h.attempts.mayTry(r, bearerToken(r)) {
 		return true
 	}
 	writeLimited(w, wait)

@@ -56,6 +56,9 @@ type Options struct {
 	// Wrapper. nil refuses the runs of a worker whose sandbox is on; the
 	// others run as they are (tests of the worker alone).
 	Sandbox func(runspec.SandboxRequest) (runspec.Sandboxed, error)
+	// Protected are folders no run's working or extra folder may be, hold
+	// or lie inside (the relay's data folder), checked at every run.
+	Protected []string
 	// Logger receives loop-level errors; default discards.
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.

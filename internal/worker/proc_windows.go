@@ -120,3 +120,7 @@ func processMatches(pid int, image string) bool {
 func killLeftover(pid int, _ time.Duration) {
 	taskkill(pid)
 }
+
+// inheritStdioOnly does nothing on Windows: a child gets only the handles
+// exec.Cmd lists for it (its standard input, output and error).
+func inheritStdioOnly() error { return nil }

@@ -57,6 +57,9 @@ type runState struct {
 	image string
 	// sandboxed: the run's CLI is confined to its folders.
 	sandboxed bool
+	// workdir is the working folder as it resolves, checked (folders):
+	// the CLI starts in it.
+	workdir string
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -112,7 +115,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		}
 	}
 
-	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused}
+	last := &relay.LastRun{TaskID: task.ID, Title: task.Title, FinishedAt: relay.FormatTime(o.Now()), Refused: res.refused, Undone: res.undone}
 	switch {
 	case res.cancelled || final.Status == relay.StatusCancelled:
 		last.Outcome = "cancelled"
@@ -176,6 +179,9 @@ type runResult struct {
 	requeue string
 	// refused are the paths the sandbox refused a blocked run.
 	refused []string
+	// undone are the run's changes to git configuration, hooks and agent
+	// settings that were undone (see planted.go).
+	undone []string
 	// recovered: the answer came from the session's transcript.
 	recovered bool
 	errs      []error
@@ -216,14 +222,18 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	}()
 
 	r.rec.add(relay.ActivityEntry{Kind: relay.StepStart, Text: fmt.Sprintf("%s started in %s", r.name, r.cfg.Workdir)})
-	var extra []string
-	for _, d := range r.cfg.ExtraDirs {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			extra = append(extra, d)
-			continue
-		}
-		r.rec.add(relay.ActivityEntry{Kind: relay.StepError, Status: relay.StepFailed,
-			Text: fmt.Sprintf("The extra folder %s does not exist, so this run can't use it.", d)})
+	workdir, extra, err := r.folders()
+	if err != nil {
+		res.out = fail(err)
+		r.endRun(&res)
+		return res
+	}
+	r.workdir = workdir
+	kept, err := r.guardFolders(workdir, extra)
+	if err != nil {
+		res.out = fail(err)
+		r.endRun(&res)
+		return res
 	}
 	if r.cfg.AnySession && r.task.TargetSession != "" {
 		if err := r.pickSession(); err != nil {
@@ -263,7 +273,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 			return res
 		}
 	}
-	dirs := append([]string{r.cfg.Workdir}, extra...)
+	dirs := append([]string{workdir}, extra...)
 	var endTracking func(context.Context, []relay.ChangedFile) []relay.ChangedFile
 	if o.Tracker != nil {
 		endTracking = o.Tracker.Begin(ctx, dirs)
@@ -272,6 +282,10 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	ex := r.spawnAndWait(ctx, extra)
 	res.cancelled, res.stopped = ex.cancelled, ex.stopped
 	res.errs = append(res.errs, ex.errs...)
+	// The run's whole process tree has ended: undo what it planted.
+	planted, undone, errs := r.undoPlanted(kept)
+	res.undone = undone
+	res.errs = append(res.errs, errs...)
 
 	// Files the run made.
 	var files []relay.ChangedFile
@@ -308,6 +322,9 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 	if r.turn != nil {
 		res.out = r.turn.label(res.out, ex)
 		res.recovered = ex.recovered && res.out.kind == relay.ReportCompleted
+	}
+	if planted != "" {
+		res.out.message += "\n\n" + planted
 	}
 	res.out.message = relay.RedactSecrets(res.out.message, secrets...)
 	res.out.result = relay.RedactSecrets(res.out.result, secrets...)

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,7 +122,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	cmd := &exec.Cmd{
 		Path:      program,
 		Args:      append([]string{program}, args...),
-		Dir:       r.cfg.Workdir,
+		Dir:       cmp.Or(r.workdir, r.cfg.Workdir),
 		Env:       env,
 		WaitDelay: waitDelay,
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -29,7 +30,7 @@ func (r *runState) sandbox(program string, args, confined, env, extra, outputs [
 	}
 	s, err := o.Sandbox(runspec.SandboxRequest{
 		Config: r.cfg, Program: program, Args: args, ConfinedArgs: confined, Env: env,
-		Workdir: r.cfg.Workdir, ExtraDirs: extra, RunDir: r.runDir, Outputs: outputs, KillGrace: o.KillGrace,
+		Workdir: cmp.Or(r.workdir, r.cfg.Workdir), ExtraDirs: extra, RunDir: r.runDir, Outputs: outputs, KillGrace: o.KillGrace,
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)

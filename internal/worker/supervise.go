@@ -79,6 +79,10 @@ func (r *runState) spawnAndWait(ctx context.Context, extra []string) (ex execRes
 	// Subscribe before starting, so a cancellation is never missed.
 	changes, unsubscribe := o.Relay.Subscribe(256)
 	defer unsubscribe()
+	if err := inheritStdioOnly(); err != nil {
+		ex.setupErr = err
+		return ex
+	}
 	if err := cmd.Start(); err != nil {
 		ex.setupErr = fmt.Errorf("start %s: %w", filepath.Base(cmd.Path), err)
 		return ex

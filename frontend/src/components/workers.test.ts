@@ -371,6 +371,20 @@ describe("Agent card and worker dialog", () => {
     expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ allowPaths: ["/home/me/.tool:rw", "/srv/data"] }));
   });
 
+  it("lists what the last run changed that was undone, and saves the opt-in to let runs edit hooks and settings", async () => {
+    const last = { taskId: "t1", title: "Plant", outcome: "completed", finishedAt: new Date(T0).toISOString(), summary: "done", undone: ["/w/.git/config (changed; put back as it was)"] };
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ sandbox: "on", lastRun: last })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(w.find('[data-test="sandbox-undone"]').text()).toContain("/w/.git/config");
+    const box = w.find('[data-test="allow-hook-edits"] input');
+    expect((box.element as HTMLInputElement).checked).toBe(false);
+    await box.setValue(true);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ allowHookEdits: true }));
+  });
+
   it("sandboxes Claude Code, Codex and Gemini CLI by default, and says so", async () => {
     const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "codex", command: "/usr/bin/codex" })] });
     const w = s.mount(WorkerDialog, { props: { agent: agent() } });

@@ -113,6 +113,7 @@ describe("mesh settings", () => {
       tlsCa: "",
       embed: "",
       name: "",
+      strict: false,
     });
     expect(w.find('[data-test="mesh-source"]').text()).toContain("apply at the next start");
     w.unmount();
@@ -238,6 +239,47 @@ describe("MeshPage trust", () => {
     await w.find('[data-relay="stranger"] [data-test="relay-trust-btn"]').trigger("click");
     await flushPromises();
     expect(w.find('[role="alert"]').text()).toContain("give the id");
+    w.unmount();
+  });
+});
+
+describe("MeshPage NATS credential and account mode", () => {
+  it("warns when the relay's NATS credential can delete what the mesh keeps, and not when it is confined", async () => {
+    const { mount: m } = await withStores({ mesh: joined({ credential: { checked: true, can: ["delete streams", "purge streams"] } }) });
+    const w = m(MeshPage);
+    await flushPromises();
+    const box = w.find('[data-test="mesh-credential"]');
+    expect(box.text()).toContain("can delete streams, purge streams");
+    expect(box.text()).toContain("mesh nats-config");
+    w.unmount();
+    const { mount: m2 } = await withStores({ mesh: joined({ credential: { checked: true }, embedAuth: "relay keys" }) });
+    const ok = m2(MeshPage);
+    await flushPromises();
+    expect(ok.find('[data-test="mesh-credential"]').exists()).toBe(false);
+    expect(ok.find('[data-test="mesh-embed-open"]').exists()).toBe(false);
+    ok.unmount();
+  });
+
+  it("says plainly in account mode who can speak for a relay", async () => {
+    const { mount: m } = await withStores({ mesh: joined({ trust: "account" }) });
+    const w = m(MeshPage);
+    await flushPromises();
+    const text = w.find('[data-test="mesh-trust-mode"]').text();
+    expect(text).toContain("taken with a warning only");
+    expect(text).toContain("its holder can speak for any relay");
+    w.unmount();
+    const { mount: m2 } = await withStores({ mesh: joined({ trust: "account", embedAuth: "relay keys" }) });
+    const keys = m2(MeshPage);
+    await flushPromises();
+    expect(keys.find('[data-test="mesh-trust-mode"]').text()).toContain("each relay can write only its own entry");
+    keys.unmount();
+  });
+
+  it("warns that an open embedded server lets anyone delete the stream", async () => {
+    const { mount: m } = await withStores({ mesh: joined({ embedAuth: "open" }) });
+    const w = m(MeshPage);
+    await flushPromises();
+    expect(w.find('[data-test="mesh-embed-open"]').text()).toContain("delete the stream");
     w.unmount();
   });
 });

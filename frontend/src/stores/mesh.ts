@@ -140,7 +140,8 @@ export function sameSettings(a: MeshSettings, b: MeshSettings): boolean {
     a.nkey === b.nkey &&
     a.tlsCa === b.tlsCa &&
     a.embed === b.embed &&
-    a.name === b.name
+    a.name === b.name &&
+    !!a.strict === !!b.strict
   );
 }
 

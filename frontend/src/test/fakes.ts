@@ -107,6 +107,7 @@ export function workerConfig(p: Partial<WorkerStatus> = {}): Omit<WorkerStatus, 
     sandbox: "",
     allowPaths: [],
     allowUnsandboxed: false,
+    allowHookEdits: false,
     ...p,
   };
 }
@@ -320,6 +321,8 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     duplicates: 0,
     failures: 0,
     trust: "approval",
+    credential: { checked: false },
+    strict: false,
     held: [],
     refused: {},
     names: [],
@@ -348,5 +351,5 @@ export function meshRelay(p: Partial<MeshRelay> = {}): MeshRelay {
 }
 
 export function meshSettings(p: Partial<MeshSettingsView["saved"]> = {}): MeshSettingsView["saved"] {
-  return { urls: [], creds: "", nkey: "", tlsCa: "", embed: "", name: "", ...p };
+  return { urls: [], creds: "", nkey: "", tlsCa: "", embed: "", name: "", strict: false, ...p };
 }

@@ -279,6 +279,9 @@ export namespace app {
 	    directoryConflicts?: string[];
 	    trust: string;
 	    embedAuth?: string;
+	    credential: mesh.CredentialCheck;
+	    strict: boolean;
+	    streamWarning?: string;
 	    held: mesh.HeldInfo[];
 	    refused: {[key: string]: number};
 	    refusals?: string[];
@@ -313,6 +316,9 @@ export namespace app {
 	        this.directoryConflicts = source["directoryConflicts"];
 	        this.trust = source["trust"];
 	        this.embedAuth = source["embedAuth"];
+	        this.credential = this.convertValues(source["credential"], mesh.CredentialCheck);
+	        this.strict = source["strict"];
+	        this.streamWarning = source["streamWarning"];
 	        this.held = this.convertValues(source["held"], mesh.HeldInfo);
 	        this.refused = source["refused"];
 	        this.refusals = source["refusals"];
@@ -574,6 +580,22 @@ export namespace mesh {
 	        this.local = source["local"];
 	    }
 	}
+	export class CredentialCheck {
+	    checked: boolean;
+	    can?: string[];
+	    unknown?: string[];
+	
+	    static createFrom(source: any = {}) {
+	        return new CredentialCheck(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.checked = source["checked"];
+	        this.can = source["can"];
+	        this.unknown = source["unknown"];
+	    }
+	}
 	export class HeldInfo {
 	    msgId: string;
 	    relayId: string;
@@ -606,6 +628,7 @@ export namespace mesh {
 	    url: string;
 	    command: string;
 	    env: string;
+	    expiresAt?: string;
 	    files?: {[key: string]: string};
 	    note?: string;
 	
@@ -618,6 +641,7 @@ export namespace mesh {
 	        this.url = source["url"];
 	        this.command = source["command"];
 	        this.env = source["env"];
+	        this.expiresAt = source["expiresAt"];
 	        this.files = source["files"];
 	        this.note = source["note"];
 	    }
@@ -640,6 +664,67 @@ export namespace mesh {
 	        this.shown = source["shown"];
 	    }
 	}
+	export class NATSUser {
+	    relayId: string;
+	    name: string;
+	    self: boolean;
+	    nkey: string;
+	    fingerprint: string;
+	    publish: string[];
+	    subscribe: string[];
+	    config: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NATSUser(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.relayId = source["relayId"];
+	        this.name = source["name"];
+	        this.self = source["self"];
+	        this.nkey = source["nkey"];
+	        this.fingerprint = source["fingerprint"];
+	        this.publish = source["publish"];
+	        this.subscribe = source["subscribe"];
+	        this.config = source["config"];
+	    }
+	}
+	export class NATSConfig {
+	    account: string;
+	    users: NATSUser[];
+	    text: string;
+	
+	    static createFrom(source: any = {}) {
+	        return new NATSConfig(source);
+	    }
+	
+	    constructor(source: any = {}) {
+	        if ('string' === typeof source) source = JSON.parse(source);
+	        this.account = source["account"];
+	        this.users = this.convertValues(source["users"], NATSUser);
+	        this.text = source["text"];
+	    }
+	
+		convertValues(a: any, classs: any, asMap: boolean = false): any {
+		    if (!a) {
+		        return a;
+		    }
+		    if (a.slice && a.map) {
+		        return (a as any[]).map(elem => this.convertValues(elem, classs));
+		    } else if ("object" === typeof a) {
+		        if (asMap) {
+		            for (const key of Object.keys(a)) {
+		                a[key] = new classs(a[key]);
+		            }
+		            return a;
+		        }
+		        return new classs(a);
+		    }
+		    return a;
+		}
+	}
+	
 	export class NameHolder {
 	    name: string;
 	    relayId: string;
@@ -1305,6 +1390,7 @@ export namespace relay {
 	    finishedAt: string;
 	    summary: string;
 	    refused?: string[];
+	    undone?: string[];
 	
 	    static createFrom(source: any = {}) {
 	        return new LastRun(source);
@@ -1318,6 +1404,7 @@ export namespace relay {
 	        this.finishedAt = source["finishedAt"];
 	        this.summary = source["summary"];
 	        this.refused = source["refused"];
+	        this.undone = source["undone"];
 	    }
 	}
 	export class MeshSettings {
@@ -1327,6 +1414,7 @@ export namespace relay {
 	    tlsCa: string;
 	    embed: string;
 	    name: string;
+	    strict: boolean;
 	
 	    static createFrom(source: any = {}) {
 	        return new MeshSettings(source);
@@ -1340,6 +1428,7 @@ export namespace relay {
 	        this.tlsCa = source["tlsCa"];
 	        this.embed = source["embed"];
 	        this.name = source["name"];
+	        this.strict = source["strict"];
 	    }
 	}
 	export class NameChange {
@@ -1706,6 +1795,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	
@@ -1735,6 +1826,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	    }
@@ -1760,6 +1853,8 @@ export namespace relay {
 	    sandbox: string;
 	    allowPaths: string[];
 	    allowUnsandboxed: boolean;
+	    allowHookEdits?: boolean;
+	    pinned?: {[key: string]: string};
 	    createdAt?: string;
 	    updatedAt?: string;
 	    state: string;
@@ -1794,6 +1889,8 @@ export namespace relay {
 	        this.sandbox = source["sandbox"];
 	        this.allowPaths = source["allowPaths"];
 	        this.allowUnsandboxed = source["allowUnsandboxed"];
+	        this.allowHookEdits = source["allowHookEdits"];
+	        this.pinned = source["pinned"];
 	        this.createdAt = source["createdAt"];
 	        this.updatedAt = source["updatedAt"];
 	        this.state = source["state"];

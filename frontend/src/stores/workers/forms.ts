@@ -57,6 +57,8 @@ export interface WorkerForm {
   allowPaths: string;
   /** Run without the sandbox (with a warning) where the system cannot confine runs. */
   allowUnsandboxed: boolean;
+  /** Let sandboxed runs change git configuration and hooks and the agent CLIs' project settings (otherwise undone after each run). */
+  allowHookEdits: boolean;
 }
 
 /** SANDBOX_PRESETS are sandboxed unless their worker turns it off; the others only when turned on. */
@@ -92,6 +94,7 @@ export function newWorkerForm(h: Pick<Harness, "id" | "path"> | undefined, opera
     sandbox: "",
     allowPaths: "",
     allowUnsandboxed: false,
+    allowHookEdits: false,
   };
 }
 
@@ -116,6 +119,7 @@ export function workerFormFrom(w: WorkerConfig, limits: WorkerLimits): WorkerFor
     sandbox: w.sandbox === "on" || w.sandbox === "off" ? w.sandbox : "",
     allowPaths: (w.allowPaths ?? []).join("\n"),
     allowUnsandboxed: !!w.allowUnsandboxed,
+    allowHookEdits: !!w.allowHookEdits,
   };
 }
 
@@ -200,6 +204,7 @@ export function workerPayload(slug: string, f: WorkerForm): WorkerConfig {
     sandbox: f.sandbox,
     allowPaths: allowPathLines(f.allowPaths),
     allowUnsandboxed: f.allowUnsandboxed,
+    allowHookEdits: f.allowHookEdits,
     ...(SESSION_HARNESSES.includes(f.harness) && f.anySession ? { anySession: true } : {}),
     ...(SESSION_HARNESSES.includes(f.harness) && !f.anySession && f.session.trim() ? { session: f.session.trim(), sessionId: f.sessionId } : {}),
   };

@@ -10,6 +10,8 @@ export function Block(arg1:string):Promise<mesh.RelayInfo>;
 
 export function Contests():Promise<Array<mesh.NameContest>>;
 
+export function Credential():Promise<mesh.CredentialCheck>;
+
 export function GiveName(arg1:string,arg2:string):Promise<Array<relay.NameChange>>;
 
 export function Held():Promise<Array<mesh.HeldInfo>>;
@@ -19,6 +21,8 @@ export function Invite():Promise<mesh.Invite>;
 export function KeyChanges():Promise<Array<mesh.KeyChange>>;
 
 export function MeshSettings():Promise<app.MeshSettingsView>;
+
+export function NATSConfig():Promise<mesh.NATSConfig>;
 
 export function Names():Promise<Array<mesh.NameHolder>>;
 

@@ -14,6 +14,10 @@ export function Contests() {
   return window['go']['app']['Mesh']['Contests']();
 }
 
+export function Credential() {
+  return window['go']['app']['Mesh']['Credential']();
+}
+
 export function GiveName(arg1, arg2) {
   return window['go']['app']['Mesh']['GiveName'](arg1, arg2);
 }
@@ -32,6 +36,10 @@ export function KeyChanges() {
 
 export function MeshSettings() {
   return window['go']['app']['Mesh']['MeshSettings']();
+}
+
+export function NATSConfig() {
+  return window['go']['app']['Mesh']['NATSConfig']();
 }
 
 export function Names() {

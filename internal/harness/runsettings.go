@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+)
+
+// The one-step Connect writes the agent's token into the user's own
+// settings of its CLI (~/.claude.json, ~/.codex/config.toml,
+// ~/.gemini/settings.json), where the user's chats use it. A worker run
+// must not read it: with it a run acts as the whole agent (read_updates,
+// a post_task outside its task's conversation), beyond the run, until the
+// token is rotated. So what a confined run's CLI home gets of those files
+// is a copy made by RunSettings, never the file itself: the relay's server
+// entries are left out, with any other server whose entry holds a relay
+// credential; a run reaches the relay only through its own configuration
+// (--mcp-config with --strict-mcp-config, Codex's -c, Gemini's system
+// settings with --allowed-mcp-server-names).
+
+// credential matches a relay credential anywhere: an agent or run token or
+// an invite code.
+var credential = regexp.MustCompile(`(?:cca|ccr|cci)_[A-Za-z0-9_-]{20,}`)
+
+// RunSettings returns what a worker run of preset gets of the user's
+// settings file name (its base name): data without the relay's MCP server
+// entries (named UserServer, or holding a relay credential) in every
+// mcpServers object of a JSON file at any depth (Claude Code's projects
+// keep their own), and, for Codex's config.toml, without any MCP server at
+// all (Codex has no flag to ignore them; the run's own comes from its -c
+// options). changed is false when nothing was left out, and the file may be
+// given as it is. A file it cannot read as JSON or TOML is returned as it is
+// (the sandbox hides any credential left in what it copies all the same).
+func RunSettings(preset, name string, data []byte) (out []byte, changed bool) {
+	switch {
+	case preset == Codex && name == "config.toml":
+		text, err := ReplaceTOMLTable(string(data), "mcp_servers", "")
+		if err != nil || strings.TrimSpace(text) == strings.TrimSpace(string(data)) {
+			return data, false
+		}
+		return []byte(text), true
+	case strings.HasSuffix(name, ".json"):
+		if !credential.Match(data) && !bytes.Contains(data, []byte(`"`+UserServer+`"`)) {
+			return data, false
+		}
+		v, err := parseJSON(data)
+		if err != nil {
+			return data, false
+		}
+		v, changed = withoutRelayServers(v, false)
+		if !changed {
+			return data, false
+		}
+		var b bytes.Buffer
+		writeJSON(&b, v, "")
+		b.WriteByte('\n')
+		return b.Bytes(), true
+	}
+	return data, false
+}
+
+// withoutRelayServers drops, in every mcpServers object of v (servers:
+// inside one), the members named UserServer or holding a relay credential.
+func withoutRelayServers(v any, servers bool) (any, bool) {
+	changed := false
+	switch t := v.(type) {
+	case jobj:
+		kept := t[:0:0]
+		for _, m := range t {
+			if servers && (m.Key == UserServer || holdsCredential(m.Val)) {
+				changed = true
+				continue
+			}
+			val, c := withoutRelayServers(m.Val, m.Key == "mcpServers")
+			changed = changed || c
+			kept = append(kept, jkv{m.Key, val})
+		}
+		return kept, changed
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			var c bool
+			out[i], c = withoutRelayServers(e, false)
+			changed = changed || c
+		}
+		return out, changed
+	}
+	return v, false
+}
+
+// holdsCredential reports whether a JSON value holds a relay credential in
+// any of its strings (keys included).
+func holdsCredential(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return credential.MatchString(t)
+	case jobj:
+		for _, m := range t {
+			if credential.MatchString(m.Key) || holdsCredential(m.Val) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if holdsCredential(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,75 @@
+package harness_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/harness"
+)
+
+// Ensure what a worker run gets of the user's settings holds no agent token
+// and none of the relay's servers: the files the real one-step Connect
+// writes (Claude Code's .claude.json, Codex's config.toml, Gemini CLI's
+// settings.json) lose the "crosschat" server, a server entry holding a
+// relay token under another name (also one a project keeps in
+// .claude.json) goes too, the user's other servers and settings stay (but
+// for Codex, whose run gets no MCP server of the user's at all), and a
+// file without any is given as it is.
+func TestRunSettings(t *testing.T) {
+	home := t.TempDir()
+	env := harness.Env{Home: home}
+	const token = "cca_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	files := map[string]string{harness.ClaudeCode: ".claude.json", harness.Codex: ".codex/config.toml", harness.Gemini: ".gemini/settings.json"}
+	seed := map[string]string{
+		harness.ClaudeCode: `{"theme":"dark","mcpServers":{"tools":{"command":"/bin/tools"}},"projects":{"/w":{"mcpServers":{"mine":{"type":"http","url":"http://x","headers":{"Authorization":"Bearer ` + token + `"}},"docs":{"command":"docs"}}}}}`,
+		harness.Codex:      "model = \"gpt-5\"\n\n[mcp_servers.tools]\ncommand = \"/bin/tools\"\n",
+		harness.Gemini:     `{"ui":{"theme":"x"},"mcpServers":{"tools":{"command":"/bin/tools"}}}`,
+	}
+	for preset, rel := range files {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(seed[preset]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := harness.Connect(context.Background(), preset, env, "http://127.0.0.1:4318/mcp", token); err != nil || !c.Configured {
+			t.Fatalf("connect %s: %+v, %v", preset, c, err)
+		}
+	}
+	for preset, rel := range files {
+		t.Run(preset, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(home, rel))
+			if err != nil || !strings.Contains(string(data), token) {
+				t.Fatalf("Connect wrote no token: %s, %v", data, err)
+			}
+			out, changed := harness.RunSettings(preset, filepath.Base(rel), data)
+			got := string(out)
+			if !changed || strings.Contains(got, "cca_") || strings.Contains(got, `"crosschat"`) || strings.Contains(got, "mcp_servers.crosschat") {
+				t.Fatalf("changed %v:\n%s", changed, got)
+			}
+			keep := map[string][]string{
+				harness.ClaudeCode: {`"theme": "dark"`, `"tools"`, `"docs"`},
+				harness.Codex:      {`model = "gpt-5"`},
+				harness.Gemini:     {`"theme": "x"`, `"tools"`},
+			}[preset]
+			for _, k := range keep {
+				if !strings.Contains(got, k) {
+					t.Errorf("lost %s:\n%s", k, got)
+				}
+			}
+			if preset == harness.ClaudeCode && strings.Contains(got, `"mine"`) {
+				t.Errorf("a project's server holding a token stayed:\n%s", got)
+			}
+			if preset == harness.Codex && strings.Contains(got, "mcp_servers") {
+				t.Errorf("a Codex run's copy keeps the user's servers:\n%s", got)
+			}
+		})
+	}
+	if out, changed := harness.RunSettings(harness.Gemini, "settings.json", []byte(`{"ui":{}}`)); changed || string(out) != `{"ui":{}}` {
+		t.Errorf("a file without the relay's servers: %v %s", changed, out)
+	}
+}

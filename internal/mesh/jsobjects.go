@@ -1,0 +1,124 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The two things the mesh keeps in JetStream: the stream of envelopes and
+// the directory bucket (a KV bucket, made here as its stream so that it can
+// refuse deletion and purge). Both refuse message deletion and purge
+// whoever asks, and neither takes roll-ups (a roll-up of all subjects
+// would purge the bucket through any key a relay may write).
+
+// meshStreamConfig is the stream of envelopes.
+func meshStreamConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamName,
+		Description: "Crosschat Relay mesh: envelopes between relays",
+		Subjects:    []string{subjectPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Replicas:    replicas,
+		MaxAge:      streamMaxAge,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		Duplicates:  10 * time.Minute,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	}
+}
+
+// dirStreamConfig is the directory bucket's stream, laid out as
+// nats.go's KeyValue expects (one value a key, direct gets), with entries
+// living 3×refresh.
+func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig {
+	ttl := 3 * refresh
+	dup := 2 * time.Minute
+	if ttl < dup {
+		dup = ttl
+	}
+	return jetstream.StreamConfig{
+		Name:              dirStream,
+		Description:       "Crosschat Relay mesh directory: relays and agents",
+		Subjects:          []string{dirSubjectPrefix + ">"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		Replicas:          replicas,
+		MaxAge:            ttl,
+		MaxMsgsPerSubject: 1,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		// Bounded: an entry is a few KiB at most (details, capabilities),
+		// so no client can fill the server's disk through the directory.
+		MaxMsgSize:  maxDirEntry,
+		MaxBytes:    maxDirBytes,
+		Duplicates:  dup,
+		AllowDirect: true,
+		DenyDelete:  true,
+		DenyPurge:   true,
+	}
+}
+
+// sameStream reports whether have is cfg in every field cfg sets (a limit
+// of 0 or below is no limit, as the server writes it).
+func sameStream(have, cfg jetstream.StreamConfig) bool {
+	limit := func(v int64) int64 { return max(v, 0) }
+	return slices.Equal(have.Subjects, cfg.Subjects) && have.Storage == cfg.Storage && have.Retention == cfg.Retention &&
+		have.Discard == cfg.Discard && have.Replicas == cfg.Replicas && have.MaxAge == cfg.MaxAge &&
+		limit(have.MaxMsgsPerSubject) == limit(cfg.MaxMsgsPerSubject) && limit(int64(have.MaxMsgSize)) == limit(int64(cfg.MaxMsgSize)) &&
+		limit(have.MaxBytes) == limit(cfg.MaxBytes) && limit(have.MaxMsgs) == limit(cfg.MaxMsgs) &&
+		have.Duplicates == cfg.Duplicates && have.AllowDirect == cfg.AllowDirect && have.AllowRollup == cfg.AllowRollup &&
+		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description
+}
+
+// safeStream reports whether a stream keeps what it holds whoever asks:
+// no message deletion, no purge, no roll-up, not sealed or mirrored away.
+func safeStream(have jetstream.StreamConfig) bool {
+	return have.DenyDelete && have.DenyPurge && !have.AllowRollup
+}
+
+// ensureStream makes the stream cfg describes: created when missing,
+// updated when it differs and mayUpdate. A differing stream it may not
+// update (a relay's own credential: the relay that embeds NATS, or the
+// cluster's operator, sets it up) is left as it is, and warn says how.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, mayUpdate bool) (warn string, err error) {
+	for range 3 {
+		s, err := js.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if _, err = js.CreateStream(ctx, cfg); errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // another relay made it meanwhile: look again
+			}
+			if err != nil {
+				return "", fmt.Errorf("create stream %s: %w", cfg.Name, err)
+			}
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("look up stream %s: %w", cfg.Name, err)
+		}
+		have := s.CachedInfo().Config
+		if sameStream(have, cfg) {
+			return "", nil
+		}
+		if !mayUpdate {
+			if !safeStream(have) {
+				return fmt.Sprintf("stream %s lets messages be deleted, purged or rolled up, and this relay may not change it: "+
+					"remove it for the relays to make it again (see `crosschat-relay mesh nats-config`)", cfg.Name), nil
+			}
+			return "", nil // set up by whoever may: its settings rule
+		}
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return "", fmt.Errorf("update stream %s: %w", cfg.Name, err)
+		}
+		return "", nil
+	}
+	return "", fmt.Errorf("create stream %s: it keeps being made and removed", cfg.Name)
+}

@@ -1,0 +1,102 @@
+package mesh
+
+import (
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// What each relay may do on NATS. The embedded server gives every relay it
+// admits exactly these subjects, and `mesh nats-config` prints them for an
+// external cluster. Everything not allowed is refused, so a relay can:
+//
+//   - publish to any relay's inbox (crosschat.mesh.<id>): inboxes are meant
+//     to be written, and what arrives is judged by its signature;
+//   - write its own directory entries, relay.<own id> and agent.<own id>.…,
+//     and read the whole directory (it is public to the mesh);
+//   - consume its own subject only, through its own durable consumer
+//     relay-<own id> (create it with its own filter, read its state, pull
+//     and acknowledge its messages);
+//   - receive replies on its own inbox prefix, _INBOX_<own id>, and nowhere
+//     else;
+//
+// and nothing more: no stream or bucket deletion, purge or update, no
+// message deletion, no direct read of the stream, no deletion of a relay's
+// consumer (its own included) for anyone. The one removal allowed is of
+// the directory watches' own read cursors (see below).
+
+// dirStream is the JetStream stream behind the directory bucket.
+const dirStream = "KV_" + BucketName
+
+// dirSubjectPrefix is the prefix of the directory's keys as subjects.
+const dirSubjectPrefix = "$KV." + BucketName + "."
+
+// inboxPrefix is the reply inbox prefix of a relay's connection: no other
+// relay may subscribe under it.
+func inboxPrefix(relayID string) string { return "_INBOX_" + relayID }
+
+// consumerName is a relay's durable consumer on the mesh stream.
+func consumerName(relayID string) string { return "relay-" + relayID }
+
+// grant is what one NATS user may publish and subscribe to.
+type grant struct {
+	Publish   []string `json:"publish"`
+	Subscribe []string `json:"subscribe"`
+}
+
+// relayGrant is what relay id may do. mayCreate adds creating the stream
+// and the directory bucket when they are missing (an external cluster,
+// where the first relay sets them up; creating an existing stream changes
+// nothing); the embedded server creates them itself.
+func relayGrant(id string, mayCreate bool) grant {
+	cons := consumerName(id)
+	g := grant{
+		Publish: []string{
+			subjectPrefix + "*",
+			dirSubjectPrefix + "relay." + id,
+			dirSubjectPrefix + "agent." + id + ".>",
+			"$JS.API.STREAM.INFO." + StreamName,
+			"$JS.API.STREAM.INFO." + dirStream,
+			"$JS.API.CONSUMER.CREATE." + StreamName + "." + cons + "." + subject(id),
+			"$JS.API.CONSUMER.INFO." + StreamName + "." + cons,
+			"$JS.API.CONSUMER.MSG.NEXT." + StreamName + "." + cons,
+			"$JS.ACK." + StreamName + "." + cons + ".>",
+			// Reading the directory: get one key, and watch it (an ordered
+			// consumer of the bucket's stream, with flow control, which
+			// the watch removes as it stops: refused, every stop would
+			// wait for NATS's timeout). A watch is a read cursor over
+			// public entries with a random name no relay can list, and
+			// one removed is made again by its watcher.
+			"$JS.API.DIRECT.GET." + dirStream,
+			"$JS.API.DIRECT.GET." + dirStream + ".>",
+			"$JS.API.STREAM.MSG.GET." + dirStream,
+			"$JS.API.CONSUMER.CREATE." + dirStream,
+			"$JS.API.CONSUMER.CREATE." + dirStream + ".>",
+			"$JS.API.CONSUMER.DELETE." + dirStream + ".*",
+			"$JS.FC." + dirStream + ".>",
+		},
+		Subscribe: []string{inboxPrefix(id) + ".>"},
+	}
+	if mayCreate {
+		g.Publish = append(g.Publish, "$JS.API.STREAM.CREATE."+StreamName, "$JS.API.STREAM.CREATE."+dirStream)
+	}
+	return g
+}
+
+// admitSubject is where an invited relay presents its key, once.
+func admitSubject(inviteID string) string { return "crosschat.admit." + inviteID }
+
+// inviteGrant is what an invite's user may do: present a key on its own
+// admission subject and hear the answer.
+func inviteGrant(inviteID string) grant {
+	return grant{
+		Publish:   []string{admitSubject(inviteID)},
+		Subscribe: []string{inboxPrefix("admit_"+inviteID) + ".>"},
+	}
+}
+
+// permissions is g as the NATS server takes it.
+func (g grant) permissions() *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: append([]string(nil), g.Publish...)},
+		Subscribe: &server.SubjectPermission{Allow: append([]string(nil), g.Subscribe...)},
+	}
+}

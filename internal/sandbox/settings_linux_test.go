@@ -1,0 +1,55 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
+	"github.com/crosschat/crosschat-relay/internal/sandbox"
+)
+
+// Ensure a confined run reads no relay credential in its CLI's settings:
+// a settings file of the user's that holds an agent token (here in a
+// server entry the filter drops, and in an env block it keeps) is given
+// to the run's home as a copy, without the server entry and with every
+// credential hidden, and the user's own file is out of the run's reach by
+// its path; Claude Code's copied .claude.json the same. A file without any
+// is still a link the run reads and cannot change. Before, the home
+// linked the file and copied .claude.json as they were.
+func TestCLIHomeSettingsWithoutCredentials(t *testing.T) {
+	self := landlockSelf(t)
+	const token = "cca_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	home, data, work, run := cliLayout(t)
+	withToken := `{"env":{"X":"` + token + `"},"mcpServers":{"crosschat":{"headers":{"Authorization":"Bearer ` + token + `"}}}}`
+	writeTestFile(t, filepath.Join(home, ".claude", "settings.json"), withToken)
+	writeTestFile(t, filepath.Join(home, ".claude.json"), withToken)
+	writeTestFile(t, filepath.Join(home, ".claude", "CLAUDE.md"), "plain")
+	// A filter like the relay's: drops the "crosschat" entry.
+	filter := func(preset, name string, b []byte) ([]byte, bool) {
+		out := bytes.Replace(b, []byte(`"crosschat":{"headers":{"Authorization":"Bearer `+token+`"}}`), nil, 1)
+		return out, !bytes.Equal(out, b)
+	}
+	script := try + `try read-copy grep -q "X" "$CLAUDE_CONFIG_DIR/settings.json"
+try token-in-copy grep -q cca_ "$CLAUDE_CONFIG_DIR/settings.json"
+try server-in-copy grep -q crosschat "$CLAUDE_CONFIG_DIR/settings.json"
+try token-in-global grep -q cca_ "$CLAUDE_CONFIG_DIR/.claude.json"
+try read-original cat "$HOME/.claude/settings.json"
+try read-plain cat "$CLAUDE_CONFIG_DIR/CLAUDE.md"
+try write-plain sh -c 'echo x >> "$CLAUDE_CONFIG_DIR/CLAUDE.md"'
+`
+	req := runspec.SandboxRequest{
+		Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: "claude-code", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Args: []string{"-c", script},
+		Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run,
+	}
+	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes"), Settings: filter}
+	got := runProbe(t, w, true, req)
+	wantProbe(t, got, []string{"read-copy", "read-plain"}, "ok")
+	wantProbe(t, got, []string{"token-in-copy", "server-in-copy", "token-in-global", "read-original", "write-plain"}, "denied")
+	if s, err := w.Wrap(req); err != nil || strings.Contains(s.Log, filepath.Join(home, ".claude", "settings.json")) {
+		t.Errorf("the rules name the user's settings file the run gets a copy of: %+v, %v", s, err)
+	}
+}

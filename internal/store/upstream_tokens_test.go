@@ -1,0 +1,100 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// Tokens a crafted upstream database plants for the import's target.
+const (
+	plantedOperatorToken = "cca_planted-operator-token-0000000000000000000"
+	plantedHumanToken    = "cca_planted-human-token-000000000000000000000"
+	plantedInviteCode    = "cci_planted-invite-code-0000000000"
+)
+
+// Ensure an import brings no credential: a crafted upstream database that
+// gives the built-in operator a token (and turns it into an agent), adds
+// a person with a token and an open invite with a known code, imports
+// with none of them working, the operator still a person; the agents'
+// own tokens arrive revoked too, each agent named in the summary (they
+// get a new token), and so do the invites that could still enrol one.
+// Before, the operator's token and every agent's worked after the import
+// (ON CONFLICT … token_hash), and the planted invite enrolled agents.
+func TestImportBringsNoCredential(t *testing.T) {
+	ctx := context.Background()
+	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+	raw, err := sql.Open("sqlite3", "file:"+src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE agents SET token_hash = ?, kind = 'agent' WHERE slug = 'operator'`, []any{relay.HashToken(plantedOperatorToken)}},
+		{`INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, token_hash)
+			SELECT 'boss', 'human', 'Boss', 'human', capabilities, details, registered_at, last_seen_at, 0, ? FROM agents WHERE slug = 'operator'`,
+			[]any{relay.HashToken(plantedHumanToken)}},
+		{`INSERT INTO invites (id, code_hash, label, created_at, expires_at, max_uses, uses, revoked)
+			VALUES ('11111111-2222-4333-8444-555555555555', ?, 'planted', '2026-12-01T00:00:00.000Z', '2999-01-01T00:00:00.000Z', 100, 0, 0)`,
+			[]any{relay.HashToken(plantedInviteCode)}},
+	} {
+		if _, err := raw.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("craft: %s: %v", q.sql, err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "data", "relay.db")
+	res, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{})
+	if err != nil {
+		t.Fatalf("ImportUpstream: %v", err)
+	}
+	want := loadExpected(t)
+	var hadTokens []string
+	for _, a := range want.Agents {
+		if a.TokenActive {
+			hadTokens = append(hadTokens, a.Slug)
+		}
+	}
+	slices.Sort(hadTokens)
+	if got := slices.Sorted(slices.Values(res.RevokedTokens)); !slices.Equal(got, hadTokens) {
+		t.Errorf("agents named as revoked: %v, want %v", got, hadTokens)
+	}
+	// The planted invite, and the fixture's team invite until it expires
+	// (2026-12-31).
+	if !slices.Contains(res.RevokedInvites, "planted") || len(res.RevokedInvites) > 2 {
+		t.Errorf("invites named as revoked: %v, want the open ones", res.RevokedInvites)
+	}
+	db, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tokens := []string{plantedOperatorToken, plantedHumanToken}
+	for _, a := range want.Agents {
+		if a.Token != nil {
+			tokens = append(tokens, *a.Token)
+		}
+	}
+	for _, tok := range tokens {
+		if p, err := db.Authenticate(ctx, tok); err == nil {
+			t.Errorf("the imported token %s works as %+v", tok, p)
+		}
+	}
+	op, err := db.GetAgent(ctx, relay.DefaultOperatorSlug)
+	if err != nil || op.Kind != relay.KindHuman || op.HasToken {
+		t.Errorf("the operator after the import: %+v, %v", op, err)
+	}
+	if _, err := db.Enroll(ctx, relay.EnrollInput{Invite: plantedInviteCode, Slug: "intruder", DisplayName: "Intruder", ModelSlug: "m",
+		Capabilities: []string{"text-output"}}); err == nil {
+		t.Error("the planted invite enrolled an agent")
+	}
+}

@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/plantguard"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// A sandboxed run may write its folders, and so also what programs run
+// code from there later, outside any sandbox (a repository's git
+// configuration and hooks, the agent CLIs' project settings): Landlock
+// cannot take those back from a folder it allows. So, unless the worker
+// allows it (relay.WorkerConfig.AllowHookEdits), their state is taken
+// before the run (guardFolders) and every change the run made to them is
+// undone after it (undoPlanted), reported in the run log, the relay's log,
+// the answer and the worker's last run.
+
+// guard is the state of a run's writable folders before it.
+type guard []*plantguard.Snapshot
+
+// guardFolders takes the state of the folders the run may write (its
+// working and extra folders, its read-write allowed paths), as they
+// resolve, each once.
+func (r *runState) guardFolders(workdir string, extra []string) (guard, error) {
+	if !r.cfg.SandboxOn() || r.cfg.AllowHookEdits {
+		return nil, nil
+	}
+	folders := append([]string{workdir}, extra...)
+	for _, a := range r.cfg.AllowPaths {
+		if p, rw := relay.CutAllowPath(a); rw {
+			if real := realdir.Pin(p); isDir(real) {
+				folders = append(folders, real)
+			}
+		}
+	}
+	// Each once: a folder inside another is taken with it.
+	var tops []string
+	for _, f := range folders {
+		if realdir.Inside(f, tops) {
+			continue
+		}
+		tops = append(slices.DeleteFunc(tops, func(t string) bool { return realdir.Inside(t, []string{f}) }), f)
+	}
+	var g guard
+	for _, f := range tops {
+		s, err := plantguard.Take(f)
+		if errors.Is(err, plantguard.ErrTooLarge) {
+			return nil, fmt.Errorf("%w, so this run was not started: the worker undoes a run's changes to them, and could not here. "+
+				"Let its runs edit them (workers set … --allow-hook-edits, or in the worker form), or make them smaller", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("keep the git configuration and settings of %s for the run: %w", f, err)
+		}
+		g = append(g, s)
+	}
+	return g, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// undoPlanted undoes what the run changed of g's entries and reports it:
+// a warning step in the run log, the relay's log, and the returned text
+// for the answer ("" when the run changed none). undone lists each change.
+func (r *runState) undoPlanted(g guard) (note string, undone []string, errs []error) {
+	partial := false
+	for _, s := range g {
+		changes, part, err := s.Restore()
+		partial = partial || part
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, c := range changes {
+			undone = append(undone, c.String())
+		}
+	}
+	if partial {
+		r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: "The run's folders hold more entries than the worker checks for " +
+			"git configuration, hooks and agent settings (200,000); those past them were not checked."})
+	}
+	if len(undone) == 0 && len(errs) == 0 {
+		return "", nil, nil
+	}
+	note = "This run changed what the worker does not let runs change, which other programs run code from later (git " +
+		"configuration and hooks, the agent CLIs' project settings), so the change was undone: " + strings.Join(undone, "; ") + "."
+	if len(errs) > 0 {
+		note += " Not all of it could be undone: " + errorText(errors.Join(errs...)) + "; check those folders before you use git or an agent CLI there."
+	}
+	note += " If its runs must edit them, let them (workers set … --allow-hook-edits, or in the worker form)."
+	r.rec.add(relay.ActivityEntry{Kind: relay.StepWarning, Text: note})
+	r.w.m.log.Warn("worker: a run changed git configuration, hooks or agent settings; undone",
+		"agent", r.cfg.AgentSlug, "task", r.task.ID, "undone", undone, "errors", errs)
+	return note, undone, errs
+}
