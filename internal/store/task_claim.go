@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
-
-// leaseExpiredReport is the timeline entry of a lease-expiry requeue.
-const leaseExpiredReport = "Lease expired; task returned to the recipient queue."
 
 // ClaimNext claims the recipient's most urgent, oldest queued task (from
 // in.FromSenders only, when set), waiting up to in.Wait for one. Waiting is
@@ -160,6 +158,23 @@ type claimRequest struct {
 	leaveLive bool
 }
 
+// wants reports whether the claim would take a task from sender aimed at
+// session ("" for none), live when that is one of the recipient's live
+// sessions: the rule of the claim's query (tryClaim).
+func (c claimRequest) wants(sender, session string, live bool) bool {
+	if c.filter && !slices.Contains(c.senders, sender) {
+		return false
+	}
+	if c.sessions != nil && !slices.Contains(c.sessions, session) {
+		return false
+	}
+	if live && c.leaveLive {
+		// Left to that session, unless this is its own claim.
+		return c.session != "" && session == c.session
+	}
+	return true
+}
+
 // tryClaim is one claim attempt in one transaction: requeue the recipient's
 // expired leases, refresh its presence, claim the next task. When there is
 // none and p is set, p is parked after the commit, so that a later post can
@@ -243,10 +258,6 @@ const (
 	// tasks aimed at the session itself (its id, ?) are its own. (A live
 	// target is matched by id, what a post records once resolved.)
 	leaveOtherLiveSQL = ` AND (t.target_session = ? OR NOT ` + liveTargetSQL + `)`
-	// expiredLeasesSQL finds claimed tasks whose lease has run out;
-	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
-	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
-	expiredLeasesOfSQL = ` AND recipient_slug = ?`
 )
 
 // liveStreamCutoff is the oldest stream record of a session live for
@@ -270,49 +281,4 @@ func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
 		summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)
 	}
 	return task, t.event(task.SenderSlug, relay.EventTaskClaimed, task.ID, summary)
-}
-
-// requeueExpired returns claimed tasks whose lease has passed to their
-// recipient's queue (only recipient's, unless it is ""), with a timeline
-// entry and a task-requeued event for the sender, and wakes the recipients.
-func requeueExpired(t *tx, recipient string) (int, error) {
-	query := expiredLeasesSQL
-	args := []any{t.ts}
-	if recipient != "" {
-		query += expiredLeasesOfSQL
-		args = append(args, recipient)
-	}
-	rows, err := t.tx.QueryContext(t.ctx, query, args...)
-	if err != nil {
-		return 0, fmt.Errorf("find expired leases: %w", err)
-	}
-	type expired struct{ id, sender, recipient, title string }
-	var list []expired
-	for rows.Next() {
-		var e expired
-		if err := rows.Scan(&e.id, &e.sender, &e.recipient, &e.title); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("find expired leases: %w", err)
-		}
-		list = append(list, e)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, fmt.Errorf("find expired leases: %w", err)
-	}
-	for _, e := range list {
-		if err := requeue(t, e.id); err != nil {
-			return 0, err
-		}
-		if err := t.report(e.id, relay.ReportProgress, leaseExpiredReport, ""); err != nil {
-			return 0, err
-		}
-		if err := t.event(e.sender, relay.EventTaskRequeued, e.id, fmt.Sprintf("Lease expired for “%s”; it was requeued.", e.title)); err != nil {
-			return 0, err
-		}
-		if _, err := t.taskChanged(e.id); err != nil {
-			return 0, err
-		}
-		t.wakeUp(e.recipient)
-	}
-	return len(list), nil
 }

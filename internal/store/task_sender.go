@@ -7,72 +7,48 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// senderRule is one thing the sender of a task can do to it with a note:
-// who is refused, which statuses allow it and what it writes.
-type senderRule struct {
-	op      string
-	field   string // the note's name in errors: "reason" or "note"
-	denied  *relay.Error
-	allowed func(relay.TaskStatus) *relay.Error
-	apply   func(t *tx, task relay.Task, note string) error
-}
+// The sender's actions: what the agent that sent a task (or the operator
+// acting as it) does with it (relay.RoleSender).
 
-// senderAction checks note, runs r.apply on a task sent by sender whose
-// status r.allowed passes, then refreshes sender's presence and publishes
-// the task.
-func (db *DB) senderAction(ctx context.Context, sender, taskID, note string, r senderRule) (relay.Task, error) {
-	note, err := relay.Text(r.field, note, 1, relay.MaxLongText)
+// senderAction checks note (its name in errors is field: "reason" or
+// "note"), runs apply on a task sender may take action a on, then refreshes
+// sender's presence and publishes the task.
+func (db *DB) senderAction(ctx context.Context, op string, a relay.Action, field, sender, taskID, note string,
+	apply func(t *tx, task relay.Task, note string) error) (relay.Task, error) {
+	note, err := relay.Text(field, note, 1, relay.MaxLongText)
 	if err != nil {
 		return relay.Task{}, err
 	}
 	note = byOperator(ctx, note)
-	return db.taskAction(ctx, r.op, "senderSlug", sender, taskID, func(t *tx, sender string, task *relay.Task) error {
-		if task.SenderSlug != sender {
-			return r.denied
-		}
-		if e := r.allowed(task.Status); e != nil {
-			return e.WithDetails(map[string]any{"status": string(task.Status)})
-		}
-		return r.apply(t, *task, note)
+	return db.taskAction(ctx, op, a, "senderSlug", sender, taskID, func(t *tx, task *relay.Task) error {
+		return apply(t, *task, note)
 	}, func(t *tx, task relay.Task) (relay.Task, error) {
 		return t.taskChanged(task.ID)
 	})
 }
 
-// onlyStatus allows one status and refuses any other with the message
-// format, which gets the status.
-func onlyStatus(want relay.TaskStatus, format string) func(relay.TaskStatus) *relay.Error {
-	return func(s relay.TaskStatus) *relay.Error {
-		if s == want {
-			return nil
-		}
-		return relay.Errorf(relay.EInvalidTaskState, format, s)
-	}
-}
-
 // reopenHop counts a task sent back to work from inside a worker run (a run
 // token's request_changes or requeue_task) as a hand-off of the run's
-// conversation: a task of that conversation goes to at least one hop past
-// the run's task, and past the hand-off limit it is refused with
-// chain_limit. Without it, two runs could reopen and re-post to each other
-// forever, each new task one hop from a task that never gets further.
+// conversation (relay.ReopenHops), refused with chain_limit past the
+// hand-off limit.
 func reopenHop(t *tx, task relay.Task) error {
 	p, ok := relay.PrincipalFrom(t.ctx)
 	if !ok || p.RunTaskID == "" {
 		return nil
 	}
-	var conv string
-	var hops int
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(conversation_id, id), hops FROM tasks WHERE id = ?`, p.RunTaskID).Scan(&conv, &hops); err != nil {
+	var run relay.Task
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT COALESCE(conversation_id, id), hops FROM tasks WHERE id = ?`, p.RunTaskID).
+		Scan(&run.ConversationID, &run.Hops); err != nil {
 		return fmt.Errorf("read the run's task: %w", err)
 	}
-	if conv != task.ConversationID || hops+1 <= task.Hops {
+	hops, raise := relay.ReopenHops(run, task)
+	if !raise {
 		return nil
 	}
-	if err := checkHops(t, hops+1, conv); err != nil {
+	if err := checkHops(t, hops, run.ConversationID); err != nil {
 		return err
 	}
-	if _, err := t.exec(`UPDATE tasks SET hops = ? WHERE id = ?`, hops+1, task.ID); err != nil {
+	if _, err := t.exec(`UPDATE tasks SET hops = ? WHERE id = ?`, hops, task.ID); err != nil {
 		return fmt.Errorf("count the hop: %w", err)
 	}
 	return nil
@@ -101,52 +77,31 @@ func requeueWith(kind string, message func(task relay.Task, note string) string,
 // CancelTask cancels an open task, records why on its timeline and tells the
 // recipient. It wakes no waiting claim.
 func (db *DB) CancelTask(ctx context.Context, sender, taskID, reason string) (relay.Task, error) {
-	return db.senderAction(ctx, sender, taskID, reason, senderRule{
-		op:     "cancel task",
-		field:  "reason",
-		denied: relay.Errorf(relay.ETaskCancelDenied, "Only the task sender can cancel this task."),
-		allowed: func(s relay.TaskStatus) *relay.Error {
-			if s.Open() {
-				return nil
-			}
-			return relay.Errorf(relay.EInvalidTaskState, "A %s task cannot be cancelled.", s)
-		},
-		apply: func(t *tx, task relay.Task, reason string) error {
-			if _, err := t.exec(`UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, task.ID); err != nil {
-				return fmt.Errorf("cancel task: %w", err)
-			}
-			if err := t.report(task.ID, relay.ReportProgress, fmt.Sprintf("Cancelled by %s: %s", task.SenderSlug, reason), ""); err != nil {
-				return err
-			}
-			return t.event(task.RecipientSlug, relay.EventTaskCancelled, task.ID,
-				fmt.Sprintf("%s cancelled “%s”: %s", task.SenderSlug, task.Title, reason))
-		},
+	return db.senderAction(ctx, "cancel task", relay.ActionCancel, "reason", sender, taskID, reason, func(t *tx, task relay.Task, reason string) error {
+		if _, err := t.exec(`UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, task.ID); err != nil {
+			return fmt.Errorf("cancel task: %w", err)
+		}
+		if err := t.report(task.ID, relay.ReportProgress, fmt.Sprintf("Cancelled by %s: %s", task.SenderSlug, reason), ""); err != nil {
+			return err
+		}
+		return t.event(task.RecipientSlug, relay.EventTaskCancelled, task.ID,
+			fmt.Sprintf("%s cancelled “%s”: %s", task.SenderSlug, task.Title, reason))
 	})
 }
 
 // RequeueTask sends a blocked task back to its recipient's queue.
 func (db *DB) RequeueTask(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
-	return db.senderAction(ctx, sender, taskID, note, senderRule{
-		op:      "requeue task",
-		field:   "note",
-		denied:  relay.Errorf(relay.ETaskRequeueDenied, "Only the task sender can requeue this task."),
-		allowed: onlyStatus(relay.StatusBlocked, "Only a blocked task can be requeued; this one is %s."),
-		apply: requeueWith(relay.ReportProgress, func(task relay.Task, note string) string {
+	return db.senderAction(ctx, "requeue task", relay.ActionRequeue, "note", sender, taskID, note,
+		requeueWith(relay.ReportProgress, func(task relay.Task, note string) string {
 			return fmt.Sprintf("Requeued by %s: %s", task.SenderSlug, note)
-		}, "%s requeued “%s”: %s"),
-	})
+		}, "%s requeued “%s”: %s"))
 }
 
 // RequestChanges reopens a completed task with the sender's note; the task
 // keeps its id and history.
 func (db *DB) RequestChanges(ctx context.Context, sender, taskID, note string) (relay.Task, error) {
-	return db.senderAction(ctx, sender, taskID, note, senderRule{
-		op:      "request changes",
-		field:   "note",
-		denied:  relay.Errorf(relay.ETaskChangesDenied, "Only the task sender can ask for changes."),
-		allowed: onlyStatus(relay.StatusCompleted, "Changes can be asked for on a completed task; this one is %s."),
-		apply: requeueWith(relay.ReportChanges, func(_ relay.Task, note string) string {
+	return db.senderAction(ctx, "request changes", relay.ActionRequestChanges, "note", sender, taskID, note,
+		requeueWith(relay.ReportChanges, func(_ relay.Task, note string) string {
 			return note
-		}, "%s asked for changes to “%s”: %s"),
-	})
+		}, "%s asked for changes to “%s”: %s"))
 }
