@@ -2,13 +2,17 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// Acting on a posted task: the shared steps of reading, reporting on,
-// releasing, cancelling, requeueing and reopening one task. Which actor
+// Acting on a task: the steps shared by reading, reporting on, releasing,
+// cancelling, requeueing and reopening one task, and by posting (the
+// hand-off limit). Which actor
 // may take which action in which state is the domain's rule
 // (relay.CanAct); the store checks it inside the write that makes the
 // change, on the task as that write reads it.
@@ -61,11 +65,30 @@ func byOperator(ctx context.Context, text string) string {
 	return text
 }
 
-// requeue puts a task back in its recipient's queue, clearing the claim.
-func requeue(t *tx, id string) error {
-	if _, err := t.exec(`UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ?
-		WHERE id = ?`, t.ts, id); err != nil {
-		return fmt.Errorf("requeue task: %w", err)
+// chainLimit reads the hand-off depth limit from settings.
+func chainLimit(ctx context.Context, q queryer) (int, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyChainMaxDepth).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return relay.DefaultChainLimit, nil
 	}
-	return nil
+	if err != nil {
+		return 0, fmt.Errorf("read chain limit: %w", err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("read chain limit: setting %s = %q: %w", keyChainMaxDepth, v, err)
+	}
+	return n, nil
+}
+
+// checkHops reads the hand-off limit and holds a hand-off that takes
+// conversation conv to hops hand-offs from its first task to it
+// (relay.CheckChain).
+func checkHops(t *tx, hops int, conv string) error {
+	limit, err := chainLimit(t.ctx, t.tx)
+	if err != nil {
+		return err
+	}
+	return relay.CheckChain(hops, limit, conv)
 }

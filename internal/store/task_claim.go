@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -156,23 +155,6 @@ type claimRequest struct {
 	// leaveLive skips tasks aimed at a live session of the recipient,
 	// except, for a live session's claim, those aimed at itself.
 	leaveLive bool
-}
-
-// wants reports whether the claim would take a task from sender aimed at
-// session ("" for none), live when that is one of the recipient's live
-// sessions: the rule of the claim's query (tryClaim).
-func (c claimRequest) wants(sender, session string, live bool) bool {
-	if c.filter && !slices.Contains(c.senders, sender) {
-		return false
-	}
-	if c.sessions != nil && !slices.Contains(c.sessions, session) {
-		return false
-	}
-	if live && c.leaveLive {
-		// Left to that session, unless this is its own claim.
-		return c.session != "" && session == c.session
-	}
-	return true
 }
 
 // tryClaim is one claim attempt in one transaction: requeue the recipient's

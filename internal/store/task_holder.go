@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // The holder's actions: what the recipient that holds a claimed task
-// does with it (relay.RoleHolder). Renewing the lease is in task_lease.go.
+// does with it (relay.RoleHolder). A lease that has passed is task_lease.go's.
 
 // holderAction runs fn on a task that reporter may take action a on as its
 // holder, then refreshes reporter's presence and publishes the task. fn
@@ -18,6 +19,23 @@ func (db *DB) holderAction(ctx context.Context, op string, a relay.Action, repor
 	return db.taskAction(ctx, op, a, "reporterSlug", reporter, taskID, fn, func(t *tx, task relay.Task) (relay.Task, error) {
 		t.taskKnown(task)
 		return task, nil
+	})
+}
+
+// RenewLease extends the lease of a claimed task by leaseSeconds from now.
+// It writes no event.
+func (db *DB) RenewLease(ctx context.Context, reporter, taskID string, leaseSeconds int) (relay.Task, error) {
+	secs, err := relay.LeaseSeconds("leaseSeconds", leaseSeconds)
+	if err != nil {
+		return relay.Task{}, err
+	}
+	return db.holderAction(ctx, "renew lease", relay.ActionRenew, reporter, taskID, func(t *tx, task *relay.Task) error {
+		lease := relay.FormatTime(t.now.Add(time.Duration(secs) * time.Second))
+		if _, err := t.exec(`UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?`, lease, t.ts, task.ID); err != nil {
+			return fmt.Errorf("update lease: %w", err)
+		}
+		task.LeaseExpiresAt, task.UpdatedAt = lease, t.ts
+		return nil
 	})
 }
 

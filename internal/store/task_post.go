@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -99,6 +98,38 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 	return out, err
 }
 
+// handOff gives a task just posted to the oldest claim waiting for it
+// (handoff.go): claimed in this transaction for that claim, whose agent
+// is present now, and handed to it after the commit. A task aimed at a
+// live session (liveTargetSQL) goes only to a claim that does not leave it
+// (ClaimInput.LeaveLiveSessions): that session's own, or a worker bound to
+// it. With no such claim, the recipient's waiting claims are woken to look
+// for it.
+func (t *tx) handOff(task relay.Task) error {
+	live := false
+	if task.TargetSession != "" {
+		var one int
+		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM (SELECT ? AS recipient_slug, ? AS target_session) t WHERE `+liveTargetSQL,
+			task.RecipientSlug, task.TargetSession, liveStreamCutoff(t)).Scan(&one)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read live session: %w", err)
+		}
+		live = err == nil
+	}
+	p := t.db.parking.take(task.RecipientSlug, task.SenderSlug, task.TargetSession, live)
+	if p == nil {
+		t.wakeUp(task.RecipientSlug)
+		return nil
+	}
+	t.handoffs = append(t.handoffs, handoff{p: p}) // released if this write fails
+	claimed, err := t.claim(p.c, task)
+	if err != nil {
+		return err
+	}
+	t.handoffs[len(t.handoffs)-1].task = claimed
+	return t.present(task.RecipientSlug)
+}
+
 // countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
 // SQLite use the small partial index of open tasks (migrations 0011 and
 // 0012), or fail if it is gone, rather than walk every task the sender
@@ -120,34 +151,6 @@ func checkOpenTasks(t *tx, sender string) error {
 		return fmt.Errorf("count open tasks of %s: %w", sender, err)
 	}
 	return relay.CheckOpenTasks(open, limit)
-}
-
-// chainLimit reads the hand-off depth limit from settings.
-func chainLimit(ctx context.Context, q queryer) (int, error) {
-	var v string
-	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyChainMaxDepth).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return relay.DefaultChainLimit, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read chain limit: %w", err)
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("read chain limit: setting %s = %q: %w", keyChainMaxDepth, v, err)
-	}
-	return n, nil
-}
-
-// checkHops reads the hand-off limit and holds a hand-off that takes
-// conversation conv to hops hand-offs from its first task to it
-// (relay.CheckChain).
-func checkHops(t *tx, hops int, conv string) error {
-	limit, err := chainLimit(t.ctx, t.tx)
-	if err != nil {
-		return err
-	}
-	return relay.CheckChain(hops, limit, conv)
 }
 
 // heldHops is relay.PostHops for a post whose parent is parent, made while

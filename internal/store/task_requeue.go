@@ -1,17 +1,17 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// A claim's lease: the holder renews it; once it has passed, the task goes
-// back to its recipient's queue at the recipient's next claim or at the
-// sweep.
+// Putting a task back in its recipient's queue: requeue clears the claim
+// (a release, a requeue, a request for changes, a lease that has passed);
+// requeueExpired finds the claims whose lease has passed, at the
+// recipient's next claim or at the sweep. The holder renews a lease with
+// RenewLease (task_holder.go).
 
 // leaseExpiredReport is the timeline entry of a lease-expiry requeue.
 const leaseExpiredReport = "Lease expired; task returned to the recipient queue."
@@ -25,21 +25,13 @@ const (
 	expiredLeasesOfSQL = ` AND recipient_slug = ?`
 )
 
-// RenewLease extends the lease of a claimed task by leaseSeconds from now.
-// It writes no event.
-func (db *DB) RenewLease(ctx context.Context, reporter, taskID string, leaseSeconds int) (relay.Task, error) {
-	secs, err := relay.LeaseSeconds("leaseSeconds", leaseSeconds)
-	if err != nil {
-		return relay.Task{}, err
+// requeue puts a task back in its recipient's queue, clearing the claim.
+func requeue(t *tx, id string) error {
+	if _, err := t.exec(`UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ?
+		WHERE id = ?`, t.ts, id); err != nil {
+		return fmt.Errorf("requeue task: %w", err)
 	}
-	return db.holderAction(ctx, "renew lease", relay.ActionRenew, reporter, taskID, func(t *tx, task *relay.Task) error {
-		lease := relay.FormatTime(t.now.Add(time.Duration(secs) * time.Second))
-		if _, err := t.exec(`UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?`, lease, t.ts, task.ID); err != nil {
-			return fmt.Errorf("update lease: %w", err)
-		}
-		task.LeaseExpiresAt, task.UpdatedAt = lease, t.ts
-		return nil
-	})
+	return nil
 }
 
 // requeueExpired returns claimed tasks whose lease has passed to their
