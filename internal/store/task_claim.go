@@ -87,54 +87,14 @@ func (db *DB) attemptAnswer(ctx context.Context, task *relay.Task, err error) (*
 	return task, err
 }
 
-// newClaimRequest checks and normalizes a claim's input.
+// newClaimRequest is the claim of in, checked (relay.ClaimInput.Validate).
 func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
-	recipient, err := relay.NormalizeSlug("recipientSlug", in.RecipientSlug)
+	in, err := in.Validate()
 	if err != nil {
 		return claimRequest{}, err
 	}
-	lease, err := relay.LeaseSeconds("leaseSeconds", in.LeaseSeconds)
-	if err != nil {
-		return claimRequest{}, err
-	}
-	via := in.Via
-	switch via {
-	case "":
-		via = relay.ViaChat
-	case relay.ViaChat, relay.ViaWorker:
-	default:
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "via: must be %q or %q.", relay.ViaChat, relay.ViaWorker)
-	}
-	if len(in.FromSenders) > relay.MaxWorkerSenders {
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "fromSenders: at most %d entries (got %d).", relay.MaxWorkerSenders, len(in.FromSenders))
-	}
-	if len(in.ForSessions) > relay.MaxClaimSessions {
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: at most %d entries (got %d).", relay.MaxClaimSessions, len(in.ForSessions))
-	}
-	for _, s := range in.ForSessions {
-		if len(s) > relay.MaxTargetSession {
-			return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: an entry is over %d bytes.", relay.MaxTargetSession)
-		}
-	}
-	var senders []string
-	if in.FromSenders != nil {
-		senders = make([]string, 0, len(in.FromSenders))
-		for _, s := range in.FromSenders {
-			n, err := relay.NormalizeSlug("fromSenders", s)
-			if err != nil {
-				return claimRequest{}, err
-			}
-			senders = append(senders, n)
-		}
-	}
-	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil,
-		leaveLive: in.LeaveLiveSessions}
-	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
-		return claimRequest{}, err
-	}
-	// A live session's claim leaves the tasks aimed at the agent's other
-	// live sessions to them, like an unbound worker's.
-	claim.leaveLive = claim.leaveLive || claim.session != ""
+	claim := claimRequest{recipient: in.RecipientSlug, lease: time.Duration(in.LeaseSeconds) * time.Second, via: in.Via,
+		senders: in.FromSenders, filter: in.FromSenders != nil, session: in.Session, leaveLive: in.LeaveLiveSessions}
 	if in.ForSessions != nil {
 		claim.sessions = append([]string{""}, in.ForSessions...)
 	}
