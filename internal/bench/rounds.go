@@ -40,11 +40,11 @@ func median(vals []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Rounds is the median of each of issue #9's figures over rounds of the
-// bench. The data folder's figures come from every round's first run and
-// tmpfs's from its second; a figure a round did not measure (no tmpfs run,
-// no parked claims) is left out of that figure, and a figure no round
-// measured is nil.
+// Rounds is the median of each of the performance targets' figures
+// (docs/performance.md) over rounds of the bench. The data folder's figures
+// come from every round's first run and tmpfs's from its second; a figure
+// a round did not measure (no tmpfs run, no parked claims) is left out of
+// that figure, and a figure no round measured is nil.
 type Rounds struct {
 	Rounds int `json:"rounds"`
 
