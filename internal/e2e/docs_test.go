@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -323,6 +324,101 @@ func TestDocsOpenWithReader(t *testing.T) {
 		p := strings.Join(first, " ")
 		if !strings.HasPrefix(p, "For ") || strings.HasPrefix(p, "#") {
 			t.Errorf("%s opens with %.80q; its first paragraph starts \"For …\": whom it is for and what it answers", rel, p)
+		}
+	}
+}
+
+// mdLink finds a Markdown link's target: "](target)".
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// anchor is the fragment GitHub gives a heading: lower case, punctuation
+// dropped (hyphens and underscores kept), spaces turned into hyphens.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Ensure every relative link of a doc leads to a file of the repository
+// and, when it names a heading, to a heading of that file.
+func TestDocsLinksResolve(t *testing.T) {
+	docs := map[string]string{} // module-relative path → text
+	for _, f := range docFiles(t) {
+		text, rel := readDoc(t, f)
+		docs[rel] = text
+	}
+	// Code spans are blanked before links are read, so the anchors of
+	// headings with code in them are computed from the raw heading.
+	rawAnchors := func(text string) map[string]bool {
+		seen := map[string]int{}
+		out := map[string]bool{}
+		inFence := false
+		for line := range strings.SplitSeq(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+			}
+			h := strings.TrimLeft(line, "#")
+			if inFence || h == line || !strings.HasPrefix(h, " ") {
+				continue
+			}
+			a := anchor(h)
+			if n := seen[a]; n > 0 {
+				out[fmt.Sprintf("%s-%d", a, n)] = true
+			} else {
+				out[a] = true
+			}
+			seen[a]++
+		}
+		return out
+	}
+	links := 0
+	for rel, text := range docs {
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			links++
+			file, frag, _ := strings.Cut(target, "#")
+			path := rel
+			if file != "" {
+				path = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(rel), file)))
+			}
+			b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(path)))
+			if err != nil {
+				t.Errorf("%s links to %s: no such file", rel, target)
+				continue
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !rawAnchors(string(b))[frag] {
+				t.Errorf("%s links to %s: %s has no heading #%s", rel, target, path, frag)
+			}
+		}
+	}
+	if links < 20 {
+		t.Fatalf("found only %d relative links; is the pattern broken?", links)
+	}
+}
+
+// Ensure headings get GitHub's fragments.
+func TestDocsAnchor(t *testing.T) {
+	tests := []struct{ heading, want string }{
+		{" Metrics for Prometheus", "metrics-for-prometheus"},
+		{" `crosschat-relay register [DIR] [--id ID]`", "crosschat-relay-register-dir---id-id"},
+		{" The mesh: cross-relay figures", "the-mesh-cross-relay-figures"},
+		{" Hand-off of a posted task to a waiting claim", "hand-off-of-a-posted-task-to-a-waiting-claim"},
+		{" One long-poll path: a select on the request's goroutine", "one-long-poll-path-a-select-on-the-requests-goroutine"},
+		{" Channels on Claude Code 2.1.332 and later", "channels-on-claude-code-21332-and-later"},
+	}
+	for _, tc := range tests {
+		if got := anchor(tc.heading); got != tc.want {
+			t.Errorf("anchor(%q) = %q, want %q", tc.heading, got, tc.want)
 		}
 	}
 }
