@@ -422,3 +422,63 @@ func TestDocsAnchor(t *testing.T) {
 		}
 	}
 }
+
+// testRef finds a test the docs name: "internal/worker/TestRunGetsCheckedPaths"
+// (a package and its test) or `TestRunGetsCheckedPaths` (any package's).
+var (
+	pkgTestRef  = regexp.MustCompile(`(?:^|[^\w/.-])((?:internal|app)(?:/[a-z0-9_]+)*)/((?:Test|Fuzz|Benchmark)[A-Z]\w*)`)
+	bareTestRef = regexp.MustCompile("`((?:Test|Fuzz|Benchmark)[A-Z]\\w*)`")
+	testFunc    = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)[A-Z]\w*)\(`)
+)
+
+// Ensure every test the docs cite as evidence exists, in the package named.
+func TestDocsTestNamesExist(t *testing.T) {
+	byPkg := map[string]map[string]bool{} // module-relative folder → test names
+	all := map[string]bool{}
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != repoRoot && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		if byPkg[pkg] == nil {
+			byPkg[pkg] = map[string]bool{}
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(b), -1) {
+			byPkg[pkg][m[1]], all[m[1]] = true, true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := 0
+	for _, f := range docFiles(t) {
+		text, rel := readDoc(t, f)
+		for _, m := range pkgTestRef.FindAllStringSubmatch(text, -1) {
+			cited++
+			if !byPkg[m[1]][m[2]] {
+				t.Errorf("%s cites %s/%s, which is not a test of %s", rel, m[1], m[2], m[1])
+			}
+		}
+		for _, m := range bareTestRef.FindAllStringSubmatch(text, -1) {
+			cited++
+			if !all[m[1]] {
+				t.Errorf("%s cites %s, which no test file defines", rel, m[1])
+			}
+		}
+	}
+	if cited < 20 {
+		t.Fatalf("the docs cite only %d tests; is the pattern broken?", cited)
+	}
+}
