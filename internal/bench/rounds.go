@@ -8,7 +8,7 @@ import (
 )
 
 // This machine, like most, is shared: one run of the bench can land on a
-// busy minute and another on a quiet one. Issue #9's targets are therefore
+// busy minute and another on a quiet one. The performance targets are therefore
 // medians of several runs, and `crosschat-relay bench --rounds N` measures
 // N rounds, each the data folder and then tmpfs, so that a swing of the
 // machine falls on both and on their ratio alike. Rounds holds the figures
