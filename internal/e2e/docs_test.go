@@ -215,8 +215,13 @@ func TestDocsTableRowsShort(t *testing.T) {
 	}
 }
 
+// treeIssueRef is an issue cited by number anywhere in the tree ("issue
+// #9"): narrower than issueRef, as code says "#" for other things.
+var treeIssueRef = regexp.MustCompile(`(?i)\bissues? #\d+`)
+
 // Ensure nothing in the repository cites the design note kept outside it
-// (name below): docs, comments and tests say what they mean instead.
+// (name below) or an issue by number ("issue #9"): docs, comments and
+// tests say what they mean instead.
 func TestDocsCiteNoDesignNote(t *testing.T) {
 	name := []byte("DESIGN" + ".md") // split, so this file does not cite it
 	checked := 0
@@ -247,6 +252,10 @@ func TestDocsCiteNoDesignNote(t *testing.T) {
 		for n := 1; sc.Scan(); n++ {
 			if bytes.Contains(sc.Bytes(), name) {
 				t.Errorf("%s:%d cites %s, which is not in the repository: say what is meant", filepath.ToSlash(rel), n, name)
+			}
+			// This file's own examples of issue references are exempt.
+			if m := treeIssueRef.Find(sc.Bytes()); m != nil && filepath.ToSlash(rel) != "internal/e2e/docs_test.go" {
+				t.Errorf("%s:%d cites %q, which a reader of the repository cannot open: say what is meant", filepath.ToSlash(rel), n, m)
 			}
 		}
 		return sc.Err()
