@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -21,10 +20,6 @@ import (
 // maxTableRow bounds one Markdown table row, in characters: a row longer
 // than this holds a paragraph, which belongs in the text under the table.
 const maxTableRow = 500
-
-// maxReadmeLines bounds README.md: it says what the relay is and where to
-// go next; the detail lives in docs/.
-const maxReadmeLines = 300
 
 // repoRoot is the module root, from internal/e2e.
 var repoRoot = filepath.Join("..", "..")
@@ -268,51 +263,6 @@ func TestDocsCiteNoDesignNote(t *testing.T) {
 	}
 }
 
-// ciTestCommand reads from .ci/run the label of the test command it runs:
-// the first check after the heading "the test command".
-func ciTestCommand(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, ".ci", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := regexp.MustCompile(`^check "([^"]+)" `)
-	section := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, "# ---") {
-			section = strings.Contains(line, "the test command")
-		}
-		if m := check.FindStringSubmatch(line); section && m != nil {
-			return m[1]
-		}
-	}
-	t.Fatal(`.ci/run has no check under "the test command"`)
-	return ""
-}
-
-// Ensure README.md stays a front door of at most maxReadmeLines lines that
-// gives, in a code block, the test command CI runs.
-func TestReadmeFrontDoor(t *testing.T) {
-	text, _ := readDoc(t, filepath.Join(repoRoot, "README.md"))
-	if n := strings.Count(text, "\n"); n > maxReadmeLines {
-		t.Errorf("README.md has %d lines, at most %d: move the detail to docs/", n, maxReadmeLines)
-	}
-	cmd := ciTestCommand(t)
-	inFence, found := false, false
-	for line := range strings.SplitSeq(text, "\n") {
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-			continue
-		}
-		if inFence && (line == cmd || strings.HasPrefix(line, cmd+" ")) {
-			found = true
-		}
-	}
-	if !found {
-		t.Errorf("README.md gives no %q in a code block, the test command .ci/run runs", cmd)
-	}
-}
-
 // Ensure each doc in docs/ opens, under its title, with a paragraph that
 // says whom it is for.
 func TestDocsOpenWithReader(t *testing.T) {
@@ -334,160 +284,5 @@ func TestDocsOpenWithReader(t *testing.T) {
 		if !strings.HasPrefix(p, "For ") || strings.HasPrefix(p, "#") {
 			t.Errorf("%s opens with %.80q; its first paragraph starts \"For …\": whom it is for and what it answers", rel, p)
 		}
-	}
-}
-
-// mdLink finds a Markdown link's target: "](target)".
-var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-
-// anchor is the fragment GitHub gives a heading: lower case, punctuation
-// dropped (hyphens and underscores kept), spaces turned into hyphens.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// Ensure every relative link of a doc leads to a file of the repository
-// and, when it names a heading, to a heading of that file.
-func TestDocsLinksResolve(t *testing.T) {
-	docs := map[string]string{} // module-relative path → text
-	for _, f := range docFiles(t) {
-		text, rel := readDoc(t, f)
-		docs[rel] = text
-	}
-	// Code spans are blanked before links are read, so the anchors of
-	// headings with code in them are computed from the raw heading.
-	rawAnchors := func(text string) map[string]bool {
-		seen := map[string]int{}
-		out := map[string]bool{}
-		inFence := false
-		for line := range strings.SplitSeq(text, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
-				inFence = !inFence
-			}
-			h := strings.TrimLeft(line, "#")
-			if inFence || h == line || !strings.HasPrefix(h, " ") {
-				continue
-			}
-			a := anchor(h)
-			if n := seen[a]; n > 0 {
-				out[fmt.Sprintf("%s-%d", a, n)] = true
-			} else {
-				out[a] = true
-			}
-			seen[a]++
-		}
-		return out
-	}
-	links := 0
-	for rel, text := range docs {
-		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
-			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
-				continue
-			}
-			links++
-			file, frag, _ := strings.Cut(target, "#")
-			path := rel
-			if file != "" {
-				path = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(rel), file)))
-			}
-			b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(path)))
-			if err != nil {
-				t.Errorf("%s links to %s: no such file", rel, target)
-				continue
-			}
-			if frag != "" && strings.HasSuffix(path, ".md") && !rawAnchors(string(b))[frag] {
-				t.Errorf("%s links to %s: %s has no heading #%s", rel, target, path, frag)
-			}
-		}
-	}
-	if links < 20 {
-		t.Fatalf("found only %d relative links; is the pattern broken?", links)
-	}
-}
-
-// Ensure headings get GitHub's fragments.
-func TestDocsAnchor(t *testing.T) {
-	tests := []struct{ heading, want string }{
-		{" Metrics for Prometheus", "metrics-for-prometheus"},
-		{" `crosschat-relay register [DIR] [--id ID]`", "crosschat-relay-register-dir---id-id"},
-		{" The mesh: cross-relay figures", "the-mesh-cross-relay-figures"},
-		{" Hand-off of a posted task to a waiting claim", "hand-off-of-a-posted-task-to-a-waiting-claim"},
-		{" One long-poll path: a select on the request's goroutine", "one-long-poll-path-a-select-on-the-requests-goroutine"},
-		{" Channels on Claude Code 2.1.332 and later", "channels-on-claude-code-21332-and-later"},
-	}
-	for _, tc := range tests {
-		if got := anchor(tc.heading); got != tc.want {
-			t.Errorf("anchor(%q) = %q, want %q", tc.heading, got, tc.want)
-		}
-	}
-}
-
-// testRef finds a test the docs name: "internal/worker/TestRunGetsCheckedPaths"
-// (a package and its test) or `TestRunGetsCheckedPaths` (any package's).
-var (
-	pkgTestRef  = regexp.MustCompile(`(?:^|[^\w/.-])((?:internal|app)(?:/[a-z0-9_]+)*)/((?:Test|Fuzz|Benchmark)[A-Z]\w*)`)
-	bareTestRef = regexp.MustCompile("`((?:Test|Fuzz|Benchmark)[A-Z]\\w*)`")
-	testFunc    = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)[A-Z]\w*)\(`)
-)
-
-// Ensure every test the docs cite as evidence exists, in the package named.
-func TestDocsTestNamesExist(t *testing.T) {
-	byPkg := map[string]map[string]bool{} // module-relative folder → test names
-	all := map[string]bool{}
-	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != repoRoot && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repoRoot, filepath.Dir(path))
-		pkg := filepath.ToSlash(rel)
-		if byPkg[pkg] == nil {
-			byPkg[pkg] = map[string]bool{}
-		}
-		for _, m := range testFunc.FindAllStringSubmatch(string(b), -1) {
-			byPkg[pkg][m[1]], all[m[1]] = true, true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cited := 0
-	for _, f := range docFiles(t) {
-		text, rel := readDoc(t, f)
-		for _, m := range pkgTestRef.FindAllStringSubmatch(text, -1) {
-			cited++
-			if !byPkg[m[1]][m[2]] {
-				t.Errorf("%s cites %s/%s, which is not a test of %s", rel, m[1], m[2], m[1])
-			}
-		}
-		for _, m := range bareTestRef.FindAllStringSubmatch(text, -1) {
-			cited++
-			if !all[m[1]] {
-				t.Errorf("%s cites %s, which no test file defines", rel, m[1])
-			}
-		}
-	}
-	if cited < 20 {
-		t.Fatalf("the docs cite only %d tests; is the pattern broken?", cited)
 	}
 }
