@@ -12,10 +12,9 @@ import (
 
 // Acting on a task: the steps shared by reading, reporting on, releasing,
 // cancelling, requeueing and reopening one task, and by posting (the
-// hand-off limit). Which actor
-// may take which action in which state is the domain's rule
-// (relay.CanAct); the store checks it inside the write that makes the
-// change, on the task as that write reads it.
+// hand-off limit). Which actor may take which action in which state is the
+// domain's rule (relay.CanAct); the store checks it inside the write that
+// makes the change, on the task as that write reads it.
 
 // taskAction loads task taskID inside a write, refuses it unless
 // relay.CanAct lets who (normalized from field) take action a, runs apply

@@ -8,8 +8,8 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// The holder's actions: what the recipient that holds a claimed task
-// does with it (relay.RoleHolder). A lease that has passed is task_lease.go's.
+// The holder's actions: what the recipient that holds a claimed task does
+// with it (relay.RoleHolder). A lease that has passed is task_requeue.go's.
 
 // holderAction runs fn on a task that reporter may take action a on as its
 // holder, then refreshes reporter's presence and publishes the task. fn
