@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -21,6 +23,12 @@ import (
 // should echo; when the CLI dies before answering, the answer is recovered
 // from the session's transcript (text written after the request only) and
 // labelled as recovered.
+//
+// Exact sessions (docs/live-sessions.md, "Session workers"): an
+// any-session worker resumes the session a task names (pickSession); every
+// turn delivered into a session records its request token before the CLI
+// starts (recordTurn), so a turn interrupted by a restart is recovered from
+// the session's transcript (Manager.recoverTurn), never sent again.
 
 // Sessions is what a session worker needs of the agent CLIs' own session
 // stores on this computer (internal/session's Turns implements it).
@@ -363,4 +371,46 @@ func targetSessions(cfg relay.WorkerConfig) []string {
 		}
 	}
 	return out
+}
+
+// pickSession makes an any-session worker's run deliver its task into the
+// session the task names: the session's id, and its folder as the run's
+// working folder, which must be the worker's working folder, one of its
+// extra folders or a path its sandbox may write, or inside one.
+func (r *runState) pickSession() error {
+	o := r.w.m.opts
+	if o.Sessions == nil {
+		return errors.New("this relay cannot reach the agent CLIs' sessions")
+	}
+	// Only sessions that ran in the worker's folders are looked at; the
+	// folder is checked on resolved paths (a symbolic link inside a root
+	// leads nowhere) and the error names no folder: it reaches the sender.
+	roots := r.cfg.SessionFolders()
+	id, folder, err := o.Sessions.Locate(r.cfg.Harness, r.task.TargetSession, roots)
+	if err != nil {
+		return fmt.Errorf("the session “%s” can't be resumed: %s", r.task.TargetSession, errorText(err))
+	}
+	if folder, err = realdir.Within(folder, roots); err != nil {
+		return fmt.Errorf("the session “%s” can't be resumed: %w", r.task.TargetSession, err)
+	}
+	if filepath.Clean(folder) != filepath.Clean(r.cfg.Workdir) {
+		// The CLI resumes a session from the folder it ran in; the worker's
+		// own folder stays allowed.
+		r.cfg.ExtraDirs = append([]string{r.cfg.Workdir}, r.cfg.ExtraDirs...)
+		r.cfg.Workdir = folder
+	}
+	r.cfg.SessionID, r.cfg.SessionLabel = id, ""
+	return nil
+}
+
+// recordTurn remembers the turn's session and request token with the run,
+// stamped with this claim, before the CLI starts.
+func (r *runState) recordTurn(ctx context.Context, token string) error {
+	if err := r.w.m.opts.Relay.SaveRunSession(ctx, relay.RunSession{
+		TaskID: r.task.ID, Harness: r.cfg.Harness, SessionID: r.turn.info.ID, Workdir: r.cfg.Workdir,
+		RequestToken: token, ClaimedAt: r.task.ClaimedAt,
+	}); err != nil {
+		return fmt.Errorf("record the turn's request token: %w", err)
+	}
+	return nil
 }

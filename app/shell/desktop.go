@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
 	"github.com/wailsapp/wails/v2/pkg/options/linux"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
@@ -58,14 +59,14 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	// crosschat-relay://task/<id>: Windows starts the app with the URL of a
 	// clicked toast; the window opens on that task.
 	startTask, _, args := desktop.URLArg(args)
-	cfg, log, closer, code := prepare("desktop", args, os.Stdout, stderr)
+	cfg, log, closer, code := app.Prepare("desktop", args, os.Stdout, stderr)
 	if closer == nil {
 		return code
 	}
 	defer closer.Close()
 
-	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: NewServices(opts.Version), startTask: startTask}
-	d.services.System.setLaunchArgs(args, cfg.DataDir)
+	d := &desktopApp{cfg: cfg, opts: opts, log: log, services: app.NewServices(opts.Version), startTask: startTask}
+	d.services.SetLaunchArgs(args, cfg.DataDir)
 	geom := loadWindowState(cfg.DataDir)
 
 	err := wails.Run(&options.App{
@@ -87,7 +88,7 @@ func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 		OnDomReady:     d.domReady,
 		OnBeforeClose:  func(ctx context.Context) bool { d.beforeQuit(); return false },
 		OnShutdown:     func(ctx context.Context) { d.shutdown() },
-		Bind:           append(d.services.List(), selfTestBind()...),
+		Bind:           append(d.services.List(), app.SelfTestBind()...),
 		Linux:          linuxOptions(opts.Icon),
 	})
 	if err != nil {
@@ -112,10 +113,10 @@ type desktopApp struct {
 	cfg      config.Config
 	opts     DesktopOptions
 	log      *slog.Logger
-	services *Services
-	rt       Runtime
+	services *app.Services
+	rt       app.Runtime
 	win      *window
-	relay    *Relay
+	relay    *app.Relay
 	cancel   context.CancelFunc
 	exitCode int
 	// startErr is why the relay did not start; shown once the window is up.
@@ -205,16 +206,14 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 // startRelay starts the relay and everything that hangs off it.
 func (d *desktopApp) startRelay() error {
 	geom := d.geom
-	r, err := Start(d.cfg, StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services, Mode: "app"})
+	r, err := app.Start(d.cfg, app.StartOptions{Version: d.opts.Version, Assets: d.opts.Assets, Logger: d.log, Services: d.services, Mode: "app"})
 	if err != nil {
 		return err
 	}
 	d.relay = r
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.services.System.setQuit(d.quit)
-	d.services.System.setShow(d.show)
-	d.services.System.setRuntime(d.rt)
+	d.services.AttachWindow(d.rt, d.show, d.quit)
 	d.win = &window{rt: d.rt, dataDir: d.cfg.DataDir}
 	d.win.restore(geom)
 	go forward(bg, r.Service(), d.rt)
@@ -224,7 +223,7 @@ func (d *desktopApp) startRelay() error {
 	}
 	d.presence = startPresence(bg, r.Service(), d.services, d.cfg.DataDir, icon, d.log, presenceHooks{show: d.show, openTask: d.openTask, quit: d.quit, setMenu: d.rt.SetMenu})
 	go d.rememberLoop(bg)
-	if os.Getenv(selfTestEnv) != "" {
+	if os.Getenv(app.SelfTestEnv) != "" {
 		go selfTest(bg, d.rt)
 	}
 	// Windows: a clicked toast opens crosschat-relay://task/<id> with this exe.

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -16,7 +17,7 @@ import (
 // asks; no leaves the file alone with the CLI hint, yes imports it and the
 // relay then starts on it.
 func TestOfferImport(t *testing.T) {
-	b, err := os.ReadFile("../internal/store/testdata/upstream/relay.db")
+	b, err := os.ReadFile("../../internal/store/testdata/upstream/relay.db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestOfferImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Config{Host: "127.0.0.1", DataDir: dir, OperatorSlug: "operator", TaskRetentionDays: 30}
-	_, startErr := Start(cfg, StartOptions{Version: "test"})
+	_, startErr := app.Start(cfg, app.StartOptions{Version: "test"})
 	if !store.IsUpstream(startErr) {
 		t.Fatalf("start on an upstream folder: %v", startErr)
 	}
@@ -54,7 +55,7 @@ func TestOfferImport(t *testing.T) {
 			t.Errorf("the import's message lacks %q:\n%s", want, yes.infos[0])
 		}
 	}
-	r, err := Start(cfg, StartOptions{Version: "test"})
+	r, err := app.Start(cfg, app.StartOptions{Version: "test"})
 	if err != nil {
 		t.Fatalf("start after import: %v", err)
 	}

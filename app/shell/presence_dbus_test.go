@@ -1,10 +1,11 @@
-package app
+package shell
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -173,9 +176,8 @@ func (m menuItem) find(label string) (menuItem, bool) {
 func TestPresenceOverDBus(t *testing.T) {
 	needSessionBus(t)
 	fake, busConn := serveFakeNotifications(t)
-	r := startInternal(t)
-	r.Services.System.autostart = func() autostarter { return &fakeAutostart{} }
-	icon, err := os.ReadFile("../build/linux/icons/32.png")
+	r := apptest.Relay(t)
+	icon, err := os.ReadFile("../../build/linux/icons/32.png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +194,7 @@ func TestPresenceOverDBus(t *testing.T) {
 	}
 
 	// The StatusNotifierItem name and its menu.
-	sni := "org.kde.StatusNotifierItem-" + itoa(os.Getpid()) + "-1"
+	sni := "org.kde.StatusNotifierItem-" + strconv.Itoa(os.Getpid()) + "-1"
 	poll.Until(t, "the tray owns "+sni, 20*time.Second, func() bool {
 		var has bool
 		return busConn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, sni).Store(&has) == nil && has
@@ -244,7 +246,7 @@ func TestPresenceOverDBus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := r.Services.Tasks.Post(NewTask{RecipientSlug: "tray-bot", Title: "Paint the tray icon", Instructions: "Amber dot."})
+	task, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "tray-bot", Title: "Paint the tray icon", Instructions: "Amber dot."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +273,7 @@ func TestPresenceOverDBus(t *testing.T) {
 	}
 
 	// A blocked task the operator sent is listed under "needs attention".
-	blocked, err := r.Services.Tasks.Post(NewTask{RecipientSlug: "tray-bot", Title: "Choose the blue", Instructions: "Which one?"})
+	blocked, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "tray-bot", Title: "Choose the blue", Instructions: "Which one?"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,18 @@
-package app
+package shell
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wailsapp/wails/v2/pkg/menu"
 
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
@@ -70,7 +73,7 @@ func (f *fakeRuntime) eventTypes() []string {
 
 // Ensure committed changes reach the window as relay:change events.
 func TestForwardChanges(t *testing.T) {
-	r := startInternal(t)
+	r := apptest.Relay(t)
 	rt := &fakeRuntime{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -78,7 +81,7 @@ func TestForwardChanges(t *testing.T) {
 	// The subscription starts asynchronously: keep making changes until one arrives.
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; ; i++ {
-		if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "agent-" + itoa(i), DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
+		if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "agent-" + strconv.Itoa(i), DisplayName: "A", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
 			t.Fatal(err)
 		}
 		if types := rt.eventTypes(); len(types) > 0 {
@@ -122,38 +125,16 @@ func TestWindowState(t *testing.T) {
 	}
 }
 
-// Ensure the self-test report is written only in self-test mode.
-func TestReportSelfTest(t *testing.T) {
-	s := SelfTest{}
-	t.Setenv(selfTestEnv, "")
-	if len(selfTestBind()) != 0 {
-		t.Fatal("SelfTest bound outside self-test mode")
-	}
-	if err := s.Report("x"); err == nil {
-		t.Fatal("want an error outside self-test mode")
-	}
-	out := filepath.Join(t.TempDir(), "report.txt")
-	t.Setenv(selfTestEnv, out)
-	if len(selfTestBind()) != 1 {
-		t.Fatal("SelfTest not bound in self-test mode")
-	}
-	if err := s.Report("Tasks\nNeeds attention 2"); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(out); string(b) != "Tasks\nNeeds attention 2" {
-		t.Fatalf("report %q", b)
-	}
-}
-
-// Ensure Show works only where a window exists.
+// Ensure Show works only where a window exists: the services' System
+// shows the window the shell attached, and refuses before.
 func TestSystemShow(t *testing.T) {
-	s := &System{c: &core{}}
-	if err := s.Show(); relay.ErrorCode(err) != relay.EInvalidRequest {
+	s := apptest.Relay(t).Services
+	if err := s.System.Show(); relay.ErrorCode(err) != relay.EInvalidRequest {
 		t.Fatalf("show without window: %v", err)
 	}
 	rt := &fakeRuntime{}
-	s.setShow(rt.Show)
-	if err := s.Show(); err != nil || rt.shown != 1 {
+	s.AttachWindow(rt, rt.Show, rt.Quit)
+	if err := s.System.Show(); err != nil || rt.shown != 1 {
 		t.Fatalf("show: %v, shown %d", err, rt.shown)
 	}
 }
@@ -163,38 +144,22 @@ func TestSystemShow(t *testing.T) {
 func TestSystemPickers(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir, want string
-		pick            func(s *System, title, dir string) (string, error)
+		pick            func(s *app.System, title, dir string) (string, error)
 	}{
-		{"folder", "/tmp", "/tmp/picked", (*System).PickFolder},
-		{"program", "/usr/bin", "", (*System).PickProgram},
+		{"folder", "/tmp", "/tmp/picked", (*app.System).PickFolder},
+		{"program", "/usr/bin", "", (*app.System).PickProgram},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &System{c: &core{}}
+			services := apptest.Relay(t).Services
+			s := services.System
 			if _, err := tc.pick(s, "Pick", tc.dir); relay.ErrorCode(err) != relay.EInvalidRequest {
 				t.Fatalf("without window: %v", err)
 			}
-			s.setRuntime(&fakeRuntime{})
+			rt := &fakeRuntime{}
+			services.AttachWindow(rt, rt.Show, rt.Quit)
 			if got, err := tc.pick(s, "Pick", tc.dir); err != nil || got != tc.want {
 				t.Fatalf("picked %q %v; want %q", got, err, tc.want)
 			}
 		})
-	}
-}
-
-// Ensure Show in folder only reveals files a run of the task recorded.
-func TestRevealFileRefusesOtherFiles(t *testing.T) {
-	r := startInternal(t)
-	if _, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "bob", DisplayName: "Bob", ModelSlug: "m", Capabilities: []string{"x"}}); err != nil {
-		t.Fatal(err)
-	}
-	task, err := r.Services.Tasks.Post(NewTask{RecipientSlug: "bob", Title: "T", Instructions: "I"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Services.Tasks.RevealFile(task.ID, "/etc/passwd"); relay.ErrorCode(err) != relay.EInvalidRequest {
-		t.Fatalf("reveal of a file no run made: %v", err)
-	}
-	if err := r.Services.Tasks.RevealFile("nope", "/etc/passwd"); relay.ErrorCode(err) != relay.EInvalidRequest {
-		t.Fatalf("bad task id: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !dev && !production && !bindings
 
-package app
+package shell
 
 // WindowBuild is false in a build without Wails' build tags (`make run`,
 // `make install`, the headless package): it has no window, so run bare it

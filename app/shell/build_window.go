@@ -1,6 +1,6 @@
 //go:build dev || production || bindings
 
-package app
+package shell
 
 // WindowBuild is true in a build with Wails' build tags (wails build, wails
 // dev, wails generate): it opens the desktop window.

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
@@ -46,13 +47,13 @@ func loadWindowState(dataDir string) windowState {
 
 // save writes the geometry atomically.
 func (s windowState) save(dataDir string) error {
-	return writeJSONAtomic(filepath.Join(dataDir, windowFile), s, "save window state")
+	return app.WriteJSONAtomic(filepath.Join(dataDir, windowFile), s, "save window state")
 }
 
 // window ties the native window to the relay: it forwards committed
 // changes as events, remembers the geometry, and runs the self-test.
 type window struct {
-	rt      Runtime
+	rt      app.Runtime
 	dataDir string
 	last    windowState
 }
@@ -88,7 +89,7 @@ func (w *window) restore(s windowState) {
 // forward emits every committed change to the window until ctx ends. When
 // the subscription is dropped (the window fell behind) it tells the window
 // to reload and subscribes again.
-func forward(ctx context.Context, svc relay.Service, rt Runtime) {
+func forward(ctx context.Context, svc relay.Service, rt app.Runtime) {
 	for ctx.Err() == nil {
 		ch, cancel := svc.Subscribe(1024)
 		func() {

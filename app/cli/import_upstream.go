@@ -10,9 +10,9 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
-// importCmd is `import-upstream [--from PATH]`: the upstream relay's
+// importUpstreamCmd is `import-upstream [--from PATH]`: the upstream relay's
 // relay.db (by default the one in the data folder) becomes this relay's.
-func importCmd(args []string, stdout, stderr io.Writer) error {
+func importUpstreamCmd(args []string, stdout, stderr io.Writer) error {
 	var from string
 	c, err := parseCommand("import-upstream", args, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&from, "from", "", "the upstream relay.db; default relay.db in the data folder")

@@ -1,14 +1,13 @@
-package app
+package shell
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -172,45 +171,7 @@ func loadPrefs(dataDir string) desktopPrefs {
 }
 
 func (p desktopPrefs) save(dataDir string) error {
-	return writeJSONAtomic(filepath.Join(dataDir, prefsFile), p, "save preferences")
-}
-
-// focusState is whether the window has the keyboard focus, as the page
-// reports it (System.ReportFocus).
-type focusState struct {
-	mu      sync.Mutex
-	focused bool
-}
-
-func (f *focusState) set(v bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.focused = v
-}
-
-func (f *focusState) get() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.focused
-}
-
-// ReportFocus is called by the window's page when it gains or loses focus:
-// no notifications are shown while the window has it.
-func (s *System) ReportFocus(focused bool) error {
-	s.mu.Lock()
-	f := s.focus
-	s.mu.Unlock()
-	if f == nil {
-		return errors.New("no window")
-	}
-	f.set(focused)
-	return nil
-}
-
-func (s *System) setFocus(f *focusState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.focus = f
+	return app.WriteJSONAtomic(filepath.Join(dataDir, prefsFile), p, "save preferences")
 }
 
 // focusJS makes the page report focus changes (injected at DOM ready).

@@ -1,4 +1,4 @@
-package app
+package shell
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/wailsapp/wails/v2/pkg/menu"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -32,10 +33,10 @@ type trayView interface {
 // notifications, both fed by the relay's committed changes.
 type presence struct {
 	svc      relay.Service
-	services *Services
+	services *app.Services
 	dataDir  string
 	log      *slog.Logger
-	focus    *focusState
+	focus    *app.Focus
 	notifier desktop.Notifier
 	tray     trayView
 
@@ -56,10 +57,10 @@ type presenceHooks struct {
 
 // startPresence starts the tray and the notifier; either may be missing
 // (no tray host, no notification service) and the app runs on without it.
-func startPresence(ctx context.Context, svc relay.Service, services *Services, dataDir string, icon []byte, log *slog.Logger, hooks presenceHooks) *presence {
-	p := &presence{svc: svc, services: services, dataDir: dataDir, log: log, focus: &focusState{},
+func startPresence(ctx context.Context, svc relay.Service, services *app.Services, dataDir string, icon []byte, log *slog.Logger, hooks presenceHooks) *presence {
+	p := &presence{svc: svc, services: services, dataDir: dataDir, log: log,
 		prefs: loadPrefs(dataDir), workers: map[string]relay.WorkerState{}}
-	services.System.setFocus(p.focus)
+	p.focus = services.TrackFocus()
 	if n, err := desktop.NewNotifier(hooks.openTask); err != nil {
 		log.Warn("no OS notifications", "err", err)
 	} else {
@@ -249,7 +250,7 @@ func (p *presence) notify(notes []note) {
 	p.mu.Lock()
 	on := p.prefs.Notifications
 	p.mu.Unlock()
-	if !on || p.notifier == nil || p.focus.get() {
+	if !on || p.notifier == nil || p.focus.Focused() {
 		return
 	}
 	for _, n := range coalesce(notes) {
