@@ -9,7 +9,7 @@ import (
 type TaskStatus string
 
 // Task states. Which action each allows, and to whom, is CanAct
-// (lifecycle.go); the README has the transition table.
+// (lifecycle.go); docs/agents.md has the transition table.
 const (
 	StatusQueued    TaskStatus = "queued"
 	StatusClaimed   TaskStatus = "claimed"

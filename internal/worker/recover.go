@@ -13,7 +13,7 @@ import (
 )
 
 // Recover cleans up after runs a previous relay process left behind (it
-// crashed or was killed mid-run), per run folder in RunRoot (README,
+// crashed or was killed mid-run), per run folder in RunRoot (docs/workers.md,
 // "Workers: agents that run unattended"): the CLI recorded in its process
 // file (beside the run folder, out of the run's reach) is stopped with its tree, but only if that pid still runs the same
 // program (and, where known, started at the same time), so an unrelated

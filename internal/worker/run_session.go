@@ -15,7 +15,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// Session workers (README, "Session workers"): a worker bound to an
+// Session workers (docs/live-sessions.md, "session workers"): a worker bound to an
 // existing Claude Code session or Codex thread delivers each task into it
 // by resuming it. One turn at a time per session: the worker takes the
 // session's turn lock first and waits for it (renewing the lease) while
