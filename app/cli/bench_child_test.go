@@ -95,8 +95,9 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 }
 
 // TestBenchChildProfile: a child relay given --cpuprofile records a CPU
-// profile between the parent's start and stop requests (a gzipped pprof
-// file), and one given none refuses to start recording.
+// profile between the parent's start and stop requests, and its
+// allocations at both (gzipped pprof files); one given none refuses to
+// start recording.
 func TestBenchChildProfile(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -129,12 +130,14 @@ func TestBenchChildProfile(t *testing.T) {
 				if err := p.StopCPUProfile(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-					t.Fatalf("profile file is not gzipped pprof: % x", b[:min(len(b), 8)])
+				for _, f := range []string{path, path + ".allocs-start", path + ".allocs"} {
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+						t.Fatalf("%s is not a gzipped pprof file: % x", f, b[:min(len(b), 8)])
+					}
 				}
 			}
 			stdinW.Close()

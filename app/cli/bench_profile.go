@@ -12,7 +12,10 @@ import (
 )
 
 // `bench --cpuprofile DIR` records each child relay's CPU profile over the
-// lifecycle phase, one file per run in DIR, for `go tool pprof`. The parent
+// lifecycle phase, one file per run in DIR, for `go tool pprof`, and its
+// allocations at the phase's start and end beside it (FILE.allocs-start and
+// FILE.allocs: `go tool pprof -sample_index=alloc_space -diff_base
+// FILE.allocs-start FILE.allocs` shows what the phase allocated). The parent
 // passes the file to the child (`--cpuprofile FILE` after `--relay-child`)
 // and asks it to start and stop recording over stdin, beside the samples.
 // Nothing is recorded unless asked: the relay serves no profile anywhere.
@@ -85,7 +88,7 @@ func (c *cpuProfile) handle(request string) (ok bool, err error) {
 			return true, errors.Join(fmt.Errorf("cpu profile: %w", err), f.Close())
 		}
 		c.f = f
-		return true, nil
+		return true, writeAllocs(c.path+".allocs-start")
 	case profileStop:
 		return true, c.stop()
 	}
@@ -102,6 +105,23 @@ func (c *cpuProfile) stop() error {
 	c.f = nil
 	if err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return writeAllocs(c.path + ".allocs")
+}
+
+// writeAllocs writes the allocations profile (every allocation sampled so
+// far) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocations profile: %w", err)
+	}
+	err = pprof.Lookup("allocs").WriteTo(f, 0)
+	if cErr := f.Close(); err == nil && cErr != nil {
+		err = cErr
+	}
+	if err != nil {
+		return fmt.Errorf("allocations profile: %w", err)
 	}
 	return nil
 }
