@@ -130,6 +130,11 @@ func (d *discard) serve(h http.Handler, req *http.Request, body io.Reader, n int
 }
 
 func (d *discard) Header() http.Header { return d.h }
+
+// Flush does what net/http's does for an answer kept in memory: nothing
+// fails. Without it a claim's answer counts as undelivered and its task
+// goes back to the queue (delivery.go).
+func (d *discard) Flush() {}
 func (d *discard) WriteHeader(s int)   { d.status = s }
 func (d *discard) Write(p []byte) (int, error) {
 	if d.status == 0 {
