@@ -136,61 +136,66 @@ func readBody(r *http.Request) ([]byte, error) {
 // parse recognises a plain tools/call that mcp-go would serve through its
 // legacy (pre-2026-07-28) path with no notifications, hooks or options.
 func (h *leanHandler) parse(hdr http.Header, body []byte) (leanCall, bool) {
-	mt, _, err := mime.ParseMediaType(hdr.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return leanCall{}, false
+	if ct := hdr.Get("Content-Type"); ct != "application/json" { // the usual value, as it parses
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return leanCall{}, false
+		}
 	}
 	if v := hdr.Get(mcp.HeaderProtocolVersion); v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v)) {
 		return leanCall{}, false
 	}
-	var env struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  *struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
-	}
-	// One JSON value and nothing else (json.Unmarshal refuses trailing
-	// bytes), with no member mcp-go might read and the lean path would not:
-	// only the envelope's own keys, spelled exactly (encoding/json would
-	// also match other spellings, which go to mcp-go).
-	if json.Unmarshal(body, &env) != nil || !envelopeKeysOnly(body) {
+	// One JSON value and nothing else, read as json.Unmarshal would decode
+	// it, with no member mcp-go might read and the lean path would not.
+	if !json.Valid(body) {
 		return leanCall{}, false
 	}
-	if env.JSONRPC != mcp.JSONRPC_VERSION || env.Method != string(mcp.MethodToolsCall) || env.Params == nil {
+	env, ok := readEnvelope(body)
+	if !ok || env.jsonrpc != mcp.JSONRPC_VERSION || env.method != string(mcp.MethodToolsCall) || !env.params {
 		return leanCall{}, false
 	}
-	if _, ok := h.tools[env.Params.Name]; !ok {
+	if _, ok := h.tools[env.name]; !ok {
 		return leanCall{}, false
 	}
-	// The id must be a string or a number (mcp-go's any: string or float64).
-	if len(env.ID) == 0 || (env.ID[0] != '"' && env.ID[0] != '-' && (env.ID[0] < '0' || env.ID[0] > '9')) {
-		return leanCall{}, false
-	}
-	var id any
-	if json.Unmarshal(env.ID, &id) != nil {
+	id, ok := requestID(env.id)
+	if !ok {
 		return leanCall{}, false
 	}
 	// mcp-go also decodes the arguments into an any, which fails only on a
 	// number beyond float64; such a call gets mcp-go's answer.
-	if !numbersFitFloat(env.Params.Arguments) {
+	if !numbersFitFloat(env.arguments) {
 		return leanCall{}, false
 	}
-	c := leanCall{id: id, name: env.Params.Name}
-	switch raw := env.Params.Arguments; {
+	c := leanCall{id: id, name: env.name}
+	switch raw := env.arguments; {
 	case len(raw) == 0 || string(raw) == "null":
 	case raw[0] == '{':
 		// Decoded here, once: the tool reads these fields (args.go).
-		c.args = &args{}
-		if json.Unmarshal(raw, &c.args.fields) != nil {
+		fields, ok := argumentFields(raw)
+		if !ok {
 			return leanCall{}, false
 		}
+		c.args = &args{fields: fields}
 	default:
 		c.raw = raw
 	}
 	return c, true
+}
+
+// requestID decodes a JSON-RPC id as mcp-go does, into an any: a string, or
+// a number as a float64. Anything else (null, an object, a number beyond
+// float64) is left to mcp-go.
+func requestID(raw json.RawMessage) (any, bool) {
+	switch {
+	case len(raw) == 0:
+		return nil, false
+	case raw[0] == '"':
+		return jsonString(raw)
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		// encoding/json decodes a number into an any with this call.
+		f, err := strconv.ParseFloat(string(raw), 64)
+		return f, err == nil
+	}
+	return nil, false
 }
 
 // serveCall runs the tool and writes mcp-go's answer for it. The tool runs
