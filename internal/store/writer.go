@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -188,7 +189,7 @@ func (db *DB) batch(first *writeReq) {
 		select {
 		case req = <-db.queue:
 		default:
-			req = nil
+			req = db.joiner()
 		}
 	}
 	if conn == nil {
@@ -230,6 +231,23 @@ func (db *DB) batch(first *writeReq) {
 	spent()
 	for _, p := range list {
 		p.req.done <- nil
+	}
+}
+
+// joiner yields the writer's processor once, when no write is waiting, and
+// returns a write that arrived meanwhile (nil if none did). Callers that are
+// runnable then (their requests just read, or their previous writes just
+// answered, and about to write again) reach the queue and join the open
+// batch instead of each waiting for a batch of its own: its BEGIN, COMMIT
+// and WAL pages are shared. With nothing else runnable the writer goes on
+// at once, so a lone write is not delayed.
+func (db *DB) joiner() *writeReq {
+	runtime.Gosched()
+	select {
+	case req := <-db.queue:
+		return req
+	default:
+		return nil
 	}
 }
 
