@@ -74,19 +74,27 @@ func readEnvelope(body []byte) (leanEnvelope, bool) {
 	return env, ok
 }
 
-// argumentFields decodes the valid JSON object raw as json.Unmarshal into a
-// map[string]json.RawMessage does, the values sharing raw's bytes.
-func argumentFields(raw []byte) (map[string]json.RawMessage, bool) {
-	fields := map[string]json.RawMessage{}
+// argumentFields reads the members of the valid JSON object raw as
+// json.Unmarshal into a map[string]json.RawMessage decodes them, keys and
+// values sharing raw's bytes.
+func argumentFields(raw []byte) (argFields, bool) {
+	fields := make(argFields, 0, 8)
 	if objectMembers(raw, func(key, val []byte) bool {
-		fields[string(key)] = val // the last of a repeated key wins, as in json.Unmarshal
+		fields = append(fields, argField{key: key, val: val})
 		return plainJSONString(key)
 	}) {
 		return fields, true
 	}
 	// A key with escapes or invalid UTF-8: as encoding/json decodes it.
-	fields = nil
-	return fields, json.Unmarshal(raw, &fields) == nil
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	fields = fields[:0]
+	for k, v := range m {
+		fields = append(fields, argField{key: []byte(k), val: v})
+	}
+	return fields, true
 }
 
 // stringOrNull decodes the JSON value v into *s as json.Unmarshal into a
