@@ -219,7 +219,7 @@ func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCa
 		d.finish(base, w, errNotAnswered, h.log)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	if d.pending() {
 		// Flushed before the handler returns: framed by its length, as
 		// net/http frames an answer it sends whole.
@@ -229,6 +229,11 @@ func (h *leanHandler) serveCall(w http.ResponseWriter, r *http.Request, c leanCa
 	_, err := w.Write(body) // the client may have gone: what waits on the answer is undone
 	d.finish(base, w, err, h.log)
 }
+
+// jsonContentType is the Content-Type value of every answer, one slice
+// shared by all of them rather than one that Header.Set makes for each.
+// Headers are replaced or added to, never changed in place.
+var jsonContentType = []string{"application/json"}
 
 // errNotAnswered: the call's answer could not be encoded, so it never
 // reached the caller.
