@@ -88,7 +88,7 @@ func (c *cpuProfile) handle(request string) (ok bool, err error) {
 			return true, errors.Join(fmt.Errorf("cpu profile: %w", err), f.Close())
 		}
 		c.f = f
-		return true, writeAllocs(c.path+".allocs-start")
+		return true, writeAllocs(c.path + ".allocs-start")
 	case profileStop:
 		return true, c.stop()
 	}
