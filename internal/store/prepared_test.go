@@ -192,7 +192,7 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			if got, err := db.GetTask(ctx, "sender", id); err != nil || got.ID != id {
 				t.Fatalf("get task = %+v, %v", got, err)
 			}
-			if b, err := db.PushEvents(ctx, "worker", 0, 10); err != nil || len(b.Events) == 0 {
+			if b, err := db.SessionPushEvents(ctx, relay.LiveSession{AgentSlug: "worker"}, 0, 10); err != nil || len(b.Events) == 0 {
 				t.Fatalf("push events = %+v, %v", b, err)
 			}
 		}},

@@ -8,48 +8,15 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// taskAction loads task taskID inside a write and runs act on it with who
-// normalized (act refuses the task or changes it), then refreshes who's
-// presence and answers with what answer makes of the task.
-func (db *DB) taskAction(ctx context.Context, op, field, who, taskID string,
-	act func(t *tx, who string, task *relay.Task) error, answer func(t *tx, task relay.Task) (relay.Task, error)) (relay.Task, error) {
-	who, err := relay.NormalizeSlug(field, who)
-	if err != nil {
-		return relay.Task{}, err
-	}
-	if taskID, err = relay.TaskID("taskId", taskID); err != nil {
-		return relay.Task{}, err
-	}
-	var out relay.Task
-	err = db.write(ctx, op, func(t *tx) error {
-		task, err := getTask(t.ctx, t.tx, taskID)
-		if err != nil {
-			return err
-		}
-		if err := act(t, who, &task); err != nil {
-			return err
-		}
-		if err := t.touch(who); err != nil {
-			return err
-		}
-		out, err = answer(t, task)
-		return err
-	})
-	return out, err
-}
+// The holder's actions: what the recipient that holds a claimed task does
+// with it (relay.RoleHolder). A lease that has passed is task_requeue.go's.
 
-// holderAction runs fn on a task that reporter currently holds (recipient,
-// status claimed), then refreshes reporter's presence and publishes the task.
-// fn keeps task in step with what it writes (fields and reports), so the
+// holderAction runs fn on a task that reporter may take action a on as its
+// holder, then refreshes reporter's presence and publishes the task. fn
+// keeps task in step with what it writes (fields and reports), so the
 // answer needs no re-read.
-func (db *DB) holderAction(ctx context.Context, op, reporter, taskID string, fn func(t *tx, task *relay.Task) error) (relay.Task, error) {
-	return db.taskAction(ctx, op, "reporterSlug", reporter, taskID, func(t *tx, reporter string, task *relay.Task) error {
-		if task.RecipientSlug != reporter || task.Status != relay.StatusClaimed {
-			return relay.Errorf(relay.ETaskUpdateDenied, "Only the recipient that currently holds a claimed task may update it.").
-				WithDetails(map[string]any{"taskStatus": string(task.Status)})
-		}
-		return fn(t, task)
-	}, func(t *tx, task relay.Task) (relay.Task, error) {
+func (db *DB) holderAction(ctx context.Context, op string, a relay.Action, reporter, taskID string, fn func(t *tx, task *relay.Task) error) (relay.Task, error) {
+	return db.taskAction(ctx, op, a, "reporterSlug", reporter, taskID, fn, func(t *tx, task relay.Task) (relay.Task, error) {
 		t.taskKnown(task)
 		return task, nil
 	})
@@ -62,7 +29,7 @@ func (db *DB) RenewLease(ctx context.Context, reporter, taskID string, leaseSeco
 	if err != nil {
 		return relay.Task{}, err
 	}
-	return db.holderAction(ctx, "renew lease", reporter, taskID, func(t *tx, task *relay.Task) error {
+	return db.holderAction(ctx, "renew lease", relay.ActionRenew, reporter, taskID, func(t *tx, task *relay.Task) error {
 		lease := relay.FormatTime(t.now.Add(time.Duration(secs) * time.Second))
 		if _, err := t.exec(`UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?`, lease, t.ts, task.ID); err != nil {
 			return fmt.Errorf("update lease: %w", err)
@@ -79,7 +46,7 @@ func (db *DB) ReportTask(ctx context.Context, in relay.ReportInput) (relay.Task,
 		return relay.Task{}, err
 	}
 	in.Message, in.Result = db.scrub(in.Message), db.scrub(in.Result)
-	return db.holderAction(ctx, "report task", in.ReporterSlug, in.TaskID, func(t *tx, task *relay.Task) error {
+	return db.holderAction(ctx, "report task", relay.ActionReport, in.ReporterSlug, in.TaskID, func(t *tx, task *relay.Task) error {
 		var (
 			q   string
 			typ string
@@ -134,7 +101,7 @@ func (db *DB) ReleaseTask(ctx context.Context, reporter, taskID, reason string) 
 		return relay.Task{}, err
 	}
 	reason = byOperator(ctx, reason)
-	return db.holderAction(ctx, "release task", reporter, taskID, func(t *tx, task *relay.Task) error {
+	return db.holderAction(ctx, "release task", relay.ActionRelease, reporter, taskID, func(t *tx, task *relay.Task) error {
 		if err := requeue(t, task.ID); err != nil {
 			return err
 		}
@@ -146,13 +113,4 @@ func (db *DB) ReleaseTask(ctx context.Context, reporter, taskID, reason string) 
 		return t.event(task.SenderSlug, relay.EventTaskRequeued, task.ID,
 			fmt.Sprintf("%s released “%s”: %s", task.RecipientSlug, task.Title, reason))
 	})
-}
-
-// requeue puts a task back in its recipient's queue, clearing the claim.
-func requeue(t *tx, id string) error {
-	if _, err := t.exec(`UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ?
-		WHERE id = ?`, t.ts, id); err != nil {
-		return fmt.Errorf("requeue task: %w", err)
-	}
-	return nil
 }

@@ -5,55 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// viaDashboard marks text written by the operator on an agent's behalf.
-const viaDashboard = " (via dashboard)"
-
-// byOperator appends " (via dashboard)" to text when the operator acts on an
-// agent's behalf.
-func byOperator(ctx context.Context, text string) string {
-	if relay.IsByOperator(ctx) {
-		return text + viaDashboard
-	}
-	return text
-}
-
-// chainLimit reads the hand-off depth limit from settings.
-func chainLimit(ctx context.Context, q queryer) (int, error) {
-	var v string
-	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, keyChainMaxDepth).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return relay.DefaultChainLimit, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read chain limit: %w", err)
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("read chain limit: setting %s = %q: %w", keyChainMaxDepth, v, err)
-	}
-	return n, nil
-}
-
-// checkHops refuses a hand-off that would take conversation conv to hops
-// hand-offs from its first task when the hand-off limit is lower.
-func checkHops(t *tx, hops int, conv string) error {
-	limit, err := chainLimit(t.ctx, t.tx)
-	if err != nil {
-		return err
-	}
-	if hops <= limit {
-		return nil
-	}
-	return relay.Errorf(relay.EChainLimit,
-		"This task would be %d hand-offs away from the person who started the work (conversation %s), and the limit is %d. Do the work yourself, or answer BLOCKED: with what you need.",
-		hops, conv, limit).WithDetails(map[string]any{"depth": hops, "limit": limit, "conversationId": conv})
-}
+// Posting a task: PostTask reads what the post's checks need inside its
+// write and runs them (relay's lifecycle_post.go holds the rules), then
+// inserts the task and hands it off (handoff.go).
 
 // PostTask queues a task for its recipient and wakes the recipient's waiting claims.
 func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task, error) {
@@ -79,10 +37,12 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 		if err != nil {
 			return err
 		}
-		if recipient.RetiredAt != "" {
-			return relay.RetiredRecipient(recipient.Slug)
+		if err := relay.CheckRecipient(recipient); err != nil {
+			return err
 		}
-		if err := checkSelfSession(t, in); err != nil {
+		if err := relay.CheckSelfSession(in, func() (string, error) {
+			return liveSessionName(t.ctx, t.tx, in.SenderSlug, in.ReplySession)
+		}); err != nil {
 			return err
 		}
 		held, explicit := "", in.ParentTaskID != ""
@@ -98,8 +58,8 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			if err != nil {
 				return err
 			}
-			if parent.SenderSlug != in.SenderSlug && parent.RecipientSlug != in.SenderSlug {
-				return relay.Errorf(relay.ETaskAccessDenied, "A task can only be linked to a task you sent or received.")
+			if err := relay.CheckParent(parent, in.SenderSlug); err != nil {
+				return err
 			}
 			depth, conv = parent.Depth+1, parent.ConversationID
 			var hopsConv string
@@ -108,13 +68,12 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 			}
 			if in.FromAgent {
 				if err := checkHops(t, hops, hopsConv); err != nil {
-					return inferredParent(err, held, explicit)
+					return relay.InferredParent(err, held, explicit)
 				}
 			}
 		}
-		if missing := missingCapabilities(recipient.Capabilities, in.RequiredCapabilities); len(missing) > 0 {
-			return relay.Errorf(relay.ERecipientLacksCapability, "Cannot assign to %s: it does not advertise %s.",
-				recipient.Slug, strings.Join(missing, ", ")).WithDetails(map[string]any{"missingCapabilities": missing})
+		if err := relay.CheckCapabilities(recipient.Slug, recipient.Capabilities, in.RequiredCapabilities); err != nil {
+			return err
 		}
 		var convCol any // NULL: the task starts its own conversation
 		if conv != id {
@@ -171,16 +130,82 @@ func (t *tx) handOff(task relay.Task) error {
 	return t.present(task.RecipientSlug)
 }
 
-func missingCapabilities(have, need []string) []string {
-	set := make(map[string]bool, len(have))
-	for _, c := range have {
-		set[c] = true
+// countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
+// SQLite use the small partial index of open tasks (migrations 0011 and
+// 0012), or fail if it is gone, rather than walk every task the sender
+// ever sent; the status condition is the index's own, word for word.
+func countOpenSQL(limit int) string {
+	return `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
+		WHERE sender_slug = ? AND (status = 'queued' OR status = 'claimed' OR status = 'blocked')` + limitSQL(limit) + `)`
+}
+
+// checkOpenTasks counts sender's open tasks (queued, claimed or blocked)
+// up to the configured cap and holds them to it (relay.CheckOpenTasks).
+func checkOpenTasks(t *tx, sender string) error {
+	limit, err := intSetting(t.ctx, t.tx, keyMaxOpenTasks, relay.DefaultMaxOpenTasksPerSender)
+	if err != nil {
+		return fmt.Errorf("read open-task cap: %w", err)
 	}
-	var missing []string
-	for _, c := range need {
-		if !set[c] {
-			missing = append(missing, c)
-		}
+	var open int
+	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL(limit), sender).Scan(&open); err != nil {
+		return fmt.Errorf("count open tasks of %s: %w", sender, err)
 	}
-	return missing
+	return relay.CheckOpenTasks(open, limit)
+}
+
+// heldHops is relay.PostHops for a post whose parent is parent, made while
+// the posting session handles the task held ("" for none), which it reads.
+func heldHops(t *tx, held string, parent relay.Task) (int, string, error) {
+	if held == "" || held == parent.ID {
+		hops, conv := relay.PostHops(parent, nil)
+		return hops, conv, nil
+	}
+	h, err := getTask(t.ctx, t.tx, held)
+	if err != nil {
+		return 0, "", fmt.Errorf("read the task this session handles: %w", err)
+	}
+	hops, conv := relay.PostHops(parent, &h)
+	return hops, conv, nil
+}
+
+// sessionTask is the task agent's live session is handling: the one it
+// claimed most recently and still holds (status claimed), "" when none.
+// A post from that session that names no parent continues that task's
+// conversation, so the hand-off limit holds for live chats whether or not
+// the model passes parentTaskId.
+func sessionTask(t *tx, agent, session string) (string, error) {
+	var id string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT id FROM tasks INDEXED BY tasks_claim_session
+		WHERE recipient_slug = ? AND claim_session = ? AND status = 'claimed' AND claim_session IS NOT NULL
+		ORDER BY claimed_at DESC LIMIT 1`, agent, session).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the task session %s is handling: %w", session, err)
+	}
+	return id, nil
+}
+
+// liveSessionPost records the live session a post came through and, when
+// the post comes from the agent's own token, returns the task the session
+// is handling ("" for none) and makes it the post's parent when the post
+// names none.
+func (t *tx) liveSessionPost(in *relay.PostTaskInput) (string, error) {
+	// For resolving its name only: a post does not make the session live
+	// for delivery (no stream delivers its tasks).
+	if err := t.seeLiveSession(in.SenderSlug, in.ReplySession, "", false); err != nil {
+		return "", err
+	}
+	if !in.FromAgent {
+		return "", nil
+	}
+	held, err := sessionTask(t, in.SenderSlug, in.ReplySession)
+	if err != nil {
+		return "", err
+	}
+	if in.ParentTaskID == "" {
+		in.ParentTaskID = held
+	}
+	return held, nil
 }

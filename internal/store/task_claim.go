@@ -11,9 +11,6 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// leaseExpiredReport is the timeline entry of a lease-expiry requeue.
-const leaseExpiredReport = "Lease expired; task returned to the recipient queue."
-
 // ClaimNext claims the recipient's most urgent, oldest queued task (from
 // in.FromSenders only, when set), waiting up to in.Wait for one. Waiting is
 // in-process: post, release, requeue, request changes, an invite's first
@@ -90,54 +87,14 @@ func (db *DB) attemptAnswer(ctx context.Context, task *relay.Task, err error) (*
 	return task, err
 }
 
-// newClaimRequest checks and normalizes a claim's input.
+// newClaimRequest is the claim of in, checked (relay.ClaimInput.Validate).
 func newClaimRequest(in relay.ClaimInput) (claimRequest, error) {
-	recipient, err := relay.NormalizeSlug("recipientSlug", in.RecipientSlug)
+	in, err := in.Validate()
 	if err != nil {
 		return claimRequest{}, err
 	}
-	lease, err := relay.LeaseSeconds("leaseSeconds", in.LeaseSeconds)
-	if err != nil {
-		return claimRequest{}, err
-	}
-	via := in.Via
-	switch via {
-	case "":
-		via = relay.ViaChat
-	case relay.ViaChat, relay.ViaWorker:
-	default:
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "via: must be %q or %q.", relay.ViaChat, relay.ViaWorker)
-	}
-	if len(in.FromSenders) > relay.MaxWorkerSenders {
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "fromSenders: at most %d entries (got %d).", relay.MaxWorkerSenders, len(in.FromSenders))
-	}
-	if len(in.ForSessions) > relay.MaxClaimSessions {
-		return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: at most %d entries (got %d).", relay.MaxClaimSessions, len(in.ForSessions))
-	}
-	for _, s := range in.ForSessions {
-		if len(s) > relay.MaxTargetSession {
-			return claimRequest{}, relay.Errorf(relay.EInvalidRequest, "forSessions: an entry is over %d bytes.", relay.MaxTargetSession)
-		}
-	}
-	var senders []string
-	if in.FromSenders != nil {
-		senders = make([]string, 0, len(in.FromSenders))
-		for _, s := range in.FromSenders {
-			n, err := relay.NormalizeSlug("fromSenders", s)
-			if err != nil {
-				return claimRequest{}, err
-			}
-			senders = append(senders, n)
-		}
-	}
-	claim := claimRequest{recipient: recipient, lease: time.Duration(lease) * time.Second, via: via, senders: senders, filter: in.FromSenders != nil,
-		leaveLive: in.LeaveLiveSessions}
-	if claim.session, err = relay.LiveSessionID("session", in.Session); err != nil {
-		return claimRequest{}, err
-	}
-	// A live session's claim leaves the tasks aimed at the agent's other
-	// live sessions to them, like an unbound worker's.
-	claim.leaveLive = claim.leaveLive || claim.session != ""
+	claim := claimRequest{recipient: in.RecipientSlug, lease: time.Duration(in.LeaseSeconds) * time.Second, via: in.Via,
+		senders: in.FromSenders, filter: in.FromSenders != nil, session: in.Session, leaveLive: in.LeaveLiveSessions}
 	if in.ForSessions != nil {
 		claim.sessions = append([]string{""}, in.ForSessions...)
 	}
@@ -243,10 +200,6 @@ const (
 	// tasks aimed at the session itself (its id, ?) are its own. (A live
 	// target is matched by id, what a post records once resolved.)
 	leaveOtherLiveSQL = ` AND (t.target_session = ? OR NOT ` + liveTargetSQL + `)`
-	// expiredLeasesSQL finds claimed tasks whose lease has run out;
-	// expiredLeasesOfSQL narrows it to one recipient (tasks_leases).
-	expiredLeasesSQL   = `SELECT id, sender_slug, recipient_slug, title FROM tasks WHERE status = 'claimed' AND lease_expires_at <= ?`
-	expiredLeasesOfSQL = ` AND recipient_slug = ?`
 )
 
 // liveStreamCutoff is the oldest stream record of a session live for
@@ -270,49 +223,4 @@ func (t *tx) claim(c claimRequest, task relay.Task) (relay.Task, error) {
 		summary = fmt.Sprintf("%s claimed “%s” (worker).", c.recipient, task.Title)
 	}
 	return task, t.event(task.SenderSlug, relay.EventTaskClaimed, task.ID, summary)
-}
-
-// requeueExpired returns claimed tasks whose lease has passed to their
-// recipient's queue (only recipient's, unless it is ""), with a timeline
-// entry and a task-requeued event for the sender, and wakes the recipients.
-func requeueExpired(t *tx, recipient string) (int, error) {
-	query := expiredLeasesSQL
-	args := []any{t.ts}
-	if recipient != "" {
-		query += expiredLeasesOfSQL
-		args = append(args, recipient)
-	}
-	rows, err := t.tx.QueryContext(t.ctx, query, args...)
-	if err != nil {
-		return 0, fmt.Errorf("find expired leases: %w", err)
-	}
-	type expired struct{ id, sender, recipient, title string }
-	var list []expired
-	for rows.Next() {
-		var e expired
-		if err := rows.Scan(&e.id, &e.sender, &e.recipient, &e.title); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("find expired leases: %w", err)
-		}
-		list = append(list, e)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, fmt.Errorf("find expired leases: %w", err)
-	}
-	for _, e := range list {
-		if err := requeue(t, e.id); err != nil {
-			return 0, err
-		}
-		if err := t.report(e.id, relay.ReportProgress, leaseExpiredReport, ""); err != nil {
-			return 0, err
-		}
-		if err := t.event(e.sender, relay.EventTaskRequeued, e.id, fmt.Sprintf("Lease expired for “%s”; it was requeued.", e.title)); err != nil {
-			return 0, err
-		}
-		if _, err := t.taskChanged(e.id); err != nil {
-			return 0, err
-		}
-		t.wakeUp(e.recipient)
-	}
-	return len(list), nil
 }

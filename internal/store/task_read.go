@@ -13,12 +13,7 @@ import (
 // GetTask returns a task to its sender or recipient and refreshes the
 // requester's presence.
 func (db *DB) GetTask(ctx context.Context, requester, taskID string) (relay.Task, error) {
-	return db.taskAction(ctx, "get task", "requesterSlug", requester, taskID, func(_ *tx, requester string, task *relay.Task) error {
-		if task.SenderSlug != requester && task.RecipientSlug != requester {
-			return relay.Errorf(relay.ETaskAccessDenied, "Only the task sender or recipient can read this task.")
-		}
-		return nil
-	}, func(_ *tx, task relay.Task) (relay.Task, error) {
+	return db.taskAction(ctx, "get task", relay.ActionRead, "requesterSlug", requester, taskID, nil, func(_ *tx, task relay.Task) (relay.Task, error) {
 		return task, nil
 	})
 }
