@@ -62,6 +62,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		child      string
 		floorChild string
 		rounds     int
+		profileDir string
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
 	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
@@ -79,12 +80,13 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
 	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
 	fs.StringVar(&floorChild, "floor-child", "", "internal: serve the bench's floor service, writing in this dir, until stdin ends")
+	fs.StringVar(&profileDir, "cpuprofile", "", "write each child relay's CPU profile over the lifecycle phase into this folder (relay-disk-N.pprof, relay-tmpfs-N.pprof; for go tool pprof)")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if child != "" {
-		return benchChild(child, version, os.Stdin, stdout, stderr)
+		return benchChild(child, version, profileDir, os.Stdin, stdout, stderr)
 	}
 	if floorChild != "" {
 		return benchFloorChild(floorChild, os.Stdin, stdout)
@@ -94,6 +96,14 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	}
 	if rounds < 1 || rounds > maxBenchRounds {
 		return fmt.Errorf("%w: bench: --rounds must be 1 to %d", errUsage, maxBenchRounds)
+	}
+	if profileDir != "" && (o.URL != "" || inProcess) {
+		return fmt.Errorf("%w: bench: --cpuprofile profiles the child relays (not --url or --in-process)", errUsage)
+	}
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
 	}
 	if rounds > 1 && (o.URL != "" || inProcess) {
 		return fmt.Errorf("%w: bench: --rounds needs the child relays (not --url or --in-process)", errUsage)
@@ -125,7 +135,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		return benchChildren(ctx, o, dataParent, tmpfs, rounds, jsonOut, stdout, stderr)
+		return benchChildren(ctx, o, dataParent, tmpfs, rounds, profileDir, jsonOut, stdout, stderr)
 	}
 	if jsonOut {
 		return rep.WriteJSON(stdout)
