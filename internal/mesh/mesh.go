@@ -33,7 +33,6 @@ const (
 const (
 	DefaultRefresh = 60 * time.Second
 	opTimeout      = 5 * time.Second
-	outboxBatch    = 100
 	// streamMaxAge is how long the stream keeps a message; applied ids are
 	// remembered twice as long, so any redelivery is recognised.
 	streamMaxAge = 14 * 24 * time.Hour
@@ -159,6 +158,11 @@ type Node struct {
 	// envelopes never interleave.
 	applyMu sync.Mutex
 
+	// pub is the publisher's state (publish.go); rescan asks it to read
+	// the whole outbox (poke).
+	pub    publisher
+	rescan atomic.Bool
+
 	published, applied, duplicates, failures, held atomic.Int64
 }
 
@@ -195,7 +199,7 @@ func Start(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}),
+	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}), pub: newPublisher(),
 		agents: map[string]dirAgent{}, good: map[string]dirAgent{}, relays: map[string]dirRelay{}, trust: map[string]relay.MeshRelay{},
 		dirConflict: map[string]string{}, refused: map[string]int64{}, refusedSeen: map[string]bool{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -271,8 +275,16 @@ func (n *Node) shutdownServer() {
 	}
 }
 
-// poke wakes the publisher without blocking.
+// poke wakes the publisher without blocking, to read the whole outbox: rows
+// that waited (for a relay to be trusted, for NATS) may go now.
 func (n *Node) poke() {
+	n.rescan.Store(true)
+	n.nudge()
+}
+
+// nudge wakes the publisher without blocking after a commit: it reads the
+// outbox if rows were added.
+func (n *Node) nudge() {
 	select {
 	case n.kick <- struct{}{}:
 	default:
@@ -319,17 +331,18 @@ func (n *Node) run() {
 		n.setErr("deliver held envelopes", err)
 	}
 	close(n.ready)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchDirectory()
 	go n.refreshLoop()
 	go n.publishLoop()
+	go n.deleteLoop()
 	n.consumeLoop()
 }
 
 func (n *Node) setup() error {
 	ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
 	defer cancel()
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.nc, n.publishOptions()...)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -347,9 +360,9 @@ func (n *Node) setup() error {
 		FilterSubject: subjectPrefix + n.id.ID,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		// One at a time: a message is applied and acknowledged before the
-		// next is delivered, so redelivery never reorders a task's updates.
-		MaxAckPending: 1,
+		// Many out at once, applied in batches (consume.go); a task's
+		// messages are applied in their order by their numbers.
+		MaxAckPending: consumeWindow,
 		AckWait:       30 * time.Second,
 		MaxDeliver:    -1,
 		Replicas:      n.opts.Replicas,
