@@ -37,7 +37,7 @@ func (db *DB) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.O
 			WHERE o.seq NOT IN (SELECT value FROM json_each(?))
 			  AND o.to_relay NOT IN (SELECT value FROM json_each(?))
 			  AND o.task_id NOT IN (SELECT value FROM json_each(?))
-			ORDER BY o.seq LIMIT ?`, busy, skip, waiting, limit)
+			ORDER BY o.seq`+limitSQL(pow2(limit)), busy, skip, waiting)
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
@@ -46,7 +46,7 @@ func (db *DB) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.O
 			recipient, typ, sum, at sql.NullString
 		}
 		var rs []row
-		for rows.Next() {
+		for len(rs) < limit && rows.Next() {
 			var r row
 			if err := rows.Scan(&r.item.Seq, &r.item.MsgID, &r.item.ToRelay, &r.item.TaskID, &r.item.Change.Seq, &r.recipient, &r.typ, &r.sum, &r.at); err != nil {
 				rows.Close()
@@ -119,6 +119,16 @@ func (db *DB) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.O
 		return nil
 	})
 	return out, err
+}
+
+// pow2 is the least power of two not below n (n ≥ 1): a limit written into
+// the SQL (limitSQL) takes few values, so few statements stay prepared.
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // jsonLists encodes each list as a JSON array (never null), the form the

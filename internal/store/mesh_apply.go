@@ -18,7 +18,7 @@ func (db *DB) TaskMark(ctx context.Context, taskID string) (string, error) {
 // isLocalAgent reports whether slug is an agent of this relay (not a placeholder).
 func (t *tx) isLocalAgent(slug string) (bool, error) {
 	var remote sql.NullString
-	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).Scan(&remote)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = +?`, slug).Scan(&remote)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
