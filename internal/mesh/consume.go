@@ -19,21 +19,20 @@ import (
 // is applied anyway after gapDeliveries deliveries, when the earlier one
 // is not coming.
 
-// consumeWindow and applyBatch are variables for tests.
+// consumeWindow, applyBatch and gapDeliveries are variables for tests.
 var (
 	consumeWindow = 256
 	applyBatch    = 64
+	// gapDeliveries is how many deliveries a message that came before an
+	// earlier one of its task waits at most: longer than the consumer's
+	// acknowledgement wait (ackWait, 30 s), after which any earlier message
+	// delivered and not acknowledged comes again.
+	gapDeliveries = uint64(45)
 )
 
-const (
-	// gapDelay is how long a message that came before an earlier one of
-	// its task waits before it is delivered again.
-	gapDelay = time.Second
-	// gapDeliveries is how many deliveries such a message waits at most:
-	// longer than the consumer's acknowledgement wait (30 s), after which
-	// any earlier message delivered and not acknowledged comes again.
-	gapDeliveries = 45
-)
+// gapDelay is how long a message that came before an earlier one of its
+// task waits before it is delivered again.
+const gapDelay = time.Second
 
 // consumeLoop applies what other relays send this one until Close.
 func (n *Node) consumeLoop() {

@@ -38,6 +38,10 @@ const (
 	streamMaxAge = 14 * 24 * time.Hour
 )
 
+// ackWait is how long NATS waits for the consumer to acknowledge a message
+// before it delivers it again (a variable for tests).
+var ackWait = 30 * time.Second
+
 // Options configure Start.
 type Options struct {
 	// URLs are NATS server URLs; empty with Embed set uses the embedded server.
@@ -363,7 +367,7 @@ func (n *Node) setup() error {
 		// Many out at once, applied in batches (consume.go); a task's
 		// messages are applied in their order by their numbers.
 		MaxAckPending: consumeWindow,
-		AckWait:       30 * time.Second,
+		AckWait:       ackWait,
 		MaxDeliver:    -1,
 		Replicas:      n.opts.Replicas,
 	})
