@@ -177,7 +177,7 @@ func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io
 // bench against it and stops it.
 func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr io.Writer) (rep *bench.Report, err error) {
 	t0 := time.Now()
-	relayChild, ready, err := startChild(self, "--relay-child", dir, "child relay", 2, stderr)
+	relayChild, ready, err := startChild(self, []string{"--relay-child", dir}, "", "child relay", 2, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr
 	o.Probe = &childProbe{in: relayChild.in, out: relayChild.out}
 	o.SelfCPU = processCPU
 	o.Progress = stderr
-	floor, ready, err := startChild(self, "--floor-child", dir, "floor service", 1, stderr)
+	floor, ready, err := startChild(self, []string{"--floor-child", dir}, "", "floor service", 1, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -206,10 +206,11 @@ type child struct {
 	out  *bufio.Reader
 }
 
-// startChild starts self with flag and dir and reads its ready line, which
-// must carry fields details after "ready"; it returns those details.
-func startChild(self, flag, dir, name string, fields int, stderr io.Writer) (*child, []string, error) {
-	cmd := exec.Command(self, "bench", flag, dir)
+// startChild starts self's bench with args, writes first (when set) as its
+// first line of input, and reads its ready line, which must carry fields
+// details after "ready"; it returns those details.
+func startChild(self string, args []string, first, name string, fields int, stderr io.Writer) (*child, []string, error) {
+	cmd := exec.Command(self, append([]string{"bench"}, args...)...)
 	cmd.Env = config.WithoutRelayEnv(os.Environ())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
@@ -224,6 +225,11 @@ func startChild(self, flag, dir, name string, fields int, stderr io.Writer) (*ch
 		return nil, nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	c := &child{name: name, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if first != "" {
+		if _, err := io.WriteString(in, first+"\n"); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("%s: %w", name, err), c.stop())
+		}
+	}
 	line, err := c.out.ReadString('\n')
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("%s did not start: %w", name, err), c.stop())
@@ -287,8 +293,28 @@ func (p *childProbe) ask(request string) (bench.Sample, error) {
 }
 
 // benchChild is the child side: serve a relay on dir, answer samples.
-func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
-	cfg, err := benchConfig(dir)
+func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return benchChildMesh(dir, version, "", false, stdin, stdout, stderr)
+}
+
+// benchChildMesh is benchChild in a mesh (bench_mesh.go): with embed, the
+// relay runs NATS on that address; with join, its first line of input is
+// the NATS URL to join (an invite: it stays off the command line). Either
+// way it trusts every relay of the mesh (scratch relays of one bench).
+func benchChildMesh(dir, version, embed string, join bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	in := bufio.NewReader(stdin)
+	var extra []string
+	switch {
+	case embed != "":
+		extra = []string{"--nats-embed", embed, "--nats-name", "bench-a", "--mesh-trust", config.TrustAccount}
+	case join:
+		url, err := in.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("bench child: read the NATS URL to join: %w", err)
+		}
+		extra = []string{"--nats", strings.TrimSpace(url), "--nats-name", "bench-b", "--mesh-trust", config.TrustAccount}
+	}
+	cfg, err := benchConfig(dir, extra...)
 	if err != nil {
 		return err
 	}
@@ -321,7 +347,7 @@ func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) 
 		return fmt.Errorf("bench child: %w", err)
 	}
 	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
-	sc := bufio.NewScanner(stdin)
+	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		switch sc.Text() {
 		case "sample":
