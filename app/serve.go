@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -164,7 +165,34 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 	if cfg.APIToken != "" {
 		fmt.Fprintf(w, "  Admin token from %s\n", config.EnvAPIToken)
 	} else {
-		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token`)\n", cfg.TokenPath())
+		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token%s`)\n", cfg.TokenPath(), locationArgs(cfg))
 	}
-	fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit`)\n", cfg.Addr())
+	fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit%s`)\n", cfg.Addr(), locationArgs(cfg))
+}
+
+// locationArgs are the flags a CLI verb needs to reach this relay: its
+// --port and --data-dir where they are not the defaults a verb takes, so
+// the banner of a second relay never names a command that acts on the
+// first.
+func locationArgs(cfg config.Config) string {
+	var b strings.Builder
+	if cfg.Port != config.DefaultPort {
+		fmt.Fprintf(&b, " --port %d", cfg.Port)
+	}
+	if filepath.Clean(cfg.DataDir) != filepath.Clean(config.DefaultDataDir(os.LookupEnv)) {
+		b.WriteString(" --data-dir " + shellWord(cfg.DataDir))
+	}
+	return b.String()
+}
+
+// shellWord is s as one word of a shell command: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+=,-", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -197,16 +197,29 @@ func TestPresenceOverDBus(t *testing.T) {
 		var has bool
 		return busConn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, sni).Store(&has) == nil && has
 	})
+	// The items come first; the attention header is titled by the first
+	// refresh of the attention list, a moment later, so wait for all.
 	var menu menuItem
-	poll.Until(t, "the menu lists its items", 20*time.Second, func() bool {
-		menu = readMenu(t, busConn, sni)
-		_, ok := menu.find(desktop.TrayQuitTitle)
-		return ok
-	})
-	for _, want := range []string{desktop.TrayOpenTitle, desktop.TrayPauseTitle, desktop.TrayStartAtLoginTitle, desktop.TrayNotificationsTitle, desktop.TrayDataFolderTitle, desktop.TrayQuitTitle, "Nothing needs attention"} {
-		if _, ok := menu.find(want); !ok {
-			t.Errorf("menu lacks %q: %+v", want, menu)
+	wantItems := []string{desktop.TrayOpenTitle, desktop.TrayPauseTitle, desktop.TrayStartAtLoginTitle, desktop.TrayNotificationsTitle, desktop.TrayDataFolderTitle, desktop.TrayQuitTitle, "Nothing needs attention"}
+	missing := func() []string {
+		var out []string
+		for _, want := range wantItems {
+			if _, ok := menu.find(want); !ok {
+				out = append(out, want)
+			}
 		}
+		return out
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		menu = readMenu(t, busConn, sni)
+		if len(missing()) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("menu lacks %q: %+v", missing(), menu)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	var tip struct {
 		Icon  string

@@ -31,6 +31,9 @@ func offerImport(rt Runtime, dbPath, operator string, startErr error) (imported 
 	msg = fmt.Sprintf("Imported %d agents, %d tasks and %d journal events.\nThe original: %s\nA backup copy: %s",
 		res.Counts["agents"], res.Counts["tasks"], res.Counts["events"], res.Kept, res.Backup)
 	msg += "\n\n" + strings.TrimSpace(ImportedCredentialsText(res))
+	if tasks := ImportedTasksText(res); tasks != "" {
+		msg += "\n\n" + strings.TrimSpace(tasks)
+	}
 	if len(res.Workers) > 0 {
 		msg += "\n\n" + strings.TrimSpace(ImportedWorkersText(res.Workers))
 	}

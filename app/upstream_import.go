@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,4 +89,26 @@ func ImportedCredentialsText(res store.ImportResult) string {
 		b.WriteString("  No token or open invite came along (an imported file brings no credential).\n")
 	}
 	return b.String()
+}
+
+// ImportedTasksText says which agents the imported open tasks (queued or
+// claimed upstream) are for: a worker enabled or set up for one of them
+// runs them unattended, as the file says they were sent (in the operator's
+// name too), so they are named to be read, and cancelled where the
+// operator did not send them, before any worker starts. "" when none came.
+// The names come from the imported file, so they are made safe for a
+// terminal.
+func ImportedTasksText(res store.ImportResult) string {
+	if len(res.OpenTasks) == 0 {
+		return ""
+	}
+	slugs := slices.Sorted(maps.Keys(res.OpenTasks))
+	total, parts := 0, make([]string, len(slugs))
+	for i, s := range slugs {
+		total += res.OpenTasks[s]
+		parts[i] = fmt.Sprintf("%s (%d)", termsafe.Line(s), res.OpenTasks[s])
+	}
+	return fmt.Sprintf("  %d open task(s) came along, for: %s.\n"+
+		"  A worker you enable, or set up, for one of these agents runs them as the file says they were sent, in the\n"+
+		"  operator's name too: read them on the Tasks page first, and cancel those you did not send.\n", total, strings.Join(parts, ", "))
 }

@@ -239,6 +239,22 @@ func agentsAdd(args []string, stdout, stderr io.Writer) error {
 	if len(c.args) == 0 {
 		return fmt.Errorf("%w: agents add needs a slug: crosschat-relay agents add <slug> --name N --model M --capability C", errUsage)
 	}
+	var missing []string
+	for _, m := range []struct {
+		flag  string
+		empty bool
+	}{{"--name", strings.TrimSpace(in.DisplayName) == ""}, {"--model", strings.TrimSpace(in.ModelSlug) == ""}, {"--capability", len(caps) == 0}} {
+		if m.empty {
+			missing = append(missing, m.flag)
+		}
+	}
+	if n := len(missing); n > 0 {
+		names := missing[n-1]
+		if n > 1 {
+			names = strings.Join(missing[:n-1], ", ") + " and " + names
+		}
+		return fmt.Errorf("%w: agents add needs %s", errUsage, names)
+	}
 	in.Slug = c.args[0]
 	in.Capabilities = caps
 	var out app.TokenReveal

@@ -94,11 +94,11 @@ type actionError struct {
 }
 
 func (e *actionError) Error() string {
-	last := len(e.actions) - 1
-	msg := fmt.Sprintf("%s needs %s", e.group, strings.Join(e.actions[:last], ", "))
-	if last > 0 {
-		msg += " or " + e.actions[last]
+	names := e.actions[len(e.actions)-1]
+	if n := len(e.actions); n > 1 {
+		names = strings.Join(e.actions[:n-1], ", ") + " or " + names
 	}
+	msg := fmt.Sprintf("%s needs %s", e.group, names)
 	if e.got != "" {
 		msg += fmt.Sprintf(", not %q", e.got)
 	}
@@ -185,7 +185,8 @@ func writeVerbList(w io.Writer, vs []verb) {
 // commonFlags are the flags every verb has (newCommand).
 var commonFlags = []string{"host", "port", "data-dir", "json"}
 
-// writeFlags prints fs's flags as --name VALUE and their text: the verb's
+// writeFlags prints fs's flags as --name VALUE (-x VALUE for a one-letter
+// name) and their text: the verb's
 // own first, then the ones every verb has.
 func writeFlags(w io.Writer, fs *flag.FlagSet) {
 	var own, common []*flag.Flag
@@ -213,6 +214,9 @@ func writeFlags(w io.Writer, fs *flag.FlagSet) {
 func writeFlag(w io.Writer, f *flag.Flag) {
 	value, text := flag.UnquoteUsage(f)
 	line := "  --" + f.Name
+	if len(f.Name) == 1 {
+		line = "  -" + f.Name // as the usage lines write it: -f, -n N
+	}
 	if value != "" {
 		line += " " + strings.ToUpper(value)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +100,12 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},
 		{[]string{"agent", "list"}, []string{`unknown command "agent"`, "Did you mean agents?", "crosschat-relay --help"}, []string{"crosschat-relay tasks"}},
 		{[]string{"mesh"}, []string{"mesh needs status", "crosschat-relay mesh trust NAME|ID"}, []string{"crosschat-relay agents"}},
+		// The flags its help calls required are asked for by name, before
+		// the relay is asked (it said "displayName: is required.").
+		{[]string{"agents", "add", "builder", "--model", "m"}, []string{"agents add needs --name and --capability", "crosschat-relay agents add SLUG --name N"}, []string{"displayName"}},
+		// A group of one action names it (it used to say "tasks needs , not").
+		{[]string{"tasks", "show", "x"}, []string{`tasks needs list, not "show"`, "crosschat-relay tasks list [--status S]"}, []string{"needs ,"}},
+		{[]string{"invites"}, []string{"invites needs create\n"}, []string{"needs \n"}},
 	} {
 		var out, errb bytes.Buffer
 		code := Command(tc.args, "test", &out, &errb)
@@ -113,6 +120,38 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		for _, n := range tc.not {
 			if strings.Contains(errb.String(), n) {
 				t.Errorf("%v: stderr has %q:\n%s", tc.args, n, errb.String())
+			}
+		}
+	}
+}
+
+// Each flag line of a verb's help is the flag as it is typed (one dash for
+// a one-letter flag, as the usage lines show -f and -n N) and one word
+// naming its value. A text in backquotes is Go's way of naming the value,
+// so a command quoted in a flag's text used to become its value
+// ("--harness CROSSCHAT-RELAY HARNESSES").
+func TestVerbHelpFlagLines(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	flagLine := regexp.MustCompile(`^  (--[a-z][a-z0-9-]+|-[a-z])( [A-Z][A-Z0-9_]*)?$`)
+	for _, v := range verbTable {
+		if v.name == "serve" {
+			continue // main's flags, printed by the flag package
+		}
+		var out, errb bytes.Buffer
+		if code := Command(append(strings.Fields(v.name), "--help"), "test", &out, &errb); code != 0 {
+			t.Errorf("%s --help: exit %d, %q", v.name, code, errb.String())
+			continue
+		}
+		inFlags := false
+		for _, line := range strings.Split(out.String(), "\n") {
+			switch {
+			case line == "Flags:" || line == "The relay (every verb):":
+				inFlags = true
+			case line == "" || !strings.HasPrefix(line, " "):
+				inFlags = false
+			case inFlags && !strings.HasPrefix(line, "      ") && !flagLine.MatchString(line):
+				t.Errorf("%s --help: flag line %q", v.name, line)
 			}
 		}
 	}

@@ -56,6 +56,7 @@ func printImport(w io.Writer, res store.ImportResult) {
 	for _, s := range res.SkippedWorkers {
 		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", termSafe(s))
 	}
+	fmt.Fprint(w, app.ImportedTasksText(res))
 	if len(res.Workers) > 0 {
 		fmt.Fprint(w, app.ImportedWorkersText(res.Workers))
 	}

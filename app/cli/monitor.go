@@ -144,14 +144,23 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 			projectBase = p.Relay
 		}
 		if f.state == "" && f.after < 0 {
-			state, err := projectCursorFile(p.ID)
+			state, err := projectCursorFile(p.ID, c.fs.Name())
 			if err != nil {
 				return nil, err
 			}
 			f.state = state
 			if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) {
-				// Registration opened the stream: everything since is there.
+				// Registration opened the stream: everything since is
+				// there. A channel's first cursor starts where the
+				// monitor's is, so it does not replay the project's past.
 				f.after = 0
+				if c.fs.Name() == "channel" {
+					if mon, err := projectCursorFile(p.ID, "monitor"); err == nil {
+						if n, err := readCursor(mon); err == nil && n > 0 {
+							f.after = n
+						}
+					}
+				}
 			}
 		}
 	}
@@ -381,10 +390,17 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// monitorCmd prints one line per push event until stopped:
+// monitorCmd prints one line per push event until stopped by a signal:
 // CROSSCHAT_TASK {json} or CROSSCHAT_UPDATE {json}. Nothing else goes to
 // stdout; diagnostics go to stderr.
 func monitorCmd(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return monitorRun(ctx, args, stdout, stderr)
+}
+
+// monitorRun is monitorCmd until ctx ends.
+func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, f, err := parseLive("monitor", args, stdout, stderr)
 	if err != nil {
 		return err
@@ -414,7 +430,5 @@ func monitorCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return ps.Run(ctx)
 }

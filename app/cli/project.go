@@ -163,10 +163,15 @@ func locationGiven(fs *flag.FlagSet, env func(string) string) bool {
 	return given
 }
 
-// projectCursorFile is where monitor and channel keep a registered
-// project's cursor by default: in the user's config folder, beside the
-// project store, so a new session resumes where the last one stopped.
-func projectCursorFile(id string) (string, error) {
+// projectCursorFile is where the verb (monitor or channel) keeps a
+// registered project's cursor by default: in the user's config folder,
+// beside the project store, so a new session resumes where the last one
+// stopped. The channel keeps a cursor of its own ("<id>.channel"; an id has
+// no dot, so no project's file is another's): Claude Code drops channel
+// events unless the session was started with development channels, and
+// nothing tells the channel, so what it sent must still reach the
+// monitor, which the plugin has every session start.
+func projectCursorFile(id, verb string) (string, error) {
 	dir, err := project.DefaultDir()
 	if err != nil {
 		return "", err
@@ -175,5 +180,19 @@ func projectCursorFile(id string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create the cursor folder: %w", err)
 	}
-	return filepath.Join(dir, id), nil
+	name := id
+	if verb == "channel" {
+		name += ".channel"
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// removeProjectCursors forgets a project's cursors (monitor's and
+// channel's).
+func removeProjectCursors(id string) {
+	for _, verb := range []string{"monitor", "channel"} {
+		if state, err := projectCursorFile(id, verb); err == nil {
+			_ = os.Remove(state)
+		}
+	}
 }

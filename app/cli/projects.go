@@ -117,9 +117,7 @@ func projectsRemove(c *command, store *project.Store, raw string) error {
 	if err != nil {
 		return err
 	}
-	if state, err := projectCursorFile(p.ID); err == nil {
-		_ = os.Remove(state)
-	}
+	removeProjectCursors(p.ID)
 	if c.json {
 		return c.printJSON(map[string]any{"removed": p.ID, "dir": p.Dir})
 	}

@@ -135,9 +135,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		if err := c.call("Agents", "Retire", nil, out.Moved); err != nil {
 			out.MoveErr = fmt.Errorf("retire %q: %w", out.Moved, err)
 		}
-		if state, err := projectCursorFile(out.Moved); err == nil {
-			_ = os.Remove(state)
-		}
+		removeProjectCursors(out.Moved)
 	}
 	if out.Created {
 		// From now on the project's push stream is written, so a monitor

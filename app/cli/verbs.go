@@ -21,9 +21,9 @@ the new id; the old one is retired. A blank id is refused.`,
 		example: "crosschat-relay register ~/src/api\ncrosschat-relay register --id billing-api"},
 	{name: "send", args: "ID MESSAGE [--from ID] [--title T] [--priority low|normal|urgent]", maxArgs: 2,
 		summary: "post MESSAGE as a task to the project ID and return at once; prints the task id",
-		about: `The task is sent by the project of the current folder (the nearest registered
-folder at or above it), by CROSSCHAT_PROJECT_ID, or by --from ID. A folder in no
-project is refused: register it first. MESSAGE "-" reads standard input (at most
+		about: `The task is sent by the project --from ID names, else by CROSSCHAT_PROJECT_ID's,
+else by the current folder's (the nearest registered folder at or above it). A
+folder in no project is refused: register it first. MESSAGE "-" reads standard input (at most
 40,000 bytes). ID must be a project registered on this computer (crosschat-relay
 projects list); an agent of another kind (made by hand, enrolled with an invite,
 on another relay) needs --agent. Run inside a live session (--session, else

@@ -90,10 +90,10 @@ func workersSet(c *command, args []string) error {
 	var extra, argv, senders, env, allow stringList
 	var prompt, sessions string
 	var timeout time.Duration
-	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see `crosschat-relay harnesses`)")
+	c.fs.StringVar(&cfg.Harness, "harness", "", "agent CLI `ID`: claude-code, codex, gemini, opencode, zcode, codewhale or custom (see crosschat-relay harnesses)")
 	c.fs.StringVar(&cfg.Workdir, "workdir", "", "working folder the CLI runs in (absolute)")
 	c.fs.Var(&extra, "extra-dir", "another folder the CLI may use, repeatable")
-	c.fs.StringVar(&cfg.Command, "command", "", "program path (default: the one found on the relay's PATH, see `crosschat-relay harnesses`)")
+	c.fs.StringVar(&cfg.Command, "command", "", "the program's `PATH` (default: the one found on the relay's PATH, see crosschat-relay harnesses)")
 	c.fs.Var(&argv, "arg", "argument of a custom program, repeatable; placeholders {prompt_file} {result_file} {mcp_config} {mcp_url} {workdir}")
 	c.fs.StringVar(&prompt, "prompt", "stdin", "how a custom program gets the prompt: stdin, file or argument")
 	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator)")
@@ -102,7 +102,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.BoolVar(&cfg.Exclusive, "exclusive", true, "only this worker gets the agent's tasks (chat sessions get none)")
 	c.fs.BoolVar(&cfg.Enabled, "enabled", true, "run tasks (false keeps the setup but stops claiming)")
 	c.fs.Var(&env, "env", "name of a variable of the relay's environment to pass to the CLI, repeatable")
-	c.fs.StringVar(&cfg.Session, "session", "", "deliver each task into this existing Claude Code session or Codex thread (id or exact name, see `crosschat-relay sessions list`) instead of fresh runs")
+	c.fs.StringVar(&cfg.Session, "session", "", "deliver each task into this existing Claude Code session or Codex thread (its `ID` or exact name, see crosschat-relay sessions list) instead of fresh runs")
 	c.fs.StringVar(&sessions, "sessions", "", "any: deliver a task that names a session (targetSession, id or exact name) into that session of the CLI, if it ran in the worker's folders; other tasks run fresh")
 	c.fs.StringVar(&cfg.Sandbox, "sandbox", "", "on or off: confine each run to its folders (default: on for claude-code, codex and gemini, off for the others)")
 	c.fs.Var(&allow, "allow-path", "another path a sandboxed run may read (PATH) or read and write (PATH:rw), repeatable")

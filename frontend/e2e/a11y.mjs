@@ -441,7 +441,17 @@ async function main() {
   const invite = JSON.parse(cli(port, "mesh", "invite", "--json"));
   await run.startRelay(["--port", String(portB), "--data-dir", dataB, "--nats", invite.url, "--nats-name", "contest-relay"], `http://127.0.0.1:${portB}`, "contest-relay");
   // Its own e2e-agent, made before it trusts a11y-relay (which shows one too).
-  execFileSync(bin, ["agents", "add", "e2e-agent", "--name", "Its E2E Agent", "--model", "m", "--capability", "code-execution", "--json", "--port", String(portB), "--data-dir", dataB]);
+  // A new slug is claimed in the mesh directory, which the relay reaches once
+  // its invite has admitted it and it has connected again with its own key.
+  await poll("contest-relay adds its own e2e-agent", () => {
+    try {
+      execFileSync(bin, ["agents", "add", "e2e-agent", "--name", "Its E2E Agent", "--model", "m", "--capability", "code-execution", "--json", "--port", String(portB), "--data-dir", dataB], { stdio: "pipe" });
+      return true;
+    } catch (e) {
+      if (!String(e.stderr).includes("cannot be claimed yet")) throw e;
+      return false;
+    }
+  }, 30000, 300);
   await poll("a11y-relay trusts contest-relay", () => {
     try {
       return cli(port, "mesh", "trust", "contest-relay").includes("is trusted");

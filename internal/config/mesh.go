@@ -71,7 +71,7 @@ func (c *Config) meshFlags(fs *flag.FlagSet, env Env) {
 	fs.BoolVar(&m.Strict, "nats-strict", envBool(env, EnvNATSStrict),
 		"refuse to join the mesh with a NATS credential that can delete or purge the stream, a consumer or the directory (env "+EnvNATSStrict+")")
 	fs.StringVar(&m.Trust, "mesh-trust", envOr(env, EnvMeshTrust, TrustApproval),
-		"how relays are admitted: approval (each relay waits for `mesh trust`) or account (every relay on the NATS account is trusted; env "+EnvMeshTrust+")")
+		"how relays are admitted: approval (each relay waits for the operator's mesh trust) or account (every relay on the NATS account is trusted; env "+EnvMeshTrust+")")
 	fs.IntVar(&m.Replicas, "nats-replicas", c.envInt(env, EnvNATSReplicas, 1), "JetStream replicas of the mesh stream and directory: 1, or 3 on a cluster (env "+EnvNATSReplicas+")")
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e_test
 
 import (
@@ -45,7 +47,6 @@ func TestLinkSwapsRefused(t *testing.T) {
 		u.write(t, p, body, 0o600)
 	}
 	u.start(t)
-	u.write(t, otherHome, "OTHER-HOME-SECRET\n", 0o600) // another worker's CLI home
 	boss := u.agent(t, "boss")
 	for _, slug := range []string{"planter", "victim-b", "victim-c", "victim-d"} {
 		u.agent(t, slug)
@@ -65,6 +66,11 @@ echo done
 	set("planter", u.script(t, "plant.sh", `mv sub sub.real && ln -s "$HOME/.ssh" sub && echo planted-sub
 mv homes homes.real && ln -s "`+filepath.Join(u.data, "cli-homes")+`" homes && echo planted-homes
 `), "--workdir", filepath.Join(h, "proj"))
+	// Another worker's CLI home, written once its worker exists: the
+	// relay prunes, as it starts, the homes of agents without a worker,
+	// and /health answers before that (written earlier, it was pruned now
+	// and then, and the test failed for want of it).
+	u.write(t, otherHome, "OTHER-HOME-SECRET\n", 0o600)
 	set("victim-b", read, "--workdir", filepath.Join(h, "proj", "sub"))
 	set("victim-d", read, "--workdir", filepath.Join(h, "d"), "--extra-dir", filepath.Join(h, "proj", "homes"))
 	set("victim-c", u.script(t, "cache.sh", `if [ -L cache ]; then

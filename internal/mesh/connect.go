@@ -229,6 +229,9 @@ func (n *Node) connectStrict(copts []nats.Option) error {
 	if err := strictRefusal(c); err != nil {
 		return err
 	}
+	if err := n.strictStreams(ctx); err != nil {
+		return err
+	}
 	n.log.Info("mesh: strict mode: this relay's NATS credential cannot delete or purge what the mesh keeps")
 	return nil
 }

@@ -39,16 +39,29 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 	var refusal *relay.MeshRefusal
 	if _, err := n.opts.Store.HoldEnvelope(n.ctx, h); errors.As(err, &refusal) {
 		n.refuse(refusal.Reason, e.From, refusal.Detail)
-		if reason == HeldVersion {
-			return ack // unverifiable: its share is bounded, the rest refused
-		}
-		return later // signed by the relay: left in the stream, delivered again later
+		return heldFullOutcome(reason)
 	} else if err != nil {
 		n.setErr("hold envelope", err)
 		return retry
 	}
 	n.held.Add(1)
 	return ack
+}
+
+// heldFullOutcome is what becomes of an envelope held for reason that found
+// the held list full. The consumer delivers one message at a time, so an
+// envelope left in the stream stops everything after it until it is held:
+// only a relay the operator trusted (pending again after a key change or a
+// rename, its genuine word possibly in it) is waited for that way, until
+// the operator decides. What a relay never trusted, or blocked, sends past
+// its share is refused, or any admitted relay could stop this relay's
+// inbox for as long as it liked, and only trusting it would end that.
+func heldFullOutcome(reason string) outcome {
+	switch reason {
+	case HeldKeyChange, HeldRenamed:
+		return later // left in the stream, delivered again later
+	}
+	return ack // untrusted, blocked, or a version this build cannot read: refused
 }
 
 // releaseHeld applies, in order, what trusted relays sent while they were

@@ -35,6 +35,13 @@ func meshStreamConfig(replicas int) jetstream.StreamConfig {
 	}
 }
 
+// dirConsumerIdle is how long a consumer of the directory's stream may be
+// idle (no watcher listening, no pull) before the server removes it: the
+// same for every relay, so none changes the stream back and forth (a
+// stream's bound cannot be lowered below a consumer's). A variable for
+// tests.
+var dirConsumerIdle = 2 * time.Minute
+
 // dirStreamConfig is the directory bucket's stream, laid out as
 // nats.go's KeyValue expects (one value a key, direct gets), with entries
 // living 3×refresh.
@@ -56,6 +63,10 @@ func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig
 		MaxMsgsPerSubject: 1,
 		MaxMsgs:           -1,
 		MaxConsumers:      -1,
+		// Relays may make consumers here (a watch of the directory is
+		// one), durable ones too: none outlives dirConsumerIdle idle, so
+		// what a relay makes and leaves does not pile up for good.
+		ConsumerLimits: jetstream.StreamConsumerLimits{InactiveThreshold: dirConsumerIdle},
 		// Bounded: an entry is a few KiB at most (details, capabilities),
 		// so no client can fill the server's disk through the directory.
 		MaxMsgSize:  maxDirEntry,
@@ -76,19 +87,15 @@ func sameStream(have, cfg jetstream.StreamConfig) bool {
 		limit(have.MaxMsgsPerSubject) == limit(cfg.MaxMsgsPerSubject) && limit(int64(have.MaxMsgSize)) == limit(int64(cfg.MaxMsgSize)) &&
 		limit(have.MaxBytes) == limit(cfg.MaxBytes) && limit(have.MaxMsgs) == limit(cfg.MaxMsgs) &&
 		have.Duplicates == cfg.Duplicates && have.AllowDirect == cfg.AllowDirect && have.AllowRollup == cfg.AllowRollup &&
-		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description
-}
-
-// safeStream reports whether a stream keeps what it holds whoever asks:
-// no message deletion, no purge, no roll-up, not sealed or mirrored away.
-func safeStream(have jetstream.StreamConfig) bool {
-	return have.DenyDelete && have.DenyPurge && !have.AllowRollup
+		have.DenyDelete == cfg.DenyDelete && have.DenyPurge == cfg.DenyPurge && have.Description == cfg.Description &&
+		have.ConsumerLimits == cfg.ConsumerLimits
 }
 
 // ensureStream makes the stream cfg describes: created when missing,
 // updated when it differs and mayUpdate. A differing stream it may not
 // update (a relay's own credential: the relay that embeds NATS, or the
-// cluster's operator, sets it up) is left as it is, and warn says how.
+// cluster's operator, sets it up) is left as it is, and warn says how it
+// can lose or leak what it keeps (streamRisks).
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, mayUpdate bool) (warn string, err error) {
 	for range 3 {
 		s, err := js.Stream(ctx, cfg.Name)
@@ -109,13 +116,15 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 			return "", nil
 		}
 		if !mayUpdate {
-			if !safeStream(have) {
-				return fmt.Sprintf("stream %s lets messages be deleted, purged or rolled up, and this relay may not change it: "+
-					"remove it for the relays to make it again (see `crosschat-relay mesh nats-config`)", cfg.Name), nil
-			}
-			return "", nil // set up by whoever may: its settings rule
+			return streamWarning(have, cfg), nil // "" when set up otherwise but safely: its settings rule
 		}
 		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			if len(streamRisks(have, cfg)) == 0 {
+				// Safe as it is (the server refuses a bound below what a
+				// consumer made before asks, say): used as it is, not
+				// retried for ever.
+				return fmt.Sprintf("stream %s could not be brought to this relay's settings (%v); it is used as it is", cfg.Name, err), nil
+			}
 			return "", fmt.Errorf("update stream %s: %w", cfg.Name, err)
 		}
 		return "", nil

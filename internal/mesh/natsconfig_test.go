@@ -130,13 +130,13 @@ func TestNATSConfigOnAnExternalServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{StreamName, dirStream} {
-		s, err := js.Stream(t.Context(), name)
+	for _, want := range []jetstream.StreamConfig{meshStreamConfig(1), dirStreamConfig(5*time.Second, 1)} {
+		s, err := js.Stream(t.Context(), want.Name)
 		if err != nil {
-			t.Fatalf("stream %s: %v", name, err)
+			t.Fatalf("stream %s: %v", want.Name, err)
 		}
-		if c := s.CachedInfo().Config; !safeStream(c) {
-			t.Fatalf("stream %s as the first relay made it: %+v", name, c)
+		if c := s.CachedInfo().Config; len(streamRisks(c, want)) != 0 {
+			t.Fatalf("stream %s as the first relay made it: %v (%+v)", want.Name, streamRisks(c, want), c)
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 //     and acknowledge its messages);
 //   - receive replies on its own inbox prefix, _INBOX_<own id>, and nowhere
 //     else;
+//   - ask the server what it may do ($SYS.REQ.USER.INFO: its own
+//     permissions, which the credential check reads);
 //
 // and nothing more: no stream or bucket deletion, purge or update, no
 // message deletion, no direct read of the stream, no deletion of a relay's
@@ -28,6 +30,10 @@ const dirStream = "KV_" + BucketName
 
 // dirSubjectPrefix is the prefix of the directory's keys as subjects.
 const dirSubjectPrefix = "$KV." + BucketName + "."
+
+// userInfoSubject is where a NATS user asks the server for its own
+// permissions.
+const userInfoSubject = "$SYS.REQ.USER.INFO"
 
 // inboxPrefix is the reply inbox prefix of a relay's connection: no other
 // relay may subscribe under it.
@@ -72,6 +78,9 @@ func relayGrant(id string, mayCreate bool) grant {
 			"$JS.API.CONSUMER.CREATE." + dirStream + ".>",
 			"$JS.API.CONSUMER.DELETE." + dirStream + ".*",
 			"$JS.FC." + dirStream + ".>",
+			// Asking the server what this user may do: the credential
+			// check reads it (probe.go).
+			userInfoSubject,
 		},
 		Subscribe: []string{inboxPrefix(id) + ".>"},
 	}

@@ -28,6 +28,11 @@ type CredentialCheck struct {
 	Can []string `json:"can,omitempty"`
 	// Unknown lists what NATS neither answered nor refused in time.
 	Unknown []string `json:"unknown,omitempty"`
+	// Listed is true when the server said what the credential may do
+	// ($SYS.REQ.USER.INFO) and the check read that; false when it could
+	// only send harmless requests, which name no real stream or consumer
+	// and so miss a grant of the real ones by name.
+	Listed bool `json:"listed"`
 }
 
 // Confined reports whether the check found nothing the credential should
@@ -42,12 +47,20 @@ type probe struct {
 	body          []byte
 }
 
-// probes are the requests of a check, with fresh names.
-func probes() []probe {
+// probeSuffix is a fresh random name part for the names a check makes up.
+func probeSuffix() string {
 	raw := make([]byte, 6)
 	_, _ = rand.Read(raw) // crypto/rand does not fail; a zero name is still unused
-	x := hex.EncodeToString(raw)
-	fake := "CROSSCHAT_PROBE_" + strings.ToUpper(x)
+	return hex.EncodeToString(raw)
+}
+
+// probeStream is the made-up stream name of a check with suffix x.
+func probeStream(x string) string { return "CROSSCHAT_PROBE_" + strings.ToUpper(x) }
+
+// probes are the requests of a check, with fresh names.
+func probes() []probe {
+	x := probeSuffix()
+	fake := probeStream(x)
 	return []probe{
 		{"delete streams", "$JS.API.STREAM.DELETE." + fake, nil},
 		{"purge streams", "$JS.API.STREAM.PURGE." + fake, nil},
@@ -62,8 +75,12 @@ func probes() []probe {
 // probeTimeout is how long one probe waits for an answer or a refusal.
 const probeTimeout = 3 * time.Second
 
-// checkCredential runs the probes on the relay's connection.
+// checkCredential reads what the server says the relay's user may do,
+// and else runs the probes on the relay's connection.
 func (n *Node) checkCredential(ctx context.Context) CredentialCheck {
+	if perms, ok := n.ownPermissions(ctx); ok {
+		return CredentialCheck{Checked: true, Listed: true, Can: permittedRisks(perms, risks(probeStream(probeSuffix())))}
+	}
 	ps := probes()
 	type outcome struct {
 		what           string
@@ -190,6 +207,10 @@ func strictRefusal(c CredentialCheck) error {
 	case len(c.Unknown) > 0:
 		return fmt.Errorf("mesh: strict mode (--nats-strict): NATS neither allowed nor refused this relay's credential to %s in time, so it cannot be confirmed safe",
 			strings.Join(c.Unknown, ", "))
+	case !c.Listed:
+		return fmt.Errorf("mesh: strict mode (--nats-strict): the NATS server did not say what this relay's credential may do (%s), "+
+			"so whether it may delete the mesh's stream, consumers or directory by name cannot be confirmed; "+
+			"let it ask (the users `crosschat-relay mesh nats-config` prints may) or start without --nats-strict", userInfoSubject)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -45,7 +46,7 @@ func (u *undoer) undoGit(r string) (*Change, error) {
 	}
 	// The user's repository folder: renamed away, removed, or replaced.
 	what := "replaced by another repository; it keeps the original's configuration and hooks"
-	if orig := u.find(path.Dir(r), a.id); orig != "" {
+	if orig := u.find(path.Dir(r), r, a.id); orig != "" {
 		if err := u.remove(r); err != nil {
 			return &Change{Path: r, What: "renamed to " + path.Base(orig) + " and replaced; the original could not be put back"}, err
 		}
@@ -69,11 +70,15 @@ func (u *undoer) undoGit(r string) (*Change, error) {
 	return &Change{Path: r, What: what}, errors.Join(errs...)
 }
 
-// newGitDir reports whether dir is a repository folder under a .git
-// (a submodule's) that was not there before the run: nothing of it was
-// kept.
+// newGitDir reports whether dir is a repository folder that was not
+// there before the run: one under a .git (a submodule's, a worktree's)
+// nothing of which was kept, or another folder git takes for a
+// repository's (isGitDir) that was not one before.
 func (u *undoer) newGitDir(dir string) bool {
-	if !strings.Contains("/"+dir+"/", "/.git/") {
+	if u.now.gitDirs[dir] && !u.before.gitDirs[dir] && !isGitName(path.Base(dir)) {
+		return true
+	}
+	if !strings.Contains(strings.ToLower("/"+dir+"/"), "/.git/") {
 		return false
 	}
 	for k := range u.before.entries {
@@ -86,14 +91,15 @@ func (u *undoer) newGitDir(dir string) bool {
 
 // undoNewGitEntry leaves the kept entry r of a repository the run made
 // as sanitize leaves a new .git's: git's own configuration only, its
-// sample hooks only, no worktree configuration.
+// sample hooks only, no worktree configuration, no commondir.
 func (u *undoer) undoNewGitEntry(r string) (*Change, error) {
 	e := u.now.entries[r]
 	switch path.Base(r) {
 	case "config":
 		if e.typ == 0 {
-			safe := SafeGitConfig(e.data)
-			if bytes.Equal(safe, e.data) {
+			data := u.readConfig(r)
+			safe := SafeGitConfig(data)
+			if bytes.Equal(safe, data) {
 				return nil, nil
 			}
 			return &Change{Path: r, What: "a repository the run made; kept with git's own configuration only"},
@@ -116,13 +122,28 @@ func (u *undoer) undoNewGitEntry(r string) (*Change, error) {
 	return &Change{Path: r, What: "added; removed"}, u.remove(r)
 }
 
+// readConfig is the configuration file p of a repository the run made,
+// nil when it cannot be read or is larger than maxConfig (then it keeps
+// nothing of it).
+func (u *undoer) readConfig(p string) []byte {
+	fi, err := u.root.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxConfig {
+		return nil
+	}
+	data, err := readRegular(u.root, p, fi.Size())
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
 // find is the folder of dir (among its entries) with identity id, "" when
 // none has it.
-func (u *undoer) find(dir string, id fileID) string {
+func (u *undoer) find(dir, r string, id fileID) string {
 	if id == (fileID{}) {
 		return ""
 	}
-	f, err := u.root.Open(dir)
+	f, err := u.root.OpenFile(dir, os.O_RDONLY|openDirectory|openNonBlock, 0)
 	if err != nil {
 		return ""
 	}
@@ -130,7 +151,7 @@ func (u *undoer) find(dir string, id fileID) string {
 	f.Close()
 	for _, n := range names {
 		p := join(dir, n.Name())
-		if !n.IsDir() {
+		if !n.IsDir() || p == r {
 			continue
 		}
 		if fi, err := u.root.Lstat(p); err == nil && fi.IsDir() && idOf(fi) == id {
@@ -150,14 +171,16 @@ func (u *undoer) sanitize(r string) (changed bool, err error) {
 		if e.typ != 0 {
 			changed = true
 			errs = append(errs, u.remove(cfg))
-		} else if safe := SafeGitConfig(e.data); !bytes.Equal(safe, e.data) {
+		} else if data := u.readConfig(cfg); !bytes.Equal(SafeGitConfig(data), data) {
 			changed = true
-			errs = append(errs, u.remove(cfg), u.root.WriteFile(cfg, safe, 0o644))
+			errs = append(errs, u.remove(cfg), u.root.WriteFile(cfg, SafeGitConfig(data), 0o644))
 		}
 	}
-	if _, ok := u.now.entries[join(r, "config.worktree")]; ok {
-		changed = true
-		errs = append(errs, u.remove(join(r, "config.worktree")))
+	for _, k := range []string{"config.worktree", "commondir"} {
+		if _, ok := u.now.entries[join(r, k)]; ok {
+			changed = true
+			errs = append(errs, u.remove(join(r, k)))
+		}
 	}
 	hooks := join(r, "hooks")
 	if e, ok := u.now.entries[hooks]; ok && e.typ != fs.ModeDir {

@@ -35,12 +35,28 @@ import (
 var settings = map[string]bool{
 	".claude": true, ".mcp.json": true, ".codex": true, ".gemini": true, ".agents": true,
 	".opencode": true, "opencode.json": true, "opencode.jsonc": true, ".cursor": true,
+	// The hook managers' configuration, whose commands the hook they
+	// install in .git/hooks runs at the user's next commit: the pre-commit
+	// framework's (a local hook's entry is any command) and lefthook's.
+	".pre-commit-config.yaml": true, ".pre-commit-config.yml": true,
+	"lefthook.yml": true, "lefthook.yaml": true, "lefthook.json": true, "lefthook.toml": true,
+	".lefthook.yml": true, ".lefthook.yaml": true, ".lefthook.json": true, ".lefthook.toml": true,
+	"lefthook-local.yml": true, "lefthook-local.yaml": true, ".lefthook-local.yml": true, ".lefthook-local.yaml": true,
+	".lefthook": true,
 }
 
+// isSettings and isGitName tell the kept names whatever their case: on a
+// file system that ignores case (macOS's by default) .Claude is .claude
+// and .GIT is .git to the programs that read them.
+func isSettings(name string) bool { return settings[strings.ToLower(name)] }
+
+func isGitName(name string) bool { return strings.EqualFold(name, ".git") }
+
 // gitKept are the entries of a repository's .git folder that are kept:
-// what git runs code from (its configuration, its hooks); the rest (objects,
-// refs, the index) is the run's to change.
-var gitKept = []string{"config", "config.worktree", "hooks"}
+// what git runs code from (its configuration, its hooks) and commondir,
+// which names the folder git reads the rest of the configuration and the
+// hooks from; the rest (objects, refs, the index) is the run's to change.
+var gitKept = []string{"config", "config.worktree", "hooks", "commondir"}
 
 // Bounds of a snapshot: entries walked in a folder (past them the rest of
 // the folder is not checked, which Restore says), and bytes of the files
@@ -61,30 +77,52 @@ type entry struct {
 	data []byte
 	link string
 	id   fileID
+	// unread: recorded after the run without its content (one that
+	// could not be read, or whose size differs from what was kept), so
+	// it differs.
+	unread bool
 }
 
 // Snapshot is what a folder's kept entries were before a run.
 type Snapshot struct {
 	folder string
+	// id is the folder's identity: the restore undoes that folder only.
+	id fileID
 	// entries are the kept entries and everything under them, by path
 	// relative to the folder (slash-separated).
 	entries map[string]entry
 	// roots are the paths each checked as a whole: every .git, the kept
-	// entries of a .git folder, every settings entry.
+	// entries of a repository folder, every settings entry, what those
+	// name or link to in the folder; deep tells, for each, whether
+	// everything under it was recorded too.
 	roots []string
+	deep  map[string]bool
+	// gitDirs are the repository folders found (.git folders, the
+	// repositories of submodules and worktrees, and any other folder git
+	// takes for one).
+	gitDirs map[string]bool
+	// large are the roots too large to record after the run (undone
+	// whole).
+	large map[string]bool
 	// partial: the walk stopped at maxWalked entries.
 	partial bool
+}
+
+// newSnapshot is an empty snapshot of folder.
+func newSnapshot(folder string) *Snapshot {
+	return &Snapshot{folder: folder, entries: map[string]entry{}, deep: map[string]bool{}, gitDirs: map[string]bool{}, large: map[string]bool{}}
 }
 
 // Take records the kept entries of folder, wherever they are in it (a
 // walk of at most maxWalked entries, following no link).
 func Take(folder string) (*Snapshot, error) {
-	root, err := os.OpenRoot(folder)
+	root, id, err := openFolder(folder)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", folder, err)
+		return nil, err
 	}
 	defer root.Close()
-	s := &Snapshot{folder: folder, entries: map[string]entry{}}
+	s := newSnapshot(folder)
+	s.id = id
 	w := walker{root: root}
 	if err := w.walk(".", s); err != nil {
 		return nil, err
@@ -94,6 +132,28 @@ func Take(folder string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: %w (%d MiB)", folder, ErrTooLarge, w.bytes>>20)
 	}
 	return s, nil
+}
+
+// openFolder opens folder as an os.Root, and returns the folder's
+// identity, when it is a real folder reached through no link: the very
+// folder the worker checked and gave the run, never what a process put
+// in its place (a link to the home folder would have the home's own
+// .claude and .git undone to the project's).
+func openFolder(folder string) (*os.Root, fileID, error) {
+	id, err := folderID(folder)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("open %s: %w", folder, err)
+	}
+	root, err := os.OpenRoot(folder)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("open %s: %w", folder, err)
+	}
+	fi, err := root.Stat(".")
+	if err != nil || idOf(fi) != id {
+		root.Close()
+		return nil, fileID{}, fmt.Errorf("open %s: it changed as it was opened", folder)
+	}
+	return root, id, nil
 }
 
 // Change is one kept entry a run changed, and what undoing it did.
@@ -117,16 +177,21 @@ func (c Change) String() string { return c.Path + " (" + c.What + ")" }
 // was checked only in part (past maxWalked entries); an error says what
 // could not be undone.
 func (s *Snapshot) Restore() (undone []Change, partial bool, err error) {
-	root, err := os.OpenRoot(s.folder)
+	root, id, err := openFolder(s.folder)
+	if err == nil && id != s.id {
+		root.Close()
+		err = fmt.Errorf("%s is another folder than the one kept", s.folder)
+	}
 	if err != nil {
-		return nil, s.partial, fmt.Errorf("open %s: %w", s.folder, err)
+		return nil, s.partial, fmt.Errorf("%w; it was replaced during the run (by a process that may write the folder "+
+			"holding it), so nothing was undone there: check its git configuration and agent settings before you use them", err)
 	}
 	defer root.Close()
-	now := &Snapshot{folder: s.folder, entries: map[string]entry{}}
+	now := newSnapshot(s.folder)
 	w := walker{root: root}
-	// What is there now (no bound on bytes: a change to undo is found
-	// whatever its size).
-	if err := w.walkAfter(".", now); err != nil {
+	// What is there now: read only to compare with what was kept, and
+	// every root kept before, wherever the walk stopped.
+	if err := w.walkAfter(".", now, s); err != nil {
 		return nil, s.partial, err
 	}
 	u := undoer{root: root, before: s, now: now}
@@ -174,16 +239,16 @@ func (u *undoer) differs(p string) bool {
 	for k := range keys {
 		a, inA := u.before.entries[k]
 		b, inB := u.now.entries[k]
-		if inA != inB || a.typ != b.typ || a.perm != b.perm || a.link != b.link || !bytes.Equal(a.data, b.data) {
+		if inA != inB || a.typ != b.typ || a.perm != b.perm || a.link != b.link || !bytes.Equal(a.data, b.data) || a.unread || b.unread {
 			return true
 		}
 	}
-	return false
+	return u.now.large[p]
 }
 
 // undo undoes the changes at root r, when there are.
 func (u *undoer) undo(r string) (*Change, error) {
-	if path.Base(r) == ".git" {
+	if isGitName(path.Base(r)) {
 		return u.undoGit(r)
 	}
 	if !u.differs(r) {
@@ -259,7 +324,7 @@ func (u *undoer) remove(p string) error {
 	}
 	if fi.IsDir() {
 		_ = u.root.Chmod(p, 0o700)
-		if f, err := u.root.Open(p); err == nil {
+		if f, err := u.root.OpenFile(p, os.O_RDONLY|openDirectory|openNonBlock, 0); err == nil {
 			names, _ := f.ReadDir(-1)
 			f.Close()
 			for _, n := range names {

@@ -3,11 +3,10 @@ package plantguard
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
-	"slices"
-	"strings"
 )
 
 // How a folder is walked for the entries it keeps: in breadth, following
@@ -18,6 +17,10 @@ type walker struct {
 	root  *os.Root
 	n     int
 	bytes int64
+	// before is, in the walk after the run, the snapshot taken before it:
+	// a root too large to record is marked so (Snapshot.large) and the
+	// walk goes on, and files are read only to compare them with it.
+	before *Snapshot
 }
 
 // walk records the kept entries under dir (a real folder, "."), folder
@@ -32,62 +35,111 @@ func (w *walker) walk(dir string, s *Snapshot) error {
 		}
 		queue = append(queue, next...)
 	}
-	return nil
+	return w.followLinks(s)
 }
 
 // walkOne records the kept entries of the folder dir and returns its
-// other folders, to walk next.
+// other folders, to walk next. What the folder keeps (its .git, its
+// settings, the folder itself when git takes it for a repository's own)
+// comes first, so no crowd of other entries hides it.
 func (w *walker) walkOne(dir string, s *Snapshot) (next []string, err error) {
 	names, err := w.list(dir)
 	if err != nil {
 		return nil, nil // a folder that cannot be read holds nothing to keep
 	}
+	if isGitDir(names) {
+		// A folder holding HEAD with objects and refs (or a commondir)
+		// is a repository's own folder to git, whatever its name: a
+		// `git status` in it reads its configuration (core.worktree
+		// gives it a working tree, core.fsmonitor runs).
+		if err := w.gitDir(dir, dir, s); err != nil {
+			return nil, err
+		}
+	}
 	for _, e := range names {
+		p := join(dir, e.Name())
+		switch {
+		case isGitName(e.Name()):
+			w.n++
+			if err := w.addRoot(p, s, false); err != nil {
+				return nil, err
+			}
+			if e.IsDir() {
+				if err := w.gitDir(p, dir, s); err != nil {
+					return nil, err
+				}
+			}
+		case isSettings(e.Name()):
+			w.n++
+			if err := w.addRoot(p, s, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, e := range names {
+		if isGitName(e.Name()) || isSettings(e.Name()) {
+			continue
+		}
 		if w.n >= maxWalked {
 			return next, nil
 		}
 		w.n++
-		p := join(dir, e.Name())
-		switch {
-		case e.Name() == ".git":
-			s.roots = append(s.roots, p)
-			if err := w.record(p, s, false); err != nil {
-				return nil, err
-			}
-			if e.IsDir() {
-				for _, k := range gitKept {
-					s.roots = append(s.roots, join(p, k))
-					if err := w.record(join(p, k), s, true); err != nil {
-						return nil, err
-					}
-				}
-				// The repositories of its submodules and the configuration
-				// of its worktrees, which git runs code from too.
-				if err := w.gitDirs(join(p, "modules"), s, 0); err != nil {
-					return nil, err
-				}
-				if err := w.worktrees(join(p, "worktrees"), s); err != nil {
-					return nil, err
-				}
-				// Hooks kept in the worktree (core.hooksPath: .githooks,
-				// husky's .husky): git runs them as it runs .git/hooks.
-				if h := w.hooksPath(dir, join(p, "config")); h != "" && !slices.Contains(s.roots, h) {
-					s.roots = append(s.roots, h)
-					if err := w.record(h, s, true); err != nil {
-						return nil, err
-					}
-				}
-			}
-		case settings[e.Name()]:
-			s.roots = append(s.roots, p)
-			if err := w.record(p, s, true); err != nil {
-				return nil, err
-			}
-		case e.IsDir():
-			next = append(next, p)
+		if e.IsDir() {
+			next = append(next, join(dir, e.Name()))
 		}
 	}
 	return next, nil
+}
+
+// gitDir records the kept entries of the repository folder p (a .git, or
+// a folder git takes for one) whose working tree is dir: its
+// configuration, hooks and commondir, the files its configuration
+// includes, the repositories of its submodules, its worktrees'
+// configuration and the hooks folder core.hooksPath names in the folder.
+func (w *walker) gitDir(p, dir string, s *Snapshot) error {
+	s.gitDirs[p] = true
+	for _, k := range gitKept {
+		if err := w.addRoot(join(p, k), s, true); err != nil {
+			return err
+		}
+	}
+	files, err := w.includes(p, s)
+	if err != nil {
+		return err
+	}
+	// The repositories of its submodules and the configuration of its
+	// worktrees, which git runs code from too.
+	if err := w.gitDirs(join(p, "modules"), s, 0); err != nil {
+		return err
+	}
+	if err := w.worktrees(join(p, "worktrees"), s); err != nil {
+		return err
+	}
+	// Hooks kept in the worktree (core.hooksPath: .githooks, husky's
+	// .husky/_): git runs them as it runs .git/hooks.
+	for _, h := range w.hooksPath(dir, files, s) {
+		if err := w.addRoot(h, s, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRoot records p (when it exists, with everything under it with deep)
+// as a path checked as a whole, once. After the run, a root too large to
+// record is marked so (it is undone whole) and the walk goes on.
+func (w *walker) addRoot(p string, s *Snapshot, deep bool) error {
+	if _, ok := s.deep[p]; ok {
+		return nil
+	}
+	s.roots = append(s.roots, p)
+	s.deep[p] = deep
+	err := w.record(p, s, deep)
+	if w.before != nil && errors.Is(err, ErrTooLarge) {
+		s.large[p] = true
+		return nil
+	}
+	return err
 }
 
 // maxModuleDepth bounds the nesting of submodules' repositories followed.
@@ -117,11 +169,14 @@ func (w *walker) gitDirs(dir string, s *Snapshot, depth int) error {
 			}
 			continue
 		}
+		s.gitDirs[d] = true
 		for _, k := range gitKept {
-			s.roots = append(s.roots, join(d, k))
-			if err := w.record(join(d, k), s, true); err != nil {
+			if err := w.addRoot(join(d, k), s, true); err != nil {
 				return err
 			}
+		}
+		if _, err := w.includes(d, s); err != nil {
+			return err
 		}
 		if err := w.gitDirs(join(d, "modules"), s, depth+1); err != nil {
 			return err
@@ -131,7 +186,8 @@ func (w *walker) gitDirs(dir string, s *Snapshot, depth int) error {
 }
 
 // worktrees records, as roots, the configuration of each worktree of a
-// repository (its .git's worktrees, extensions.worktreeConfig).
+// repository (its .git's worktrees, extensions.worktreeConfig) and its
+// commondir (where git reads the rest of its configuration).
 func (w *walker) worktrees(dir string, s *Snapshot) error {
 	names, err := w.list(dir)
 	if err != nil {
@@ -139,9 +195,14 @@ func (w *walker) worktrees(dir string, s *Snapshot) error {
 	}
 	for _, e := range names {
 		if e.IsDir() {
-			r := join(join(dir, e.Name()), "config.worktree")
-			s.roots = append(s.roots, r)
-			if err := w.record(r, s, false); err != nil {
+			d := join(dir, e.Name())
+			s.gitDirs[d] = true
+			for _, k := range []string{"config.worktree", "commondir"} {
+				if err := w.addRoot(join(d, k), s, false); err != nil {
+					return err
+				}
+			}
+			if _, err := w.includes(d, s); err != nil {
 				return err
 			}
 		}
@@ -149,36 +210,9 @@ func (w *walker) worktrees(dir string, s *Snapshot) error {
 	return nil
 }
 
-// hooksPath is the folder the repository whose configuration file is cfg
-// (in the worktree dir) takes its hooks from (core.hooksPath), as a path
-// of the folder; "" when it sets none or one outside the folder.
-func (w *walker) hooksPath(dir, cfg string) string {
-	data, err := w.root.ReadFile(cfg)
-	if err != nil {
-		return ""
-	}
-	h := gitValue(data, "core", "hookspath")
-	if h == "" {
-		return ""
-	}
-	if path.IsAbs(h) {
-		rel, ok := strings.CutPrefix(path.Clean(h), path.Clean(w.root.Name())+"/")
-		if !ok {
-			return ""
-		}
-		h = rel
-	} else {
-		h = path.Join(dir, h)
-	}
-	if h = path.Clean(h); h == "." || h == ".." || strings.HasPrefix(h, "../") {
-		return ""
-	}
-	return h
-}
-
 // list reads the entries of the folder dir.
 func (w *walker) list(dir string) ([]fs.DirEntry, error) {
-	f, err := w.root.Open(dir)
+	f, err := w.root.OpenFile(dir, os.O_RDONLY|openDirectory|openNonBlock, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +221,11 @@ func (w *walker) list(dir string) ([]fs.DirEntry, error) {
 }
 
 // record records p (when it exists) and, with deep, everything under it.
+// Before the run a file or folder that cannot be read fails the walk (the
+// run is not started: its folders could not be kept); after it, what
+// cannot be read, or differs in size from what was kept, is recorded
+// unread (it differs, and is undone), so nothing a run locks or grows
+// stops the restore, and no more is read after the run than was kept.
 func (w *walker) record(p string, s *Snapshot, deep bool) error {
 	fi, err := w.root.Lstat(p)
 	if err != nil {
@@ -194,16 +233,26 @@ func (w *walker) record(p string, s *Snapshot, deep bool) error {
 	}
 	e := entry{typ: fi.Mode().Type(), perm: fi.Mode().Perm(), id: idOf(fi)}
 	switch {
+	case fi.Mode().IsRegular() && w.before != nil:
+		e.unread = true
+		if b, ok := w.before.entries[p]; ok && b.typ == 0 && int64(len(b.data)) == fi.Size() {
+			if data, err := readRegular(w.root, p, fi.Size()); err == nil {
+				e.data, e.unread = data, false
+			}
+		}
 	case fi.Mode().IsRegular():
 		if w.bytes += fi.Size(); w.bytes > maxBytes {
 			return fmt.Errorf("%s: %w", s.folder, ErrTooLarge)
 		}
-		if e.data, err = w.root.ReadFile(p); err != nil {
+		if e.data, err = readRegular(w.root, p, fi.Size()); err != nil {
 			return fmt.Errorf("keep %s: %w", path.Join(s.folder, p), err)
 		}
 	case fi.Mode()&fs.ModeSymlink != 0:
 		if e.link, err = w.root.Readlink(p); err != nil {
-			return fmt.Errorf("keep %s: %w", path.Join(s.folder, p), err)
+			if w.before == nil {
+				return fmt.Errorf("keep %s: %w", path.Join(s.folder, p), err)
+			}
+			e.unread = true
 		}
 	}
 	s.entries[p] = e
@@ -212,7 +261,12 @@ func (w *walker) record(p string, s *Snapshot, deep bool) error {
 	}
 	names, err := w.list(p)
 	if err != nil {
-		return fmt.Errorf("keep %s: %w", path.Join(s.folder, p), err)
+		if w.before == nil {
+			return fmt.Errorf("keep %s: %w", path.Join(s.folder, p), err)
+		}
+		e.unread = true
+		s.entries[p] = e
+		return nil
 	}
 	for _, n := range names {
 		if w.n++; w.n > maxWalked+maxWalked/2 {
@@ -225,11 +279,42 @@ func (w *walker) record(p string, s *Snapshot, deep bool) error {
 	return nil
 }
 
-// walkAfter is walk without the byte bound (and no error for it).
-func (w *walker) walkAfter(dir string, s *Snapshot) error {
-	err := w.walk(dir, s)
-	if errors.Is(err, ErrTooLarge) {
-		return nil
+// readRegular reads the regular file p of root, of size bytes, never
+// waiting on what was put in its place since it was looked at (a FIFO).
+func readRegular(root *os.Root, p string, size int64) ([]byte, error) {
+	f, err := root.OpenFile(p, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is no longer a regular file", p)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err == nil && int64(len(data)) != size {
+		err = fmt.Errorf("%s changed as it was read", p)
+	}
+	return data, err
+}
+
+// walkAfter is walk after the run: without the byte bound, a root too
+// large to record marked so (see addRoot); and then every root of before
+// the walk did not reach (past maxWalked entries, or a root of its own
+// found only through another) is recorded as well, on a bound of its own,
+// so no change to what was kept goes unseen, and nothing kept is taken
+// for removed because the walk stopped short of it.
+func (w *walker) walkAfter(dir string, s, before *Snapshot) error {
+	w.before = before
+	if err := w.walk(dir, s); err != nil {
+		return err
+	}
+	again := walker{root: w.root, before: before}
+	for _, r := range before.roots {
+		if _, ok := s.deep[r]; !ok {
+			if err := again.addRoot(r, s, before.deep[r]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

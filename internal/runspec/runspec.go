@@ -130,6 +130,14 @@ type SandboxRequest struct {
 	ExtraDirs []string
 	RunDir    string
 	Outputs   []string
+	// Resolved, when set, says the worker resolved the run's folders and
+	// checked where they lead: Workdir and ExtraDirs are given as they
+	// resolved, and Resolved maps each allowed path (as configured,
+	// cleaned) to where it led. The sandbox gives the run those very
+	// paths and follows no link in them again, so a link put in place of
+	// one since the check (by a process of another run that may write
+	// there) stops the run rather than moving its rules.
+	Resolved map[string]string
 	// KillGrace is the worker's grace of a stopped run between SIGTERM and
 	// SIGKILL (0: the sandbox's default).
 	KillGrace time.Duration

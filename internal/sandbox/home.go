@@ -141,7 +141,8 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 // the transcripts read-write, the private folder read-write, the variable
 // in r.Env, and the setup.
 //
-// folders are the run's working and extra folders.
+// folders are the run's working and extra folders, as their rules are
+// (folderRule).
 //
 // A settings file that holds the relay's server entries or a relay
 // credential (runSettings) is given as a copy without them, and the run
@@ -175,7 +176,7 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 		s.links[h.perFolder] = base
 		s.shared = append(s.shared, base)
 		for _, f := range folders {
-			if name, ok := projectName(resolvedPath(f)); ok {
+			if name, ok := projectName(f); ok { // f as its rule is (folderRule)
 				s.shared = append(s.shared, filepath.Join(base, name))
 				rw = append(rw, filepath.Join(base, name))
 			} else if filepath.IsAbs(f) {

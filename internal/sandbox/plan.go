@@ -188,7 +188,11 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			if slug := req.Config.AgentSlug; homes != "" && homeSlug(slug) {
 				private = filepath.Join(homes, slug, req.Config.Harness)
 			}
-			hro, hrw := planHome(&r, ch, env, home, private, append([]string{req.Workdir}, req.ExtraDirs...), req.Config.Harness, settings)
+			folders := []string{folderRule(req, req.Workdir)}
+			for _, d := range req.ExtraDirs {
+				folders = append(folders, folderRule(req, d))
+			}
+			hro, hrw := planHome(&r, ch, env, home, private, folders, req.Config.Harness, settings)
 			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}
@@ -207,6 +211,9 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 	}
 	for _, a := range req.Config.AllowPaths {
 		p, write := relay.CutAllowPath(a)
+		if r, ok := req.Resolved[p]; ok {
+			p = r // where it led when the worker checked it
+		}
 		if write {
 			rw = append(rw, p)
 		} else {

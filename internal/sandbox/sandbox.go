@@ -131,8 +131,11 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 	protected := slices.Concat(w.Protected, resolved(w.Protected, nil))
 	rules := plan(req, goos, protected, w.Homes, w.Settings)
 	var warning string
+	// The paths the worker checked are given as they were checked, never
+	// resolved again (see runspec.SandboxRequest.Resolved).
+	keep := slices.Concat(rules.Private, checkedPaths(req))
 	if goos == "linux" || goos == "darwin" {
-		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
+		rules.RW, rules.RO = resolved(rules.RW, keep), resolved(rules.RO, keep)
 		var err error
 		if warning, err = w.overlap(req, rules); err != nil {
 			return runspec.Sandboxed{}, err
@@ -171,7 +174,7 @@ func (w Wrapper) Wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
 		}
 		// Again for the paths made just now, whose links (a home folder
 		// under /home → /var/home) the child no longer follows.
-		rules.RW, rules.RO = resolved(rules.RW, rules.Private), resolved(rules.RO, nil)
+		rules.RW, rules.RO = resolved(rules.RW, keep), resolved(rules.RO, keep)
 		if _, err := w.overlap(req, rules); err != nil {
 			return runspec.Sandboxed{}, err
 		}
@@ -270,8 +273,9 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 	for _, a := range req.Config.AllowPaths {
 		p, _ := relay.CutAllowPath(a)
 		if filepath.IsAbs(p) {
+			rule := allowedRule(req, p)
 			p = filepath.Clean(p)
-			typed[resolvedPath(p)] = append(typed[resolvedPath(p)], p)
+			typed[rule] = append(typed[rule], p)
 		}
 	}
 	// explicit reports whether rule path a is an allowed path the operator
@@ -319,9 +323,9 @@ func (w Wrapper) overlap(req runspec.SandboxRequest, r Rules) (string, error) {
 		own = append(own, resolvedPath(h.home))
 	}
 	all := slices.Concat(r.System, r.Devices, r.RO, r.RW)
-	configured := map[string]bool{resolvedPath(req.Workdir): true}
+	configured := map[string]bool{folderRule(req, req.Workdir): true}
 	for _, d := range req.ExtraDirs {
-		configured[resolvedPath(d)] = true
+		configured[folderRule(req, d)] = true
 	}
 	for a := range typed {
 		configured[a] = true
@@ -372,6 +376,42 @@ func resolved(paths, keep []string) []string {
 		}
 	}
 	return out
+}
+
+// checkedPaths are the paths of req the worker resolved and checked
+// (none when it did not say so): its folders and where its allowed paths
+// led.
+func checkedPaths(req runspec.SandboxRequest) []string {
+	if req.Resolved == nil {
+		return nil
+	}
+	out := append([]string{filepath.Clean(req.Workdir)}, req.ExtraDirs...)
+	for _, p := range req.Resolved {
+		out = append(out, filepath.Clean(p))
+	}
+	return out
+}
+
+// folderRule is the rule path of the run's working or extra folder d: d
+// itself where the worker checked it (req.Resolved), else where its
+// links lead now.
+func folderRule(req runspec.SandboxRequest, d string) string {
+	if req.Resolved != nil {
+		return filepath.Clean(d)
+	}
+	return resolvedPath(d)
+}
+
+// allowedRule is the rule path of the allowed path p (as configured):
+// where it led when the worker checked it, else where its links lead now.
+func allowedRule(req runspec.SandboxRequest, p string) string {
+	if r, ok := req.Resolved[p]; ok {
+		return filepath.Clean(r)
+	}
+	if r, ok := req.Resolved[filepath.Clean(p)]; ok {
+		return filepath.Clean(r)
+	}
+	return resolvedPath(filepath.Clean(p))
 }
 
 // resolvedPath is path with its symbolic links followed, or path itself

@@ -14,7 +14,8 @@ import (
 // The aggregates behind the dashboard's charts. Each reads a bounded window
 // of rows through an index keyed on a time (migration 0021: tasks_created,
 // reports_outcomes; and tasks_status_updated) or on the conversation, and
-// counts in SQL; TestInsightPlans holds them to those indexes and
+// counts in SQL (the latencies' percentiles are picked in Go:
+// insights_latency.go); TestInsightPlans holds them to those indexes and
 // BenchmarkInsights times them on 100,000 tasks.
 
 // msSQL is a stored timestamp (relay.TimeLayout) as Unix milliseconds, an
@@ -82,59 +83,6 @@ func (db *DB) Throughput(ctx context.Context, w relay.Window) ([]relay.Throughpu
 	return out, nil
 }
 
-// latencySQL gives, per recipient of the tasks posted in [?1, ?2)
-// (tasks_created) and claimed since, the count, median and 90th percentile
-// of the time to claim and, for the completed ones, of the time from that
-// claim to completion (a completed task's updated_at is when it was
-// completed, as Stats reads it). The percentile p of a set is its smallest
-// value whose cume_dist (the share of the set at or below it) reaches p:
-// the nearest rank. Each timestamp is parsed once (d is materialized); the
-// tasks not completed sort into a partition of their own for the finish.
-// Durations across two relays' clocks are floored at zero (the order by
-// the unfloored value is the same).
-var latencySQL = `WITH d AS MATERIALIZED (
-	SELECT recipient_slug AS slug, ` + msSQL("created_at") + ` AS posted, ` + msSQL("claimed_at") + ` AS claimed,
-		CASE WHEN status = 'completed' THEN ` + msSQL("updated_at") + ` END AS done
-	FROM tasks INDEXED BY tasks_created WHERE created_at >= ?1 AND created_at < ?2 AND claimed_at IS NOT NULL
-), ranked AS (
-	SELECT slug, max(0, claimed - posted) AS claim, max(0, done - claimed) AS finish,
-		cume_dist() OVER (PARTITION BY slug ORDER BY claimed - posted) AS cc,
-		cume_dist() OVER (PARTITION BY slug, done IS NULL ORDER BY done - claimed) AS cf
-	FROM d
-)
-SELECT slug, count(*), min(CASE WHEN cc >= 0.5 THEN claim END), min(CASE WHEN cc >= 0.9 THEN claim END),
-	count(finish), min(CASE WHEN finish IS NOT NULL AND cf >= 0.5 THEN finish END),
-	min(CASE WHEN finish IS NOT NULL AND cf >= 0.9 THEN finish END)
-FROM ranked GROUP BY slug`
-
-// Latencies implements relay.InsightService.
-func (db *DB) Latencies(ctx context.Context, since, until time.Time) ([]relay.AgentLatency, error) {
-	if !until.After(since) || until.Sub(since) > relay.MaxInsightSpan {
-		return nil, relay.Errorf(relay.EInvalidRequest, "latencies: the window must be positive and at most %s long.", relay.MaxInsightSpan)
-	}
-	var out []relay.AgentLatency
-	err := db.read(ctx, "latencies", func(tx *sql.Tx) error {
-		var err error
-		out, err = queryAll(ctx, tx, "latencies", scanLatency, latencySQL, relay.FormatTime(since), relay.FormatTime(until))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
-	return out, nil
-}
-
-func scanLatency(row rowScanner) (relay.AgentLatency, error) {
-	var (
-		a                    relay.AgentLatency
-		finishMed, finishP90 sql.NullInt64
-	)
-	err := row.Scan(&a.Slug, &a.Claim.Count, &a.Claim.MedianMs, &a.Claim.P90Ms, &a.Finish.Count, &finishMed, &finishP90)
-	a.Finish.MedianMs, a.Finish.P90Ms = finishMed.Int64, finishP90.Int64
-	return a, err
-}
-
 // openWorkSQL counts open tasks per recipient and state, each state through
 // the small index kept for it, which holds the recipient (tasks_queue,
 // tasks_leases; the planner, without statistics, would rather take
@@ -193,14 +141,15 @@ func (db *DB) OpenWork(ctx context.Context) ([]relay.OpenWork, error) {
 
 // outcomesSQL counts per recipient and bucket the tasks that ended
 // completed or blocked in it and are so still: a completed or blocked
-// task's updated_at is when it ended (tasks_status_updated).
-const outcomesSQL = bucketsCTE + `, ended AS (
-	SELECT recipient_slug AS slug, 0 AS blocked, updated_at AS at FROM tasks
-	WHERE status = 'completed' AND updated_at >= ?3 AND updated_at < ?4
-	UNION ALL SELECT recipient_slug, 1, updated_at FROM tasks
-	WHERE status = 'blocked' AND updated_at >= ?3 AND updated_at < ?4
-)
-SELECT slug, i, sum(blocked = 0), sum(blocked) FROM ended JOIN b ON at >= lo AND at < hi GROUP BY slug, i`
+// task's updated_at is when it ended (tasks_status_updated). The buckets
+// drive the join (CROSS JOIN keeps them outside), so that each reads its
+// own range of the index rather than every task being compared with every
+// bucket.
+const outcomesSQL = bucketsCTE + `
+SELECT recipient_slug, i, sum(status = 'completed'), sum(status = 'blocked')
+FROM b CROSS JOIN tasks
+WHERE status IN ('completed', 'blocked') AND updated_at >= lo AND updated_at < hi
+GROUP BY recipient_slug, i`
 
 // Outcomes implements relay.InsightService.
 func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcomes, error) {
@@ -209,7 +158,7 @@ func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcom
 	}
 	bySlug := map[string]*relay.AgentOutcomes{}
 	err := db.read(ctx, "outcomes", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, outcomesSQL, append(windowArgs(w), relay.FormatTime(w.End))...)
+		rows, err := tx.QueryContext(ctx, outcomesSQL, windowArgs(w)...)
 		if err != nil {
 			return fmt.Errorf("outcomes: %w", err)
 		}

@@ -373,3 +373,39 @@ func TestOutcomesCountEndStates(t *testing.T) {
 		t.Errorf("throughput counts %d completed and %d blocked reports, want 1 and 1", completed, blocked)
 	}
 }
+
+// TestOutcomesWindowBounds: a task that ended on a bucket's first
+// millisecond counts in that bucket, one that ended on the window's end or
+// before its start nowhere.
+func TestOutcomesWindowBounds(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	w, err := relay.AlignedWindow(e.clock.Now(), 0, 24*time.Hour, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := int64(24 * time.Hour / time.Millisecond)
+	insertTimedTasks(t, e, w.Start(), []timedTask{
+		{"ana", -10, -5, -1, ""},                 // before the window
+		{"ana", -10, -5, 0, ""},                  // its first millisecond: bucket 0
+		{"ana", 0, 5, day, ""},                   // bucket 1's first
+		{"ana", 0, 5, 7*day - 1, ""},             // the last millisecond: bucket 6
+		{"ana", 0, 5, 7 * day, ""},               // the window's end: outside
+		{"ben", 0, 5, none, relay.StatusBlocked}, // blocked at 5 ms: bucket 0
+	})
+	got, err := e.db.Outcomes(e.ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, a := range got {
+		for i, b := range a.Buckets {
+			if b.Completed+b.Blocked > 0 {
+				lines = append(lines, fmt.Sprintf("%s %d: %d completed, %d blocked", a.Slug, i, b.Completed, b.Blocked))
+			}
+		}
+	}
+	want := []string{"ana 0: 1 completed, 0 blocked", "ana 1: 1 completed, 0 blocked", "ana 6: 1 completed, 0 blocked", "ben 0: 0 completed, 1 blocked"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("outcomes by bucket %q, want %q", lines, want)
+	}
+}

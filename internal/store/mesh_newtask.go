@@ -56,11 +56,14 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 			return "", err
 		}
 	}
+	// Queued by when it arrived: the creation time its sender wrote is the
+	// sender's word, and a backdated one (or one that is no time at all)
+	// would put it before tasks posted here earlier.
 	if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
 			created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
 		id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
-		rt.CreatedAt, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
+		t.ts, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
 		return "", fmt.Errorf("insert remote task: %w", err)
 	}
 	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side, remote_id, in_seq) VALUES (?, ?, 'sender', ?, ?)`,

@@ -57,6 +57,11 @@ type ImportResult struct {
 	// could still enrol agents upstream: they arrive revoked, for the same
 	// reason; the operator creates new ones.
 	RevokedInvites []string `json:"revokedInvites,omitempty"`
+	// OpenTasks are, per recipient, the tasks that came along queued or
+	// claimed: a worker the operator enables (or sets up) for that agent
+	// runs them as they are, in the name the file gives their sender (the
+	// operator's included), so the summary names them to be read first.
+	OpenTasks map[string]int `json:"openTasks,omitempty"`
 	// UpstreamVersion is the upstream file's schema version.
 	UpstreamVersion int `json:"upstreamVersion"`
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -75,7 +77,12 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 				` + col("tasks", "parent_task_id", "NULL") + `, ` + col("tasks", "depth", "0") + `, ` + col("tasks", "claimed_via", "NULL") + ` FROM up.tasks`},
 		{"reports", `INSERT INTO main.reports (id, task_id, kind, message, result, created_at) SELECT id, task_id, kind, message, result, created_at FROM up.reports`},
 		{"events", `INSERT INTO main.events (sequence, recipient_slug, type, task_id, summary, created_at) SELECT sequence, recipient_slug, type, task_id, summary, created_at FROM up.events ORDER BY sequence`},
-		{"settings", `INSERT INTO main.settings (key, value) SELECT key, value FROM up.settings WHERE key IN ('` + keyChainMaxDepth + `', '` + keyWorkersPaused + `')
+		// Only values the relay would take itself (Settings.Validate): a
+		// hand-off limit past it would let runs hand work off without end,
+		// and one it cannot read would stop it reading its settings.
+		{"settings", `INSERT INTO main.settings (key, value) SELECT key, value FROM up.settings
+			WHERE typeof(value) = 'text' AND (key = '` + keyChainMaxDepth + `' AND value IN (` + chainLimits() + `)
+				OR key = '` + keyWorkersPaused + `' AND value IN ('true', 'false'))
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`},
 	}
 	if has["task_activity.task_id"] {
@@ -91,6 +98,9 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 		res.Counts[s.table] = int(n)
 	}
 	if err := backfill(ctx, tx); err != nil {
+		return err
+	}
+	if res.OpenTasks, err = openTasks(ctx, tx); err != nil {
 		return err
 	}
 	if has["workers.agent_slug"] {
@@ -163,6 +173,38 @@ func copyWorkers(ctx context.Context, tx *sql.Tx, col func(t, n, f string) strin
 	res.Workers = keep
 	res.Counts["workers"] = len(keep)
 	return nil
+}
+
+// openTasks counts, per recipient, the imported tasks that are queued or
+// claimed (a claim's lease ends and the task is run again).
+func openTasks(ctx context.Context, tx *sql.Tx) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT recipient_slug, count(*) FROM main.tasks WHERE status IN ('queued', 'claimed') GROUP BY recipient_slug`)
+	if err != nil {
+		return nil, fmt.Errorf("count the open tasks: %w", err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var slug string
+		var n int
+		if err := rows.Scan(&slug, &n); err != nil {
+			return nil, errors.Join(fmt.Errorf("count the open tasks: %w", err), rows.Close())
+		}
+		out[slug] = n
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("count the open tasks: %w", err)
+	}
+	return out, nil
+}
+
+// chainLimits lists, for SQL, the hand-off limits the relay takes
+// ('0', …, relay.MaxChainLimit).
+func chainLimits() string {
+	out := make([]string, 0, relay.MaxChainLimit+1)
+	for n := 0; n <= relay.MaxChainLimit; n++ {
+		out = append(out, "'"+strconv.Itoa(n)+"'")
+	}
+	return strings.Join(out, ", ")
 }
 
 // jsonStrings decodes a JSON array of strings, or answers it as one string

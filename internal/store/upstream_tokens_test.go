@@ -98,3 +98,52 @@ func TestImportBringsNoCredential(t *testing.T) {
 		t.Error("the planted invite enrolled an agent")
 	}
 }
+
+// Ensure an import widens no limit: a crafted upstream database whose
+// settings set the hand-off limit past what the relay allows (0..10) does
+// not lift it, and one it cannot read does not leave the relay unable to
+// read its settings; a valid value still comes along. Before, the value
+// was copied as it was: a limit of 1000 let runs hand work off 1000 deep,
+// and "abc" made every read of the settings fail (no worker started).
+func TestImportWidensNoLimit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		depth, paused string
+		want          relay.Settings
+	}{
+		{"1000", "true", relay.Settings{MaxChainDepth: relay.DefaultChainLimit, WorkersPaused: true}},
+		{"-1", "yes", relay.Settings{MaxChainDepth: relay.DefaultChainLimit}},
+		{"abc", "false", relay.Settings{MaxChainDepth: relay.DefaultChainLimit}},
+		{" 5", "true", relay.Settings{MaxChainDepth: relay.DefaultChainLimit, WorkersPaused: true}},
+		{"7", "false", relay.Settings{MaxChainDepth: 7}},
+	} {
+		t.Run(tc.depth, func(t *testing.T) {
+			src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+			raw, err := sql.Open("sqlite3", "file:"+src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range map[string]string{"chain.maxDepth": tc.depth, "workers.paused": tc.paused} {
+				if _, err := raw.Exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := raw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(t.TempDir(), "data", "relay.db")
+			if _, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{}); err != nil {
+				t.Fatalf("ImportUpstream: %v", err)
+			}
+			db, err := store.Open(dst, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			got, err := db.Settings(ctx)
+			if err != nil || got.MaxChainDepth != tc.want.MaxChainDepth || got.WorkersPaused != tc.want.WorkersPaused {
+				t.Fatalf("settings after the import: %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

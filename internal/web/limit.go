@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -114,21 +115,34 @@ func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
 // loopbackClient is every loopback address's key in the limiter.
 const loopbackClient = "loopback"
 
-// clientAddr is the client's key in the limiter: the peer's IP address, or
+// clientAddr is the client's key in the limiter: the peer's IPv4
+// address, or the /64 of its IPv6 address (without its zone), or
 // loopbackClient for any loopback address (127.0.0.0/8, ::1, IPv4-mapped),
 // which any process on this computer may pick (`curl --interface
-// 127.0.0.2`): they are one client. Proxy headers are not trusted: behind
-// a proxy every client shares the proxy's budget, which errs on the safe
-// side.
+// 127.0.0.2`): they are one client. A /64 is what one host or network is
+// given, and its interfaces take any address in it, so it is one client
+// too (else one guesser would have 2^64 budgets, and could fill the
+// table). Proxy headers are not trusted: behind a proxy every client
+// shares the proxy's budget, which errs on the safe side.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return loopbackClient
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
 	}
-	return host
+	ip = ip.WithZone("").Unmap()
+	switch {
+	case ip.IsLoopback():
+		return loopbackClient
+	case ip.Is6():
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return ip.String()
 }
 
 // take spends one attempt of addr. When none is left it returns false and

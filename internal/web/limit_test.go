@@ -245,3 +245,39 @@ func FuzzLimiterBounded(f *testing.F) {
 		}
 	})
 }
+
+// Ensure an IPv6 client is its /64, the block a single host or network
+// is given (its interfaces take any address in it, by privacy extensions
+// or by hand): wrong tokens from 2001:db8::1, ::2 and so on share one
+// budget, while another /64 and IPv4 clients keep theirs; an address with
+// a zone counts as its address. Before, each of the 2^64 addresses had a
+// budget of its own, so a relay listening beyond loopback bounded no
+// guesser with a /64, and such a guesser could fill the limiter's table
+// (10,000 addresses), which then refused every new client's sign-in.
+func TestIPv6ClientIsItsSubnet(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"[2001:db8::1]:1", "[2001:db8::ffff:1]:2"},
+		{"[2001:db8:0:7:1:2:3:4]:1", "[2001:db8:0:7::9]:2"},
+		{"[fe80::1%eth0]:1", "[fe80::2%eth1]:2"},
+	} {
+		if a, b := clientAddr(&http.Request{RemoteAddr: tc.a}), clientAddr(&http.Request{RemoteAddr: tc.b}); a != b {
+			t.Errorf("%s and %s are clients %q and %q; want one", tc.a, tc.b, a, b)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"[2001:db8::1]:1", "[2001:db8:0:1::1]:2"},
+		{"192.0.2.1:1", "192.0.2.2:2"},
+		{"[::ffff:192.0.2.1]:1", "[::ffff:192.0.2.2]:2"},
+	} {
+		if a, b := clientAddr(&http.Request{RemoteAddr: tc.a}), clientAddr(&http.Request{RemoteAddr: tc.b}); a == b {
+			t.Errorf("%s and %s are one client %q; want two", tc.a, tc.b, a)
+		}
+	}
+	l, _ := newTestLimiter()
+	for i := range DefaultRateLimit.Burst {
+		l.failToken(&http.Request{RemoteAddr: "[2001:db8::" + strconv.FormatInt(int64(i+1), 16) + "]:40000"}, "guess-"+strconv.Itoa(i))
+	}
+	if spent, _ := l.spent(clientAddr(&http.Request{RemoteAddr: "[2001:db8::beef]:1"})); !spent {
+		t.Error("ten guesses from ten addresses of one /64 left it budget")
+	}
+}

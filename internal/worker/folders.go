@@ -16,10 +16,11 @@ import (
 // that run, naming the path), the working folder is a folder, and no
 // working or extra folder is, holds or lies inside a protected folder (the
 // relay's data folder). It returns the working folder and the extra
-// folders that exist, as they resolve: the run is started in them and
-// given them, so it never follows a link put there between this check and
-// its start. An extra folder that does not exist is left out, with a step
-// in the run log.
+// folders that exist, as they resolve, and keeps where each allowed path
+// leads (r.allowed): the run is started in them and given those very
+// paths (runspec.SandboxRequest.Resolved), so neither it nor the sandbox
+// follows a link put there between this check and its start. An extra
+// folder that does not exist is left out, with a step in the run log.
 //
 // The pins are checked for a worker whose sandbox is on: an unsandboxed
 // run reaches every file of the user's anyway, and a link the user moves
@@ -55,11 +56,14 @@ func (r *runState) folders() (workdir string, extra []string, err error) {
 		}
 		extra = append(extra, real)
 	}
+	r.allowed = map[string]string{}
 	for _, a := range c.AllowPaths {
 		p, _ := relay.CutAllowPath(a)
-		if _, err := realdir.Moved("The allowed path", p, pins[p]); err != nil {
+		now, err := realdir.Moved("The allowed path", p, pins[p])
+		if err != nil {
 			return "", nil, err
 		}
+		r.allowed[p] = now
 	}
 	return workdir, extra, nil
 }

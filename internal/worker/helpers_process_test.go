@@ -266,6 +266,24 @@ func helperMain() int {
 	case "session", "sessiondie", "sessionmute", "sessionhang", "sessionhangearly", "sessionstuck", "sessionstuckearly",
 		"sessionnologin", "sessionnologinstream", "sessionnologinhang":
 		return sessionHelper(mode, prompt)
+	case "plantwait", "waitgone":
+		// Two runs of workers sharing a folder: one plants a hook and
+		// ends once the other has started; the other starts and ends once
+		// the hook is gone (undone after the first).
+		hook := filepath.Join(".git", "hooks", "post-checkout")
+		if mode == "plantwait" {
+			_ = os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755)
+		} else {
+			_ = os.WriteFile("b-started", nil, 0o644)
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			_, started := os.Stat("b-started")
+			_, planted := os.Lstat(hook)
+			if mode == "plantwait" && started == nil || mode == "waitgone" && planted != nil {
+				break
+			}
+		}
+		fmt.Fprintln(out, "Done.")
 	case "remember":
 		fmt.Fprintln(out, "session:sess-1")
 		fmt.Fprintln(out, "Round done.")

@@ -119,6 +119,8 @@ type Manager struct {
 	wg      sync.WaitGroup
 	started bool
 	stopped bool
+	// guarded are the snapshots of the runs under way (guardSet).
+	guarded guardSet
 }
 
 // NewManager returns a stopped Manager.

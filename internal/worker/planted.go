@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/crosschat/crosschat-relay/internal/plantguard"
 	"github.com/crosschat/crosschat-relay/internal/realdir"
@@ -24,6 +25,37 @@ import (
 // guard is the state of a run's writable folders before it.
 type guard []*plantguard.Snapshot
 
+// guardSet are the guards of the runs under way, oldest first. Runs of
+// workers whose folders overlap may run at once: a run's snapshot is
+// taken with them held, and inherits, where its folders overlap theirs,
+// what they kept (plantguard.Snapshot.Inherit), so what one run planted is
+// never taken for the folder's own by another and put back after it. A
+// run's snapshots leave the set when they are restored (or the run ends
+// without starting its CLI). Taking and restoring hold its lock, so no
+// snapshot is taken while another run's restore is half done, and no two
+// restores of a folder run at once.
+type guardSet struct {
+	mu     sync.Mutex
+	active []*plantguard.Snapshot
+}
+
+// release takes g's snapshots out of the set (nothing when they are out
+// already). gs.mu is held.
+func (gs *guardSet) releaseLocked(g guard) {
+	gs.active = slices.DeleteFunc(gs.active, func(s *plantguard.Snapshot) bool { return slices.Contains(g, s) })
+}
+
+// release is releaseLocked with the lock taken: for a run that ends
+// before its CLI starts.
+func (gs *guardSet) release(g guard) {
+	if len(g) == 0 {
+		return
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	gs.releaseLocked(g)
+}
+
 // guardFolders takes the state of the folders the run may write (its
 // working and extra folders, its read-write allowed paths), as they
 // resolve, each once.
@@ -34,7 +66,7 @@ func (r *runState) guardFolders(workdir string, extra []string) (guard, error) {
 	folders := append([]string{workdir}, extra...)
 	for _, a := range r.cfg.AllowPaths {
 		if p, rw := relay.CutAllowPath(a); rw {
-			if real := realdir.Pin(p); isDir(real) {
+			if real, ok := r.allowed[p]; ok && isDir(real) {
 				folders = append(folders, real)
 			}
 		}
@@ -47,6 +79,9 @@ func (r *runState) guardFolders(workdir string, extra []string) (guard, error) {
 		}
 		tops = append(slices.DeleteFunc(tops, func(t string) bool { return realdir.Inside(t, []string{f}) }), f)
 	}
+	gs := &r.w.m.guarded
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
 	var g guard
 	for _, f := range tops {
 		s, err := plantguard.Take(f)
@@ -57,8 +92,12 @@ func (r *runState) guardFolders(workdir string, extra []string) (guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("keep the git configuration and settings of %s for the run: %w", f, err)
 		}
+		for _, older := range gs.active {
+			s.Inherit(older)
+		}
 		g = append(g, s)
 	}
+	gs.active = append(gs.active, g...)
 	return g, nil
 }
 
@@ -71,6 +110,13 @@ func isDir(p string) bool {
 // a warning step in the run log, the relay's log, and the returned text
 // for the answer ("" when the run changed none). undone lists each change.
 func (r *runState) undoPlanted(g guard) (note string, undone []string, errs []error) {
+	if len(g) == 0 {
+		return "", nil, nil
+	}
+	gs := &r.w.m.guarded
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	defer gs.releaseLocked(g)
 	partial := false
 	for _, s := range g {
 		changes, part, err := s.Restore()

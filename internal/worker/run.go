@@ -60,6 +60,10 @@ type runState struct {
 	// workdir is the working folder as it resolves, checked (folders):
 	// the CLI starts in it.
 	workdir string
+	// allowed maps each allowed path, as configured, to where it led when
+	// folders checked it: the sandbox and the plant guard take those, and
+	// resolve none again.
+	allowed map[string]string
 
 	mu       sync.Mutex          // guards reported (the stdout goroutine adds)
 	reported []relay.ChangedFile // files the CLI says it wrote
@@ -235,6 +239,7 @@ func (r *runState) execute(ctx context.Context) (res runResult) {
 		r.endRun(&res)
 		return res
 	}
+	defer r.w.m.guarded.release(kept) // undoPlanted releases them, unless the run ends before
 	if r.cfg.AnySession && r.task.TargetSession != "" {
 		if err := r.pickSession(); err != nil {
 			res.out = fail(err)

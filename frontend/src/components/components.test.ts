@@ -203,6 +203,10 @@ describe("Connect page: invite form → message", () => {
     expect(section.find("h2").text()).toContain("Claude Code plugin");
     expect(section.find('[data-test="plugin-install"]').text()).toBe("crosschat-relay claude-plugin");
     expect(section.text()).toContain("crosschat-relay send");
+    // crosschat-relay claude-plugin runs (or prints) four claude commands:
+    // marketplace add, marketplace update, install and update.
+    expect(section.text()).toContain("prints the four claude plugin commands");
+    expect(section.text()).toContain("from its first turn");
   });
 
   it("requires a title and instructions for a first task", async () => {

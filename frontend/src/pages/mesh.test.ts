@@ -245,14 +245,14 @@ describe("MeshPage trust", () => {
 
 describe("MeshPage NATS credential and account mode", () => {
   it("warns when the relay's NATS credential can delete what the mesh keeps, and not when it is confined", async () => {
-    const { mount: m } = await withStores({ mesh: joined({ credential: { checked: true, can: ["delete streams", "purge streams"] } }) });
+    const { mount: m } = await withStores({ mesh: joined({ credential: { checked: true, listed: true, can: ["delete streams", "purge streams"] } }) });
     const w = m(MeshPage);
     await flushPromises();
     const box = w.find('[data-test="mesh-credential"]');
     expect(box.text()).toContain("can delete streams, purge streams");
     expect(box.text()).toContain("mesh nats-config");
     w.unmount();
-    const { mount: m2 } = await withStores({ mesh: joined({ credential: { checked: true }, embedAuth: "relay keys" }) });
+    const { mount: m2 } = await withStores({ mesh: joined({ credential: { checked: true, listed: true }, embedAuth: "relay keys" }) });
     const ok = m2(MeshPage);
     await flushPromises();
     expect(ok.find('[data-test="mesh-credential"]').exists()).toBe(false);

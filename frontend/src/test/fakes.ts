@@ -321,7 +321,7 @@ export function meshStatus(p: Partial<MeshStatus> = {}): MeshStatus {
     duplicates: 0,
     failures: 0,
     trust: "approval",
-    credential: { checked: false },
+    credential: { checked: false, listed: false },
     strict: false,
     held: [],
     refused: {},

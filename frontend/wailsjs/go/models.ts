@@ -584,6 +584,7 @@ export namespace mesh {
 	    checked: boolean;
 	    can?: string[];
 	    unknown?: string[];
+	    listed: boolean;
 	
 	    static createFrom(source: any = {}) {
 	        return new CredentialCheck(source);
@@ -594,6 +595,7 @@ export namespace mesh {
 	        this.checked = source["checked"];
 	        this.can = source["can"];
 	        this.unknown = source["unknown"];
+	        this.listed = source["listed"];
 	    }
 	}
 	export class HeldInfo {

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// The start banner's commands reach this relay: a relay on another port or
+// data folder names them with its --port/--data-dir (plain, they would print
+// another relay's token, or stop it), and the default one names none.
+func TestBannerCommandsReachThisRelay(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("LOCALAPPDATA", "")
+	def := config.DefaultDataDir(os.LookupEnv)
+	other := filepath.Join(home, "relay b")
+	for _, tc := range []struct {
+		name      string
+		host      string
+		port      int
+		dataDir   string
+		wantFlags string
+	}{
+		{"defaults", "127.0.0.1", config.DefaultPort, def, ""},
+		{"every address", "0.0.0.0", config.DefaultPort, def, ""},
+		{"another port and folder", "127.0.0.1", 4319, other, " --port 4319 --data-dir '" + other + "'"},
+		{"another folder", "127.0.0.1", config.DefaultPort, filepath.Join(home, "relay-c"), " --data-dir " + filepath.Join(home, "relay-c")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printBanner(&b, config.Config{Host: tc.host, Port: tc.port, DataDir: tc.dataDir}, "test")
+			for _, verb := range []string{"token", "quit"} {
+				want := "`crosschat-relay " + verb + tc.wantFlags + "`"
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("the banner lacks %s:\n%s", want, b.String())
+				}
+			}
+		})
+	}
+}

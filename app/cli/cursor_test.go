@@ -1,0 +1,154 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app/cli"
+	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
+)
+
+// The Claude Code plugin starts `channel` in every session, but Claude Code
+// drops its events unless the session was started with development channels
+// (its MCP log says "Channel notifications skipped"), and nothing in the MCP
+// handshake tells the channel which. What the channel sent must therefore
+// still reach the project's monitor (the Monitor tool the plugin's hook has
+// the session start): a task sent while no session was open is printed by
+// the next session's monitor, though that session's channel sent it first.
+// (The channel used to move the project's one cursor past it, so the
+// monitor never printed it and the task waited unseen.)
+func TestChannelLeavesTheMonitorItsTasks(t *testing.T) {
+	e := newEveryday(t)
+	web, api := e.folder(t, "web"), e.folder(t, "api")
+	e.register(t, web)
+	e.register(t, api)
+	t.Chdir(api)
+	out, errs, code := run(t, "send", "web", "Rebase on main")
+	if code != 0 {
+		t.Fatalf("send: exit %d, %q", code, errs)
+	}
+	taskID := strings.TrimSpace(out)
+
+	// A session opens in web: its channel sends the task.
+	t.Chdir(web)
+	runChannel(t, func() string { return taskID })
+
+	// The session's monitor still prints it.
+	ctx, cancel := context.WithCancel(t.Context())
+	var monOut, monErr testkit.Buffer
+	done := make(chan error, 1)
+	go func() { done <- cli.MonitorRun(ctx, []string{"--format", "message"}, &monOut, &monErr) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			t.Errorf("monitor: %v", err)
+		}
+	}()
+	poll.Until(t, "the monitor's line for the task", 10*time.Second, func() bool {
+		return strings.Contains(monOut.String(), `"taskId":"`+taskID+`"`)
+	}, func() string { return fmt.Sprintf("stdout %q\nstderr %q", monOut.String(), monErr.String()) })
+
+	// A second session's channel sends what is new, not the task again
+	// (events come in order, so it would come before the new one).
+	chOut := runChannel(t, func() string {
+		t.Chdir(api)
+		defer t.Chdir(web)
+		out, errs, code := run(t, "send", "web", "Then tag the release")
+		if code != 0 {
+			t.Fatalf("send: exit %d, %q", code, errs)
+		}
+		return strings.TrimSpace(out)
+	})
+	if strings.Contains(chOut, taskID) {
+		t.Fatalf("the second channel sent the first task again:\n%s", chOut)
+	}
+}
+
+// runChannel runs `crosschat-relay channel` in the working folder as Claude
+// Code starts it, with an MCP client's handshake on its standard input;
+// then it calls then, waits for a channel notification naming the task id
+// then returned, closes the channel's input and returns what it printed.
+func runChannel(t *testing.T, then func() string) string {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	noErr(t, err)
+	old := os.Stdin
+	os.Stdin = inR
+	defer func() { os.Stdin = old; inR.Close() }()
+	var out, errb testkit.Buffer
+	done := make(chan int, 1)
+	go func() { done <- cli.Command([]string{"channel"}, "test", &out, &errb) }()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1.332"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+	} {
+		_, err := inW.WriteString(line + "\n")
+		noErr(t, err)
+	}
+	dump := func() string { return fmt.Sprintf("stdout %q\nstderr %q", out.String(), errb.String()) }
+	poll.Until(t, "the channel to list its tools", 10*time.Second, func() bool {
+		return strings.Contains(out.String(), `"id":1`)
+	}, dump)
+	want := then()
+	// The first notification waits 2 s after tools/list (mcp.DefaultChannelSettle).
+	poll.Until(t, "the channel's notification of "+want, 15*time.Second, func() bool {
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, "notifications/claude/channel") && strings.Contains(l, want) {
+				return true
+			}
+		}
+		return false
+	}, dump)
+	noErr(t, inW.Close())
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("channel: exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("channel did not end when its input closed; %s", dump())
+	}
+	return out.String()
+}
+
+// A project's first channel starts where its monitor is: a session that
+// had only the monitor so far does not get the project's past as channel
+// events when it first starts with the channel.
+func TestChannelStartsWhereTheMonitorIs(t *testing.T) {
+	e := newEveryday(t)
+	web, api := e.folder(t, "web"), e.folder(t, "api")
+	e.register(t, web)
+	e.register(t, api)
+	send := func(msg string) string {
+		t.Helper()
+		t.Chdir(api)
+		defer t.Chdir(web)
+		out, errs, code := run(t, "send", "web", msg)
+		if code != 0 {
+			t.Fatalf("send: exit %d, %q", code, errs)
+		}
+		return strings.TrimSpace(out)
+	}
+	old := send("Rebase on main")
+	t.Chdir(web)
+	ctx, cancel := context.WithCancel(t.Context())
+	var monOut, monErr testkit.Buffer
+	done := make(chan error, 1)
+	go func() { done <- cli.MonitorRun(ctx, nil, &monOut, &monErr) }()
+	poll.Until(t, "the monitor's line for the task", 10*time.Second, func() bool {
+		return strings.Contains(monOut.String(), old)
+	}, func() string { return fmt.Sprintf("stdout %q\nstderr %q", monOut.String(), monErr.String()) })
+	cancel()
+	<-done
+
+	chOut := runChannel(t, func() string { return send("Then tag the release") })
+	if strings.Contains(chOut, old) {
+		t.Fatalf("the first channel replayed a task the monitor had shown:\n%s", chOut)
+	}
+}
