@@ -200,7 +200,6 @@ func BenchmarkLifecycle(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/el.Seconds(), "lifecycles/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/lifecycle")
-			b.Log(DbgString())
 			b.ReportMetric(0, "ns/op")
 		})
 	}

@@ -64,9 +64,6 @@ func (n *Node) consumeLoop() {
 		case <-n.ctx.Done():
 			return
 		case m := <-msgs:
-			if n.id.Name == "relay-b" {
-				dbgMark(&dbgT.recv)
-			}
 			batch = append(batch[:0], m)
 		}
 	more:
@@ -93,9 +90,6 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		at  []int
 	)
 	n.applyMu.Lock()
-	dbg.handles.Add(1)
-	dbg.handleMsgs.Add(int64(len(msgs)))
-	tj := time.Now()
 	for i, m := range msgs {
 		o, in := n.judge(m.Data(), false, deliveries(m) >= gapDeliveries)
 		outs[i] = o
@@ -103,17 +97,8 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 			ins, at = append(ins, in), append(at, i)
 		}
 	}
-	dbgAdd(&dbg.judgeNs, tj)
 	if len(ins) > 0 {
-		tb := time.Now()
-		if n.id.Name == "relay-b" {
-			dbgMark(&dbgT.applyStart)
-		}
 		res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
-		if n.id.Name == "relay-b" {
-			dbgMark(&dbgT.applyEnd)
-		}
-		dbgAdd(&dbg.applyNs, tb)
 		for k := range ins {
 			if err != nil { // nothing of the batch was committed
 				outs[at[k]] = retry

@@ -127,7 +127,6 @@ func (n *Node) step(look bool) error {
 	p := &n.pub
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	dbg.flushes.Add(1)
 	err := n.settle()
 	full := n.rescan.Swap(false) || p.more
 	if !look && !full {
@@ -151,15 +150,8 @@ func (n *Node) step(look bool) error {
 	p.more, p.seen = false, head
 	for n.ctx.Err() == nil && p.out() < pubWindow {
 		room := pubWindow - p.out()
-		tq := time.Now()
 		// Not cancelled with the node (a short read): no goroutine watches it.
 		items, qerr := n.opts.Store.PendingOutbox(context.WithoutCancel(n.ctx), relay.OutboxQuery{Limit: room, Skip: n.untrusted(), Busy: p.busy(), Waiting: p.held()})
-		dbgAdd(&dbg.pendingNs, tq)
-		dbg.pubs.Add(int64(len(items)))
-		dbg.queries.Add(1)
-		if len(items) == 0 {
-			dbg.empty.Add(1)
-		}
 		if qerr != nil {
 			return errors.Join(err, qerr)
 		}
@@ -169,9 +161,6 @@ func (n *Node) step(look bool) error {
 			}
 			data, serr := seal(n.id, it.MsgID, it.ToRelay, it.Change)
 			if serr == nil {
-				if n.id.Name == "relay-a" {
-					dbgMark(&dbgT.pub)
-				}
 				_, serr = n.js.PublishAsync(subject(it.ToRelay), data, jetstream.WithMsgID(it.MsgID))
 			}
 			if serr != nil {
