@@ -49,11 +49,11 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 }
 
 // heldFullOutcome is what becomes of an envelope held for reason that found
-// the held list full. The consumer delivers one message at a time, so an
-// envelope left in the stream stops everything after it until it is held:
-// only a relay the operator trusted (pending again after a key change or a
-// rename, its genuine word possibly in it) is waited for that way, until
-// the operator decides. What a relay never trusted, or blocked, sends past
+// the held list full. An envelope left in the stream keeps its place in the
+// consumer's window (consumeWindow) until it is held, and enough of them
+// stop everything after them: only a relay the operator trusted (pending
+// again after a key change or a rename, its genuine word possibly in it)
+// is waited for that way, until the operator decides. What a relay never trusted, or blocked, sends past
 // its share is refused, or any admitted relay could stop this relay's
 // inbox for as long as it liked, and only trusting it would end that.
 func heldFullOutcome(reason string) outcome {
