@@ -64,6 +64,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	if rep.StartupMs > 0 {
 		fmt.Fprintf(tw, "  start-up (Start → /health 200)\t%.1f ms\n", rep.StartupMs)
+	} else if rep.Target.PeerURL != "" {
+		fmt.Fprintf(tw, "  start-up\tnot measured (two relays joining one mesh); memory is the first relay's\n")
 	} else {
 		fmt.Fprintf(tw, "  start-up\tnot measured (relay not started by the bench)\n")
 	}
