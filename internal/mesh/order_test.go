@@ -1,9 +1,11 @@
 package mesh
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,4 +178,50 @@ func rawDB(t *testing.T, r *testRelay) *sql.DB {
 	}
 	t.Cleanup(func() { raw.Close() })
 	return raw
+}
+
+// Ensure a batch whose write fails as a whole (the database locked past
+// the store's busy wait) is acknowledged in none of its messages: they are
+// delivered again, and once the store can write, every task arrives, once.
+func TestBatchWriteFailureIsDeliveredAgain(t *testing.T) {
+	a, b := aliceAndBob(t)
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+	lock, err := rawDB(t, b).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			_, _ = lock.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	const n = 4
+	var ids []string
+	for i := range n {
+		ids = append(ids, post(t, a, "alice", "bob", fmt.Sprintf("Locked %d", i)).ID)
+	}
+	eventually(t, "B failed to write a batch", func() (bool, string) {
+		b.node.mu.Lock()
+		last := b.node.lastErr
+		b.node.mu.Unlock()
+		return strings.HasPrefix(last, "apply: "), last
+	})
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	locked = false
+	for _, id := range ids {
+		arrives(t, b, id)
+	}
+	outboxesEmpty(t, a, b)
+	ts, err := b.svc.ListTasks(ctx, relay.TaskFilter{Agent: "bob", Limit: 50})
+	if err != nil || len(ts) != n {
+		t.Fatalf("B's tasks = %d, %v; want %d, each once", len(ts), err, n)
+	}
 }
