@@ -21,6 +21,7 @@ type dropProxy struct {
 
 	mu      sync.Mutex
 	drop    []byte
+	all     bool // drop every publish to an inbox
 	dropped int
 	conns   []net.Conn
 }
@@ -44,6 +45,14 @@ func (p *dropProxy) arm(marker string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.drop = []byte(marker)
+}
+
+// dropAll makes the proxy drop every publish to an inbox from now on: none
+// is stored, so none is answered.
+func (p *dropProxy) dropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.all = true
 }
 
 // count is how many publishes the proxy dropped.
@@ -122,6 +131,10 @@ func (p *dropProxy) forward(dst io.Writer, src io.Reader) {
 func (p *dropProxy) dropping(subj string, payload []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.all && strings.HasPrefix(subj, subjectPrefix) {
+		p.dropped++
+		return true
+	}
 	if p.drop == nil || !strings.HasPrefix(subj, subjectPrefix) || !bytes.Contains(payload, p.drop) {
 		return false
 	}

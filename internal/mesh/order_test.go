@@ -225,3 +225,40 @@ func TestBatchWriteFailureIsDeliveredAgain(t *testing.T) {
 		t.Fatalf("B's tasks = %d, %v; want %d, each once", len(ts), err, n)
 	}
 }
+
+// Ensure the publisher keeps at most pubWindow messages in flight: with
+// every publish to an inbox lost on the way (so none is answered), a relay
+// with more to send than the window has a window's worth out, the rest
+// waiting in its outbox, however often it is asked to publish.
+func TestPublishWindowIsBounded(t *testing.T) {
+	old := pubWindow
+	pubWindow = 3
+	t.Cleanup(func() { pubWindow = old })
+	srv := startServer(t, t.TempDir(), 0)
+	t.Cleanup(func() { srv.Shutdown() })
+	px := newDropProxy(t, srv.Addr().String())
+	a := startRelay(t, "relay-a", "", srv.ClientURL())
+	b := startRelay(t, "relay-b", "", px.url())
+	aliceMeetsBob(t, a, b)
+	knows(t, b, "alice", "relay-a")
+	px.dropAll()
+	out := func() int {
+		b.node.pub.mu.Lock()
+		defer b.node.pub.mu.Unlock()
+		return b.node.pub.out()
+	}
+	const n = 10
+	for i := range n {
+		post(t, b, "bob", "alice", fmt.Sprintf("Windowed %d", i))
+	}
+	eventually(t, "a window of publishes out", func() (bool, string) {
+		return out() >= pubWindow && px.count() >= pubWindow, fmt.Sprintf("%d out, %d dropped", out(), px.count())
+	})
+	_ = b.node.flush() // asked again: nothing more goes while the window is full
+	if got := out(); got != pubWindow {
+		t.Fatalf("%d publishes in flight; want the window, %d", got, pubWindow)
+	}
+	if depth, err := b.db.OutboxDepth(t.Context()); err != nil || depth != n {
+		t.Fatalf("B's outbox holds %d rows, %v; want all %d (none stored)", depth, err, n)
+	}
+}
