@@ -8,7 +8,7 @@ import (
 )
 
 // This machine, like most, is shared: one run of the bench can land on a
-// busy minute and another on a quiet one. Issue #9's targets are therefore
+// busy minute and another on a quiet one. The performance targets are therefore
 // medians of several runs, and `crosschat-relay bench --rounds N` measures
 // N rounds, each the data folder and then tmpfs, so that a swing of the
 // machine falls on both and on their ratio alike. Rounds holds the figures
@@ -40,11 +40,11 @@ func median(vals []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Rounds is the median of each of issue #9's figures over rounds of the
-// bench. The data folder's figures come from every round's first run and
-// tmpfs's from its second; a figure a round did not measure (no tmpfs run,
-// no parked claims) is left out of that figure, and a figure no round
-// measured is nil.
+// Rounds is the median of each of the performance targets' figures
+// (docs/performance.md) over rounds of the bench. The data folder's figures
+// come from every round's first run and tmpfs's from its second; a figure
+// a round did not measure (no tmpfs run, no parked claims) is left out of
+// that figure, and a figure no round measured is nil.
 type Rounds struct {
 	Rounds int `json:"rounds"`
 

@@ -33,7 +33,7 @@ var homes = map[string]string{
 	"github.com/landlock-lsm/":          "internal/sandbox",
 }
 
-// Ensure the layering of DESIGN.md: relay imports only the standard
+// Ensure the layering of docs/architecture.md: relay imports only the standard
 // library, and none of its edges (net/http, os, database/sql, …); adapters
 // import relay and their own library, never each other (a contract package
 // such as internal/runspec carries what two of them share); only app and

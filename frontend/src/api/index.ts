@@ -165,7 +165,7 @@ export interface Api {
     conversation(taskId: string): Promise<Conversation>;
   };
   settings: { get(): Promise<Settings>; update(s: Settings): Promise<Settings> };
-  /** The mesh of relays over NATS (issue #11); the settings are for this computer only. */
+  /** The mesh of relays over NATS; the settings are for this computer only. */
   mesh: {
     status(): Promise<MeshStatus>;
     agents(): Promise<MeshAgent[]>;

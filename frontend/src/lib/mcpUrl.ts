@@ -1,4 +1,4 @@
-/** Default MCP listener of the desktop app (see DESIGN.md). */
+/** Default MCP listener of the desktop app: loopback, the relay's default port. */
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 4318;
 
