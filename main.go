@@ -11,6 +11,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/cli"
+	"github.com/crosschat/crosschat-relay/app/shell"
 )
 
 //go:embed all:frontend/dist
@@ -37,9 +38,9 @@ func main() {
 	}
 	args := os.Args[1:]
 	switch {
-	case len(args) > 0 && strings.HasPrefix(strings.ToLower(args[0]), app.URLScheme+":"):
+	case len(args) > 0 && strings.HasPrefix(strings.ToLower(args[0]), shell.URLScheme+":"):
 		// A clicked Windows toast: crosschat-relay://task/<id> opens the window on it.
-		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
+		os.Exit(shell.Desktop(args, shell.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
 	case len(args) > 0 && args[0] == "serve":
 		os.Exit(app.Serve(args[1:], assets, version, os.Stdout, os.Stderr))
 	case len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version" || args[0] == "-v" || args[0] == "--help" || args[0] == "-h"):
@@ -48,6 +49,6 @@ func main() {
 		}
 		os.Exit(cli.Command(args, version, os.Stdout, os.Stderr))
 	default:
-		os.Exit(app.Desktop(args, app.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
+		os.Exit(shell.Desktop(args, shell.DesktopOptions{Version: version, Assets: assets, Icon: icon, TrayIcon: trayIcon}, os.Stderr))
 	}
 }

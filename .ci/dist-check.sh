@@ -153,7 +153,7 @@ TOKEN_SUM=$(sha256sum "$DATA/api-token" | cut -d' ' -f1)
 window_check() {
   local whome=$WORK/window wport log=$OUT/window.log pid i mapped=""
   mkdir -p "$whome"; wport=$(free_port)
-  # CROSSCHAT_SELFTEST: the app writes the page's text to this file (app/shell_selftest.go).
+  # CROSSCHAT_SELFTEST: the app writes the page's text to this file (app/selftest.go).
   HOME=$whome XDG_CONFIG_HOME=$whome/.config XDG_DATA_HOME=$whome/.local/share CROSSCHAT_SELFTEST=$whome/page.txt \
     /usr/bin/crosschat-relay --port "$wport" >"$log" 2>&1 &
   pid=$!; PIDS+=("$pid")

@@ -6,10 +6,10 @@ import (
 	"os"
 )
 
-// writeFileAtomic replaces path with b (mode 0600) by writing a sibling
+// WriteFileAtomic replaces path with b (mode 0600) by writing a sibling
 // .tmp file and renaming it over path, so a reader never sees half a file;
 // what names the file in errors.
-func writeFileAtomic(path string, b []byte, what string) error {
+func WriteFileAtomic(path string, b []byte, what string) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -20,11 +20,11 @@ func writeFileAtomic(path string, b []byte, what string) error {
 	return nil
 }
 
-// writeJSONAtomic writes v as indented JSON to path with writeFileAtomic.
-func writeJSONAtomic(path string, v any, what string) error {
+// WriteJSONAtomic writes v as indented JSON to path with WriteFileAtomic.
+func WriteJSONAtomic(path string, v any, what string) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", what, err)
 	}
-	return writeFileAtomic(path, b, what)
+	return WriteFileAtomic(path, b, what)
 }

@@ -128,3 +128,25 @@ func (s *Services) Bound() map[string]any {
 func (s *Services) List() []any {
 	return []any{s.Tasks, s.Agents, s.Invites, s.Overview, s.Events, s.Settings, s.System, s.Workers, s.Mesh, s.Insights}
 }
+
+// SetLaunchArgs makes start at login (System.SetStartAtLogin) repeat the
+// flags the window app was started with.
+func (s *Services) SetLaunchArgs(args []string, dataDir string) {
+	s.System.setLaunchArgs(args, dataDir)
+}
+
+// AttachWindow gives the services the window app's runtime (dialogs, the
+// folder picker) and what System.Show and System.Quit do there.
+func (s *Services) AttachWindow(rt Runtime, show, quit func()) {
+	s.System.setQuit(quit)
+	s.System.setShow(show)
+	s.System.setRuntime(rt)
+}
+
+// TrackFocus starts recording the focus the window's page reports
+// (System.ReportFocus) and returns it.
+func (s *Services) TrackFocus() *Focus {
+	f := &Focus{}
+	s.System.setFocus(f)
+	return f
+}

@@ -28,7 +28,7 @@ type RunInfo struct {
 }
 
 func writeRunFile(dataDir string, info RunInfo) error {
-	return writeJSONAtomic(filepath.Join(dataDir, RunFileName), info, "write run file")
+	return WriteJSONAtomic(filepath.Join(dataDir, RunFileName), info, "write run file")
 }
 
 // ReadRunFile returns the run file of dataDir; ok is false when there is none.

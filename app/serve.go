@@ -96,10 +96,10 @@ func LogPath(cfg config.Config) string {
 	return cfg.LogFile
 }
 
-// prepare parses the flags of the serve or desktop command and opens the
+// Prepare parses the flags of the serve or desktop command and opens the
 // log. When it cannot go on, closer is nil and code is the exit code (0 for
 // --help, 2 for bad flags, 1 for a log file that cannot be opened).
-func prepare(name string, args []string, stdout, stderr io.Writer) (cfg config.Config, log *slog.Logger, closer io.Closer, code int) {
+func Prepare(name string, args []string, stdout, stderr io.Writer) (cfg config.Config, log *slog.Logger, closer io.Closer, code int) {
 	prefix := "crosschat-relay " + name + ":"
 	cfg, err := parseServe(name, args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -123,7 +123,7 @@ func prepare(name string, args []string, stdout, stderr io.Writer) (cfg config.C
 
 // Serve runs `crosschat-relay serve` until SIGINT or SIGTERM.
 func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer) int {
-	cfg, log, closer, code := prepare("serve", args, stdout, stderr)
+	cfg, log, closer, code := Prepare("serve", args, stdout, stderr)
 	if closer == nil {
 		return code
 	}

@@ -23,7 +23,7 @@ type System struct {
 	// autostart is replaced in tests.
 	autostart func() autostarter
 	// focus is the window's focus, for notifications (window app only).
-	focus *focusState
+	focus *Focus
 }
 
 // autostarter is the part of desktop.Autostart System uses.

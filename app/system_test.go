@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +98,6 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestBridgeAccessTable: every exported method of every bound service is
 // classified in bridgeAccess, and every entry names a real method. The

@@ -78,6 +78,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		peerToken  string
 		meshEmbed  string
 		meshJoin   bool
+		profileDir string
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
 	fs.StringVar(&token, "token", "", "admin token of the --url relay (default: env "+config.EnvAPIToken+")")
@@ -100,12 +101,13 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.StringVar(&peerToken, "peer-token", "", "admin token of the --peer-url relay (default: env "+envPeerToken+")")
 	fs.StringVar(&meshEmbed, "mesh-embed", "", "internal: with --relay-child, run NATS inside the relay on this HOST:PORT")
 	fs.BoolVar(&meshJoin, "mesh-join", false, "internal: with --relay-child, join the NATS URL read from the first line of input")
+	fs.StringVar(&profileDir, "cpuprofile", "", "write each child relay's CPU profile over the lifecycle phase into this folder (relay-disk-N.pprof, relay-tmpfs-N.pprof; for go tool pprof)")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if child != "" {
-		return benchChildMesh(child, version, meshEmbed, meshJoin, os.Stdin, stdout, stderr)
+		return benchChildMesh(child, version, profileDir, meshEmbed, meshJoin, os.Stdin, stdout, stderr)
 	}
 	if floorChild != "" {
 		return benchFloorChild(floorChild, os.Stdin, stdout)
@@ -115,6 +117,14 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	}
 	if rounds < 1 || rounds > maxBenchRounds {
 		return fmt.Errorf("%w: bench: --rounds must be 1 to %d", errUsage, maxBenchRounds)
+	}
+	if profileDir != "" && (o.URL != "" || inProcess) {
+		return fmt.Errorf("%w: bench: --cpuprofile profiles the child relays (not --url or --in-process)", errUsage)
+	}
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return fmt.Errorf("bench: --cpuprofile: %w", err)
+		}
 	}
 	if rounds > 1 && (o.URL != "" || inProcess) {
 		return fmt.Errorf("%w: bench: --rounds needs the child relays (not --url or --in-process)", errUsage)
@@ -163,7 +173,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	} else if meshRun {
 		return benchMesh(ctx, o, dataParent, rounds, jsonOut, stdout, stderr)
 	} else {
-		return benchChildren(ctx, o, dataParent, tmpfs, rounds, jsonOut, stdout, stderr)
+		return benchChildren(ctx, o, dataParent, tmpfs, rounds, profileDir, jsonOut, stdout, stderr)
 	}
 	if jsonOut {
 		return rep.WriteJSON(stdout)

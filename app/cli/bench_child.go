@@ -62,7 +62,9 @@ func defaultTmpfs() string {
 // benchChildren measures a child relay in dataParent, then one in tmpfs,
 // rounds times over. The parked claims are measured in every round, on the
 // data folder; the long queues once, in the first.
-func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs string, rounds int, jsonOut bool, stdout, stderr io.Writer) error {
+// With profileDir set, each child relay records its CPU profile over the
+// lifecycle phase into a file there (profileFile).
+func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs string, rounds int, profileDir string, jsonOut bool, stdout, stderr io.Writer) error {
 	folder := dataParent
 	if folder == "" {
 		folder = os.TempDir()
@@ -91,7 +93,11 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 				where = fmt.Sprintf("round %d of %d, %s", round, rounds, where)
 			}
 			fmt.Fprintf(stderr, "bench: === %s ===\n", where)
-			rep, err := benchInChild(ctx, oo, t.folder, stderr)
+			profile := ""
+			if profileDir != "" {
+				profile = profileFile(profileDir, t.label, round)
+			}
+			rep, err := benchInChild(ctx, oo, t.folder, profile, stderr)
 			if err != nil {
 				return fmt.Errorf("bench (%s): %w", where, err)
 			}
@@ -162,29 +168,38 @@ func benchChildren(ctx context.Context, o bench.Options, dataParent, tmpfs strin
 }
 
 // benchInChild starts a child relay in a temporary data dir made in
-// parent, runs the bench against it, stops it and removes the dir.
-func benchInChild(ctx context.Context, o bench.Options, parent string, stderr io.Writer) (*bench.Report, error) {
+// parent, runs the bench against it, stops it and removes the dir. A
+// profile file, when set, gets the child's CPU profile of the lifecycle.
+func benchInChild(ctx context.Context, o bench.Options, parent, profile string, stderr io.Writer) (*bench.Report, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
 	return inBenchDir(parent, func(dir string) (*bench.Report, error) {
-		return benchChildIn(ctx, o, self, dir, stderr)
+		return benchChildIn(ctx, o, self, dir, profile, stderr)
 	})
 }
 
 // benchChildIn runs self as a child relay with its data in dir, runs the
 // bench against it and stops it.
-func benchChildIn(ctx context.Context, o bench.Options, self, dir string, stderr io.Writer) (rep *bench.Report, err error) {
+func benchChildIn(ctx context.Context, o bench.Options, self, dir, profile string, stderr io.Writer) (rep *bench.Report, err error) {
 	t0 := time.Now()
-	relayChild, ready, err := startChild(self, []string{"--relay-child", dir}, "", "child relay", 2, stderr)
+	args := []string{"--relay-child", dir}
+	if profile != "" {
+		args = append(args, "--cpuprofile", profile)
+	}
+	relayChild, ready, err := startChild(self, args, "", "child relay", 2, stderr)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, relayChild.stop()) }()
 	o.URL, o.AdminToken = ready[0], ready[1]
 	o.Startup = time.Since(t0)
-	o.Probe = &childProbe{in: relayChild.in, out: relayChild.out}
+	probe := &childProbe{in: relayChild.in, out: relayChild.out}
+	o.Probe = probe
+	if profile != "" {
+		o.Profiler = childProfiler{probe}
+	}
 	o.SelfCPU = processCPU
 	o.Progress = stderr
 	floor, ready, err := startChild(self, []string{"--floor-child", dir}, "", "floor service", 1, stderr)
@@ -292,16 +307,17 @@ func (p *childProbe) ask(request string) (bench.Sample, error) {
 	return s, nil
 }
 
-// benchChild is the child side: serve a relay on dir, answer samples.
-func benchChild(dir, version string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return benchChildMesh(dir, version, "", false, stdin, stdout, stderr)
+// benchChild is the child side: serve a relay on dir, answer samples, and
+// record a CPU profile into the file profile when asked (bench_profile.go).
+func benchChild(dir, version, profile string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return benchChildMesh(dir, version, profile, "", false, stdin, stdout, stderr)
 }
 
 // benchChildMesh is benchChild in a mesh (bench_mesh.go): with embed, the
 // relay runs NATS on that address; with join, its first line of input is
 // the NATS URL to join (an invite: it stays off the command line). Either
 // way it trusts every relay of the mesh (scratch relays of one bench).
-func benchChildMesh(dir, version, embed string, join bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+func benchChildMesh(dir, version, profile, embed string, join bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	in := bufio.NewReader(stdin)
 	var extra []string
 	switch {
@@ -347,8 +363,20 @@ func benchChildMesh(dir, version, embed string, join bool, stdin io.Reader, stdo
 		return fmt.Errorf("bench child: %w", err)
 	}
 	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
+	prof := &cpuProfile{path: profile}
+	defer func() { err = errors.Join(err, prof.stop()) }()
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
+		if ok, perr := prof.handle(sc.Text()); ok {
+			answer := "ok\n"
+			if perr != nil {
+				answer = "error: " + perr.Error() + "\n"
+			}
+			if _, err := io.WriteString(stdout, answer); err != nil {
+				return fmt.Errorf("bench child: %w", err)
+			}
+			continue
+		}
 		switch sc.Text() {
 		case "sample":
 		case "settled":

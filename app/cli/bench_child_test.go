@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,7 +46,7 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- benchChild(t.TempDir(), "test", stdinR, stdoutW, &stderr) }()
+	go func() { done <- benchChild(t.TempDir(), "test", "", stdinR, stdoutW, &stderr) }()
 	out := bufio.NewReader(stdoutR)
 	line, err := out.ReadString('\n')
 	if err != nil {
@@ -89,5 +91,59 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the bench child did not stop at the end of its input")
+	}
+}
+
+// TestBenchChildProfile: a child relay given --cpuprofile records a CPU
+// profile between the parent's start and stop requests, and its
+// allocations at both (gzipped pprof files); one given none refuses to
+// start recording.
+func TestBenchChildProfile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		profile bool
+	}{{"asked", true}, {"not asked", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := ""
+			if tc.profile {
+				path = filepath.Join(t.TempDir(), "relay.pprof")
+			}
+			stdinR, stdinW := io.Pipe()
+			stdoutR, stdoutW := io.Pipe()
+			var stderr bytes.Buffer
+			done := make(chan error, 1)
+			go func() { done <- benchChild(t.TempDir(), "test", path, stdinR, stdoutW, &stderr) }()
+			out := bufio.NewReader(stdoutR)
+			if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
+				t.Fatalf("first line %q, %v", line, err)
+			}
+			p := childProfiler{&childProbe{in: stdinW, out: out}}
+			err := p.StartCPUProfile(context.Background())
+			if !tc.profile {
+				if err == nil || !strings.Contains(err.Error(), "no --cpuprofile") {
+					t.Fatalf("start without a file: %v, want a refusal", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.StopCPUProfile(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range []string{path, path + ".allocs-start", path + ".allocs"} {
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+						t.Fatalf("%s is not a gzipped pprof file: % x", f, b[:min(len(b), 8)])
+					}
+				}
+			}
+			stdinW.Close()
+			if err := <-done; err != nil {
+				t.Fatalf("bench child: %v\n%s", err, stderr.String())
+			}
+		})
 	}
 }

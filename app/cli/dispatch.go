@@ -59,16 +59,7 @@ type cmdIO struct {
 // URLs are main's). TestVerbHelp checks each has its help in verbTable.
 func dispatch() map[string]verbRunner {
 	return map[string]verbRunner{
-		"version": func(x cmdIO, args []string) error {
-			if len(args) > 0 && isHelpFlag(args[0]) {
-				return &helpError{name: "version"}
-			}
-			if len(args) > 0 {
-				return fmt.Errorf("%w: version takes no arguments, got %q", errUsage, args[0])
-			}
-			fmt.Fprintln(x.stdout, "crosschat-relay", x.version)
-			return nil
-		},
+		"version": func(x cmdIO, a []string) error { return versionCmd(a, x.version, x.stdout) },
 		"help": func(x cmdIO, args []string) error {
 			return helpCmd(args, func(a []string) error { return runCommand(a, x.version, x.stdout, x.stderr) }, x.stdout)
 		},
@@ -81,7 +72,7 @@ func dispatch() map[string]verbRunner {
 		"status":          func(x cmdIO, a []string) error { return statusCmd(a, x.stdout, x.stderr) },
 		"logs":            func(x cmdIO, a []string) error { return logsCmd(a, x.stdout, x.stderr) },
 		"service":         func(x cmdIO, a []string) error { return serviceCmd(a, x.stdout, x.stderr) },
-		"import-upstream": func(x cmdIO, a []string) error { return importCmd(a, x.stdout, x.stderr) },
+		"import-upstream": func(x cmdIO, a []string) error { return importUpstreamCmd(a, x.stdout, x.stderr) },
 		"bench":           func(x cmdIO, a []string) error { return benchCmd(a, x.version, x.stdout, x.stderr) },
 		"mesh":            func(x cmdIO, a []string) error { return meshCmd(a, x.stdout, x.stderr) },
 		"monitor":         func(x cmdIO, a []string) error { return monitorCmd(a, x.stdout, x.stderr) },
@@ -110,34 +101,4 @@ func runCommand(args []string, version string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 	return run(cmdIO{version: version, stdin: os.Stdin, stdout: stdout, stderr: stderr}, args[1:])
-}
-
-// agentsCmd is `crosschat-relay agents add|list`.
-func agentsCmd(args []string, stdout, stderr io.Writer) error {
-	action, rest, err := verbAction("agents", args, "add", "list")
-	if err != nil {
-		return err
-	}
-	if action == "add" {
-		return agentsAdd(rest, stdout, stderr)
-	}
-	return agentsList(rest, stdout, stderr)
-}
-
-// invitesCmd is `crosschat-relay invites create`.
-func invitesCmd(args []string, stdout, stderr io.Writer) error {
-	_, rest, err := verbAction("invites", args, "create")
-	if err != nil {
-		return err
-	}
-	return invitesCreate(rest, stdout, stderr)
-}
-
-// tasksCmd is `crosschat-relay tasks list`.
-func tasksCmd(args []string, stdout, stderr io.Writer) error {
-	_, rest, err := verbAction("tasks", args, "list")
-	if err != nil {
-		return err
-	}
-	return tasksList(rest, stdout, stderr)
 }

@@ -87,6 +87,9 @@ type Options struct {
 	// the lifecycle phase then also reports what the load generator spent
 	// per call, on the same cores as the relay.
 	SelfCPU func() (time.Duration, error)
+	// Profiler, when set, records the relay's CPU profile over the
+	// lifecycle phase.
+	Profiler Profiler
 	// Waiters is how many waiting claims the waiters phase parks at once
 	// (needs Probe); 0 means DefaultWaiters, negative skips the phase.
 	Waiters int
@@ -261,8 +264,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	if o.Profiler != nil {
+		if err := o.Profiler.StartCPUProfile(ctx); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	if rep.Lifecycle, err = r.lifecycle(ctx); err != nil {
 		return nil, err
+	}
+	if o.Profiler != nil {
+		if err := o.Profiler.StopCPUProfile(ctx); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
 	}
 	if o.Peer != nil && o.Peer.Probe != nil {
 		after, err := o.Peer.Probe.Sample(ctx)

@@ -23,6 +23,15 @@ type Probe interface {
 	Settled(ctx context.Context) (Sample, error)
 }
 
+// Profiler records the relay's CPU profile over the lifecycle phase, when
+// the caller asked for one (`bench --cpuprofile`): it is off unless set.
+type Profiler interface {
+	// StartCPUProfile starts recording just before the phase.
+	StartCPUProfile(ctx context.Context) error
+	// StopCPUProfile stops and writes the profile just after it.
+	StopCPUProfile(ctx context.Context) error
+}
+
 // Sample is the relay process's resource use so far.
 type Sample struct {
 	// CPU is the process's user + system CPU time.

@@ -14,7 +14,8 @@ import (
 const module = "github.com/crosschat/crosschat-relay/"
 
 // homes gives each third-party library the one package allowed to import it
-// (besides main and app, the composition root, for Wails).
+// (besides main and the composition root, app and its subpackages, for
+// Wails).
 var homes = map[string]string{
 	"github.com/mattn/go-sqlite3":       "internal/store",
 	"github.com/mark3labs/mcp-go":       "internal/mcp",
@@ -107,7 +108,7 @@ var testOnly = []string{"internal/poll", "internal/testkit", "app/apptest"}
 // import imp, or "" when it may.
 func violation(pkg, imp string) string {
 	std := !strings.Contains(strings.Split(imp, "/")[0], ".")
-	composition := pkg == "." || pkg == "app" || pkg == "app/cli" || pkg == "app/apptest"
+	composition := pkg == "." || pkg == "app" || pkg == "app/cli" || pkg == "app/shell" || pkg == "app/apptest"
 	if std {
 		if pkg == "internal/relay" {
 			for _, e := range edgeStd {
@@ -128,6 +129,8 @@ func violation(pkg, imp string) string {
 		switch {
 		case slices.Contains(testOnly, target):
 			return "only tests import this helper"
+		case target == "app/shell" && pkg != ".":
+			return "only main starts the desktop shell"
 		case pkg == "internal/relay":
 			return "the domain imports only the standard library"
 		case slices.Contains(leaves, target):
@@ -221,6 +224,13 @@ func TestViolation(t *testing.T) {
 		{"app/apptest", module + "internal/config", false},
 		{"app", module + "app/apptest", true},
 		{".", module + "app/apptest", true},
+		{".", module + "app/shell", false},
+		{"app/shell", module + "app", false},
+		{"app/shell", module + "internal/desktop", false},
+		{"app/shell", "github.com/wailsapp/wails/v2/pkg/menu", false},
+		{"app/cli", module + "app/shell", true},
+		{"app", module + "app/shell", true},
+		{"internal/desktop", module + "app/shell", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg+" imports "+tt.imp, func(t *testing.T) {

@@ -20,8 +20,29 @@ import (
 // first error wins and is returned by err, in the style of bufio.Scanner, so a
 // handler reads all its fields and checks once.
 type args struct {
-	fields map[string]json.RawMessage
+	fields argFields
 	first  error
+}
+
+// argFields are the members of an arguments object, in order: a handful,
+// so a slice searched from the end (the last of a repeated key wins, as in
+// json.Unmarshal) rather than a map built for each call.
+type argFields []argField
+
+// argField is one member: its key, decoded, and its value as sent.
+type argField struct {
+	key []byte
+	val json.RawMessage
+}
+
+// lookup returns the value of key, if it is there.
+func (fs argFields) lookup(key string) (json.RawMessage, bool) {
+	for i := len(fs) - 1; i >= 0; i-- {
+		if string(fs[i].key) == key {
+			return fs[i].val, true
+		}
+	}
+	return nil, false
 }
 
 // parseArgs decodes the arguments of a tool call. Missing or null arguments
@@ -32,7 +53,7 @@ func parseArgs(req mcp.CallToolRequest) *args {
 	if a, ok := req.Params.Arguments.(*args); ok {
 		return a
 	}
-	a := &args{fields: map[string]json.RawMessage{}}
+	a := &args{}
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
 		b, err := json.Marshal(req.Params.Arguments)
@@ -50,10 +71,16 @@ func parseArgs(req mcp.CallToolRequest) *args {
 		a.fail("arguments: must be a JSON object.")
 		return a
 	}
-	if err := json.Unmarshal(raw, &a.fields); err != nil {
+	if !json.Valid(raw) {
 		a.fail("arguments: must be a JSON object.")
 		return a
 	}
+	fields, ok := argumentFields(raw)
+	if !ok {
+		a.fail("arguments: must be a JSON object.")
+		return a
+	}
+	a.fields = fields
 	return a
 }
 
@@ -82,7 +109,7 @@ func (a *args) actingAs(p relay.Principal, field string) (string, error) {
 
 // get returns the raw value of field, or nil when it is absent or null.
 func (a *args) get(field string) json.RawMessage {
-	v, ok := a.fields[field]
+	v, ok := a.fields.lookup(field)
 	if !ok {
 		return nil
 	}

@@ -37,7 +37,7 @@ func TestArgsStringsStopsAtItsBound(t *testing.T) {
 			if tc.maxHeap > 0 {
 				limit = relay.MaxCapabilities
 			}
-			a := &args{fields: map[string]json.RawMessage{"caps": json.RawMessage(tc.raw)}}
+			a := &args{fields: argFields{{key: []byte("caps"), val: json.RawMessage(tc.raw)}}}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			got := a.strings("caps", nil, limit)

@@ -18,7 +18,7 @@ func LeanServes(h http.Handler, hdr http.Header, body []byte) bool {
 
 // EncodeLean is the lean path's encoding of a tools/call answer.
 func EncodeLean(id any, res *mcp.CallToolResult) ([]byte, error) {
-	return encodeResponse(id, res, mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res))
+	return encodeResponse(nil, id, res, mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res))
 }
 
 // Success, SuccessWrapped and ErrorResult are the tools' result builders.

@@ -8,13 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // answerCall is the HTTP status and body answering the call with what its
-// tool returned.
-func answerCall(c leanCall, res *mcp.CallToolResult, err error) (int, []byte) {
+// tool returned, the body appended to dst.
+func answerCall(dst []byte, c leanCall, res *mcp.CallToolResult, err error) (int, []byte) {
 	var resp mcp.JSONRPCMessage
 	switch {
 	case err != nil:
@@ -26,71 +27,71 @@ func answerCall(c leanCall, res *mcp.CallToolResult, err error) (int, []byte) {
 	default:
 		resp = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(c.id), res)
 	}
-	b, err := encodeResponse(c.id, res, resp)
+	b, err := encodeResponse(dst, c.id, res, resp)
 	if err != nil {
-		return http.StatusInternalServerError, []byte("encode response: " + err.Error())
+		return http.StatusInternalServerError, append(dst, "encode response: "+err.Error()...)
 	}
 	return http.StatusOK, b
 }
 
-// encodeResponse is json.NewEncoder(w).Encode(resp), as mcp-go writes it.
-// The common result (one plain text content, raw structured content) is
-// written directly; the rest goes through encoding/json.
-func encodeResponse(id any, res *mcp.CallToolResult, resp mcp.JSONRPCMessage) ([]byte, error) {
-	if b, ok := encodeResult(id, res); ok {
+// encodeResponse appends json.NewEncoder(w).Encode(resp) to dst, as mcp-go
+// writes it. The common result (one plain text content, raw structured
+// content) is written directly; the rest goes through encoding/json.
+func encodeResponse(dst []byte, id any, res *mcp.CallToolResult, resp mcp.JSONRPCMessage) ([]byte, error) {
+	if b, ok := encodeResult(dst, id, res); ok {
 		return b, nil
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	return append(b, '\n'), nil
+	return append(append(dst, b...), '\n'), nil
 }
 
 // encodeResult writes {"jsonrpc":"2.0","id":…,"result":{"content":[{"type":
 // "text","text":…}],"isError"?:true,"structuredContent":…}} and a newline,
 // with encoding/json's escaping (HTML characters, U+2028, U+2029), for a
 // result with exactly one plain text content and raw or no structured
-// content. ok is false for any other result. The id and the text are
-// encoded in a pooled buffer, so the answer is the one allocation.
-func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
+// content, appended to dst. ok is false for any other result. The id and
+// the text are encoded in a pooled buffer.
+func encodeResult(dst []byte, id any, res *mcp.CallToolResult) ([]byte, bool) {
 	if res == nil || res.Meta != nil || res.ResultType != "" || len(res.InputRequests) > 0 || res.RequestState != "" ||
 		len(res.RawStructuredContent) > 0 || len(res.Content) != 1 {
-		return nil, false
+		return dst, false
 	}
 	text, ok := res.Content[0].(mcp.TextContent)
 	if !ok || text.Annotations != nil || text.Meta != nil || text.Type != "text" {
-		return nil, false
+		return dst, false
 	}
 	var structured string
 	switch sc := res.StructuredContent.(type) {
 	case nil:
 	case compactRaw:
 		if sc == "" {
-			return nil, false
+			return dst, false
 		}
 		structured = htmlEscape(string(sc))
 	case json.RawMessage:
 		var b bytes.Buffer
 		if json.Compact(&b, sc) != nil {
-			return nil, false
+			return dst, false
 		}
 		structured = htmlEscape(b.String())
 	default:
 		b, err := json.Marshal(sc)
 		if err != nil {
-			return nil, false
+			return dst, false
 		}
 		structured = string(b)
 	}
 	e := getEncoder(true)
 	defer e.put()
 	if e.enc.Encode(id) != nil {
-		return nil, false
+		return dst, false
 	}
 	idEnd := e.buf.Len() - 1 // Encode ends each value with a newline
 	if e.enc.Encode(text.Text) != nil {
-		return nil, false
+		return dst, false
 	}
 	enc := e.buf.Bytes()
 	idJSON, textJSON := enc[:idEnd], enc[idEnd+1:len(enc)-1]
@@ -108,7 +109,7 @@ func encodeResult(id any, res *mcp.CallToolResult) ([]byte, bool) {
 	if res.StructuredContent != nil {
 		n += len(sc) + len(structured)
 	}
-	out := make([]byte, 0, n)
+	out := slices.Grow(dst, n)
 	out = append(out, head...)
 	out = append(out, idJSON...)
 	out = append(out, content...)

@@ -1,32 +1,111 @@
 package mcp
 
-// The lean path's JSON envelope scanner (lean.go): it checks a tools/call
-// body's keys and numbers without decoding it.
+// The lean path's JSON envelope scanner (lean.go): it reads a tools/call
+// body's members and checks its numbers without decoding it into values.
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// envelopeKeysOnly reports whether the valid JSON body is an object whose
-// keys are only jsonrpc, id, method and params, and whose params, when an
-// object, has only name and arguments: each spelled exactly, without
-// escapes.
-func envelopeKeysOnly(body []byte) bool {
-	return objectMembers(body, func(key, val []byte) bool {
+// leanEnvelope is a tools/call body's members as the lean path reads them:
+// the strings decoded, id and arguments as written (nil when absent).
+type leanEnvelope struct {
+	jsonrpc, method, name string
+	id, arguments         json.RawMessage
+	params                bool // params is an object
+}
+
+// readEnvelope reads the valid JSON body as json.Unmarshal would decode it
+// into the envelope's struct (jsonrpc, id, method, params: {name,
+// arguments}), without reflection or copies. It reports false for anything
+// the lean path leaves to mcp-go: a body that is not an object; a key that
+// is not one of the envelope's own, spelled exactly and without escapes
+// (encoding/json would also match other spellings); a key given twice; a
+// string member that is not a string or null; params that is not an object.
+func readEnvelope(body []byte) (leanEnvelope, bool) {
+	var (
+		env  leanEnvelope
+		seen uint8 // a bit per key
+	)
+	once := func(bit uint8) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	ok := objectMembers(body, func(key, val []byte) bool {
 		switch string(key) {
-		case "jsonrpc", "id", "method":
-			return true
+		case "jsonrpc":
+			return once(1) && stringOrNull(val, &env.jsonrpc)
+		case "method":
+			return once(2) && stringOrNull(val, &env.method)
+		case "id":
+			env.id = val
+			return once(4)
 		case "params":
-			if val[0] != '{' {
-				return true // null: no params; anything else json.Unmarshal refused
+			if !once(8) || val[0] != '{' {
+				return false // null leaves no params, anything else json.Unmarshal refuses
 			}
-			return objectMembers(val, func(key, _ []byte) bool {
-				return string(key) == "name" || string(key) == "arguments"
+			env.params = true
+			var inner uint8
+			return objectMembers(val, func(key, val []byte) bool {
+				switch string(key) {
+				case "name":
+					if inner&1 != 0 {
+						return false
+					}
+					inner |= 1
+					return stringOrNull(val, &env.name)
+				case "arguments":
+					if inner&2 != 0 {
+						return false
+					}
+					inner |= 2
+					env.arguments = val
+					return true
+				}
+				return false
 			})
 		}
 		return false
 	})
+	return env, ok
+}
+
+// argumentFields reads the members of the valid JSON object raw as
+// json.Unmarshal into a map[string]json.RawMessage decodes them, keys and
+// values sharing raw's bytes.
+func argumentFields(raw []byte) (argFields, bool) {
+	fields := make(argFields, 0, 8)
+	if objectMembers(raw, func(key, val []byte) bool {
+		fields = append(fields, argField{key: key, val: val})
+		return plainJSONString(key)
+	}) {
+		return fields, true
+	}
+	// A key with escapes or invalid UTF-8: as encoding/json decodes it.
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, false
+	}
+	fields = fields[:0]
+	for k, v := range m {
+		fields = append(fields, argField{key: []byte(k), val: v})
+	}
+	return fields, true
+}
+
+// stringOrNull decodes the JSON value v into *s as json.Unmarshal into a
+// string does (null leaves it empty); false for any other type.
+func stringOrNull(v []byte, s *string) bool {
+	if string(v) == "null" {
+		return true
+	}
+	str, ok := jsonString(v)
+	*s = str
+	return ok
 }
 
 // objectMembers calls visit with the key (as written, without its quotes)

@@ -116,9 +116,9 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
-// envelopeKeysRef is envelopeKeysOnly by way of encoding/json: the keys of
-// the object and of its params object (when params is one), decoded, must
-// be among the envelope's.
+// envelopeKeysRef is the key check of readEnvelope by way of
+// encoding/json: the keys of the object and of its params object (when
+// params is one), decoded, must be among the envelope's.
 func envelopeKeysRef(body []byte) bool {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || top == nil {
@@ -146,57 +146,188 @@ func envelopeKeysRef(body []byte) bool {
 	return true
 }
 
-func TestEnvelopeKeysOnly(t *testing.T) {
+// refEnvelope is the envelope as the lean path decoded it with
+// encoding/json before readEnvelope.
+type refEnvelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"params"`
+}
+
+// repeatsKeys reports whether the JSON object b, or its params object,
+// holds a key twice (by way of json.Decoder's tokens).
+func repeatsKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var walk func(depth int) bool
+	walk = func(depth int) bool {
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return false
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			k := tok.(string)
+			if seen[k] {
+				return true
+			}
+			seen[k] = true
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return false
+			}
+			if depth == 0 && k == "params" && bytes.HasPrefix(v, []byte("{")) {
+				inner := json.NewDecoder(bytes.NewReader(v))
+				saved := dec
+				dec = inner
+				rep := walk(1)
+				dec = saved
+				if rep {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(0)
+}
+
+// checkEnvelope fails t when readEnvelope reads the valid JSON body other
+// than encoding/json decodes it, or refuses a body it should take: one with
+// only the envelope's keys, none twice, no escapes, params an object and
+// each member of the type the envelope's struct holds.
+func checkEnvelope(t *testing.T, body []byte) (leanEnvelope, bool) {
+	t.Helper()
+	env, ok := readEnvelope(body) // must not panic, valid or not
+	if !json.Valid(body) {
+		return env, ok
+	}
+	var ref refEnvelope
+	refErr := json.Unmarshal(body, &ref)
+	if ok {
+		switch {
+		case !envelopeKeysRef(body):
+			t.Fatalf("readEnvelope accepts %s, which holds other keys", body)
+		case refErr != nil:
+			t.Fatalf("readEnvelope accepts %s, which encoding/json refuses: %v", body, refErr)
+		case repeatsKeys(body):
+			t.Fatalf("readEnvelope accepts %s, which repeats a key", body)
+		case env.params != (ref.Params != nil):
+			t.Fatalf("readEnvelope accepts %s: params %v, encoding/json's %v", body, env.params, ref.Params)
+		case env.jsonrpc != ref.JSONRPC || env.method != ref.Method || !bytes.Equal(env.id, ref.ID):
+			t.Fatalf("readEnvelope(%s) = %+v, encoding/json decodes %+v", body, env, ref)
+		case env.params && (env.name != ref.Params.Name || !bytes.Equal(env.arguments, ref.Params.Arguments)):
+			t.Fatalf("readEnvelope(%s) = %+v, encoding/json decodes params %+v", body, env, *ref.Params)
+		}
+		return env, ok
+	}
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
+	nullParams := string(top["params"]) == "null" // no params: refused
+	if refErr == nil && !nullParams && envelopeKeysRef(body) && !repeatsKeys(body) && !bytes.Contains(body, []byte(`\`)) {
+		t.Fatalf("readEnvelope refuses %s, which encoding/json decodes with only the envelope's keys", body)
+	}
+	return env, ok
+}
+
+func TestReadEnvelope(t *testing.T) {
 	cases := map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"x":{"y":[1,{"z":"}"}]}}}}`: true,
 		` { "jsonrpc" : "2.0" , "id" : "a\"b}" , "params" : { "name" : "w" } } `:                                          true,
-		`{}`:              true,
-		`{"params":null}`: true,
-		`{"params":{}}`:   true,
+		`{"params":{}}`:                    true,
+		`{"params":{"name":null},"id":[]}`: true,
+		`{}`:                               true, // no params: the caller refuses it
+		`{"params":null}`:                  false,
+		`{"params":[]}`:                    false,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w"},"x":1}`: false,
 		`{"jsonrpc":"2.0","params":{"name":"w","_meta":{}}}`:                         false,
 		`{"Method":"tools/call"}`: false,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"w","Arguments":{}}}`: false,
-		`{"me\u0074hod":"tools/call"}`: false, // an escaped key goes to mcp-go
-		`[]`:                           false,
-		`{"params":,}`:                 false, // not JSON: refused, no panic
-		`{"params":{"name":"w",}}`:     false,
-		`"x"`:                          false,
+		`{"me\u0074hod":"tools/call"}`:             false, // an escaped key goes to mcp-go
+		`{"method":"a","method":"b"}`:              false, // a repeated key goes to mcp-go
+		`{"params":{"name":"a","name":"b"}}`:       false,
+		`{"params":{"arguments":1,"arguments":2}}`: false,
+		`{"jsonrpc":2}`:                            false,
+		`{"params":{"name":true}}`:                 false,
+		`[]`:                                       false,
+		`{"params":,}`:                             false, // not JSON: refused, no panic
+		`{"params":{"name":"w",}}`:                 false,
+		`"x"`:                                      false,
 		`{"params":{"name":"w","arguments":[1,2,{"a":"]}"}]},"id":-1.5e3,"method":"m"}`: true,
+		`{"jsonrpc":"2\u002e0","params":{"name":"\u0077"}}`:                             true,
 	}
 	for body, want := range cases {
-		if got := envelopeKeysOnly([]byte(body)); got != want {
-			t.Errorf("envelopeKeysOnly(%s) = %v, want %v", body, got, want)
-		}
-		if want && !envelopeKeysRef([]byte(body)) {
-			t.Errorf("the reference refuses %s", body)
+		if _, got := checkEnvelope(t, []byte(body)); got != want {
+			t.Errorf("readEnvelope(%s) accepts: %v, want %v", body, got, want)
 		}
 	}
 }
 
-// FuzzEnvelopeKeysOnly: envelopeKeysOnly never panics; it never accepts a
-// valid body encoding/json decodes with other keys, and accepts every valid
-// body without escapes that it decodes with only the envelope's keys.
-func FuzzEnvelopeKeysOnly(f *testing.F) {
+// FuzzReadEnvelope: readEnvelope never panics, reads every valid body it
+// accepts as encoding/json decodes it, and accepts every valid body without
+// escapes that encoding/json decodes with only the envelope's keys, each
+// once and of its type (checkEnvelope).
+func FuzzReadEnvelope(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`,
 		`{"id":"}{","params":{"arguments":["\"",{"a":null}]}}`,
 		`{"JSONRPC":"2.0"}`, `{"a":1}`, `{"params":[1]}`, `{"id":true,"id":false}`,
-		`{"id":,}`, `{"params":{"name"`, `{"a":"\`, `{`,
+		`{"id":,}`, `{"params":{"name"`, `{"a":"\`, `{`, `{"params":{"name":1}}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		got := envelopeKeysOnly([]byte(body)) // must not panic, valid or not
-		if !json.Valid([]byte(body)) {
-			return
-		}
-		ref := envelopeKeysRef([]byte(body))
-		if got && !ref {
-			t.Fatalf("envelopeKeysOnly accepts %s, which holds other keys", body)
-		}
-		if ref && !got && !strings.Contains(body, `\`) {
-			t.Fatalf("envelopeKeysOnly refuses %s, which holds only the envelope's keys", body)
-		}
+		checkEnvelope(t, []byte(body))
 	})
+}
+
+// checkArgumentFields fails t when argumentFields decodes the valid JSON
+// object raw other than json.Unmarshal into a map does.
+func checkArgumentFields(t *testing.T, raw []byte) {
+	t.Helper()
+	var want map[string]json.RawMessage
+	if !json.Valid(raw) || !bytes.HasPrefix(raw, []byte("{")) || json.Unmarshal(raw, &want) != nil {
+		return
+	}
+	got, ok := argumentFields(raw)
+	if !ok {
+		t.Fatalf("argumentFields(%s) refuses it; json.Unmarshal gives %q", raw, want)
+	}
+	keys := map[string]bool{}
+	for _, f := range got {
+		keys[string(f.key)] = true
+	}
+	if len(keys) != len(want) {
+		t.Fatalf("argumentFields(%s) has keys %v; json.Unmarshal gives %q", raw, keys, want)
+	}
+	for k, v := range want {
+		if g, in := got.lookup(k); !in || !bytes.Equal(g, v) {
+			t.Fatalf("argumentFields(%s) looks up %q as %q, json.Unmarshal gives %q", raw, k, g, v)
+		}
+	}
+}
+
+func TestArgumentFields(t *testing.T) {
+	for _, raw := range []string{
+		`{}`, ` { } `, `{"a":1,"b":"x","c":[1,{"d":null}],"e":{"f":"}"}}`, `{"a":1,"a":2}`,
+		`{"\u0061":1,"a":2}`, `{"a":2,"\u0061":1}`, "{\"\xff\":1,\"\xfe\":2}", `{"a\"b":true}`,
+		`{ "a" : "spaced" , "b" :false }`,
+	} {
+		checkArgumentFields(t, []byte(raw))
+	}
+}
+
+// FuzzArgumentFields: argumentFields decodes every valid JSON object as
+// json.Unmarshal into a map does.
+func FuzzArgumentFields(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":[2]}`, `{"\u00e9":"x"}`, "{\"\xff\":1}", `{"a":{"b":"}"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) { checkArgumentFields(t, []byte(raw)) })
 }

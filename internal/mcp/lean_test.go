@@ -100,6 +100,12 @@ func TestLeanPathAnswersAsMCPGo(t *testing.T) {
 		{name: "whitespace around", token: tok, body: " \n" + call("11", "whoami", `{ }`) + "\r\n\t", lean: true},
 		{name: "old protocol header", token: tok, header: map[string]string{"MCP-Protocol-Version": "2025-06-18"}, body: call("12", "whoami", `{}`), lean: true},
 		{name: "content type with charset", token: tok, header: map[string]string{"Content-Type": "application/json; charset=utf-8"}, body: call("13", "whoami", `{}`), lean: true},
+		{name: "escaped envelope strings", token: tok, body: `{"jsonrpc":"2\u002e0","id":"\u0031","method":"tools\/call","params":{"name":"who\u0061mi"}}`, lean: true},
+		{name: "escaped argument key", token: adminToken, body: call("14", "whoami", `{"\u0061gentSlug":"lean-b"}`), lean: true},
+		{name: "repeated argument key", token: adminToken, body: call("15", "whoami", `{"agentSlug":"nobody","agentSlug":"lean-b"}`), lean: true},
+		{name: "argument key not UTF-8", token: tok, body: call("16", "whoami", "{\"\xff\":1}"), lean: true},
+		{name: "string id with escapes", token: tok, body: call(`"\ud83d\ude00\n"`, "whoami", `{}`), lean: true},
+		{name: "negative exponent id", token: tok, body: call("-1.5e-3", "whoami", `{}`), lean: true},
 
 		{name: "huge number in arguments", token: tok, body: call("20", "whoami", `{"x":1e400}`)},
 		{name: "tools/list", token: tok, body: `{"jsonrpc":"2.0","id":21,"method":"tools/list"}`},
@@ -115,6 +121,10 @@ func TestLeanPathAnswersAsMCPGo(t *testing.T) {
 		{name: "not JSON", token: tok, body: `{"jsonrpc":`},
 		{name: "unsupported protocol header", token: tok, header: map[string]string{"MCP-Protocol-Version": "1999-01-01"}, body: call("28", "whoami", `{}`)},
 		{name: "text/plain", token: tok, header: map[string]string{"Content-Type": "text/plain"}, body: call("29", "whoami", `{}`)},
+		{name: "repeated params", token: tok, body: `{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"whoami"},"params":{"name":"list_agents"}}`},
+		{name: "repeated name", token: tok, body: `{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"list_agents","name":"whoami"}}`},
+		{name: "number name", token: tok, body: `{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":1}}`},
+		{name: "id beyond float64", token: tok, body: call("1e400", "whoami", `{}`)},
 	}
 	for _, rq := range reqs {
 		t.Run(rq.name, func(t *testing.T) {

@@ -68,7 +68,7 @@ func registerAgent(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 			Capabilities: a.strings("capabilities", nil, relay.MaxCapabilities),
 			Details:      a.optStr("details"),
 		}
-		if err := checkRunScope(ctx, svc, p, "register_agent", runNever, ""); err != nil {
+		if err := checkRunScope(ctx, svc, p, "register_agent", relay.RunNever, ""); err != nil {
 			return nil, err
 		}
 		slug, err := a.actingAs(p, "slug")
@@ -117,7 +117,7 @@ func heartbeat(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		selfSlug("agentSlug", "the agent that is alive"),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
-		if err := checkRunScope(ctx, svc, p, "heartbeat", runNever, ""); err != nil {
+		if err := checkRunScope(ctx, svc, p, "heartbeat", relay.RunNever, ""); err != nil {
 			return nil, err
 		}
 		slug, err := a.actingAs(p, "agentSlug")

@@ -20,7 +20,7 @@ func readUpdates(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		mcp.WithInteger("limit", mcp.Description("How many updates to return at most (1..100)."), mcp.Min(1), mcp.Max(relay.MaxUpdatesLimit), mcp.DefaultNumber(relay.DefaultReadLimit)),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
-		if err := checkRunScope(ctx, svc, p, "read_updates", runNever, ""); err != nil {
+		if err := checkRunScope(ctx, svc, p, "read_updates", relay.RunNever, ""); err != nil {
 			return nil, err
 		}
 		supplied := a.str("agentSlug")

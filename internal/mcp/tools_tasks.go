@@ -90,7 +90,7 @@ func claimNextTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		leaseParam("How long the task stays yours without renew_task_lease, in seconds (60..86400)."),
 	)
 	return t, handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
-		if err := checkRunScope(ctx, svc, p, "claim_next_task", runNever, ""); err != nil {
+		if err := checkRunScope(ctx, svc, p, "claim_next_task", relay.RunNever, ""); err != nil {
 			return nil, err
 		}
 		supplied := a.str("recipientSlug")
@@ -185,7 +185,7 @@ func renewTaskLease(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkRunScope(ctx, svc, p, "renew_task_lease", runOwnTask, id); err != nil {
+		if err := checkRunScope(ctx, svc, p, "renew_task_lease", relay.ActionRenew.RunScope(), id); err != nil {
 			return nil, err
 		}
 		slug, err := p.ActingSlug("reporterSlug", supplied)
@@ -226,7 +226,7 @@ func reportTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkRunScope(ctx, svc, p, "report_task", runOwnTask, id); err != nil {
+		if err := checkRunScope(ctx, svc, p, "report_task", relay.ActionReport.RunScope(), id); err != nil {
 			return nil, err
 		}
 		if in.ReporterSlug, err = p.ActingSlug("reporterSlug", supplied); err != nil {
@@ -244,7 +244,7 @@ func reportTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 // request_changes: an acting slug, a task id and a required text.
 type taskTextCall func(ctx context.Context, slug, taskID, text string) (relay.Task, error)
 
-func taskTextHandler(svc relay.Service, tool string, rule runRule, slugField, textField, action string, call taskTextCall) server.ToolHandlerFunc {
+func taskTextHandler(svc relay.Service, tool string, scope relay.RunScope, slugField, textField, action string, call taskTextCall) server.ToolHandlerFunc {
 	return handler(func(ctx context.Context, p relay.Principal, a *args) (*mcp.CallToolResult, error) {
 		supplied := a.str(slugField)
 		rawID := a.str("taskId")
@@ -260,7 +260,7 @@ func taskTextHandler(svc relay.Service, tool string, rule runRule, slugField, te
 		if err != nil {
 			return nil, err
 		}
-		if err := checkRunScope(ctx, svc, p, tool, rule, id); err != nil {
+		if err := checkRunScope(ctx, svc, p, tool, scope, id); err != nil {
 			return nil, err
 		}
 		slug, err := p.ActingSlug(slugField, supplied)
@@ -283,7 +283,7 @@ func releaseTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The claimed task."),
 		longTextParam("reason", "Why you are giving it back."),
 	)
-	return t, taskTextHandler(svc, "release_task", runOwnTask, "reporterSlug", "reason", "release", svc.ReleaseTask)
+	return t, taskTextHandler(svc, "release_task", relay.ActionRelease.RunScope(), "reporterSlug", "reason", "release", svc.ReleaseTask)
 }
 
 func getTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -303,7 +303,7 @@ func getTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkRunScope(ctx, svc, p, "get_task", runConversation, id); err != nil {
+		if err := checkRunScope(ctx, svc, p, "get_task", relay.ActionRead.RunScope(), id); err != nil {
 			return nil, err
 		}
 		slug, err := p.ActingSlug("requesterSlug", supplied)
@@ -326,7 +326,7 @@ func cancelTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The task to cancel."),
 		longTextParam("reason", "Why it is cancelled; the recipient sees it."),
 	)
-	return t, taskTextHandler(svc, "cancel_task", runConversation, "senderSlug", "reason", "cancel", svc.CancelTask)
+	return t, taskTextHandler(svc, "cancel_task", relay.ActionCancel.RunScope(), "senderSlug", "reason", "cancel", svc.CancelTask)
 }
 
 func requeueTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -337,7 +337,7 @@ func requeueTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The blocked task."),
 		longTextParam("note", "How the blocker was resolved, or what to do now."),
 	)
-	return t, taskTextHandler(svc, "requeue_task", runConversation, "senderSlug", "note", "requeue", svc.RequeueTask)
+	return t, taskTextHandler(svc, "requeue_task", relay.ActionRequeue.RunScope(), "senderSlug", "note", "requeue", svc.RequeueTask)
 }
 
 func requestChanges(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
@@ -348,7 +348,7 @@ func requestChanges(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		taskIDParam("The completed task."),
 		longTextParam("note", "What to change."),
 	)
-	return t, taskTextHandler(svc, "request_changes", runConversation, "senderSlug", "note", "request changes on", svc.RequestChanges)
+	return t, taskTextHandler(svc, "request_changes", relay.ActionRequestChanges.RunScope(), "senderSlug", "note", "request changes on", svc.RequestChanges)
 }
 
 // taskOut gives a task's lists as empty arrays rather than null.

@@ -90,9 +90,31 @@ type Metrics struct {
 	runsFinished *prometheus.CounterVec
 
 	claims atomic.Int64 // claim_next_task calls in progress
+	tools  sync.Map     // tool name → *toolSeries, made at its first call
 
 	mu      sync.Mutex
 	workers map[string]workerSeen
+}
+
+// toolSeries are a tool's in-flight gauge and duration histogram, looked up
+// once rather than by label on every call (hashing the label and finding
+// the series was 1 % of the relay's CPU under load). Its error counter is
+// looked up when a call fails, so that it is not shown before one has.
+type toolSeries struct {
+	inFlight prometheus.Gauge
+	seconds  prometheus.Observer
+}
+
+// series returns tool's series.
+func (m *Metrics) series(tool string) *toolSeries {
+	if s, ok := m.tools.Load(tool); ok {
+		return s.(*toolSeries)
+	}
+	s, _ := m.tools.LoadOrStore(tool, &toolSeries{
+		inFlight: m.toolInFlight.WithLabelValues(tool),
+		seconds:  m.toolSeconds.WithLabelValues(tool),
+	})
+	return s.(*toolSeries)
 }
 
 // workerSeen is what Metrics last saw of a worker, to count runs once.
@@ -155,7 +177,7 @@ func (m *Metrics) ToolStarted(tool string) {
 	if tool == claimTool {
 		m.claims.Add(1)
 	}
-	m.toolInFlight.WithLabelValues(tool).Inc()
+	m.series(tool).inFlight.Inc()
 }
 
 // ToolFinished records a finished tool call: its duration and whether it
@@ -164,8 +186,9 @@ func (m *Metrics) ToolFinished(tool string, elapsed time.Duration, failed bool) 
 	if tool == claimTool {
 		m.claims.Add(-1)
 	}
-	m.toolInFlight.WithLabelValues(tool).Dec()
-	m.toolSeconds.WithLabelValues(tool).Observe(elapsed.Seconds())
+	s := m.series(tool)
+	s.inFlight.Dec()
+	s.seconds.Observe(elapsed.Seconds())
 	if failed {
 		m.toolErrors.WithLabelValues(tool).Inc()
 	}

@@ -99,14 +99,14 @@ type PushSource interface {
 	// PushCursor is the newest push sequence: a stream that starts "now"
 	// resumes after it.
 	PushCursor(ctx context.Context) (int64, error)
-	// PushEvents returns the agent's push events after the cursor, oldest
-	// first, at most limit (clamped to 1..DefaultPushBatch).
-	PushEvents(ctx context.Context, slug string, after int64, limit int) (PushBatch, error)
-	// SessionPushEvents is PushEvents for one live session of the agent
-	// (s.ID set; s.Name optional): it leaves out the updates on tasks
-	// another session of the agent posted (Task.ReplySession) and the
-	// tasks meant for another session (Task.TargetSession naming neither
-	// s.ID nor s.Name). The cursor still passes over them.
+	// SessionPushEvents returns the push events of agent s.AgentSlug after
+	// the cursor, oldest first, at most limit (clamped to
+	// 1..DefaultPushBatch): all of them when s.ID is "". For one live
+	// session of the agent (s.ID set; s.Name optional) it leaves out the
+	// updates on tasks another session of the agent posted
+	// (Task.ReplySession) and the tasks meant for another session
+	// (Task.TargetSession naming neither s.ID nor s.Name). The cursor
+	// still passes over them.
 	SessionPushEvents(ctx context.Context, s LiveSession, after int64, limit int) (PushBatch, error)
 	// SeeLiveSession records that the agent's session s has its push
 	// stream open now (its name too, when s.Name is set): it is live for

@@ -8,7 +8,8 @@ import (
 // TaskStatus is the state of a task.
 type TaskStatus string
 
-// Task states. See the transition table in the README.
+// Task states. Which action each allows, and to whom, is CanAct
+// (lifecycle.go); docs/agents.md has the transition table.
 const (
 	StatusQueued    TaskStatus = "queued"
 	StatusClaimed   TaskStatus = "claimed"

@@ -302,6 +302,56 @@ func (in ReportInput) Validate() (ReportInput, error) {
 	return in, c.err
 }
 
+// Validate checks and normalizes a claim: the recipient and the senders
+// normalized, the lease in seconds (0 is DefaultLeaseSeconds), Via set
+// (ViaChat when empty), the live session's id trimmed. A claim through a
+// live session leaves the tasks aimed at the agent's other live sessions
+// to them, like an unbound worker's: LeaveLiveSessions is set with Session.
+// An empty non-nil FromSenders stays non-nil: it claims nothing.
+func (in ClaimInput) Validate() (ClaimInput, error) {
+	var err error
+	if in.RecipientSlug, err = NormalizeSlug("recipientSlug", in.RecipientSlug); err != nil {
+		return in, err
+	}
+	if in.LeaseSeconds, err = LeaseSeconds("leaseSeconds", in.LeaseSeconds); err != nil {
+		return in, err
+	}
+	switch in.Via {
+	case "":
+		in.Via = ViaChat
+	case ViaChat, ViaWorker:
+	default:
+		return in, Errorf(EInvalidRequest, "via: must be %q or %q.", ViaChat, ViaWorker)
+	}
+	if len(in.FromSenders) > MaxWorkerSenders {
+		return in, Errorf(EInvalidRequest, "fromSenders: at most %d entries (got %d).", MaxWorkerSenders, len(in.FromSenders))
+	}
+	if len(in.ForSessions) > MaxClaimSessions {
+		return in, Errorf(EInvalidRequest, "forSessions: at most %d entries (got %d).", MaxClaimSessions, len(in.ForSessions))
+	}
+	for _, s := range in.ForSessions {
+		if len(s) > MaxTargetSession {
+			return in, Errorf(EInvalidRequest, "forSessions: an entry is over %d bytes.", MaxTargetSession)
+		}
+	}
+	if in.FromSenders != nil {
+		senders := make([]string, 0, len(in.FromSenders))
+		for _, s := range in.FromSenders {
+			n, err := NormalizeSlug("fromSenders", s)
+			if err != nil {
+				return in, err
+			}
+			senders = append(senders, n)
+		}
+		in.FromSenders = senders
+	}
+	if in.Session, err = LiveSessionID("session", in.Session); err != nil {
+		return in, err
+	}
+	in.LeaveLiveSessions = in.LeaveLiveSessions || in.Session != ""
+	return in, nil
+}
+
 // Validate checks and normalizes an invite.
 func (in InviteInput) Validate() (InviteInput, error) {
 	var c checker

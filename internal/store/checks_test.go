@@ -239,7 +239,7 @@ func TestMigrationChainsChecks(t *testing.T) {
 	wantCode(t, err, relay.ETooManyOpenTasks)
 
 	e.mustClaim("bob")
-	batch, err := e.db.PushEvents(e.ctx, "ann", 0, 10)
+	batch, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: "ann"}, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func TestPushEventsCarryConversation(t *testing.T) {
 		{"ann", relay.PushTask, child.ID},
 		{"bob", relay.EventTaskClaimed, child.ID},
 	} {
-		batch, err := e.db.PushEvents(e.ctx, tc.agent, 0, 100)
+		batch, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: tc.agent}, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

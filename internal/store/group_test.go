@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -330,4 +331,45 @@ func TestWriteStatsTimeTheWriter(t *testing.T) {
 		t.Errorf("a refused write: %d more batches, committing +%s; want none and none",
 			refused.Batches-after.Batches, refused.Committing-after.Committing)
 	}
+}
+
+// TestRunnableWritersJoinTheBatch: callers that become runnable while a
+// batch is open (here, woken by its first write) join it before it
+// commits, instead of each waiting for a batch of its own. With one
+// processor they can run only when the writer yields it; the scheduler
+// may pick the writer first now and then, so one attempt in several must
+// take them all.
+func TestRunnableWritersJoinTheBatch(t *testing.T) {
+	db := openGroup(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ctx := context.Background()
+	const writers, attempts = 4, 10
+	var got []WriteStats
+	for range attempts {
+		wake := make(chan struct{})
+		errs := make(chan error, writers)
+		for range writers {
+			go func() {
+				<-wake
+				_, err := db.Heartbeat(ctx, "alice")
+				errs <- err
+			}()
+		}
+		before := db.WriteStats()
+		if err := db.write(ctx, "wake the writers", func(*tx) error { close(wake); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := db.WriteStats()
+		d := WriteStats{Batches: after.Batches - before.Batches, Writes: after.Writes - before.Writes}
+		if d.Batches == 1 && d.Writes == writers+1 {
+			return
+		}
+		got = append(got, d)
+	}
+	t.Fatalf("in %d attempts the %d woken writers never joined the batch that woke them: batches and writes %v", attempts, writers, got)
 }

@@ -27,6 +27,9 @@ import (
 var prepared struct {
 	mu   sync.Mutex
 	seen []string
+	// savepoints counts the SAVEPOINT, RELEASE and ROLLBACK TO statements
+	// prepared, which seen leaves out.
+	savepoints int
 }
 
 const watchedDriver = "sqlite3-watched"
@@ -46,6 +49,11 @@ func init() {
 			// batches) is no hot statement; only the statements that do
 			// the work are watched.
 			checkpoint := action == sqlite3.SQLITE_PRAGMA && a == "wal_checkpoint"
+			if action == sqlite3.SQLITE_SAVEPOINT {
+				prepared.mu.Lock()
+				prepared.savepoints++
+				prepared.mu.Unlock()
+			}
 			if action != sqlite3.SQLITE_TRANSACTION && action != sqlite3.SQLITE_SAVEPOINT && !checkpoint {
 				name, ok := authorizerActions[action]
 				if !ok {
@@ -210,7 +218,7 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			if got, err := db.GetTask(ctx, "sender", id); err != nil || got.ID != id {
 				t.Fatalf("get task = %+v, %v", got, err)
 			}
-			if b, err := db.PushEvents(ctx, "worker", 0, 10); err != nil || len(b.Events) == 0 {
+			if b, err := db.SessionPushEvents(ctx, relay.LiveSession{AgentSlug: "worker"}, 0, 10); err != nil || len(b.Events) == 0 {
 				t.Fatalf("push events = %+v, %v", b, err)
 			}
 		}},

@@ -54,19 +54,15 @@ func (db *DB) PushCursor(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
-// PushEvents returns slug's push events after the cursor, oldest first (at
-// most limit, clamped to 1..relay.DefaultPushBatch). The batch's cursor is
-// the last event's sequence, or after when there is none. MayHaveMissed is
-// set when rows after the cursor were already trimmed.
-func (db *DB) PushEvents(ctx context.Context, slug string, after int64, limit int) (relay.PushBatch, error) {
-	return db.SessionPushEvents(ctx, relay.LiveSession{AgentSlug: slug}, after, limit)
-}
-
-// SessionPushEvents is PushEvents for the live session s of s.AgentSlug
-// (all of the agent's events when s.ID is ""): updates on tasks posted
+// SessionPushEvents returns the push events of s.AgentSlug after the cursor,
+// oldest first (at most limit, clamped to 1..relay.DefaultPushBatch). The
+// batch's cursor is the last event's sequence, or after when there is
+// none; MayHaveMissed is set when rows after the cursor were already
+// trimmed; More is set when limit rows were read. For a live session (s.ID
+// set; all of the agent's events when s.ID is "") updates on tasks posted
 // through another session (reply_session) and tasks meant for another
 // session (target_session naming neither s.ID nor s.Name) are left out, and
-// the cursor passes over them. More is set when limit rows were read.
+// the cursor passes over them.
 func (db *DB) SessionPushEvents(ctx context.Context, s relay.LiveSession, after int64, limit int) (relay.PushBatch, error) {
 	slug, err := relay.NormalizeSlug("agentSlug", s.AgentSlug)
 	if err != nil {

@@ -53,7 +53,7 @@ func TestPushStreamTrim(t *testing.T) {
 			t.Errorf("after sequence %d: oldest %d, %d rows; want %d and %d", tc.upTo, oldest, rows, tc.oldest, tc.rows)
 		}
 	}
-	b, err := e.db.PushEvents(e.ctx, "bob", 150, 10)
+	b, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: "bob"}, 150, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestPushStreamTrim(t *testing.T) {
 // pushKinds reads slug's push events after the cursor as "kind title".
 func pushKinds(t *testing.T, e *env, slug string, after int64) []string {
 	t.Helper()
-	b, err := e.db.PushEvents(e.ctx, slug, after, 100)
+	b, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: slug}, after, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestSessionPushEvents(t *testing.T) {
 	if len(b.Events) != 0 || !b.More || b.Cursor == 0 {
 		t.Fatalf("s-3's first 2 rows: %d events, more %v, cursor %d; want none, more, cursor past them", len(b.Events), b.More, b.Cursor)
 	}
-	full, err := e.db.PushEvents(e.ctx, "alice", 0, 2)
+	full, err := e.db.SessionPushEvents(e.ctx, relay.LiveSession{AgentSlug: "alice"}, 0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,32 +100,3 @@ func (db *DB) UpdateSettings(ctx context.Context, s relay.Settings) (relay.Setti
 	})
 	return out, err
 }
-
-// countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
-// SQLite use the small partial index of open tasks (migrations 0011 and
-// 0012), or fail if it is gone, rather than walk every task the sender
-// ever sent; the status condition is the index's own, word for word.
-func countOpenSQL(limit int) string {
-	return `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
-		WHERE sender_slug = ? AND (status = 'queued' OR status = 'claimed' OR status = 'blocked')` + limitSQL(limit) + `)`
-}
-
-// checkOpenTasks fails with too_many_open_tasks when sender already has the
-// configured number of open tasks (queued, claimed or blocked), so one
-// sender cannot flood the queue and the database.
-func checkOpenTasks(t *tx, sender string) error {
-	limit, err := intSetting(t.ctx, t.tx, keyMaxOpenTasks, relay.DefaultMaxOpenTasksPerSender)
-	if err != nil {
-		return fmt.Errorf("read open-task cap: %w", err)
-	}
-	var open int
-	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL(limit), sender).Scan(&open); err != nil {
-		return fmt.Errorf("count open tasks of %s: %w", sender, err)
-	}
-	if open >= limit {
-		return relay.Errorf(relay.ETooManyOpenTasks,
-			"You already have %d open tasks, the most one sender may have. Wait for some to finish, or cancel ones that are no longer needed.", limit).
-			WithDetails(map[string]any{"openTasks": open, "limit": limit})
-	}
-	return nil
-}

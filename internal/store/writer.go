@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -148,6 +149,7 @@ func (db *DB) batch(first *writeReq) {
 	spent := func() { db.busy.Add(int64(time.Since(started))) }
 	var (
 		conn   *sql.Conn // the writer connection while a transaction is open
+		saves  *savepoints
 		list   []pending // writes that succeeded in the transaction
 		taken  int
 		broken error // the transaction can no longer commit
@@ -175,7 +177,14 @@ func (db *DB) batch(first *writeReq) {
 				t   *tx
 				err error
 			)
-			t, err, broken = db.runSaved(conn, req)
+			if saves == nil {
+				saves, broken = prepareSavepoints(conn)
+				if broken != nil {
+					req.done <- db.fail(req.op, broken)
+					break
+				}
+			}
+			t, err, broken = db.runSaved(conn, saves, req)
 			if err != nil {
 				req.done <- err
 			} else {
@@ -188,12 +197,15 @@ func (db *DB) batch(first *writeReq) {
 		select {
 		case req = <-db.queue:
 		default:
-			req = nil
+			req = db.joiner()
 		}
 	}
 	if conn == nil {
 		spent()
 		return
+	}
+	if saves != nil {
+		broken = errors.Join(broken, saves.close())
 	}
 	var (
 		epoch    int64
@@ -230,6 +242,23 @@ func (db *DB) batch(first *writeReq) {
 	spent()
 	for _, p := range list {
 		p.req.done <- nil
+	}
+}
+
+// joiner yields the writer's processor once, when no write is waiting, and
+// returns a write that arrived meanwhile (nil if none did). Callers that are
+// runnable then (their requests just read, or their previous writes just
+// answered, and about to write again) reach the queue and join the open
+// batch instead of each waiting for a batch of its own: its BEGIN, COMMIT
+// and WAL pages are shared. With nothing else runnable the writer goes on
+// at once, so a lone write is not delayed.
+func (db *DB) joiner() *writeReq {
+	runtime.Gosched()
+	select {
+	case req := <-db.queue:
+		return req
+	default:
+		return nil
 	}
 }
 
@@ -316,17 +345,42 @@ func (db *DB) runFirst(conn *sql.Conn, req *writeReq) (*tx, error) {
 	return nil, db.writeErr(req.op, err)
 }
 
+// savepoints are the SAVEPOINT and RELEASE statements of the writes after
+// a batch's first, prepared once per batch on the writer connection: the
+// driver compiles a statement without arguments again on every run (its
+// statement cache takes only those with arguments), and these two run for
+// every write but a batch's first.
+type savepoints struct{ save, release *sql.Stmt }
+
+// prepareSavepoints prepares the batch's savepoint statements on conn.
+func prepareSavepoints(conn *sql.Conn) (*savepoints, error) {
+	save, err := conn.PrepareContext(context.Background(), "SAVEPOINT w")
+	if err != nil {
+		return nil, fmt.Errorf("prepare savepoint: %w", err)
+	}
+	release, err := conn.PrepareContext(context.Background(), "RELEASE w")
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare release savepoint: %w", err), save.Close())
+	}
+	return &savepoints{save: save, release: release}, nil
+}
+
+// close finalizes the statements, before the transaction ends.
+func (s *savepoints) close() error {
+	return errors.Join(s.save.Close(), s.release.Close())
+}
+
 // runSaved runs a later write of a batch in its own savepoint. It returns
 // the write's state or its error, and broken when the savepoint could not
 // be undone or released (the whole transaction is then lost).
-func (db *DB) runSaved(conn *sql.Conn, req *writeReq) (t *tx, err, broken error) {
+func (db *DB) runSaved(conn *sql.Conn, saves *savepoints, req *writeReq) (t *tx, err, broken error) {
 	t = db.newTx(conn, req)
-	if _, err := conn.ExecContext(t.ctx, "SAVEPOINT w"); err != nil {
+	if _, err := saves.save.ExecContext(t.ctx); err != nil {
 		broken = fmt.Errorf("savepoint: %w", err)
 		return nil, db.fail(req.op, broken), broken
 	}
 	if err = callFn(req.fn, t); err == nil {
-		if _, err := conn.ExecContext(t.ctx, "RELEASE w"); err != nil {
+		if _, err := saves.release.ExecContext(t.ctx); err != nil {
 			db.abandoned(t)
 			broken = fmt.Errorf("release savepoint: %w", err)
 			return nil, db.fail(req.op, broken), broken

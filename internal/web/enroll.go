@@ -7,7 +7,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// enrollResponse is the 201 body of POST /api/enroll (README, "Connect an agent").
+// enrollResponse is the 201 body of POST /api/enroll (docs/agents.md, "Connect an agent").
 type enrollResponse struct {
 	Agent        relay.Agent         `json:"agent"`
 	Token        string              `json:"token"`

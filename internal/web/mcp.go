@@ -19,6 +19,15 @@ const (
 	mcpAllowMethods = "GET, POST, DELETE, OPTIONS"
 )
 
+// The values of the headers every /mcp answer carries, shared by all
+// answers: Header.Set makes a new slice for each value of each answer. A
+// header is only ever replaced or added to, never changed in place, and an
+// Add to a slice without room copies it.
+var (
+	noStoreValue = []string{"no-store"}
+	nosniffValue = []string{"nosniff"}
+)
+
 // unauthorizedMCP is the 401 body of /mcp without a valid bearer token.
 var unauthorizedMCP = errorBody{Error: relay.EUnauthorized, Message: "Send Authorization: Bearer <admin token or per-agent token>."}
 
@@ -26,8 +35,8 @@ var unauthorizedMCP = errorBody{Error: relay.EUnauthorized, Message: "Send Autho
 // request context and hands over to the MCP handler.
 func (h *handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr["Cache-Control"] = noStoreValue
+	hdr["X-Content-Type-Options"] = nosniffValue
 
 	_, originPresent, originOK, _ := h.originAllowed(r)
 	if originPresent && originOK {

@@ -8,7 +8,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// runLoop claims and runs the worker's tasks until ctx ends (README,
+// runLoop claims and runs the worker's tasks until ctx ends (docs/workers.md,
 // "Workers: agents that run unattended"): it idles while paused, holds back
 // while the runs-per-hour limit is reached, waits for a task from the
 // allowed senders, and runs it. It holds claiming while it claims.

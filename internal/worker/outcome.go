@@ -37,7 +37,7 @@ type decideInput struct {
 
 var blockedPrefix = regexp.MustCompile(`(?i)^\s*BLOCKED:`)
 
-// decide turns a CLI's end into a report (README, "Workers: agents that run
+// decide turns a CLI's end into a report (docs/workers.md, "Workers: agents that run
 // unattended"), the one rule for every run: fresh, into a bound session,
 // into the session a task names, and a turn settled from its transcript
 // after a restart. The CLI's own error in place of an answer (its stream

@@ -13,7 +13,7 @@ import (
 )
 
 // Recover cleans up after runs a previous relay process left behind (it
-// crashed or was killed mid-run), per run folder in RunRoot (README,
+// crashed or was killed mid-run), per run folder in RunRoot (docs/workers.md,
 // "Workers: agents that run unattended"): the CLI recorded in its process
 // file (beside the run folder, out of the run's reach) is stopped with its tree, but only if that pid still runs the same
 // program (and, where known, started at the same time), so an unrelated
@@ -121,4 +121,71 @@ func parseProcessFile(s string) (pid int, image, start string) {
 		start = strings.TrimSpace(lines[2])
 	}
 	return pid, image, start
+}
+
+// recoverTurn settles a task whose session turn a previous relay process
+// left running (it crashed or was killed): the answer the session's
+// transcript holds after the turn's request is reported, labelled as
+// recovered; the CLI's own error there blocks the task with its cause
+// (decide); without either the task is blocked as not re-sent. handled is
+// false when the task's claim recorded no turn (a fresh run, or a turn
+// that had not started its CLI): the caller puts it back in the queue.
+func (m *Manager) recoverTurn(ctx context.Context, t relay.Task) (handled bool, err error) {
+	rs, ok, err := m.opts.Relay.RunSession(ctx, t.ID)
+	if err != nil || !ok || rs.RequestToken == "" || rs.ClaimedAt != t.ClaimedAt || m.opts.Sessions == nil {
+		return false, err
+	}
+	label := rs.SessionID
+	if name, _, err := m.opts.Sessions.Find(rs.Harness, rs.SessionID); err == nil {
+		label = sessionLabel(sessionInfo{ID: rs.SessionID, Label: name})
+	}
+	text, rerr := m.opts.Sessions.Recover(rs.Harness, rs.SessionID, rs.RequestToken, claimTime(rs.ClaimedAt))
+	var moved interface{ MovedOn() bool }
+	var out outcome
+	logged := logInterrupted // not re-sent, unless the transcript tells more
+	step := relay.ActivityEntry{Kind: relay.StepEnd, Status: relay.StepFailed}
+	switch {
+	case cliFailure(rerr) != "":
+		// The turn ended in the CLI's own error: a failure, as in a fresh
+		// run, never an answer.
+		out, logged = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), failure: cliFailure(rerr)}), logBlocked
+		step.Text = fmt.Sprintf("The relay restarted during this turn; the transcript of the session %s shows the CLI's own error after this request, so the task is blocked and was not sent again.", label)
+	case errors.As(rerr, &moved) && moved.MovedOn():
+		// A later prompt follows the request: what follows may be another
+		// turn's answer, never reported as this one's.
+		out = movedOnOutcome(label)
+		step.Text = "Stopped: " + out.message
+	case strings.TrimSpace(text) != "":
+		out, logged = decide(decideInput{name: m.opts.Harness.Name(rs.Harness), answer: text}), logBlocked
+		if out.kind == relay.ReportCompleted {
+			logged = logRecovered
+			out = recoveredOutcome(out, whyRestart)
+			if !strings.Contains(text, rs.RequestToken) {
+				out.result += tokenNote(rs.RequestToken)
+			}
+		}
+		step.Text, step.Status = fmt.Sprintf("The relay restarted during this turn; the answer was recovered from the transcript of the session %s (only what it wrote after this request), and the task was not sent again.", label), relay.StepOK
+	default:
+		out = notResentOutcome(label)
+		step.Text = "Stopped: " + out.message
+		if rerr != nil {
+			out.message += fmt.Sprintf(" (Reading the transcript failed: %v.)", rerr)
+		}
+	}
+	out.message = relay.RedactSecrets(out.message, m.opts.Secrets...)
+	out.result = relay.RedactSecrets(out.result, m.opts.Secrets...)
+	var errs []error
+	if _, err := m.opts.Relay.AppendActivity(ctx, t.ID, []relay.ActivityEntry{step}); err != nil {
+		errs = append(errs, fmt.Errorf("note the recovery in the run log: %w", err))
+	}
+	if _, err := m.opts.Relay.ReportTask(ctx, relay.ReportInput{ReporterSlug: t.RecipientSlug, TaskID: t.ID,
+		Kind: out.kind, Message: out.message, Result: out.result}); err != nil {
+		return true, errors.Join(append(errs, fmt.Errorf("report the interrupted turn of %s: %w", t.ID, err))...)
+	}
+	m.logRun(logged, t.RecipientSlug, t.ID, out.message)
+	rs.RequestToken, rs.ClaimedAt = "", ""
+	if err := m.opts.Relay.SaveRunSession(ctx, rs); err != nil {
+		errs = append(errs, fmt.Errorf("clear the turn's request token: %w", err))
+	}
+	return true, errors.Join(errs...)
 }

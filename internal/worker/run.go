@@ -69,7 +69,7 @@ type runState struct {
 	reported []relay.ChangedFile // files the CLI says it wrote
 }
 
-// run runs one claimed task to the end (README, "Workers: agents that run
+// run runs one claimed task to the end (docs/workers.md, "Workers: agents that run
 // unattended") and always leaves the worker not running, with lastRun set.
 // The error is for the loop's log.
 func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Task) error {

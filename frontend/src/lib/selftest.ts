@@ -1,6 +1,6 @@
 // The native window's self-test, for CI (.ci/gui.sh). When the app starts
 // with CROSSCHAT_SELFTEST set, its shell calls window.crosschatSelfTest every
-// second (app/shell_selftest.go), with the route CI asked for. If the window
+// second (app/shell/selftest.go), with the route CI asked for. If the window
 // is elsewhere it goes there; otherwise it reports what the page shows
 // through the bound SelfTest.Report, which is bound in that mode only: the
 // page's text and route, each chart's pixels in a series' colour (a blank
@@ -8,7 +8,7 @@
 // tree's items.
 //
 // A canvas drawn but not shown (WebKitGTK's compositing with hardware
-// acceleration, see app/shell_desktop.go) the page cannot see: CI checks
+// acceleration, see app/shell/desktop.go) the page cannot see: CI checks
 // the screen at the canvases' places (rects, viewport) for that.
 
 /** The theme's tokens the charts draw their series in (components/charts). */

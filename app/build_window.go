@@ -1,7 +1,0 @@
-//go:build dev || production || bindings
-
-package app
-
-// WindowBuild is true in a build with Wails' build tags (wails build, wails
-// dev, wails generate): it opens the desktop window.
-const WindowBuild = true

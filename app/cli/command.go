@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/config"
+)
+
+// Usage is the top-level help: every verb, from the verb table.
+func Usage() string { return topUsage() }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// command is one CLI verb's context: parsed location flags, output mode,
+// the arguments that are not flags, and the writers.
+type command struct {
+	cfg    config.Config
+	json   bool
+	stdout io.Writer
+	stderr io.Writer
+	fs     *flag.FlagSet
+	// args are the arguments that are not flags, at most the verb's
+	// maxArgs (verbTable).
+	args []string
+}
+
+func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
+	env, err := app.Env()
+	if err != nil {
+		return nil, err
+	}
+	c := &command{stdout: stdout, stderr: stderr}
+	c.fs = c.cfg.NewFlagSet(name, env, false, io.Discard)
+	c.fs.Usage = func() {}
+	c.fs.BoolVar(&c.json, "json", false, "print JSON")
+	return c, nil
+}
+
+// parseCommand makes a verb's command, lets flags add the verb's own flags
+// (nil: none) and parses args.
+func parseCommand(name string, args []string, stdout, stderr io.Writer, flags func(fs *flag.FlagSet)) (*command, error) {
+	c, err := newCommand(name, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if flags != nil {
+		flags(c.fs)
+	}
+	if err := c.parse(args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parse parses args into c's flags and c.args (see parseArgs).
+func (c *command) parse(args []string) error {
+	var err error
+	c.args, err = parseArgs(c.fs, args)
+	return err
+}
+
+// parseArgs parses args, whose flags may come before, between or after the
+// verb's arguments (Go's flag package alone stops at the first argument),
+// and returns the arguments. A flag fs does not know, or more arguments
+// than the verb takes (maxArgs in verbTable, by fs's name), is a usage
+// error naming it; -h or --help asks for the verb's help (*helpError).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := fs.Name()
+	v, _ := lookupVerb(name)
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &helpError{name: name, fs: fs}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", errUsage, name, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// After "--" every argument is one, whatever its first character.
+		dashes := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
+		for {
+			if len(pos) == v.maxArgs {
+				return nil, tooMany(v, name, rest[0])
+			}
+			pos = append(pos, rest[0])
+			rest = rest[1:]
+			if !dashes || len(rest) == 0 {
+				break
+			}
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		args = rest
+	}
+}
+
+// tooMany is the usage error for an argument past the verb's last.
+func tooMany(v verb, name, arg string) error {
+	if v.maxArgs == 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, arg)
+	}
+	return fmt.Errorf("%w: %s takes at most %d argument(s) (%s), got %q too", errUsage, name, v.maxArgs, v.args, arg)
+}
+
+func (c *command) client() (*client.Client, error) {
+	token, err := c.cfg.AdminToken(false)
+	if err != nil {
+		return nil, err
+	}
+	host := c.cfg.Host
+	if host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	cfg := c.cfg
+	cfg.Host = host
+	return client.New("http://"+cfg.Addr(), token), nil
+}
+
+func (c *command) call(service, method string, out any, args ...any) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cl.Call(ctx, service, method, out, args...)
+}
+
+// fetch calls a bridge method into out and, with --json, prints out; done
+// says the verb has nothing left to print.
+func (c *command) fetch(service, method string, out any, args ...any) (done bool, err error) {
+	if err := c.call(service, method, out, args...); err != nil {
+		return true, err
+	}
+	if c.json {
+		return true, c.printJSON(out)
+	}
+	return false, nil
+}
+
+// table prints a column-aligned table: the tab-separated header, then the
+// lines rows writes to w.
+func (c *command) table(header string, rows func(w io.Writer)) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	rows(tw)
+	return tw.Flush()
+}
+
+func (c *command) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// report prints a yes-or-no outcome: {key: on} with --json, else the line
+// yes or no.
+func (c *command) report(key string, on bool, yes, no string) error {
+	if c.json {
+		return c.printJSON(map[string]bool{key: on})
+	}
+	if on {
+		fmt.Fprintln(c.stdout, yes)
+	} else {
+		fmt.Fprintln(c.stdout, no)
+	}
+	return nil
+}
+
+// verbAction splits the arguments of a group verb (`service
+// install|uninstall|status`) into the action and what follows it. No
+// action, or -h/--help, asks for the group's help; an unknown action is a
+// usage error that names the actions (an *actionError).
+func verbAction(verb string, args []string, actions ...string) (string, []string, error) {
+	if len(args) > 0 && slices.Contains(actions, args[0]) {
+		return args[0], args[1:], nil
+	}
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		return "", nil, &helpError{name: verb}
+	}
+	got := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		got = args[0]
+	}
+	return "", nil, &actionError{group: verb, actions: actions, got: got}
+}

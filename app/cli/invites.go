@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// invitesCmd is `crosschat-relay invites create`.
+func invitesCmd(args []string, stdout, stderr io.Writer) error {
+	_, rest, err := verbAction("invites", args, "create")
+	if err != nil {
+		return err
+	}
+	return invitesCreate(rest, stdout, stderr)
+}
+
+// invitesCreate is `invites create`: a code and the message to paste.
+func invitesCreate(args []string, stdout, stderr io.Writer) error {
+	var in relay.InviteInput
+	var expires time.Duration
+	var ft relay.FirstTask
+	c, err := parseCommand("invites create", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&in.MaxUses, "uses", 1, "how many agents may enroll with it; 0 for unlimited")
+		fs.DurationVar(&expires, "expires", 24*time.Hour, "how long it is valid: 1h, 24h, 168h (at most 720h)")
+		fs.StringVar(&in.DisplayName, "name", "", "display name given to the agent that enrolls (locked)")
+		fs.StringVar(&in.Role, "role", "", "role given to the agent that enrolls (locked)")
+		fs.StringVar(&in.Label, "label", "", "a note for yourself")
+		fs.StringVar(&ft.Title, "first-task-title", "", "title of a task queued for each agent that enrolls")
+		fs.StringVar(&ft.Instructions, "first-task-instructions", "", "instructions of that first task")
+		fs.IntVar(&ft.Priority, "first-task-priority", 2, "priority of the first task: 1 low, 2 normal, 3 urgent")
+	})
+	if err != nil {
+		return err
+	}
+	in.ExpiresInHours = expires.Hours()
+	if ft.Title != "" || ft.Instructions != "" {
+		in.FirstTask = &ft
+	}
+	var out app.InviteCreated
+	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termSafe(out.Code), termSafeText(out.Message))
+	return nil
+}
