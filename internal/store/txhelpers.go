@@ -220,3 +220,48 @@ func unknownAgent(slug string) error {
 func unknownTask(id string) error {
 	return relay.Errorf(relay.EUnknownTask, "Unknown task “%s”.", id).WithDetails(map[string]any{"taskId": id})
 }
+
+// txMark is how far a write had got in memory: what it will publish, wake
+// and hand over after the commit.
+type txMark struct {
+	changes, wake, agents, parks, handoffs int
+	walk                                   walk
+}
+
+func (t *tx) mark() txMark {
+	return txMark{changes: len(t.changes), wake: len(t.wake), agents: len(t.agents), parks: len(t.parks),
+		handoffs: len(t.handoffs), walk: t.walk}
+}
+
+// undo forgets what the write promised in memory since m: the claims it
+// took for tasks it posted wait again.
+func (t *tx) undo(m txMark) {
+	for _, h := range t.handoffs[m.handoffs:] {
+		t.db.parking.release(h.p)
+	}
+	t.changes, t.wake, t.agents = t.changes[:m.changes], t.wake[:m.wake], t.agents[:m.agents]
+	t.parks, t.handoffs, t.walk = t.parks[:m.parks], t.handoffs[:m.handoffs], m.walk
+}
+
+// savepoint runs fn inside the write in a savepoint of its own (name):
+// when fn fails, what it wrote and what it promised in memory are undone
+// and its error is returned as err, and the write goes on. broken is set
+// when the savepoint itself could not be made, undone or released: the
+// write has then failed as a whole.
+func (t *tx) savepoint(name string, fn func() error) (err, broken error) {
+	if _, err := t.exec("SAVEPOINT " + name); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	m := t.mark()
+	if err = callFn(func(*tx) error { return fn() }, t); err == nil {
+		if _, err := t.exec("RELEASE " + name); err != nil {
+			return nil, fmt.Errorf("release savepoint: %w", err)
+		}
+		return nil, nil
+	}
+	t.undo(m)
+	if _, rbErr := t.exec("ROLLBACK TO " + name + "; RELEASE " + name); rbErr != nil {
+		return err, fmt.Errorf("rollback to savepoint: %w", rbErr)
+	}
+	return err, nil
+}
