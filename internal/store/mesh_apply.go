@@ -195,20 +195,21 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	return id, err
 }
 
-// applyCommand carries out a remote sender's action on a task owned here:
-// cancel an open task, or requeue a blocked or completed one. An action the
-// task's state no longer allows changes nothing here; the sender's relay is
-// sent the task's true state instead.
+// applyCommand carries out a remote sender's action on a task owned here,
+// as relay.RemoteCommand allows it: cancel an open task, or requeue a
+// blocked or completed one. An action the task's state no longer allows
+// changes nothing here; the sender's relay is sent the task's true state
+// instead.
 func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
 	ev := c.Event
 	if ev == nil {
 		return nil
 	}
 	var q string
-	switch {
-	case ev.Type == relay.EventTaskCancelled && local.Status.Open():
+	switch relay.RemoteCommand(ev.Type, local.Status) {
+	case relay.ActionCancel:
 		q = `UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`
-	case ev.Type == relay.EventTaskRequeued && (local.Status == relay.StatusBlocked || local.Status == relay.StatusCompleted):
+	case relay.ActionRequeue:
 		q = `UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?`
 		t.wakeUp(local.RecipientSlug)
 	default:
