@@ -198,9 +198,9 @@ e2e-clis-latest:
 # loopback; then SIGKILL of a relay, one NATS node stopped, a relay cut off
 # from NATS for 60 s through a TCP proxy, all of NATS restarted; and the
 # default flow: an embedded server with its credential, `mesh invite`, a task
-# held until `mesh trust`, the operator's task across relays.
+# held until `mesh trust`, the operator's task across relays; and an invited neighbour confined to its own subjects.
 e2e-mesh:
-	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run 'TestMeshEndToEnd|TestMeshDefaultOperatorEndToEnd' -timeout 10m ./internal/e2e/
+	CROSSCHAT_E2E_MESH=1 go test -count=1 -v -run 'TestMeshEndToEnd|TestMeshDefaultOperatorEndToEnd|TestMeshNeighbourEndToEnd' -timeout 10m ./internal/e2e/
 
 # Each Fuzz target runs alone for $(FUZZTIME); packages are found by grep.
 fuzz:

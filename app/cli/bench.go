@@ -40,7 +40,18 @@ the machine falls on both, and ends with each figure's median and every
 round's value (the parked claims are measured in every round, the long
 queues in the first). The directories are removed afterwards. With --url
 it creates agents and tasks in that relay and leaves them there: point it
-at a scratch relay.`
+at a scratch relay.
+
+--mesh measures two relays in one mesh instead, each a child process:
+relay A runs NATS inside it, relay B joins with an invite, and A's agents
+post to B's agents, which claim, report and complete on B while the
+senders read their updates on A; the wake-up is a post on A answering a
+claim waiting on B. It prints the lifecycle, the wake-up and each relay's
+CPU and commits per lifecycle (--rounds N: N pairs, then the medians).
+To measure two relays on two computers, already in one mesh and trusting
+each other, give --url and --token of one and --peer-url and --peer-token
+of the other (or ` + envPeerToken + `); each relay must answer the bench's
+computer (--host and --allowed-hosts).`
 
 // benchCmd runs `crosschat-relay bench`.
 func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
@@ -62,6 +73,11 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		child      string
 		floorChild string
 		rounds     int
+		meshRun    bool
+		peerURL    string
+		peerToken  string
+		meshEmbed  string
+		meshJoin   bool
 		profileDir string
 	)
 	fs.StringVar(&o.URL, "url", "", "base URL of a running relay, e.g. http://127.0.0.1:4318 (default: start one in this process)")
@@ -80,13 +96,18 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
 	fs.StringVar(&child, "relay-child", "", "internal: serve a bench relay on this data dir and answer samples on stdin")
 	fs.StringVar(&floorChild, "floor-child", "", "internal: serve the bench's floor service, writing in this dir, until stdin ends")
+	fs.BoolVar(&meshRun, "mesh", false, "measure two child relays in one mesh (NATS inside the first), across them")
+	fs.StringVar(&peerURL, "peer-url", "", "with --url: base URL of a second relay in one mesh with it, whose agents work for the first's")
+	fs.StringVar(&peerToken, "peer-token", "", "admin token of the --peer-url relay (default: env "+envPeerToken+")")
+	fs.StringVar(&meshEmbed, "mesh-embed", "", "internal: with --relay-child, run NATS inside the relay on this HOST:PORT")
+	fs.BoolVar(&meshJoin, "mesh-join", false, "internal: with --relay-child, join the NATS URL read from the first line of input")
 	fs.StringVar(&profileDir, "cpuprofile", "", "write each child relay's CPU profile over the lifecycle phase into this folder (relay-disk-N.pprof, relay-tmpfs-N.pprof; for go tool pprof)")
 	fs.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	if _, err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if child != "" {
-		return benchChild(child, version, profileDir, os.Stdin, stdout, stderr)
+		return benchChildMesh(child, version, profileDir, meshEmbed, meshJoin, os.Stdin, stdout, stderr)
 	}
 	if floorChild != "" {
 		return benchFloorChild(floorChild, os.Stdin, stdout)
@@ -108,6 +129,12 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	if rounds > 1 && (o.URL != "" || inProcess) {
 		return fmt.Errorf("%w: bench: --rounds needs the child relays (not --url or --in-process)", errUsage)
 	}
+	switch {
+	case peerURL != "" && o.URL == "":
+		return fmt.Errorf("%w: bench: --peer-url goes with --url (the first relay of the two)", errUsage)
+	case meshRun && (o.URL != "" || inProcess):
+		return fmt.Errorf("%w: bench: --mesh starts two child relays; for running relays give --url and --peer-url", errUsage)
+	}
 	if o.QueueSizes, err = parseSizes(queueSizes); err != nil {
 		return fmt.Errorf("%w: bench: --queue-sizes: %v", errUsage, err)
 	}
@@ -127,6 +154,15 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		if o.AdminToken = strings.TrimSpace(token); o.AdminToken == "" {
 			return fmt.Errorf("%w: bench: --url needs the relay's admin token: --token or %s", errUsage, config.EnvAPIToken)
 		}
+		if peerURL != "" {
+			if peerToken == "" {
+				peerToken, _ = env(envPeerToken)
+			}
+			if peerToken = strings.TrimSpace(peerToken); peerToken == "" {
+				return fmt.Errorf("%w: bench: --peer-url needs that relay's admin token: --peer-token or %s", errUsage, envPeerToken)
+			}
+			o.Peer = &bench.Peer{URL: peerURL, AdminToken: peerToken}
+		}
 		if rep, err = bench.Run(ctx, o); err != nil {
 			return err
 		}
@@ -134,6 +170,8 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		if rep, err = benchInProcess(ctx, o, dataParent, version, stderr); err != nil {
 			return err
 		}
+	} else if meshRun {
+		return benchMesh(ctx, o, dataParent, rounds, jsonOut, stdout, stderr)
 	} else {
 		return benchChildren(ctx, o, dataParent, tmpfs, rounds, profileDir, jsonOut, stdout, stderr)
 	}
@@ -142,6 +180,9 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	}
 	return rep.WriteText(stdout)
 }
+
+// envPeerToken holds the admin token of the --peer-url relay.
+const envPeerToken = "CROSSCHAT_BENCH_PEER_TOKEN"
 
 // maxBenchRounds bounds --rounds.
 const maxBenchRounds = 50
@@ -226,12 +267,13 @@ func benchRelayIn(ctx context.Context, o bench.Options, dir, version string, std
 }
 
 // benchConfig is a serve configuration for dir on a random loopback port,
-// independent of the CROSSCHAT_* environment and any .env file.
-func benchConfig(dir string) (config.Config, error) {
+// independent of the CROSSCHAT_* environment and any .env file, with the
+// serve flags extra (a bench relay of a mesh).
+func benchConfig(dir string, extra ...string) (config.Config, error) {
 	var cfg config.Config
 	noEnv := func(string) (string, bool) { return "", false }
 	fs := cfg.NewFlagSet("bench", noEnv, true, io.Discard)
-	if err := fs.Parse([]string{"--host", "127.0.0.1", "--port", "1", "--data-dir", dir}); err != nil {
+	if err := fs.Parse(append([]string{"--host", "127.0.0.1", "--port", "1", "--data-dir", dir}, extra...)); err != nil {
 		return cfg, fmt.Errorf("bench: relay config: %w", err)
 	}
 	if err := cfg.Finish(); err != nil {

@@ -184,11 +184,11 @@ func benchInChild(ctx context.Context, o bench.Options, parent, profile string, 
 // bench against it and stops it.
 func benchChildIn(ctx context.Context, o bench.Options, self, dir, profile string, stderr io.Writer) (rep *bench.Report, err error) {
 	t0 := time.Now()
-	var extra []string
+	args := []string{"--relay-child", dir}
 	if profile != "" {
-		extra = []string{"--cpuprofile", profile}
+		args = append(args, "--cpuprofile", profile)
 	}
-	relayChild, ready, err := startChild(self, "--relay-child", dir, "child relay", 2, stderr, extra...)
+	relayChild, ready, err := startChild(self, args, "", "child relay", 2, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func benchChildIn(ctx context.Context, o bench.Options, self, dir, profile strin
 	}
 	o.SelfCPU = processCPU
 	o.Progress = stderr
-	floor, ready, err := startChild(self, "--floor-child", dir, "floor service", 1, stderr)
+	floor, ready, err := startChild(self, []string{"--floor-child", dir}, "", "floor service", 1, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +221,11 @@ type child struct {
 	out  *bufio.Reader
 }
 
-// startChild starts self with flag and dir and reads its ready line, which
-// must carry fields details after "ready"; it returns those details. Extra
-// arguments follow flag and dir.
-func startChild(self, flag, dir, name string, fields int, stderr io.Writer, extra ...string) (*child, []string, error) {
-	cmd := exec.Command(self, append([]string{"bench", flag, dir}, extra...)...)
+// startChild starts self's bench with args, writes first (when set) as its
+// first line of input, and reads its ready line, which must carry fields
+// details after "ready"; it returns those details.
+func startChild(self string, args []string, first, name string, fields int, stderr io.Writer) (*child, []string, error) {
+	cmd := exec.Command(self, append([]string{"bench"}, args...)...)
 	cmd.Env = config.WithoutRelayEnv(os.Environ())
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
@@ -240,6 +240,11 @@ func startChild(self, flag, dir, name string, fields int, stderr io.Writer, extr
 		return nil, nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	c := &child{name: name, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	if first != "" {
+		if _, err := io.WriteString(in, first+"\n"); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("%s: %w", name, err), c.stop())
+		}
+	}
 	line, err := c.out.ReadString('\n')
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("%s did not start: %w", name, err), c.stop())
@@ -304,8 +309,28 @@ func (p *childProbe) ask(request string) (bench.Sample, error) {
 
 // benchChild is the child side: serve a relay on dir, answer samples, and
 // record a CPU profile into the file profile when asked (bench_profile.go).
-func benchChild(dir, version, profile string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
-	cfg, err := benchConfig(dir)
+func benchChild(dir, version, profile string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return benchChildMesh(dir, version, profile, "", false, stdin, stdout, stderr)
+}
+
+// benchChildMesh is benchChild in a mesh (bench_mesh.go): with embed, the
+// relay runs NATS on that address; with join, its first line of input is
+// the NATS URL to join (an invite: it stays off the command line). Either
+// way it trusts every relay of the mesh (scratch relays of one bench).
+func benchChildMesh(dir, version, profile, embed string, join bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	in := bufio.NewReader(stdin)
+	var extra []string
+	switch {
+	case embed != "":
+		extra = []string{"--nats-embed", embed, "--nats-name", "bench-a", "--mesh-trust", config.TrustAccount}
+	case join:
+		url, err := in.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("bench child: read the NATS URL to join: %w", err)
+		}
+		extra = []string{"--nats", strings.TrimSpace(url), "--nats-name", "bench-b", "--mesh-trust", config.TrustAccount}
+	}
+	cfg, err := benchConfig(dir, extra...)
 	if err != nil {
 		return err
 	}
@@ -340,7 +365,7 @@ func benchChild(dir, version, profile string, stdin io.Reader, stdout, stderr io
 	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
 	prof := &cpuProfile{path: profile}
 	defer func() { err = errors.Join(err, prof.stop()) }()
-	sc := bufio.NewScanner(stdin)
+	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		if ok, perr := prof.handle(sc.Text()); ok {
 			answer := "ok\n"

@@ -106,6 +106,9 @@ type Options struct {
 	Startup time.Duration
 	// Progress receives progress lines (stderr); nil discards them.
 	Progress io.Writer
+	// Peer, when set, is a second relay in one mesh with the first: the
+	// bench then measures what crosses between them (mesh.go).
+	Peer *Peer
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -155,6 +158,13 @@ func (o Options) withDefaults() (Options, error) {
 	case o.WakeSamples > MaxSamples:
 		return o, fmt.Errorf("bench: wake samples must be at most %d, got %d", MaxSamples, o.WakeSamples)
 	}
+	if o.Peer != nil {
+		if o.Peer.URL == "" || o.Peer.AdminToken == "" {
+			return o, errors.New("bench: the peer relay's URL and admin token are required")
+		}
+		// What one relay does alone is measured without --mesh.
+		o.QueueSizes, o.Waiters = []int{}, -1
+	}
 	for _, q := range o.QueueSizes {
 		if q < 1 || q > MaxQueue {
 			return o, fmt.Errorf("bench: queue sizes must be 1..%d, got %d", MaxQueue, q)
@@ -163,18 +173,21 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// agent is one bench agent with its own token.
+// agent is one bench agent with its own token, and the client of its relay.
 type agent struct {
 	slug  string
 	token string
+	c     *Client
 }
 
 // runner holds one run's state.
 type runner struct {
 	o      Options
 	c      *Client
+	pc     *Client // the peer relay's, in a mesh (else c)
 	pr     *progress
 	agent  []agent // lifecycle agents
+	worker []agent // in a mesh, the peer's agents that work for them
 	wakeR  agent   // wake-up recipient
 	wakeS  agent   // wake-up sender
 	queue  []agent // one recipient per queue size
@@ -209,8 +222,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r := &runner{o: o, c: NewClient(o.URL, 4*o.Agents+16), pr: newProgress(o.Progress)}
 	defer r.c.Close()
+	r.pc = r.c
 	if err := r.c.Health(ctx); err != nil {
 		return nil, fmt.Errorf("bench: relay at %s: %w", o.URL, err)
+	}
+	if o.Peer != nil {
+		r.pc = NewClient(o.Peer.URL, 4*o.Agents+16)
+		defer r.pc.Close()
+		if err := r.pc.Health(ctx); err != nil {
+			return nil, fmt.Errorf("bench: peer relay at %s: %w", o.Peer.URL, err)
+		}
+		rep.Target.PeerURL = o.Peer.URL
 	}
 	if rep.Setup, err = r.setup(ctx); err != nil {
 		return nil, err
@@ -223,10 +245,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Commits = &c
 	}
 	var (
-		before  Sample
-		selfCPU = o.SelfCPU
-		cpu0    time.Duration
+		before, peerBefore Sample
+		selfCPU            = o.SelfCPU
+		cpu0               time.Duration
 	)
+	if o.Peer != nil && o.Peer.Probe != nil {
+		if peerBefore, err = o.Peer.Probe.Sample(ctx); err != nil {
+			return nil, fmt.Errorf("bench: peer: %w", err)
+		}
+	}
 	if o.Probe != nil {
 		if before, err = o.Probe.Sample(ctx); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
@@ -249,6 +276,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err := o.Profiler.StopCPUProfile(ctx); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
+	}
+	if o.Peer != nil && o.Peer.Probe != nil {
+		after, err := o.Peer.Probe.Sample(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bench: peer: %w", err)
+		}
+		u := usage(peerBefore, after, rep.Lifecycle)
+		rep.Peer = &u
 	}
 	if o.Probe != nil {
 		if selfCPU != nil && rep.Lifecycle.Ops > 0 {
@@ -337,7 +372,12 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 	}
 	prefix := "bench-" + hex.EncodeToString(b[:])
 	r.prefix = prefix
-	create := func(name string) (agent, error) { return r.create(ctx, name) }
+	create := func(name string) (agent, error) { return r.create(ctx, r.c, r.o.AdminToken, name) }
+	// In a mesh, the agents that work (and wait) are the peer's.
+	onPeer := create
+	if r.o.Peer != nil {
+		onPeer = func(name string) (agent, error) { return r.create(ctx, r.pc, r.o.Peer.AdminToken, name) }
+	}
 	var err error
 	for i := range r.o.Agents {
 		a, err := create(fmt.Sprintf("a%d", i))
@@ -349,8 +389,20 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 	if r.wakeS, err = create("wake-sender"); err != nil {
 		return Setup{}, err
 	}
-	if r.wakeR, err = create("wake-recipient"); err != nil {
+	if r.wakeR, err = onPeer("wake-recipient"); err != nil {
 		return Setup{}, err
+	}
+	if r.o.Peer != nil {
+		for i := range r.o.Agents {
+			a, err := onPeer(fmt.Sprintf("worker-%d", i))
+			if err != nil {
+				return Setup{}, err
+			}
+			r.worker = append(r.worker, a)
+		}
+		if err := r.awaitMesh(ctx); err != nil {
+			return Setup{}, err
+		}
 	}
 	for _, size := range r.o.QueueSizes {
 		a, err := create(fmt.Sprintf("queue-%d", size))
@@ -362,13 +414,14 @@ func (r *runner) setup(ctx context.Context) (Setup, error) {
 	if err := r.raiseOpenTaskCap(ctx); err != nil {
 		return Setup{}, err
 	}
-	n := len(r.agent) + 2 + len(r.queue)
+	n := len(r.agent) + 2 + len(r.queue) + len(r.worker)
 	r.pr.linef("bench: created %d agents (%s-*) with their own tokens", n, prefix)
 	return Setup{Prefix: prefix, Agents: n, Via: "POST /bridge/Agents.Create (admin token) → per-agent cca_ tokens"}, nil
 }
 
-// create makes one bench agent through the bridge, with its own token.
-func (r *runner) create(ctx context.Context, name string) (agent, error) {
+// create makes one bench agent through the bridge of the relay c speaks
+// to (with its admin token), with its own token.
+func (r *runner) create(ctx context.Context, c *Client, adminToken, name string) (agent, error) {
 	slug := r.prefix + "-" + name
 	var out struct {
 		Agent relay.Agent `json:"agent"`
@@ -378,13 +431,13 @@ func (r *runner) create(ctx context.Context, name string) (agent, error) {
 		Slug: slug, DisplayName: "Bench " + name, ModelSlug: "bench",
 		Capabilities: []string{"text-input", "text-output"},
 	}
-	if err := r.c.Bridge(ctx, r.o.AdminToken, "Agents", "Create", &out, in); err != nil {
+	if err := c.Bridge(ctx, adminToken, "Agents", "Create", &out, in); err != nil {
 		return agent{}, fmt.Errorf("bench: create agent %s: %w", slug, err)
 	}
 	if !strings.HasPrefix(out.Token, relay.AgentTokenPrefix) {
 		return agent{}, fmt.Errorf("bench: create agent %s: no agent token in the answer", slug)
 	}
-	return agent{slug: out.Agent.Slug, token: out.Token}, nil
+	return agent{slug: out.Agent.Slug, token: out.Token, c: c}, nil
 }
 
 // share is how many of total tasks sender i of n posts.

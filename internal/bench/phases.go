@@ -31,10 +31,11 @@ type claimResult struct {
 	Task   *relay.Task `json:"task"`
 }
 
-// timed calls a tool and records its latency (or failure) under op.
-func (r *runner) timed(ctx context.Context, rec *Recorder, op, token, tool string, args, out any) error {
+// timed calls a tool as agent a (on its relay) and records its latency
+// (or failure) under op.
+func (r *runner) timed(ctx context.Context, rec *Recorder, op string, a agent, tool string, args, out any) error {
 	t0 := time.Now()
-	err := r.c.Tool(ctx, token, tool, args, out)
+	err := a.c.Tool(ctx, a.token, tool, args, out)
 	if err != nil {
 		if !isCanceled(err) {
 			rec.Fail(op)
@@ -66,6 +67,9 @@ func (r *runner) lifecycle(ctx context.Context) (LifecycleResult, error) {
 	start := time.Now()
 	for i := range n {
 		sender, peer := r.agent[i], r.agent[(i+1)%n]
+		if len(r.worker) > 0 {
+			peer = r.worker[i] // across the mesh
+		}
 		total := share(r.o.Tasks, n, i)
 		g.Go(func() error {
 			got, err := r.send(gctx, rec, i, sender, peer, total, done[i], &completed)
@@ -114,6 +118,10 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 	signaled := map[string]bool{} // worker says completed, event not yet read
 	counts := map[string]int{}
 	posted := 0
+	// In a mesh: when the sender's relay had not yet heard of a signaled
+	// completion, and how long to wait before reading again.
+	waitingSince := map[string]time.Time{}
+	var retry, lastRetry time.Duration
 	for posted < total || len(open) > 0 {
 		if posted < total && len(open) < r.o.Window {
 			var t relay.Task
@@ -122,7 +130,7 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 				"title":         fmt.Sprintf("bench task %d.%d", i, posted),
 				"instructions":  "Load-generator task: claim it, report progress, complete it.",
 			}
-			if err := r.timed(ctx, rec, OpPost, sender.token, "post_task", args, &t); err != nil {
+			if err := r.timed(ctx, rec, OpPost, sender, "post_task", args, &t); err != nil {
 				return out, err
 			}
 			if t.Status != relay.StatusQueued || t.RecipientSlug != peer.slug {
@@ -132,11 +140,23 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 			posted++
 			continue
 		}
-		select {
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case id := <-done:
-			signaled[id] = true
+		if retry > 0 {
+			// In a mesh a completion reaches the sender's relay a moment
+			// after the worker's: read again shortly, or on the next.
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case id := <-done:
+				signaled[id] = true
+			case <-time.After(retry):
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case id := <-done:
+				signaled[id] = true
+			}
 		}
 	drain:
 		for {
@@ -148,7 +168,7 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 			}
 		}
 		var u relay.Updates
-		if err := r.timed(ctx, rec, OpReadUpdates, sender.token, "read_updates", map[string]any{"limit": relay.MaxUpdatesLimit}, &u); err != nil {
+		if err := r.timed(ctx, rec, OpReadUpdates, sender, "read_updates", map[string]any{"limit": relay.MaxUpdatesLimit}, &u); err != nil {
 			return out, err
 		}
 		if u.MayHaveMissedUpdates {
@@ -166,15 +186,27 @@ func (r *runner) send(ctx context.Context, rec *Recorder, i int, sender, peer ag
 				}
 				delete(open, ev.TaskID)
 				delete(signaled, ev.TaskID)
+				delete(waitingSince, ev.TaskID)
 				out.completed++
 				completed.Add(1)
 			}
 		}
+		retry = 0
 		for id := range signaled {
-			if open[id] {
+			if !open[id] {
+				continue
+			}
+			if len(r.worker) == 0 {
 				return out, fmt.Errorf("bench: %s: task %s was completed but read_updates has no task-completed for it", sender.slug, id)
 			}
+			if since, ok := waitingSince[id]; !ok {
+				waitingSince[id] = time.Now()
+			} else if time.Since(since) > meshWait {
+				return out, fmt.Errorf("bench: %s: task %s was completed on the peer relay %s ago, and no task-completed reached its sender", sender.slug, id, meshWait)
+			}
+			retry = min(max(2*lastRetry, time.Millisecond), 20*time.Millisecond)
 		}
+		lastRetry = retry
 	}
 	if counts[relay.EventTaskClaimed] != total || counts[relay.EventTaskProgress] != total || counts[relay.EventTaskCompleted] != total {
 		return out, fmt.Errorf("bench: %s read %v, want %d of each of claimed, progress and completed", sender.slug, counts, total)
@@ -190,12 +222,12 @@ func (r *runner) work(ctx context.Context, rec *Recorder, w agent, from string, 
 	var st worked
 	for finished := 0; finished < total; {
 		var c claimResult
-		if err := r.timed(ctx, rec, OpClaim, w.token, "claim_next_task", map[string]any{"waitMs": 0}, &c); err != nil {
+		if err := r.timed(ctx, rec, OpClaim, w, "claim_next_task", map[string]any{"waitMs": 0}, &c); err != nil {
 			return st, err
 		}
 		if c.Status != "task" {
 			st.idle++
-			if err := r.timed(ctx, rec, OpClaimWait, w.token, "claim_next_task", map[string]any{"waitMs": longPollMs}, &c); err != nil {
+			if err := r.timed(ctx, rec, OpClaimWait, w, "claim_next_task", map[string]any{"waitMs": longPollMs}, &c); err != nil {
 				return st, err
 			}
 			if c.Status != "task" {
@@ -208,12 +240,12 @@ func (r *runner) work(ctx context.Context, rec *Recorder, w agent, from string, 
 			return st, fmt.Errorf("bench: %s claimed an unexpected task: %+v", w.slug, t)
 		}
 		prog := map[string]any{"taskId": t.ID, "kind": relay.ReportProgress, "message": "Halfway there."}
-		if err := r.timed(ctx, rec, OpReportProgress, w.token, "report_task", prog, nil); err != nil {
+		if err := r.timed(ctx, rec, OpReportProgress, w, "report_task", prog, nil); err != nil {
 			return st, err
 		}
 		var fin relay.Task
 		comp := map[string]any{"taskId": t.ID, "kind": relay.ReportCompleted, "message": "Done.", "result": "ok"}
-		if err := r.timed(ctx, rec, OpReportComplete, w.token, "report_task", comp, &fin); err != nil {
+		if err := r.timed(ctx, rec, OpReportComplete, w, "report_task", comp, &fin); err != nil {
 			return st, err
 		}
 		if fin.Status != relay.StatusCompleted || len(fin.Reports) != 2 {
@@ -265,7 +297,7 @@ func (r *runner) wakeOnce(ctx context.Context, i int) (latency, post time.Durati
 	answer := make(chan claimAnswer, 1)
 	go func() {
 		var a claimAnswer
-		a.err = r.c.Tool(httptrace.WithClientTrace(ctx, trace), r.wakeR.token, "claim_next_task", map[string]any{"waitMs": 20000}, &a.res)
+		a.err = r.wakeR.c.Tool(httptrace.WithClientTrace(ctx, trace), r.wakeR.token, "claim_next_task", map[string]any{"waitMs": 20000}, &a.res)
 		a.at = time.Now()
 		answer <- a
 	}()
@@ -297,7 +329,7 @@ func (r *runner) wakeOnce(ctx context.Context, i int) (latency, post time.Durati
 	var t relay.Task
 	args := map[string]any{"recipientSlug": r.wakeR.slug, "title": fmt.Sprintf("wake %d", i), "instructions": "Wake-up sample."}
 	sentAt := time.Now()
-	if err := r.c.Tool(ctx, r.wakeS.token, "post_task", args, &t); err != nil {
+	if err := r.wakeS.c.Tool(ctx, r.wakeS.token, "post_task", args, &t); err != nil {
 		return 0, 0, fmt.Errorf("bench: wake-up: post_task: %w", err)
 	}
 	post = time.Since(sentAt)
@@ -315,7 +347,7 @@ func (r *runner) wakeOnce(ctx context.Context, i int) (latency, post time.Durati
 	}
 	latency = a.at.Sub(sentAt)
 	done := map[string]any{"taskId": t.ID, "kind": relay.ReportCompleted, "message": "Woken."}
-	if err := r.c.Tool(ctx, r.wakeR.token, "report_task", done, nil); err != nil {
+	if err := r.wakeR.c.Tool(ctx, r.wakeR.token, "report_task", done, nil); err != nil {
 		return 0, 0, fmt.Errorf("bench: wake-up: complete: %w", err)
 	}
 	return latency, post, nil

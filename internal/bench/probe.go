@@ -62,8 +62,10 @@ type Sample struct {
 
 // RelayUsage is what the relay process spent on the lifecycle phase.
 type RelayUsage struct {
-	// CPUPerCallMs is the relay's CPU time per tool call during the phase.
-	CPUPerCallMs float64 `json:"cpuPerCallMs"`
+	// CPUPerCallMs is the relay's CPU time per tool call during the phase,
+	// and CPUPerLifecycleMs per lifecycle completed.
+	CPUPerCallMs      float64 `json:"cpuPerCallMs"`
+	CPUPerLifecycleMs float64 `json:"cpuPerLifecycleMs"`
 	// CPUCores is that CPU time over the phase's wall time.
 	CPUCores float64 `json:"cpuCores"`
 	// Batches and Writes committed during the phase.
@@ -125,6 +127,7 @@ func usage(before, after Sample, l LifecycleResult) RelayUsage {
 		u.WriterCommitting = Ms(after.Committing-before.Committing) / l.DurationMs
 	}
 	if l.Completed > 0 {
+		u.CPUPerLifecycleMs = Ms(cpu) / float64(l.Completed)
 		u.FsyncsPerLifecycle = float64(u.Batches) / float64(l.Completed)
 	}
 	return u
@@ -146,7 +149,7 @@ func (r *runner) waiters(ctx context.Context, n int) (WaitersResult, error) {
 				if i >= n {
 					return nil
 				}
-				a, err := r.create(gctx, fmt.Sprintf("w%d", i))
+				a, err := r.create(gctx, r.c, r.o.AdminToken, fmt.Sprintf("w%d", i))
 				if err != nil {
 					return err
 				}

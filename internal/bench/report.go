@@ -53,6 +53,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if rep.Target.InProcess {
 		where = "in-process relay at " + rep.Target.URL + " (fresh temp data dir)"
 	}
+	if rep.Target.PeerURL != "" {
+		where = "a mesh of the relays at " + rep.Target.URL + " and " + rep.Target.PeerURL +
+			" (the first's agents post to the second's, which claim, report and complete there)"
+	}
 	m := rep.Machine
 	p("Crosschat Relay bench: %s\n", where)
 	p("%s %s/%s, %d CPUs (GOMAXPROCS %d); MCP as raw JSON-RPC over HTTP, one cca_ token per agent\n\n", m.GoVersion, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS)
@@ -61,6 +65,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	if rep.StartupMs > 0 {
 		fmt.Fprintf(tw, "  start-up (Start → /health 200)\t%.1f ms\n", rep.StartupMs)
+	} else if rep.Target.PeerURL != "" {
+		fmt.Fprintf(tw, "  start-up\tnot measured (two relays joining one mesh); memory is the first relay's\n")
 	} else {
 		fmt.Fprintf(tw, "  start-up\tnot measured (relay not started by the bench)\n")
 	}
@@ -91,11 +97,13 @@ func (rep *Report) WriteText(w io.Writer) error {
 	p("\nLifecycle: %d agents, %d tasks, up to %d open per sender (post → claim → progress → completed → read_updates)\n", l.Agents, l.Tasks, l.Window)
 	p("  %d/%d completed, %d events read, %d ops, %d errors in %.2f s\n", l.Completed, l.Tasks, l.EventsRead, l.Ops, l.Errors, l.DurationMs/1000)
 	p("  %.0f lifecycles/s, %.0f ops/s\n", l.LifecyclesPerSec, l.OpsPerSec)
-	p("  every op is one write (%d per lifecycle, plus %d claims that found the queue empty; the writer commits them in groups): %.0f writes/s", CommitsPerLifecycle, l.IdleClaims, l.OpsPerSec)
-	if c := rep.Commits; c != nil && c.ServicePerSec > 0 {
-		p(", %.0f%% of the back-to-back in-process rate above", 100*l.OpsPerSec/c.ServicePerSec)
+	if rep.Target.PeerURL == "" {
+		p("  every op is one write (%d per lifecycle, plus %d claims that found the queue empty; the writer commits them in groups): %.0f writes/s", CommitsPerLifecycle, l.IdleClaims, l.OpsPerSec)
+		if c := rep.Commits; c != nil && c.ServicePerSec > 0 {
+			p(", %.0f%% of the back-to-back in-process rate above", 100*l.OpsPerSec/c.ServicePerSec)
+		}
+		p("\n")
 	}
-	p("\n")
 	tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  TOOL\tCALLS\tERRORS\tP50\tP90\tP99\tMAX\t\n")
 	for _, t := range l.Tools {
@@ -104,11 +112,20 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	tw.Flush()
 	p("  (claim_next_task is the immediate claim, waitMs 0; \"(waitMs)\" claims waited up to %d ms for work and include that wait)\n", longPollMs)
-	if u := rep.Relay; u != nil {
+	if u := rep.Relay; u != nil && rep.Target.PeerURL == "" {
 		p("  relay process: %.3f ms CPU per tool call (%.2f cores busy); %d writes in %d commits: %.2f fsyncs per lifecycle, %.1f writes per commit\n",
 			u.CPUPerCallMs, u.CPUCores, u.Writes, u.Batches, u.FsyncsPerLifecycle, float64(u.Writes)/float64(max(u.Batches, 1)))
 		p("  the store's single writer was busy %.0f%% of the phase, %.0f%% in COMMIT (fsync included); every write waits for it\n",
 			100*u.WriterBusy, 100*u.WriterCommitting)
+	}
+	for _, ru := range []struct {
+		name string
+		u    *RelayUsage
+	}{{"first relay", rep.Relay}, {"peer relay", rep.Peer}} {
+		if u := ru.u; u != nil && rep.Target.PeerURL != "" {
+			p("  %s: %.3f ms CPU per lifecycle (%.2f cores busy); %d writes in %d commits: %.2f fsyncs per lifecycle\n",
+				ru.name, u.CPUPerLifecycleMs, u.CPUCores, u.Writes, u.Batches, u.FsyncsPerLifecycle)
+		}
 	}
 	if l.BenchCPUPerCallMs > 0 {
 		p("  the bench itself (the load generator, on the same cores): %.3f ms CPU per tool call\n", l.BenchCPUPerCallMs)

@@ -12,8 +12,10 @@ type Report struct {
 	Commits   *CommitResult   `json:"commits,omitempty"`
 	Lifecycle LifecycleResult `json:"lifecycle"`
 	// Relay is the relay process's own use during the lifecycle phase
-	// (only with a Probe).
+	// (only with a Probe); Peer the peer relay's in a mesh run (with its
+	// Probe).
 	Relay *RelayUsage `json:"relay,omitempty"`
+	Peer  *RelayUsage `json:"peer,omitempty"`
 	Wake  *WakeResult `json:"wake,omitempty"`
 	// Floor is the machine's floor under a wake-up, with no relay (only
 	// with Options.FloorDir).
@@ -27,6 +29,8 @@ type Report struct {
 type Target struct {
 	URL       string `json:"url"`
 	InProcess bool   `json:"inProcess"`
+	// PeerURL is the second relay of a mesh run (Options.Peer).
+	PeerURL string `json:"peerUrl,omitempty"`
 }
 
 // Machine describes where the bench ran.

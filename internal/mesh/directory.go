@@ -45,6 +45,9 @@ type dirRelay struct {
 	At        int64     `json:"at"`            // when it was written (Unix ms), signed
 	Sig       string    `json:"sig,omitempty"` // signed with PublicKey
 	updated   time.Time // when the entry was last written
+	// checked says valid holds relayEntryValid's answer, found when the
+	// entry was cached: every envelope looks its relay up.
+	checked, valid bool
 }
 
 // Directory keys: agent.<relay id>.<slug> (':' in a slug, not allowed in a
@@ -151,6 +154,7 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 			return
 		}
 		r.updated = e.Created()
+		r.valid, r.checked = relayEntryValid(r), true
 		n.relays[id] = r
 	}
 }

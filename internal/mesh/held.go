@@ -49,11 +49,11 @@ func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) 
 }
 
 // heldFullOutcome is what becomes of an envelope held for reason that found
-// the held list full. The consumer delivers one message at a time, so an
-// envelope left in the stream stops everything after it until it is held:
-// only a relay the operator trusted (pending again after a key change or a
-// rename, its genuine word possibly in it) is waited for that way, until
-// the operator decides. What a relay never trusted, or blocked, sends past
+// the held list full. An envelope left in the stream keeps its place in the
+// consumer's window (consumeWindow) until it is held, and enough of them
+// stop everything after them: only a relay the operator trusted (pending
+// again after a key change or a rename, its genuine word possibly in it)
+// is waited for that way, until the operator decides. What a relay never trusted, or blocked, sends past
 // its share is refused, or any admitted relay could stop this relay's
 // inbox for as long as it liked, and only trusting it would end that.
 func heldFullOutcome(reason string) outcome {
@@ -83,6 +83,11 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 		if version {
 			reason = HeldVersion
 		}
+		// An envelope that arrived before an earlier one of its task
+		// (held in another order than sent) waits for the rest; then
+		// those waiting are tried again while any goes, and at last
+		// applied anyway.
+		var waiting []relay.HeldEnvelope
 		// Paged by seq: envelopes left held (a relay still pending, a
 		// version still unread) never stop the ones after them.
 		var last int64
@@ -101,23 +106,51 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 						continue
 					}
 				}
-				before := n.held.Load()
-				if n.receive(h.Data, !version) != ack {
-					return fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
-				}
-				if n.held.Load() != before {
-					continue // held again (a version this build cannot read yet)
-				}
-				if err := n.opts.Store.DropHeld(ctx, h.Seq); err != nil {
+				done, err := n.release(ctx, h, version, false)
+				if err != nil {
 					return err
+				}
+				if !done {
+					waiting = append(waiting, h)
 				}
 			}
 			if len(hs) < 100 {
 				break
 			}
 		}
+		for force := false; len(waiting) > 0 && ctx.Err() == nil; {
+			var still []relay.HeldEnvelope
+			for _, h := range waiting {
+				done, err := n.release(ctx, h, version, force)
+				if err != nil {
+					return err
+				}
+				if !done {
+					still = append(still, h)
+				}
+			}
+			force = len(still) == len(waiting) // none went: the earlier ones are not coming
+			waiting = still
+		}
 	}
 	return ctx.Err()
+}
+
+// release applies (or refuses) held envelope h and drops it, and reports
+// false when it waits for an earlier message of its task (unless force).
+func (n *Node) release(ctx context.Context, h relay.HeldEnvelope, version, force bool) (bool, error) {
+	before := n.held.Load()
+	switch n.receive(h.Data, !version, force) {
+	case ack:
+	case early:
+		return false, nil
+	default:
+		return false, fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
+	}
+	if n.held.Load() != before {
+		return true, nil // held again (a version this build cannot read yet)
+	}
+	return true, n.opts.Store.DropHeld(ctx, h.Seq)
 }
 
 // Held lists the envelopes held, oldest first (at most 200).

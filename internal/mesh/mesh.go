@@ -33,11 +33,14 @@ const (
 const (
 	DefaultRefresh = 60 * time.Second
 	opTimeout      = 5 * time.Second
-	outboxBatch    = 100
 	// streamMaxAge is how long the stream keeps a message; applied ids are
 	// remembered twice as long, so any redelivery is recognised.
 	streamMaxAge = 14 * 24 * time.Hour
 )
+
+// ackWait is how long NATS waits for the consumer to acknowledge a message
+// before it delivers it again (a variable for tests).
+var ackWait = 30 * time.Second
 
 // Options configure Start.
 type Options struct {
@@ -159,6 +162,11 @@ type Node struct {
 	// envelopes never interleave.
 	applyMu sync.Mutex
 
+	// pub is the publisher's state (publish.go); rescan asks it to read
+	// the whole outbox (poke).
+	pub    publisher
+	rescan atomic.Bool
+
 	published, applied, duplicates, failures, held atomic.Int64
 }
 
@@ -195,7 +203,7 @@ func Start(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}),
+	n := &Node{opts: opts, id: id, log: log.With("relay", id.Name), kick: make(chan struct{}, 1), ready: make(chan struct{}), pub: newPublisher(),
 		agents: map[string]dirAgent{}, good: map[string]dirAgent{}, relays: map[string]dirRelay{}, trust: map[string]relay.MeshRelay{},
 		dirConflict: map[string]string{}, refused: map[string]int64{}, refusedSeen: map[string]bool{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -271,8 +279,16 @@ func (n *Node) shutdownServer() {
 	}
 }
 
-// poke wakes the publisher without blocking.
+// poke wakes the publisher without blocking, to read the whole outbox: rows
+// that waited (for a relay to be trusted, for NATS) may go now.
 func (n *Node) poke() {
+	n.rescan.Store(true)
+	n.nudge()
+}
+
+// nudge wakes the publisher without blocking after a commit: it reads the
+// outbox if rows were added.
+func (n *Node) nudge() {
 	select {
 	case n.kick <- struct{}{}:
 	default:
@@ -319,17 +335,18 @@ func (n *Node) run() {
 		n.setErr("deliver held envelopes", err)
 	}
 	close(n.ready)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchDirectory()
 	go n.refreshLoop()
 	go n.publishLoop()
+	go n.deleteLoop()
 	n.consumeLoop()
 }
 
 func (n *Node) setup() error {
 	ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
 	defer cancel()
-	js, err := jetstream.New(n.nc)
+	js, err := jetstream.New(n.nc, n.publishOptions()...)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -347,10 +364,10 @@ func (n *Node) setup() error {
 		FilterSubject: subjectPrefix + n.id.ID,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		// One at a time: a message is applied and acknowledged before the
-		// next is delivered, so redelivery never reorders a task's updates.
-		MaxAckPending: 1,
-		AckWait:       30 * time.Second,
+		// Many out at once, applied in batches (consume.go); a task's
+		// messages are applied in their order by their numbers.
+		MaxAckPending: consumeWindow,
+		AckWait:       ackWait,
 		MaxDeliver:    -1,
 		Replicas:      n.opts.Replicas,
 	})

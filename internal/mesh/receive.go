@@ -1,13 +1,10 @@
 package mesh
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -37,6 +34,8 @@ const (
 	ack   outcome = iota // applied, held, recognised or refused for good
 	retry                // a store failure: deliver again
 	later                // the held list is full: deliver again after heldFullDelay
+	early                // an earlier message of its task has not arrived: deliver again after gapDelay
+	apply                // (judge) checked: to be applied
 )
 
 // maxRelays bounds the relays recorded as trusted or blocked (admission
@@ -58,32 +57,24 @@ const (
 	maxRefusalDetail = 200
 )
 
-// handle applies one message from the stream and acknowledges it after the
-// commit; a store failure leaves it to be delivered again.
-func (n *Node) handle(msg jetstream.Msg) {
-	n.applyMu.Lock()
-	res := n.receive(msg.Data(), false)
-	n.applyMu.Unlock()
-	switch res {
-	case retry:
-		_ = msg.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
-		return
-	case later:
-		_ = msg.NakWithDelay(heldFullDelay)
-		return
+// receive checks one envelope against who may send it and applies it
+// (alone), holds it, or refuses it. released is set for an envelope held
+// while its relay was pending, whose timestamp was checked when it
+// arrived; force applies it even though an earlier message of its task has
+// not arrived.
+func (n *Node) receive(data []byte, released, force bool) outcome {
+	o, in := n.judge(data, released, force)
+	if o != apply {
+		return o
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
-	defer cancel()
-	if err := msg.DoubleAck(ctx); err != nil {
-		// Applied already: a redelivery is recognised by its id and acknowledged.
-		n.setErr("ack", err)
-	}
+	applied, err := n.opts.Store.ApplyRemote(n.ctx, in)
+	return n.settleApply(in, relay.ApplyResult{Applied: applied, Err: err})
 }
 
-// receive checks one envelope against who may send it and applies it, holds
-// it, or refuses it. released is set for an envelope held while its relay
-// was pending, whose timestamp was checked when it arrived.
-func (n *Node) receive(data []byte, released bool) outcome {
+// judge checks one envelope against who may send it: it returns apply with
+// what to apply, or holds or refuses it and says what becomes of the
+// message. released and force are as for receive.
+func (n *Node) judge(data []byte, released, force bool) (outcome, relay.RemoteApply) {
 	e, change, err := decode(data)
 	newer := errors.Is(err, errNewer)
 	switch {
@@ -91,30 +82,30 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		// Checked below as far as this build can read it, then held.
 	case errors.Is(err, errOld):
 		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
-		return ack
+		return ack, relay.RemoteApply{}
 	case err != nil:
 		n.refuse(RefusedUndecodable, e.From, err.Error())
-		return ack
+		return ack, relay.RemoteApply{}
 	}
 	if e.To != n.id.ID {
 		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, clip(e.To, 64)))
-		return ack
+		return ack, relay.RemoteApply{}
 	}
 	now, at := n.now(), time.UnixMilli(e.TS)
 	if released && now.Sub(at) > dedupMemory-maxSkew {
 		// Held past what the applied ids remember: it could be a replay
 		// of one applied and forgotten, so it is refused.
 		n.refuse(RefusedStale, e.From, fmt.Sprintf("held envelope %s is older than the %s the relay remembers applied ids", e.ID, dedupMemory-maxSkew))
-		return ack
+		return ack, relay.RemoteApply{}
 	}
 	if !released {
 		switch {
 		case now.Sub(at) > replayWindow:
 			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
-			return ack
+			return ack, relay.RemoteApply{}
 		case at.Sub(now) > maxSkew:
 			n.refuse(RefusedFuture, e.From, fmt.Sprintf("envelope %s is dated %s ahead", e.ID, at.Sub(now).Round(time.Second)))
-			return ack
+			return ack, relay.RemoteApply{}
 		}
 	}
 	if newer {
@@ -125,35 +116,42 @@ func (n *Node) receive(data []byte, released bool) outcome {
 		n.mu.Unlock()
 		if !known || cur.PublicKey == "" {
 			n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s of version %d is from a relay never recorded", e.ID, e.V))
-			return ack
+			return ack, relay.RemoteApply{}
 		}
-		return n.hold(e, relay.MeshChange{}, HeldVersion, data)
+		return n.hold(e, relay.MeshChange{}, HeldVersion, data), relay.RemoteApply{}
 	}
 	r, dirKey, err := n.relayOf(e.From)
 	if err != nil {
 		n.setErr("admit relay", err)
-		return retry
+		return retry, relay.RemoteApply{}
 	}
 	if r.State != relay.RelayTrusted {
-		return n.holdUntrusted(e, change, r, dirKey, data)
+		return n.holdUntrusted(e, change, r, dirKey, data), relay.RemoteApply{}
 	}
 	// A trusted relay's envelope is judged by the key the operator pinned,
 	// whatever the directory shows now.
 	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
 		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
-		return ack
+		return ack, relay.RemoteApply{}
 	}
-	applied, err := n.opts.Store.ApplyRemote(n.ctx, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
-		SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: change})
+	return apply, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
+		SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: change, Force: force}
+}
+
+// settleApply counts what the store made of an envelope and says what
+// becomes of its message.
+func (n *Node) settleApply(in relay.RemoteApply, res relay.ApplyResult) outcome {
 	var refusal *relay.MeshRefusal
 	switch {
-	case errors.As(err, &refusal):
-		n.refuse(refusal.Reason, e.From, refusal.Detail)
+	case errors.As(res.Err, &refusal):
+		n.refuse(refusal.Reason, in.FromRelay, refusal.Detail)
 		return ack
-	case err != nil:
-		n.setErr("apply", err)
+	case errors.Is(res.Err, relay.ErrEarlierMissing):
+		return early
+	case res.Err != nil:
+		n.setErr("apply", res.Err)
 		return retry
-	case applied:
+	case res.Applied:
 		n.applied.Add(1)
 	default:
 		n.duplicates.Add(1)

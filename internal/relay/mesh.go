@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -38,18 +39,67 @@ type MeshEvent struct {
 type MeshChange struct {
 	Task  Task       `json:"task"`
 	Event *MeshEvent `json:"event,omitempty"`
+	// Seq numbers the messages one relay sends another about one task, from
+	// 1, in the order it made them, so the receiving relay applies them in
+	// that order whatever order they arrive in (0: not numbered, as an
+	// earlier version sent them, or a task with no relay of its own).
+	Seq int64 `json:"seq,omitempty"`
+	// From, when set, is the first number the message stands for: it
+	// carries the task's messages From to Seq (a state change followed by
+	// a later message of the task, which carries the newer state).
+	From int64 `json:"from,omitempty"`
 }
 
 // OutboxItem is one change waiting to leave for another relay.
 type OutboxItem struct {
-	// Seq orders the outbox; DeleteOutbox takes it.
+	// Seq orders the outbox; AckOutbox takes it.
 	Seq int64
 	// MsgID is the JetStream de-duplication id, fixed when the row was written.
 	MsgID string
 	// ToRelay is the id of the relay that must receive it.
 	ToRelay string
+	// TaskID is the task's id on this relay: the publisher keeps each
+	// task's rows in order, one in flight at a time.
+	TaskID string
 	// Change is the body, built from the current state of the task.
 	Change MeshChange
+	// Version is the state of the task the body was built from, as
+	// AckOutbox compares it: a task whose state changed since is sent again.
+	Version string
+	// Merged are the rows this one carries too: state rows of its task
+	// just before it, whose state it carries (read at the same time).
+	Merged []int64
+}
+
+// OutboxQuery says which outbox rows PendingOutbox returns: oldest first,
+// up to Limit, those not in flight, of tasks not waiting for a retry, for
+// relays trusted now. A task's rows are thus published in their order, and
+// none before one of its rows that failed.
+type OutboxQuery struct {
+	Limit int
+	// Skip are relays not trusted now: their rows wait.
+	Skip []string
+	// Busy are the rows in flight (published, not yet acknowledged).
+	Busy []int64
+	// Waiting are tasks whose last publish failed a moment ago: their rows
+	// wait for the retry, the failed one first.
+	Waiting []string
+}
+
+// ErrEarlierMissing is ApplyRemoteBatch's answer for a message that
+// arrived before an earlier message of its task (Seq): it is not applied
+// and is delivered again later, unless the caller forces it
+// (RemoteApply.Force) because the earlier one is not coming.
+var ErrEarlierMissing = errors.New("an earlier message of its task has not arrived yet")
+
+// ApplyResult is what became of one message of ApplyRemoteBatch.
+type ApplyResult struct {
+	// Applied is false for a message applied before (recognised by its
+	// id) and for one that failed.
+	Applied bool
+	// Err is a *MeshRefusal (refused for good), ErrEarlierMissing (deliver
+	// it again later), or a store failure (deliver it again).
+	Err error
 }
 
 // RemoteApply is one change received from another relay.
@@ -70,6 +120,11 @@ type RemoteApply struct {
 	// Mark is the signature mark (MarkVerified, MarkUnverified, MarkMismatch).
 	Mark   string
 	Change MeshChange
+	// Force applies a message even though an earlier message of its task
+	// has not arrived (ErrEarlierMissing): the earlier one was waited for
+	// long enough. Applied later after all, an earlier message does not
+	// take the task's state back.
+	Force bool
 }
 
 // RemoteAgent is an agent another relay owns, as the directory lists it.
@@ -178,17 +233,29 @@ func (r *MeshRefusal) Error() string { return "refused (" + r.Reason + "): " + r
 // transaction; ApplyRemote commits before it returns, so the message may be
 // acknowledged after it.
 type MeshStore interface {
-	// PendingOutbox returns up to limit outbox rows, oldest first, leaving
-	// out those for the relays in skip (not trusted: they wait).
-	PendingOutbox(ctx context.Context, limit int, skip ...string) ([]OutboxItem, error)
-	// DeleteOutbox removes published rows.
-	DeleteOutbox(ctx context.Context, seqs ...int64) error
+	// PendingOutbox returns the outbox rows to publish now, oldest first
+	// (OutboxQuery).
+	PendingOutbox(ctx context.Context, q OutboxQuery) ([]OutboxItem, error)
+	// AckOutbox removes the rows NATS stored (sent); busy are the rows
+	// still in flight. When a state row goes and its task changed since
+	// the last of its rows was read (Version), with no row of the task
+	// left unread to carry the change, a state row is written again, so
+	// the change is sent.
+	AckOutbox(ctx context.Context, sent []OutboxItem, busy []OutboxItem) error
+	// OutboxHead is the seq of the newest row ever written: a row added
+	// since has a greater one.
+	OutboxHead(ctx context.Context) (int64, error)
 	// OutboxDepth counts the rows not yet published.
 	OutboxDepth(ctx context.Context) (int, error)
 	// ApplyRemote stores a change idempotently (by message id, task id and
 	// event id) and wakes waiters. It reports false when the message had
 	// been applied before.
 	ApplyRemote(ctx context.Context, in RemoteApply) (bool, error)
+	// ApplyRemoteBatch applies messages in order in one transaction, each
+	// in its own savepoint: one that fails or is refused is rolled back
+	// alone. It commits before it returns; each result is final only when
+	// the error is nil (else nothing was committed).
+	ApplyRemoteBatch(ctx context.Context, ins []RemoteApply) ([]ApplyResult, error)
 	// SyncRemoteAgents makes the local placeholders of remote agents match
 	// the directory: an agent seen first is given a name (its plain slug if
 	// no agent here has it, else slug@label, else slug@relay-id), one seen

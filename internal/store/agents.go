@@ -359,3 +359,27 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 	}
 	return err
 }
+
+// mustExist fails with unknown_agent unless slug is an agent.
+func (t *tx) mustExist(slug string) error {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, slug).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return unknownAgent(slug)
+	}
+	if err != nil {
+		return fmt.Errorf("find agent: %w", err)
+	}
+	return nil
+}
+
+// agentChanged publishes the agent's current row.
+func (t *tx) agentChanged(slug string) error {
+	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
+	if err != nil {
+		return err
+	}
+	t.publish(relay.Change{Type: relay.ChangeAgent, Agent: &a})
+	t.agents = append(t.agents, slug)
+	return nil
+}

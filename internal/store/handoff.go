@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -162,4 +165,39 @@ func (c claimRequest) wants(sender, session string, live bool) bool {
 type handoff struct {
 	p    *parked
 	task relay.Task
+}
+
+// wakeUp queues a wake-up of slug's waiting claims for after commit.
+func (t *tx) wakeUp(slug string) { t.wake = append(t.wake, slug) }
+
+// handOff gives a task just posted to the oldest claim waiting for it
+// (handoff.go): claimed in this transaction for that claim, whose agent
+// is present now, and handed to it after the commit. A task aimed at a
+// live session (liveTargetSQL) goes only to a claim that does not leave it
+// (ClaimInput.LeaveLiveSessions): that session's own, or a worker bound to
+// it. With no such claim, the recipient's waiting claims are woken to look
+// for it.
+func (t *tx) handOff(task relay.Task) error {
+	live := false
+	if task.TargetSession != "" {
+		var one int
+		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM (SELECT ? AS recipient_slug, ? AS target_session) t WHERE `+liveTargetSQL,
+			task.RecipientSlug, task.TargetSession, liveStreamCutoff(t)).Scan(&one)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read live session: %w", err)
+		}
+		live = err == nil
+	}
+	p := t.db.parking.take(task.RecipientSlug, task.SenderSlug, task.TargetSession, live)
+	if p == nil {
+		t.wakeUp(task.RecipientSlug)
+		return nil
+	}
+	t.handoffs = append(t.handoffs, handoff{p: p}) // released if this write fails
+	claimed, err := t.claim(p.c, task)
+	if err != nil {
+		return err
+	}
+	t.handoffs[len(t.handoffs)-1].task = claimed
+	return t.present(task.RecipientSlug)
 }

@@ -81,9 +81,19 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
+// undoMeshOrder takes a database back from version 23 to 22: the numbers
+// of each task's mesh messages (migration 0023), with mesh_task_posted as
+// 0020 left it. Every downgrade goes below it: it runs first.
+func undoMeshOrder(t testing.TB) string {
+	return `DROP TRIGGER mesh_outbox_numbered; DROP TRIGGER mesh_task_posted;
+	ALTER TABLE mesh_outbox DROP COLUMN task_seq;
+	ALTER TABLE mesh_task_peers DROP COLUMN out_seq; ALTER TABLE mesh_task_peers DROP COLUMN in_seq;
+	` + trigger(t, "0020_mesh_word.sql", "mesh_task_posted")
+}
+
 // undoWorkerPins takes a database back from version 22 to 21: the
 // workers' pinned paths and hook edits (migration 0022). Every downgrade
-// goes below it: it runs first.
+// goes below it: it runs after undoMeshOrder.
 const undoWorkerPins = `ALTER TABLE workers DROP COLUMN pinned_paths; ALTER TABLE workers DROP COLUMN allow_hook_edits;
 	`
 
@@ -167,10 +177,10 @@ func undoMeshTrust(t testing.TB) string {
 // downgrade closes e's store, runs undo on its file (which ends by setting
 // an older user_version) and opens it again, so the migrations after that
 // version run on what the test left in it. Every downgrade goes below 13,
-// so the undoing of 0022 down to 0013 runs first.
+// so the undoing of 0023 down to 0013 runs first.
 func (e *env) downgrade(undo string) {
 	e.t.Helper()
-	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(e.t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
+	e.reopenAfter(undoMeshOrder(e.t) + undoWorkerPins + undoInsights + undoMeshWord(e.t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(e.t) + undoLiveSessions + undoWorkerSandbox + undoMeshTrust(e.t) + undo)
 }
 
 // reopenAfter closes e's store, runs undo on its file (which ends by

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -16,35 +18,37 @@ import (
 
 var _ relay.MeshStore = (*DB)(nil)
 
-// PendingOutbox returns up to limit outbox rows, oldest first, each with the
-// task's current state, leaving out the rows for the relays in skip (each
-// relay's rows keep their order: all of them wait). A row whose task is
-// gone carries only the task id.
-func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]relay.OutboxItem, error) {
-	limit = relay.Clamp(limit, 100, 1, 1000)
-	where := ""
-	var args []any
-	if len(skip) > 0 {
-		var list string
-		list, args = inList(skip)
-		where = ` WHERE to_relay NOT IN ` + list
+// PendingOutbox returns the outbox rows to publish now, oldest first, up
+// to q.Limit, each with the task's current state: every row not in flight
+// (q.Busy), of a task that does not wait for a retry (q.Waiting), for a
+// relay trusted now (q.Skip: the rows of the others wait). Oldest first
+// and cut by the limit, the rows of a task are a run in its order, after
+// those in flight. A row whose task is gone carries only the task id.
+func (db *DB) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.OutboxItem, error) {
+	limit := relay.Clamp(q.Limit, 100, 1, 1000)
+	skip, busy, waiting, err := jsonLists(q.Skip, q.Busy, q.Waiting)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	var out []relay.OutboxItem
-	err := db.read(ctx, "read outbox", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, msg_id, to_relay, task_id, event_recipient, event_type, event_summary, event_created_at
-			FROM mesh_outbox`+where+` ORDER BY seq`+limitSQL(limit), args...)
+	err = db.read(ctx, "read outbox", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT o.seq, o.msg_id, o.to_relay, o.task_id, o.task_seq, o.event_recipient, o.event_type, o.event_summary, o.event_created_at
+			FROM mesh_outbox o
+			WHERE o.seq NOT IN (SELECT value FROM json_each(?))
+			  AND o.to_relay NOT IN (SELECT value FROM json_each(?))
+			  AND o.task_id NOT IN (SELECT value FROM json_each(?))
+			ORDER BY o.seq`+limitSQL(pow2(limit)), busy, skip, waiting)
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
 		type row struct {
 			item                    relay.OutboxItem
-			taskID                  string
 			recipient, typ, sum, at sql.NullString
 		}
 		var rs []row
-		for rows.Next() {
+		for len(rs) < limit && rows.Next() {
 			var r row
-			if err := rows.Scan(&r.item.Seq, &r.item.MsgID, &r.item.ToRelay, &r.taskID, &r.recipient, &r.typ, &r.sum, &r.at); err != nil {
+			if err := rows.Scan(&r.item.Seq, &r.item.MsgID, &r.item.ToRelay, &r.item.TaskID, &r.item.Change.Seq, &r.recipient, &r.typ, &r.sum, &r.at); err != nil {
 				rows.Close()
 				return fmt.Errorf("read outbox: %w", err)
 			}
@@ -56,19 +60,52 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]r
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
+		// A state row followed by the next row of its task is carried by
+		// that row, read in the same snapshot: one message for both.
+		next := make(map[int]int, len(rs)) // row index → its task's next row
+		last := map[string]int{}
+		for i, r := range rs {
+			if j, ok := last[r.item.TaskID]; ok {
+				next[j] = i
+			}
+			last[r.item.TaskID] = i
+		}
 		tasks := map[string]relay.Task{}
-		for _, r := range rs {
-			task, ok := tasks[r.taskID]
+		var merged map[int][]int64 // row index → rows it carries
+		for i, r := range rs {
+			j, ok := next[i]
+			if !ok || r.typ.Valid || r.item.Change.Seq == 0 || rs[j].item.Change.Seq != r.item.Change.Seq+1 || rs[j].item.ToRelay != r.item.ToRelay {
+				continue
+			}
+			if merged == nil {
+				merged = map[int][]int64{}
+			}
+			merged[j] = append(append(merged[j], merged[i]...), r.item.Seq)
+			delete(merged, i)
+			rs[i].item.Seq = 0 // carried by row j
+		}
+		for i, r := range rs {
+			if r.item.Seq == 0 {
+				continue
+			}
+			if m := merged[i]; len(m) > 0 {
+				r.item.Merged = m
+				r.item.Change.From = r.item.Change.Seq - int64(len(m))
+			}
+			task, ok := tasks[r.item.TaskID]
 			if !ok {
-				t, err := getTask(ctx, tx, r.taskID)
+				t, err := getTask(ctx, tx, r.item.TaskID)
 				var de *relay.Error
 				switch {
 				case errors.As(err, &de) && de.Code == relay.EUnknownTask:
-					t = relay.Task{ID: r.taskID}
+					t = relay.Task{ID: r.item.TaskID}
 				case err != nil:
 					return err
 				}
-				task, tasks[r.taskID] = t, t
+				task, tasks[r.item.TaskID] = t, t
+			}
+			if task.Status != "" {
+				r.item.Version = stateVersion(string(task.Status), task.ClaimedAt, string(task.ClaimedVia), task.UpdatedAt, len(task.Reports))
 			}
 			if r.item.Change.Task, err = remoteIDs(ctx, tx, task, r.item.ToRelay); err != nil {
 				return err
@@ -84,13 +121,127 @@ func (db *DB) PendingOutbox(ctx context.Context, limit int, skip ...string) ([]r
 	return out, err
 }
 
-// DeleteOutbox removes published outbox rows.
-func (db *DB) DeleteOutbox(ctx context.Context, seqs ...int64) error {
-	if len(seqs) == 0 {
+// pow2 is the least power of two not below n (n ≥ 1): a limit written into
+// the SQL (limitSQL) takes few values, so few statements stay prepared.
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// jsonLists encodes each list as a JSON array (never null), the form the
+// outbox query takes its lists in: one statement text whatever their
+// lengths, so it stays prepared.
+func jsonLists(skip []string, busy []int64, waiting []string) (string, string, string, error) {
+	var out [3]string
+	for i, v := range []any{skip, busy, waiting} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", "", "", err
+		}
+		if string(b) == "null" {
+			b = []byte("[]")
+		}
+		out[i] = string(b)
+	}
+	return out[0], out[1], out[2], nil
+}
+
+// stateVersion is what a state row carries of a task: its status, claim,
+// last change and number of reports. AckOutbox compares it with what was
+// sent.
+func stateVersion(status, claimedAt, claimedVia, updatedAt string, reports int) string {
+	return status + "|" + claimedAt + "|" + claimedVia + "|" + updatedAt + "|" + strconv.Itoa(reports)
+}
+
+// taskVersion is stateVersion of task id as it is now ("" for a task that
+// is gone).
+func taskVersion(ctx context.Context, q queryer, id string) (string, error) {
+	var (
+		status, updated string
+		at, via         sql.NullString
+		reports         int
+	)
+	err := q.QueryRowContext(ctx, `SELECT status, claimed_at, claimed_via, updated_at, (SELECT COUNT(*) FROM reports WHERE task_id = +?)
+		FROM tasks WHERE id = ?`, id, id).Scan(&status, &at, &via, &updated, &reports)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the state of task %s: %w", id, err)
+	}
+	return stateVersion(status, at.String, via.String, updated, reports), nil
+}
+
+// AckOutbox removes the rows NATS stored (sent, with the rows each
+// carried), in one transaction; busy are the rows read and still in
+// flight. The trigger that writes a task's state row writes none while one
+// is waiting, and a row carries the state it was read with: when a state
+// row goes and its task's state is neither the one carried by the last row
+// of the task read (sent or busy) nor left to a row not read yet, a state
+// row is written again, under a new message id and number, so the change
+// is sent.
+func (db *DB) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []relay.OutboxItem) error {
+	if len(sent) == 0 {
 		return nil
 	}
-	list, args := inList(seqs)
-	return db.writeOne(ctx, "delete outbox", `DELETE FROM mesh_outbox WHERE seq IN `+list, args...)
+	read := make([]int64, 0, len(busy)+len(sent))
+	latest := map[string]relay.OutboxItem{} // task → the last of its rows read
+	for _, rows := range [][]relay.OutboxItem{busy, sent} {
+		for _, it := range rows {
+			read = append(append(read, it.Seq), it.Merged...)
+			if l, ok := latest[it.TaskID]; !ok || it.Seq > l.Seq {
+				latest[it.TaskID] = it
+			}
+		}
+	}
+	_, readList, _, err := jsonLists(nil, read, nil)
+	if err != nil {
+		return fmt.Errorf("delete outbox: %w", err)
+	}
+	return db.write(ctx, "delete outbox", func(t *tx) error {
+		for _, it := range sent {
+			n := int64(0)
+			for _, seq := range append([]int64{it.Seq}, it.Merged...) {
+				d, err := t.execCount("delete outbox", `DELETE FROM mesh_outbox WHERE seq = ?`, seq)
+				if err != nil {
+					return err
+				}
+				n += d
+			}
+			if n == 0 || it.Change.Event != nil && len(it.Merged) == 0 {
+				continue // gone already, or no state row
+			}
+			now, err := taskVersion(t.ctx, t.tx, it.TaskID)
+			if err != nil {
+				return err
+			}
+			if now == "" || now == latest[it.TaskID].Version {
+				continue
+			}
+			if _, err := t.exec(`INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
+				SELECT lower(hex(randomblob(16))), ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM mesh_outbox
+					WHERE task_id = ? AND seq NOT IN (SELECT value FROM json_each(?)))`,
+				it.ToRelay, it.TaskID, t.ts, it.TaskID, readList); err != nil {
+				return fmt.Errorf("queue the task's new state: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// OutboxHead is the seq of the newest outbox row ever written (0 for none):
+// a row added since a look has a greater one. One indexed read, no
+// transaction.
+func (db *DB) OutboxHead(ctx context.Context) (int64, error) {
+	var head int64
+	err := db.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'`).Scan(&head)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read outbox head: %w", err)
+	}
+	return head, nil
 }
 
 // OutboxDepth counts outbox rows not yet published.
@@ -106,8 +257,13 @@ func (db *DB) OutboxDepth(ctx context.Context) (int, error) {
 // conversation by: a task it sent here may be stored under an id of this
 // relay's (mesh_ids.go), and goes back under its own.
 func remoteIDs(ctx context.Context, q queryer, task relay.Task, to string) (relay.Task, error) {
+	own := task.ID
 	for _, id := range []*string{&task.ID, &task.ParentTaskID, &task.ConversationID} {
 		if *id == "" {
+			continue
+		}
+		if *id == own && id != &task.ID {
+			*id = task.ID // the task's own id, looked up already
 			continue
 		}
 		var remote string

@@ -18,7 +18,7 @@ func (db *DB) TaskMark(ctx context.Context, taskID string) (string, error) {
 // isLocalAgent reports whether slug is an agent of this relay (not a placeholder).
 func (t *tx) isLocalAgent(slug string) (bool, error) {
 	var remote sql.NullString
-	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, slug).Scan(&remote)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = +?`, slug).Scan(&remote)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -37,44 +37,18 @@ func (t *tx) isLocalAgent(slug string) (bool, error) {
 // it by), so a relay can neither pass another's message off as applied nor
 // reach another's task. It commits before it returns and reports false when
 // the message was applied before. A change the sending relay has no right
-// to make is refused with a *relay.MeshRefusal; nothing is then stored, nor
-// the message recorded as applied.
+// to make is refused with a *relay.MeshRefusal, and one that arrived before
+// an earlier message of its task with relay.ErrEarlierMissing; nothing is
+// then stored, nor the message recorded as applied.
 func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
-	switch in.Mark {
-	case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:
-	default:
-		return false, fmt.Errorf("apply remote: mark %q", in.Mark)
-	}
-	if in.MsgID == "" || in.FromRelay == "" {
-		return false, fmt.Errorf("apply remote: message id and relay are required")
+	if err := checkRemoteApply(in); err != nil {
+		return false, err
 	}
 	applied := false
 	err := db.write(ctx, "apply remote", func(t *tx) error {
-		var one int
-		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM mesh_applied WHERE from_relay = ? AND msg_id = ?`, in.FromRelay, in.MsgID).Scan(&one)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("find applied message: %w", err)
-		}
-		applied = true
-		rt, local := in.Change.Task, ""
-		if _, err := relay.TaskID("taskId", rt.ID); err == nil && rt.Status.Valid() {
-			if _, err := (relay.PostTaskInput{SenderSlug: rt.SenderSlug, RecipientSlug: rt.RecipientSlug, Title: rt.Title,
-				Instructions: rt.Instructions, RequiredCapabilities: rt.RequiredCapabilities}).Validate(); err == nil {
-				if local, err = t.applyChange(in); err != nil {
-					return err
-				}
-			}
-		}
-		// Checked and applied, or nothing this relay can store (out of
-		// bounds: no relay of this build writes that): recorded.
-		if _, err := t.exec(`INSERT INTO mesh_applied (from_relay, msg_id, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)`,
-			in.FromRelay, in.MsgID, local, in.Mark, t.ts); err != nil {
-			return fmt.Errorf("record applied message: %w", err)
-		}
-		return nil
+		var err error
+		applied, err = t.applyRemote(in)
+		return err
 	})
 	if err != nil {
 		applied = false
@@ -82,14 +56,115 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 	return applied, err
 }
 
+// ApplyRemoteBatch applies messages from other relays in order, as
+// ApplyRemote does each, in one write (so one commit with whatever else the
+// writer groups with it): each in a savepoint of its own, so one refused,
+// out of order or failing is rolled back alone and answered in its result,
+// and the others commit. The results are final only when the error is nil:
+// with an error nothing of the batch is in the database.
+func (db *DB) ApplyRemoteBatch(ctx context.Context, ins []relay.RemoteApply) ([]relay.ApplyResult, error) {
+	out := make([]relay.ApplyResult, len(ins))
+	if len(ins) == 0 {
+		return out, nil
+	}
+	err := db.write(ctx, "apply remote batch", func(t *tx) error {
+		for i, in := range ins {
+			if err := checkRemoteApply(in); err != nil {
+				out[i] = relay.ApplyResult{Err: err}
+				continue
+			}
+			applied := false
+			err, broken := t.savepoint("apply", func() error {
+				var err error
+				applied, err = t.applyRemote(in)
+				return err
+			})
+			if broken != nil {
+				return broken
+			}
+			out[i] = relay.ApplyResult{Applied: applied && err == nil, Err: err}
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range out {
+			out[i] = relay.ApplyResult{Err: err}
+		}
+		return out, err
+	}
+	return out, nil
+}
+
+// checkRemoteApply refuses a call no received message makes.
+func checkRemoteApply(in relay.RemoteApply) error {
+	switch in.Mark {
+	case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:
+	default:
+		return fmt.Errorf("apply remote: mark %q", in.Mark)
+	}
+	if in.MsgID == "" || in.FromRelay == "" {
+		return fmt.Errorf("apply remote: message id and relay are required")
+	}
+	return nil
+}
+
+// applyRemote applies one message in t (ApplyRemote) and reports whether
+// it was new.
+func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM mesh_applied WHERE from_relay = ? AND msg_id = ?`, in.FromRelay, in.MsgID).Scan(&one)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("find applied message: %w", err)
+	}
+	rt, local := in.Change.Task, ""
+	if _, err := relay.TaskID("taskId", rt.ID); err == nil && rt.Status.Valid() {
+		if _, err := (relay.PostTaskInput{SenderSlug: rt.SenderSlug, RecipientSlug: rt.RecipientSlug, Title: rt.Title,
+			Instructions: rt.Instructions, RequiredCapabilities: rt.RequiredCapabilities}).Validate(); err == nil {
+			if local, err = t.applyChange(in); err != nil {
+				return false, err
+			}
+		}
+	}
+	// Checked and applied, or nothing this relay can store (out of
+	// bounds: no relay of this build writes that): recorded.
+	if _, err := t.exec(`INSERT INTO mesh_applied (from_relay, msg_id, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)`,
+		in.FromRelay, in.MsgID, local, in.Mark, t.ts); err != nil {
+		return false, fmt.Errorf("record applied message: %w", err)
+	}
+	return true, nil
+}
+
 // applyChange applies a change of relay in.FromRelay to the task it knows
 // by the change's id, or stores it as a new task, and returns the task's
-// local id.
+// local id. A numbered change (Seq) is applied in its task's order: one
+// that comes before an earlier one waits (relay.ErrEarlierMissing) unless
+// forced, and an earlier one applied after a later one (forced) adds its
+// reports and journal entry without taking the task's state back.
 func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
-	rt := in.Change.Task
-	id, side, found, err := t.peerTask(in.FromRelay, rt.ID)
+	rt, seq, first := in.Change.Task, in.Change.Seq, in.Change.Seq
+	if in.Change.From > 0 && in.Change.From < seq {
+		first = in.Change.From // it carries the messages From to Seq
+	}
+	id, side, last, found, err := t.peerTaskSeq(in.FromRelay, rt.ID)
 	if err != nil {
 		return "", err
+	}
+	next := int64(0) // the task's new in_seq, 0 for none
+	stale := false
+	switch {
+	case seq <= 0:
+	case !found && first > 1, found && last >= 0 && first > last+1:
+		if !in.Force {
+			return "", relay.ErrEarlierMissing
+		}
+		next = seq
+	case found && last >= 0 && seq <= last:
+		stale = true
+	default:
+		next = seq
 	}
 	if found {
 		local, err := getTask(t.ctx, t.tx, id)
@@ -99,12 +174,17 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 		if side == "sender" {
 			err = t.applyCommand(in.FromRelay, local, in.Change)
 		} else {
-			err = t.applyState(local, rt, in.Change.Event)
+			err = t.applyState(local, rt, in.Change.Event, stale)
 		}
 		if err != nil {
 			return "", err
 		}
-	} else if id, err = t.applyNewTask(in); err != nil {
+		if next > 0 {
+			if _, err := t.exec(`UPDATE mesh_task_peers SET in_seq = ? WHERE task_id = ?`, next, id); err != nil {
+				return "", fmt.Errorf("record the task's last message: %w", err)
+			}
+		}
+	} else if id, err = t.applyNewTask(in, next); err != nil {
 		return "", err
 	}
 	if _, err := t.exec(`INSERT INTO mesh_tasks (task_id, relay_id, mark) VALUES (?, ?, ?)
@@ -115,20 +195,21 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	return id, err
 }
 
-// applyCommand carries out a remote sender's action on a task owned here:
-// cancel an open task, or requeue a blocked or completed one. An action the
-// task's state no longer allows changes nothing here; the sender's relay is
-// sent the task's true state instead.
+// applyCommand carries out a remote sender's action on a task owned here,
+// as relay.RemoteCommand allows it: cancel an open task, or requeue a
+// blocked or completed one. An action the task's state no longer allows
+// changes nothing here; the sender's relay is sent the task's true state
+// instead.
 func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
 	ev := c.Event
 	if ev == nil {
 		return nil
 	}
 	var q string
-	switch {
-	case ev.Type == relay.EventTaskCancelled && local.Status.Open():
+	switch relay.RemoteCommand(ev.Type, local.Status) {
+	case relay.ActionCancel:
 		q = `UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`
-	case ev.Type == relay.EventTaskRequeued && (local.Status == relay.StatusBlocked || local.Status == relay.StatusCompleted):
+	case relay.ActionRequeue:
 		q = `UPDATE tasks SET status = 'queued', claimed_at = NULL, claimed_via = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?`
 		t.wakeUp(local.RecipientSlug)
 	default:
@@ -151,14 +232,17 @@ func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) err
 // state and adds the owner's journal entry for the sender (the owner names
 // the sender in its own way: the entry goes to the local sender of the
 // task). The mirror keeps no lease: only the owner requeues expired claims.
-func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent) error {
+// A stale change (older than one applied) keeps the state as it is.
+func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent, stale bool) error {
 	via := nullString(rt.ClaimedVia)
 	if rt.ClaimedVia != relay.ViaChat && rt.ClaimedVia != relay.ViaWorker {
 		via = nil
 	}
-	if _, err := t.exec(`UPDATE tasks SET status = ?, claimed_at = ?, claimed_via = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
-		string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, local.ID); err != nil {
-		return fmt.Errorf("update mirror task: %w", err)
+	if !stale {
+		if _, err := t.exec(`UPDATE tasks SET status = ?, claimed_at = ?, claimed_via = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
+			string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, local.ID); err != nil {
+			return fmt.Errorf("update mirror task: %w", err)
+		}
 	}
 	if err := t.copyReports(local.ID, rt.Reports); err != nil {
 		return err

@@ -29,6 +29,20 @@ func (t *tx) peerTask(from, id string) (local, side string, found bool, err erro
 	return local, side, true, nil
 }
 
+// peerTaskSeq is peerTask with the number of the last message of the task
+// applied from relay from (0: none yet; -1: unknown, a task that crossed
+// before messages were numbered).
+func (t *tx) peerTaskSeq(from, id string) (local, side string, last int64, found bool, err error) {
+	err = t.tx.QueryRowContext(t.ctx, `SELECT task_id, side, in_seq FROM mesh_task_peers WHERE relay_id = ? AND remote_id = ?`, from, id).Scan(&local, &side, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", 0, false, nil
+	}
+	if err != nil {
+		return "", "", 0, false, fmt.Errorf("find task peer: %w", err)
+	}
+	return local, side, last, true, nil
+}
+
 // peerTaskOf is the local id of the task relay from knows as id, nil when
 // there is none (or id is "").
 func (t *tx) peerTaskOf(from, id string) (any, error) {

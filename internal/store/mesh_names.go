@@ -32,7 +32,7 @@ func localName(slug, selfID, selfLabel string) string {
 // (databases of earlier versions may hold several).
 func (t *tx) pinnedName(relayID, slug string) (string, error) {
 	var name string
-	err := t.tx.QueryRowContext(t.ctx, `SELECT slug FROM mesh_agents WHERE relay_id = ? AND remote_slug = ?
+	err := t.tx.QueryRowContext(t.ctx, `SELECT slug FROM mesh_agents WHERE relay_id = +? AND remote_slug = +?
 		ORDER BY slug = remote_slug DESC, rowid LIMIT 1`, relayID, slug).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

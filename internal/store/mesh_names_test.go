@@ -171,7 +171,7 @@ func TestRemoteIDsScoped(t *testing.T) {
 	if _, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", FromSenders: []string{"alice@relay-a"}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.db.PendingOutbox(e.ctx, 10)
+	out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestMigrateMeshWord(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	task := e.post("bob", "bob", "crossed", 0)
-	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(t) + `
+	e.reopenAfter(undoMeshOrder(t) + undoWorkerPins + undoInsights + undoMeshWord(t) + `
 		INSERT INTO agents (slug, kind, display_name, model_slug, capabilities, registered_at, last_seen_at) VALUES
 			('alice', 'agent', 'Alice', 'm', '[]', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z'),
 			('operator@relay-a', 'agent', 'operator@relay-a', '', '[]', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
@@ -216,7 +216,7 @@ func TestMigrateMeshWord(t *testing.T) {
 	if _, err := e.db.CancelTask(e.ctx, "bob", task.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := e.db.PendingOutbox(e.ctx, 10); err != nil || len(out) == 0 || out[len(out)-1].Change.Task.ID != task.ID {
+	if out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10}); err != nil || len(out) == 0 || out[len(out)-1].Change.Task.ID != task.ID {
 		t.Fatalf("the task's state after the migration = %+v, %v; want it sent to A under its id", out, err)
 	}
 }

@@ -9,9 +9,11 @@ import (
 // applyNewTask stores a task relay in.FromRelay sent, which it never told
 // this relay of before, for a local recipient, and returns its local id:
 // the sender relay's id for it, or a new one when a task here has that id
-// (another relay's, or this one's). It wakes the recipient's waiting
+// (another relay's, or this one's). seq is the number of the message (0:
+// not numbered). Like a task posted here, it goes to the oldest claim
+// waiting for it in this transaction, or wakes the recipient's waiting
 // claims. A change that cannot be a new task is refused.
-func (t *tx) applyNewTask(in relay.RemoteApply) (string, error) {
+func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	rt := in.Change.Task
 	recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfLabel)
 	refusal, err := t.newTaskRefusal(in, recipient)
@@ -64,15 +66,18 @@ func (t *tx) applyNewTask(in relay.RemoteApply) (string, error) {
 		t.ts, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
 		return "", fmt.Errorf("insert remote task: %w", err)
 	}
-	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side, remote_id) VALUES (?, ?, 'sender', ?)`,
-		id, in.FromRelay, rt.ID); err != nil {
+	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side, remote_id, in_seq) VALUES (?, ?, 'sender', ?, ?)`,
+		id, in.FromRelay, rt.ID, seq); err != nil {
 		return "", fmt.Errorf("record task sender relay: %w", err)
 	}
 	if err := t.copyReports(id, rt.Reports); err != nil {
 		return "", err
 	}
-	t.wakeUp(recipient)
-	return id, nil
+	task, err := getTask(t.ctx, t.tx, id)
+	if err != nil {
+		return "", err
+	}
+	return id, t.handOff(task)
 }
 
 // newTaskRefusal says why a change about a task its relay never told this

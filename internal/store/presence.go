@@ -194,3 +194,53 @@ func countOnline(ctx context.Context, q queryer, book *presenceBook, now time.Ti
 	}
 	return n, nil
 }
+
+// touch refreshes slug's presence (unknown_agent if it does not exist).
+// Actions the operator takes on an agent's behalf leave presence alone.
+// A presence-only agent change is published at most once per
+// presenceThrottle per agent.
+func (t *tx) touch(slug string) error {
+	if relay.IsByOperator(t.ctx) {
+		return t.mustExist(slug)
+	}
+	return t.present(slug)
+}
+
+// present refreshes slug's presence (unknown_agent if it does not exist),
+// whoever acts.
+func (t *tx) present(slug string) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// touchCursor is touch for an agent (not the operator acting for it) that
+// also moves its read cursor, in one UPDATE.
+func (t *tx) touchCursor(slug string, cursor int64) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ?, last_read_sequence = ? WHERE slug = ?`, t.ts, cursor, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// seen publishes slug's agent change after its presence was refreshed, at
+// most once per presenceThrottle.
+func (t *tx) seen(slug string) error {
+	t.db.presenceMu.Lock()
+	last, seen := t.db.presence[slug]
+	t.db.presenceMu.Unlock()
+	if seen && t.now.Sub(last) < presenceThrottle && !t.now.Before(last) {
+		return nil
+	}
+	for _, s := range t.agents {
+		if s == slug {
+			return nil
+		}
+	}
+	return t.agentChanged(slug)
+}

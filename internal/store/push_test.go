@@ -360,7 +360,7 @@ func TestMigrationCopiesPushSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := e.post("bob", "alice", "gone", 0)
-	e.reopenAfter(undoWorkerPins + undoInsights + undoMeshWord(t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(t) + `DELETE FROM tasks WHERE id = '` + gone.ID + `'; PRAGMA user_version = 16;`)
+	e.reopenAfter(undoMeshOrder(t) + undoWorkerPins + undoInsights + undoMeshWord(t) + undoRetiredAgents + undoLiveStreams + undoPushSessions(t) + `DELETE FROM tasks WHERE id = '` + gone.ID + `'; PRAGMA user_version = 16;`)
 	for _, c := range []struct {
 		session, want string
 	}{

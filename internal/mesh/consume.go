@@ -1,0 +1,141 @@
+package mesh
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// The consumer: NATS lets up to consumeWindow messages be out
+// unacknowledged (the consumer's MaxAckPending); the relay applies what
+// has arrived in batches of up to applyBatch, in the stream's order, in one
+// store write each (each message in its own savepoint), and acknowledges
+// each message only after the commit that applied it. Order is kept per
+// task by the messages' numbers (relay.MeshChange.Seq): a message that
+// comes before an earlier one of its task (a redelivery after a crash, a
+// failed publish sent again) waits, delivered again every gapDelay, and
+// is applied anyway after gapDeliveries deliveries, when the earlier one
+// is not coming.
+
+// consumeWindow, applyBatch and gapDeliveries are variables for tests.
+var (
+	consumeWindow = 256
+	applyBatch    = 64
+	// gapDeliveries is how many deliveries a message that came before an
+	// earlier one of its task waits at most: longer than the consumer's
+	// acknowledgement wait (ackWait, 30 s), after which any earlier message
+	// delivered and not acknowledged comes again.
+	gapDeliveries = uint64(45)
+)
+
+// gapDelay is how long a message that came before an earlier one of its
+// task waits before it is delivered again.
+const gapDelay = time.Second
+
+// consumeLoop applies what other relays send this one until Close.
+func (n *Node) consumeLoop() {
+	msgs := make(chan jetstream.Msg, consumeWindow)
+	// Short pulls with heartbeats: a pull lost with a NATS node (or a
+	// consumer leader that moved) is noticed within seconds, not 30 s.
+	cc, err := n.cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-n.ctx.Done():
+		}
+	}, jetstream.PullMaxMessages(consumeWindow), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(2*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if n.ctx.Err() == nil {
+				n.log.Debug("mesh: consume", "err", err)
+			}
+		}))
+	if err != nil {
+		n.setErr("consume", err)
+		return
+	}
+	defer func() {
+		cc.Stop()
+		<-cc.Closed()
+	}()
+	batch := make([]jetstream.Msg, 0, applyBatch)
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case m := <-msgs:
+			batch = append(batch[:0], m)
+		}
+	more:
+		for len(batch) < applyBatch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break more
+			}
+		}
+		n.handle(batch)
+	}
+}
+
+// handle applies a batch of messages from the stream in their order, in
+// one store write, and then acknowledges each that is done with: nothing
+// is acknowledged before the commit that applied it. A store failure
+// leaves a message to be delivered again.
+func (n *Node) handle(msgs []jetstream.Msg) {
+	outs := make([]outcome, len(msgs))
+	var (
+		ins []relay.RemoteApply
+		at  []int
+	)
+	n.applyMu.Lock()
+	for i, m := range msgs {
+		o, in := n.judge(m.Data(), false, deliveries(m) >= gapDeliveries)
+		outs[i] = o
+		if o == apply {
+			ins, at = append(ins, in), append(at, i)
+		}
+	}
+	if len(ins) > 0 {
+		res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
+		for k := range ins {
+			if err != nil { // nothing of the batch was committed
+				outs[at[k]] = retry
+				continue
+			}
+			outs[at[k]] = n.settleApply(ins[k], res[k])
+		}
+		if err != nil {
+			n.setErr("apply", err)
+		}
+	}
+	n.applyMu.Unlock()
+	for i, m := range msgs {
+		var err error
+		switch outs[i] {
+		case ack:
+			// Lost, the message comes again after the acknowledgement
+			// wait and is recognised by its id.
+			err = m.Ack()
+		case retry:
+			err = m.NakWithDelay(time.Second) // redelivered after AckWait even if the nak is lost
+		case later:
+			err = m.NakWithDelay(heldFullDelay)
+		case early:
+			err = m.NakWithDelay(gapDelay)
+		}
+		if err != nil && n.ctx.Err() == nil {
+			n.setErr("ack", err)
+		}
+	}
+}
+
+// deliveries is how many times m was delivered, this time included.
+func deliveries(m jetstream.Msg) uint64 {
+	md, err := m.Metadata()
+	if err != nil {
+		return 1
+	}
+	return md.NumDelivered
+}

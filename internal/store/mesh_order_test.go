@@ -1,0 +1,236 @@
+package store_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+// Per-task order in the mesh: each message one relay sends another about a
+// task is numbered, and the receiving store applies a task's messages in
+// their order, whatever order they come in.
+
+// remoteTask is a task relay A's agent alice posted to bob, as A sends it.
+func remoteTask(e *env, title string) relay.Task {
+	now := relay.FormatTime(e.clock.Now())
+	return relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: title, Instructions: "x",
+		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
+}
+
+// fromA is relay A's message msg about task at number seq.
+func fromA(msg string, seq int64, task relay.Task, ev *relay.MeshEvent) relay.RemoteApply {
+	return relay.RemoteApply{MsgID: msg, FromRelay: relayA, FromName: "relay-a", FromLabel: "relay-a", SelfID: relayC, SelfName: "relay-c",
+		Mark: relay.MarkVerified, Change: relay.MeshChange{Task: task, Event: ev, Seq: seq}}
+}
+
+// cancelled is task as its sender's relay sends its cancel.
+func cancelled(task relay.Task) (relay.Task, *relay.MeshEvent) {
+	task.Status = relay.StatusCancelled
+	return task, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskCancelled, Summary: "not needed", CreatedAt: task.UpdatedAt}
+}
+
+// Ensure a batch in which one message fails to apply commits the others,
+// rolls the failed one back alone (nothing of it stored, not recorded as
+// applied), holds its task's later message back until it is applied, and
+// that delivering the whole batch again changes nothing.
+func TestApplyBatchOneFails(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	raw := rawDB(t, e.path)
+	// It fails at its last step: the task is written, then recording it as
+	// applied fails.
+	if _, err := raw.Exec(`CREATE TRIGGER fail_boom BEFORE INSERT ON mesh_applied WHEN NEW.msg_id = 'm2' BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
+		t.Fatal(err)
+	}
+	t1, t2, t3 := remoteTask(e, "first"), remoteTask(e, "boom"), remoteTask(e, "third")
+	c2, ev := cancelled(t2)
+	batch := []relay.RemoteApply{fromA("m1", 1, t1, nil), fromA("m2", 1, t2, nil), fromA("m2-cancel", 2, c2, ev), fromA("m3", 1, t3, nil)}
+	res, err := e.db.ApplyRemoteBatch(e.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal *relay.MeshRefusal
+	if !res[0].Applied || res[0].Err != nil || !res[3].Applied || res[3].Err != nil {
+		t.Fatalf("the messages around the failure: %+v, %+v; want applied", res[0], res[3])
+	}
+	if res[1].Applied || res[1].Err == nil || errors.As(res[1].Err, &refusal) || errors.Is(res[1].Err, relay.ErrEarlierMissing) {
+		t.Fatalf("the failing message: %+v; want a store failure", res[1])
+	}
+	if res[2].Applied || !errors.Is(res[2].Err, relay.ErrEarlierMissing) {
+		t.Fatalf("its task's cancel: %+v; want it to wait for the task", res[2])
+	}
+	titles := func() []string {
+		ts, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Agent: "bob", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range ts {
+			out = append(out, s.Title+":"+string(s.Status))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := titles(); !slices.Equal(got, []string{"first:queued", "third:queued"}) {
+		t.Fatalf("tasks after the batch = %v", got)
+	}
+	var applied int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM mesh_applied WHERE msg_id IN ('m2', 'm2-cancel')`).Scan(&applied); err != nil || applied != 0 {
+		t.Fatalf("the failed messages recorded as applied: %d, %v", applied, err)
+	}
+
+	// The failure passes; the batch comes again, as NATS delivers what was
+	// not acknowledged (and, here, what was).
+	if _, err := raw.Exec(`DROP TRIGGER fail_boom`); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.db.ApplyRemoteBatch(e.ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, true, false} {
+		if res[i].Err != nil || res[i].Applied != want {
+			t.Fatalf("again, message %d: %+v; want applied %v", i, res[i], want)
+		}
+	}
+	if got := titles(); !slices.Equal(got, []string{"boom:cancelled", "first:queued", "third:queued"}) {
+		t.Fatalf("tasks after the batch again = %v", got)
+	}
+	if got := eventTypes(e.updates("bob").Updates); !slices.Equal(got, []string{relay.EventTaskCancelled}) {
+		t.Fatalf("bob's updates = %v; want the one cancel", got)
+	}
+}
+
+// Ensure a task's messages are applied in their order: one that comes
+// before an earlier one waits; forced (the earlier one waited for long
+// enough), it is applied, and the earlier one coming after it adds its
+// journal entry without taking the task's state back; a redelivered
+// message changes nothing.
+func TestApplyInTaskOrder(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	task := e.post("alice", "bob", "Across", 0)
+	now := relay.FormatTime(e.clock.Now())
+	claimed, done := task, task
+	claimed.SenderSlug, done.SenderSlug = "alice@relay-c", "alice@relay-c" // as the owner names her
+	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, now, relay.ViaChat
+	done.Status, done.ClaimedAt, done.ClaimedVia = relay.StatusCompleted, now, relay.ViaChat
+	done.Reports = []relay.Report{{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}}
+	event := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
+	}
+	first, second := fromA("claimed", 1, claimed, event(relay.EventTaskClaimed)), fromA("completed", 2, done, event(relay.EventTaskCompleted))
+
+	if ok, err := e.db.ApplyRemote(e.ctx, second); ok || !errors.Is(err, relay.ErrEarlierMissing) {
+		t.Fatalf("the second message first = %v, %v; want it to wait", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusQueued || len(e.updates("alice").Updates) != 0 {
+		t.Fatalf("after the early message: %s, %v", got.Status, e.updates("alice").Updates)
+	}
+	second.Force = true
+	if ok, err := e.db.ApplyRemote(e.ctx, second); !ok || err != nil {
+		t.Fatalf("the second message forced = %v, %v", ok, err)
+	}
+	if ok, err := e.db.ApplyRemote(e.ctx, first); !ok || err != nil {
+		t.Fatalf("the first message after it = %v, %v", ok, err)
+	}
+	if ok, err := e.db.ApplyRemote(e.ctx, second); ok || err != nil {
+		t.Fatalf("the second message again = %v, %v; want recognised", ok, err)
+	}
+	got := e.task(task.ID)
+	if got.Status != relay.StatusCompleted || len(got.Reports) != 1 {
+		t.Fatalf("the task = %s with %d reports; want completed with its report (an older message does not take it back)", got.Status, len(got.Reports))
+	}
+	if types := eventTypes(e.updates("alice").Updates); !slices.Equal(types, []string{relay.EventTaskCompleted, relay.EventTaskClaimed}) {
+		t.Fatalf("alice's updates = %v; want each once", types)
+	}
+}
+
+// Ensure a task's outbox rows are numbered in the order they were written,
+// per task; a state row followed by its task's next row leaves as one
+// message standing for both; and a state row acknowledged after its task
+// changed with no row left to say so is written again (else the change
+// would never leave).
+func TestOutboxNumbersAndStateRows(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	t1, t2 := remoteTask(e, "one"), remoteTask(e, "two")
+	for i, in := range []relay.RemoteApply{fromA("m1", 1, t1, nil), fromA("m2", 1, t2, nil)} {
+		if ok, err := e.db.ApplyRemote(e.ctx, in); !ok || err != nil {
+			t.Fatalf("apply %d: %v, %v", i, ok, err)
+		}
+	}
+	// bob claims the first: its state row and its task-claimed entry for
+	// alice, numbered 1 and 2, leave as one message.
+	claimed := e.mustClaim("bob")
+	out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].TaskID != claimed.ID || out[0].Change.Seq != 2 || out[0].Change.From != 1 || len(out[0].Merged) != 1 ||
+		out[0].Change.Event == nil || out[0].Change.Event.Type != relay.EventTaskClaimed || out[0].Change.Task.Status != relay.StatusClaimed {
+		t.Fatalf("outbox = %+v; want one claimed message numbered 1 to 2", out)
+	}
+	// The lease is renewed while that message is in flight: a change
+	// without an entry, for which no row is written (one is waiting).
+	if _, err := e.db.RenewLease(e.ctx, "bob", claimed.ID, 600); err != nil {
+		t.Fatal(err)
+	}
+	if more, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10, Busy: []int64{out[0].Seq, out[0].Merged[0]}}); err != nil || len(more) != 0 {
+		t.Fatalf("outbox beside the message in flight = %+v, %v", more, err)
+	}
+	if err := e.db.AckOutbox(e.ctx, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := e.task(claimed.ID)
+	if len(again) != 1 || again[0].Change.Seq != 3 || again[0].Change.Event != nil || again[0].Change.Task.UpdatedAt != renewed.UpdatedAt {
+		t.Fatalf("outbox after the acknowledgement = %+v; want the renewed state as number 3", again)
+	}
+	if err := e.db.AckOutbox(e.ctx, again, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.db.OutboxDepth(e.ctx); err != nil || d != 0 {
+		t.Fatalf("outbox depth = %d, %v; want 0 (the state sent is the task's)", d, err)
+	}
+	// The other task's first row is its own number 1.
+	e.mustClaim("bob")
+	out, err = e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	if err != nil || len(out) != 1 || out[0].Change.From != 1 || out[0].Change.Seq != 2 {
+		t.Fatalf("the second task's outbox = %+v, %v", out, err)
+	}
+}
+
+// Ensure a task that crossed before messages were numbered (migration
+// 0023) takes the next number from the other relay as it comes, and keeps
+// the order from there.
+func TestMigrateMeshOrder(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	task := remoteTask(e, "Crossed before")
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("m1", 0, task, nil)); !ok || err != nil {
+		t.Fatalf("apply unnumbered: %v, %v", ok, err)
+	}
+	e.reopenAfter(undoMeshOrder(t) + `PRAGMA user_version = 22;`)
+	c, ev := cancelled(task)
+	early := fromA("m3", 3, c, ev)
+	if ok, err := e.db.ApplyRemote(e.ctx, early); !ok || err != nil {
+		t.Fatalf("relay A's first numbered message after the upgrade = %v, %v; want applied", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCancelled {
+		t.Fatalf("task = %s", got.Status)
+	}
+	requeued, rev := task, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskRequeued, Summary: "again", CreatedAt: task.UpdatedAt}
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("m5", 5, requeued, rev)); ok || !errors.Is(err, relay.ErrEarlierMissing) {
+		t.Fatalf("a message after a gap = %v, %v; want it to wait", ok, err)
+	}
+}
