@@ -21,19 +21,6 @@ const (
 	settingSQL       = `SELECT value FROM settings WHERE key = ?`
 )
 
-// intSetting reads the whole number stored under key, def when none is.
-func intSetting(ctx context.Context, q queryer, key string, def int) (int, error) {
-	v, err := optionalString(ctx, q, "read setting "+key, settingSQL, key)
-	if err != nil || v == "" {
-		return def, err
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("setting %s = %q: %w", key, v, err)
-	}
-	return n, nil
-}
-
 // Settings returns the operator's relay-wide settings, with defaults for
 // keys never set.
 func (db *DB) Settings(ctx context.Context) (relay.Settings, error) {

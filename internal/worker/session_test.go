@@ -114,16 +114,22 @@ func appendTranscript(path string, at time.Time, records ...map[string]any) erro
 	if err != nil {
 		return err
 	}
+	// One write for all the records: a reader polling the transcript sees
+	// the request and its answer (or error) together, as a CLI writes a
+	// turn's lines before it is stopped.
+	var buf []byte
 	for _, r := range records {
 		r["timestamp"] = at.Format(time.RFC3339Nano)
 		b, err := json.Marshal(r)
 		if err != nil {
-			return err
-		}
-		if _, err := f.Write(append(b, '\n')); err != nil {
 			f.Close()
 			return err
 		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return err
 	}
 	return f.Close()
 }

@@ -57,9 +57,15 @@ func TestSessionTurnStoppedMidTurn(t *testing.T) {
 			})
 			m := e.start()
 			task := e.post(operator, "Check the lexer", tc.mode)
-			poll.Until(t, "the request in the transcript", 30*time.Second, func() bool {
+			// The session's two earlier lines, the request and, unless the
+			// mode stops before it, the answer or the CLI's error.
+			lines := 4
+			if strings.HasSuffix(tc.mode, "early") {
+				lines = 3
+			}
+			poll.Until(t, "the turn in the transcript", 30*time.Second, func() bool {
 				b, _ := os.ReadFile(transcriptPath(turns))
-				return strings.Contains(string(b), "MODE:"+tc.mode)
+				return strings.Contains(string(b), "MODE:"+tc.mode) && strings.Count(string(b), "\n") >= lines
 			})
 			rs, ok, err := e.db.RunSession(e.ctx, task.ID)
 			if err != nil || !ok || rs.SessionID != sessionID || !strings.HasPrefix(rs.RequestToken, "crosschat-req-") || rs.ClaimedAt != e.task(task.ID).ClaimedAt {
