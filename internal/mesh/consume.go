@@ -17,7 +17,8 @@ import (
 // comes before an earlier one of its task (a redelivery after a crash, a
 // failed publish sent again) waits, delivered again every gapDelay, and
 // is applied anyway after gapDeliveries deliveries, when the earlier one
-// is not coming. Those waiting take at most half the window (gap.go).
+// is not coming. Those waiting take at most half the window, those of one
+// relay an eighth (gap.go).
 
 // consumeWindow, applyBatch and gapDeliveries are variables for tests.
 var (
@@ -89,12 +90,13 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		ins []relay.RemoteApply
 		at  []int
 	)
-	force := n.gaps.plan(msgs)
+	gaps, from := n.gaps.batch(), make([]string, len(msgs))
 	n.applyMu.Lock()
 	for i, m := range msgs {
-		o, in := n.judge(m.Data(), false, force[i])
+		o, in := n.judge(m.Data(), false, false)
 		outs[i] = o
 		if o == apply {
+			in.Force, from[i] = gaps.force(m, in.FromRelay), in.FromRelay
 			ins, at = append(ins, in), append(at, i)
 		}
 	}
@@ -112,7 +114,7 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		}
 	}
 	n.applyMu.Unlock()
-	n.gaps.settle(msgs, outs)
+	n.gaps.settle(msgs, outs, from)
 	for i, m := range msgs {
 		var err error
 		switch outs[i] {

@@ -55,10 +55,26 @@ func TestGapMessagesCannotFillTheWindow(t *testing.T) {
 	})
 	task := post(t, a, "alice", "bob", "Past the gaps")
 	arrives(t, b, task.ID)
-	if w := b.node.gaps.waiting(); w > gapRoom() {
-		t.Fatalf("%d messages wait for an earlier one; want at most %d", w, gapRoom())
+	if w, mine := b.node.gaps.waiting(""), b.node.gaps.waiting(c.node.id.ID); w > gapRoom() || mine > gapShare() {
+		t.Fatalf("%d messages wait for an earlier one, %d of C's; want at most %d, %d of one relay", w, mine, gapRoom(), gapShare())
 	}
-	if got := onB(); got < consumeWindow/2 || got == consumeWindow {
-		t.Fatalf("%d of C's %d gap messages applied; want those past half the window, the others waiting", got, consumeWindow)
+	if got := onB(); got < consumeWindow-gapShare() || got == consumeWindow {
+		t.Fatalf("%d of C's %d gap messages applied; want those past C's share, the others waiting", got, consumeWindow)
 	}
+
+	// A's own gap still waits in A's share: its task's cancel, sent
+	// before the task, is not applied until the task is.
+	mine := queuedTask("alice", "bob", "Cancel before the task")
+	gone := mine
+	gone.Status = relay.StatusCancelled
+	ev := &relay.MeshEvent{ID: "a-cancel", RecipientSlug: "bob", Type: relay.EventTaskCancelled, Summary: "not needed", CreatedAt: gone.UpdatedAt}
+	send(t, url, a.node.id, "a-cancel", b, relay.MeshChange{Task: gone, Event: ev, Seq: 2})
+	eventually(t, "A's cancel waits for its task", func() (bool, string) {
+		return b.node.gaps.waiting(a.node.id.ID) == 1, fmt.Sprint(b.node.gaps.waiting(a.node.id.ID), " of A's waiting")
+	})
+	if got, err := b.svc.Task(ctx, mine.ID); err == nil {
+		t.Fatalf("the cancel was applied before its task: %s", got.Status)
+	}
+	send(t, url, a.node.id, "a-task", b, relay.MeshChange{Task: mine, Seq: 1})
+	reaches(t, b, mine.ID, relay.StatusCancelled)
 }
