@@ -172,7 +172,7 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 			return "", err
 		}
 		if side == "sender" {
-			err = t.applyCommand(in.FromRelay, local, in.Change)
+			err = t.applyCommand(in.FromRelay, local, in.Change, stale)
 		} else {
 			err = t.applyState(local, rt, in.Change.Event, stale)
 		}
@@ -197,16 +197,21 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 
 // applyCommand carries out a remote sender's action on a task owned here,
 // as relay.RemoteCommand allows it: cancel an open task, or requeue a
-// blocked or completed one. An action the task's state no longer allows
-// changes nothing here; the sender's relay is sent the task's true state
-// instead.
-func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
+// blocked or completed one. An action the task's state no longer allows,
+// or a stale one (older than one of the sender's applied already: it was
+// applied out of order, and what the sender did since decides), changes
+// nothing here; the sender's relay is sent the task's true state instead.
+func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange, stale bool) error {
 	ev := c.Event
 	if ev == nil {
 		return nil
 	}
+	action := relay.RemoteCommand(ev.Type, local.Status)
+	if stale {
+		action = ""
+	}
 	var q string
-	switch relay.RemoteCommand(ev.Type, local.Status) {
+	switch action {
 	case relay.ActionCancel:
 		q = `UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`
 	case relay.ActionRequeue:

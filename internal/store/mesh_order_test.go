@@ -234,3 +234,44 @@ func TestMigrateMeshOrder(t *testing.T) {
 		t.Fatalf("a message after a gap = %v, %v; want it to wait", ok, err)
 	}
 }
+
+// Ensure a sender's action applied after a later one of its task (forced:
+// the earlier one was not coming) does not undo it: the sender asked for
+// changes on a completed task (2) and then cancelled it (3); the cancel,
+// forced first, finds the task completed and does nothing, and the
+// request for changes, arriving after it, must not reopen a task its
+// sender cancelled since: it changes nothing, and the sender's relay is
+// sent the task's true state.
+func TestStaleSenderActionChangesNothing(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	task := remoteTask(e, "Asked again, then cancelled")
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("new", 1, task, nil)); !ok || err != nil {
+		t.Fatalf("the new task = %v, %v", ok, err)
+	}
+	e.mustClaim("bob")
+	e.report("bob", task.ID, relay.ReportCompleted, "done")
+	requeued, cancel := task, task
+	requeued.Status, cancel.Status = relay.StatusQueued, relay.StatusCancelled
+	ev := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: typ, Summary: typ, CreatedAt: task.UpdatedAt}
+	}
+	late := fromA("cancel", 3, cancel, ev(relay.EventTaskCancelled))
+	late.Force = true
+	if ok, err := e.db.ApplyRemote(e.ctx, late); !ok || err != nil {
+		t.Fatalf("the cancel, forced = %v, %v", ok, err)
+	}
+	depth, err := e.db.OutboxDepth(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("again", 2, requeued, ev(relay.EventTaskRequeued))); !ok || err != nil {
+		t.Fatalf("the request for changes after it = %v, %v", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("the task after the older request for changes = %s; want it still completed", got.Status)
+	}
+	if after, err := e.db.OutboxDepth(e.ctx); err != nil || after <= depth {
+		t.Fatalf("outbox %d → %d, %v; want the task's state queued for its sender", depth, after, err)
+	}
+}
