@@ -141,8 +141,9 @@ func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
 // by the change's id, or stores it as a new task, and returns the task's
 // local id. A numbered change (Seq) is applied in its task's order: one
 // that comes before an earlier one waits (relay.ErrEarlierMissing) unless
-// forced, and an earlier one applied after a later one (forced) adds its
-// reports and journal entry without taking the task's state back.
+// forced, and an earlier one applied after a later one (forced), or an
+// unnumbered one after a numbered one, adds its reports and journal entry
+// without taking the task's state back.
 func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	rt, seq, first := in.Change.Task, in.Change.Seq, in.Change.Seq
 	if in.Change.From > 0 && in.Change.From < seq {
@@ -156,6 +157,9 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	stale := false
 	switch {
 	case seq <= 0:
+		// Unnumbered (an older relay, or a row written before messages
+		// were numbered): after a numbered one of its task, older than it.
+		stale = found && last > 0
 	case !found && first > 1, found && last >= 0 && first > last+1:
 		if !in.Force {
 			return "", relay.ErrEarlierMissing

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -273,5 +274,40 @@ func TestStaleSenderActionChangesNothing(t *testing.T) {
 	}
 	if after, err := e.db.OutboxDepth(e.ctx); err != nil || after <= depth {
 		t.Fatalf("outbox %d → %d, %v; want the task's state queued for its sender", depth, after, err)
+	}
+}
+
+// Ensure an unnumbered message (a row written before messages were
+// numbered, or a number below 1) about a task whose numbered messages were
+// applied does not take its state back: it was written before any of them
+// (a relay numbers every message of a task once it numbers one), so it is
+// stale — its journal entry arrives, the task stays completed.
+func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	task := e.post("alice", "bob", "Upgraded in between", 0)
+	now := relay.FormatTime(e.clock.Now())
+	claimed, done := task, task
+	claimed.SenderSlug, done.SenderSlug = "alice@relay-c", "alice@relay-c"
+	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, now, relay.ViaChat
+	done.Status, done.ClaimedAt, done.ClaimedVia = relay.StatusCompleted, now, relay.ViaChat
+	event := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
+	}
+	for _, m := range []relay.RemoteApply{fromA("n1", 1, claimed, event(relay.EventTaskClaimed)), fromA("n2", 2, done, event(relay.EventTaskCompleted))} {
+		if ok, err := e.db.ApplyRemote(e.ctx, m); !ok || err != nil {
+			t.Fatalf("%s = %v, %v", m.MsgID, ok, err)
+		}
+	}
+	for _, seq := range []int64{0, -7} {
+		if ok, err := e.db.ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, event(relay.EventTaskClaimed))); !ok || err != nil {
+			t.Fatalf("the unnumbered message = %v, %v", ok, err)
+		}
+		if got := e.task(task.ID); got.Status != relay.StatusCompleted {
+			t.Fatalf("the task after a message numbered %d = %s; want it still completed", seq, got.Status)
+		}
 	}
 }
