@@ -311,3 +311,34 @@ func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a relay's message numbers reach only its own tasks: another relay
+// numbering a message about relay A's task (a huge number, forced as if
+// its earlier ones were not coming) neither touches A's task nor moves its
+// count, and A's next message applies in order.
+func TestMessageNumbersOfAnotherRelay(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	task := remoteTask(e, "A's")
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a1", 1, task, nil)); !ok || err != nil {
+		t.Fatalf("A's task = %v, %v", ok, err)
+	}
+	gone, ev := cancelled(task)
+	other := fromA("b-huge", 1<<62, gone, ev)
+	other.FromRelay, other.FromName, other.FromLabel, other.Force = "bb00000000000000", "relay-b", "relay-b", true
+	if ok, err := e.db.ApplyRemote(e.ctx, other); ok && err == nil {
+		if got := e.task(task.ID); got.Status != relay.StatusQueued {
+			t.Fatalf("A's task after B's numbered cancel = %s; want queued", got.Status)
+		}
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusQueued {
+		t.Fatalf("A's task after B's message = %s; want queued", got.Status)
+	}
+	gone, ev = cancelled(task)
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a2", 2, gone, ev)); !ok || err != nil {
+		t.Fatalf("A's cancel, its number 2 = %v, %v; want applied in order", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCancelled {
+		t.Fatalf("A's task after A's cancel = %s; want cancelled", got.Status)
+	}
+}
