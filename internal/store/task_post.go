@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -98,25 +99,36 @@ func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task,
 	return out, err
 }
 
-// countOpenSQL counts a sender's open tasks, up to limit. INDEXED BY makes
-// SQLite use the small partial index of open tasks (migrations 0011 and
-// 0012), or fail if it is gone, rather than walk every task the sender
-// ever sent; the status condition is the index's own, word for word.
-func countOpenSQL(limit int) string {
-	return `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
-		WHERE sender_slug = ? AND (status = 'queued' OR status = 'claimed' OR status = 'blocked')` + limitSQL(limit) + `)`
-}
+// countOpenSQL reads the open-task cap (NULL when never set) and counts a
+// sender's open tasks up to it, in one statement. INDEXED BY makes SQLite
+// use the small partial index of open tasks (migrations 0011 and 0012), or
+// fail if it is gone, rather than walk every task the sender ever sent; the
+// status condition is the index's own, word for word. The LIMIT is a
+// subquery with nothing bound in it, so the statement stays prepared (see
+// limitSQL).
+var countOpenSQL = `SELECT (SELECT value FROM settings WHERE key = '` + keyMaxOpenTasks + `'),
+	(SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_sender_open
+		WHERE sender_slug = ? AND (status = 'queued' OR status = 'claimed' OR status = 'blocked')
+		LIMIT COALESCE((SELECT CAST(value AS INTEGER) FROM settings WHERE key = '` + keyMaxOpenTasks + `'), ` +
+	strconv.Itoa(relay.DefaultMaxOpenTasksPerSender) + `)))`
 
 // checkOpenTasks counts sender's open tasks (queued, claimed or blocked)
 // up to the configured cap and holds them to it (relay.CheckOpenTasks).
 func checkOpenTasks(t *tx, sender string) error {
-	limit, err := intSetting(t.ctx, t.tx, keyMaxOpenTasks, relay.DefaultMaxOpenTasksPerSender)
-	if err != nil {
-		return fmt.Errorf("read open-task cap: %w", err)
-	}
-	var open int
-	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL(limit), sender).Scan(&open); err != nil {
+	var (
+		stored sql.NullString
+		open   int
+	)
+	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL, sender).Scan(&stored, &open); err != nil {
 		return fmt.Errorf("count open tasks of %s: %w", sender, err)
+	}
+	limit := relay.DefaultMaxOpenTasksPerSender
+	if stored.Valid && stored.String != "" {
+		n, err := strconv.Atoi(stored.String)
+		if err != nil {
+			return fmt.Errorf("read open-task cap: setting %s = %q: %w", keyMaxOpenTasks, stored.String, err)
+		}
+		limit = n
 	}
 	return relay.CheckOpenTasks(open, limit)
 }

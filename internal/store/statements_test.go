@@ -1,0 +1,138 @@
+//go:build cgo
+
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+)
+
+// countedDriver is go-sqlite3 with every statement a connection runs
+// through ExecContext or QueryContext recorded, so that a test can hold a
+// call to the statements it costs. BEGIN, COMMIT, ROLLBACK, the read of
+// auth_epoch before a commit and the checkpoint between batches are the
+// batch's, not a call's, and the
+// savepoints run as statements prepared once per batch, which these
+// methods never see.
+const countedDriver = "sqlite3-counted"
+
+var counted struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+type countingDriver struct{ sqlite3.SQLiteDriver }
+
+func (d *countingDriver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.SQLiteDriver.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{c.(*sqlite3.SQLiteConn)}, nil
+}
+
+type countingConn struct{ *sqlite3.SQLiteConn }
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	countStatement(query)
+	return c.SQLiteConn.ExecContext(ctx, query, args)
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	countStatement(query)
+	return c.SQLiteConn.QueryContext(ctx, query, args)
+}
+
+func countStatement(query string) {
+	q := strings.TrimSpace(query)
+	for _, batch := range []string{"BEGIN", "COMMIT", "ROLLBACK", "PRAGMA wal_checkpoint", "SELECT n FROM auth_epoch"} {
+		if strings.HasPrefix(q, batch) {
+			return
+		}
+	}
+	counted.mu.Lock()
+	counted.ran = append(counted.ran, strings.Join(strings.Fields(q), " "))
+	counted.mu.Unlock()
+}
+
+// takeCounted returns the statements run since the last call, in order.
+func takeCounted() []string {
+	counted.mu.Lock()
+	defer counted.mu.Unlock()
+	ran := counted.ran
+	counted.ran = nil
+	return ran
+}
+
+func init() { sql.Register(countedDriver, &countingDriver{}) }
+
+// TestLifecycleStatements holds each call of the task lifecycle to the
+// statements it runs: every statement is a round trip through database/sql
+// and cgo on the writer, which runs every write in turn. The journal is
+// far from its cap here, so no event is trimmed.
+func TestLifecycleStatements(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: countedDriver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	registerAgents(t, db, "sender", "worker")
+	ctx := context.Background()
+
+	var id string
+	cases := []struct {
+		name string
+		call func() error
+		want int
+	}{
+		// touch, open tasks with their cap, recipient, insert
+		{"post_task", func() error {
+			task, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "sender", RecipientSlug: "worker", Title: "Task", Instructions: "Do it."})
+			id = task.ID
+			return err
+		}, 4},
+		// expired leases, touch, next task, its reports, claim, event
+		{"claim_next_task", func() error {
+			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "worker"})
+			if err == nil && (task == nil || task.ID != id) {
+				t.Fatalf("claimed %+v, want %s", task, id)
+			}
+			return err
+		}, 6},
+		// task, its reports, update, report, event, touch
+		{"report_task progress", func() error {
+			_, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "worker", TaskID: id, Kind: relay.ReportProgress, Message: "Half."})
+			return err
+		}, 6},
+		{"report_task completed", func() error {
+			_, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "worker", TaskID: id, Kind: relay.ReportCompleted, Message: "Done.", Result: "ok"})
+			return err
+		}, 6},
+		// cursor, events, cursor and presence
+		{"read_updates", func() error {
+			u, err := db.ReadUpdates(ctx, "sender", 0)
+			if err == nil && len(u.Updates) != 3 {
+				t.Fatalf("read %d updates, want 3", len(u.Updates))
+			}
+			return err
+		}, 3},
+	}
+	takeCounted()
+	for _, tc := range cases {
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ran := takeCounted(); len(ran) != tc.want {
+			t.Errorf("%s ran %d statements, want %d:\n%s", tc.name, len(ran), tc.want, strings.Join(ran, "\n"))
+		}
+	}
+}
