@@ -17,7 +17,8 @@ import (
 // comes before an earlier one of its task (a redelivery after a crash, a
 // failed publish sent again) waits, delivered again every gapDelay, and
 // is applied anyway after gapDeliveries deliveries, when the earlier one
-// is not coming.
+// is not coming. Those waiting take at most half the window, those of one
+// relay an eighth (gap.go).
 
 // consumeWindow, applyBatch and gapDeliveries are variables for tests.
 var (
@@ -89,11 +90,13 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		ins []relay.RemoteApply
 		at  []int
 	)
+	gaps, from := n.gaps.batch(), make([]string, len(msgs))
 	n.applyMu.Lock()
 	for i, m := range msgs {
-		o, in := n.judge(m.Data(), false, deliveries(m) >= gapDeliveries)
+		o, in := n.judge(m.Data(), false, false)
 		outs[i] = o
 		if o == apply {
+			in.Force, from[i] = gaps.force(m, in.FromRelay), in.FromRelay
 			ins, at = append(ins, in), append(at, i)
 		}
 	}
@@ -111,6 +114,7 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		}
 	}
 	n.applyMu.Unlock()
+	n.gaps.settle(msgs, outs, from)
 	for i, m := range msgs {
 		var err error
 		switch outs[i] {
@@ -129,13 +133,4 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 			n.setErr("ack", err)
 		}
 	}
-}
-
-// deliveries is how many times m was delivered, this time included.
-func deliveries(m jetstream.Msg) uint64 {
-	md, err := m.Metadata()
-	if err != nil {
-		return 1
-	}
-	return md.NumDelivered
 }

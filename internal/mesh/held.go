@@ -1,9 +1,11 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -85,8 +87,9 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 		}
 		// An envelope that arrived before an earlier one of its task
 		// (held in another order than sent) waits for the rest; then
-		// those waiting are tried again while any goes, and at last
-		// applied anyway.
+		// those waiting are tried again, in their tasks' order (so a
+		// task's envelopes held last first go in one pass, not one pass
+		// each), while any goes, and at last applied anyway.
 		var waiting []relay.HeldEnvelope
 		// Paged by seq: envelopes left held (a relay still pending, a
 		// version still unread) never stop the ones after them.
@@ -118,6 +121,7 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 				break
 			}
 		}
+		slices.SortStableFunc(waiting, func(x, y relay.HeldEnvelope) int { return cmp.Compare(heldSeq(x), heldSeq(y)) })
 		for force := false; len(waiting) > 0 && ctx.Err() == nil; {
 			var still []relay.HeldEnvelope
 			for _, h := range waiting {
@@ -134,6 +138,16 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// heldSeq is the number of a held envelope's message in its task (0 when
+// it has none or cannot be read).
+func heldSeq(h relay.HeldEnvelope) int64 {
+	_, c, err := decode(h.Data)
+	if err != nil {
+		return 0
+	}
+	return c.Seq
 }
 
 // release applies (or refuses) held envelope h and drops it, and reports

@@ -161,6 +161,9 @@ type Node struct {
 	// applyMu orders applying: the consumer and the release of held
 	// envelopes never interleave.
 	applyMu sync.Mutex
+	// gaps are the messages waiting for an earlier one of their task
+	// (gap.go).
+	gaps gapWaits
 
 	// pub is the publisher's state (publish.go); rescan asks it to read
 	// the whole outbox (poke).

@@ -141,8 +141,9 @@ func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
 // by the change's id, or stores it as a new task, and returns the task's
 // local id. A numbered change (Seq) is applied in its task's order: one
 // that comes before an earlier one waits (relay.ErrEarlierMissing) unless
-// forced, and an earlier one applied after a later one (forced) adds its
-// reports and journal entry without taking the task's state back.
+// forced, and an earlier one applied after a later one (forced), or an
+// unnumbered one after a numbered one, adds its reports and journal entry
+// without taking the task's state back.
 func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	rt, seq, first := in.Change.Task, in.Change.Seq, in.Change.Seq
 	if in.Change.From > 0 && in.Change.From < seq {
@@ -156,6 +157,9 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	stale := false
 	switch {
 	case seq <= 0:
+		// Unnumbered (an older relay, or a row written before messages
+		// were numbered): after a numbered one of its task, older than it.
+		stale = found && last > 0
 	case !found && first > 1, found && last >= 0 && first > last+1:
 		if !in.Force {
 			return "", relay.ErrEarlierMissing
@@ -172,7 +176,7 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 			return "", err
 		}
 		if side == "sender" {
-			err = t.applyCommand(in.FromRelay, local, in.Change)
+			err = t.applyCommand(in.FromRelay, local, in.Change, stale)
 		} else {
 			err = t.applyState(local, rt, in.Change.Event, stale)
 		}
@@ -197,16 +201,21 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 
 // applyCommand carries out a remote sender's action on a task owned here,
 // as relay.RemoteCommand allows it: cancel an open task, or requeue a
-// blocked or completed one. An action the task's state no longer allows
-// changes nothing here; the sender's relay is sent the task's true state
-// instead.
-func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange) error {
+// blocked or completed one. An action the task's state no longer allows,
+// or a stale one (older than one of the sender's applied already: it was
+// applied out of order, and what the sender did since decides), changes
+// nothing here; the sender's relay is sent the task's true state instead.
+func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange, stale bool) error {
 	ev := c.Event
 	if ev == nil {
 		return nil
 	}
+	action := relay.RemoteCommand(ev.Type, local.Status)
+	if stale {
+		action = ""
+	}
 	var q string
-	switch relay.RemoteCommand(ev.Type, local.Status) {
+	switch action {
 	case relay.ActionCancel:
 		q = `UPDATE tasks SET status = 'cancelled', lease_expires_at = NULL, updated_at = ? WHERE id = ?`
 	case relay.ActionRequeue:

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -232,5 +233,112 @@ func TestMigrateMeshOrder(t *testing.T) {
 	requeued, rev := task, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskRequeued, Summary: "again", CreatedAt: task.UpdatedAt}
 	if ok, err := e.db.ApplyRemote(e.ctx, fromA("m5", 5, requeued, rev)); ok || !errors.Is(err, relay.ErrEarlierMissing) {
 		t.Fatalf("a message after a gap = %v, %v; want it to wait", ok, err)
+	}
+}
+
+// Ensure a sender's action applied after a later one of its task (forced:
+// the earlier one was not coming) does not undo it: the sender asked for
+// changes on a completed task (2) and then cancelled it (3); the cancel,
+// forced first, finds the task completed and does nothing, and the
+// request for changes, arriving after it, must not reopen a task its
+// sender cancelled since: it changes nothing, and the sender's relay is
+// sent the task's true state.
+func TestStaleSenderActionChangesNothing(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	task := remoteTask(e, "Asked again, then cancelled")
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("new", 1, task, nil)); !ok || err != nil {
+		t.Fatalf("the new task = %v, %v", ok, err)
+	}
+	e.mustClaim("bob")
+	e.report("bob", task.ID, relay.ReportCompleted, "done")
+	requeued, cancel := task, task
+	requeued.Status, cancel.Status = relay.StatusQueued, relay.StatusCancelled
+	ev := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: typ, Summary: typ, CreatedAt: task.UpdatedAt}
+	}
+	late := fromA("cancel", 3, cancel, ev(relay.EventTaskCancelled))
+	late.Force = true
+	if ok, err := e.db.ApplyRemote(e.ctx, late); !ok || err != nil {
+		t.Fatalf("the cancel, forced = %v, %v", ok, err)
+	}
+	depth, err := e.db.OutboxDepth(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("again", 2, requeued, ev(relay.EventTaskRequeued))); !ok || err != nil {
+		t.Fatalf("the request for changes after it = %v, %v", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCompleted {
+		t.Fatalf("the task after the older request for changes = %s; want it still completed", got.Status)
+	}
+	if after, err := e.db.OutboxDepth(e.ctx); err != nil || after <= depth {
+		t.Fatalf("outbox %d → %d, %v; want the task's state queued for its sender", depth, after, err)
+	}
+}
+
+// Ensure an unnumbered message (a row written before messages were
+// numbered, or a number below 1) about a task whose numbered messages were
+// applied does not take its state back: it was written before any of them
+// (a relay numbers every message of a task once it numbers one), so it is
+// stale — its journal entry arrives, the task stays completed.
+func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	task := e.post("alice", "bob", "Upgraded in between", 0)
+	now := relay.FormatTime(e.clock.Now())
+	claimed, done := task, task
+	claimed.SenderSlug, done.SenderSlug = "alice@relay-c", "alice@relay-c"
+	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, now, relay.ViaChat
+	done.Status, done.ClaimedAt, done.ClaimedVia = relay.StatusCompleted, now, relay.ViaChat
+	event := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
+	}
+	for _, m := range []relay.RemoteApply{fromA("n1", 1, claimed, event(relay.EventTaskClaimed)), fromA("n2", 2, done, event(relay.EventTaskCompleted))} {
+		if ok, err := e.db.ApplyRemote(e.ctx, m); !ok || err != nil {
+			t.Fatalf("%s = %v, %v", m.MsgID, ok, err)
+		}
+	}
+	for _, seq := range []int64{0, -7} {
+		if ok, err := e.db.ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, event(relay.EventTaskClaimed))); !ok || err != nil {
+			t.Fatalf("the unnumbered message = %v, %v", ok, err)
+		}
+		if got := e.task(task.ID); got.Status != relay.StatusCompleted {
+			t.Fatalf("the task after a message numbered %d = %s; want it still completed", seq, got.Status)
+		}
+	}
+}
+
+// Ensure a relay's message numbers reach only its own tasks: another relay
+// numbering a message about relay A's task (a huge number, forced as if
+// its earlier ones were not coming) neither touches A's task nor moves its
+// count, and A's next message applies in order.
+func TestMessageNumbersOfAnotherRelay(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	task := remoteTask(e, "A's")
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a1", 1, task, nil)); !ok || err != nil {
+		t.Fatalf("A's task = %v, %v", ok, err)
+	}
+	gone, ev := cancelled(task)
+	other := fromA("b-huge", 1<<62, gone, ev)
+	other.FromRelay, other.FromName, other.FromLabel, other.Force = "bb00000000000000", "relay-b", "relay-b", true
+	if ok, err := e.db.ApplyRemote(e.ctx, other); ok && err == nil {
+		if got := e.task(task.ID); got.Status != relay.StatusQueued {
+			t.Fatalf("A's task after B's numbered cancel = %s; want queued", got.Status)
+		}
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusQueued {
+		t.Fatalf("A's task after B's message = %s; want queued", got.Status)
+	}
+	gone, ev = cancelled(task)
+	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a2", 2, gone, ev)); !ok || err != nil {
+		t.Fatalf("A's cancel, its number 2 = %v, %v; want applied in order", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusCancelled {
+		t.Fatalf("A's task after A's cancel = %s; want cancelled", got.Status)
 	}
 }
