@@ -1,3 +1,7 @@
+//go:build unix
+
+// The benchmarks read the process's CPU time with getrusage.
+
 package mesh
 
 import (
