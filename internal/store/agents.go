@@ -372,14 +372,3 @@ func (t *tx) mustExist(slug string) error {
 	}
 	return nil
 }
-
-// agentChanged publishes the agent's current row.
-func (t *tx) agentChanged(slug string) error {
-	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
-	if err != nil {
-		return err
-	}
-	t.publish(relay.Change{Type: relay.ChangeAgent, Agent: &a})
-	t.agents = append(t.agents, slug)
-	return nil
-}

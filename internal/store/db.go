@@ -80,7 +80,7 @@ type DB struct {
 
 	broker  relay.Broker
 	waiters relay.Waiters
-	parking parking // claims a post may hand its task to (handoff.go)
+	parking parking // claims a post may hand its task to (task_claim.go)
 
 	healthy   atomic.Bool
 	closed    atomic.Bool

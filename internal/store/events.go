@@ -137,26 +137,3 @@ func (db *DB) ListEvents(ctx context.Context, f relay.EventFilter) ([]relay.Even
 	}
 	return out, nil
 }
-
-// event appends a journal entry for recipient, trims the journal to
-// maxEvents and publishes the event after commit.
-func (t *tx) event(recipient, typ, taskID, summary string) error {
-	res, err := t.exec(`INSERT INTO events (recipient_slug, type, task_id, summary, created_at) VALUES (?, ?, ?, ?, ?)`,
-		recipient, typ, taskID, summary, t.ts)
-	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
-	if cut := seq - t.db.maxEvents; cut > 0 {
-		if _, err := t.exec(`DELETE FROM events WHERE sequence <= ?`, cut); err != nil {
-			return fmt.Errorf("trim events: %w", err)
-		}
-	}
-	t.publish(relay.Change{Type: relay.ChangeJournal, Event: &relay.Event{
-		Sequence: seq, RecipientSlug: recipient, Type: typ, TaskID: taskID, Summary: summary, CreatedAt: t.ts,
-	}})
-	return nil
-}

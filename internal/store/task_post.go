@@ -12,7 +12,7 @@ import (
 
 // Posting a task: PostTask reads what the post's checks need inside its
 // write and runs them (relay's lifecycle_post.go holds the rules), then
-// inserts the task and hands it off (handoff.go).
+// inserts the task and hands it off (task_claim.go).
 
 // PostTask queues a task for its recipient and wakes the recipient's waiting claims.
 func (db *DB) PostTask(ctx context.Context, in relay.PostTaskInput) (relay.Task, error) {

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -25,9 +23,6 @@ const summaryColumns = `t.id, t.sender_slug, t.recipient_slug, t.title, t.requir
 	(SELECT COUNT(*) FROM reports c WHERE c.task_id = t.id), lr.kind, lr.message, lr.created_at`
 
 const summaryFrom = ` FROM tasks t LEFT JOIN reports lr ON lr.rowid = (SELECT MAX(m.rowid) FROM reports m WHERE m.task_id = t.id)`
-
-// excerptLen is the longest latest-report message on a summary, in characters.
-const excerptLen = 280
 
 // taskScan receives a task's columns (taskColumns, or the first part of
 // summaryColumns, which lacks the instructions) and converts the ones
@@ -112,32 +107,6 @@ func scanSummary(row rowScanner) (relay.TaskSummary, error) {
 		s.LatestReport = &relay.ReportExcerpt{Kind: rKind.String, Message: excerpt(rMessage.String), CreatedAt: rAt.String}
 	}
 	return s, nil
-}
-
-// excerpt collapses whitespace and cuts s to excerptLen characters (279 and "…").
-func excerpt(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= excerptLen {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:excerptLen-1]) + "…"
-}
-
-// summarize derives a task's summary from the full task.
-func summarize(t relay.Task) relay.TaskSummary {
-	s := relay.TaskSummary{
-		ID: t.ID, SenderSlug: t.SenderSlug, RecipientSlug: t.RecipientSlug, Title: t.Title,
-		RequiredCapabilities: t.RequiredCapabilities, Priority: t.Priority, Status: t.Status,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
-		ParentTaskID: t.ParentTaskID, Depth: t.Depth, ConversationID: t.ConversationID, Hops: t.Hops,
-		TargetSession: t.TargetSession, ClaimedVia: t.ClaimedVia, ReportCount: len(t.Reports),
-	}
-	if n := len(t.Reports); n > 0 {
-		r := t.Reports[n-1]
-		s.LatestReport = &relay.ReportExcerpt{Kind: r.Kind, Message: excerpt(r.Message), CreatedAt: r.CreatedAt}
-	}
-	return s
 }
 
 // getTask loads a task with its reports in insertion order.

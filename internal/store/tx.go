@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// tx is one write transaction with the changes and wake-ups it will publish
-// after commit.
+// tx is one write transaction: its statements and savepoints, and what
+// every lifecycle write leaves besides its own rows — the journal entry for
+// whom it concerns (event), the acting agent's presence (touch, present,
+// seen) — and the changes and wake-ups it publishes after commit (publish,
+// taskKnown, agentChanged, summarize). A post, claim or report walks
+// through its own task file and this one.
 type tx struct {
 	ctx context.Context
 	tx  *sql.Conn // the writer connection, inside BEGIN IMMEDIATE
@@ -23,7 +28,7 @@ type tx struct {
 	wake    []string
 	agents  []string // agents whose change this transaction publishes
 
-	parks    []*parked // claims that found nothing and wait (handoff.go)
+	parks    []*parked // claims that found nothing and wait (task_claim.go)
 	handoffs []handoff // tasks claimed for parked claims
 	walk     walk      // how far read_updates walked the journal (events.go)
 }
@@ -137,4 +142,121 @@ func unknownAgent(slug string) error {
 
 func unknownTask(id string) error {
 	return relay.Errorf(relay.EUnknownTask, "Unknown task “%s”.", id).WithDetails(map[string]any{"taskId": id})
+}
+
+// The records a write leaves beside its own rows.
+
+// event appends a journal entry for recipient, trims the journal to
+// maxEvents and publishes the event after commit.
+func (t *tx) event(recipient, typ, taskID, summary string) error {
+	res, err := t.exec(`INSERT INTO events (recipient_slug, type, task_id, summary, created_at) VALUES (?, ?, ?, ?, ?)`,
+		recipient, typ, taskID, summary, t.ts)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	if cut := seq - t.db.maxEvents; cut > 0 {
+		if _, err := t.exec(`DELETE FROM events WHERE sequence <= ?`, cut); err != nil {
+			return fmt.Errorf("trim events: %w", err)
+		}
+	}
+	t.publish(relay.Change{Type: relay.ChangeJournal, Event: &relay.Event{
+		Sequence: seq, RecipientSlug: recipient, Type: typ, TaskID: taskID, Summary: summary, CreatedAt: t.ts,
+	}})
+	return nil
+}
+
+// touch refreshes slug's presence (unknown_agent if it does not exist).
+// Actions the operator takes on an agent's behalf leave presence alone.
+// A presence-only agent change is published at most once per
+// presenceThrottle per agent.
+func (t *tx) touch(slug string) error {
+	if relay.IsByOperator(t.ctx) {
+		return t.mustExist(slug)
+	}
+	return t.present(slug)
+}
+
+// present refreshes slug's presence (unknown_agent if it does not exist),
+// whoever acts.
+func (t *tx) present(slug string) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ? WHERE slug = ?`, t.ts, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// touchCursor is touch for an agent (not the operator acting for it) that
+// also moves its read cursor, in one UPDATE.
+func (t *tx) touchCursor(slug string, cursor int64) error {
+	if n, err := t.execCount("touch agent", `UPDATE agents SET last_seen_at = ?, last_read_sequence = ? WHERE slug = ?`, t.ts, cursor, slug); err != nil {
+		return err
+	} else if n == 0 {
+		return unknownAgent(slug)
+	}
+	return t.seen(slug)
+}
+
+// seen publishes slug's agent change after its presence was refreshed, at
+// most once per presenceThrottle.
+func (t *tx) seen(slug string) error {
+	t.db.presenceMu.Lock()
+	last, seen := t.db.presence[slug]
+	t.db.presenceMu.Unlock()
+	if seen && t.now.Sub(last) < presenceThrottle && !t.now.Before(last) {
+		return nil
+	}
+	for _, s := range t.agents {
+		if s == slug {
+			return nil
+		}
+	}
+	return t.agentChanged(slug)
+}
+
+// What a write publishes after commit.
+
+// agentChanged publishes the agent's current row.
+func (t *tx) agentChanged(slug string) error {
+	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
+	if err != nil {
+		return err
+	}
+	t.publish(relay.Change{Type: relay.ChangeAgent, Agent: &a})
+	t.agents = append(t.agents, slug)
+	return nil
+}
+
+// summarize derives a task's summary from the full task.
+func summarize(t relay.Task) relay.TaskSummary {
+	s := relay.TaskSummary{
+		ID: t.ID, SenderSlug: t.SenderSlug, RecipientSlug: t.RecipientSlug, Title: t.Title,
+		RequiredCapabilities: t.RequiredCapabilities, Priority: t.Priority, Status: t.Status,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ClaimedAt: t.ClaimedAt, LeaseExpiresAt: t.LeaseExpiresAt,
+		ParentTaskID: t.ParentTaskID, Depth: t.Depth, ConversationID: t.ConversationID, Hops: t.Hops,
+		TargetSession: t.TargetSession, ClaimedVia: t.ClaimedVia, ReportCount: len(t.Reports),
+	}
+	if n := len(t.Reports); n > 0 {
+		r := t.Reports[n-1]
+		s.LatestReport = &relay.ReportExcerpt{Kind: r.Kind, Message: excerpt(r.Message), CreatedAt: r.CreatedAt}
+	}
+	return s
+}
+
+// excerptLen is the longest latest-report message on a summary, in characters.
+const excerptLen = 280
+
+// excerpt collapses whitespace and cuts s to excerptLen characters (279 and "…").
+func excerpt(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= excerptLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:excerptLen-1]) + "…"
 }
