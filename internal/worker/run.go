@@ -152,28 +152,6 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 	return nil
 }
 
-// runLogOutcome is how a run ended, for the log: the task's state after
-// it, and how the run got there.
-func runLogOutcome(res runResult, status relay.TaskStatus) string {
-	switch {
-	case res.cancelled || status == relay.StatusCancelled:
-		return logCancelled
-	case res.stopped:
-		return logInterrupted
-	case res.requeue != "":
-		return logRequeued
-	case status == relay.StatusCompleted && res.recovered:
-		return logRecovered
-	case status == relay.StatusCompleted:
-		return logCompleted
-	case status == relay.StatusBlocked && strings.HasPrefix(res.out.message, InterruptedNotResent):
-		return logInterrupted // a turn stopped before its session held an answer
-	case status == relay.StatusBlocked:
-		return logBlocked
-	}
-	return string(status) // the CLI gave it back or reported otherwise itself
-}
-
 // runResult is how a run ended.
 type runResult struct {
 	out       outcome

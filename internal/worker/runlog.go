@@ -2,6 +2,8 @@ package worker
 
 import (
 	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // Run outcomes in the relay's log (`crosschat-relay logs`): one line for
@@ -25,4 +27,26 @@ func (m *Manager) logRun(outcome, agent, taskID, why string) {
 		args = append(args, "why", why)
 	}
 	m.log.Info("worker run "+outcome, args...)
+}
+
+// runLogOutcome is how a run ended, for the log: the task's state after
+// it, and how the run got there.
+func runLogOutcome(res runResult, status relay.TaskStatus) string {
+	switch {
+	case res.cancelled || status == relay.StatusCancelled:
+		return logCancelled
+	case res.stopped:
+		return logInterrupted
+	case res.requeue != "":
+		return logRequeued
+	case status == relay.StatusCompleted && res.recovered:
+		return logRecovered
+	case status == relay.StatusCompleted:
+		return logCompleted
+	case status == relay.StatusBlocked && strings.HasPrefix(res.out.message, InterruptedNotResent):
+		return logInterrupted // a turn stopped before its session held an answer
+	case status == relay.StatusBlocked:
+		return logBlocked
+	}
+	return string(status) // the CLI gave it back or reported otherwise itself
 }
