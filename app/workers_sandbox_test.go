@@ -16,6 +16,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure a worker set up from the command line with --sandbox on runs a
@@ -25,7 +26,7 @@ import (
 // With --sandbox off the same program gets both (so the test can fail).
 func TestSandboxedWorkerFromCLI(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	for _, mode := range []string{"on", "off"} {
 		t.Run(mode, func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestSandboxedWorkerFromCLI(t *testing.T) {
 // reads it.
 func TestSandboxBlockerNamesRefusedPath(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	r := startRelay(t)
 	createAgent(t, r, "reader")

@@ -14,6 +14,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // TestRealCLIsUseOnlyTheRunsServer runs each real agent CLI as a sandboxed
@@ -30,7 +31,7 @@ import (
 func TestRealCLIsUseOnlyTheRunsServer(t *testing.T) {
 	bin := cliFolder(t, "claude, codex and gemini")
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	eachCLI(t, bin, runConnectedCLI)
 }

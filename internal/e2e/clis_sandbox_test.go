@@ -13,6 +13,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/e2e"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // TestRealCLIsSandboxed runs each real agent CLI as a worker with the
@@ -27,7 +28,7 @@ import (
 func TestRealCLIsSandboxed(t *testing.T) {
 	bin := cliFolder(t, "claude, codex and gemini")
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	eachCLI(t, bin, runSandboxedCLI)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure a sandboxed run cannot lock the relay's other clients out by
@@ -21,7 +22,7 @@ import (
 // budget answered every token 429, the valid ones too.
 func TestRunFloodLocksNoOneOut(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	u := newUserRelay(t)
 	work := u.home + "/proj"

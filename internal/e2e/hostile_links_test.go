@@ -9,6 +9,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure a worker's folders and allowed paths are pinned when it is saved:
@@ -30,7 +31,7 @@ import (
 // Before, every victim got read-write rules where its link led.
 func TestLinkSwapsRefused(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	u := newUserRelay(t)
 	h := u.home

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // plantScript plants code for later in the run's working folder, each way
@@ -38,7 +39,7 @@ cd .. && echo work > made-by-run.txt
 // fsmonitor and the hook ran at the user's next git status and checkout.
 func TestPlantedCodeUndoneAfterRun(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // redirectScript plants code for later where git finds it besides the
@@ -38,7 +39,7 @@ git config core.fsmonitor "touch $HOME/pwned-fsmonitor; false" && echo planted-f
 // check after the run fail, so nothing was undone.
 func TestPlantedRedirectsUndoneAfterRun(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")

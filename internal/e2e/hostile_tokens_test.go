@@ -17,6 +17,7 @@ import (
 	cclient "github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // searchScript is a CLI that reads every file its run may open: each
@@ -88,7 +89,7 @@ func userFiles(t *testing.T, u *userRelay) string {
 // parent worked, outliving the run.
 func TestNoAgentTokenInARun(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	u := newUserRelay(t)
 	work := filepath.Join(u.home, "projects", "app")

@@ -12,6 +12,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // try is the probe's helper: "name ok" or "name denied" per access.
@@ -189,7 +190,7 @@ try write-tmp sh -c 'echo x > "$RUN/tmp/scratch"'
 func landlockSelf(t *testing.T) string {
 	t.Helper()
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // Ensure Codex's folder in a place every user writes (/tmp/codex-daemon-
@@ -19,7 +20,7 @@ import (
 // user's the run must not reach) or an open folder is not allowed.
 func TestPrivateFolderOwnership(t *testing.T) {
 	if ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // probeScript tries each access and prints "name ok" or "name denied".
@@ -307,7 +308,7 @@ func TestConfinedArgsOnlyWhenConfined(t *testing.T) {
 		t.Fatalf("without Landlock: %+v, %v", s, err)
 	}
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/sandbox"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -30,7 +31,7 @@ import (
 // the process lived on for its 2 minutes.
 func TestSandboxedRunLeavesNoProcess(t *testing.T) {
 	if sandbox.ABI() < 1 {
-		t.Skip("this kernel has no Landlock")
+		testkit.SkipWithout(t, testkit.RequireLandlock, "this kernel has no Landlock")
 	}
 	self, err := os.Executable()
 	if err != nil {
