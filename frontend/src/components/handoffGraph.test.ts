@@ -43,3 +43,15 @@ describe("HandoffGraph", () => {
     expect(layout).toHaveBeenCalledTimes(3);
   });
 });
+
+describe("HandoffGraph's text", () => {
+  it("names the first hand-offs and counts the rest, so a wide conversation is not a label of pages", () => {
+    const tasks = [ct("root")];
+    for (let i = 1; i < 500; i++) tasks.push(ct(`t${i}`, { parentTaskId: "root", senderSlug: "ana", recipientSlug: `agent-${i % 7}`, hops: 1, createdAt: iso(i * 1000) }));
+    const w = mount(HandoffGraph, { props: { graph: handoffGraph(tasks, () => "", T0) } });
+    const label = w.find("svg").attributes("aria-label")!;
+    expect(label).toMatch(/^Hand-off graph of 9 agents: operator to ana, queued; ana to agent-1, queued;/);
+    expect(label).toContain("and 480 more (the tree lists every task).");
+    expect(label.length).toBeLessThan(1500);
+  });
+});
