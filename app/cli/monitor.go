@@ -293,10 +293,10 @@ func MonitorLine(e relay.PushEvent) string {
 	msg := shorten(e.Message, maxMonitorMessage)
 	if e.IsTask() {
 		b, _ := json.Marshal(task{e.TaskID, e.Title, e.From, e.Priority, msg, e.ConversationID})
-		return MonitorTaskPrefix + string(b)
+		return MonitorTaskPrefix + string(termSafeJSON(b))
 	}
 	b, _ := json.Marshal(update{e.TaskID, e.Title, e.From, e.Kind, msg, e.ConversationID})
-	return MonitorUpdatePrefix + string(b)
+	return MonitorUpdatePrefix + string(termSafeJSON(b))
 }
 
 // MessageLine is monitor's line for a push event with --format message,
@@ -346,7 +346,7 @@ func MessageLine(e relay.PushEvent) string {
 		m.Hops = &hops
 	}
 	b, _ := json.Marshal(m)
-	return MonitorMessagePrefix + string(b)
+	return MonitorMessagePrefix + string(termSafeJSON(b))
 }
 
 // VerificationLocal is the message line's verification of a task whose

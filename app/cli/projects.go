@@ -92,7 +92,8 @@ func projectsCmd(args []string, stdout, stderr io.Writer) error {
 
 // projectsRemove forgets the project id: its agent on the relay retired
 // (token revoked, out of the lists, its name and tasks kept), then its
-// entry and cursor on this computer.
+// entry and cursor on this computer. A project of another relay than the
+// one c names is refused: its agent is retired where it lives.
 func projectsRemove(c *command, store *project.Store, raw string) error {
 	if err := project.CheckGiven(raw); err != nil {
 		return fmt.Errorf("%w: project id %q refused: %v", errUsage, raw, err)
@@ -104,6 +105,11 @@ func projectsRemove(c *command, store *project.Store, raw string) error {
 	}
 	if !ok {
 		return fmt.Errorf("no project %q is registered on this computer (crosschat-relay projects list shows those that are)", raw)
+	}
+	if base := localRelayURL(c); p.Relay != base {
+		// The relay the flags name may have an agent of that name too:
+		// someone else's, not this project's.
+		return fmt.Errorf("the project %q is registered on the relay at %s, not on the one at %s: remove it with that relay's --port and --data-dir (or CROSSCHAT_PORT and CROSSCHAT_DATA_DIR)", p.ID, p.Relay, base)
 	}
 	note := "its agent is retired (token revoked, name kept), its tasks are kept"
 	if err := c.call("Agents", "Retire", nil, p.ID); relay.ErrorCode(err) == relay.EUnknownAgent {

@@ -58,6 +58,10 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	}
 	base := localRelayURL(c)
 	var out registered
+	// movedRelay is the relay of the id the folder had before an explicit
+	// id moved it: that id is retired there, never on another relay, where
+	// an agent of that name is someone else's.
+	movedRelay := ""
 	err = store.Update(func(ps []project.Project) ([]project.Project, bool, error) {
 		near := project.Nearest(ps, dir)
 		id, own := given, -1
@@ -118,7 +122,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		case i >= 0:
 			ps[i] = p
 		case own >= 0:
-			out.Moved = ps[own].ID
+			out.Moved, movedRelay = ps[own].ID, ps[own].Relay
 			ps[own] = p
 		default:
 			ps = append(ps, p)
@@ -132,7 +136,9 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	if out.Moved != "" {
 		// The folder is the new id now; the old id's agent keeps its name
 		// and tasks, without a token or new work.
-		if err := c.call("Agents", "Retire", nil, out.Moved); err != nil {
+		if movedRelay != base {
+			out.MoveErr = fmt.Errorf("it is on the relay at %s, not this one", movedRelay)
+		} else if err := c.call("Agents", "Retire", nil, out.Moved); err != nil {
 			out.MoveErr = fmt.Errorf("retire %q: %w", out.Moved, err)
 		}
 		removeProjectCursors(out.Moved)

@@ -5,6 +5,7 @@
 package termsafe
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -63,6 +64,31 @@ func termUnsafe(r rune, multiline bool) bool {
 		return true
 	}
 	return false
+}
+
+// JSON makes a line of JSON (json.Marshal's output, one value) safe to
+// print on a terminal and still the same JSON: json.Marshal escapes C0
+// controls but writes C1 controls and direction overrides as they are, so
+// each of those becomes a \uXXXX escape, which decodes to the same text.
+// Outside its strings JSON is ASCII, so only string contents change.
+func JSON(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r >= 0x80 && termUnsafe(r, false) && !(r == utf8.RuneError && n == 1) {
+			if out == nil {
+				out = append(make([]byte, 0, len(b)+12), b[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else if out != nil {
+			out = append(out, b[i:i+n]...)
+		}
+		i += n
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }
 
 // Writer passes text to a terminal with its ASCII control characters

@@ -63,3 +63,18 @@ func FuzzTermSafe(f *testing.F) {
 		}
 	})
 }
+
+// TestJSON ensures a JSON line keeps its meaning while C1 controls and
+// direction overrides inside its strings become \u escapes; clean JSON is
+// returned as it is.
+func TestJSON(t *testing.T) {
+	clean := []byte(`{"a":"é ✓ \u001b"}`)
+	if got := JSON(clean); !bytes.Equal(got, clean) {
+		t.Errorf("JSON(clean) = %s", got)
+	}
+	in := []byte("{\"t\":\"a\u009b2J\u202eb\u2069\u0085 ok\"}")
+	want := `{"t":"a\u009b2J\u202eb\u2069\u0085 ok"}`
+	if got := string(JSON(in)); got != want {
+		t.Errorf("JSON = %s\nwant %s", got, want)
+	}
+}

@@ -161,7 +161,8 @@ type Conversation struct {
 	ID    string             `json:"id"`
 	Tasks []ConversationTask `json:"tasks"`
 	// Truncated is set when the conversation has more than
-	// MaxConversationTasks tasks; the oldest are returned.
+	// MaxConversationTasks tasks; the oldest are returned, and the task
+	// asked for with its way up from the first task.
 	Truncated bool `json:"truncated,omitempty"`
 }
 

@@ -211,6 +211,17 @@ const conversationSQL = `SELECT ` + conversationColumns + ` FROM tasks WHERE id 
 UNION ALL SELECT ` + conversationColumns + ` FROM tasks WHERE conversation_id = ?1
 ORDER BY created_at, id`
 
+// conversationPathSQL reads task ?1 and its ancestors up the parent links
+// (at most 64 steps; a chain is at most relay.MaxChainLimit deep) that
+// are of conversation ?2: a cut conversation still holds the way from its
+// first task to the one asked for.
+const conversationPathSQL = `WITH RECURSIVE up(id, n) AS (
+	SELECT ?1, 0
+	UNION ALL SELECT t.parent_task_id, up.n + 1 FROM tasks t JOIN up ON t.id = up.id
+	WHERE t.parent_task_id IS NOT NULL AND up.n < 64
+)
+SELECT ` + conversationColumns + ` FROM up JOIN tasks USING (id) WHERE COALESCE(conversation_id, id) = ?2`
+
 // Conversation implements relay.InsightService.
 func (db *DB) Conversation(ctx context.Context, taskID string) (relay.Conversation, error) {
 	id, err := relay.TaskID("taskId", taskID)
@@ -228,15 +239,48 @@ func (db *DB) Conversation(ctx context.Context, taskID string) (relay.Conversati
 		}
 		conv.Tasks, err = queryAll(ctx, tx, "conversation "+conv.ID, scanConversationTask,
 			conversationSQL+limitSQL(relay.MaxConversationTasks+1), conv.ID)
-		return err
+		if err != nil || len(conv.Tasks) <= relay.MaxConversationTasks {
+			return err
+		}
+		path, err := queryAll(ctx, tx, "conversation "+conv.ID, scanConversationTask, conversationPathSQL, id, conv.ID)
+		if err != nil {
+			return err
+		}
+		conv.Tasks, conv.Truncated = withPath(conv.Tasks, path, relay.MaxConversationTasks), true
+		return nil
 	})
 	if err != nil {
 		return relay.Conversation{}, err
 	}
-	if len(conv.Tasks) > relay.MaxConversationTasks {
-		conv.Tasks, conv.Truncated = conv.Tasks[:relay.MaxConversationTasks], true
-	}
 	return conv, nil
+}
+
+// withPath cuts oldest (a conversation's tasks, oldest first) to max
+// tasks that hold every task of path (the way from its first task to the
+// one asked for, which may be past the cut): the oldest others, then path,
+// oldest first.
+func withPath(oldest, path []relay.ConversationTask, max int) []relay.ConversationTask {
+	on := make(map[string]bool, len(path))
+	for _, t := range path {
+		on[t.ID] = true
+	}
+	out := make([]relay.ConversationTask, 0, max)
+	for _, t := range oldest {
+		if len(out) >= max-len(path) {
+			break
+		}
+		if !on[t.ID] {
+			out = append(out, t)
+		}
+	}
+	out = append(out, path...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
 }
 
 func scanConversationTask(row rowScanner) (relay.ConversationTask, error) {

@@ -330,6 +330,31 @@ func TestConversationTruncated(t *testing.T) {
 	if !sort.SliceIsSorted(conv.Tasks, func(i, j int) bool { return conv.Tasks[i].CreatedAt < conv.Tasks[j].CreatedAt }) {
 		t.Error("the conversation is not oldest first")
 	}
+
+	// Asked for from a task past the cut (the drawer of the newest part,
+	// handed on once more), the answer still holds that task and its way
+	// up to the root, so the drawer's tree shows the task it is open on.
+	last := fmt.Sprintf("0190b4a4-0000-7000-8000-%012d", relay.MaxConversationTasks+5)
+	deeper := "0190b4a4-0000-7000-8000-999999999999"
+	if _, err := raw.Exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, status, created_at, updated_at, parent_task_id, depth, conversation_id, hops)
+		VALUES (?, 'ben', 'ana', 'Deeper', 'x', 'queued', '2026-03-15T01:00:00.000Z', '2026-03-15T01:00:00.000Z', ?, 2, ?, 2)`, deeper, last, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	conv, err = e.db.Conversation(e.ctx, deeper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, x := range conv.Tasks {
+		ids[x.ID] = true
+	}
+	if !conv.Truncated || len(conv.Tasks) != relay.MaxConversationTasks || !ids[root.ID] || !ids[last] || !ids[deeper] {
+		t.Fatalf("conversation asked for from %s past the cut: %d returned, truncated %v, root %v, its parent %v, itself %v",
+			deeper, len(conv.Tasks), conv.Truncated, ids[root.ID], ids[last], ids[deeper])
+	}
+	if !sort.SliceIsSorted(conv.Tasks, func(i, j int) bool { return conv.Tasks[i].CreatedAt < conv.Tasks[j].CreatedAt }) {
+		t.Error("the conversation with the way to the task is not oldest first")
+	}
 }
 
 // TestOutcomesCountEndStates: a task blocked, requeued by its sender and

@@ -47,6 +47,17 @@ export function nodeWidth(text: string): number {
   return Math.round(Math.max(56, text.length * CHAR_WIDTH + 20));
 }
 
+/**
+ * layoutKey is everything layoutGraph's answer depends on: the agents with
+ * their relays, and each hand-off's ends and the text its label is sized
+ * for. A caller lays a graph out again only when it changes (dagre takes
+ * most of a second on a conversation of 500 tasks, so not on every tick of
+ * the clock that moves the open tasks' durations).
+ */
+export function layoutKey(graph: HandoffGraph, edgeLabel: (id: string) => string): string {
+  return JSON.stringify([graph.relays, graph.nodes.map((n) => [n.id, n.relay]), graph.edges.map((e) => [e.id, e.from, e.to, edgeLabel(e.id)])]);
+}
+
 /** layoutGraph places the graph's nodes, edges (with their labels) and relay boxes, top to bottom. */
 export function layoutGraph(graph: HandoffGraph, edgeLabel: (id: string) => string): GraphLayout {
   const g = new graphlib.Graph({ directed: true, multigraph: true, compound: graph.relays.length > 0 });
