@@ -22,7 +22,7 @@ func startMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, m
 		node, err := joinMesh(cfg, db, log)
 		return node, meshOrigin{source: MeshFromFlags}, err
 	}
-	cfg, saved, err := meshFromSettings(context.Background(), cfg, db)
+	cfg, saved, err := meshFromSettings(context.Background(), cfg, db.Mesh())
 	origin := meshOrigin{source: MeshFromSettings, saved: saved}
 	if err == nil && cfg.Mesh.Enabled() {
 		var node *mesh.Node
@@ -52,7 +52,7 @@ func joinMesh(cfg config.Config, db *store.DB, log *slog.Logger) (*mesh.Node, er
 		TrustAccount: cfg.Mesh.Trust == config.TrustAccount,
 		EmbedOpen:    cfg.Mesh.EmbedOpen,
 		Strict:       cfg.Mesh.Strict,
-		Store:        db,
+		Store:        db.Mesh(),
 		Changes:      db.Subscribe,
 		Logger:       log,
 	})

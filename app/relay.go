@@ -116,7 +116,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	services.core.attach(bg, svc, cfg)
 	db.SetSessionResolver(services.Workers.targetResolver(db, db)) // a post's targetSession is checked at once
 	services.Mesh.setNode(node)
-	services.Mesh.setSettings(db, origin)
+	services.Mesh.setSettings(db.Mesh(), origin)
 	met := newMetrics(svc, node, services.Workers)
 	// reqCtx ends with Shutdown: long-polls then answer at once.
 	reqCtx, cancelReqs := context.WithCancel(context.Background())

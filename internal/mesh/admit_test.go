@@ -37,7 +37,7 @@ func startJoining(t *testing.T, name, dir string, urls ...string) *testRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := Start(Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second})
+	node, err := Start(Options{URLs: urls, DataDir: dir, Name: name, Store: db.Mesh(), Changes: db.Subscribe, Refresh: 5 * time.Second})
 	if err != nil {
 		db.Close()
 		t.Fatal(err)

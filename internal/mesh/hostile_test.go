@@ -105,7 +105,7 @@ func TestHostileNameOfAGoneRelay(t *testing.T) {
 	}
 	putAgentEntry(t, url, c.node.id, "alice")
 	knows(t, b, "alice@relay-c", "relay-c")
-	if rid, err := b.db.RemoteRelayOf(t.Context(), "alice"); err != nil || rid != aID {
+	if rid, err := b.db.Mesh().RemoteRelayOf(t.Context(), "alice"); err != nil || rid != aID {
 		t.Fatalf("alice on B = %q, %v; want relay A's", rid, err)
 	}
 }

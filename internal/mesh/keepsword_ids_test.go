@@ -115,7 +115,7 @@ func TestAttackMessageIDReused(t *testing.T) {
 			genuine := queuedTask("alice", "bob", "A's genuine task")
 			send(t, url, a.node.id, msgID, b, relay.MeshChange{Task: genuine})
 			eventually(t, "B holds A's task", func() (bool, string) {
-				h, err := b.db.HeldEnvelopes(ctx, a.node.id.ID, "", 10)
+				h, err := b.db.Mesh().HeldEnvelopes(ctx, a.node.id.ID, "", 10)
 				return err == nil && len(h) == 1, fmt.Sprintf("%+v %v", h, err)
 			})
 			if _, err := b.node.SetTrust(ctx, a.node.id.ID, relay.RelayTrusted, ""); err != nil {

@@ -117,7 +117,7 @@ func TestAttackTrustedRelayTakesAgent(t *testing.T) {
 	b.stop()
 	b = startRelay(t, "relay-b", b.dir, url)
 	knows(t, b, "alice@relay-c", "relay-c")
-	if rid, err := b.db.RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
+	if rid, err := b.db.Mesh().RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
 		t.Fatalf("alice on B after a restart = %q, %v; want relay A's", rid, err)
 	}
 	again := post(t, b, "bob", "alice", "Still for A's alice")

@@ -45,7 +45,7 @@ func startRelayWith(t testing.TB, name, dir string, so store.Options, mod func(*
 		t.Fatalf("open store: %v", err)
 	}
 	urls = ownInvites(urls)
-	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db, Changes: db.Subscribe, Refresh: 5 * time.Second}
+	opts := Options{URLs: urls, DataDir: dir, Name: name, Store: db.Mesh(), Changes: db.Subscribe, Refresh: 5 * time.Second}
 	if len(urls) == 0 {
 		opts.Embed = "127.0.0.1:-1"
 	}
@@ -165,7 +165,7 @@ func outboxesEmpty(t *testing.T, rs ...*testRelay) {
 	eventually(t, "outboxes empty", func() (bool, string) {
 		depths, empty := "", true
 		for _, r := range rs {
-			d, err := r.db.OutboxDepth(t.Context())
+			d, err := r.db.Mesh().OutboxDepth(t.Context())
 			empty = empty && err == nil && d == 0
 			depths += fmt.Sprintf("%s %d %v; ", r.name, d, err)
 		}

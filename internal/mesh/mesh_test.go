@@ -222,7 +222,7 @@ func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
 		}
 		ids = append(ids, task.ID)
 	}
-	if d, err := a.db.OutboxDepth(ctx); err != nil || d != n {
+	if d, err := a.db.Mesh().OutboxDepth(ctx); err != nil || d != n {
 		t.Fatalf("outbox depth while down = %d, %v; want %d", d, err, n)
 	}
 	srv = startServer(t, sdir, port)
@@ -238,7 +238,7 @@ func TestOutboxHoldsWhileNATSIsDown(t *testing.T) {
 		}
 	}
 	eventually(t, "A's outbox empty", func() (bool, string) {
-		d, err := a.db.OutboxDepth(ctx)
+		d, err := a.db.Mesh().OutboxDepth(ctx)
 		return err == nil && d == 0, fmt.Sprint(d, err)
 	})
 }
@@ -256,11 +256,11 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied, err := b.db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
+	applied, err := b.db.Mesh().ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
 	if err != nil || !applied {
 		t.Fatalf("first direct apply = %v, %v", applied, err)
 	}
-	applied, err = b.db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
+	applied, err = b.db.Mesh().ApplyRemote(ctx, relay.RemoteApply{MsgID: "direct-1", FromRelay: a.node.id.ID, Mark: relay.MarkVerified, Change: relay.MeshChange{Task: m}})
 	if err != nil || applied {
 		t.Fatalf("second direct apply = %v, %v; want not applied", applied, err)
 	}
@@ -340,7 +340,7 @@ func TestApplyRefusesOutOfBoundsAndPrunes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: tc.title, Instructions: "x",
 				Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now}
-			applied, err := db.ApplyRemote(ctx, relay.RemoteApply{MsgID: "m-" + task.ID, FromRelay: "0123456789abcdef", Mark: relay.MarkUnverified, Change: relay.MeshChange{Task: task}})
+			applied, err := db.Mesh().ApplyRemote(ctx, relay.RemoteApply{MsgID: "m-" + task.ID, FromRelay: "0123456789abcdef", Mark: relay.MarkUnverified, Change: relay.MeshChange{Task: task}})
 			if err != nil || !applied {
 				t.Fatalf("apply = %v, %v; want applied (recorded)", applied, err)
 			}
@@ -350,7 +350,7 @@ func TestApplyRefusesOutOfBoundsAndPrunes(t *testing.T) {
 			}
 		})
 	}
-	n, err := db.PruneApplied(ctx, -time.Hour)
+	n, err := db.Mesh().PruneApplied(ctx, -time.Hour)
 	if err != nil || n != 3 {
 		t.Fatalf("prune = %d, %v; want 3", n, err)
 	}

@@ -40,7 +40,7 @@ func TestStrictRefusesAnUnconfinedCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	n, err := Start(Options{URLs: []string{srv.ClientURL()}, DataDir: dir, Name: "strict", Store: db, Strict: true})
+	n, err := Start(Options{URLs: []string{srv.ClientURL()}, DataDir: dir, Name: "strict", Store: db.Mesh(), Strict: true})
 	if err == nil {
 		n.Close()
 		t.Fatal("strict mode joined with a credential that can delete streams")

@@ -41,7 +41,7 @@ func floodHeld(t *testing.T, h *neighbour, id Identity, to, recipient, prefix st
 // heldFrom counts the envelopes r holds from relay id.
 func heldFrom(t *testing.T, r *testRelay, id string) int {
 	t.Helper()
-	hs, err := r.db.HeldEnvelopes(t.Context(), id, "", 1000)
+	hs, err := r.db.Mesh().HeldEnvelopes(t.Context(), id, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

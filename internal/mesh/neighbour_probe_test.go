@@ -49,7 +49,7 @@ func TestCredentialCheckSeesGrantsByName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := Start(Options{URLs: []string{url}, DataDir: dir, Name: "relay-a", Store: db, Strict: true})
+			n, err := Start(Options{URLs: []string{url}, DataDir: dir, Name: "relay-a", Store: db.Mesh(), Strict: true})
 			if err == nil {
 				c := n.Credential()
 				n.Close()
@@ -85,7 +85,7 @@ func TestCredentialCheckWithoutUserInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(Options{URLs: []string{url}, DataDir: dir, Name: "relay-a", Store: db, Strict: true})
+	n, err := Start(Options{URLs: []string{url}, DataDir: dir, Name: "relay-a", Store: db.Mesh(), Strict: true})
 	if err == nil {
 		n.Close()
 		db.Close()

@@ -101,7 +101,7 @@ func TestNeighbourFirstToMakeTheStreamCannotMakeItLeakOrLose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, err := Start(Options{URLs: []string{url}, DataDir: aDir, Name: "relay-a", Store: db, Strict: true})
+			n, err := Start(Options{URLs: []string{url}, DataDir: aDir, Name: "relay-a", Store: db.Mesh(), Strict: true})
 			if err == nil {
 				n.Close()
 				db.Close()

@@ -258,7 +258,7 @@ func TestPublishWindowIsBounded(t *testing.T) {
 	if got := out(); got != pubWindow {
 		t.Fatalf("%d publishes in flight; want the window, %d", got, pubWindow)
 	}
-	if depth, err := b.db.OutboxDepth(t.Context()); err != nil || depth != n {
+	if depth, err := b.db.Mesh().OutboxDepth(t.Context()); err != nil || depth != n {
 		t.Fatalf("B's outbox holds %d rows, %v; want all %d (none stored)", depth, err, n)
 	}
 }

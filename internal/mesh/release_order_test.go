@@ -46,7 +46,7 @@ func TestReleaseHeldInReverseOrderIsLinear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: id, FromRelay: a.node.id.ID, Reason: HeldKeyChange, TaskID: task.ID, Data: data}); err != nil {
+		if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: id, FromRelay: a.node.id.ID, Reason: HeldKeyChange, TaskID: task.ID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,7 +30,7 @@ func TestReleaseKeepsArrivalOrderAcrossReasons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: h.id, FromRelay: a.node.id.ID, Reason: h.reason, TaskID: task.ID, Data: data}); err != nil {
+		if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: h.id, FromRelay: a.node.id.ID, Reason: h.reason, TaskID: task.ID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -76,7 +76,7 @@ func TestReviewTrustedRelayCannotTakeSlug(t *testing.T) {
 			return err == nil && len(st.DirectoryConflicts) == 1 && strings.Contains(st.DirectoryConflicts[0], "relay-b"), fmt.Sprint(st.DirectoryConflicts, err)
 		})
 	}
-	if rid, err := c.db.RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
+	if rid, err := c.db.Mesh().RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
 		t.Fatalf("alice on C = %q, %v; want relay A's", rid, err)
 	}
 	knows(t, c, "alice", "relay-a")
@@ -172,7 +172,7 @@ func TestReviewReplayedDirectoryEntryIgnored(t *testing.T) {
 			t.Fatalf("the replayed entry counts: %+v", ag)
 		}
 	}
-	if rid, err := b.db.RemoteRelayOf(ctx, "ghost"); err != nil || rid != "" {
+	if rid, err := b.db.Mesh().RemoteRelayOf(ctx, "ghost"); err != nil || rid != "" {
 		t.Fatalf("ghost on B = %q, %v; want none", rid, err)
 	}
 }

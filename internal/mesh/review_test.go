@@ -138,8 +138,8 @@ func TestReviewHeldListNotFillable(t *testing.T) {
 	})
 	posted := post(t, a, "operator", "bee", "Genuine")
 	eventually(t, "the genuine task is held, beside the 3 newer-version ones", func() (bool, string) {
-		untrusted, err1 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldUntrusted, 1000)
-		version, err2 := b.db.HeldEnvelopes(ctx, a.node.id.ID, HeldVersion, 1000)
+		untrusted, err1 := b.db.Mesh().HeldEnvelopes(ctx, a.node.id.ID, HeldUntrusted, 1000)
+		version, err2 := b.db.Mesh().HeldEnvelopes(ctx, a.node.id.ID, HeldVersion, 1000)
 		return len(untrusted) == 1 && untrusted[0].TaskID == posted.ID && len(version) == 3, fmt.Sprint(len(untrusted), len(version), err1, err2)
 	})
 	if r := b.node.Refused(); r["held-full"] != 0 {
@@ -227,7 +227,7 @@ func TestReviewReleasePagesPastLeftHeld(t *testing.T) {
 	a, b := aliceAndBob(t)
 	ctx := t.Context()
 	for i := range 100 {
-		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: fmt.Sprintf("pending-%d", i), FromRelay: "0123456789abcdef",
+		if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: fmt.Sprintf("pending-%d", i), FromRelay: "0123456789abcdef",
 			Reason: HeldUntrusted, Data: []byte("{}")}); err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestReviewReleasePagesPastLeftHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "behind-1", FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
+	if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "behind-1", FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.node.releaseHeld(ctx, ""); err != nil {
@@ -248,7 +248,7 @@ func TestReviewReleasePagesPastLeftHeld(t *testing.T) {
 	if got, err := b.svc.Task(ctx, task.ID); err != nil || got.Title != "Behind" {
 		t.Fatalf("the trusted relay's held task = %+v, %v; want applied", got, err)
 	}
-	if left, err := b.db.HeldEnvelopes(ctx, "", "", 1000); err != nil || len(left) != 100 {
+	if left, err := b.db.Mesh().HeldEnvelopes(ctx, "", "", 1000); err != nil || len(left) != 100 {
 		t.Fatalf("left held = %d, %v; want the pending relay's 100", len(left), err)
 	}
 }
@@ -275,7 +275,7 @@ func TestReviewMadeUpRelaysAdmitNoFlood(t *testing.T) {
 		fake = append(fake, m.ID)
 	}
 	eventually(t, "A records the made-up relays", func() (bool, string) {
-		rs, err := a.db.MeshRelays(ctx)
+		rs, err := a.db.Mesh().MeshRelays(ctx)
 		return err == nil && len(rs) == maxRelays, fmt.Sprint(len(rs), err)
 	})
 	b := startRelay(t, "relay-b", "", a.node.InviteURL())
@@ -287,7 +287,7 @@ func TestReviewMadeUpRelaysAdmitNoFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "A forgets the removed made-up relay", func() (bool, string) {
-		rs, err := a.db.MeshRelays(ctx)
+		rs, err := a.db.Mesh().MeshRelays(ctx)
 		for _, r := range rs {
 			if r.ID == fake[0] {
 				return false, "still recorded"
@@ -314,7 +314,7 @@ func TestReviewReleasedEnvelopeOlderThanDedupRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.db.HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "held-" + name, FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
+		if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: "held-" + name, FromRelay: a.node.id.ID, Reason: HeldUntrusted, TaskID: task.ID, Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

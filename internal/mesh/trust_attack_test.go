@@ -109,7 +109,7 @@ func TestAttackDirectoryOverwrite(t *testing.T) {
 			return err == nil && len(st.DirectoryConflicts) == 1 && strings.Contains(st.DirectoryConflicts[0], e.RelayID), fmt.Sprint(st.DirectoryConflicts, err)
 		})
 		knows(t, b, "alice", "relay-a")
-		if rid, err := b.db.RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
+		if rid, err := b.db.Mesh().RemoteRelayOf(ctx, "alice"); err != nil || rid != a.node.id.ID {
 			t.Fatalf("alice on B points at %q, %v", rid, err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestAttackReplay(t *testing.T) {
 
 	// To B again, after B forgot the id (29 days later): refused as stale.
 	skew.Store(int64(dedupMemory + 24*time.Hour))
-	if n, err := b.db.PruneApplied(ctx, -time.Hour); err != nil || n == 0 {
+	if n, err := b.db.Mesh().PruneApplied(ctx, -time.Hour); err != nil || n == 0 {
 		t.Fatalf("prune = %d, %v", n, err)
 	}
 	applied := b.node.applied.Load()

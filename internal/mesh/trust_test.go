@@ -246,7 +246,7 @@ func TestOutboxWaitsForUntrustedRelay(t *testing.T) {
 	if err := a.node.flush(); err != nil { // what the publisher does on each change, here at once
 		t.Fatal(err)
 	}
-	if d, err := a.db.OutboxDepth(ctx); err != nil || d != 1 || a.node.published.Load() != published {
+	if d, err := a.db.Mesh().OutboxDepth(ctx); err != nil || d != 1 || a.node.published.Load() != published {
 		t.Fatalf("A's outbox = %d, %v, published %d; want the task waiting", d, err, a.node.published.Load()-published)
 	}
 	if _, err := a.node.SetTrust(ctx, "relay-b", relay.RelayTrusted, ""); err != nil {

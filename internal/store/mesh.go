@@ -16,7 +16,21 @@ import (
 // they carry, so every existing code path (post, claim, report, sweep,
 // cancel, …) feeds the mesh without knowing about it.
 
-var _ relay.MeshStore = (*DB)(nil)
+// Mesh is the store as the mesh sees it (relay.MeshStore): the outbox to
+// publish, the changes other relays send, the names their agents have here,
+// the relays seen and whether they are trusted, the envelopes held until
+// they are. It is a view of a DB, not a second store: it reads through the
+// DB's reader pool and writes through its one writer, as the DB's own
+// methods do, so a change the mesh applies and one made here are ordered
+// alike. The DB's own methods are what the relay itself asks of the store
+// (relay.Service, the workers, the settings, the charts); the mesh's are
+// here.
+type Mesh struct{ db *DB }
+
+// Mesh returns db's mesh side, what the mesh is given as its store.
+func (db *DB) Mesh() *Mesh { return &Mesh{db: db} }
+
+var _ relay.MeshStore = (*Mesh)(nil)
 
 // PendingOutbox returns the outbox rows to publish now, oldest first, up
 // to q.Limit, each with the task's current state: every row not in flight
@@ -24,14 +38,14 @@ var _ relay.MeshStore = (*DB)(nil)
 // relay trusted now (q.Skip: the rows of the others wait). Oldest first
 // and cut by the limit, the rows of a task are a run in its order, after
 // those in flight. A row whose task is gone carries only the task id.
-func (db *DB) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.OutboxItem, error) {
+func (m *Mesh) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.OutboxItem, error) {
 	limit := relay.Clamp(q.Limit, 100, 1, 1000)
 	skip, busy, waiting, err := jsonLists(q.Skip, q.Busy, q.Waiting)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	var out []relay.OutboxItem
-	err = db.read(ctx, "read outbox", func(tx *sql.Tx) error {
+	err = m.db.read(ctx, "read outbox", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT o.seq, o.msg_id, o.to_relay, o.task_id, o.task_seq, o.event_recipient, o.event_type, o.event_summary, o.event_created_at
 			FROM mesh_outbox o
 			WHERE o.seq NOT IN (SELECT value FROM json_each(?))
@@ -183,7 +197,7 @@ func taskVersion(ctx context.Context, q queryer, id string) (string, error) {
 // of the task read (sent or busy) nor left to a row not read yet, a state
 // row is written again, under a new message id and number, so the change
 // is sent.
-func (db *DB) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []relay.OutboxItem) error {
+func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []relay.OutboxItem) error {
 	if len(sent) == 0 {
 		return nil
 	}
@@ -201,7 +215,7 @@ func (db *DB) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []rel
 	if err != nil {
 		return fmt.Errorf("delete outbox: %w", err)
 	}
-	return db.write(ctx, "delete outbox", func(t *tx) error {
+	return m.db.write(ctx, "delete outbox", func(t *tx) error {
 		for _, it := range sent {
 			n := int64(0)
 			for _, seq := range append([]int64{it.Seq}, it.Merged...) {
@@ -235,9 +249,9 @@ func (db *DB) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []rel
 // OutboxHead is the seq of the newest outbox row ever written (0 for none):
 // a row added since a look has a greater one. One indexed read, no
 // transaction.
-func (db *DB) OutboxHead(ctx context.Context) (int64, error) {
+func (m *Mesh) OutboxHead(ctx context.Context) (int64, error) {
 	var head int64
-	err := db.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'`).Scan(&head)
+	err := m.db.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'`).Scan(&head)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("read outbox head: %w", err)
 	}
@@ -245,9 +259,9 @@ func (db *DB) OutboxHead(ctx context.Context) (int64, error) {
 }
 
 // OutboxDepth counts outbox rows not yet published.
-func (db *DB) OutboxDepth(ctx context.Context) (int, error) {
+func (m *Mesh) OutboxDepth(ctx context.Context) (int, error) {
 	var n int
-	if err := db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM mesh_outbox`).Scan(&n); err != nil {
+	if err := m.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM mesh_outbox`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count outbox: %w", err)
 	}
 	return n, nil

@@ -12,14 +12,14 @@ import (
 )
 
 // RemoteRelayOf returns the id of the relay owning slug, "" when slug is local or unknown.
-func (db *DB) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
-	return optionalString(ctx, db.r, "find agent relay", `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug)
+func (m *Mesh) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
+	return optionalString(ctx, m.db.r, "find agent relay", `SELECT relay_id FROM mesh_agents WHERE slug = ?`, slug)
 }
 
 // LocalAgents returns this relay's own software agents (no placeholders, no
 // human operator), ordered by slug: what it advertises in the directory.
-func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
-	return queryAll(ctx, db.r, "list local agents", agentScanner(db.now().UTC(), &db.book), `SELECT `+agentColumns+` FROM agents
+func (m *Mesh) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
+	return queryAll(ctx, m.db.r, "list local agents", agentScanner(m.db.now().UTC(), &m.db.book), `SELECT `+agentColumns+` FROM agents
 		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
 }
 
@@ -32,9 +32,9 @@ func (db *DB) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
 // directory says so; a placeholder no longer listed stays (its tasks name
 // it) and goes back to the window of its last-seen time. An agent whose
 // profile or presence changed is published.
-func (db *DB) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) (relay.RemoteNames, error) {
+func (m *Mesh) SyncRemoteAgents(ctx context.Context, agents []relay.RemoteAgent) (relay.RemoteNames, error) {
 	var out relay.RemoteNames
-	err := db.write(ctx, "sync remote agents", func(t *tx) error {
+	err := m.db.write(ctx, "sync remote agents", func(t *tx) error {
 		names := map[string]string{} // relay id/slug → name
 		online := map[string]bool{}  // name → what the directory says
 		changed := map[string]bool{}
@@ -128,9 +128,9 @@ func (t *tx) updateRemoteAgent(name string, a relay.RemoteAgent) (bool, error) {
 
 // PinRelayKey records key as relayID's public key the first time one is
 // seen, and returns the pinned key ("" when none is known and key is "").
-func (db *DB) PinRelayKey(ctx context.Context, relayID, key string) (string, error) {
+func (m *Mesh) PinRelayKey(ctx context.Context, relayID, key string) (string, error) {
 	var pinned string
-	err := db.write(ctx, "pin relay key", func(t *tx) error {
+	err := m.db.write(ctx, "pin relay key", func(t *tx) error {
 		if key != "" {
 			if _, err := t.exec(`INSERT INTO mesh_relays (relay_id, public_key, first_seen) VALUES (?, ?, ?) ON CONFLICT (relay_id) DO NOTHING`,
 				relayID, key, t.ts); err != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // TaskMark returns the signature mark of a remote task, "" for a local one.
-func (db *DB) TaskMark(ctx context.Context, taskID string) (string, error) {
-	return optionalString(ctx, db.r, "read task mark", `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID)
+func (m *Mesh) TaskMark(ctx context.Context, taskID string) (string, error) {
+	return optionalString(ctx, m.db.r, "read task mark", `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID)
 }
 
 // isLocalAgent reports whether slug is an agent of this relay (not a placeholder).
@@ -40,12 +40,12 @@ func (t *tx) isLocalAgent(slug string) (bool, error) {
 // to make is refused with a *relay.MeshRefusal, and one that arrived before
 // an earlier message of its task with relay.ErrEarlierMissing; nothing is
 // then stored, nor the message recorded as applied.
-func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
+func (m *Mesh) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
 	if err := checkRemoteApply(in); err != nil {
 		return false, err
 	}
 	applied := false
-	err := db.write(ctx, "apply remote", func(t *tx) error {
+	err := m.db.write(ctx, "apply remote", func(t *tx) error {
 		var err error
 		applied, err = t.applyRemote(in)
 		return err
@@ -62,12 +62,12 @@ func (db *DB) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, erro
 // out of order or failing is rolled back alone and answered in its result,
 // and the others commit. The results are final only when the error is nil:
 // with an error nothing of the batch is in the database.
-func (db *DB) ApplyRemoteBatch(ctx context.Context, ins []relay.RemoteApply) ([]relay.ApplyResult, error) {
+func (m *Mesh) ApplyRemoteBatch(ctx context.Context, ins []relay.RemoteApply) ([]relay.ApplyResult, error) {
 	out := make([]relay.ApplyResult, len(ins))
 	if len(ins) == 0 {
 		return out, nil
 	}
-	err := db.write(ctx, "apply remote batch", func(t *tx) error {
+	err := m.db.write(ctx, "apply remote batch", func(t *tx) error {
 		for i, in := range ins {
 			if err := checkRemoteApply(in); err != nil {
 				out[i] = relay.ApplyResult{Err: err}
@@ -264,9 +264,9 @@ func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent, st
 
 // PruneApplied forgets applied message ids older than age; age must exceed
 // the stream's retention, so a message still in the stream is always known.
-func (db *DB) PruneApplied(ctx context.Context, age time.Duration) (int, error) {
+func (m *Mesh) PruneApplied(ctx context.Context, age time.Duration) (int, error) {
 	var n int64
-	err := db.write(ctx, "prune applied messages", func(t *tx) error {
+	err := m.db.write(ctx, "prune applied messages", func(t *tx) error {
 		var err error
 		n, err = t.execCount("prune applied messages", `DELETE FROM mesh_applied WHERE applied_at < ?`, relay.FormatTime(t.now.Add(-age)))
 		return err

@@ -37,7 +37,7 @@ func TestRemoteNamesArePinned(t *testing.T) {
 	e.register("bob")
 	sync := func(as ...relay.RemoteAgent) relay.RemoteNames {
 		t.Helper()
-		rn, err := e.db.SyncRemoteAgents(e.ctx, as)
+		rn, err := e.db.Mesh().SyncRemoteAgents(e.ctx, as)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,10 +61,10 @@ func TestRemoteNamesArePinned(t *testing.T) {
 			t.Fatalf("C's bob beside the local bob: names %v, contests %+v", got, rn.Contests)
 		}
 	}
-	if rid, err := e.db.RemoteRelayOf(e.ctx, "alice"); err != nil || rid != relayA {
+	if rid, err := e.db.Mesh().RemoteRelayOf(e.ctx, "alice"); err != nil || rid != relayA {
 		t.Fatalf("alice = %q, %v", rid, err)
 	}
-	if rid, err := e.db.RemoteRelayOf(e.ctx, "bob"); err != nil || rid != "" {
+	if rid, err := e.db.Mesh().RemoteRelayOf(e.ctx, "bob"); err != nil || rid != "" {
 		t.Fatalf("bob = %q, %v; want local", rid, err)
 	}
 }
@@ -75,7 +75,7 @@ func TestRemoteNamesArePinned(t *testing.T) {
 func TestRenameRemoteAgent(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
-	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "alice"), remote(relayC, "relay-c", "alice")}); err != nil {
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "alice"), remote(relayC, "relay-c", "alice")}); err != nil {
 		t.Fatal(err)
 	}
 	task := e.post("bob", "alice", "For A's alice", 0)
@@ -88,15 +88,15 @@ func TestRenameRemoteAgent(t *testing.T) {
 		{"alice", "alice@relay-c", relay.EAgentExists}, // taken
 		{"nobody", "x", relay.EUnknownAgent},
 	} {
-		if _, err := e.db.RenameRemoteAgent(e.ctx, bad.name, bad.to); relay.ErrorCode(err) != bad.code {
+		if _, err := e.db.Mesh().RenameRemoteAgent(e.ctx, bad.name, bad.to); relay.ErrorCode(err) != bad.code {
 			t.Fatalf("rename %s to %s = %v; want %s", bad.name, bad.to, err, bad.code)
 		}
 	}
-	workers, err := e.db.RenameRemoteAgent(e.ctx, "alice", "alice@relay-a")
+	workers, err := e.db.Mesh().RenameRemoteAgent(e.ctx, "alice", "alice@relay-a")
 	if err != nil || !slices.Equal(workers, []string{"bob"}) {
 		t.Fatalf("rename = %v, %v; want bob's worker to reload", workers, err)
 	}
-	if workers, err = e.db.RenameRemoteAgent(e.ctx, "alice@relay-c", "alice"); err != nil || len(workers) != 0 {
+	if workers, err = e.db.Mesh().RenameRemoteAgent(e.ctx, "alice@relay-c", "alice"); err != nil || len(workers) != 0 {
 		t.Fatalf("second rename = %v, %v; want no worker", workers, err)
 	}
 	got, err := e.db.Task(e.ctx, task.ID)
@@ -108,11 +108,11 @@ func TestRenameRemoteAgent(t *testing.T) {
 		t.Fatalf("allowed senders = %v, %v", cfg.AllowedSenders, err)
 	}
 	for name, want := range map[string]string{"alice": relayC, "alice@relay-a": relayA} {
-		if rid, err := e.db.RemoteRelayOf(e.ctx, name); err != nil || rid != want {
+		if rid, err := e.db.Mesh().RemoteRelayOf(e.ctx, name); err != nil || rid != want {
 			t.Fatalf("%s = %q, %v; want %s", name, rid, err, want)
 		}
 	}
-	if name, err := e.db.PinnedName(e.ctx, relayA, "alice"); err != nil || name != "alice@relay-a" {
+	if name, err := e.db.Mesh().PinnedName(e.ctx, relayA, "alice"); err != nil || name != "alice@relay-a" {
 		t.Fatalf("A's alice is named %q, %v", name, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestRemoteIDsScoped(t *testing.T) {
 	now := relay.FormatTime(e.clock.Now())
 	apply := func(from, msg string, task relay.Task) bool {
 		t.Helper()
-		ok, err := e.db.ApplyRemote(e.ctx, relay.RemoteApply{MsgID: msg, FromRelay: from, FromLabel: "relay-" + from[:1], Mark: relay.MarkVerified,
+		ok, err := e.db.Mesh().ApplyRemote(e.ctx, relay.RemoteApply{MsgID: msg, FromRelay: from, FromLabel: "relay-" + from[:1], Mark: relay.MarkVerified,
 			Change: relay.MeshChange{Task: task}})
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +171,7 @@ func TestRemoteIDsScoped(t *testing.T) {
 	if _, err := e.db.ClaimNext(e.ctx, relay.ClaimInput{RecipientSlug: "bob", FromSenders: []string{"alice@relay-a"}}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,20 +203,20 @@ func TestMigrateMeshWord(t *testing.T) {
 		INSERT INTO mesh_task_peers (task_id, relay_id, side) VALUES ('` + task.ID + `', '` + relayA + `', 'sender');
 		PRAGMA user_version = 19;`)
 	for slug, want := range map[string]string{"alice": "alice", "operator": "operator@relay-a"} {
-		if name, err := e.db.PinnedName(e.ctx, relayA, slug); err != nil || name != want {
+		if name, err := e.db.Mesh().PinnedName(e.ctx, relayA, slug); err != nil || name != want {
 			t.Fatalf("A's %s after the migration = %q, %v; want %q", slug, name, err, want)
 		}
 	}
-	if ok, err := e.db.ApplyRemote(e.ctx, relay.RemoteApply{MsgID: "m1", FromRelay: relayA, Mark: relay.MarkVerified}); err != nil || ok {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, relay.RemoteApply{MsgID: "m1", FromRelay: relayA, Mark: relay.MarkVerified}); err != nil || ok {
 		t.Fatalf("A's applied message after the migration = %v, %v; want recognised", ok, err)
 	}
-	if h, err := e.db.HeldEnvelopes(e.ctx, relayC, "", 10); err != nil || len(h) != 1 || h[0].MsgID != "h1" {
+	if h, err := e.db.Mesh().HeldEnvelopes(e.ctx, relayC, "", 10); err != nil || len(h) != 1 || h[0].MsgID != "h1" {
 		t.Fatalf("held after the migration = %+v, %v", h, err)
 	}
 	if _, err := e.db.CancelTask(e.ctx, "bob", task.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10}); err != nil || len(out) == 0 || out[len(out)-1].Change.Task.ID != task.ID {
+	if out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10}); err != nil || len(out) == 0 || out[len(out)-1].Change.Task.ID != task.ID {
 		t.Fatalf("the task's state after the migration = %+v, %v; want it sent to A under its id", out, err)
 	}
 }

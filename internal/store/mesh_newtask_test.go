@@ -24,7 +24,7 @@ func TestRemoteTaskQueuedByArrival(t *testing.T) {
 		task := relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: "bob", Title: fmt.Sprintf("From A, created %q", created), Instructions: "x",
 			Priority: 2, Status: relay.StatusQueued, CreatedAt: created, UpdatedAt: created}
 		before := e.clock.Now()
-		if _, err := e.db.ApplyRemote(e.ctx, relay.RemoteApply{MsgID: fmt.Sprint("m", i), FromRelay: relayA, FromLabel: "relay-a", Mark: relay.MarkVerified,
+		if _, err := e.db.Mesh().ApplyRemote(e.ctx, relay.RemoteApply{MsgID: fmt.Sprint("m", i), FromRelay: relayA, FromLabel: "relay-a", Mark: relay.MarkVerified,
 			Change: relay.MeshChange{Task: task}}); err != nil {
 			t.Fatal(err)
 		}

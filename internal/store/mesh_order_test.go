@@ -49,7 +49,7 @@ func TestApplyBatchOneFails(t *testing.T) {
 	t1, t2, t3 := remoteTask(e, "first"), remoteTask(e, "boom"), remoteTask(e, "third")
 	c2, ev := cancelled(t2)
 	batch := []relay.RemoteApply{fromA("m1", 1, t1, nil), fromA("m2", 1, t2, nil), fromA("m2-cancel", 2, c2, ev), fromA("m3", 1, t3, nil)}
-	res, err := e.db.ApplyRemoteBatch(e.ctx, batch)
+	res, err := e.db.Mesh().ApplyRemoteBatch(e.ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestApplyBatchOneFails(t *testing.T) {
 	if _, err := raw.Exec(`DROP TRIGGER fail_boom`); err != nil {
 		t.Fatal(err)
 	}
-	res, err = e.db.ApplyRemoteBatch(e.ctx, batch)
+	res, err = e.db.Mesh().ApplyRemoteBatch(e.ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestApplyBatchOneFails(t *testing.T) {
 func TestApplyInTaskOrder(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("alice")
-	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
 		t.Fatal(err)
 	}
 	task := e.post("alice", "bob", "Across", 0)
@@ -128,20 +128,20 @@ func TestApplyInTaskOrder(t *testing.T) {
 	}
 	first, second := fromA("claimed", 1, claimed, event(relay.EventTaskClaimed)), fromA("completed", 2, done, event(relay.EventTaskCompleted))
 
-	if ok, err := e.db.ApplyRemote(e.ctx, second); ok || !errors.Is(err, relay.ErrEarlierMissing) {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, second); ok || !errors.Is(err, relay.ErrEarlierMissing) {
 		t.Fatalf("the second message first = %v, %v; want it to wait", ok, err)
 	}
 	if got := e.task(task.ID); got.Status != relay.StatusQueued || len(e.updates("alice").Updates) != 0 {
 		t.Fatalf("after the early message: %s, %v", got.Status, e.updates("alice").Updates)
 	}
 	second.Force = true
-	if ok, err := e.db.ApplyRemote(e.ctx, second); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, second); !ok || err != nil {
 		t.Fatalf("the second message forced = %v, %v", ok, err)
 	}
-	if ok, err := e.db.ApplyRemote(e.ctx, first); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, first); !ok || err != nil {
 		t.Fatalf("the first message after it = %v, %v", ok, err)
 	}
-	if ok, err := e.db.ApplyRemote(e.ctx, second); ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, second); ok || err != nil {
 		t.Fatalf("the second message again = %v, %v; want recognised", ok, err)
 	}
 	got := e.task(task.ID)
@@ -163,14 +163,14 @@ func TestOutboxNumbersAndStateRows(t *testing.T) {
 	e.register("bob")
 	t1, t2 := remoteTask(e, "one"), remoteTask(e, "two")
 	for i, in := range []relay.RemoteApply{fromA("m1", 1, t1, nil), fromA("m2", 1, t2, nil)} {
-		if ok, err := e.db.ApplyRemote(e.ctx, in); !ok || err != nil {
+		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, in); !ok || err != nil {
 			t.Fatalf("apply %d: %v, %v", i, ok, err)
 		}
 	}
 	// bob claims the first: its state row and its task-claimed entry for
 	// alice, numbered 1 and 2, leave as one message.
 	claimed := e.mustClaim("bob")
-	out, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,13 +183,13 @@ func TestOutboxNumbersAndStateRows(t *testing.T) {
 	if _, err := e.db.RenewLease(e.ctx, "bob", claimed.ID, 600); err != nil {
 		t.Fatal(err)
 	}
-	if more, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10, Busy: []int64{out[0].Seq, out[0].Merged[0]}}); err != nil || len(more) != 0 {
+	if more, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10, Busy: []int64{out[0].Seq, out[0].Merged[0]}}); err != nil || len(more) != 0 {
 		t.Fatalf("outbox beside the message in flight = %+v, %v", more, err)
 	}
-	if err := e.db.AckOutbox(e.ctx, out, nil); err != nil {
+	if err := e.db.Mesh().AckOutbox(e.ctx, out, nil); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	again, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,15 +197,15 @@ func TestOutboxNumbersAndStateRows(t *testing.T) {
 	if len(again) != 1 || again[0].Change.Seq != 3 || again[0].Change.Event != nil || again[0].Change.Task.UpdatedAt != renewed.UpdatedAt {
 		t.Fatalf("outbox after the acknowledgement = %+v; want the renewed state as number 3", again)
 	}
-	if err := e.db.AckOutbox(e.ctx, again, nil); err != nil {
+	if err := e.db.Mesh().AckOutbox(e.ctx, again, nil); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := e.db.OutboxDepth(e.ctx); err != nil || d != 0 {
+	if d, err := e.db.Mesh().OutboxDepth(e.ctx); err != nil || d != 0 {
 		t.Fatalf("outbox depth = %d, %v; want 0 (the state sent is the task's)", d, err)
 	}
 	// The other task's first row is its own number 1.
 	e.mustClaim("bob")
-	out, err = e.db.PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	out, err = e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil || len(out) != 1 || out[0].Change.From != 1 || out[0].Change.Seq != 2 {
 		t.Fatalf("the second task's outbox = %+v, %v", out, err)
 	}
@@ -218,20 +218,20 @@ func TestMigrateMeshOrder(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	task := remoteTask(e, "Crossed before")
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("m1", 0, task, nil)); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("m1", 0, task, nil)); !ok || err != nil {
 		t.Fatalf("apply unnumbered: %v, %v", ok, err)
 	}
 	e.reopenAfter(undoMeshOrder(t) + `PRAGMA user_version = 22;`)
 	c, ev := cancelled(task)
 	early := fromA("m3", 3, c, ev)
-	if ok, err := e.db.ApplyRemote(e.ctx, early); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, early); !ok || err != nil {
 		t.Fatalf("relay A's first numbered message after the upgrade = %v, %v; want applied", ok, err)
 	}
 	if got := e.task(task.ID); got.Status != relay.StatusCancelled {
 		t.Fatalf("task = %s", got.Status)
 	}
 	requeued, rev := task, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskRequeued, Summary: "again", CreatedAt: task.UpdatedAt}
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("m5", 5, requeued, rev)); ok || !errors.Is(err, relay.ErrEarlierMissing) {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("m5", 5, requeued, rev)); ok || !errors.Is(err, relay.ErrEarlierMissing) {
 		t.Fatalf("a message after a gap = %v, %v; want it to wait", ok, err)
 	}
 }
@@ -247,7 +247,7 @@ func TestStaleSenderActionChangesNothing(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	task := remoteTask(e, "Asked again, then cancelled")
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("new", 1, task, nil)); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("new", 1, task, nil)); !ok || err != nil {
 		t.Fatalf("the new task = %v, %v", ok, err)
 	}
 	e.mustClaim("bob")
@@ -259,20 +259,20 @@ func TestStaleSenderActionChangesNothing(t *testing.T) {
 	}
 	late := fromA("cancel", 3, cancel, ev(relay.EventTaskCancelled))
 	late.Force = true
-	if ok, err := e.db.ApplyRemote(e.ctx, late); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, late); !ok || err != nil {
 		t.Fatalf("the cancel, forced = %v, %v", ok, err)
 	}
-	depth, err := e.db.OutboxDepth(e.ctx)
+	depth, err := e.db.Mesh().OutboxDepth(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("again", 2, requeued, ev(relay.EventTaskRequeued))); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("again", 2, requeued, ev(relay.EventTaskRequeued))); !ok || err != nil {
 		t.Fatalf("the request for changes after it = %v, %v", ok, err)
 	}
 	if got := e.task(task.ID); got.Status != relay.StatusCompleted {
 		t.Fatalf("the task after the older request for changes = %s; want it still completed", got.Status)
 	}
-	if after, err := e.db.OutboxDepth(e.ctx); err != nil || after <= depth {
+	if after, err := e.db.Mesh().OutboxDepth(e.ctx); err != nil || after <= depth {
 		t.Fatalf("outbox %d → %d, %v; want the task's state queued for its sender", depth, after, err)
 	}
 }
@@ -285,7 +285,7 @@ func TestStaleSenderActionChangesNothing(t *testing.T) {
 func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("alice")
-	if _, err := e.db.SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
 		t.Fatal(err)
 	}
 	task := e.post("alice", "bob", "Upgraded in between", 0)
@@ -298,12 +298,12 @@ func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
 		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
 	}
 	for _, m := range []relay.RemoteApply{fromA("n1", 1, claimed, event(relay.EventTaskClaimed)), fromA("n2", 2, done, event(relay.EventTaskCompleted))} {
-		if ok, err := e.db.ApplyRemote(e.ctx, m); !ok || err != nil {
+		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, m); !ok || err != nil {
 			t.Fatalf("%s = %v, %v", m.MsgID, ok, err)
 		}
 	}
 	for _, seq := range []int64{0, -7} {
-		if ok, err := e.db.ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, event(relay.EventTaskClaimed))); !ok || err != nil {
+		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, event(relay.EventTaskClaimed))); !ok || err != nil {
 			t.Fatalf("the unnumbered message = %v, %v", ok, err)
 		}
 		if got := e.task(task.ID); got.Status != relay.StatusCompleted {
@@ -320,13 +320,13 @@ func TestMessageNumbersOfAnotherRelay(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	task := remoteTask(e, "A's")
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a1", 1, task, nil)); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("a1", 1, task, nil)); !ok || err != nil {
 		t.Fatalf("A's task = %v, %v", ok, err)
 	}
 	gone, ev := cancelled(task)
 	other := fromA("b-huge", 1<<62, gone, ev)
 	other.FromRelay, other.FromName, other.FromLabel, other.Force = "bb00000000000000", "relay-b", "relay-b", true
-	if ok, err := e.db.ApplyRemote(e.ctx, other); ok && err == nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, other); ok && err == nil {
 		if got := e.task(task.ID); got.Status != relay.StatusQueued {
 			t.Fatalf("A's task after B's numbered cancel = %s; want queued", got.Status)
 		}
@@ -335,7 +335,7 @@ func TestMessageNumbersOfAnotherRelay(t *testing.T) {
 		t.Fatalf("A's task after B's message = %s; want queued", got.Status)
 	}
 	gone, ev = cancelled(task)
-	if ok, err := e.db.ApplyRemote(e.ctx, fromA("a2", 2, gone, ev)); !ok || err != nil {
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("a2", 2, gone, ev)); !ok || err != nil {
 		t.Fatalf("A's cancel, its number 2 = %v, %v; want applied in order", ok, err)
 	}
 	if got := e.task(task.ID); got.Status != relay.StatusCancelled {

@@ -14,8 +14,8 @@ import (
 
 // PinnedName returns the name agent slug of relay relayID has here ("" if
 // none): its plain slug when it has it, else the first name it was given.
-func (db *DB) PinnedName(ctx context.Context, relayID, slug string) (string, error) {
-	return optionalString(ctx, db.r, "find a remote name", `SELECT slug FROM mesh_agents WHERE relay_id = ? AND remote_slug = ?
+func (m *Mesh) PinnedName(ctx context.Context, relayID, slug string) (string, error) {
+	return optionalString(ctx, m.db.r, "find a remote name", `SELECT slug FROM mesh_agents WHERE relay_id = ? AND remote_slug = ?
 		ORDER BY slug = remote_slug DESC, rowid LIMIT 1`, relayID, slug)
 }
 
@@ -25,9 +25,9 @@ func (db *DB) PinnedName(ctx context.Context, relayID, slug string) (string, err
 // senders. A reference to the agent keeps naming it; nothing else changes
 // (a task's state goes to no relay for it). It returns the agents whose
 // workers' allowed senders changed, which the worker manager reloads.
-func (db *DB) RenameRemoteAgent(ctx context.Context, name, newName string) ([]string, error) {
+func (m *Mesh) RenameRemoteAgent(ctx context.Context, name, newName string) ([]string, error) {
 	var workers []string
-	err := db.write(ctx, "rename remote agent", func(t *tx) error {
+	err := m.db.write(ctx, "rename remote agent", func(t *tx) error {
 		workers = workers[:0]
 		var remote sql.NullString
 		err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = ?`, name).Scan(&remote)

@@ -12,9 +12,9 @@ import (
 const keyMeshSettings = "mesh.settings"
 
 // MeshSettings returns the saved mesh settings (zero when none are saved).
-func (db *DB) MeshSettings(ctx context.Context) (relay.MeshSettings, error) {
+func (m *Mesh) MeshSettings(ctx context.Context) (relay.MeshSettings, error) {
 	var s relay.MeshSettings
-	v, err := optionalString(ctx, db.r, "read mesh settings", settingSQL, keyMeshSettings)
+	v, err := optionalString(ctx, m.db.r, "read mesh settings", settingSQL, keyMeshSettings)
 	if err != nil || v == "" {
 		return s, err
 	}
@@ -26,10 +26,10 @@ func (db *DB) MeshSettings(ctx context.Context) (relay.MeshSettings, error) {
 
 // SetMeshSettings saves the mesh settings (checked by the caller); they
 // apply at the next start.
-func (db *DB) SetMeshSettings(ctx context.Context, s relay.MeshSettings) error {
+func (m *Mesh) SetMeshSettings(ctx context.Context, s relay.MeshSettings) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("store mesh settings: %w", err)
 	}
-	return db.writeOne(ctx, "store mesh settings", upsertSettingSQL, keyMeshSettings, string(b))
+	return m.db.writeOne(ctx, "store mesh settings", upsertSettingSQL, keyMeshSettings, string(b))
 }

@@ -27,7 +27,7 @@ func scanMeshRelay(r rowScanner) (relay.MeshRelay, error) {
 // way (its name changes when the operator trusts it again). A blocked
 // relay stays blocked. With autoTrust a changed key or name is taken at
 // once (the NATS account is the boundary) and changed still reports a key.
-func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (relay.MeshRelay, bool, error) {
+func (m *Mesh) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool) (relay.MeshRelay, bool, error) {
 	var (
 		out     relay.MeshRelay
 		changed bool
@@ -38,7 +38,7 @@ func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool
 	if len(name) > 80 {
 		name = name[:80]
 	}
-	err := db.write(ctx, "see relay", func(t *tx) error {
+	err := m.db.write(ctx, "see relay", func(t *tx) error {
 		cur, err := scanMeshRelay(t.tx.QueryRowContext(t.ctx, `SELECT `+meshRelayColumns+` FROM mesh_relays WHERE relay_id = ?`, id))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -105,8 +105,8 @@ func (db *DB) SeeRelay(ctx context.Context, id, name, key string, autoTrust bool
 }
 
 // MeshRelays lists the relays seen, by name then id.
-func (db *DB) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
-	return queryAll(ctx, db.r, "list relays", scanMeshRelay, `SELECT `+meshRelayColumns+` FROM mesh_relays ORDER BY name, relay_id`)
+func (m *Mesh) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
+	return queryAll(ctx, m.db.r, "list relays", scanMeshRelay, `SELECT `+meshRelayColumns+` FROM mesh_relays ORDER BY name, relay_id`)
 }
 
 // SetRelayState trusts or blocks a relay. Trusting pins exactly key, which
@@ -114,12 +114,12 @@ func (db *DB) MeshRelays(ctx context.Context) ([]relay.MeshRelay, error) {
 // the one whose fingerprint the operator approved. Any other key (the
 // relay's keys changed since the operator looked) is refused; a relay whose
 // key is not known yet cannot be trusted. key is ignored for other states.
-func (db *DB) SetRelayState(ctx context.Context, id, state, key string) (relay.MeshRelay, error) {
+func (m *Mesh) SetRelayState(ctx context.Context, id, state, key string) (relay.MeshRelay, error) {
 	var out relay.MeshRelay
 	if state != relay.RelayTrusted && state != relay.RelayBlocked && state != relay.RelayPending {
 		return out, relay.Errorf(relay.EInvalidRequest, "state: must be trusted, blocked or pending.")
 	}
-	err := db.write(ctx, "set relay state", func(t *tx) error {
+	err := m.db.write(ctx, "set relay state", func(t *tx) error {
 		cur, err := scanMeshRelay(t.tx.QueryRowContext(t.ctx, `SELECT `+meshRelayColumns+` FROM mesh_relays WHERE relay_id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return relay.Errorf(relay.EInvalidRequest, "No relay %s has been seen.", id)
@@ -203,9 +203,9 @@ func (t *tx) stopRelayTasks(r relay.MeshRelay) error {
 // ForgetPendingRelay deletes relay id's admission record if it is pending
 // with no other key or name shown (a relay the operator never decided on);
 // true when it did. Its held envelopes stay.
-func (db *DB) ForgetPendingRelay(ctx context.Context, id string) (bool, error) {
+func (m *Mesh) ForgetPendingRelay(ctx context.Context, id string) (bool, error) {
 	var n int64
-	err := db.write(ctx, "forget relay", func(t *tx) error {
+	err := m.db.write(ctx, "forget relay", func(t *tx) error {
 		var err error
 		n, err = t.execCount("forget relay", `DELETE FROM mesh_relays WHERE relay_id = ? AND state = 'pending' AND new_key IS NULL AND new_name IS NULL`, id)
 		return err
@@ -228,9 +228,9 @@ const (
 // message of that id is held already (ids are their relay's: another
 // relay's envelope of the same id is held beside it). Past the bounds (counted apart for reason version) it
 // refuses with a *relay.MeshRefusal (reason held-full).
-func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
+func (m *Mesh) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, error) {
 	var n int64
-	err := db.write(ctx, "hold envelope", func(t *tx) error {
+	err := m.db.write(ctx, "hold envelope", func(t *tx) error {
 		var held int
 		if err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM mesh_held WHERE from_relay = ? AND msg_id = ?`, h.FromRelay, h.MsgID).Scan(&held); err != nil {
 			return fmt.Errorf("find held envelope: %w", err)
@@ -265,15 +265,15 @@ func (db *DB) HoldEnvelope(ctx context.Context, h relay.HeldEnvelope) (bool, err
 
 // HeldEnvelopes returns up to limit held envelopes, oldest first, of
 // fromRelay ("" for all) and reason ("" for any).
-func (db *DB) HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]relay.HeldEnvelope, error) {
-	return db.HeldEnvelopesAfter(ctx, fromRelay, reason, 0, limit)
+func (m *Mesh) HeldEnvelopes(ctx context.Context, fromRelay, reason string, limit int) ([]relay.HeldEnvelope, error) {
+	return m.HeldEnvelopesAfter(ctx, fromRelay, reason, 0, limit)
 }
 
 // HeldEnvelopesAfter is HeldEnvelopes from seq afterSeq on (exclusive), so
 // a caller pages past envelopes it leaves held.
-func (db *DB) HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]relay.HeldEnvelope, error) {
+func (m *Mesh) HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, afterSeq int64, limit int) ([]relay.HeldEnvelope, error) {
 	limit = relay.Clamp(limit, 100, 1, 1000)
-	return queryAll(ctx, db.r, "list held envelopes", func(r rowScanner) (relay.HeldEnvelope, error) {
+	return queryAll(ctx, m.db.r, "list held envelopes", func(r rowScanner) (relay.HeldEnvelope, error) {
 		var h relay.HeldEnvelope
 		err := r.Scan(&h.Seq, &h.MsgID, &h.FromRelay, &h.Reason, &h.TaskID, &h.Title, &h.SenderSlug, &h.RecipientSlug, &h.Data, &h.ReceivedAt)
 		return h, err
@@ -282,6 +282,6 @@ func (db *DB) HeldEnvelopesAfter(ctx context.Context, fromRelay, reason string, 
 }
 
 // DropHeld removes a held envelope.
-func (db *DB) DropHeld(ctx context.Context, seq int64) error {
-	return db.writeOne(ctx, "drop held envelope", `DELETE FROM mesh_held WHERE seq = ?`, seq)
+func (m *Mesh) DropHeld(ctx context.Context, seq int64) error {
+	return m.db.writeOne(ctx, "drop held envelope", `DELETE FROM mesh_held WHERE seq = ?`, seq)
 }

@@ -95,7 +95,7 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "far", DisplayName: "far", ModelSlug: "m", RelayID: "aa00000000000000",
+	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "far", DisplayName: "far", ModelSlug: "m", RelayID: "aa00000000000000",
 		RelayName: "relay-a", RelayLabel: "relay-a", Online: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,20 +179,20 @@ func TestHotStatementsStayPrepared(t *testing.T) {
 			in := relay.RemoteApply{MsgID: relay.NewID(), FromRelay: "aa00000000000000", FromName: "relay-a", FromLabel: "relay-a", Mark: relay.MarkVerified,
 				Change: relay.MeshChange{Seq: 1, Task: relay.Task{ID: relay.NewID(), SenderSlug: "far", RecipientSlug: "worker", Title: "From afar", Instructions: "x",
 					Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}}}
-			if res, err := db.ApplyRemoteBatch(ctx, []relay.RemoteApply{in}); err != nil || !res[0].Applied {
+			if res, err := db.Mesh().ApplyRemoteBatch(ctx, []relay.RemoteApply{in}); err != nil || !res[0].Applied {
 				t.Fatalf("apply = %+v, %v", res, err)
 			}
 			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "worker"})
 			claimed(t, task, err, in.Change.Task.ID)
 			report(t, task.ID, relay.ReportCompleted)
-			if _, err := db.OutboxHead(ctx); err != nil {
+			if _, err := db.Mesh().OutboxHead(ctx); err != nil {
 				t.Fatal(err)
 			}
-			out, err := db.PendingOutbox(ctx, relay.OutboxQuery{Limit: 16})
+			out, err := db.Mesh().PendingOutbox(ctx, relay.OutboxQuery{Limit: 16})
 			if err != nil || len(out) == 0 {
 				t.Fatalf("outbox = %+v, %v", out, err)
 			}
-			if err := db.AckOutbox(ctx, out, nil); err != nil {
+			if err := db.Mesh().AckOutbox(ctx, out, nil); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -158,7 +158,7 @@ func TestDirectoryHoldsRemotePresence(t *testing.T) {
 	}
 	sync := func(agents ...relay.RemoteAgent) {
 		t.Helper()
-		if _, err := e.db.SyncRemoteAgents(e.ctx, agents); err != nil {
+		if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, agents); err != nil {
 			t.Fatal(err)
 		}
 	}
