@@ -186,7 +186,7 @@ func TestLiveVerbsNameTheProject(t *testing.T) {
 
 // projects list shows each registered project with its folder and presence;
 // projects remove retires its agent (token revoked, out of the agent list,
-// its tasks kept) and forgets the folder.
+// its open tasks blocked) and forgets the folder.
 func TestProjectsListAndRemove(t *testing.T) {
 	e := newEveryday(t)
 	api, web := e.folder(t, "api"), e.folder(t, "web")

@@ -91,7 +91,8 @@ func projectsCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // projectsRemove forgets the project id: its agent on the relay retired
-// (token revoked, out of the lists, its name and tasks kept), then its
+// (token revoked, out of the lists, its name kept, its open tasks blocked
+// and their senders told), then its
 // entry and cursor on this computer. A project of another relay than the
 // one c names is refused: its agent is retired where it lives.
 func projectsRemove(c *command, store *project.Store, raw string) error {

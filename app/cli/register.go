@@ -285,7 +285,7 @@ func (r registered) note() string {
 	case r.Moved != "" && r.MoveErr != nil:
 		return fmt.Sprintf("the folder %s was the project %q and is now %q, but %q could not be retired (%v): remove it in the dashboard (Agents)", p.Dir, r.Moved, p.ID, r.Moved, r.MoveErr)
 	case r.Moved != "":
-		return fmt.Sprintf("the folder %s was the project %q and is now %q; %q is retired (its token revoked, its tasks kept)", p.Dir, r.Moved, p.ID, r.Moved)
+		return fmt.Sprintf("the folder %s was the project %q and is now %q; %q is retired (its token revoked, its open tasks blocked and their senders told)", p.Dir, r.Moved, p.ID, r.Moved)
 	case r.Reinstated:
 		return fmt.Sprintf("the removed project %q is back, with a new token", p.ID)
 	case r.Inside:

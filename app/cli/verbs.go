@@ -58,10 +58,11 @@ server:crosschat while channels are in preview.`,
 	{name: "projects list", summary: "each project: id, folder, online or offline, last seen",
 		example: "crosschat-relay projects list --json"},
 	{name: "projects remove", args: "ID", maxArgs: 1,
-		summary: "forget a project: its agent retired (token revoked, name kept), its tasks kept",
+		summary: "forget a project: its agent retired (token revoked, name kept), its open tasks blocked",
 		about: `The folder is no longer an address. Its agent leaves the agent list, its token stops
-working and nobody else can take its name; its tasks stay as they are. Registering
-the folder again brings the project back with a new token.`,
+working and nobody else can take its name; its open tasks are blocked, each sender
+told (a sender may requeue one, or cancel it). Registering the folder again brings
+the project back with a new token.`,
 		example: "crosschat-relay projects remove old-api"},
 	{name: "claude-plugin", args: "[--dir DIR] [--print]", summary: "install the Claude Code plugin (every project folder an address)",
 		about: claudePluginAbout, example: "crosschat-relay claude-plugin"},

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -11,7 +12,8 @@ import (
 // leaves the agent lists (ListAgents) and gets no new tasks (PostTask), and
 // it keeps its name, so nobody can enroll or be created under it and read
 // the replies to its tasks, which stay. Retiring a retired agent changes
-// nothing.
+// nothing. The tasks it was to do, or was doing, are blocked, and their
+// senders told (blockTasksOfRetired).
 func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -24,8 +26,56 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 		if _, err := t.exec(`UPDATE agents SET token_hash = NULL, retired_at = COALESCE(retired_at, ?) WHERE slug = ?`, t.ts, slug); err != nil {
 			return fmt.Errorf("retire agent: %w", err)
 		}
+		if err := blockTasksOfRetired(t, slug); err != nil {
+			return err
+		}
 		return t.agentChanged(slug)
 	})
+}
+
+// retiredReport is the blocker a retired agent's open tasks get.
+func retiredReport(slug string) string {
+	return fmt.Sprintf("%s was retired (its project removed, or its name moved): nobody will take this task. Cancel it, or post it again to another agent.", slug)
+}
+
+// blockTasksOfRetired blocks the tasks slug, now retired, was to do or was
+// doing, and tells each sender: a retired agent claims nothing and its
+// token is gone, so they would otherwise wait for ever. A sender may still
+// requeue one (it waits for the agent to be reinstated) or cancel it.
+func blockTasksOfRetired(t *tx, slug string) error {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, sender_slug FROM tasks WHERE recipient_slug = ? AND status IN ('queued', 'claimed')`, slug)
+	if err != nil {
+		return fmt.Errorf("find the retired agent's tasks: %w", err)
+	}
+	type open struct{ id, sender string }
+	var list []open
+	for rows.Next() {
+		var o open
+		if err := rows.Scan(&o.id, &o.sender); err != nil {
+			rows.Close()
+			return fmt.Errorf("find the retired agent's tasks: %w", err)
+		}
+		list = append(list, o)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("find the retired agent's tasks: %w", err)
+	}
+	msg := retiredReport(slug)
+	for _, o := range list {
+		if _, err := t.exec(`UPDATE tasks SET status = 'blocked', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, o.id); err != nil {
+			return fmt.Errorf("block the retired agent's task: %w", err)
+		}
+		if err := t.report(o.id, relay.ReportBlocked, msg, ""); err != nil {
+			return err
+		}
+		if err := t.event(o.sender, relay.EventTaskBlocked, o.id, slug+": "+msg); err != nil {
+			return err
+		}
+		if _, err := t.taskChanged(o.id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReinstateAgent brings the retired agent slug back with a new token and

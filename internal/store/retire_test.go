@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -8,7 +9,7 @@ import (
 )
 
 // A retired agent loses its token, leaves every agent list and gets no new
-// task, while its name stays taken and its tasks stay; only a retired
+// task, while its name stays taken and its tasks stay (blocked); only a retired
 // agent is reinstated, with a new token that works.
 func TestRetireAndReinstate(t *testing.T) {
 	e := newEnv(t, store.Options{})
@@ -52,8 +53,8 @@ func TestRetireAndReinstate(t *testing.T) {
 	wantCode(t, err, relay.EUnknownAgent)
 	_, _, err = e.db.CreateAgent(e.ctx, relay.CreateAgentInput{Slug: "bob", DisplayName: "Squatter", ModelSlug: "m", Capabilities: []string{"text-input"}})
 	wantCode(t, err, relay.EAgentExists)
-	if kept, err := e.db.Task(e.ctx, task.ID); err != nil || kept.RecipientSlug != "bob" || kept.Status != relay.StatusQueued {
-		t.Fatalf("the retired agent's task: %+v %v", kept, err)
+	if kept, err := e.db.Task(e.ctx, task.ID); err != nil || kept.RecipientSlug != "bob" || kept.Status != relay.StatusBlocked {
+		t.Fatalf("the retired agent's task is kept, blocked: %+v %v", kept, err)
 	}
 
 	tok, err = e.db.ReinstateAgent(e.ctx, "web")
@@ -65,5 +66,68 @@ func TestRetireAndReinstate(t *testing.T) {
 	}
 	if web, err := e.db.GetAgent(e.ctx, "web"); err != nil || web.RetiredAt != "" || !web.HasToken {
 		t.Fatalf("the reinstated web: %+v %v", web, err)
+	}
+}
+
+// Ensures a retired agent's open tasks do not wait for ever: queued and
+// claimed ones are blocked with a report naming the agent, each sender gets
+// a task-blocked update, and finished tasks and other agents' are left as
+// they were. The sender may still requeue one, to wait for a reinstatement.
+func TestRetireBlocksTheAgentsOpenTasks(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob", "carol")
+	done := e.post("alice", "bob", "done", 0)
+	e.mustClaim("bob")
+	e.report("bob", done.ID, relay.ReportCompleted, "finished")
+	claimed := e.post("carol", "bob", "claimed", 0)
+	e.mustClaim("bob")
+	queued := e.post("alice", "bob", "queued", 0)
+	other := e.post("alice", "carol", "for carol", 0)
+	e.updates("alice") // read: what follows is news
+	e.updates("carol")
+
+	if err := e.db.RetireAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id     string
+		want   relay.TaskStatus
+		sender string
+	}{
+		{done.ID, relay.StatusCompleted, ""},
+		{claimed.ID, relay.StatusBlocked, "carol"},
+		{queued.ID, relay.StatusBlocked, "alice"},
+		{other.ID, relay.StatusQueued, ""},
+	} {
+		got := e.task(tt.id)
+		if got.Status != tt.want {
+			t.Errorf("%s: status %s, want %s", got.Title, got.Status, tt.want)
+			continue
+		}
+		if tt.sender == "" {
+			continue
+		}
+		last := got.Reports[len(got.Reports)-1]
+		if last.Kind != relay.ReportBlocked || !strings.Contains(last.Message, "bob was retired") {
+			t.Errorf("%s: last report %+v, want a blocker naming bob", got.Title, last)
+		}
+		if got.LeaseExpiresAt != "" {
+			t.Errorf("%s: a blocked task keeps its lease %s", got.Title, got.LeaseExpiresAt)
+		}
+	}
+	var blocked []string
+	for _, ev := range e.updates("alice").Updates {
+		if ev.Type == relay.EventTaskBlocked {
+			blocked = append(blocked, ev.TaskID)
+		}
+	}
+	if len(blocked) != 1 || blocked[0] != queued.ID {
+		t.Errorf("alice's task-blocked updates %v, want just %s", blocked, queued.ID)
+	}
+	if ev := e.updates("carol").Updates; len(ev) == 0 || ev[len(ev)-1].Type != relay.EventTaskBlocked || ev[len(ev)-1].TaskID != claimed.ID {
+		t.Errorf("carol was not told her claimed task is blocked: %+v", ev)
+	}
+	if got, err := e.db.RequeueTask(e.ctx, "alice", queued.ID, "wait for bob"); err != nil || got.Status != relay.StatusQueued {
+		t.Errorf("the sender requeues a blocked task of a retired agent: %+v %v", got, err)
 	}
 }
