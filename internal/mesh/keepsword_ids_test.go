@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -148,6 +149,19 @@ func TestAttackFakeKeyMakesRealMessagesVanish(t *testing.T) {
 		r, _ := relayInfoOf(b, a.node.id.ID)
 		return r.State == relay.RelayPending && r.NewFingerprint == Fingerprint(fake.PublicKey), fmt.Sprintf("%+v", r)
 	})
+	// What `mesh status --json` and the Mesh page show: the pinned key and
+	// the one the directory shows, both by fingerprint.
+	st, err := b.node.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := KeyChange{RelayID: a.node.id.ID, Relay: "relay-a", Pinned: Fingerprint(a.node.id.PublicKey), Shown: Fingerprint(fake.PublicKey)}
+	if len(st.KeyChanges) != 1 || st.KeyChanges[0] != want {
+		t.Fatalf("status keyChanges = %+v; want [%+v]", st.KeyChanges, want)
+	}
+	if js, err := json.Marshal(st); err != nil || !strings.Contains(string(js), `"keyChanges":[{"relayId":"`+a.node.id.ID+`"`) {
+		t.Fatalf("status JSON lacks the key change: %s %v", js, err)
+	}
 	genuine := post(t, a, "alice", "bob", "Signed with A's pinned key")
 	forged := queuedTask("alice", "bob", "Signed with the shown key")
 	send(t, url, Identity{ID: a.node.id.ID, priv: fake.priv}, "forged-1", b, relay.MeshChange{Task: forged})
