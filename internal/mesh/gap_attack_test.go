@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -27,10 +29,14 @@ func TestGapMessagesCannotFillTheWindow(t *testing.T) {
 	trustEachOther(t, b, c)
 	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
-	cons, err := jetStreamClient(t, url).Consumer(ctx, StreamName, consumerName(b.node.id.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A fresh client for each try: on a loaded machine the in-process
+	// connection was once found closed at its first request.
+	var cons jetstream.Consumer
+	eventually(t, "B's consumer, read by a client of the server", func() (bool, string) {
+		c, err := jetStreamClient(t, url).Consumer(ctx, StreamName, consumerName(b.node.id.ID))
+		cons = c
+		return err == nil, fmt.Sprint(err)
+	})
 	var gapped []string
 	for i := range consumeWindow {
 		task := queuedTask("mallory", "bob", fmt.Sprintf("Gap %d", i))

@@ -85,15 +85,18 @@ func TestApplyFailureInABatch(t *testing.T) {
 	}
 	first := post(t, a, "alice", "bob", "First")
 	boom := post(t, a, "alice", "bob", "Boom")
+	// Boom must leave A as a new task before its cancel: cancelled before
+	// A's outbox sent it, the two would go as one message, a task B never
+	// had arriving closed, which B refuses without trying to insert it.
+	eventually(t, "B failed to apply Boom", func() (bool, string) {
+		return b.node.failures.Load() > 0, fmt.Sprint(b.node.failures.Load())
+	})
 	if _, err := a.svc.CancelTask(ctx, "alice", boom.ID, "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	third := post(t, a, "alice", "bob", "Third")
 	arrives(t, b, first.ID)
 	arrives(t, b, third.ID)
-	eventually(t, "B failed to apply Boom", func() (bool, string) {
-		return b.node.failures.Load() > 0, fmt.Sprint(b.node.failures.Load())
-	})
 	if _, err := b.svc.Task(ctx, boom.ID); err == nil {
 		t.Fatal("the failing task is on B")
 	}
