@@ -11,7 +11,7 @@ import (
 // (a release, a requeue, a request for changes, a lease that has passed);
 // requeueExpired finds the claims whose lease has passed, at the
 // recipient's next claim or at the sweep. The holder renews a lease with
-// RenewLease (task_holder.go).
+// RenewLease (task_actions.go).
 
 // leaseExpiredReport is the timeline entry of a lease-expiry requeue.
 const leaseExpiredReport = "Lease expired; task returned to the recipient queue."
