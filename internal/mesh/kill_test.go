@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -81,16 +78,7 @@ func TestKillMidBatch(t *testing.T) {
 	next("trusted")
 	knows(t, a, "bob", "relay-b")
 
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, StreamName, consumerName(bID))
+	cons, err := jetStreamClient(t, srv.ClientURL()).Consumer(ctx, StreamName, consumerName(bID))
 	if err != nil {
 		t.Fatal(err)
 	}

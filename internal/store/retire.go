@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -43,22 +42,13 @@ func retiredReport(slug string) string {
 // token is gone, so they would otherwise wait for ever. A sender may still
 // requeue one (it waits for the agent to be reinstated) or cancel it.
 func blockTasksOfRetired(t *tx, slug string) error {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, sender_slug FROM tasks WHERE recipient_slug = ? AND status IN ('queued', 'claimed')`, slug)
-	if err != nil {
-		return fmt.Errorf("find the retired agent's tasks: %w", err)
-	}
 	type open struct{ id, sender string }
-	var list []open
-	for rows.Next() {
+	list, err := queryAll(t.ctx, t.tx, "find the retired agent's tasks", func(r rowScanner) (open, error) {
 		var o open
-		if err := rows.Scan(&o.id, &o.sender); err != nil {
-			rows.Close()
-			return fmt.Errorf("find the retired agent's tasks: %w", err)
-		}
-		list = append(list, o)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("find the retired agent's tasks: %w", err)
+		return o, r.Scan(&o.id, &o.sender)
+	}, `SELECT id, sender_slug FROM tasks WHERE recipient_slug = ? AND status IN ('queued', 'claimed')`, slug)
+	if err != nil {
+		return err
 	}
 	msg := retiredReport(slug)
 	for _, o := range list {
