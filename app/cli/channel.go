@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/crosschat/crosschat-relay/internal/mcp"
@@ -19,6 +20,8 @@ import (
 // notifications/claude/channel for each event of the agent's push stream.
 // stdout carries MCP only; diagnostics go to stderr.
 func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// The push stream's goroutine and the MCP side both write to stderr.
+	stderr = &syncWriter{w: stderr}
 	c, f, err := parseLive("channel", args, stdout, stderr)
 	if err != nil {
 		return err
@@ -86,4 +89,17 @@ func liveSetupText(token, baseURL string) string {
 		"  then start Claude Code in that folder with\n" +
 		"  " + web.ChannelStartCommand + "\n" +
 		"  Any session with a Monitor tool: CROSSCHAT_TOKEN=" + token + " crosschat-relay monitor --url " + baseURL + "\n"
+}
+
+// syncWriter serialises writes to w, which goroutines share.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes p to w, one writer at a time.
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
