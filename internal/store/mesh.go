@@ -170,17 +170,21 @@ func stateVersion(status, claimedAt, claimedVia, updatedAt string, reports int) 
 	return status + "|" + claimedAt + "|" + claimedVia + "|" + updatedAt + "|" + strconv.Itoa(reports)
 }
 
-// taskVersion is stateVersion of task id as it is now ("" for a task that
-// is gone).
-func taskVersion(ctx context.Context, q queryer, id string) (string, error) {
+// ownedVersion is stateVersion of task id as it is now, for a task owned
+// here for another relay's sender; "" for any other task (gone, or a mirror
+// of a task another relay owns: its state changes only by what the owner
+// sends, so it has nothing to send back).
+func ownedVersion(ctx context.Context, q queryer, id string) (string, error) {
 	var (
 		status, updated string
 		at, via         sql.NullString
 		reports         int
+		owned           bool
 	)
-	err := q.QueryRowContext(ctx, `SELECT status, claimed_at, claimed_via, updated_at, (SELECT COUNT(*) FROM reports WHERE task_id = +?)
-		FROM tasks WHERE id = ?`, id, id).Scan(&status, &at, &via, &updated, &reports)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := q.QueryRowContext(ctx, `SELECT status, claimed_at, claimed_via, updated_at, (SELECT COUNT(*) FROM reports WHERE task_id = +?),
+			EXISTS (SELECT 1 FROM mesh_task_peers WHERE task_id = +? AND side = 'sender')
+		FROM tasks WHERE id = ?`, id, id, id).Scan(&status, &at, &via, &updated, &reports, &owned)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !owned {
 		return "", nil
 	}
 	if err != nil {
@@ -193,10 +197,12 @@ func taskVersion(ctx context.Context, q queryer, id string) (string, error) {
 // carried), in one transaction; busy are the rows read and still in
 // flight. The trigger that writes a task's state row writes none while one
 // is waiting, and a row carries the state it was read with: when a state
-// row goes and its task's state is neither the one carried by the last row
-// of the task read (sent or busy) nor left to a row not read yet, a state
-// row is written again, under a new message id and number, so the change
-// is sent.
+// row of a task owned here goes and its task's state is neither the one
+// carried by the last row of the task read (sent or busy) nor left to a
+// row not read yet, a state row is written again, under a new message id
+// and number, so the change is sent. A task another relay owns gets none:
+// its mirror changes only by what the owner sent (the trigger writes it no
+// state row either).
 func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []relay.OutboxItem) error {
 	if len(sent) == 0 {
 		return nil
@@ -228,7 +234,7 @@ func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []re
 			if n == 0 || it.Change.Event != nil && len(it.Merged) == 0 {
 				continue // gone already, or no state row
 			}
-			now, err := taskVersion(t.ctx, t.tx, it.TaskID)
+			now, err := ownedVersion(t.ctx, t.tx, it.TaskID)
 			if err != nil {
 				return err
 			}

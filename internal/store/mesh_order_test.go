@@ -342,3 +342,38 @@ func TestMessageNumbersOfAnotherRelay(t *testing.T) {
 		t.Fatalf("A's task after A's cancel = %s; want cancelled", got.Status)
 	}
 }
+
+// Ensure a relay sends no state back for a task another relay owns: here
+// alice's task to relay A's bob is read from the outbox (the post), A's
+// claim is applied before NATS's acknowledgement comes, and acknowledging
+// the post leaves the outbox empty. The mirror changed only by what its
+// owner sent; a state row for it would travel to A for nothing (one
+// message in five of a lifecycle, before this was fixed).
+func TestMirrorSendsNoStateBack(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	task := e.post("alice", "bob", "Across", 0)
+	out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+	if err != nil || len(out) != 1 || out[0].TaskID != task.ID {
+		t.Fatalf("outbox after the post = %+v, %v; want one message", out, err)
+	}
+	claimed := task
+	claimed.SenderSlug = "alice@relay-c" // as the owner names her
+	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, relay.FormatTime(e.clock.Now()), relay.ViaChat
+	ev := &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: relay.EventTaskClaimed, Summary: "claimed", CreatedAt: claimed.ClaimedAt}
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, claimed, ev)); !ok || err != nil {
+		t.Fatalf("A's claim = %v, %v", ok, err)
+	}
+	if got := e.task(task.ID); got.Status != relay.StatusClaimed {
+		t.Fatalf("the mirror = %s; want claimed", got.Status)
+	}
+	if err := e.db.Mesh().AckOutbox(e.ctx, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10}); err != nil || len(left) != 0 {
+		t.Fatalf("outbox after the acknowledgement = %+v, %v; want nothing for A", left, err)
+	}
+}
