@@ -243,6 +243,14 @@ func (db *DB) batch(first *writeReq) {
 	for _, p := range list {
 		p.req.done <- nil
 	}
+	// The claims handed a task go last: the goroutine made ready last runs
+	// next on this processor, so a waiting claim answers first rather than
+	// after every writer just answered (and whatever they run).
+	for _, p := range list {
+		for _, h := range p.t.handoffs {
+			handed(h)
+		}
+	}
 }
 
 // joiner yields the writer's processor once, when no write is waiting, and
@@ -432,9 +440,6 @@ func (db *DB) committed(t *tx) {
 	}
 	for _, p := range t.parks {
 		db.parking.park(p)
-	}
-	for _, h := range t.handoffs {
-		handed(h)
 	}
 	if t.walk.slug != "" && t.walk.to > db.walked[t.walk.slug] {
 		db.walked[t.walk.slug] = t.walk.to
