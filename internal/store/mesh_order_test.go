@@ -377,3 +377,44 @@ func TestMirrorSendsNoStateBack(t *testing.T) {
 		t.Fatalf("outbox after the acknowledgement = %+v, %v; want nothing for A", left, err)
 	}
 }
+
+// Ensure a sender's own action on its copy of the task (a cancel) while the
+// post is in flight still reaches the owner, with or without the owner's
+// claim applied first: its journal row stays after the post is
+// acknowledged, carrying the cancelled state as the task's number 2.
+func TestCancelWhilePostInFlight(t *testing.T) {
+	for _, claimFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("claimFirst=", claimFirst), func(t *testing.T) {
+			e := newEnv(t, store.Options{})
+			e.register("alice")
+			if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+				t.Fatal(err)
+			}
+			task := e.post("alice", "bob", "Across", 0)
+			out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+			if err != nil || len(out) != 1 {
+				t.Fatalf("outbox = %+v, %v", out, err)
+			}
+			if claimFirst {
+				claimed := task
+				claimed.SenderSlug = "alice@relay-c"
+				claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, relay.FormatTime(e.clock.Now()), relay.ViaChat
+				ev := &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: relay.EventTaskClaimed, Summary: "claimed", CreatedAt: claimed.ClaimedAt}
+				if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, claimed, ev)); !ok || err != nil {
+					t.Fatalf("A's claim = %v, %v", ok, err)
+				}
+			}
+			if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "not needed"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.Mesh().AckOutbox(e.ctx, out, nil); err != nil {
+				t.Fatal(err)
+			}
+			left, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
+			if err != nil || len(left) != 1 || left[0].Change.Event == nil || left[0].Change.Event.Type != relay.EventTaskCancelled ||
+				left[0].Change.Task.Status != relay.StatusCancelled || left[0].Change.Seq != 2 {
+				t.Fatalf("outbox after the ack = %+v, %v; want the cancel, numbered 2", left, err)
+			}
+		})
+	}
+}
