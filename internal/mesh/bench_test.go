@@ -225,3 +225,42 @@ func BenchmarkLifecycle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBacklog posts b.N tasks at once from 8 senders on one relay to
+// agents on the other, nobody claiming, and times until the other relay
+// has applied them all: the publisher with its window full, as after a
+// burst or when NATS comes back.
+func BenchmarkBacklog(b *testing.B) {
+	const senders = 8
+	p, from, to := benchPairs(b, "mesh", senders)
+	ctx := context.Background()
+	owner := p.nodes[1]
+	applied0 := owner.applied.Load()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				if _, err := p.sender.PostTask(ctx, relay.PostTaskInput{SenderSlug: from[i], RecipientSlug: to[i], Title: "backlog", Instructions: "x"}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(2 * time.Minute)
+	for owner.applied.Load()-applied0 < int64(b.N) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d tasks applied", owner.applied.Load()-applied0, b.N)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "tasks/s")
+	b.ReportMetric(0, "ns/op")
+}
