@@ -135,7 +135,8 @@ func (db *DB) checkpoint() {
 }
 
 // batch runs first and every write that is waiting (up to the bounds) in
-// one transaction, commits it, then publishes, wakes and answers.
+// one transaction, commits it, then publishes, wakes, answers, and hands the
+// parked claims its writes took their tasks.
 //
 // The first write of a transaction runs without a savepoint (a lone write
 // costs no more than before group commit): if it fails, the transaction,
