@@ -2,47 +2,28 @@ package mcp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	relaymcp "github.com/crosschat/crosschat-relay/internal/mcp"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the channel's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // stdioChannel serves a channel for a new agent over pipes, as Claude Code
 // starts it, and returns a function that sends one request and waits for
 // its answer, and the channel's stderr.
-func stdioChannel(t *testing.T) (func(id int, method string, params map[string]any) map[string]any, *lockedBuffer) {
+func stdioChannel(t *testing.T) (func(id int, method string, params map[string]any) map[string]any, *testkit.Buffer) {
 	t.Helper()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	stderr := &lockedBuffer{}
+	stderr := &testkit.Buffer{}
 	ch, err := relaymcp.NewChannel(ctx, relaymcp.ChannelOptions{MCPURL: e.url(), Token: e.agent("bob"), Version: "test", Stderr: stderr})
 	if err != nil {
 		cancel()
