@@ -33,6 +33,31 @@ func cancelled(task relay.Task) (relay.Task, *relay.MeshEvent) {
 	return task, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskCancelled, Summary: "not needed", CreatedAt: task.UpdatedAt}
 }
 
+// sentToA is a store where alice posted a task titled title to relay A's
+// bob, and that task.
+func sentToA(t *testing.T, title string) (*env, relay.Task) {
+	t.Helper()
+	e := newEnv(t, store.Options{})
+	e.register("alice")
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
+		t.Fatal(err)
+	}
+	return e, e.post("alice", "bob", title, 0)
+}
+
+// asOwner is alice's task as relay A, which owns it, sends it back in
+// status (claimed at at, by chat), naming her as A does.
+func asOwner(task relay.Task, status relay.TaskStatus, at string) relay.Task {
+	task.SenderSlug = "alice@relay-c"
+	task.Status, task.ClaimedAt, task.ClaimedVia = status, at, relay.ViaChat
+	return task
+}
+
+// toAlice is relay A's journal entry of type typ for alice, as A names her.
+func toAlice(typ, at string) *relay.MeshEvent {
+	return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: at}
+}
+
 // Ensure a batch in which one message fails to apply commits the others,
 // rolls the failed one back alone (nothing of it stored, not recorded as
 // applied), holds its task's later message back until it is applied, and
@@ -111,22 +136,11 @@ func TestApplyBatchOneFails(t *testing.T) {
 // journal entry without taking the task's state back; a redelivered
 // message changes nothing.
 func TestApplyInTaskOrder(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.register("alice")
-	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
-		t.Fatal(err)
-	}
-	task := e.post("alice", "bob", "Across", 0)
+	e, task := sentToA(t, "Across")
 	now := relay.FormatTime(e.clock.Now())
-	claimed, done := task, task
-	claimed.SenderSlug, done.SenderSlug = "alice@relay-c", "alice@relay-c" // as the owner names her
-	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, now, relay.ViaChat
-	done.Status, done.ClaimedAt, done.ClaimedVia = relay.StatusCompleted, now, relay.ViaChat
+	claimed, done := asOwner(task, relay.StatusClaimed, now), asOwner(task, relay.StatusCompleted, now)
 	done.Reports = []relay.Report{{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}}
-	event := func(typ string) *relay.MeshEvent {
-		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
-	}
-	first, second := fromA("claimed", 1, claimed, event(relay.EventTaskClaimed)), fromA("completed", 2, done, event(relay.EventTaskCompleted))
+	first, second := fromA("claimed", 1, claimed, toAlice(relay.EventTaskClaimed, now)), fromA("completed", 2, done, toAlice(relay.EventTaskCompleted, now))
 
 	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, second); ok || !errors.Is(err, relay.ErrEarlierMissing) {
 		t.Fatalf("the second message first = %v, %v; want it to wait", ok, err)
@@ -283,27 +297,16 @@ func TestStaleSenderActionChangesNothing(t *testing.T) {
 // (a relay numbers every message of a task once it numbers one), so it is
 // stale — its journal entry arrives, the task stays completed.
 func TestUnnumberedAfterNumberedIsStale(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.register("alice")
-	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
-		t.Fatal(err)
-	}
-	task := e.post("alice", "bob", "Upgraded in between", 0)
+	e, task := sentToA(t, "Upgraded in between")
 	now := relay.FormatTime(e.clock.Now())
-	claimed, done := task, task
-	claimed.SenderSlug, done.SenderSlug = "alice@relay-c", "alice@relay-c"
-	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, now, relay.ViaChat
-	done.Status, done.ClaimedAt, done.ClaimedVia = relay.StatusCompleted, now, relay.ViaChat
-	event := func(typ string) *relay.MeshEvent {
-		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: typ, Summary: typ, CreatedAt: now}
-	}
-	for _, m := range []relay.RemoteApply{fromA("n1", 1, claimed, event(relay.EventTaskClaimed)), fromA("n2", 2, done, event(relay.EventTaskCompleted))} {
+	claimed, done := asOwner(task, relay.StatusClaimed, now), asOwner(task, relay.StatusCompleted, now)
+	for _, m := range []relay.RemoteApply{fromA("n1", 1, claimed, toAlice(relay.EventTaskClaimed, now)), fromA("n2", 2, done, toAlice(relay.EventTaskCompleted, now))} {
 		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, m); !ok || err != nil {
 			t.Fatalf("%s = %v, %v", m.MsgID, ok, err)
 		}
 	}
 	for _, seq := range []int64{0, -7} {
-		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, event(relay.EventTaskClaimed))); !ok || err != nil {
+		if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA(fmt.Sprint("old", seq), seq, claimed, toAlice(relay.EventTaskClaimed, now))); !ok || err != nil {
 			t.Fatalf("the unnumbered message = %v, %v", ok, err)
 		}
 		if got := e.task(task.ID); got.Status != relay.StatusCompleted {
@@ -350,21 +353,13 @@ func TestMessageNumbersOfAnotherRelay(t *testing.T) {
 // owner sent; a state row for it would travel to A for nothing (one
 // message in five of a lifecycle, before this was fixed).
 func TestMirrorSendsNoStateBack(t *testing.T) {
-	e := newEnv(t, store.Options{})
-	e.register("alice")
-	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
-		t.Fatal(err)
-	}
-	task := e.post("alice", "bob", "Across", 0)
+	e, task := sentToA(t, "Across")
 	out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 	if err != nil || len(out) != 1 || out[0].TaskID != task.ID {
 		t.Fatalf("outbox after the post = %+v, %v; want one message", out, err)
 	}
-	claimed := task
-	claimed.SenderSlug = "alice@relay-c" // as the owner names her
-	claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, relay.FormatTime(e.clock.Now()), relay.ViaChat
-	ev := &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: relay.EventTaskClaimed, Summary: "claimed", CreatedAt: claimed.ClaimedAt}
-	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, claimed, ev)); !ok || err != nil {
+	now := relay.FormatTime(e.clock.Now())
+	if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, asOwner(task, relay.StatusClaimed, now), toAlice(relay.EventTaskClaimed, now))); !ok || err != nil {
 		t.Fatalf("A's claim = %v, %v", ok, err)
 	}
 	if got := e.task(task.ID); got.Status != relay.StatusClaimed {
@@ -385,22 +380,14 @@ func TestMirrorSendsNoStateBack(t *testing.T) {
 func TestCancelWhilePostInFlight(t *testing.T) {
 	for _, claimFirst := range []bool{false, true} {
 		t.Run(fmt.Sprint("claimFirst=", claimFirst), func(t *testing.T) {
-			e := newEnv(t, store.Options{})
-			e.register("alice")
-			if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{remote(relayA, "relay-a", "bob")}); err != nil {
-				t.Fatal(err)
-			}
-			task := e.post("alice", "bob", "Across", 0)
+			e, task := sentToA(t, "Across")
 			out, err := e.db.Mesh().PendingOutbox(e.ctx, relay.OutboxQuery{Limit: 10})
 			if err != nil || len(out) != 1 {
 				t.Fatalf("outbox = %+v, %v", out, err)
 			}
 			if claimFirst {
-				claimed := task
-				claimed.SenderSlug = "alice@relay-c"
-				claimed.Status, claimed.ClaimedAt, claimed.ClaimedVia = relay.StatusClaimed, relay.FormatTime(e.clock.Now()), relay.ViaChat
-				ev := &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-c", Type: relay.EventTaskClaimed, Summary: "claimed", CreatedAt: claimed.ClaimedAt}
-				if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, claimed, ev)); !ok || err != nil {
+				now := relay.FormatTime(e.clock.Now())
+				if ok, err := e.db.Mesh().ApplyRemote(e.ctx, fromA("claimed", 1, asOwner(task, relay.StatusClaimed, now), toAlice(relay.EventTaskClaimed, now))); !ok || err != nil {
 					t.Fatalf("A's claim = %v, %v", ok, err)
 				}
 			}
