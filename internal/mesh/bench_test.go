@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
 // The figures of docs/performance.md's mesh section, single relay beside
@@ -27,12 +28,13 @@ type pair struct {
 	sender, owner relay.Service
 	changes       func(int) (<-chan relay.Change, func())
 	nodes         []*Node // the two relays' nodes across the mesh, none for one relay
+	dbs           []*store.DB // the relays' stores: one, or the two across the mesh
 }
 
 func benchPairs(b *testing.B, mode string, n int) (pair, []string, []string) {
 	b.Helper()
 	a := startRelay(b, "relay-a", "")
-	p := pair{sender: a.svc, owner: a.svc, changes: a.db.Subscribe}
+	p := pair{sender: a.svc, owner: a.svc, changes: a.db.Subscribe, dbs: []*store.DB{a.db}}
 	var senders, recipients []string
 	for i := range n {
 		senders = append(senders, fmt.Sprintf("sender-%d", i))
@@ -47,6 +49,7 @@ func benchPairs(b *testing.B, mode string, n int) (pair, []string, []string) {
 		trustEachOther(b, a, owner)
 		p.owner = owner.svc
 		p.nodes = []*Node{a.node, owner.node}
+		p.dbs = append(p.dbs, owner.db)
 	}
 	for _, r := range recipients {
 		createAgentB(b, owner, r)
@@ -96,6 +99,16 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// written sums the batches (commits) and writes of dbs.
+func written(dbs []*store.DB) (commits, writes int64) {
+	for _, db := range dbs {
+		s := db.WriteStats()
+		commits += s.Batches
+		writes += s.Writes
+	}
+	return commits, writes
 }
 
 // published counts the messages nodes published (and NATS stored).
@@ -174,6 +187,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			var left atomic.Int64
 			left.Store(int64(b.N))
 			sent0 := published(p.nodes)
+			commits0, writes0 := written(p.dbs)
 			b.ResetTimer()
 			cpu0 := processCPU(b)
 			start := time.Now()
@@ -219,6 +233,9 @@ func BenchmarkLifecycle(b *testing.B) {
 				// travels for nothing.
 				b.ReportMetric(float64(published(p.nodes)-sent0)/float64(b.N), "msgs/lifecycle")
 			}
+			commits, writes := written(p.dbs)
+			b.ReportMetric(float64(commits-commits0)/float64(b.N), "commits/lifecycle")
+			b.ReportMetric(float64(writes-writes0)/float64(b.N), "writes/lifecycle")
 			b.ReportMetric(float64(b.N)/el.Seconds(), "lifecycles/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/lifecycle")
 			b.ReportMetric(0, "ns/op")
