@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -170,15 +171,16 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	default:
 		next = seq
 	}
+	var task relay.Task // the task as this change leaves it
 	if found {
 		local, err := getTask(t.ctx, t.tx, id)
 		if err != nil {
 			return "", err
 		}
 		if side == "sender" {
-			err = t.applyCommand(in.FromRelay, local, in.Change, stale)
+			task, err = t.applyCommand(in.FromRelay, local, in.Change, stale)
 		} else {
-			err = t.applyState(local, rt, in.Change.Event, stale)
+			task, err = t.applyState(local, rt, in.Change.Event, stale)
 		}
 		if err != nil {
 			return "", err
@@ -188,15 +190,15 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 				return "", fmt.Errorf("record the task's last message: %w", err)
 			}
 		}
-	} else if id, err = t.applyNewTask(in, next); err != nil {
+		t.taskKnown(task)
+	} else if id, err = t.applyNewTask(in, next); err != nil { // it publishes the new task
 		return "", err
 	}
 	if _, err := t.exec(`INSERT INTO mesh_tasks (task_id, relay_id, mark) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET mark = excluded.mark`, id, in.FromRelay, in.Mark); err != nil {
 		return "", fmt.Errorf("mark remote task: %w", err)
 	}
-	_, err = t.taskChanged(id)
-	return id, err
+	return id, nil
 }
 
 // applyCommand carries out a remote sender's action on a task owned here,
@@ -205,10 +207,10 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 // or a stale one (older than one of the sender's applied already: it was
 // applied out of order, and what the sender did since decides), changes
 // nothing here; the sender's relay is sent the task's true state instead.
-func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange, stale bool) error {
+func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange, stale bool) (relay.Task, error) {
 	ev := c.Event
 	if ev == nil {
-		return nil
+		return local, nil
 	}
 	action := relay.RemoteCommand(ev.Type, local.Status)
 	if stale {
@@ -224,42 +226,56 @@ func (t *tx) applyCommand(from string, local relay.Task, c relay.MeshChange, sta
 	default:
 		if _, err := t.exec(`INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at) VALUES (lower(hex(randomblob(16))), ?, ?, ?)`,
 			from, local.ID, t.ts); err != nil {
-			return fmt.Errorf("queue task state: %w", err)
+			return local, fmt.Errorf("queue task state: %w", err)
 		}
-		return nil
+		return local, nil
 	}
 	if _, err := t.exec(q, t.ts, local.ID); err != nil {
-		return fmt.Errorf("apply sender action: %w", err)
+		return local, fmt.Errorf("apply sender action: %w", err)
 	}
-	if err := t.copyReports(local.ID, c.Task.Reports); err != nil {
-		return err
+	task := local
+	task.LeaseExpiresAt, task.UpdatedAt = "", t.ts
+	if action == relay.ActionCancel {
+		task.Status = relay.StatusCancelled
+	} else {
+		task.Status, task.ClaimedAt, task.ClaimedVia = relay.StatusQueued, "", ""
 	}
-	return t.event(local.RecipientSlug, ev.Type, local.ID, ev.Summary)
+	added, err := t.copyReports(local.ID, c.Task.Reports)
+	if err != nil {
+		return local, err
+	}
+	task.Reports = append(slices.Clip(task.Reports), added...)
+	return task, t.event(local.RecipientSlug, ev.Type, local.ID, ev.Summary)
 }
 
 // applyState brings the mirror of a task a local agent sent to the owner's
 // state and adds the owner's journal entry for the sender (the owner names
 // the sender in its own way: the entry goes to the local sender of the
-// task). The mirror keeps no lease: only the owner requeues expired claims.
-// A stale change (older than one applied) keeps the state as it is.
-func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent, stale bool) error {
-	via := nullString(rt.ClaimedVia)
-	if rt.ClaimedVia != relay.ViaChat && rt.ClaimedVia != relay.ViaWorker {
-		via = nil
+// task), and returns the mirror as it leaves it. The mirror keeps no lease:
+// only the owner requeues expired claims. A stale change (older than one
+// applied) keeps the state as it is.
+func (t *tx) applyState(local relay.Task, rt relay.Task, ev *relay.MeshEvent, stale bool) (relay.Task, error) {
+	via := rt.ClaimedVia
+	if via != relay.ViaChat && via != relay.ViaWorker {
+		via = ""
 	}
+	task := local
 	if !stale {
 		if _, err := t.exec(`UPDATE tasks SET status = ?, claimed_at = ?, claimed_via = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?`,
-			string(rt.Status), nullString(rt.ClaimedAt), via, t.ts, local.ID); err != nil {
-			return fmt.Errorf("update mirror task: %w", err)
+			string(rt.Status), nullString(rt.ClaimedAt), nullString(via), t.ts, local.ID); err != nil {
+			return local, fmt.Errorf("update mirror task: %w", err)
 		}
+		task.Status, task.ClaimedAt, task.ClaimedVia, task.LeaseExpiresAt, task.UpdatedAt = rt.Status, rt.ClaimedAt, via, "", t.ts
 	}
-	if err := t.copyReports(local.ID, rt.Reports); err != nil {
-		return err
+	added, err := t.copyReports(local.ID, rt.Reports)
+	if err != nil {
+		return local, err
 	}
+	task.Reports = append(slices.Clip(task.Reports), added...)
 	if ev != nil && ev.RecipientSlug == rt.SenderSlug {
-		return t.event(local.SenderSlug, ev.Type, local.ID, ev.Summary)
+		return task, t.event(local.SenderSlug, ev.Type, local.ID, ev.Summary)
 	}
-	return nil
+	return task, nil
 }
 
 // PruneApplied forgets applied message ids older than age; age must exceed

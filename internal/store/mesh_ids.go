@@ -100,8 +100,11 @@ func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 }
 
 // copyReports appends the reports of a remote task to local task taskID
-// that are not on its timeline yet (reportID: each is copied once).
-func (t *tx) copyReports(taskID string, reports []relay.Report) error {
+// that are not on its timeline yet (reportID: each is copied once), and
+// returns those it added, as stored and in their timeline order: the
+// transaction knows the task's new timeline without reading it back.
+func (t *tx) copyReports(taskID string, reports []relay.Report) ([]relay.Report, error) {
+	var added []relay.Report
 	for _, r := range reports {
 		switch r.Kind {
 		case relay.ReportProgress, relay.ReportCompleted, relay.ReportBlocked, relay.ReportChanges:
@@ -110,14 +113,18 @@ func (t *tx) copyReports(taskID string, reports []relay.Report) error {
 		}
 		id, err := t.reportID(taskID, r.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := t.exec(`INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`, id, taskID, r.Kind, r.Message, nullString(r.Result), r.CreatedAt); err != nil {
-			return fmt.Errorf("copy report: %w", err)
+		n, err := t.execCount("copy report", `INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, id, taskID, r.Kind, r.Message, nullString(r.Result), r.CreatedAt)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			added = append(added, relay.Report{ID: id, Kind: r.Kind, Message: r.Message, Result: r.Result, CreatedAt: r.CreatedAt})
 		}
 	}
-	return nil
+	return added, nil
 }
 
 // reportID is the id a remote report of local task taskID is stored under:

@@ -70,13 +70,24 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 		id, in.FromRelay, rt.ID, seq); err != nil {
 		return "", fmt.Errorf("record task sender relay: %w", err)
 	}
-	if err := t.copyReports(id, rt.Reports); err != nil {
-		return "", err
-	}
-	task, err := getTask(t.ctx, t.tx, id)
+	reports, err := t.copyReports(id, rt.Reports)
 	if err != nil {
 		return "", err
 	}
+	// The task is the row just inserted, as scanTask would read it back.
+	task := relay.Task{ID: id, SenderSlug: sender, RecipientSlug: recipient, Title: rt.Title, Instructions: rt.Instructions,
+		RequiredCapabilities: append([]string{}, rt.RequiredCapabilities...), Priority: prio, Status: relay.StatusQueued,
+		CreatedAt: t.ts, UpdatedAt: t.ts, Depth: rt.Depth, ConversationID: id, Hops: hops, Reports: append([]relay.Report{}, reports...)}
+	if p, ok := parent.(string); ok {
+		task.ParentTaskID = p
+	}
+	if c, ok := conv.(string); ok {
+		task.ConversationID = c
+	}
+	if s, ok := target.(string); ok {
+		task.TargetSession = s
+	}
+	t.taskKnown(task)
 	return id, t.handOff(task)
 }
 

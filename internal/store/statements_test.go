@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -130,6 +131,65 @@ func TestLifecycleStatements(t *testing.T) {
 	for _, tc := range cases {
 		if err := tc.call(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if ran := takeCounted(); len(ran) != tc.want {
+			t.Errorf("%s ran %d statements, want %d:\n%s", tc.name, len(ran), tc.want, strings.Join(ran, "\n"))
+		}
+	}
+}
+
+// TestApplyStatements holds applying another relay's messages to the
+// statements it runs, as TestLifecycleStatements holds the tool calls: a
+// task that arrives, its owner's states on the mirror of a task sent from
+// here. An apply publishes the task as it wrote it (TestAppliedTaskPublishedAsStored)
+// instead of reading it back.
+func TestApplyStatements(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: countedDriver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	registerAgents(t, db, "alice", "bob")
+	ctx := context.Background()
+	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
+		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "Across", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := relay.FormatTime(time.Now())
+	owner := func(status relay.TaskStatus, reports ...relay.Report) relay.Task {
+		task := sent
+		task.SenderSlug, task.Status, task.ClaimedAt, task.ClaimedVia, task.UpdatedAt, task.Reports = "alice@relay-s", status, now, relay.ViaChat, now, reports
+		return task
+	}
+	toAlice := func(typ string) *relay.MeshEvent {
+		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-s", Type: typ, Summary: typ, CreatedAt: now}
+	}
+	arriving := relay.Task{ID: relay.NewID(), SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
+		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
+	cases := []struct {
+		name string
+		in   relay.RemoteApply
+		want int
+	}{
+		// applied before?, the task's peer row, the recipient is local,
+		// the id is free, the sender's name, insert, its peer row, the
+		// mark, recorded as applied (nobody waits for it: no presence)
+		{"new task", fromPeer("m1", 1, arriving, nil), 9},
+		// applied before?, the task's peer row, the task, its reports,
+		// update, event, its number, the mark, recorded as applied
+		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 9},
+		// the same and the report: its id free?, insert
+		{"completed", fromPeer("m3", 2, owner(relay.StatusCompleted, relay.Report{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}),
+			toAlice(relay.EventTaskCompleted)), 11},
+	}
+	takeCounted()
+	for _, tc := range cases {
+		if ok, err := db.Mesh().ApplyRemote(ctx, tc.in); !ok || err != nil {
+			t.Fatalf("%s: applied %v, %v", tc.name, ok, err)
 		}
 		if ran := takeCounted(); len(ran) != tc.want {
 			t.Errorf("%s ran %d statements, want %d:\n%s", tc.name, len(ran), tc.want, strings.Join(ran, "\n"))
