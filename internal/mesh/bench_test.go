@@ -27,7 +27,7 @@ import (
 type pair struct {
 	sender, owner relay.Service
 	changes       func(int) (<-chan relay.Change, func())
-	nodes         []*Node // the two relays' nodes across the mesh, none for one relay
+	nodes         []*Node     // the two relays' nodes across the mesh, none for one relay
 	dbs           []*store.DB // the relays' stores: one, or the two across the mesh
 }
 
