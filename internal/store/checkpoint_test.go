@@ -3,9 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
 // walSalt reads the salt in the WAL file's header, which SQLite changes
@@ -50,5 +55,67 @@ func TestWriterCheckpointsWhenIdle(t *testing.T) {
 	}
 	if bytes.Equal(walSalt(t, db), salt) {
 		t.Error("the WAL did not start over after the writer's checkpoint")
+	}
+}
+
+// Ensure a claim handed a task runs before the writer's idle checkpoint,
+// not after it. The checkpoint is a cgo call that keeps the writer's
+// processor; a claim the last batch handed its task waits in that
+// processor's run queue, and the runtime, asleep after an idle spell, took
+// the processor back only after milliseconds (a mesh wake-up's p99 went
+// 1 to 2 ms up whenever a checkpoint followed the hand-off). With one
+// processor the order is exact: each hand-off's claim must have its
+// answer before any checkpoint starts.
+func TestHandedClaimRunsBeforeCheckpoint(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	db := openGroup(t)
+	ctx := context.Background()
+	var (
+		armed   atomic.Bool  // the next batch that leaves bob no waiting claim handed it a task
+		pending atomic.Bool  // a claim handed a task has not returned yet
+		before  atomic.Int64 // checkpoints that started while one had not
+		after   atomic.Int64 // checkpoints that started after a hand-off's claim returned
+	)
+	testHookCommitted = func() {
+		if armed.Load() && db.parkedFor("bob") == 0 {
+			armed.Store(false)
+			pending.Store(true)
+		}
+	}
+	testHookCheckpoint = func() {
+		if pending.Load() {
+			before.Add(1)
+		} else {
+			after.Add(1)
+		}
+	}
+	t.Cleanup(func() { testHookCommitted, testHookCheckpoint = nil, nil })
+	// Three batches a round (a heartbeat, the claim's attempt, the post),
+	// so that checkpoints, 32 batches apart, follow each kind in turn.
+	for i := range 4 * idleCheckpointBatches {
+		if _, err := db.Heartbeat(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan claimOutcome, 1)
+		go func() {
+			task, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob", Wait: 20 * time.Second})
+			pending.Store(false)
+			got <- claimOutcome{task, err}
+		}()
+		waitParked(t, db, "bob", 1)
+		armed.Store(true)
+		posted, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: fmt.Sprint("Task ", i), Instructions: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := answer(t, got); o.err != nil || o.task == nil || o.task.ID != posted.ID {
+			t.Fatalf("round %d: the claim got %+v, %v; want %s", i, o.task, o.err, posted.ID)
+		}
+	}
+	if n := before.Load(); n > 0 {
+		t.Errorf("%d checkpoints started before the claim handed a task in the batch before them returned", n)
+	}
+	if after.Load() == 0 {
+		t.Error("no checkpoint ran: the test saw nothing")
 	}
 }

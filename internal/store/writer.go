@@ -86,7 +86,9 @@ func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error 
 // that takes the WAL past 1,000 pages: the write behind that COMMIT, and
 // every write waiting for it, would wait for the copy and its fsync too.
 // Under load that leaves the writer no idle moment, the automatic
-// checkpoint still bounds the WAL.
+// checkpoint still bounds the WAL. Before it checkpoints, the writer yields
+// its processor once (joiner), so that whoever its last batch answered or
+// handed a task runs before the checkpoint rather than after it.
 func (db *DB) writer() {
 	defer close(db.writerDone)
 	since := 0 // batches since the last checkpoint
@@ -105,12 +107,26 @@ func (db *DB) writer() {
 		case req := <-db.queue:
 			db.batch(req)
 			since++
+			continue
 		default:
-			db.checkpoint()
-			since = 0
 		}
+		// The checkpoint is a long cgo call that keeps this processor, and
+		// the goroutines the last batch answered or handed a task wait in
+		// its run queue: until the checkpoint ends, or the runtime, asleep
+		// after an idle spell, takes the processor back. They run first.
+		if req := db.joiner(); req != nil {
+			db.batch(req)
+			since++
+			continue
+		}
+		db.checkpoint()
+		since = 0
 	}
 }
+
+// testHookCheckpoint, nil outside tests, runs on the writer as a
+// checkpoint starts.
+var testHookCheckpoint func()
 
 // idleCheckpointBatches is how many batches the writer commits before it
 // checkpoints at its next idle moment: a few hundred pages, fewer than
@@ -122,6 +138,9 @@ const idleCheckpointBatches = 32
 // connection, between batches. No write waits on it, so a failure (an I/O
 // error) is logged; SQLite's automatic checkpoint remains.
 func (db *DB) checkpoint() {
+	if testHookCheckpoint != nil {
+		testHookCheckpoint()
+	}
 	conn, err := db.w.Conn(context.Background())
 	if err == nil {
 		_, err = conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
