@@ -20,7 +20,14 @@ import (
 // more named.
 func openGroup(t *testing.T, more ...string) *DB {
 	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{})
+	return openWith(t, "", append([]string{"alice", "bob"}, more...)...)
+}
+
+// openWith opens a store in a fresh folder on the database/sql driver
+// driver ("" for the relay's own), with agents registered.
+func openWith(t *testing.T, driver string, agents ...string) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: driver})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +36,7 @@ func openGroup(t *testing.T, more ...string) *DB {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	registerAgents(t, db, append([]string{"alice", "bob"}, more...)...)
+	registerAgents(t, db, agents...)
 	return db
 }
 

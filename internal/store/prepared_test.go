@@ -9,7 +9,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -84,17 +83,8 @@ func takePrepared() []string {
 // limitSQL); on the writer, which runs every write in turn, that cost more
 // than running the statements.
 func TestHotStatementsStayPrepared(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: watchedDriver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openWith(t, watchedDriver, "sender", "worker")
 	ctx := context.Background()
-	for _, s := range []string{"sender", "worker"} {
-		if _, err := db.RegisterAgent(ctx, relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "far", DisplayName: "far", ModelSlug: "m", RelayID: "aa00000000000000",
 		RelayName: "relay-a", RelayLabel: "relay-a", Online: true}}); err != nil {
 		t.Fatal(err)

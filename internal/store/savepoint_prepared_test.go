@@ -5,7 +5,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -17,12 +16,7 @@ import (
 // for all of them rather than compiling both again for every write.
 func TestBatchPreparesItsSavepointsOnce(t *testing.T) {
 	keepBatchesOpen(t)
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: watchedDriver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	registerAgents(t, db, "alice", "bob")
+	db := openWith(t, watchedDriver, "alice", "bob")
 	ctx := context.Background()
 
 	const posts = 6

@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -81,12 +80,7 @@ func init() { sql.Register(countedDriver, &countingDriver{}) }
 // and cgo on the writer, which runs every write in turn. The journal is
 // far from its cap here, so no event is trimmed.
 func TestLifecycleStatements(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: countedDriver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	registerAgents(t, db, "sender", "worker")
+	db := openWith(t, countedDriver, "sender", "worker")
 	ctx := context.Background()
 
 	var id string
@@ -144,12 +138,7 @@ func TestLifecycleStatements(t *testing.T) {
 // here. An apply publishes the task as it wrote it (TestAppliedTaskPublishedAsStored)
 // instead of reading it back.
 func TestApplyStatements(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: countedDriver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	registerAgents(t, db, "alice", "bob")
+	db := openWith(t, countedDriver, "alice", "bob")
 	ctx := context.Background()
 	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
 		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
