@@ -119,3 +119,41 @@ func TestHandedClaimRunsBeforeCheckpoint(t *testing.T) {
 		t.Error("no checkpoint ran: the test saw nothing")
 	}
 }
+
+// Ensure a caller that writes again as soon as it is answered (a polling
+// agent, a mesh consumer applying one message at a time) does not put the
+// idle checkpoint off: the writer finds no write waiting after each batch,
+// and its one wait before the checkpoint lets one more write in at most. A
+// yield before every checkpoint let that caller in nearly every time.
+func TestSequentialWriterStillCheckpoints(t *testing.T) {
+	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+		t.Run(fmt.Sprint("procs", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			t.Cleanup(func() { testHookCheckpoint = nil }) // after the writer has stopped
+			db := openGroup(t)
+			ctx := context.Background()
+			var last, gap atomic.Int64 // batches at the last checkpoint, the longest stretch
+			testHookCheckpoint = func() {
+				b := db.batches.Load()
+				gap.Store(max(gap.Load(), b-last.Load()))
+				last.Store(b)
+			}
+			if _, err := db.Heartbeat(ctx, "alice"); err != nil { // the writer sees the hook from here on
+				t.Fatal(err)
+			}
+			before := db.checkpoints.Load()
+			const writes = 50 * idleCheckpointBatches
+			for range writes {
+				if _, err := db.Heartbeat(ctx, "alice"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := db.checkpoints.Load() - before
+			t.Logf("%d checkpoints, longest stretch %d batches", n, gap.Load())
+			if n < writes/(idleCheckpointBatches+1)-2 || gap.Load() > 2*idleCheckpointBatches {
+				t.Errorf("%d back-to-back writes: %d idle checkpoints (want %d), up to %d batches apart (want %d)",
+					writes, n, writes/(idleCheckpointBatches+1), gap.Load(), idleCheckpointBatches)
+			}
+		})
+	}
+}

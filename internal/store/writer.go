@@ -86,12 +86,20 @@ func (db *DB) write(ctx context.Context, op string, fn func(t *tx) error) error 
 // that takes the WAL past 1,000 pages: the write behind that COMMIT, and
 // every write waiting for it, would wait for the copy and its fsync too.
 // Under load that leaves the writer no idle moment, the automatic
-// checkpoint still bounds the WAL. Before it checkpoints, the writer yields
-// its processor once (joiner), so that whoever its last batch answered or
-// handed a task runs before the checkpoint rather than after it.
+// checkpoint still bounds the WAL.
+//
+// At that idle moment the writer first waits, once, up to idleCheckpointWait
+// for a write (run at once if one comes). The checkpoint is a long cgo call
+// that keeps the writer's processor, and whoever the last batch answered or
+// handed a task waits in that processor's run queue: until the call ends, or
+// the runtime, asleep after an idle spell, takes the processor back. Parked
+// on the queue, the writer lets them run first.
 func (db *DB) writer() {
 	defer close(db.writerDone)
-	since := 0 // batches since the last checkpoint
+	since := 0      // batches since the last checkpoint
+	waited := false // the writer waited once since then
+	wait := time.NewTimer(time.Hour)
+	wait.Stop()
 	for {
 		select {
 		case req := <-db.queue:
@@ -100,29 +108,38 @@ func (db *DB) writer() {
 		case <-db.quit:
 			return
 		}
-		if since < idleCheckpointBatches {
-			continue
+		for since >= idleCheckpointBatches {
+			select {
+			case req := <-db.queue:
+				db.batch(req)
+				since++
+				continue
+			default:
+			}
+			if !waited {
+				waited = true
+				wait.Reset(idleCheckpointWait)
+				select {
+				case req := <-db.queue:
+					wait.Stop()
+					db.batch(req)
+					since++
+					continue
+				case <-wait.C:
+				case <-db.quit:
+					return
+				}
+			}
+			db.checkpoint()
+			since, waited = 0, false
 		}
-		select {
-		case req := <-db.queue:
-			db.batch(req)
-			since++
-			continue
-		default:
-		}
-		// The checkpoint is a long cgo call that keeps this processor, and
-		// the goroutines the last batch answered or handed a task wait in
-		// its run queue: until the checkpoint ends, or the runtime, asleep
-		// after an idle spell, takes the processor back. They run first.
-		if req := db.joiner(); req != nil {
-			db.batch(req)
-			since++
-			continue
-		}
-		db.checkpoint()
-		since = 0
 	}
 }
+
+// idleCheckpointWait is how long the writer waits for a write, once, before
+// an idle checkpoint: long enough for the goroutines it made ready to run
+// first, short beside the checkpoint itself.
+const idleCheckpointWait = time.Millisecond
 
 // testHookCheckpoint, nil outside tests, runs on the writer as a
 // checkpoint starts.
