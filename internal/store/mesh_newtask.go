@@ -20,13 +20,19 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	taken, err := t.taskExists(rt.ID)
+	// The task keeps its sender's id, in the form every reader here looks
+	// ids up by (applyRemote checked it is a UUID).
+	own, err := relay.TaskID("taskId", rt.ID)
+	if err != nil {
+		return "", err
+	}
+	taken, err := t.taskExists(own)
 	if err != nil {
 		return "", err
 	}
 	if refusal != nil {
 		if taken { // a change about a task here, from a relay no party to it
-			if refusal, err = t.takenRefusal(rt.ID, in.FromRelay); err != nil {
+			if refusal, err = t.takenRefusal(own, in.FromRelay); err != nil {
 				return "", err
 			}
 		}
@@ -36,7 +42,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	id := rt.ID
+	id := own
 	if taken {
 		id = relay.NewID()
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,4 +152,29 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 		t.Fatalf("after the stale state the task is %s with %d reports; want completed with 3", s.Status, len(s.Reports))
 	}
 	check("stale", sent.ID)
+}
+
+// Ensure a task another relay sends under an upper-case UUID is stored under
+// the id's usual form: every reader lower-cases the ids it is given, so a
+// task stored as sent could be claimed and then neither read nor reported
+// on.
+func TestUppercaseRemoteIDReachable(t *testing.T) {
+	db := openGroup(t)
+	ctx := context.Background()
+	at := relay.FormatTime(time.Now())
+	rt := relay.Task{ID: strings.ToUpper(relay.NewID()), SenderSlug: "dave", RecipientSlug: "bob", Title: "Upper", Instructions: "x",
+		Priority: 2, Status: relay.StatusQueued, CreatedAt: at, UpdatedAt: at}
+	if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer("u1", 1, rt, nil)); !ok || err != nil {
+		t.Fatalf("applied %v, %v", ok, err)
+	}
+	claimed, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "bob"})
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	if _, err := db.Task(ctx, claimed.ID); err != nil {
+		t.Errorf("the claimed task %s cannot be read: %v", claimed.ID, err)
+	}
+	if _, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: claimed.ID, Kind: relay.ReportCompleted, Message: "done"}); err != nil {
+		t.Errorf("the claimed task %s cannot be completed: %v", claimed.ID, err)
+	}
 }
