@@ -114,6 +114,8 @@ func (db *DB) writer() {
 				db.batch(req)
 				since++
 				continue
+			case <-db.quit:
+				return
 			default:
 			}
 			if !waited {
