@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +15,7 @@ import (
 func TestHostileAppliesPublishedAsStored(t *testing.T) {
 	db := openGroup(t, "zed")
 	ctx := context.Background()
-	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
-		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
-		t.Fatal(err)
-	}
+	syncCarol(t, db)
 	changes, stop := db.Subscribe(8192)
 	defer stop()
 	at := relay.FormatTime(time.Now())
@@ -78,14 +74,9 @@ func TestHostileAppliesPublishedAsStored(t *testing.T) {
 		t.Fatalf("no task %q", title)
 		return ""
 	}
-	ev := func(typ, to string) *relay.MeshEvent {
-		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: to, Type: typ, Summary: typ, CreatedAt: at}
-	}
+	ev := func(typ, to string) *relay.MeshEvent { return eventFor(to, typ, at) }
 	owner := func(status relay.TaskStatus, via, claimedAt string) relay.Task {
-		task := sent
-		task.SenderSlug, task.Status, task.ClaimedAt, task.ClaimedVia, task.UpdatedAt = "alice@relay-s", status, claimedAt, via, at
-		task.Reports = hostileReports(string(status) + via)
-		return task
+		return ownerState(sent, status, via, claimedAt, at, hostileReports(string(status)+via))
 	}
 	var msg int
 	apply := func(seq int64, force bool, task relay.Task, e *relay.MeshEvent) relay.RemoteApply {
@@ -182,25 +173,8 @@ func TestHostileAppliesPublishedAsStored(t *testing.T) {
 		}
 		id := localID(tc.title)
 		if tc.claim {
-			o := answer(t, got)
-			stored, err := db.Task(ctx, id)
-			if err != nil || o.err != nil || o.task == nil || !reflect.DeepEqual(*o.task, stored) {
-				t.Errorf("%s: the waiting claim got\n%+v (%v)\nstored\n%+v (%v)", tc.name, o.task, o.err, stored, err)
-			}
+			handedAsStored(t, db, tc.name, answer(t, got), id)
 		}
-		published, ok := lastPublished(changes, id)
-		if !ok {
-			t.Errorf("%s: nothing published", tc.name)
-			continue
-		}
-		all, err := db.ListTasks(ctx, relay.TaskFilter{Limit: 500})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range all {
-			if s.ID == id && !reflect.DeepEqual(published, s) {
-				t.Errorf("%s: published\n%+v\nstored\n%+v", tc.name, published, s)
-			}
-		}
+		publishedAsStored(t, db, changes, tc.name, id)
 	}
 }

@@ -19,6 +19,62 @@ func fromPeer(msg string, seq int64, task relay.Task, ev *relay.MeshEvent) relay
 		Mark: relay.MarkVerified, Change: relay.MeshChange{Task: task, Event: ev, Seq: seq}}
 }
 
+// syncCarol tells db of carol, an agent of relay peerP.
+func syncCarol(t *testing.T, db *DB) {
+	t.Helper()
+	if _, err := db.Mesh().SyncRemoteAgents(context.Background(), []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
+		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ownerState is task, which alice sent to relay peerP, as peerP (its owner)
+// sends it back: in status, claimed at claimedAt via via, changed at
+// updatedAt, with reports.
+func ownerState(task relay.Task, status relay.TaskStatus, via, claimedAt, updatedAt string, reports []relay.Report) relay.Task {
+	task.SenderSlug, task.Status, task.ClaimedAt, task.ClaimedVia, task.UpdatedAt, task.Reports = "alice@relay-s", status, claimedAt, via, updatedAt, reports
+	return task
+}
+
+// eventFor is relay peerP's journal entry of type typ for to.
+func eventFor(to, typ, at string) *relay.MeshEvent {
+	return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: to, Type: typ, Summary: typ, CreatedAt: at}
+}
+
+// publishedAsStored fails t unless the last summary of task id published on
+// changes so far is the one a read of the database gives.
+func publishedAsStored(t *testing.T, db *DB, changes <-chan relay.Change, step, id string) {
+	t.Helper()
+	published, ok := lastPublished(changes, id)
+	if !ok {
+		t.Errorf("%s: nothing published for task %s", step, id)
+		return
+	}
+	all, err := db.ListTasks(context.Background(), relay.TaskFilter{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stored := range all {
+		if stored.ID == id {
+			if !reflect.DeepEqual(published, stored) {
+				t.Errorf("%s: published\n%+v\nstored\n%+v", step, published, stored)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: task %s not stored", step, id)
+}
+
+// handedAsStored fails t unless o, a waiting claim's answer, is task id as
+// stored.
+func handedAsStored(t *testing.T, db *DB, step string, o claimOutcome, id string) {
+	t.Helper()
+	stored, err := db.Task(context.Background(), id)
+	if err != nil || o.err != nil || o.task == nil || !reflect.DeepEqual(*o.task, stored) {
+		t.Errorf("%s: the waiting claim got\n%+v (%v)\nstored\n%+v (%v)", step, o.task, o.err, stored, err)
+	}
+}
+
 // lastPublished is the last summary of task id among the changes received
 // so far (ok false if none).
 func lastPublished(changes <-chan relay.Change, id string) (s relay.TaskSummary, ok bool) {
@@ -43,10 +99,7 @@ func lastPublished(changes <-chan relay.Change, id string) (s relay.TaskSummary,
 func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	db := openGroup(t)
 	ctx := context.Background()
-	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
-		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
-		t.Fatal(err)
-	}
+	syncCarol(t, db)
 	changes, stop := db.Subscribe(256)
 	defer stop()
 	at := func() string { return relay.FormatTime(time.Now()) }
@@ -55,23 +108,7 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	}
 	check := func(step, id string) {
 		t.Helper()
-		published, ok := lastPublished(changes, id)
-		if !ok {
-			t.Fatalf("%s: nothing published for task %s", step, id)
-		}
-		all, err := db.ListTasks(ctx, relay.TaskFilter{Limit: 500})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, stored := range all {
-			if stored.ID == id {
-				if !reflect.DeepEqual(published, stored) {
-					t.Fatalf("%s: published\n%+v\nstored\n%+v", step, published, stored)
-				}
-				return
-			}
-		}
-		t.Fatalf("%s: task %s not stored", step, id)
+		publishedAsStored(t, db, changes, step, id)
 	}
 	apply := func(step string, in relay.RemoteApply) {
 		t.Helper()
@@ -92,9 +129,9 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	check("new task", queued.ID)
 	cancelled := queued
 	cancelled.Status, cancelled.Reports = relay.StatusCancelled, append(queued.Reports, report(relay.ReportChanges, "why not"))
-	apply("cancel", fromPeer("n2", 2, cancelled, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskCancelled, Summary: "no", CreatedAt: at()}))
+	apply("cancel", fromPeer("n2", 2, cancelled, eventFor("bob", relay.EventTaskCancelled, at())))
 	check("cancel", queued.ID)
-	apply("cancel again", fromPeer("n3", 3, cancelled, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskCancelled, Summary: "no", CreatedAt: at()}))
+	apply("cancel again", fromPeer("n3", 3, cancelled, eventFor("bob", relay.EventTaskCancelled, at())))
 	check("cancel again", queued.ID)
 
 	// A new task handed to a waiting claim; completed here, then requeued
@@ -104,11 +141,7 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	handed := newTask("Handed")
 	handed.TargetSession = ""
 	apply("new task handed", fromPeer("h1", 1, handed, nil))
-	o := answer(t, got)
-	stored, err := db.Task(ctx, handed.ID)
-	if err != nil || o.err != nil || o.task == nil || !reflect.DeepEqual(*o.task, stored) {
-		t.Fatalf("the waiting claim got\n%+v (%v)\nstored\n%+v (%v)", o.task, o.err, stored, err)
-	}
+	handedAsStored(t, db, "new task handed", answer(t, got), handed.ID)
 	check("new task handed", handed.ID)
 	if _, err := db.ReportTask(ctx, relay.ReportInput{ReporterSlug: "bob", TaskID: handed.ID, Kind: relay.ReportCompleted, Message: "done"}); err != nil {
 		t.Fatal(err)
@@ -116,7 +149,7 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	check("completed", handed.ID)
 	requeued := handed
 	requeued.Status = relay.StatusQueued
-	apply("requeue", fromPeer("h2", 2, requeued, &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "bob", Type: relay.EventTaskRequeued, Summary: "again", CreatedAt: at()}))
+	apply("requeue", fromPeer("h2", 2, requeued, eventFor("bob", relay.EventTaskRequeued, at())))
 	if s, _ := db.Task(ctx, handed.ID); s.Status != relay.StatusQueued {
 		t.Fatalf("after the requeue the task is %s", s.Status)
 	}
@@ -131,14 +164,9 @@ func TestAppliedTaskPublishedAsStored(t *testing.T) {
 	}
 	check("sent", sent.ID)
 	owner := func(status relay.TaskStatus, reports ...relay.Report) relay.Task {
-		task := sent
-		task.SenderSlug, task.Status, task.ClaimedAt, task.ClaimedVia, task.UpdatedAt = "alice@relay-s", status, at(), relay.ViaWorker, at()
-		task.Reports = reports
-		return task
+		return ownerState(sent, status, relay.ViaWorker, at(), at(), reports)
 	}
-	toAlice := func(typ string) *relay.MeshEvent {
-		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-s", Type: typ, Summary: typ, CreatedAt: at()}
-	}
+	toAlice := func(typ string) *relay.MeshEvent { return eventFor("alice@relay-s", typ, at()) }
 	progress := report(relay.ReportProgress, "half")
 	late := report(relay.ReportProgress, "late")
 	apply("claimed", fromPeer("s1", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)))

@@ -140,23 +140,16 @@ func TestLifecycleStatements(t *testing.T) {
 func TestApplyStatements(t *testing.T) {
 	db := openWith(t, countedDriver, "alice", "bob")
 	ctx := context.Background()
-	if _, err := db.Mesh().SyncRemoteAgents(ctx, []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
-		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
-		t.Fatal(err)
-	}
+	syncCarol(t, db)
 	sent, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "Across", Instructions: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := relay.FormatTime(time.Now())
 	owner := func(status relay.TaskStatus, reports ...relay.Report) relay.Task {
-		task := sent
-		task.SenderSlug, task.Status, task.ClaimedAt, task.ClaimedVia, task.UpdatedAt, task.Reports = "alice@relay-s", status, now, relay.ViaChat, now, reports
-		return task
+		return ownerState(sent, status, relay.ViaChat, now, now, reports)
 	}
-	toAlice := func(typ string) *relay.MeshEvent {
-		return &relay.MeshEvent{ID: relay.NewID(), RecipientSlug: "alice@relay-s", Type: typ, Summary: typ, CreatedAt: now}
-	}
+	toAlice := func(typ string) *relay.MeshEvent { return eventFor("alice@relay-s", typ, now) }
 	arriving := relay.Task{ID: relay.NewID(), SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
 		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
 	cases := []struct {
