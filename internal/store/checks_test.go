@@ -130,6 +130,22 @@ func TestWritesBuildNoTemporaryTables(t *testing.T) {
 	}
 }
 
+// The mesh's publisher reads the outbox after every commit that added rows,
+// nearly always with rows in flight and nothing skipped or waiting: that
+// read builds no temporary table either (the rows in flight are left out as
+// they are read).
+func TestOutboxReadBuildsNoTemporaryTable(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	raw := rawDB(t, e.path)
+	if op := temporaryTable(t, raw, store.OutboxSQL(nil, nil)); op != "" {
+		t.Errorf("the outbox read builds a temporary table (%s): %s", op, store.OutboxSQL(nil, nil))
+	}
+	// What it is checked against: a list in the SQL builds one.
+	if op := temporaryTable(t, raw, store.OutboxSQL([]string{"r"}, nil)); op == "" {
+		t.Errorf("the outbox read skipping a relay builds no temporary table; is the check blind?")
+	}
+}
+
 // trigger returns the CREATE TRIGGER statement for name as the migration
 // file writes it, so a test that takes a database back to that migration
 // recreates the trigger from the migration's own text, not from a copy.

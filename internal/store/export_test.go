@@ -12,3 +12,13 @@ func ListChecks() []CheckText {
 	}
 	return out
 }
+
+// OutboxSQL is the statement PendingOutbox reads the outbox with, given the
+// relays it skips and the tasks that wait.
+func OutboxSQL(skip, waiting []string) string {
+	q, _, err := outboxQuery(skip, waiting, 64)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}

@@ -40,18 +40,17 @@ var _ relay.MeshStore = (*Mesh)(nil)
 // those in flight. A row whose task is gone carries only the task id.
 func (m *Mesh) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.OutboxItem, error) {
 	limit := relay.Clamp(q.Limit, 100, 1, 1000)
-	skip, busy, waiting, err := jsonLists(q.Skip, q.Busy, q.Waiting)
+	query, args, err := outboxQuery(q.Skip, q.Waiting, limit+len(q.Busy))
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
+	busy := make(map[int64]bool, len(q.Busy))
+	for _, seq := range q.Busy {
+		busy[seq] = true
+	}
 	var out []relay.OutboxItem
 	err = m.db.read(ctx, "read outbox", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT o.seq, o.msg_id, o.to_relay, o.task_id, o.task_seq, o.event_recipient, o.event_type, o.event_summary, o.event_created_at
-			FROM mesh_outbox o
-			WHERE o.seq NOT IN (SELECT value FROM json_each(?))
-			  AND o.to_relay NOT IN (SELECT value FROM json_each(?))
-			  AND o.task_id NOT IN (SELECT value FROM json_each(?))
-			ORDER BY o.seq`+limitSQL(pow2(limit)), busy, skip, waiting)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
@@ -66,7 +65,9 @@ func (m *Mesh) PendingOutbox(ctx context.Context, q relay.OutboxQuery) ([]relay.
 				rows.Close()
 				return fmt.Errorf("read outbox: %w", err)
 			}
-			rs = append(rs, r)
+			if !busy[r.item.Seq] {
+				rs = append(rs, r)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return fmt.Errorf("read outbox: %w", err)
@@ -145,22 +146,38 @@ func pow2(n int) int {
 	return p
 }
 
-// jsonLists encodes each list as a JSON array (never null), the form the
-// outbox query takes its lists in: one statement text whatever their
-// lengths, so it stays prepared.
-func jsonLists(skip []string, busy []int64, waiting []string) (string, string, string, error) {
-	var out [3]string
-	for i, v := range []any{skip, busy, waiting} {
-		b, err := json.Marshal(v)
+// outboxQuery is the outbox read of PendingOutbox: the oldest rows, up to
+// the least power of two not below limit, but those to a relay in skip or
+// of a task in waiting. The rows in flight are left out by the caller as it
+// reads: a list in the SQL (NOT IN over json_each) builds a temporary
+// table, a page cache made and dropped on every read, and rows are nearly
+// always in flight; skip and waiting are rarely anything but empty, and
+// then are not in the SQL at all. Each list goes in as one JSON array, so
+// the statement's text does not change with its length and stays prepared.
+func outboxQuery(skip, waiting []string, limit int) (string, []any, error) {
+	query := `SELECT o.seq, o.msg_id, o.to_relay, o.task_id, o.task_seq, o.event_recipient, o.event_type, o.event_summary, o.event_created_at
+			FROM mesh_outbox o`
+	var args []any
+	for _, l := range []struct {
+		column string
+		vals   []string
+	}{{"o.to_relay", skip}, {"o.task_id", waiting}} {
+		if len(l.vals) == 0 {
+			continue
+		}
+		b, err := json.Marshal(l.vals)
 		if err != nil {
-			return "", "", "", err
+			return "", nil, err
 		}
-		if string(b) == "null" {
-			b = []byte("[]")
+		if args == nil {
+			query += ` WHERE `
+		} else {
+			query += ` AND `
 		}
-		out[i] = string(b)
+		query += l.column + ` NOT IN (SELECT value FROM json_each(?))`
+		args = append(args, string(b))
 	}
-	return out[0], out[1], out[2], nil
+	return query + ` ORDER BY o.seq` + limitSQL(pow2(limit)), args, nil
 }
 
 // stateVersion is what a state row carries of a task: its status, claim,
@@ -217,7 +234,7 @@ func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []re
 			}
 		}
 	}
-	_, readList, _, err := jsonLists(nil, read, nil)
+	readList, err := json.Marshal(read) // never null: read is made
 	if err != nil {
 		return fmt.Errorf("delete outbox: %w", err)
 	}
@@ -244,7 +261,7 @@ func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []re
 			if _, err := t.exec(`INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at)
 				SELECT lower(hex(randomblob(16))), ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM mesh_outbox
 					WHERE task_id = ? AND seq NOT IN (SELECT value FROM json_each(?)))`,
-				it.ToRelay, it.TaskID, t.ts, it.TaskID, readList); err != nil {
+				it.ToRelay, it.TaskID, t.ts, it.TaskID, string(readList)); err != nil {
 				return fmt.Errorf("queue the task's new state: %w", err)
 			}
 		}
