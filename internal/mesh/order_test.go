@@ -265,3 +265,37 @@ func TestPublishWindowIsBounded(t *testing.T) {
 		t.Fatalf("B's outbox holds %d rows, %v; want all %d (none stored)", depth, err, n)
 	}
 }
+
+// Ensure a state row that a deletion writes again is published then, not
+// at the next rescan: bob renews his lease while the message of his claim
+// is in flight (a change that writes no row, one waits), and deleting that
+// message once NATS stored it writes the renewed state again, which
+// leaves at once and reaches alice's relay.
+func TestStateWrittenAgainIsPublished(t *testing.T) {
+	oldDel, oldRescan := delDelay, rescanEvery
+	// The claim stays in flight long enough to renew the lease under it,
+	// and no rescan comes to pick up what the publisher missed.
+	delDelay, rescanEvery = 2*time.Second, time.Hour
+	t.Cleanup(func() { delDelay, rescanEvery = oldDel, oldRescan })
+	a, b := aliceAndBob(t)
+	knows(t, a, "bob", "relay-b")
+	ctx := t.Context()
+	task := post(t, a, "alice", "bob", "Renewed in flight")
+	arrives(t, b, task.ID)
+	claims(t, b, "bob")
+	reaches(t, a, task.ID, relay.StatusClaimed)
+	sent, applied := b.node.published.Load(), a.node.applied.Load()
+	if _, err := b.db.RenewLease(ctx, "bob", task.ID, 600); err != nil {
+		t.Fatal(err)
+	}
+	// The claim's row is still there (its deletion waits delDelay), so the
+	// renewal wrote none of its own: this is the case under test.
+	if d, err := b.db.Mesh().OutboxDepth(ctx); err != nil || d != 2 {
+		t.Fatalf("B's outbox after the renewal holds %d rows (%v); want the claim's two, in flight", d, err)
+	}
+	outboxesEmpty(t, b)
+	eventually(t, "the renewed state applied on A", func() (bool, string) {
+		return b.node.published.Load() == sent+1 && a.node.applied.Load() == applied+1,
+			fmt.Sprintf("B published %d, A applied %d since the renewal", b.node.published.Load()-sent, a.node.applied.Load()-applied)
+	})
+}

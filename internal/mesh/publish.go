@@ -46,11 +46,13 @@ type publisher struct {
 	delErr   error // the last deletion's failure, reported by the next flush
 	toDelete chan struct{}
 	// more says the outbox may hold rows to publish that no change has
-	// announced: the window was full, or a deletion may have written a
-	// state row again (AckOutbox). seen is the outbox's head
-	// (OutboxHead) when it was last read.
-	more bool
-	seen int64
+	// announced and that the head would not show: the window was full.
+	// recheck says the head must be looked at although no change was
+	// announced: a deletion may have written a state row again
+	// (AckOutbox). seen is the outbox's head (OutboxHead) when it was last
+	// read, or the newest row that read returned if it came later.
+	more, recheck bool
+	seen          int64
 
 	resMu   sync.Mutex
 	results []pubResult
@@ -122,13 +124,16 @@ func (n *Node) flush() error {
 // committed: the outbox is read if a row was added since it was last read
 // (OutboxHead, a cheap look), or whatever the head when a rescan was asked
 // for (poke: a relay trusted, NATS back, a retry due) or the window was
-// full; without look (NATS answered) only in those cases.
+// full; without look (NATS answered) only in those cases, and for a look
+// at the head after a deletion that may have written a row again.
 func (n *Node) step(look bool) error {
 	p := &n.pub
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err := n.settle()
 	full := n.rescan.Swap(false) || p.more
+	look = look || p.recheck
+	p.recheck = false
 	if !look && !full {
 		return err
 	}
@@ -156,6 +161,10 @@ func (n *Node) step(look bool) error {
 			return errors.Join(err, qerr)
 		}
 		for _, it := range items {
+			// A row committed after the head was read is read all the
+			// same: the next look at the head need not read again for
+			// it. (The rows an item carries come before its own.)
+			p.seen = max(p.seen, it.Seq)
 			if _, wait := p.waiting[it.TaskID]; wait {
 				continue // an earlier row of its task just failed: none of its rows goes first
 			}
@@ -221,7 +230,7 @@ func (n *Node) settle() error {
 
 // delDelay is how long the rows NATS stored are gathered before they are
 // deleted in one write: under load, one commit deletes many.
-const delDelay = 10 * time.Millisecond
+var delDelay = 10 * time.Millisecond
 
 // deleteLoop deletes the rows NATS stored, gathered into one write at most
 // every delDelay, until Close (when it deletes what is left). A row whose
@@ -268,7 +277,9 @@ func (n *Node) deleteStored() {
 	}
 	for _, it := range rows {
 		if it.Change.Event == nil || len(it.Merged) > 0 {
-			p.more = true // a state row may have been written again
+			// A state row may have been written again: it would show in
+			// the head, which no change announces.
+			p.recheck = true
 			break
 		}
 	}

@@ -6,6 +6,10 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
+// rescanEvery is how often the publisher reads the whole outbox again with
+// nothing announced (rows that failed to go, tasks whose retry is due).
+var rescanEvery = 5 * time.Second
+
 // publishLoop sends the outbox whenever the store commits a change or NATS
 // answers a publish, and retries what failed after pubRetry.
 func (n *Node) publishLoop() {
@@ -40,7 +44,7 @@ func (n *Node) publishLoop() {
 		case <-retry.C:
 			n.rescan.Store(true) // tasks whose retry is due, rows that failed to go
 		}
-		wait := 5 * time.Second
+		wait := rescanEvery
 		if err := n.step(look); err != nil {
 			n.setErr("publish", err)
 			wait = pubRetry
