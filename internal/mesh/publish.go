@@ -145,6 +145,13 @@ func (n *Node) step(look bool) error {
 		}
 		return err
 	}
+	if p.out() >= pubWindow {
+		// Nothing can go now, and taking the head as seen would pass over
+		// rows not read: read once the window has room (a deletion frees
+		// it and wakes the loop).
+		p.more = true
+		return err
+	}
 	head, herr := n.opts.Store.OutboxHead(context.WithoutCancel(n.ctx))
 	if herr != nil {
 		return errors.Join(err, herr)
