@@ -171,6 +171,9 @@ type Node struct {
 	rescan atomic.Bool
 
 	published, applied, duplicates, failures, held atomic.Int64
+	// reads counts the publisher's reads of the outbox (what a read finds
+	// is published / reads).
+	reads atomic.Int64
 }
 
 func (n *Node) now() time.Time { return n.opts.Now() }

@@ -163,6 +163,7 @@ func (n *Node) step(look bool) error {
 	for n.ctx.Err() == nil && p.out() < pubWindow {
 		room := pubWindow - p.out()
 		// Not cancelled with the node (a short read): no goroutine watches it.
+		n.reads.Add(1)
 		items, qerr := n.opts.Store.PendingOutbox(context.WithoutCancel(n.ctx), relay.OutboxQuery{Limit: room, Skip: n.untrusted(), Busy: p.busy(), Waiting: p.held()})
 		if qerr != nil {
 			return errors.Join(err, qerr)
