@@ -126,6 +126,11 @@ func (n *Node) relayName(a dirAgent) string {
 	return a.RelayName
 }
 
+// advertiseReads is the envelope version this relay's directory entry says
+// it reads; a variable so tests can stand in for an older build (0: the
+// field left out).
+var advertiseReads = batchVersion
+
 // advertise writes this relay's entry and one per local agent.
 func (n *Node) advertise(ctx context.Context) error {
 	kv := n.bucket()
@@ -133,8 +138,12 @@ func (n *Node) advertise(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli()}
+	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli(),
+		Reads: advertiseReads}
 	r.Sig = n.id.sign(r.signedBytes())
+	if r.Reads > 0 {
+		r.ReadsSig = n.id.sign(r.readsSigned())
+	}
 	b, _ := json.Marshal(r) // a struct of plain fields always marshals
 	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
 		return fmt.Errorf("advertise relay: %w", err)

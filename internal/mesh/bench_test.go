@@ -115,7 +115,7 @@ func written(dbs []*store.DB) (commits, writes int64) {
 // the outbox reads they took.
 func published(nodes []*Node) (msgs, reads int64) {
 	for _, nd := range nodes {
-		msgs += nd.published.Load()
+		msgs += nd.messages.Load()
 		reads += nd.reads.Load()
 	}
 	return msgs, reads
@@ -230,10 +230,10 @@ func BenchmarkLifecycle(b *testing.B) {
 			cpu := processCPU(b) - cpu0
 			b.StopTimer()
 			if len(p.nodes) > 0 {
-				// Three (the post, the claim, the completion) when nothing
-				// travels for nothing; msgs/read is what one read of the
-				// outbox found, what a message carrying several rows
-				// could carry.
+				// Three changes travel (the post, the claim, the
+				// completion); a message carries what one read of the
+				// outbox found for a relay, so fewer messages than that.
+				// msgs/read is the messages one read of the outbox sent.
 				sent, reads := published(p.nodes)
 				b.ReportMetric(float64(sent-sent0)/float64(b.N), "msgs/lifecycle")
 				b.ReportMetric(float64(sent-sent0)/float64(max(reads-reads0, 1)), "msgs/read")

@@ -9,10 +9,11 @@ import (
 )
 
 // The consumer: NATS lets up to consumeWindow messages be out
-// unacknowledged (the consumer's MaxAckPending); the relay applies what
-// has arrived in batches of up to applyBatch, in the stream's order, in one
-// store write each (each message in its own savepoint), and acknowledges
-// each message only after the commit that applied it. Order is kept per
+// unacknowledged (the consumer's MaxAckPending); the relay takes what has
+// arrived in batches of up to applyBatch messages, in the stream's order,
+// applies their changes in store writes of about applyBatch changes (a
+// message's all in one write, each change in its own savepoint), and
+// acknowledges each message only after the commit that applied it. Order is kept per
 // task by the messages' numbers (relay.MeshChange.Seq): a message that
 // comes before an earlier one of its task (a redelivery after a crash, a
 // failed publish sent again) waits, delivered again every gapDelay, and
@@ -80,37 +81,51 @@ func (n *Node) consumeLoop() {
 	}
 }
 
-// handle applies a batch of messages from the stream in their order, in
-// one store write, and then acknowledges each that is done with: nothing
-// is acknowledged before the commit that applied it. A store failure
-// leaves a message to be delivered again.
+// handle applies a batch of messages from the stream in their order, the
+// changes of all of them in one store write, and then acknowledges each
+// that is done with: nothing is acknowledged before the commit that
+// applied it. A message comes again when any of its changes must (a store
+// failure, an earlier message of its task missing); its changes applied
+// are recognised by their ids then.
 func (n *Node) handle(msgs []jetstream.Msg) {
 	outs := make([]outcome, len(msgs))
 	var (
 		ins []relay.RemoteApply
-		at  []int
+		at  []int // the message each of ins came in
 	)
 	gaps, from := n.gaps.batch(), make([]string, len(msgs))
 	n.applyMu.Lock()
 	for i, m := range msgs {
-		o, in := n.judge(m.Data(), false, false)
+		o, got := n.judge(m.Data(), false, false)
 		outs[i] = o
 		if o == apply {
-			in.Force, from[i] = gaps.force(m, in.FromRelay), in.FromRelay
-			ins, at = append(ins, in), append(at, i)
+			from[i] = got[0].FromRelay
+			force := gaps.force(m, from[i])
+			for k := range got {
+				got[k].Force = force
+				ins, at = append(ins, got[k]), append(at, i)
+			}
 		}
 	}
-	if len(ins) > 0 {
-		res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
-		for k := range ins {
-			if err != nil { // nothing of the batch was committed
-				outs[at[k]] = retry
-				continue
+	each := make([][]outcome, len(msgs))
+	start := 0
+	for _, end := range writeEnds(at, applyBatch) {
+		res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins[start:end])
+		for k := start; k < end; k++ {
+			o := retry // nothing of the write was committed
+			if err == nil {
+				o = n.settleApply(ins[k], res[k-start])
 			}
-			outs[at[k]] = n.settleApply(ins[k], res[k])
+			each[at[k]] = append(each[at[k]], o)
 		}
 		if err != nil {
 			n.setErr("apply", err)
+		}
+		start = end
+	}
+	for i, os := range each {
+		if os != nil {
+			outs[i] = worst(os)
 		}
 	}
 	n.applyMu.Unlock()
@@ -133,4 +148,22 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 			n.setErr("ack", err)
 		}
 	}
+}
+
+// writeEnds splits changes into store writes of size changes, or more to
+// keep a message's changes in one write (at is the message each change
+// came in, in order): the end of each write. A batch of lists (up to
+// maxBatch changes each) so makes no write that holds the store longer
+// than a list's.
+func writeEnds(at []int, size int) []int {
+	var ends []int
+	for start := 0; start < len(at); {
+		end := start + 1
+		for end < len(at) && (end-start < size || at[end] == at[end-1]) {
+			end++
+		}
+		ends = append(ends, end)
+		start = end
+	}
+	return ends
 }

@@ -37,17 +37,25 @@ type dirAgent struct {
 
 // dirRelay is a relay's directory entry.
 type dirRelay struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	PublicKey string    `json:"publicKey"`
-	Address   string    `json:"address,omitempty"`
-	Outbox    int       `json:"outboxDepth"`
-	At        int64     `json:"at"`            // when it was written (Unix ms), signed
-	Sig       string    `json:"sig,omitempty"` // signed with PublicKey
-	updated   time.Time // when the entry was last written
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	PublicKey string `json:"publicKey"`
+	Address   string `json:"address,omitempty"`
+	Outbox    int    `json:"outboxDepth"`
+	At        int64  `json:"at"`            // when it was written (Unix ms), signed
+	Sig       string `json:"sig,omitempty"` // signed with PublicKey
+	// Reads is the newest envelope version the relay reads (absent: 2),
+	// signed apart in ReadsSig, so the signature an older build checks
+	// covers the fields it knows and nothing else.
+	Reads    int       `json:"reads,omitempty"`
+	ReadsSig string    `json:"readsSig,omitempty"`
+	updated  time.Time // when the entry was last written
 	// checked says valid holds relayEntryValid's answer, found when the
 	// entry was cached: every envelope looks its relay up.
 	checked, valid bool
+	// lists says the entry is valid and signs that its relay reads
+	// envelopes of batchVersion.
+	lists bool
 }
 
 // Directory keys: agent.<relay id>.<slug> (':' in a slug, not allowed in a
@@ -155,6 +163,7 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 		}
 		r.updated = e.Created()
 		r.valid, r.checked = relayEntryValid(r), true
+		r.lists = r.valid && readsLists(r)
 		n.relays[id] = r
 	}
 }

@@ -19,9 +19,23 @@ func (a dirAgent) signedBytes() []byte {
 	return dirSigned(a)
 }
 
+// signedBytes is what Sig covers: the fields an older build knows, as it
+// marshals them (Reads and ReadsSig are left out when empty).
 func (r dirRelay) signedBytes() []byte {
-	r.Sig = ""
+	r.Sig, r.Reads, r.ReadsSig = "", 0, ""
 	return dirSigned(r)
+}
+
+// readsSigned is what ReadsSig covers: the entry with Reads.
+func (r dirRelay) readsSigned() []byte {
+	r.Sig, r.ReadsSig = "", ""
+	return dirSigned(r)
+}
+
+// readsLists reports whether a relay entry signs, with the key it shows,
+// that its relay reads envelopes carrying lists (batchVersion).
+func readsLists(r dirRelay) bool {
+	return r.Reads >= batchVersion && r.PublicKey != "" && checkSig(r.PublicKey, r.readsSigned(), r.ReadsSig)
 }
 
 // relayEntryValid reports whether a relay entry is signed by the key it

@@ -17,10 +17,25 @@ import (
 // maxEnvelope bounds a message from another relay (a task with its timeline).
 const maxEnvelope = 4 << 20
 
-// envVersion is the envelope version this build writes and reads. Version 2
-// signs a timestamp; version 1 (no timestamp, so no replay window) is
-// refused, and a newer version is held until an upgrade can read it.
-const envVersion = 2
+// Envelope versions this build writes and reads. Version 2 carries one
+// change and signs a timestamp; version 1 (no timestamp, so no replay
+// window) is refused, and a version newer than batchVersion is held until
+// an upgrade can read it. Version 3 carries a list of changes, each with its
+// own message id, under one signature: what one read of the outbox found
+// for one relay. A relay gets version 3 only once its signed directory
+// entry says it reads it (dirRelay.Reads); an older build gets version 2.
+const (
+	envVersion   = 2
+	batchVersion = 3
+)
+
+// maxBatch bounds the changes one envelope carries, and maxBatchBody the
+// bytes of their list a sender puts in one (one change larger than that
+// goes alone, up to maxEnvelope).
+const (
+	maxBatch     = 256
+	maxBatchBody = 512 << 10
+)
 
 // Replay limits: an envelope is applied only while its signed timestamp is
 // within replayWindow of the receiver's clock (maxSkew ahead at most).
@@ -63,9 +78,60 @@ func (e envelope) signed() []byte {
 	return append(b, e.Body...)
 }
 
+// item is one change an envelope carries and its message id: what the
+// receiving relay records as applied, so a change is applied once however
+// the envelopes carrying it were grouped.
+type item struct {
+	ID     string           `json:"id"`
+	Change relay.MeshChange `json:"change"`
+}
+
+// rawItem is an item with its change encoded, as a sender seals it.
+type rawItem struct {
+	ID     string          `json:"id"`
+	Change json.RawMessage `json:"change"`
+}
+
 // seal signs a change for relay to, stamped now.
 func seal(id Identity, msgID, to string, c relay.MeshChange) ([]byte, error) {
 	return sealAt(id, msgID, to, c, time.Now())
+}
+
+// sealBatch signs a list of changes for relay to as one envelope of
+// version 3, stamped now. Its id is made of the changes' ids (batchID).
+func sealBatch(id Identity, to string, items []rawItem) ([]byte, string, error) {
+	return sealBatchAt(id, to, items, time.Now())
+}
+
+func sealBatchAt(id Identity, to string, items []rawItem, at time.Time) ([]byte, string, error) {
+	body, err := json.Marshal(items)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode changes: %w", err)
+	}
+	ids := make([]string, len(items))
+	for k, it := range items {
+		ids[k] = it.ID
+	}
+	e := envelope{V: batchVersion, ID: batchID(ids), From: id.ID, To: to, TS: at.UnixMilli(), Body: body}
+	e.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(id.priv, e.signed()))
+	data, err := json.Marshal(e)
+	return data, e.ID, err
+}
+
+// batchID is the id of an envelope carrying items: the one change's id, or
+// a digest of all of them, so NATS (which drops a message whose id it
+// stored within its duplicate window) never drops a list grouped otherwise
+// than one it stored.
+func batchID(ids []string) string {
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{'\n'})
+	}
+	return "batch-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
 }
 
 func sealAt(id Identity, msgID, to string, c relay.MeshChange, at time.Time) ([]byte, error) {
@@ -85,32 +151,52 @@ var errNewer = errors.New("envelope of a newer version")
 // errOld is an envelope of version 1, which signs no timestamp.
 var errOld = errors.New("envelope of version 1 (no signed timestamp)")
 
-// decode parses an envelope without judging its signature. An envelope of
-// a newer version returns the envelope and errNewer.
-func decode(data []byte) (envelope, relay.MeshChange, error) {
-	var (
-		e envelope
-		c relay.MeshChange
-	)
+// decode parses an envelope without judging its signature: the changes it
+// carries, in their order, each with its message id (one, the envelope's
+// own id, for version 2). An envelope of a newer version returns the
+// envelope and errNewer.
+func decode(data []byte) (envelope, []item, error) {
+	var e envelope
 	if len(data) > maxEnvelope {
-		return e, c, fmt.Errorf("envelope of %d bytes is over the %d byte limit", len(data), maxEnvelope)
+		return e, nil, fmt.Errorf("envelope of %d bytes is over the %d byte limit", len(data), maxEnvelope)
 	}
 	if err := json.Unmarshal(data, &e); err != nil {
-		return e, c, fmt.Errorf("decode envelope: %w", err)
+		return e, nil, fmt.Errorf("decode envelope: %w", err)
 	}
 	if e.ID == "" || len(e.ID) > 64 || !validRelayID(e.From) {
-		return e, c, fmt.Errorf("decode envelope: version %d, id %q, from %q", e.V, clip(e.ID, 64), clip(e.From, 64))
+		return e, nil, fmt.Errorf("decode envelope: version %d, id %q, from %q", e.V, clip(e.ID, 64), clip(e.From, 64))
 	}
 	switch {
-	case e.V > envVersion:
-		return e, c, errNewer
+	case e.V > batchVersion:
+		return e, nil, errNewer
 	case e.V < envVersion:
-		return e, c, errOld
+		return e, nil, errOld
+	case e.V == envVersion:
+		var c relay.MeshChange
+		if err := json.Unmarshal(e.Body, &c); err != nil {
+			return e, nil, fmt.Errorf("decode envelope body: %w", err)
+		}
+		return e, []item{{ID: e.ID, Change: c}}, nil
 	}
-	if err := json.Unmarshal(e.Body, &c); err != nil {
-		return e, c, fmt.Errorf("decode envelope body: %w", err)
+	var items []item
+	if err := json.Unmarshal(e.Body, &items); err != nil {
+		return e, nil, fmt.Errorf("decode envelope body: %w", err)
 	}
-	return e, c, nil
+	if len(items) == 0 || len(items) > maxBatch {
+		return e, nil, fmt.Errorf("decode envelope %s: %d changes (1 to %d)", clip(e.ID, 64), len(items), maxBatch)
+	}
+	seen := make(map[string]bool, len(items))
+	ids := make([]string, len(items))
+	for k, it := range items {
+		if it.ID == "" || len(it.ID) > 64 || seen[it.ID] {
+			return e, nil, fmt.Errorf("decode envelope %s: change id %q empty, over 64 bytes or repeated", clip(e.ID, 64), clip(it.ID, 64))
+		}
+		seen[it.ID], ids[k] = true, it.ID
+	}
+	if e.ID != batchID(ids) {
+		return e, nil, fmt.Errorf("decode envelope %s: its id is not made of its changes' ids", clip(e.ID, 64))
+	}
+	return e, items, nil
 }
 
 // verify marks an envelope against the sender's pinned key: verified,

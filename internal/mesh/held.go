@@ -29,7 +29,13 @@ const (
 
 // hold keeps an envelope in the store until its relay is trusted (or an
 // upgrade reads its version).
-func (n *Node) hold(e envelope, c relay.MeshChange, reason string, data []byte) outcome {
+// It is stored with its first change (items is empty for a version this
+// build cannot read); Held shows each.
+func (n *Node) hold(e envelope, items []item, reason string, data []byte) outcome {
+	var c relay.MeshChange
+	if len(items) > 0 {
+		c = items[0].Change
+	}
 	h := relay.HeldEnvelope{MsgID: e.ID, FromRelay: e.From, Reason: reason, TaskID: c.Task.ID, Title: c.Task.Title,
 		SenderSlug: c.Task.SenderSlug, RecipientSlug: c.Task.RecipientSlug, Data: data}
 	if h.MsgID == "" {
@@ -140,14 +146,14 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 	return ctx.Err()
 }
 
-// heldSeq is the number of a held envelope's message in its task (0 when
-// it has none or cannot be read).
+// heldSeq is the number of a held envelope's (first) message in its task
+// (0 when it has none or cannot be read).
 func heldSeq(h relay.HeldEnvelope) int64 {
-	_, c, err := decode(h.Data)
-	if err != nil {
+	_, items, err := decode(h.Data)
+	if err != nil || len(items) == 0 {
 		return 0
 	}
-	return c.Seq
+	return items[0].Change.Seq
 }
 
 // release applies (or refuses) held envelope h and drops it, and reports
@@ -167,12 +173,21 @@ func (n *Node) release(ctx context.Context, h relay.HeldEnvelope, version, force
 	return true, n.opts.Store.DropHeld(ctx, h.Seq)
 }
 
-// Held lists the envelopes held, oldest first (at most 200).
+// maxHeldShown bounds the changes Held lists.
+const maxHeldShown = 200
+
+// Held lists what the envelopes held carry, oldest first, one entry per
+// change (an envelope carrying a list shows each), at most maxHeldShown.
 func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
-	hs, err := n.opts.Store.HeldEnvelopes(ctx, "", "", 200)
+	envs, err := n.opts.Store.HeldEnvelopes(ctx, "", "", maxHeldShown)
 	if err != nil {
 		return nil, err
 	}
+	var hs []relay.HeldEnvelope
+	for _, h := range envs {
+		hs = append(hs, heldChanges(h)...)
+	}
+	hs = hs[:min(len(hs), maxHeldShown)]
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make([]HeldInfo, 0, len(hs))
@@ -198,7 +213,26 @@ func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
 	return out, nil
 }
 
-// HeldInfo is one held envelope as the Mesh page shows it.
+// heldChanges is a held envelope as the changes it carries: itself, or for
+// a list (its id made of its changes' ids, batchID) one entry per change.
+func heldChanges(h relay.HeldEnvelope) []relay.HeldEnvelope {
+	if !strings.HasPrefix(h.MsgID, "batch-") {
+		return []relay.HeldEnvelope{h}
+	}
+	_, items, err := decode(h.Data)
+	if err != nil || len(items) < 2 {
+		return []relay.HeldEnvelope{h}
+	}
+	out := make([]relay.HeldEnvelope, len(items))
+	for k, it := range items {
+		t := it.Change.Task
+		out[k] = relay.HeldEnvelope{Seq: h.Seq, MsgID: it.ID, FromRelay: h.FromRelay, Reason: h.Reason, TaskID: t.ID,
+			Title: clip(t.Title, 200), SenderSlug: t.SenderSlug, RecipientSlug: t.RecipientSlug, ReceivedAt: h.ReceivedAt}
+	}
+	return out
+}
+
+// HeldInfo is one change of a held envelope as the Mesh page shows it.
 type HeldInfo struct {
 	MsgID   string `json:"msgId"`
 	RelayID string `json:"relayId"`

@@ -170,9 +170,14 @@ type Node struct {
 	pub    publisher
 	rescan atomic.Bool
 
+	// published counts the changes NATS stored (outbox rows), applied
+	// and duplicates the changes received applied or recognised, held
+	// the envelopes held; messages counts the messages NATS stored (one
+	// carries a list of changes to a relay that reads them).
 	published, applied, duplicates, failures, held atomic.Int64
-	// reads counts the publisher's reads of the outbox (what a read finds
-	// is published / reads).
+	messages                                       atomic.Int64
+	// reads counts the publisher's reads of the outbox (the messages a
+	// read sends: messages / reads).
 	reads atomic.Int64
 }
 

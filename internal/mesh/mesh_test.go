@@ -386,6 +386,12 @@ func TestRelayLagWhileARelayIsAway(t *testing.T) {
 		if _, err := a.svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "T" + strconv.Itoa(i), Instructions: "x"}); err != nil {
 			t.Fatal(err)
 		}
+		// Published before the next post, each goes in a message of its
+		// own (what one read finds for a relay goes in one).
+		eventually(t, "A's outbox published", func() (bool, string) {
+			d, err := a.db.Mesh().OutboxDepth(ctx)
+			return err == nil && d == 0, fmt.Sprintf("depth %d, %v", d, err)
+		})
 	}
 	eventually(t, "relay-b's lag on A is 2", func() (bool, string) {
 		lag, msg := lagOf("relay-b")

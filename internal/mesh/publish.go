@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,8 +35,10 @@ const pubRetry = time.Second
 // publish loop (and from tests); the NATS client's acknowledgement handler
 // only appends to results under resMu and pokes ready.
 type publisher struct {
-	mu       sync.Mutex
-	inflight map[string]relay.OutboxItem // by message id
+	mu sync.Mutex
+	// inflight are the rows of each message NATS has not answered, by the
+	// message's id: one row, or the list one envelope carries.
+	inflight map[string][]relay.OutboxItem
 	waiting  map[string]time.Time        // task id → when it may go again
 	// stored are rows NATS stored, waiting to be deleted; deleting those
 	// being deleted now (deleteLoop: off the publish path, so publishing
@@ -66,7 +69,7 @@ type pubResult struct {
 }
 
 func newPublisher() publisher {
-	return publisher{inflight: map[string]relay.OutboxItem{}, waiting: map[string]time.Time{}, ready: make(chan struct{}, 1),
+	return publisher{inflight: map[string][]relay.OutboxItem{}, waiting: map[string]time.Time{}, ready: make(chan struct{}, 1),
 		toDelete: make(chan struct{}, 1)}
 }
 
@@ -77,7 +80,7 @@ func (n *Node) publishOptions() []jetstream.JetStreamOpt {
 		jetstream.WithPublishAsyncMaxPending(pubWindow),
 		jetstream.WithPublishAsyncTimeout(opTimeout),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
-			n.published.Add(1)
+			n.messages.Add(1)
 			n.pub.answer(m, nil)
 		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
@@ -173,19 +176,26 @@ func (n *Node) step(look bool) error {
 			// same: the next look at the head need not read again for
 			// it. (The rows an item carries come before its own.)
 			p.seen = max(p.seen, it.Seq)
-			if _, wait := p.waiting[it.TaskID]; wait {
-				continue // an earlier row of its task just failed: none of its rows goes first
-			}
-			data, serr := seal(n.id, it.MsgID, it.ToRelay, it.Change)
-			if serr == nil {
-				_, serr = n.js.PublishAsync(subject(it.ToRelay), data, jetstream.WithMsgID(it.MsgID))
-			}
-			if serr != nil {
-				p.waiting[it.TaskID] = time.Now().Add(pubRetry)
-				err = errors.Join(err, fmt.Errorf("publish to %s: %w", it.ToRelay, serr))
+		}
+		for _, g := range n.envelopes(items) {
+			// A task whose earlier row just failed sends none of its later ones.
+			g.items = slices.DeleteFunc(g.items, func(it outItem) bool { _, wait := p.waiting[it.TaskID]; return wait })
+			if len(g.items) == 0 {
 				continue
 			}
-			p.inflight[it.MsgID] = it
+			id, data, serr := g.seal(n.id)
+			if serr == nil {
+				_, serr = n.js.PublishAsync(subject(g.to), data, jetstream.WithMsgID(id))
+			}
+			rows := g.rows()
+			if serr != nil {
+				for _, it := range rows {
+					p.waiting[it.TaskID] = time.Now().Add(pubRetry)
+				}
+				err = errors.Join(err, fmt.Errorf("publish to %s: %w", g.to, serr))
+				continue
+			}
+			p.inflight[id] = rows
 		}
 		rows := 0
 		for _, it := range items {
@@ -207,19 +217,22 @@ func (n *Node) settle() error {
 	err := p.delErr
 	p.delErr = nil
 	for _, r := range p.takeResults() {
-		it, ok := p.inflight[r.msgID]
+		rows, ok := p.inflight[r.msgID]
 		if !ok {
 			continue
 		}
 		delete(p.inflight, r.msgID)
 		if r.err != nil {
-			p.waiting[it.TaskID] = time.Now().Add(pubRetry)
+			for _, it := range rows {
+				p.waiting[it.TaskID] = time.Now().Add(pubRetry)
+			}
 			if err == nil {
-				err = fmt.Errorf("publish to %s: %w", it.ToRelay, r.err)
+				err = fmt.Errorf("publish to %s: %w", rows[0].ToRelay, r.err)
 			}
 			continue
 		}
-		p.stored = append(p.stored, it)
+		p.stored = append(p.stored, rows...)
+		n.published.Add(int64(len(rows)))
 	}
 	now := time.Now()
 	for id, at := range p.waiting {
@@ -270,8 +283,8 @@ func (n *Node) deleteStored() {
 	rows := p.stored
 	p.stored, p.deleting = nil, rows
 	busy := make([]relay.OutboxItem, 0, len(p.inflight))
-	for _, it := range p.inflight {
-		busy = append(busy, it)
+	for _, rows := range p.inflight {
+		busy = append(busy, rows...)
 	}
 	p.mu.Unlock()
 	if len(rows) == 0 {
@@ -307,14 +320,22 @@ func (p *publisher) busy() []int64 {
 			out = append(append(out, it.Seq), it.Merged...)
 		}
 	}
-	for _, it := range p.inflight {
-		out = append(append(out, it.Seq), it.Merged...)
+	for _, rows := range p.inflight {
+		for _, it := range rows {
+			out = append(append(out, it.Seq), it.Merged...)
+		}
 	}
 	return out
 }
 
 // out counts the rows read and not yet deleted. Called with p.mu held.
-func (p *publisher) out() int { return len(p.inflight) + len(p.stored) + len(p.deleting) }
+func (p *publisher) out() int {
+	n := len(p.stored) + len(p.deleting)
+	for _, rows := range p.inflight {
+		n += len(rows)
+	}
+	return n
+}
 
 // held lists the tasks waiting to be published again. Called with p.mu held.
 func (p *publisher) held() []string {

@@ -57,55 +57,83 @@ const (
 	maxRefusalDetail = 200
 )
 
-// receive checks one envelope against who may send it and applies it
-// (alone), holds it, or refuses it. released is set for an envelope held
-// while its relay was pending, whose timestamp was checked when it
-// arrived; force applies it even though an earlier message of its task has
-// not arrived.
+// receive checks one envelope against who may send it and applies what it
+// carries (in one store write), holds it, or refuses it. released is set
+// for an envelope held while its relay was pending, whose timestamp was
+// checked when it arrived; force applies it even though an earlier message
+// of its task has not arrived.
 func (n *Node) receive(data []byte, released, force bool) outcome {
-	o, in := n.judge(data, released, force)
+	o, ins := n.judge(data, released, force)
 	if o != apply {
 		return o
 	}
-	applied, err := n.opts.Store.ApplyRemote(n.ctx, in)
-	return n.settleApply(in, relay.ApplyResult{Applied: applied, Err: err})
+	res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
+	outs := make([]outcome, len(ins))
+	for k := range ins {
+		if err != nil { // nothing was committed
+			outs[k] = retry
+			continue
+		}
+		outs[k] = n.settleApply(ins[k], res[k])
+	}
+	if err != nil {
+		n.setErr("apply", err)
+	}
+	return worst(outs)
+}
+
+// worst is what becomes of a message whose changes came to outs: delivered
+// again if any change must be (its changes applied are recognised by their
+// ids then), soonest first.
+func worst(outs []outcome) outcome {
+	o := ack
+	for _, x := range outs {
+		switch {
+		case x == retry:
+			return retry
+		case x == early:
+			o = early
+		}
+	}
+	return o
 }
 
 // judge checks one envelope against who may send it: it returns apply with
-// what to apply, or holds or refuses it and says what becomes of the
-// message. released and force are as for receive.
-func (n *Node) judge(data []byte, released, force bool) (outcome, relay.RemoteApply) {
-	e, change, err := decode(data)
+// what to apply, each change of the envelope in its order, or holds or
+// refuses it and says what becomes of the message. released and force are
+// as for receive.
+func (n *Node) judge(data []byte, released, force bool) (outcome, []relay.RemoteApply) {
+	e, items, err := decode(data)
 	newer := errors.Is(err, errNewer)
 	switch {
 	case newer:
 		// Checked below as far as this build can read it, then held.
 	case errors.Is(err, errOld):
 		n.refuse(RefusedOldVersion, e.From, "an envelope of version 1 carries no signed timestamp; upgrade that relay")
-		return ack, relay.RemoteApply{}
+		return ack, nil
 	case err != nil:
 		n.refuse(RefusedUndecodable, e.From, err.Error())
-		return ack, relay.RemoteApply{}
+		return ack, nil
 	}
 	if e.To != n.id.ID {
 		n.refuse(RefusedTo, e.From, fmt.Sprintf("envelope %s is addressed to relay %s", e.ID, clip(e.To, 64)))
-		return ack, relay.RemoteApply{}
+		return ack, nil
 	}
 	now, at := n.now(), time.UnixMilli(e.TS)
 	if released && now.Sub(at) > dedupMemory-maxSkew {
 		// Held past what the applied ids remember: it could be a replay
 		// of one applied and forgotten, so it is refused.
 		n.refuse(RefusedStale, e.From, fmt.Sprintf("held envelope %s is older than the %s the relay remembers applied ids", e.ID, dedupMemory-maxSkew))
-		return ack, relay.RemoteApply{}
+		return ack, nil
 	}
 	if !released {
 		switch {
 		case now.Sub(at) > replayWindow:
 			n.refuse(RefusedStale, e.From, fmt.Sprintf("envelope %s is older than the %s replay window", e.ID, replayWindow))
-			return ack, relay.RemoteApply{}
+			return ack, nil
 		case at.Sub(now) > maxSkew:
 			n.refuse(RefusedFuture, e.From, fmt.Sprintf("envelope %s is dated %s ahead", e.ID, at.Sub(now).Round(time.Second)))
-			return ack, relay.RemoteApply{}
+			return ack, nil
 		}
 	}
 	if newer {
@@ -116,26 +144,30 @@ func (n *Node) judge(data []byte, released, force bool) (outcome, relay.RemoteAp
 		n.mu.Unlock()
 		if !known || cur.PublicKey == "" {
 			n.refuse(RefusedUnknownRelay, e.From, fmt.Sprintf("envelope %s of version %d is from a relay never recorded", e.ID, e.V))
-			return ack, relay.RemoteApply{}
+			return ack, nil
 		}
-		return n.hold(e, relay.MeshChange{}, HeldVersion, data), relay.RemoteApply{}
+		return n.hold(e, nil, HeldVersion, data), nil
 	}
 	r, dirKey, err := n.relayOf(e.From)
 	if err != nil {
 		n.setErr("admit relay", err)
-		return retry, relay.RemoteApply{}
+		return retry, nil
 	}
 	if r.State != relay.RelayTrusted {
-		return n.holdUntrusted(e, change, r, dirKey, data), relay.RemoteApply{}
+		return n.holdUntrusted(e, items, r, dirKey, data), nil
 	}
 	// A trusted relay's envelope is judged by the key the operator pinned,
 	// whatever the directory shows now.
 	if !checkSig(r.PublicKey, e.signed(), e.Sig) {
 		n.refuse(RefusedSignature, e.From, fmt.Sprintf("envelope %s does not carry the pinned key's signature of relay %s", e.ID, r.Name))
-		return ack, relay.RemoteApply{}
+		return ack, nil
 	}
-	return apply, relay.RemoteApply{MsgID: e.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
-		SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: change, Force: force}
+	ins := make([]relay.RemoteApply, len(items))
+	for k, it := range items {
+		ins[k] = relay.RemoteApply{MsgID: it.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
+			SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: it.Change, Force: force}
+	}
+	return apply, ins
 }
 
 // settleApply counts what the store made of an envelope and says what
@@ -166,7 +198,7 @@ func (n *Node) settleApply(in relay.RemoteApply, res relay.ApplyResult) outcome 
 // envelope of a trusted relay whose key a forger replaced in the directory
 // is held, never dropped. Each is checked again against the key pinned
 // when it is released.
-func (n *Node) holdUntrusted(e envelope, change relay.MeshChange, r relay.MeshRelay, dirKey string, data []byte) outcome {
+func (n *Node) holdUntrusted(e envelope, items []item, r relay.MeshRelay, dirKey string, data []byte) outcome {
 	var keys []string
 	for _, k := range []string{r.PublicKey, r.NewKey, dirKey} {
 		if k != "" && !slices.Contains(keys, k) {
@@ -184,13 +216,13 @@ func (n *Node) holdUntrusted(e envelope, change relay.MeshChange, r relay.MeshRe
 	}
 	switch {
 	case r.State == relay.RelayBlocked:
-		return n.hold(e, change, HeldBlocked, data)
+		return n.hold(e, items, HeldBlocked, data)
 	case r.NewKey != "":
-		return n.hold(e, change, HeldKeyChange, data)
+		return n.hold(e, items, HeldKeyChange, data)
 	case r.NewName != "":
-		return n.hold(e, change, HeldRenamed, data)
+		return n.hold(e, items, HeldRenamed, data)
 	}
-	return n.hold(e, change, HeldUntrusted, data)
+	return n.hold(e, items, HeldUntrusted, data)
 }
 
 // refuse counts a refusal and logs it once per reason and relay. A from

@@ -123,9 +123,9 @@ func TestReviewHeldListNotFillable(t *testing.T) {
 	}
 	for i := range 3 {
 		for _, data := range [][]byte{
-			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-%d", i), a.node.id.ID, b.node.id.ID, now, relay.Task{}, nil, ""),
-			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-elsewhere-%d", i), a.node.id.ID, "0123456789abcdef", now, relay.Task{}, nil, ""),
-			rawEnvelope(t, envVersion+1, fmt.Sprintf("newer-madeup-%d", i), "0123456789abcdef", b.node.id.ID, now, relay.Task{}, nil, ""),
+			rawEnvelope(t, batchVersion+1, fmt.Sprintf("newer-%d", i), a.node.id.ID, b.node.id.ID, now, relay.Task{}, nil, ""),
+			rawEnvelope(t, batchVersion+1, fmt.Sprintf("newer-elsewhere-%d", i), a.node.id.ID, "0123456789abcdef", now, relay.Task{}, nil, ""),
+			rawEnvelope(t, batchVersion+1, fmt.Sprintf("newer-madeup-%d", i), "0123456789abcdef", b.node.id.ID, now, relay.Task{}, nil, ""),
 		} {
 			if _, err := js.Publish(ctx, subject(b.node.id.ID), data); err != nil {
 				t.Fatal(err)

@@ -186,7 +186,7 @@ func TestTrustByAmbiguousNameIsRefused(t *testing.T) {
 func TestNewerVersionIsHeld(t *testing.T) {
 	a, b := aliceAndBob(t)
 	js := jetStreamClient(t, a.node.InviteURL())
-	data := rawEnvelope(t, envVersion+1, "future-1", a.node.id.ID, b.node.id.ID, time.Now(), relay.Task{}, nil, "")
+	data := rawEnvelope(t, batchVersion+1, "future-1", a.node.id.ID, b.node.id.ID, time.Now(), relay.Task{}, nil, "")
 	if _, err := js.Publish(t.Context(), subject(b.node.id.ID), data); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ var (
 	descMeshOutbox     = desc("mesh_outbox_depth", "Changes waiting in the outbox to be published to other relays.")
 	descMeshLag        = desc("mesh_consumer_lag", "Messages for this relay in the stream not yet delivered to it.")
 	descMeshAckPending = desc("mesh_consumer_ack_pending", "Messages delivered to this relay and not yet acknowledged.")
-	descMeshPublished  = desc("mesh_published_total", "Outbox messages published to the stream since the relay started.")
+	descMeshPublished  = desc("mesh_published_total", "Outbox changes published to the stream since the relay started (one message carries several to a relay that reads lists).")
 	descMeshApplied    = desc("mesh_applied_total", "Messages from other relays applied since the relay started.")
 	descMeshDuplicates = desc("mesh_duplicates_total", "Redelivered messages recognised as already applied.")
 	descMeshFailures   = desc("mesh_failures_total", "Mesh operations that failed (and are retried).")

@@ -247,13 +247,10 @@ type MeshStore interface {
 	OutboxHead(ctx context.Context) (int64, error)
 	// OutboxDepth counts the rows not yet published.
 	OutboxDepth(ctx context.Context) (int, error)
-	// ApplyRemote stores a change idempotently (by message id, task id and
-	// event id) and wakes waiters. It reports false when the message had
-	// been applied before.
-	ApplyRemote(ctx context.Context, in RemoteApply) (bool, error)
-	// ApplyRemoteBatch applies messages in order in one transaction, each
-	// in its own savepoint: one that fails or is refused is rolled back
-	// alone. It commits before it returns; each result is final only when
+	// ApplyRemoteBatch stores changes from other relays idempotently (by
+	// message id, task id and event id), in order in one transaction, and
+	// wakes waiters: each in its own savepoint, so one that fails or is
+	// refused is rolled back alone. It commits before it returns; each result is final only when
 	// the error is nil (else nothing was committed).
 	ApplyRemoteBatch(ctx context.Context, ins []RemoteApply) ([]ApplyResult, error)
 	// SyncRemoteAgents makes the local placeholders of remote agents match

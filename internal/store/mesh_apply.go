@@ -41,20 +41,14 @@ func (t *tx) isLocalAgent(slug string) (bool, error) {
 // to make is refused with a *relay.MeshRefusal, and one that arrived before
 // an earlier message of its task with relay.ErrEarlierMissing; nothing is
 // then stored, nor the message recorded as applied.
+//
+// It is ApplyRemoteBatch with one change.
 func (m *Mesh) ApplyRemote(ctx context.Context, in relay.RemoteApply) (bool, error) {
-	if err := checkRemoteApply(in); err != nil {
+	res, err := m.ApplyRemoteBatch(ctx, []relay.RemoteApply{in})
+	if err != nil {
 		return false, err
 	}
-	applied := false
-	err := m.db.write(ctx, "apply remote", func(t *tx) error {
-		var err error
-		applied, err = t.applyRemote(in)
-		return err
-	})
-	if err != nil {
-		applied = false
-	}
-	return applied, err
+	return res[0].Applied, res[0].Err
 }
 
 // ApplyRemoteBatch applies messages from other relays in order, as

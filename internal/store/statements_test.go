@@ -157,16 +157,18 @@ func TestApplyStatements(t *testing.T) {
 		in   relay.RemoteApply
 		want int
 	}{
-		// applied before?, the task's peer row, the recipient is local,
-		// the id is free, the sender's name, insert, its peer row, the
-		// mark, recorded as applied (nobody waits for it: no presence)
-		{"new task", fromPeer("m1", 1, arriving, nil), 9},
+		// Each in its savepoint (SAVEPOINT and RELEASE, 2), as every
+		// change is applied. Applied before?, the task's peer row, the
+		// recipient is local, the id is free, the sender's name, insert,
+		// its peer row, the mark, recorded as applied (nobody waits for
+		// it: no presence)
+		{"new task", fromPeer("m1", 1, arriving, nil), 2 + 9},
 		// applied before?, the task's peer row, the task, its reports,
 		// update, event, its number, the mark, recorded as applied
-		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 9},
+		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 2 + 9},
 		// the same and the report: its id free?, insert
 		{"completed", fromPeer("m3", 2, owner(relay.StatusCompleted, relay.Report{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}),
-			toAlice(relay.EventTaskCompleted)), 11},
+			toAlice(relay.EventTaskCompleted)), 2 + 11},
 	}
 	takeCounted()
 	for _, tc := range cases {
