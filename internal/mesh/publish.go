@@ -39,7 +39,7 @@ type publisher struct {
 	// inflight are the rows of each message NATS has not answered, by the
 	// message's id: one row, or the list one envelope carries.
 	inflight map[string][]relay.OutboxItem
-	waiting  map[string]time.Time        // task id → when it may go again
+	waiting  map[string]time.Time // task id → when it may go again
 	// stored are rows NATS stored, waiting to be deleted; deleting those
 	// being deleted now (deleteLoop: off the publish path, so publishing
 	// never waits for a commit). Both count as in flight. toDelete pokes
