@@ -148,7 +148,7 @@ func meshCmd(args []string, stdout, stderr io.Writer) error {
 		for _, k := range slices.Sorted(maps.Keys(by)) {
 			parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
 		}
-		fmt.Fprintf(stdout, "Held: %d envelopes (%s; crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held), strings.Join(parts, ", "))
+		fmt.Fprintf(stdout, "Held: %d changes (%s; crosschat-relay mesh relays; trust a relay to deliver its tasks)\n", len(st.Held), strings.Join(parts, ", "))
 	}
 	return c.table("RELAY\tID\tSTATE\tTRUST\tLAST SEEN\tAGENTS\tOUTBOX\tADDRESS", func(tw io.Writer) {
 		for _, r := range st.Relays {

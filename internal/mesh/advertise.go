@@ -133,20 +133,8 @@ var advertiseReads = batchVersion
 
 // advertise writes this relay's entry and one per local agent.
 func (n *Node) advertise(ctx context.Context) error {
-	kv := n.bucket()
-	depth, err := n.opts.Store.OutboxDepth(ctx)
-	if err != nil {
+	if err := n.putRelay(ctx, advertiseReads); err != nil {
 		return err
-	}
-	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli(),
-		Reads: advertiseReads}
-	r.Sig = n.id.sign(r.signedBytes())
-	if r.Reads > 0 {
-		r.ReadsSig = n.id.sign(r.readsSigned())
-	}
-	b, _ := json.Marshal(r) // a struct of plain fields always marshals
-	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
-		return fmt.Errorf("advertise relay: %w", err)
 	}
 	agents, err := n.opts.Store.LocalAgents(ctx)
 	if err != nil {
@@ -159,6 +147,50 @@ func (n *Node) advertise(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// putRelay writes this relay's own entry, saying it reads envelopes of
+// version reads (0: leaving it out).
+func (n *Node) putRelay(ctx context.Context, reads int) error {
+	depth, err := n.opts.Store.OutboxDepth(ctx)
+	if err != nil {
+		return err
+	}
+	r := dirRelay{ID: n.id.ID, Name: n.id.Name, PublicKey: n.id.PublicKey, Address: n.opts.Address, Outbox: depth, At: time.Now().UnixMilli(),
+		Reads: reads}
+	r.Sig = n.id.sign(r.signedBytes())
+	if r.Reads > 0 {
+		r.ReadsSig = n.id.sign(r.readsSigned())
+	}
+	kv := n.bucket()
+	if kv == nil {
+		return errors.New("advertise relay: no directory")
+	}
+	b, _ := json.Marshal(r) // a struct of plain fields always marshals
+	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
+		return fmt.Errorf("advertise relay: %w", err)
+	}
+	return nil
+}
+
+// withdrawLists rewrites this relay's entry without the envelope version
+// it reads as the relay closes, so that other relays send it one change a
+// message until whatever build starts next in this data folder says what
+// it reads: an older build would hold a list until upgraded again.
+func (n *Node) withdrawLists() {
+	select {
+	case <-n.ready:
+	default:
+		return
+	}
+	if !n.nc.IsConnected() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.putRelay(ctx, 0); err != nil {
+		n.log.Debug("mesh: withdraw lists", "err", err)
+	}
 }
 
 // advertiseAgent writes one local agent's entry after a change.

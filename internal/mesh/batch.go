@@ -35,6 +35,7 @@ func (n *Node) envelopes(rows []relay.OutboxItem) []*outEnvelope {
 	var out []*outEnvelope
 	open := map[string]*outEnvelope{} // relay → its list being filled
 	lists := map[string]bool{}
+	alone := map[string]bool{} // tasks whose rows go one a message from here on
 	for _, r := range rows {
 		takes, ok := lists[r.ToRelay]
 		if !ok {
@@ -43,10 +44,12 @@ func (n *Node) envelopes(rows []relay.OutboxItem) []*outEnvelope {
 		}
 		change, err := json.Marshal(r.Change)
 		if err != nil {
-			change = nil // sealed alone, where the error is reported
+			// Sealed alone, where the error is reported; the task's later
+			// rows go after it, not in a list published before it.
+			change, alone[r.TaskID] = nil, true
 		}
 		it := outItem{OutboxItem: r, change: change}
-		if !takes || change == nil {
+		if !takes || alone[r.TaskID] {
 			out = append(out, &outEnvelope{to: r.ToRelay, items: []outItem{it}})
 			continue
 		}

@@ -10,6 +10,30 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
+// receive is what the consumer does with one message: checks the envelope
+// against who may send it and applies what it carries (in one store
+// write), holds it, or refuses it, and says what becomes of the message.
+// released and force are as for judge.
+func (n *Node) receive(data []byte, released, force bool) outcome {
+	o, ins := n.judge(data, released, force)
+	if o != apply {
+		return o
+	}
+	res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
+	outs := make([]outcome, len(ins))
+	for k := range ins {
+		if err != nil { // nothing was committed
+			outs[k] = retry
+			continue
+		}
+		outs[k] = n.settleApply(ins[k], res[k])
+	}
+	if err != nil {
+		n.setErr("apply", err)
+	}
+	return worst(outs)
+}
+
 // rawItems encodes changes as a sender seals them, with ids m1, m2, ….
 func rawItems(tb testing.TB, changes ...relay.MeshChange) []rawItem {
 	tb.Helper()
@@ -67,6 +91,10 @@ func TestDecodeLists(t *testing.T) {
 	}
 	if e, _, err := decode([]byte(tampered)); err != nil || verify(e, id.PublicKey, id.PublicKey) != relay.MarkMismatch {
 		t.Fatalf("a change altered after signing: %v, verify %s", err, verify(e, id.PublicKey, id.PublicKey))
+	}
+
+	if batchID([]string{"a\nb", "c"}) == batchID([]string{"a", "b\nc"}) {
+		t.Fatal("two lists of other ids share an envelope id")
 	}
 
 	envelopeOf := func(envID, body string) []byte {
@@ -355,4 +383,65 @@ func TestWriteEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ensure the consumer sends back a list one of whose changes came before
+// an earlier message of its task, having applied (or refused) the others,
+// judges those once however often the list comes back, and applies the
+// waiting change once that message arrives.
+func TestListWaitsForAnEarlierMessage(t *testing.T) {
+	a, b := aliceAndBob(t)
+	ctx := t.Context()
+	js := jetStreamClient(t, a.node.ClientURL())
+	fresh, nobody, chained := queuedTask("alice", "bob", "Fresh"), queuedTask("alice", "nobody", "Nobody's"), queuedTask("alice", "bob", "Chained")
+	list, _, err := sealBatch(a.node.id, b.node.id.ID, rawItems(t, relay.MeshChange{Task: fresh, Seq: 1},
+		relay.MeshChange{Task: nobody, Seq: 1}, relay.MeshChange{Task: chained, Seq: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, applied, dups := b.node.Refused()["recipient"], b.node.applied.Load(), b.node.duplicates.Load()
+	if _, err := js.Publish(ctx, subject(b.node.id.ID), list); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, StreamName, consumerName(b.node.id.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the list delivered again, waiting, its first change applied", func() (bool, string) {
+		_, err := b.svc.Task(ctx, fresh.ID)
+		info, ierr := cons.Info(ctx)
+		if ierr != nil {
+			return false, ierr.Error()
+		}
+		w := b.node.gaps.waiting(a.node.id.ID)
+		return err == nil && w == 1 && info.NumRedelivered >= 1, fmt.Sprintf("fresh task %v, %d waiting, %d delivered again", err, w, info.NumRedelivered)
+	})
+	if _, err := b.svc.Task(ctx, chained.ID); err == nil {
+		t.Fatal("the change before its task's first message was applied")
+	}
+	if _, err := js.Publish(ctx, subject(b.node.id.ID), sealed(t, a.node.id, "chain-1", b.node.id.ID, relay.MeshChange{Task: chained, Seq: 1})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the chained task at its second message", func() (bool, string) {
+		var seq int64
+		err := rawDB(t, b).QueryRow(`SELECT in_seq FROM mesh_task_peers WHERE remote_id = ?`, chained.ID).Scan(&seq)
+		return err == nil && seq == 2 && b.node.gaps.waiting("") == 0, fmt.Sprintf("seq %d, %v, %d waiting", seq, err, b.node.gaps.waiting(""))
+	})
+	if got := b.node.Refused()["recipient"] - refused; got != 1 {
+		t.Fatalf("the refused change was judged %d times; want once", got)
+	}
+	if a, d := b.node.applied.Load()-applied, b.node.duplicates.Load()-dups; a != 3 || d != 0 {
+		t.Fatalf("applied %d, recognised %d; want 3 (fresh, both chained) and none judged again", a, d)
+	}
+}
+
+// Ensure a relay that closes says it no longer reads lists, so that
+// nothing is sent it in a version the build started next in its folder
+// might not read.
+func TestClosedRelayWithdrawsLists(t *testing.T) {
+	a, b := aliceAndBob(t)
+	id := b.node.id.ID
+	eventually(t, "A sees that B reads lists", func() (bool, string) { return a.node.takesLists(id), "" })
+	b.stop()
+	eventually(t, "A sees that B no longer does", func() (bool, string) { return !a.node.takesLists(id), "" })
 }

@@ -85,8 +85,10 @@ func (n *Node) consumeLoop() {
 // changes of all of them in one store write, and then acknowledges each
 // that is done with: nothing is acknowledged before the commit that
 // applied it. A message comes again when any of its changes must (a store
-// failure, an earlier message of its task missing); its changes applied
-// are recognised by their ids then.
+// failure, an earlier message of its task missing); the changes it applied
+// or refused are not judged again when it comes back for an earlier
+// message (gapWait.done), and are recognised by their ids after a store
+// failure or a restart.
 func (n *Node) handle(msgs []jetstream.Msg) {
 	outs := make([]outcome, len(msgs))
 	var (
@@ -99,15 +101,20 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		o, got := n.judge(m.Data(), false, false)
 		outs[i] = o
 		if o == apply {
+			outs[i] = ack // unless a change says otherwise (below)
 			from[i] = got[0].FromRelay
 			force := gaps.force(m, from[i])
+			done := n.gaps.doneOf(m)
 			for k := range got {
+				if done[got[k].MsgID] {
+					continue // settled when the message came before
+				}
 				got[k].Force = force
 				ins, at = append(ins, got[k]), append(at, i)
 			}
 		}
 	}
-	each := make([][]outcome, len(msgs))
+	each, done := make([][]outcome, len(msgs)), make([][]string, len(msgs))
 	start := 0
 	for _, end := range writeEnds(at, applyBatch) {
 		res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins[start:end])
@@ -117,6 +124,9 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 				o = n.settleApply(ins[k], res[k-start])
 			}
 			each[at[k]] = append(each[at[k]], o)
+			if o == ack {
+				done[at[k]] = append(done[at[k]], ins[k].MsgID)
+			}
 		}
 		if err != nil {
 			n.setErr("apply", err)
@@ -129,7 +139,7 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		}
 	}
 	n.applyMu.Unlock()
-	n.gaps.settle(msgs, outs, from)
+	n.gaps.settle(msgs, outs, from, done)
 	for i, m := range msgs {
 		var err error
 		switch outs[i] {

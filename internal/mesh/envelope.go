@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,9 +128,10 @@ func batchID(ids []string) string {
 		return ids[0]
 	}
 	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
 	for _, id := range ids {
+		h.Write(binary.AppendUvarint(n[:0], uint64(len(id)))) // each id's length first: no two lists share a digest
 		h.Write([]byte(id))
-		h.Write([]byte{'\n'})
 	}
 	return "batch-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
 }

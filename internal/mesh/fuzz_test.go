@@ -19,10 +19,35 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"x","from":"0123456789abcdef","to":"","body":{"task":{}},"sig":"AAAA"}`))
 	f.Add([]byte(`{"v":1,"id":"x","from":"0123456789abcdef","body":"not an object"}`))
 	f.Add([]byte(`null`))
+	list, _, err := sealBatch(id, "0123456789abcdef", []rawItem{{ID: "a", Change: json.RawMessage(`{"task":{"title":"t"}}`)},
+		{ID: "b", Change: json.RawMessage(`{"seq":2}`)}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(list)
+	f.Add([]byte(`{"v":3,"id":"a","from":"0123456789abcdef","body":[{"id":"a","change":{}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, _, err := decode(data)
+		e, items, err := decode(data)
 		if err != nil {
 			return
+		}
+		// What decodes is one change or a list of them, each with an id of
+		// its own, under the envelope's id made of theirs.
+		ids := make([]string, len(items))
+		seen := map[string]bool{}
+		for k, it := range items {
+			if it.ID == "" || len(it.ID) > 64 || seen[it.ID] {
+				t.Fatalf("change id %q", it.ID)
+			}
+			seen[it.ID], ids[k] = true, it.ID
+		}
+		switch {
+		case len(items) == 0 || len(items) > maxBatch:
+			t.Fatalf("%d changes", len(items))
+		case e.V == envVersion && (len(items) != 1 || items[0].ID != e.ID):
+			t.Fatalf("version 2 decoded as %d changes", len(items))
+		case e.V == batchVersion && e.ID != batchID(ids):
+			t.Fatalf("list %q of %v", e.ID, ids)
 		}
 		switch verify(e, id.PublicKey, id.PublicKey) {
 		case relay.MarkVerified, relay.MarkUnverified, relay.MarkMismatch:

@@ -26,6 +26,10 @@ type gapWaits struct {
 type gapWait struct {
 	relay string
 	since time.Time
+	// done are the message's changes (ids) applied or refused when it
+	// came before: each is judged once, not again when the message comes
+	// back for another of its changes.
+	done map[string]bool
 }
 
 // gapRoom is how many messages may wait for an earlier one at once, and
@@ -89,9 +93,18 @@ func (b *gapBatch) force(m jetstream.Msg, from string) bool {
 	return false
 }
 
-// settle records which messages of a batch wait (early) and forgets the
-// others.
-func (g *gapWaits) settle(msgs []jetstream.Msg, outs []outcome, from []string) {
+// doneOf returns the changes of message m settled when it came before
+// (nil: none).
+func (g *gapWaits) doneOf(m jetstream.Msg) map[string]bool {
+	seq, _ := placeOf(m)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.at[seq].done
+}
+
+// settle records which messages of a batch wait (early), with the changes
+// of each settled now (done), and forgets the others.
+func (g *gapWaits) settle(msgs []jetstream.Msg, outs []outcome, from []string, done [][]string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.at == nil {
@@ -105,9 +118,19 @@ func (g *gapWaits) settle(msgs []jetstream.Msg, outs []outcome, from []string) {
 		}
 		if outs[i] != early {
 			delete(g.at, seq)
-		} else if _, ok := g.at[seq]; !ok {
-			g.at[seq] = gapWait{relay: from[i], since: now}
+			continue
 		}
+		w, ok := g.at[seq]
+		if !ok {
+			w = gapWait{relay: from[i], since: now}
+		}
+		for _, id := range done[i] {
+			if w.done == nil {
+				w.done = map[string]bool{}
+			}
+			w.done[id] = true
+		}
+		g.at[seq] = w
 	}
 }
 

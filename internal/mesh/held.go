@@ -91,12 +91,13 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 		if version {
 			reason = HeldVersion
 		}
-		// An envelope that arrived before an earlier one of its task
-		// (held in another order than sent) waits for the rest; then
-		// those waiting are tried again, in their tasks' order (so a
-		// task's envelopes held last first go in one pass, not one pass
-		// each), while any goes, and at last applied anyway.
-		var waiting []relay.HeldEnvelope
+		// A change that arrived before an earlier one of its task (held
+		// in another order than sent) waits for the rest; then the
+		// changes waiting, of every envelope, are tried again in their
+		// tasks' order (so a task's changes held last first go in one
+		// pass, not one pass each, however lists grouped them), while
+		// any goes, and at last applied anyway.
+		var waiting []heldWait
 		// Paged by seq: envelopes left held (a relay still pending, a
 		// version still unread) never stop the ones after them.
 		var last int64
@@ -115,62 +116,129 @@ func (n *Node) releaseHeldLocked(ctx context.Context, relayID string) error {
 						continue
 					}
 				}
-				done, err := n.release(ctx, h, version, false)
+				waits, err := n.release(ctx, h, version)
 				if err != nil {
 					return err
 				}
-				if !done {
-					waiting = append(waiting, h)
+				if len(waits) > 0 {
+					waiting = append(waiting, heldWait{h: h, early: waits})
 				}
 			}
 			if len(hs) < 100 {
 				break
 			}
 		}
-		slices.SortStableFunc(waiting, func(x, y relay.HeldEnvelope) int { return cmp.Compare(heldSeq(x), heldSeq(y)) })
 		for force := false; len(waiting) > 0 && ctx.Err() == nil; {
-			var still []relay.HeldEnvelope
-			for _, h := range waiting {
-				done, err := n.release(ctx, h, version, force)
-				if err != nil {
-					return err
-				}
-				if !done {
-					still = append(still, h)
-				}
+			still, went, err := n.releaseWaiting(ctx, waiting, force)
+			if err != nil {
+				return err
 			}
-			force = len(still) == len(waiting) // none went: the earlier ones are not coming
+			force = !went // none went: the earlier ones are not coming
 			waiting = still
 		}
 	}
 	return ctx.Err()
 }
 
-// heldSeq is the number of a held envelope's (first) message in its task
-// (0 when it has none or cannot be read).
-func heldSeq(h relay.HeldEnvelope) int64 {
-	_, items, err := decode(h.Data)
-	if err != nil || len(items) == 0 {
-		return 0
-	}
-	return items[0].Change.Seq
+// heldWait is a held envelope with its changes that wait for an earlier
+// message of their task.
+type heldWait struct {
+	h     relay.HeldEnvelope
+	early []relay.RemoteApply
 }
 
-// release applies (or refuses) held envelope h and drops it, and reports
-// false when it waits for an earlier message of its task (unless force).
-func (n *Node) release(ctx context.Context, h relay.HeldEnvelope, version, force bool) (bool, error) {
+// release judges held envelope h and applies its changes (or refuses or
+// holds it again), dropping it unless any of its changes waits for an
+// earlier message of its task: those it returns.
+func (n *Node) release(ctx context.Context, h relay.HeldEnvelope, version bool) ([]relay.RemoteApply, error) {
 	before := n.held.Load()
-	switch n.receive(h.Data, !version, force) {
-	case ack:
-	case early:
-		return false, nil
+	o, ins := n.judge(h.Data, !version, false)
+	switch {
+	case o == apply:
+	case o == ack && n.held.Load() != before:
+		return nil, nil // held again (a version this build cannot read yet)
+	case o == ack:
+		return nil, n.opts.Store.DropHeld(ctx, h.Seq) // refused
 	default:
-		return false, fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
+		return nil, fmt.Errorf("apply held envelope %s: the store failed", h.MsgID)
 	}
-	if n.held.Load() != before {
-		return true, nil // held again (a version this build cannot read yet)
+	outs, err := n.applyHeld(ctx, ins)
+	if err != nil {
+		return nil, fmt.Errorf("apply held envelope %s: %w", h.MsgID, err)
 	}
-	return true, n.opts.Store.DropHeld(ctx, h.Seq)
+	var waits []relay.RemoteApply
+	for k, o := range outs {
+		if o == early {
+			waits = append(waits, ins[k])
+		}
+	}
+	if len(waits) == 0 {
+		return nil, n.opts.Store.DropHeld(ctx, h.Seq)
+	}
+	return waits, nil
+}
+
+// releaseWaiting tries the waiting changes of every envelope again, all
+// in their numbers' order (forced if force), in writes of about
+// applyBatch; it drops each envelope none of whose changes waits any more
+// and returns the others, and whether any change went.
+func (n *Node) releaseWaiting(ctx context.Context, waiting []heldWait, force bool) ([]heldWait, bool, error) {
+	type ref struct{ w, k int }
+	var refs []ref
+	for w := range waiting {
+		for k := range waiting[w].early {
+			refs = append(refs, ref{w, k})
+		}
+	}
+	seqOf := func(r ref) int64 { return waiting[r.w].early[r.k].Change.Seq }
+	slices.SortStableFunc(refs, func(x, y ref) int { return cmp.Compare(seqOf(x), seqOf(y)) })
+	ins := make([]relay.RemoteApply, len(refs))
+	for i, r := range refs {
+		ins[i] = waiting[r.w].early[r.k]
+		ins[i].Force = force
+	}
+	outs, err := n.applyHeld(ctx, ins)
+	if err != nil {
+		return nil, false, fmt.Errorf("apply held envelopes: %w", err)
+	}
+	left := make([][]relay.RemoteApply, len(waiting))
+	went := false
+	for i, r := range refs {
+		if outs[i] == early {
+			left[r.w] = append(left[r.w], ins[i])
+		} else {
+			went = true
+		}
+	}
+	var still []heldWait
+	for w, hw := range waiting {
+		if len(left[w]) > 0 {
+			still = append(still, heldWait{h: hw.h, early: left[w]})
+		} else if err := n.opts.Store.DropHeld(ctx, hw.h.Seq); err != nil {
+			return nil, false, err
+		}
+	}
+	return still, went, nil
+}
+
+// applyHeld applies changes in their order, in writes of applyBatch, and
+// says what became of each (ack or early); a store failure is an error.
+func (n *Node) applyHeld(ctx context.Context, ins []relay.RemoteApply) ([]outcome, error) {
+	outs := make([]outcome, len(ins))
+	for start := 0; start < len(ins); start += applyBatch {
+		end := min(start+applyBatch, len(ins))
+		res, err := n.opts.Store.ApplyRemoteBatch(ctx, ins[start:end])
+		if err != nil {
+			n.setErr("apply", err)
+			return nil, err
+		}
+		for k := start; k < end; k++ {
+			if outs[k] = n.settleApply(ins[k], res[k-start]); outs[k] == retry {
+				return nil, fmt.Errorf("the store failed: %w", res[k-start].Err)
+			}
+		}
+	}
+	return outs, nil
 }
 
 // maxHeldShown bounds the changes Held lists.
@@ -185,6 +253,9 @@ func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
 	}
 	var hs []relay.HeldEnvelope
 	for _, h := range envs {
+		if len(hs) >= maxHeldShown {
+			break // the lists past it are not read
+		}
 		hs = append(hs, heldChanges(h)...)
 	}
 	hs = hs[:min(len(hs), maxHeldShown)]
@@ -214,10 +285,11 @@ func (n *Node) Held(ctx context.Context) ([]HeldInfo, error) {
 }
 
 // heldChanges is a held envelope as the changes it carries: itself, or for
-// a list (its id made of its changes' ids, batchID) one entry per change.
+// a list (its id made of its changes' ids, batchID, and no larger than a
+// relay makes one) one entry per change.
 func heldChanges(h relay.HeldEnvelope) []relay.HeldEnvelope {
-	if !strings.HasPrefix(h.MsgID, "batch-") {
-		return []relay.HeldEnvelope{h}
+	if !strings.HasPrefix(h.MsgID, "batch-") || len(h.Data) > 2*maxBatchBody {
+		return []relay.HeldEnvelope{h} // not a list a relay makes: shown as it was stored
 	}
 	_, items, err := decode(h.Data)
 	if err != nil || len(items) < 2 {

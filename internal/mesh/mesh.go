@@ -275,6 +275,7 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 func (n *Node) Close() error {
 	n.cancel()
 	n.wg.Wait()
+	n.withdrawLists()
 	n.nc.Close()
 	n.shutdownServer()
 	return nil

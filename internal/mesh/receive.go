@@ -57,34 +57,9 @@ const (
 	maxRefusalDetail = 200
 )
 
-// receive checks one envelope against who may send it and applies what it
-// carries (in one store write), holds it, or refuses it. released is set
-// for an envelope held while its relay was pending, whose timestamp was
-// checked when it arrived; force applies it even though an earlier message
-// of its task has not arrived.
-func (n *Node) receive(data []byte, released, force bool) outcome {
-	o, ins := n.judge(data, released, force)
-	if o != apply {
-		return o
-	}
-	res, err := n.opts.Store.ApplyRemoteBatch(n.ctx, ins)
-	outs := make([]outcome, len(ins))
-	for k := range ins {
-		if err != nil { // nothing was committed
-			outs[k] = retry
-			continue
-		}
-		outs[k] = n.settleApply(ins[k], res[k])
-	}
-	if err != nil {
-		n.setErr("apply", err)
-	}
-	return worst(outs)
-}
-
 // worst is what becomes of a message whose changes came to outs: delivered
 // again if any change must be (its changes applied are recognised by their
-// ids then), soonest first.
+// ids then), a store failure's retry taking precedence over a wait.
 func worst(outs []outcome) outcome {
 	o := ack
 	for _, x := range outs {
@@ -100,8 +75,10 @@ func worst(outs []outcome) outcome {
 
 // judge checks one envelope against who may send it: it returns apply with
 // what to apply, each change of the envelope in its order, or holds or
-// refuses it and says what becomes of the message. released and force are
-// as for receive.
+// refuses it and says what becomes of the message. released is set for an
+// envelope held while its relay was pending, whose timestamp was checked
+// when it arrived; force applies it even though an earlier message of its
+// task has not arrived.
 func (n *Node) judge(data []byte, released, force bool) (outcome, []relay.RemoteApply) {
 	e, items, err := decode(data)
 	newer := errors.Is(err, errNewer)

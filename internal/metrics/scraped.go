@@ -28,7 +28,7 @@ var (
 	descMeshDuplicates = desc("mesh_duplicates_total", "Redelivered messages recognised as already applied.")
 	descMeshFailures   = desc("mesh_failures_total", "Mesh operations that failed (and are retried).")
 	descMeshRefused    = desc("mesh_refused_total", "Envelopes from other relays refused (wrong relay, not addressed here, outside the replay window, bad signature…) since the relay started.", "reason")
-	descMeshHeld       = desc("mesh_held", "Envelopes kept but not applied: from relays not trusted (yet), or of a newer version.")
+	descMeshHeld       = desc("mesh_held", "Changes kept but not applied (up to 200 counted): from relays not trusted (yet), or of a newer version.")
 	descMeshRelays     = desc("mesh_relay_online", "1 for each relay of the directory that is online, 0 when offline.", "relay", "self")
 )
 
