@@ -29,13 +29,7 @@ func (s *countingStore) ApplyRemoteBatch(ctx context.Context, ins []relay.Remote
 // in one more pass, not one pass per message (with n of them, n²/2
 // writes while the consumer waits).
 func TestReleaseHeldInReverseOrderIsLinear(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	var counted *countingStore
-	b := startRelayWith(t, "relay-b", "", store.Options{}, func(o *Options) {
-		counted = &countingStore{MeshStore: o.Store}
-		o.Store = counted
-	}, a.node.InviteURL())
-	aliceMeetsBob(t, a, b)
+	a, b, counted := countedPair(t)
 	ctx := t.Context()
 	const n = 60
 	task := queuedTask("alice", "bob", "Held backwards")
@@ -50,27 +44,7 @@ func TestReleaseHeldInReverseOrderIsLinear(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := counted.applies.Load()
-	if err := b.node.releaseHeld(ctx, a.node.id.ID); err != nil {
-		t.Fatal(err)
-	}
-	writes := counted.applies.Load() - before
-	if writes < n {
-		t.Fatalf("releasing %d held envelopes took %d writes; the count misses some", n, writes)
-	}
-	if _, err := b.svc.Task(ctx, task.ID); err != nil {
-		t.Fatalf("the task after release: %v", err)
-	}
-	var last int64
-	if err := rawDB(t, b).QueryRow(`SELECT in_seq FROM mesh_task_peers WHERE remote_id = ?`, task.ID).Scan(&last); err != nil || last != n {
-		t.Fatalf("the task's last message applied = %d, %v; want %d (all in order)", last, err, n)
-	}
-	if writes > 3*n {
-		t.Fatalf("releasing %d held envelopes took %d writes; want at most %d", n, writes, 3*n)
-	}
-	if held, err := b.node.Held(ctx); err != nil || len(held) != 0 {
-		t.Fatalf("%d envelopes still held, %v", len(held), err)
-	}
+	releasedInOrder(t, a, b, counted, task.ID, n)
 }
 
 // Ensure releasing held lists whose changes of one task are spread across
@@ -79,13 +53,7 @@ func TestReleaseHeldInReverseOrderIsLinear(t *testing.T) {
 // list by list (a review's case: n²/2 writes when lists were sorted by
 // their first change).
 func TestReleaseHeldListsIsLinear(t *testing.T) {
-	a := startRelay(t, "relay-a", "")
-	var counted *countingStore
-	b := startRelayWith(t, "relay-b", "", store.Options{}, func(o *Options) {
-		counted = &countingStore{MeshStore: o.Store}
-		o.Store = counted
-	}, a.node.InviteURL())
-	aliceMeetsBob(t, a, b)
+	a, b, counted := countedPair(t)
 	ctx := t.Context()
 	const n = 60
 	chained := queuedTask("alice", "bob", "Chained")
@@ -103,17 +71,40 @@ func TestReleaseHeldListsIsLinear(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	releasedInOrder(t, a, b, counted, chained.ID, n)
+}
+
+// countedPair starts relays A and B, trusting each other with alice and
+// bob, B's store counting its writes applying envelopes.
+func countedPair(t *testing.T) (a, b *testRelay, counted *countingStore) {
+	t.Helper()
+	a = startRelay(t, "relay-a", "")
+	b = startRelayWith(t, "relay-b", "", store.Options{}, func(o *Options) {
+		counted = &countingStore{MeshStore: o.Store}
+		o.Store = counted
+	}, a.node.InviteURL())
+	aliceMeetsBob(t, a, b)
+	return a, b, counted
+}
+
+// releasedInOrder releases what B holds of A and checks that task's n
+// messages were all applied in order, nothing is left held, and it took
+// n to 3n store writes (n envelopes judged and applied once each, then the
+// waiting changes in their order).
+func releasedInOrder(t *testing.T, a, b *testRelay, counted *countingStore, task string, n int64) {
+	t.Helper()
+	ctx := t.Context()
 	before := counted.applies.Load()
 	if err := b.node.releaseHeld(ctx, a.node.id.ID); err != nil {
 		t.Fatal(err)
 	}
 	writes := counted.applies.Load() - before
 	var last int64
-	if err := rawDB(t, b).QueryRow(`SELECT in_seq FROM mesh_task_peers WHERE remote_id = ?`, chained.ID).Scan(&last); err != nil || last != n {
-		t.Fatalf("the chained task's last message applied = %d, %v; want %d (all in order)", last, err, n)
+	if err := rawDB(t, b).QueryRow(`SELECT in_seq FROM mesh_task_peers WHERE remote_id = ?`, task).Scan(&last); err != nil || last != n {
+		t.Fatalf("the task's last message applied = %d, %v; want %d (all in order)", last, err, n)
 	}
 	if writes < n || writes > 3*n {
-		t.Fatalf("releasing %d held lists took %d writes; want %d to %d", n, writes, n, 3*n)
+		t.Fatalf("releasing %d held envelopes took %d writes; want %d to %d", n, writes, n, 3*n)
 	}
 	if held, err := b.db.Mesh().HeldEnvelopes(ctx, "", "", 1000); err != nil || len(held) != 0 {
 		t.Fatalf("%d envelopes still held, %v", len(held), err)
