@@ -170,6 +170,7 @@ func (n *Node) putRelay(ctx context.Context, reads int) error {
 	if _, err := kv.Put(ctx, relayKey(n.id.ID), b); err != nil {
 		return fmt.Errorf("advertise relay: %w", err)
 	}
+	n.saidLists.Store(reads >= batchVersion)
 	return nil
 }
 
@@ -178,13 +179,8 @@ func (n *Node) putRelay(ctx context.Context, reads int) error {
 // message until whatever build starts next in this data folder says what
 // it reads: an older build would hold a list until upgraded again.
 func (n *Node) withdrawLists() {
-	select {
-	case <-n.ready:
-	default:
-		return
-	}
-	if !n.nc.IsConnected() {
-		return
+	if !n.saidLists.Load() || !n.nc.IsConnected() {
+		return // never said so (or cannot say otherwise now)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -176,6 +176,9 @@ type Node struct {
 	// carries a list of changes to a relay that reads them).
 	published, applied, duplicates, failures, held atomic.Int64
 	messages                                       atomic.Int64
+	// saidLists says this relay's entry in the directory, as last
+	// written, says it reads lists (withdrawLists).
+	saidLists atomic.Bool
 	// reads counts the publisher's reads of the outbox (the messages a
 	// read sends: messages / reads).
 	reads atomic.Int64

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -108,5 +109,77 @@ func releasedInOrder(t *testing.T, a, b *testRelay, counted *countingStore, task
 	}
 	if held, err := b.db.Mesh().HeldEnvelopes(ctx, "", "", 1000); err != nil || len(held) != 0 {
 		t.Fatalf("%d envelopes still held, %v", len(held), err)
+	}
+}
+
+// failForcedStore is a relay's real store whose first write applying a
+// forced change fails.
+type failForcedStore struct {
+	relay.MeshStore
+	failed atomic.Bool
+}
+
+func (s *failForcedStore) ApplyRemoteBatch(ctx context.Context, ins []relay.RemoteApply) ([]relay.ApplyResult, error) {
+	for _, in := range ins {
+		if in.Force && s.failed.CompareAndSwap(false, true) {
+			return nil, errors.New("disk full")
+		}
+	}
+	return s.MeshStore.ApplyRemoteBatch(ctx, ins)
+}
+
+// Ensure held lists whose changes wait for a message that never comes are
+// applied anyway (forced), a refused change among them dropped with its
+// list, and a store failure in the forced pass leaves every list held, to
+// be released whole the next time (a review's case).
+func TestForcedHeldListsSurviveAStoreFailure(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	var fs *failForcedStore
+	b := startRelayWith(t, "relay-b", "", store.Options{}, func(o *Options) {
+		fs = &failForcedStore{MeshStore: o.Store}
+		o.Store = fs
+	}, a.node.InviteURL())
+	aliceMeetsBob(t, a, b)
+	ctx := t.Context()
+	chained, nobody := queuedTask("alice", "bob", "Chained"), queuedTask("alice", "nobody", "Nobody's")
+	now := time.Now()
+	const n = 3
+	for k := 1; k <= n; k++ {
+		fresh := queuedTask("alice", "bob", fmt.Sprintf("Fresh %d", k))
+		changes := []relay.MeshChange{{Task: fresh, Seq: 1}, {Task: chained, Seq: int64(k + 1)}} // its first message never comes
+		if k == 2 {
+			changes = append(changes, relay.MeshChange{Task: nobody, Seq: 1})
+		}
+		items := rawItems(t, changes...)
+		for j := range items {
+			items[j].ID = fmt.Sprintf("m-%d-%d", k, j)
+		}
+		data, id, err := sealBatchAt(a.node.id, b.node.id.ID, items, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.db.Mesh().HoldEnvelope(ctx, relay.HeldEnvelope{MsgID: id, FromRelay: a.node.id.ID, Reason: HeldKeyChange, TaskID: fresh.ID, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied := b.node.applied.Load()
+	if err := b.node.releaseHeld(ctx, a.node.id.ID); err == nil {
+		t.Fatal("the forced write's failure was not reported")
+	}
+	if held, err := b.db.Mesh().HeldEnvelopes(ctx, "", "", 100); err != nil || len(held) != n {
+		t.Fatalf("%d held, %v; want the %d lists kept after the failure", len(held), err, n)
+	}
+	if err := b.node.releaseHeld(ctx, a.node.id.ID); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if err := rawDB(t, b).QueryRow(`SELECT in_seq FROM mesh_task_peers WHERE remote_id = ?`, chained.ID).Scan(&last); err != nil || last != n+1 {
+		t.Fatalf("the chained task at message %d, %v; want %d", last, err, n+1)
+	}
+	if held, err := b.db.Mesh().HeldEnvelopes(ctx, "", "", 100); err != nil || len(held) != 0 {
+		t.Fatalf("%d still held, %v", len(held), err)
+	}
+	if got := b.node.applied.Load() - applied; got != 2*n {
+		t.Fatalf("applied %d changes; want %d (each list's fresh task and chained message)", got, 2*n)
 	}
 }
