@@ -7,6 +7,7 @@ package mesh
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -162,7 +163,11 @@ func BenchmarkWake(b *testing.B) {
 
 // BenchmarkLifecycle runs full lifecycles with 8 sender/recipient pairs:
 // post on the sender's relay, claim and complete on the owner's, and the
-// sender's relay has the task-completed update.
+// sender's relay has the task-completed update. Each pair runs its
+// lifecycles one after another, so the rate is 8 over a lifecycle's
+// latency: the median of each step (post, claim, report, and the wait for
+// the update) and the cores busy say whether the latency or the CPU bounds
+// it.
 func BenchmarkLifecycle(b *testing.B) {
 	const pairs = 8
 	for _, mode := range []string{"single", "mesh"} {
@@ -187,6 +192,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			}()
 			var left atomic.Int64
 			left.Store(int64(b.N))
+			took := make([][]steps, pairs) // each pair's, so no lock
 			sent0, reads0 := published(p.nodes)
 			commits0, writes0 := written(p.dbs)
 			b.ResetTimer()
@@ -199,6 +205,8 @@ func BenchmarkLifecycle(b *testing.B) {
 					defer wg.Done()
 					for left.Add(-1) >= 0 {
 						done := make(chan struct{})
+						var st steps
+						t := time.Now()
 						task, err := p.sender.PostTask(ctx, relay.PostTaskInput{SenderSlug: senders[i], RecipientSlug: recipients[i], Title: "life", Instructions: "x"})
 						if err != nil {
 							b.Error(err)
@@ -207,21 +215,26 @@ func BenchmarkLifecycle(b *testing.B) {
 						mu.Lock()
 						waiting[task.ID] = done
 						mu.Unlock()
+						st.post, t = st.lap(t)
 						got, err := p.owner.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: recipients[i], Wait: 20 * time.Second, Via: relay.ViaChat})
 						if err != nil || got == nil || got.ID != task.ID {
 							b.Errorf("claim: %v %v", got, err)
 							return
 						}
+						st.claim, t = st.lap(t)
 						if _, err := p.owner.ReportTask(ctx, relay.ReportInput{ReporterSlug: recipients[i], TaskID: task.ID, Kind: relay.ReportCompleted, Message: "ok"}); err != nil {
 							b.Error(err)
 							return
 						}
+						st.report, t = st.lap(t)
 						select {
 						case <-done:
 						case <-time.After(30 * time.Second):
 							b.Errorf("task %s: no completed update on the sender's relay", task.ID)
 							return
 						}
+						st.update, _ = st.lap(t)
+						took[i] = append(took[i], st)
 					}
 				}()
 			}
@@ -243,8 +256,44 @@ func BenchmarkLifecycle(b *testing.B) {
 			b.ReportMetric(float64(writes-writes0)/float64(b.N), "writes/lifecycle")
 			b.ReportMetric(float64(b.N)/el.Seconds(), "lifecycles/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/lifecycle")
+			b.ReportMetric(cpu.Seconds()/el.Seconds(), "cores")
+			reportSteps(b, slices.Concat(took...))
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// steps are how long each step of one lifecycle took: the post, the claim
+// (across relays: the post's trip to the owner's relay and its apply), the
+// report, and the wait for the completed update on the sender's relay
+// (across relays: the report's trip back).
+type steps struct{ post, claim, report, update time.Duration }
+
+// lap returns the time since t, and now.
+func (steps) lap(t time.Time) (time.Duration, time.Time) {
+	now := time.Now()
+	return now.Sub(t), now
+}
+
+// reportSteps reports the median of each step in ms.
+func reportSteps(b *testing.B, all []steps) {
+	if len(all) == 0 {
+		return
+	}
+	for _, s := range []struct {
+		unit string
+		of   func(steps) time.Duration
+	}{
+		{"post-p50-ms", func(s steps) time.Duration { return s.post }},
+		{"claim-p50-ms", func(s steps) time.Duration { return s.claim }},
+		{"report-p50-ms", func(s steps) time.Duration { return s.report }},
+		{"update-p50-ms", func(s steps) time.Duration { return s.update }},
+	} {
+		d := make([]time.Duration, len(all))
+		for k, st := range all {
+			d[k] = s.of(st)
+		}
+		b.ReportMetric(percentile(d, 0.5), s.unit)
 	}
 }
 
