@@ -3,6 +3,7 @@ package mesh
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -70,7 +71,11 @@ func (n *Node) envelopes(rows []relay.OutboxItem) []*outEnvelope {
 func (e *outEnvelope) seal(id Identity) (string, []byte, error) {
 	if !e.list {
 		it := e.items[0]
-		data, err := seal(id, it.MsgID, e.to, it.Change)
+		if it.change == nil { // encoding failed: seal says why
+			data, err := seal(id, it.MsgID, e.to, it.Change)
+			return it.MsgID, data, err
+		}
+		data, err := sealBody(id, envVersion, it.MsgID, e.to, it.change, time.Now())
 		return it.MsgID, data, err
 	}
 	raw := make([]rawItem, len(e.items))

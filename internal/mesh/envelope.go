@@ -113,10 +113,17 @@ func sealBatchAt(id Identity, to string, items []rawItem, at time.Time) ([]byte,
 	for k, it := range items {
 		ids[k] = it.ID
 	}
-	e := envelope{V: batchVersion, ID: batchID(ids), From: id.ID, To: to, TS: at.UnixMilli(), Body: body}
+	msgID := batchID(ids)
+	data, err := sealBody(id, batchVersion, msgID, to, body, at)
+	return data, msgID, err
+}
+
+// sealBody signs an encoded body as an envelope of version v for relay to,
+// stamped at: the one signing both versions share.
+func sealBody(id Identity, v int, msgID, to string, body json.RawMessage, at time.Time) ([]byte, error) {
+	e := envelope{V: v, ID: msgID, From: id.ID, To: to, TS: at.UnixMilli(), Body: body}
 	e.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(id.priv, e.signed()))
-	data, err := json.Marshal(e)
-	return data, e.ID, err
+	return json.Marshal(e)
 }
 
 // batchID is the id of an envelope carrying items: the one change's id, or
@@ -141,9 +148,7 @@ func sealAt(id Identity, msgID, to string, c relay.MeshChange, at time.Time) ([]
 	if err != nil {
 		return nil, fmt.Errorf("encode change: %w", err)
 	}
-	e := envelope{V: envVersion, ID: msgID, From: id.ID, To: to, TS: at.UnixMilli(), Body: body}
-	e.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(id.priv, e.signed()))
-	return json.Marshal(e)
+	return sealBody(id, envVersion, msgID, to, body, at)
 }
 
 // errNewer is a well-formed envelope of a version newer than this build

@@ -140,9 +140,10 @@ func (n *Node) judge(data []byte, released, force bool) (outcome, []relay.Remote
 		return ack, nil
 	}
 	ins := make([]relay.RemoteApply, len(items))
+	from, self := n.labelOf(e.From), n.selfLabel() // once an envelope, not once a change
 	for k, it := range items {
-		ins[k] = relay.RemoteApply{MsgID: it.ID, FromRelay: e.From, FromName: r.Name, FromLabel: n.labelOf(e.From),
-			SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: n.selfLabel(), Mark: relay.MarkVerified, Change: it.Change, Force: force}
+		ins[k] = relay.RemoteApply{MsgID: it.ID, FromRelay: e.From, FromName: r.Name, FromLabel: from,
+			SelfID: n.id.ID, SelfName: n.id.Name, SelfLabel: self, Mark: relay.MarkVerified, Change: it.Change, Force: force}
 	}
 	return apply, ins
 }

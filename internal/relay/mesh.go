@@ -250,8 +250,9 @@ type MeshStore interface {
 	// ApplyRemoteBatch stores changes from other relays idempotently (by
 	// message id, task id and event id), in order in one transaction, and
 	// wakes waiters: each in its own savepoint, so one that fails or is
-	// refused is rolled back alone. It commits before it returns; each result is final only when
-	// the error is nil (else nothing was committed).
+	// refused is rolled back alone. It commits before it returns; each
+	// result is final only when the error is nil (else nothing was
+	// committed).
 	ApplyRemoteBatch(ctx context.Context, ins []RemoteApply) ([]ApplyResult, error)
 	// SyncRemoteAgents makes the local placeholders of remote agents match
 	// the directory: an agent seen first is given a name (its plain slug if
