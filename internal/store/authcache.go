@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"database/sql"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,11 +92,4 @@ func (k *keptAnswers[V]) put(key string, v V, gen uint64, expires time.Time) {
 		k.m = make(map[string]keptAnswer[V])
 	}
 	k.m[key] = keptAnswer[V]{v: v, gen: gen, expires: expires}
-}
-
-// readAuthEpoch reads the counter inside the writer's open transaction.
-func readAuthEpoch(conn *sql.Conn) (int64, error) {
-	var n int64
-	err := conn.QueryRowContext(context.Background(), `SELECT n FROM auth_epoch`).Scan(&n)
-	return n, err
 }

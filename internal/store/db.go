@@ -95,6 +95,10 @@ type DB struct {
 
 	auth authCache // recent answers of Authenticate and WorkerOnly (authcache.go)
 
+	// outboxHead is the mesh outbox's head as the last commit left it, -1
+	// when not known (commits.go).
+	outboxHead atomic.Int64
+
 	sessions atomic.Pointer[SessionResolver] // resolves a post's targetSession (workers_sessions.go)
 
 	// The writer goroutine (group commit, see write).
@@ -174,6 +178,7 @@ func Open(path string, opts Options) (*DB, error) {
 		walked:     make(map[string]int64),
 	}
 	db.healthy.Store(true)
+	db.outboxHead.Store(-1) // read from the database until the first commit
 
 	db.w, err = sql.Open(opts.driver, dsn(abs, "_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_foreign_keys=on&_busy_timeout=5000&_stmt_cache_size="+stmtCacheSize))
 	if err != nil {

@@ -270,9 +270,13 @@ func (m *Mesh) AckOutbox(ctx context.Context, sent []relay.OutboxItem, busy []re
 }
 
 // OutboxHead is the seq of the newest outbox row ever written (0 for none):
-// a row added since a look has a greater one. One indexed read, no
-// transaction.
+// a row added since a look has a greater one. It is what the writer read
+// in its last commit (commits.go), read from the database only before the
+// first commit or after that read failed.
 func (m *Mesh) OutboxHead(ctx context.Context) (int64, error) {
+	if head := m.db.outboxHead.Load(); head >= 0 {
+		return head, nil
+	}
 	var head int64
 	err := m.db.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'`).Scan(&head)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -247,11 +247,11 @@ func (db *DB) batch(first *writeReq) {
 		broken = errors.Join(broken, saves.close())
 	}
 	var (
-		epoch    int64
-		epochErr error
+		marks    commitMarks
+		marksErr error
 	)
 	if broken == nil {
-		epoch, epochErr = readAuthEpoch(conn)
+		marks, marksErr = readCommitMarks(conn)
 		commit := time.Now()
 		broken = db.end(conn, "COMMIT")
 		db.committing.Add(int64(time.Since(commit)))
@@ -271,7 +271,7 @@ func (db *DB) batch(first *writeReq) {
 	db.batches.Add(1)
 	db.writes.Add(int64(len(list)))
 	db.healthy.Store(true)
-	db.auth.observe(epoch, epochErr) // before anyone is answered or woken
+	db.observe(marks, marksErr) // before anyone is answered or woken
 	if testHookCommitted != nil {
 		testHookCommitted()
 	}
