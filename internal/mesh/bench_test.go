@@ -112,6 +112,15 @@ func written(dbs []*store.DB) (commits, writes int64) {
 	return commits, writes
 }
 
+// writerBusy is how long each of dbs' writers has been busy (WriteStats).
+func writerBusy(dbs []*store.DB) []time.Duration {
+	busy := make([]time.Duration, len(dbs))
+	for i, db := range dbs {
+		busy[i] = db.WriteStats().Busy
+	}
+	return busy
+}
+
 // published counts the messages nodes published (and NATS stored), and
 // the outbox reads they took.
 func published(nodes []*Node) (msgs, reads int64) {
@@ -195,6 +204,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			took := make([][]steps, pairs) // each pair's, so no lock
 			sent0, reads0 := published(p.nodes)
 			commits0, writes0 := written(p.dbs)
+			busy0 := writerBusy(p.dbs)
 			b.ResetTimer()
 			cpu0 := processCPU(b)
 			start := time.Now()
@@ -252,6 +262,13 @@ func BenchmarkLifecycle(b *testing.B) {
 				b.ReportMetric(float64(sent-sent0)/float64(max(reads-reads0, 1)), "msgs/read")
 			}
 			commits, writes := written(p.dbs)
+			// The busiest writer: every write of its relay waits for it.
+			var busiest time.Duration
+			for i, d := range writerBusy(p.dbs) {
+				busiest = max(busiest, d-busy0[i])
+			}
+			b.ReportMetric(busiest.Seconds()/el.Seconds(), "writer-busy")
+			b.ReportMetric(float64(busiest.Microseconds())/float64(b.N), "writer-µs/lifecycle")
 			b.ReportMetric(float64(commits-commits0)/float64(b.N), "commits/lifecycle")
 			b.ReportMetric(float64(writes-writes0)/float64(b.N), "writes/lifecycle")
 			b.ReportMetric(float64(b.N)/el.Seconds(), "lifecycles/s")
