@@ -10,6 +10,16 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
+// headInDB is the outbox's head as the database has it now.
+func headInDB(t *testing.T, db *DB) int64 {
+	t.Helper()
+	var h int64
+	if err := db.r.QueryRowContext(context.Background(), `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // TestOutboxHeadFromCommit holds OutboxHead to what the last commit left
 // (the publisher asks after every change), without a statement of its own;
 // when the writer could not read it, OutboxHead reads the database.
@@ -17,14 +27,6 @@ func TestOutboxHeadFromCommit(t *testing.T) {
 	db := openWith(t, countedDriver, "alice", "bob")
 	ctx := context.Background()
 	syncCarol(t, db)
-	inDB := func() int64 {
-		t.Helper()
-		var h int64
-		if err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&h); err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
 	head := func(step string, statements int) int64 {
 		t.Helper()
 		takeCounted()
@@ -35,7 +37,7 @@ func TestOutboxHeadFromCommit(t *testing.T) {
 		if ran := takeCounted(); len(ran) != statements {
 			t.Errorf("%s: OutboxHead ran %d statements, want %d: %q", step, len(ran), statements, ran)
 		}
-		if want := inDB(); h != want {
+		if want := headInDB(t, db); h != want {
 			t.Errorf("%s: OutboxHead = %d, the database says %d", step, h, want)
 		}
 		return h
@@ -65,5 +67,82 @@ func TestOutboxHeadFromCommit(t *testing.T) {
 	db.outboxHead.Store(-1) // as after a commit whose read failed
 	if h := head("not known", 1); h != last {
 		t.Errorf("read from the database: %d, want %d", h, last)
+	}
+}
+
+// TestOutboxHeadAfterFailedMarks: a commit that adds an outbox row but
+// whose marks cannot be read (its auth_epoch row is gone) leaves OutboxHead
+// reading the database, not at the head before it, and starts a new auth
+// generation; once the marks read again, OutboxHead is the commit's again.
+func TestOutboxHeadAfterFailedMarks(t *testing.T) {
+	db := openWith(t, "", "alice", "bob")
+	ctx := context.Background()
+	row := func(t *tx) error {
+		_, err := t.exec(`INSERT INTO mesh_outbox (msg_id, to_relay, task_id, created_at) VALUES (lower(hex(randomblob(16))), 'p', 'x', ?)`, t.ts)
+		return err
+	}
+	if err := db.write(ctx, "add a row", row); err != nil {
+		t.Fatal(err)
+	}
+	before, err := db.Mesh().OutboxHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := db.auth.gen.Load()
+	var epoch int64
+	if err := db.write(ctx, "add a row, the marks unreadable", func(t *tx) error {
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT n FROM auth_epoch`).Scan(&epoch); err != nil {
+			return err
+		}
+		if _, err := t.exec(`DELETE FROM auth_epoch`); err != nil {
+			return err
+		}
+		return row(t)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := db.Mesh().OutboxHead(ctx)
+	if want := headInDB(t, db); err != nil || h != want || h <= before {
+		t.Errorf("after a commit whose marks could not be read: OutboxHead = %d (%v), the database %d, before %d", h, err, want, before)
+	}
+	if db.auth.gen.Load() == gen {
+		t.Error("a commit whose marks could not be read started no new auth generation")
+	}
+	if err := db.write(ctx, "mend the marks", func(t *tx) error {
+		_, err := t.exec(`INSERT INTO auth_epoch (n) VALUES (?)`, epoch+1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if h := db.outboxHead.Load(); h != headInDB(t, db) {
+		t.Errorf("the marks read again: the commit left %d, the database %d", h, headInDB(t, db))
+	}
+}
+
+// TestOutboxHeadBeforeWake: by the time a commit answers or wakes anyone
+// (testHookCommitted runs on the writer just before), OutboxHead answers
+// that commit's head, so the publisher, woken by its changes, sees its rows.
+func TestOutboxHeadBeforeWake(t *testing.T) {
+	db := openWith(t, "", "alice", "bob")
+	ctx := context.Background()
+	syncCarol(t, db)
+	var stale []string // written on the writer, read after the posts returned
+	setHook(t, &testHookCommitted, func() { // on the writer: no t.Fatal here
+		var want int64
+		if err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&want); err != nil {
+			stale = append(stale, err.Error())
+			return
+		}
+		if h, err := db.Mesh().OutboxHead(ctx); err != nil || h != want {
+			stale = append(stale, fmt.Sprintf("OutboxHead %d (%v), committed %d", h, err, want))
+		}
+	})
+	for range 3 {
+		if _, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "T", Instructions: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("stale when the commit answers: %q", stale)
 	}
 }
