@@ -126,8 +126,10 @@ func TestOutboxHeadBeforeWake(t *testing.T) {
 	db := openWith(t, "", "alice", "bob")
 	ctx := context.Background()
 	syncCarol(t, db)
-	var stale []string // written on the writer, read after the posts returned
-	setHook(t, &testHookCommitted, func() { // on the writer: no t.Fatal here
+	// stale is written on the writer (so no t.Fatal there) and read once
+	// the posts returned.
+	var stale []string
+	setHook(t, &testHookCommitted, func() {
 		var want int64
 		if err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&want); err != nil {
 			stale = append(stale, err.Error())

@@ -144,10 +144,11 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 	if in.Change.From > 0 && in.Change.From < seq {
 		first = in.Change.From // it carries the messages From to Seq
 	}
-	id, side, last, found, err := t.peerTaskSeq(in.FromRelay, rt.ID)
+	peer, found, err := t.peerTaskSeq(in.FromRelay, rt.ID)
 	if err != nil {
 		return "", err
 	}
+	id, last := peer.local, peer.last
 	next := int64(0) // the task's new in_seq, 0 for none
 	stale := false
 	switch {
@@ -171,7 +172,7 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if side == "sender" {
+		if peer.side == "sender" {
 			task, err = t.applyCommand(in.FromRelay, local, in.Change, stale)
 		} else {
 			task, err = t.applyState(local, rt, in.Change.Event, stale)
@@ -187,6 +188,9 @@ func (t *tx) applyChange(in relay.RemoteApply) (string, error) {
 		t.taskKnown(task)
 	} else if id, err = t.applyNewTask(in, next); err != nil { // it publishes the new task
 		return "", err
+	}
+	if found && peer.mark == in.Mark {
+		return id, nil // marked so already: the row would be written unchanged
 	}
 	if _, err := t.exec(`INSERT INTO mesh_tasks (task_id, relay_id, mark) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET mark = excluded.mark`, id, in.FromRelay, in.Mark); err != nil {

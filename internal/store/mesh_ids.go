@@ -29,18 +29,32 @@ func (t *tx) peerTask(from, id string) (local, side string, found bool, err erro
 	return local, side, true, nil
 }
 
+// taskPeer is what this relay keeps of a task another relay is party to.
+type taskPeer struct {
+	local, side string
+	// last is the number of the last message of the task applied from
+	// that relay (0: none yet; -1: unknown, a task that crossed before
+	// messages were numbered).
+	last int64
+	// mark is the task's signature mark, "" when none is kept.
+	mark string
+}
+
 // peerTaskSeq is peerTask with the number of the last message of the task
-// applied from relay from (0: none yet; -1: unknown, a task that crossed
-// before messages were numbered).
-func (t *tx) peerTaskSeq(from, id string) (local, side string, last int64, found bool, err error) {
-	err = t.tx.QueryRowContext(t.ctx, `SELECT task_id, side, in_seq FROM mesh_task_peers WHERE relay_id = ? AND remote_id = ?`, from, id).Scan(&local, &side, &last)
+// applied from relay from, and the task's mark.
+func (t *tx) peerTaskSeq(from, id string) (taskPeer, bool, error) {
+	var p taskPeer
+	var mark sql.NullString
+	err := t.tx.QueryRowContext(t.ctx, `SELECT p.task_id, p.side, p.in_seq, m.mark FROM mesh_task_peers p
+		LEFT JOIN mesh_tasks m ON m.task_id = p.task_id WHERE p.relay_id = ? AND p.remote_id = ?`, from, id).Scan(&p.local, &p.side, &p.last, &mark)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", 0, false, nil
+		return taskPeer{}, false, nil
 	}
 	if err != nil {
-		return "", "", 0, false, fmt.Errorf("find task peer: %w", err)
+		return taskPeer{}, false, fmt.Errorf("find task peer: %w", err)
 	}
-	return local, side, last, true, nil
+	p.mark = mark.String
+	return p, true, nil
 }
 
 // peerTaskOf is the local id of the task relay from knows as id, nil when
