@@ -45,8 +45,8 @@ type taskPeer struct {
 func (t *tx) peerTaskSeq(from, id string) (taskPeer, bool, error) {
 	var p taskPeer
 	var mark sql.NullString
-	err := t.tx.QueryRowContext(t.ctx, `SELECT p.task_id, p.side, p.in_seq, m.mark FROM mesh_task_peers p
-		LEFT JOIN mesh_tasks m ON m.task_id = p.task_id WHERE p.relay_id = ? AND p.remote_id = ?`, from, id).Scan(&p.local, &p.side, &p.last, &mark)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT task_id, side, in_seq, (SELECT mark FROM mesh_tasks m WHERE m.task_id = p.task_id)
+		FROM mesh_task_peers p WHERE relay_id = ? AND remote_id = ?`, from, id).Scan(&p.local, &p.side, &p.last, &mark)
 	if errors.Is(err, sql.ErrNoRows) {
 		return taskPeer{}, false, nil
 	}
