@@ -12,13 +12,8 @@ import (
 // the last change applied to it: an unchanged mark is not written again
 // (TestApplyStatements), a changed one is.
 func TestTaskMarkFollowsEachChange(t *testing.T) {
-	db := openWith(t, "", "alice", "bob")
+	db, sent := sentToCarol(t, "")
 	ctx := context.Background()
-	syncCarol(t, db)
-	sent, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "Across", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := relay.FormatTime(time.Now())
 	for i, step := range []struct {
 		status relay.TaskStatus

@@ -28,6 +28,20 @@ func syncCarol(t *testing.T, db *DB) {
 	}
 }
 
+// sentToCarol opens a store on driver ("" for the relay's own) with alice,
+// bob and carol of relay peerP, and returns it with a task alice sent
+// carol.
+func sentToCarol(t *testing.T, driver string) (*DB, relay.Task) {
+	t.Helper()
+	db := openWith(t, driver, "alice", "bob")
+	syncCarol(t, db)
+	sent, err := db.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "Across", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, sent
+}
+
 // ownerState is task, which alice sent to relay peerP, as peerP (its owner)
 // sends it back: in status, claimed at claimedAt via via, changed at
 // updatedAt, with reports.

@@ -138,13 +138,8 @@ func TestLifecycleStatements(t *testing.T) {
 // here. An apply publishes the task as it wrote it (TestAppliedTaskPublishedAsStored)
 // instead of reading it back.
 func TestApplyStatements(t *testing.T) {
-	db := openWith(t, countedDriver, "alice", "bob")
+	db, sent := sentToCarol(t, countedDriver)
 	ctx := context.Background()
-	syncCarol(t, db)
-	sent, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "carol", Title: "Across", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := relay.FormatTime(time.Now())
 	owner := func(status relay.TaskStatus, reports ...relay.Report) relay.Task {
 		return ownerState(sent, status, relay.ViaChat, now, now, reports)
