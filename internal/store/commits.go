@@ -14,9 +14,13 @@ type commitMarks struct {
 	outboxHead int64
 }
 
-// commitMarksSQL reads the marks: one row of the one-row auth_epoch, and
-// the outbox's AUTOINCREMENT counter (no row before the first outbox row).
-const commitMarksSQL = `SELECT n, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0) FROM auth_epoch`
+// outboxHeadSQL is the outbox's head: its AUTOINCREMENT counter, 0 before
+// the first outbox row (sqlite_sequence has no row for it until then).
+const outboxHeadSQL = `coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`
+
+// commitMarksSQL reads the marks: the one row of auth_epoch, and the
+// outbox's head.
+const commitMarksSQL = `SELECT n, ` + outboxHeadSQL + ` FROM auth_epoch`
 
 // readCommitMarks reads the marks inside the writer's open transaction.
 func readCommitMarks(conn *sql.Conn) (commitMarks, error) {

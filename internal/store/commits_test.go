@@ -10,11 +10,18 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// headInDB is the outbox's head as the database has it now.
+// readHead reads the outbox's head as the database has it now.
+func readHead(db *DB) (int64, error) {
+	var h int64
+	err := db.r.QueryRowContext(context.Background(), `SELECT `+outboxHeadSQL).Scan(&h)
+	return h, err
+}
+
+// headInDB is readHead, failing t on an error.
 func headInDB(t *testing.T, db *DB) int64 {
 	t.Helper()
-	var h int64
-	if err := db.r.QueryRowContext(context.Background(), `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&h); err != nil {
+	h, err := readHead(db)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -130,8 +137,8 @@ func TestOutboxHeadBeforeWake(t *testing.T) {
 	// the posts returned.
 	var stale []string
 	setHook(t, &testHookCommitted, func() {
-		var want int64
-		if err := db.r.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'), 0)`).Scan(&want); err != nil {
+		want, err := readHead(db)
+		if err != nil {
 			stale = append(stale, err.Error())
 			return
 		}

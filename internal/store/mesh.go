@@ -278,8 +278,7 @@ func (m *Mesh) OutboxHead(ctx context.Context) (int64, error) {
 		return head, nil
 	}
 	var head int64
-	err := m.db.r.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'mesh_outbox'`).Scan(&head)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := m.db.r.QueryRowContext(ctx, `SELECT `+outboxHeadSQL).Scan(&head); err != nil {
 		return 0, fmt.Errorf("read outbox head: %w", err)
 	}
 	return head, nil

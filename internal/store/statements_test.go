@@ -20,7 +20,7 @@ import (
 // through ExecContext or QueryContext recorded, so that a test can hold a
 // call to the statements it costs. BEGIN, COMMIT, ROLLBACK, the read of
 // auth_epoch before a commit and the checkpoint between batches are the
-// batch's, not a call's (so are the outbox head read with it), and the
+// batch's, not a call's (so is the outbox head, read with it), and the
 // savepoints run as statements prepared once per batch, which these
 // methods never see.
 const countedDriver = "sqlite3-counted"
