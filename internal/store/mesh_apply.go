@@ -104,17 +104,19 @@ func checkRemoteApply(in relay.RemoteApply) error {
 }
 
 // applyRemote applies one message in t (ApplyRemote) and reports whether
-// it was new.
+// it was new. The message is recorded as applied first, which also tells
+// whether it was before (one statement for both); a refused or out of
+// order change fails, and its savepoint takes the record back with the
+// rest. The record names the task by its local id, which is the message's
+// own id but for a task here that had that id taken.
 func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
-	var one int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM mesh_applied WHERE from_relay = ? AND msg_id = ?`, in.FromRelay, in.MsgID).Scan(&one)
-	if err == nil {
-		return false, nil
+	rt := in.Change.Task
+	n, err := t.execCount("record applied message", `INSERT INTO mesh_applied (from_relay, msg_id, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (from_relay, msg_id) DO NOTHING`, in.FromRelay, in.MsgID, rt.ID, in.Mark, t.ts)
+	if err != nil || n == 0 {
+		return false, err
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("find applied message: %w", err)
-	}
-	rt, local := in.Change.Task, ""
+	local := ""
 	if _, err := relay.TaskID("taskId", rt.ID); err == nil && rt.Status.Valid() {
 		if _, err := (relay.PostTaskInput{SenderSlug: rt.SenderSlug, RecipientSlug: rt.RecipientSlug, Title: rt.Title,
 			Instructions: rt.Instructions, RequiredCapabilities: rt.RequiredCapabilities}).Validate(); err == nil {
@@ -124,10 +126,12 @@ func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
 		}
 	}
 	// Checked and applied, or nothing this relay can store (out of
-	// bounds: no relay of this build writes that): recorded.
-	if _, err := t.exec(`INSERT INTO mesh_applied (from_relay, msg_id, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)`,
-		in.FromRelay, in.MsgID, local, in.Mark, t.ts); err != nil {
-		return false, fmt.Errorf("record applied message: %w", err)
+	// bounds: no relay of this build writes that, and the record names no
+	// task).
+	if local != rt.ID {
+		if _, err := t.exec(`UPDATE mesh_applied SET task_id = ? WHERE from_relay = ? AND msg_id = ?`, local, in.FromRelay, in.MsgID); err != nil {
+			return false, fmt.Errorf("record applied message: %w", err)
+		}
 	}
 	return true, nil
 }

@@ -26,11 +26,11 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	taken, err := t.taskExists(own)
-	if err != nil {
-		return "", err
-	}
 	if refusal != nil {
+		taken, err := t.taskExists(own)
+		if err != nil {
+			return "", err
+		}
 		if taken { // a change about a task here, from a relay no party to it
 			if refusal, err = t.takenRefusal(own, in.FromRelay); err != nil {
 				return "", err
@@ -41,10 +41,6 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	sender, err := t.qualify(rt.SenderSlug, in.FromRelay, in.FromName, in.FromLabel)
 	if err != nil {
 		return "", err
-	}
-	id := own
-	if taken {
-		id = relay.NewID()
 	}
 	// Its parent and conversation count only as tasks the same relay told
 	// this one of.
@@ -64,13 +60,26 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	}
 	// Queued by when it arrived: the creation time its sender wrote is the
 	// sender's word, and a backdated one (or one that is no time at all)
-	// would put it before tasks posted here earlier.
-	if _, err := t.exec(`INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
-			created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)`,
-		id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
-		t.ts, t.ts, parent, rt.Depth, conv, hops, target); err != nil {
-		return "", fmt.Errorf("insert remote task: %w", err)
+	// would put it before tasks posted here earlier. It keeps its sender's
+	// id unless a task here has that id: then it gets a new one.
+	insert := func(id string) (int64, error) {
+		return t.execCount("insert remote task", `INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
+				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
+			t.ts, t.ts, parent, rt.Depth, conv, hops, target)
+	}
+	id := own
+	n, err := insert(id)
+	if err == nil && n == 0 {
+		id = relay.NewID()
+		n, err = insert(id)
+	}
+	if err == nil && n == 0 {
+		err = fmt.Errorf("insert remote task: id %s taken", id)
+	}
+	if err != nil {
+		return "", err
 	}
 	if _, err := t.exec(`INSERT INTO mesh_task_peers (task_id, relay_id, side, remote_id, in_seq) VALUES (?, ?, 'sender', ?, ?)`,
 		id, in.FromRelay, rt.ID, seq); err != nil {

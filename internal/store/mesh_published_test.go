@@ -220,3 +220,49 @@ func TestUppercaseRemoteIDReachable(t *testing.T) {
 		t.Errorf("the claimed task %s cannot be completed: %v", claimed.ID, err)
 	}
 }
+
+// TestAppliedRecordNamesTheLocalTask: a message is recorded as applied
+// before its change is (the record tells whether it came before), under
+// its task's id, and then under the task's local id where that differs: a
+// new task whose id a task here has already, and a message with nothing
+// this relay can store (no task).
+func TestAppliedRecordNamesTheLocalTask(t *testing.T) {
+	db, _ := sentToCarol(t, "")
+	ctx := context.Background()
+	local, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Here", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := relay.FormatTime(time.Now())
+	arriving := func(id string) relay.Task {
+		return relay.Task{ID: id, SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
+			Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
+	}
+	fresh := relay.NewID()
+	cases := []struct {
+		msg  string
+		task relay.Task
+		want func(string) bool // the record's task id
+	}{
+		{"free", arriving(fresh), func(id string) bool { return id == fresh }},
+		{"taken", arriving(local.ID), func(id string) bool { return id != local.ID && id != "" }},
+		{"no task", arriving("not-a-task-id"), func(id string) bool { return id == "" }},
+	}
+	for _, tc := range cases {
+		if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer(tc.msg, 0, tc.task, nil)); !ok || err != nil {
+			t.Fatalf("%s: applied %v, %v", tc.msg, ok, err)
+		}
+		var id string
+		if err := db.r.QueryRowContext(ctx, `SELECT task_id FROM mesh_applied WHERE from_relay = ? AND msg_id = ?`, peerP, tc.msg).Scan(&id); err != nil {
+			t.Fatalf("%s: %v", tc.msg, err)
+		}
+		if !tc.want(id) {
+			t.Errorf("%s: recorded under task %q", tc.msg, id)
+		}
+		if tc.msg == "taken" {
+			if got, err := db.Task(ctx, id); err != nil || got.Title != "Arriving" {
+				t.Errorf("taken: the record's task %s = %+v, %v; want the arriving task", id, got, err)
+			}
+		}
+	}
+}

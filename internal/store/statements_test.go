@@ -148,28 +148,31 @@ func TestApplyStatements(t *testing.T) {
 	arriving := relay.Task{ID: relay.NewID(), SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
 		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
 	cases := []struct {
-		name string
-		in   relay.RemoteApply
-		want int
+		name  string
+		in    relay.RemoteApply
+		want  int
+		again bool // applied before
 	}{
 		// Each in its savepoint (SAVEPOINT and RELEASE, 2), as every
-		// change is applied. Applied before?, the task's peer row, the
-		// recipient is local, the id is free, the sender's name, insert,
-		// its peer row, the mark, recorded as applied (nobody waits for
-		// it: no presence)
-		{"new task", fromPeer("m1", 1, arriving, nil), 2 + 9},
-		// applied before?, the task's peer row, the task, its reports,
-		// update, event, its number, the mark, recorded as applied
-		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 2 + 9},
-		// the same and the report: its id free?, insert; not the mark,
-		// which the claimed state already wrote (the peer row's read
-		// brings it)
+		// change is applied. Recorded as applied (which says whether it
+		// was before), the task's peer row, the recipient is local, the
+		// sender's name, insert (under its own id, which is free), its
+		// peer row, the mark (nobody waits for it: no presence)
+		{"new task", fromPeer("m1", 1, arriving, nil), 2 + 7, false},
+		// recorded as applied, the task's peer row, the task, its
+		// reports, update, event, its number, the mark
+		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 2 + 8, false},
+		// the same and the report's insert (under its own id, which is
+		// free); not the mark, which the claimed state already wrote (the
+		// peer row's read brings it)
 		{"completed", fromPeer("m3", 2, owner(relay.StatusCompleted, relay.Report{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}),
-			toAlice(relay.EventTaskCompleted)), 2 + 10},
+			toAlice(relay.EventTaskCompleted)), 2 + 8, false},
+		// a message applied before: its record alone
+		{"again", fromPeer("m3", 2, owner(relay.StatusCompleted), nil), 2 + 1, true},
 	}
 	takeCounted()
 	for _, tc := range cases {
-		if ok, err := db.Mesh().ApplyRemote(ctx, tc.in); !ok || err != nil {
+		if ok, err := db.Mesh().ApplyRemote(ctx, tc.in); ok == tc.again || err != nil {
 			t.Fatalf("%s: applied %v, %v", tc.name, ok, err)
 		}
 		if ran := takeCounted(); len(ran) != tc.want {
