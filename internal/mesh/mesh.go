@@ -231,17 +231,23 @@ func Start(opts Options) (*Node, error) {
 		return nil, err
 	}
 	urls := opts.URLs
+	inProcess := false
 	if opts.Embed != "" {
 		if err := n.embed(); err != nil {
 			return fail(err)
 		}
 		if len(urls) == 0 {
-			urls = []string{n.srv.ClientURL()}
+			urls, inProcess = []string{n.srv.ClientURL()}, true
 		}
 	}
 	copts, err := n.connOptions(urls)
 	if err != nil {
 		return fail(err)
+	}
+	if inProcess {
+		// Its own server, in this process: the connection is a pipe in
+		// memory, not loopback TCP (the same user and permissions).
+		copts = append(copts, nats.InProcessServer(n.srv))
 	}
 	if opts.Strict {
 		if err := n.connectStrict(copts); err != nil {

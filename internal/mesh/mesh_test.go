@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -424,5 +425,38 @@ func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
 	_, _, err = startEmbedded(ln.Addr().String(), t.TempDir(), "taken", nil)
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("embedding on a taken port = %v; want address already in use", err)
+	}
+}
+
+// TestEmbeddingRelayConnectsInProcess: the relay that runs the NATS server
+// reaches it through a pipe in memory, under its own key like any relay;
+// another relay connects by the server's URL, over TCP.
+func TestEmbeddingRelayConnectsInProcess(t *testing.T) {
+	a, b := aliceAndBob(t)
+	conns, err := a.node.srv.Connz(&server.ConnzOptions{Username: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := map[string]string{} // connection name → its address
+	for _, c := range conns.Conns {
+		ip[c.Name] = c.IP
+	}
+	for _, r := range []*testRelay{a, b} {
+		got, ok := ip["crosschat-relay "+r.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no connection to the server; have %v", r.name, ip)
+		case (r == a) != (got == ""):
+			t.Errorf("%s connects from %q; want in process for the embedding relay only", r.name, got)
+		}
+	}
+	if !a.node.nc.IsConnected() {
+		t.Fatal("relay A is not connected")
+	}
+	// The embedding relay is let in as any relay is: by its own key.
+	for _, c := range conns.Conns {
+		if c.Name == "crosschat-relay "+a.name && c.AuthorizedUser != a.node.id.NKey() {
+			t.Errorf("relay A connects as %q, want its own key %q", c.AuthorizedUser, a.node.id.NKey())
+		}
 	}
 }
