@@ -25,7 +25,7 @@ func openGroup(t *testing.T, more ...string) *DB {
 
 // openWith opens a store in a fresh folder on the database/sql driver
 // driver ("" for the relay's own), with agents registered.
-func openWith(t *testing.T, driver string, agents ...string) *DB {
+func openWith(t testing.TB, driver string, agents ...string) *DB {
 	t.Helper()
 	db, err := Open(filepath.Join(t.TempDir(), "relay.db"), Options{driver: driver})
 	if err != nil {
@@ -41,7 +41,7 @@ func openWith(t *testing.T, driver string, agents ...string) *DB {
 }
 
 // registerAgents registers an agent for each slug.
-func registerAgents(t *testing.T, db *DB, slugs ...string) {
+func registerAgents(t testing.TB, db *DB, slugs ...string) {
 	t.Helper()
 	for _, s := range slugs {
 		if _, err := db.RegisterAgent(context.Background(), relay.RegisterInput{Slug: s, DisplayName: s, ModelSlug: "m", Capabilities: []string{"text-input"}}); err != nil {

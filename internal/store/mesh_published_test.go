@@ -20,7 +20,7 @@ func fromPeer(msg string, seq int64, task relay.Task, ev *relay.MeshEvent) relay
 }
 
 // syncCarol tells db of carol, an agent of relay peerP.
-func syncCarol(t *testing.T, db *DB) {
+func syncCarol(t testing.TB, db *DB) {
 	t.Helper()
 	if _, err := db.Mesh().SyncRemoteAgents(context.Background(), []relay.RemoteAgent{{Slug: "carol", DisplayName: "Carol", ModelSlug: "m",
 		RelayID: peerP, RelayName: "relay-p", RelayLabel: "relay-p", Online: true}}); err != nil {
