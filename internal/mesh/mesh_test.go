@@ -460,3 +460,54 @@ func TestEmbeddingRelayConnectsInProcess(t *testing.T) {
 		}
 	}
 }
+
+// The embedding relay's in-process connection survives the server's
+// reloads of its users (an invite made, a relay joining, trust): it is not
+// closed and made again.
+func TestInProcessConnectionSurvivesReloads(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	cid := func() uint64 {
+		conns, err := a.node.srv.Connz(&server.ConnzOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range conns.Conns {
+			if c.Name == "crosschat-relay relay-a" {
+				return c.Cid
+			}
+		}
+		return 0
+	}
+	before, recon := cid(), a.node.nc.Stats().Reconnects
+	if before == 0 {
+		t.Fatal("no connection")
+	}
+	b := startRelay(t, "relay-b", "", a.node.InviteURL())
+	aliceMeetsBob(t, a, b)
+	for range 3 {
+		a.node.InviteURL()
+	}
+	if after := cid(); after != before || a.node.nc.Stats().Reconnects != recon {
+		t.Errorf("connection %d -> %d, reconnects %d -> %d", before, after, recon, a.node.nc.Stats().Reconnects)
+	}
+}
+
+// A relay that embeds a server but is given another's URL connects to that
+// URL, not in process to its own server.
+func TestEmbedWithURLConnectsByURL(t *testing.T) {
+	a := startRelay(t, "relay-a", "")
+	b := startRelayWith(t, "relay-b", "", store.Options{}, func(o *Options) { o.Embed = "127.0.0.1:-1" }, a.node.InviteURL())
+	if b.node.srv == nil {
+		t.Fatal("relay B embeds no server")
+	}
+	conns, err := a.node.srv.Connz(&server.ConnzOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range conns.Conns {
+		if c.Name == "crosschat-relay relay-b" && c.IP != "" {
+			return
+		}
+	}
+	t.Errorf("relay B is not connected to relay A's server by TCP: %+v", conns.Conns)
+}

@@ -362,13 +362,9 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 
 // mustExist fails with unknown_agent unless slug is an agent.
 func (t *tx) mustExist(slug string) error {
-	var one int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, slug).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return unknownAgent(slug)
+	ok, err := exists(t.ctx, t.tx, "agent", `SELECT 1 FROM agents WHERE slug = ?`, slug)
+	if err == nil && !ok {
+		err = unknownAgent(slug)
 	}
-	if err != nil {
-		return fmt.Errorf("find agent: %w", err)
-	}
-	return nil
+	return err
 }

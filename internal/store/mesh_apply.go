@@ -104,11 +104,9 @@ func checkRemoteApply(in relay.RemoteApply) error {
 }
 
 // applyRemote applies one message in t (ApplyRemote) and reports whether
-// it was new. The message is recorded as applied first, which also tells
-// whether it was before (one statement for both); a refused or out of
-// order change fails, and its savepoint takes the record back with the
-// rest. The record names the task by its local id, which is the message's
-// own id but for a task here that had that id taken.
+// it was new: recorded first, which says so in the same statement (a
+// refused or out of order change fails, and its savepoint takes the record
+// back), under the local id of its task.
 func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
 	rt := in.Change.Task
 	n, err := t.execCount("record applied message", `INSERT INTO mesh_applied (from_relay, msg_id, task_id, mark, applied_at) VALUES (?, ?, ?, ?, ?)
@@ -125,9 +123,8 @@ func (t *tx) applyRemote(in relay.RemoteApply) (bool, error) {
 			}
 		}
 	}
-	// Checked and applied, or nothing this relay can store (out of
-	// bounds: no relay of this build writes that, and the record names no
-	// task).
+	// Stored under another id, or nothing this relay can store (out of
+	// bounds: no relay of this build writes that; the record names none).
 	if local != rt.ID {
 		if _, err := t.exec(`UPDATE mesh_applied SET task_id = ? WHERE from_relay = ? AND msg_id = ?`, local, in.FromRelay, in.MsgID); err != nil {
 			return false, fmt.Errorf("record applied message: %w", err)

@@ -72,15 +72,7 @@ func (t *tx) peerTaskOf(from, id string) (any, error) {
 
 // taskExists reports whether a task here has id.
 func (t *tx) taskExists(id string) (bool, error) {
-	var one int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("find task %s: %w", id, err)
-	}
-	return true, nil
+	return exists(t.ctx, t.tx, "task "+id, `SELECT 1 FROM tasks WHERE id = ?`, id)
 }
 
 // takenRefusal refuses a change about task id, which a task here has, from
@@ -114,15 +106,9 @@ func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 }
 
 // copyReports appends the reports of a remote task to local task taskID
-// that are not on its timeline yet (each is copied once), and returns those
-// it added, as stored and in their timeline order: the transaction knows
-// the task's new timeline without reading it back.
-//
-// A report is stored under its own id when that is a UUID no other task's
-// report has, else under a UUID made from both ids (derivedReportID, the
-// same each time the report arrives). It is inserted under its own id
-// first, one statement for a report new here; only when that id is taken
-// does it read whose report has it.
+// that are not on its timeline yet (reportID: each is copied once), and
+// returns those it added, as stored and in their timeline order: the
+// transaction knows the task's new timeline without reading it back.
 func (t *tx) copyReports(taskID string, reports []relay.Report) ([]relay.Report, error) {
 	var added []relay.Report
 	for _, r := range reports {
@@ -131,28 +117,14 @@ func (t *tx) copyReports(taskID string, reports []relay.Report) ([]relay.Report,
 		default:
 			continue
 		}
-		id, err := relay.TaskID("reportId", r.ID)
-		own := err == nil
-		if !own {
-			id = derivedReportID(taskID, r.ID)
-		}
-		n, err := t.insertCopy(id, taskID, r)
+		id, err := t.reportID(taskID, r.ID)
 		if err != nil {
 			return nil, err
 		}
-		if n == 0 && own {
-			// Its own id is taken: by this task's copy (made before) or by
-			// another task's report.
-			owner, err := t.reportOwner(id)
-			if err != nil {
-				return nil, err
-			}
-			if owner != taskID {
-				id = derivedReportID(taskID, r.ID)
-				if n, err = t.insertCopy(id, taskID, r); err != nil {
-					return nil, err
-				}
-			}
+		n, err := t.execCount("copy report", `INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, id, taskID, r.Kind, r.Message, nullString(r.Result), r.CreatedAt)
+		if err != nil {
+			return nil, err
 		}
 		if n > 0 {
 			added = append(added, relay.Report{ID: id, Kind: r.Kind, Message: r.Message, Result: r.Result, CreatedAt: r.CreatedAt})
@@ -161,27 +133,21 @@ func (t *tx) copyReports(taskID string, reports []relay.Report) ([]relay.Report,
 	return added, nil
 }
 
-// insertCopy inserts report r of local task taskID under id unless a report
-// has that id already, and returns how many rows it inserted (0 or 1).
-func (t *tx) insertCopy(id, taskID string, r relay.Report) (int64, error) {
-	return t.execCount("copy report", `INSERT INTO reports (id, task_id, kind, message, result, created_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`, id, taskID, r.Kind, r.Message, nullString(r.Result), r.CreatedAt)
-}
-
-// reportOwner is the task whose report has id.
-func (t *tx) reportOwner(id string) (string, error) {
-	var owner string
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT task_id FROM reports WHERE id = ?`, id).Scan(&owner); err != nil {
-		return "", fmt.Errorf("find report %s: %w", id, err)
+// reportID is the id a remote report of local task taskID is stored under:
+// its own when it is a UUID no other task's report has, else a UUID made
+// from both (the same each time the report arrives).
+func (t *tx) reportID(taskID, remoteID string) (string, error) {
+	if id, err := relay.TaskID("reportId", remoteID); err == nil {
+		var owner string
+		err := t.tx.QueryRowContext(t.ctx, `SELECT task_id FROM reports WHERE id = ?`, id).Scan(&owner)
+		switch {
+		case errors.Is(err, sql.ErrNoRows), err == nil && owner == taskID:
+			return id, nil
+		case err != nil:
+			return "", fmt.Errorf("find report: %w", err)
+		}
 	}
-	return owner, nil
-}
-
-// derivedReportID is the UUID made from local task taskID and a remote
-// report's id: the id the report is stored under when its own is not a
-// UUID or another task's report has it.
-func derivedReportID(taskID, remoteID string) string {
 	sum := sha256.Sum256([]byte(taskID + "/" + remoteID))
 	h := hex.EncodeToString(sum[:16])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }

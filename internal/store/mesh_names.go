@@ -45,15 +45,8 @@ func (t *tx) pinnedName(relayID, slug string) (string, error) {
 
 // nameFree reports whether no agent (local or remote) has name.
 func (t *tx) nameFree(name string) (bool, error) {
-	var one int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, name).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("find agent %s: %w", name, err)
-	}
-	return false, nil
+	taken, err := exists(t.ctx, t.tx, "agent "+name, `SELECT 1 FROM agents WHERE slug = ?`, name)
+	return err == nil && !taken, err
 }
 
 // qualifiedNames are the names agent slug of relay relayID may be given

@@ -61,7 +61,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	// Queued by when it arrived: the creation time its sender wrote is the
 	// sender's word, and a backdated one (or one that is no time at all)
 	// would put it before tasks posted here earlier. It keeps its sender's
-	// id unless a task here has that id: then it gets a new one.
+	// id, but for a task here that has it.
 	insert := func(id string) (int64, error) {
 		return t.execCount("insert remote task", `INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
 				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)

@@ -66,17 +66,24 @@ func TestApplyBatchOneFails(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	raw := rawDB(t, e.path)
-	// It fails at its last step: the task is written, then recording it as
-	// applied fails.
-	if _, err := raw.Exec(`CREATE TRIGGER fail_boom BEFORE INSERT ON mesh_applied WHEN NEW.msg_id = 'm2' BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
+	t1, t2, t3 := remoteTask(e, "first"), remoteTask(e, "boom"), remoteTask(e, "third")
+	// It fails at its last step: the message is recorded as applied and
+	// the task written, then marking it fails.
+	if _, err := raw.Exec(`CREATE TRIGGER fail_boom BEFORE INSERT ON mesh_tasks WHEN NEW.task_id = '` + t2.ID + `' BEGIN SELECT RAISE(ABORT, 'the disk said no'); END`); err != nil {
 		t.Fatal(err)
 	}
-	t1, t2, t3 := remoteTask(e, "first"), remoteTask(e, "boom"), remoteTask(e, "third")
 	c2, ev := cancelled(t2)
 	batch := []relay.RemoteApply{fromA("m1", 1, t1, nil), fromA("m2", 1, t2, nil), fromA("m2-cancel", 2, c2, ev), fromA("m3", 1, t3, nil)}
+	changes, stop := e.db.Subscribe(256)
+	defer stop()
 	res, err := e.db.Mesh().ApplyRemoteBatch(e.ctx, batch)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for len(changes) > 0 {
+		if c := <-changes; c.Type == relay.ChangeTask && c.Task != nil && c.Task.ID == t2.ID {
+			t.Fatalf("the rolled back task was published: %+v", *c.Task)
+		}
 	}
 	var refusal *relay.MeshRefusal
 	if !res[0].Applied || res[0].Err != nil || !res[3].Applied || res[3].Err != nil {

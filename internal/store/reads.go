@@ -13,6 +13,19 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// exists reports whether query, a SELECT 1 of what, finds a row.
+func exists(ctx context.Context, q queryer, what, query string, args ...any) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find %s: %w", what, err)
+	}
+	return true, nil
+}
+
 // read runs fn in one read transaction on the reader pool, so its queries
 // see one consistent snapshot. Domain errors from fn pass through unwrapped.
 func (db *DB) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {

@@ -162,11 +162,11 @@ func TestApplyStatements(t *testing.T) {
 		// recorded as applied, the task's peer row, the task, its
 		// reports, update, event, its number, the mark
 		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 2 + 8, false},
-		// the same and the report's insert (under its own id, which is
-		// free); not the mark, which the claimed state already wrote (the
-		// peer row's read brings it)
+		// the same and the report: its id free?, insert; not the mark,
+		// which the claimed state already wrote (the peer row's read
+		// brings it)
 		{"completed", fromPeer("m3", 2, owner(relay.StatusCompleted, relay.Report{ID: relay.NewID(), Kind: relay.ReportCompleted, Message: "done", CreatedAt: now}),
-			toAlice(relay.EventTaskCompleted)), 2 + 8, false},
+			toAlice(relay.EventTaskCompleted)), 2 + 9, false},
 		// a message applied before: its record alone
 		{"again", fromPeer("m3", 2, owner(relay.StatusCompleted), nil), 2 + 1, true},
 	}

@@ -86,11 +86,8 @@ func (db *DB) IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds
 		if err := t.mustBeAgent(slug, "only agents run tasks."); err != nil {
 			return err
 		}
-		var one int
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM tasks WHERE id = ?`, taskID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return unknownTask(taskID)
-		} else if err != nil {
-			return fmt.Errorf("find task: %w", err)
+		if err := taskExists(t.ctx, t.tx, taskID); err != nil {
+			return err
 		}
 		expires := relay.FormatTime(t.now.Add(time.Duration(ttlSeconds) * time.Second))
 		if _, err := t.exec(`INSERT INTO run_tokens (token_hash, agent_slug, task_id, expires_at) VALUES (?, ?, ?, ?)`,

@@ -184,15 +184,11 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 
 // taskExists fails with unknown_task unless id is a task.
 func taskExists(ctx context.Context, q queryer, id string) error {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return unknownTask(id)
+	ok, err := exists(ctx, q, "task", `SELECT 1 FROM tasks WHERE id = ?`, id)
+	if err == nil && !ok {
+		err = unknownTask(id)
 	}
-	if err != nil {
-		return fmt.Errorf("find task: %w", err)
-	}
-	return nil
+	return err
 }
 
 // AppendActivity adds entries to the run log of a task in one transaction,
@@ -353,14 +349,13 @@ func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, 
 // someone could later enroll under.
 func sendersExist(t *tx, senders []string) error {
 	for _, s := range senders {
-		var one int
-		err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM agents WHERE slug = ?`, s).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
+		ok, err := exists(t.ctx, t.tx, "allowed sender", `SELECT 1 FROM agents WHERE slug = ?`, s)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return relay.Errorf(relay.EUnknownAgent, "allowedSenders: “%s” is not an agent on this relay.", s).
 				WithDetails(map[string]any{"slug": s, "field": "allowedSenders"})
-		}
-		if err != nil {
-			return fmt.Errorf("find allowed sender: %w", err)
 		}
 	}
 	return nil

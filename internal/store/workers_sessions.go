@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -34,13 +31,9 @@ func (db *DB) resolveTarget(ctx context.Context, in relay.PostTaskInput) (relay.
 	if r == nil || in.TargetSession == "" {
 		return in, nil
 	}
-	var one int
-	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM agents WHERE slug = ? AND slug NOT IN (SELECT slug FROM mesh_agents)`, in.RecipientSlug).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return in, nil
-	}
-	if err != nil {
-		return in, fmt.Errorf("find recipient: %w", err)
+	local, err := exists(ctx, db.r, "recipient", `SELECT 1 FROM agents WHERE slug = ? AND slug NOT IN (SELECT slug FROM mesh_agents)`, in.RecipientSlug)
+	if err != nil || !local {
+		return in, err
 	}
 	id, err := (*r)(ctx, in.SenderSlug, in.RecipientSlug, in.TargetSession)
 	if err != nil {
