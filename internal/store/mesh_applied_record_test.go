@@ -21,6 +21,18 @@ func arrivingFor(id, to string) relay.Task {
 		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
 }
 
+// withLocalTask is sentToCarol with a task alice sent bob here, returned
+// third.
+func withLocalTask(t *testing.T) (*DB, relay.Task, relay.Task) {
+	t.Helper()
+	db, sent := sentToCarol(t, "")
+	local, err := db.PostTask(context.Background(), relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Here", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, sent, local
+}
+
 // A refused change, or one out of order, leaves no record: the same message
 // id with a good change is applied afterwards.
 func TestRefusedMessageLeavesNoRecord(t *testing.T) {
@@ -183,12 +195,8 @@ func TestCopiedReportIDs(t *testing.T) {
 // The same message id from two relays, the second about a task whose id a
 // task here has: each record keeps its own relay's task.
 func TestAppliedRecordsScopedByRelay(t *testing.T) {
-	db, _ := sentToCarol(t, "")
+	db, _, local := withLocalTask(t)
 	ctx := context.Background()
-	local, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Here", Instructions: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	free := relay.NewID()
 	a, b := fromPeer("m", 0, arrivingFor(free, "bob"), nil), fromPeer("m", 0, arrivingFor(local.ID, "bob"), nil)
 	b.FromRelay = "qq00000000000000"
@@ -200,5 +208,47 @@ func TestAppliedRecordsScopedByRelay(t *testing.T) {
 	var got string
 	if err := db.r.QueryRowContext(ctx, `SELECT task_id FROM mesh_applied WHERE from_relay = ? AND msg_id = 'm'`, peerP).Scan(&got); err != nil || got != free {
 		t.Errorf("relay P's record names %q, %v; want %s", got, err, free)
+	}
+}
+
+// TestAppliedRecordNamesTheLocalTask: a message is recorded as applied
+// before its change is (the record tells whether it came before), under
+// its task's id, and then under the task's local id where that differs: a
+// new task whose id a task here has already, and a message with nothing
+// this relay can store (no task).
+func TestAppliedRecordNamesTheLocalTask(t *testing.T) {
+	db, _, local := withLocalTask(t)
+	ctx := context.Background()
+	now := relay.FormatTime(time.Now())
+	arriving := func(id string) relay.Task {
+		return relay.Task{ID: id, SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
+			Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
+	}
+	fresh := relay.NewID()
+	cases := []struct {
+		msg  string
+		task relay.Task
+		want func(string) bool // the record's task id
+	}{
+		{"free", arriving(fresh), func(id string) bool { return id == fresh }},
+		{"taken", arriving(local.ID), func(id string) bool { return id != local.ID && id != "" }},
+		{"no task", arriving("not-a-task-id"), func(id string) bool { return id == "" }},
+	}
+	for _, tc := range cases {
+		if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer(tc.msg, 0, tc.task, nil)); !ok || err != nil {
+			t.Fatalf("%s: applied %v, %v", tc.msg, ok, err)
+		}
+		var id string
+		if err := db.r.QueryRowContext(ctx, `SELECT task_id FROM mesh_applied WHERE from_relay = ? AND msg_id = ?`, peerP, tc.msg).Scan(&id); err != nil {
+			t.Fatalf("%s: %v", tc.msg, err)
+		}
+		if !tc.want(id) {
+			t.Errorf("%s: recorded under task %q", tc.msg, id)
+		}
+		if tc.msg == "taken" {
+			if got, err := db.Task(ctx, id); err != nil || got.Title != "Arriving" {
+				t.Errorf("taken: the record's task %s = %+v, %v; want the arriving task", id, got, err)
+			}
+		}
 	}
 }
