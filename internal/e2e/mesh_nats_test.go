@@ -73,6 +73,11 @@ func (n *natsNode) start(t *testing.T) {
 	}
 	n.done = make(chan struct{})
 	go func() { _ = n.cmd.Wait(); close(n.done) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("NATS node %s (client port %d, route port %d) said:\n%s", n.name, n.port, n.route, n.out.String())
+		}
+	})
 	waitPort(t, n.port, n.name)
 }
 
