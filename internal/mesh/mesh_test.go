@@ -428,36 +428,41 @@ func TestEmbedOnATakenPortFailsAtOnce(t *testing.T) {
 	}
 }
 
+// serverConn is relay r's connection to the NATS server srv, nil if it has
+// none.
+func serverConn(t *testing.T, srv *server.Server, r *testRelay) *server.ConnInfo {
+	t.Helper()
+	conns, err := srv.Connz(&server.ConnzOptions{Username: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range conns.Conns {
+		if c.Name == "crosschat-relay "+r.name {
+			return c
+		}
+	}
+	return nil
+}
+
 // TestEmbeddingRelayConnectsInProcess: the relay that runs the NATS server
 // reaches it through a pipe in memory, under its own key like any relay;
 // another relay connects by the server's URL, over TCP.
 func TestEmbeddingRelayConnectsInProcess(t *testing.T) {
 	a, b := aliceAndBob(t)
-	conns, err := a.node.srv.Connz(&server.ConnzOptions{Username: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip := map[string]string{} // connection name → its address
-	for _, c := range conns.Conns {
-		ip[c.Name] = c.IP
-	}
 	for _, r := range []*testRelay{a, b} {
-		got, ok := ip["crosschat-relay "+r.name]
+		c := serverConn(t, a.node.srv, r)
 		switch {
-		case !ok:
-			t.Errorf("%s: no connection to the server; have %v", r.name, ip)
-		case (r == a) != (got == ""):
-			t.Errorf("%s connects from %q; want in process for the embedding relay only", r.name, got)
+		case c == nil:
+			t.Errorf("%s: no connection to the server", r.name)
+		case (r == a) != (c.IP == ""):
+			t.Errorf("%s connects from %q; want in process for the embedding relay only", r.name, c.IP)
+		case c.AuthorizedUser != r.node.id.NKey():
+			// The embedding relay is let in as any relay is: by its own key.
+			t.Errorf("%s connects as %q, want its own key %q", r.name, c.AuthorizedUser, r.node.id.NKey())
 		}
 	}
 	if !a.node.nc.IsConnected() {
 		t.Fatal("relay A is not connected")
-	}
-	// The embedding relay is let in as any relay is: by its own key.
-	for _, c := range conns.Conns {
-		if c.Name == "crosschat-relay "+a.name && c.AuthorizedUser != a.node.id.NKey() {
-			t.Errorf("relay A connects as %q, want its own key %q", c.AuthorizedUser, a.node.id.NKey())
-		}
 	}
 }
 
@@ -467,14 +472,8 @@ func TestEmbeddingRelayConnectsInProcess(t *testing.T) {
 func TestInProcessConnectionSurvivesReloads(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	cid := func() uint64 {
-		conns, err := a.node.srv.Connz(&server.ConnzOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range conns.Conns {
-			if c.Name == "crosschat-relay relay-a" {
-				return c.Cid
-			}
+		if c := serverConn(t, a.node.srv, a); c != nil {
+			return c.Cid
 		}
 		return 0
 	}
@@ -500,14 +499,7 @@ func TestEmbedWithURLConnectsByURL(t *testing.T) {
 	if b.node.srv == nil {
 		t.Fatal("relay B embeds no server")
 	}
-	conns, err := a.node.srv.Connz(&server.ConnzOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if c := serverConn(t, a.node.srv, b); c == nil || c.IP == "" {
+		t.Errorf("relay B is not connected to relay A's server by TCP: %+v", c)
 	}
-	for _, c := range conns.Conns {
-		if c.Name == "crosschat-relay relay-b" && c.IP != "" {
-			return
-		}
-	}
-	t.Errorf("relay B is not connected to relay A's server by TCP: %+v", conns.Conns)
 }

@@ -23,9 +23,7 @@ func BenchmarkApplyRemote(b *testing.B) {
 		syncCarol(b, db)
 		b.ResetTimer()
 		for i := range b.N {
-			task := relay.Task{ID: relay.NewID(), SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
-				Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
-			if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer(fmt.Sprintf("n%d", i), 1, task, nil)); !ok || err != nil {
+			if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer(fmt.Sprintf("n%d", i), 1, arrivingFor(relay.NewID(), "bob"), nil)); !ok || err != nil {
 				b.Fatalf("applied %v, %v", ok, err)
 			}
 		}

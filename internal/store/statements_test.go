@@ -145,8 +145,6 @@ func TestApplyStatements(t *testing.T) {
 		return ownerState(sent, status, relay.ViaChat, now, now, reports)
 	}
 	toAlice := func(typ string) *relay.MeshEvent { return eventFor("alice@relay-s", typ, now) }
-	arriving := relay.Task{ID: relay.NewID(), SenderSlug: "carol", RecipientSlug: "bob", Title: "Arriving", Instructions: "x",
-		Priority: 2, Status: relay.StatusQueued, CreatedAt: now, UpdatedAt: now, Reports: []relay.Report{}}
 	cases := []struct {
 		name  string
 		in    relay.RemoteApply
@@ -158,7 +156,7 @@ func TestApplyStatements(t *testing.T) {
 		// was before), the task's peer row, the recipient is local, the
 		// sender's name, insert (under its own id, which is free), its
 		// peer row, the mark (nobody waits for it: no presence)
-		{"new task", fromPeer("m1", 1, arriving, nil), 2 + 7, false},
+		{"new task", fromPeer("m1", 1, arrivingFor(relay.NewID(), "bob"), nil), 2 + 7, false},
 		// recorded as applied, the task's peer row, the task, its
 		// reports, update, event, its number, the mark
 		{"claimed", fromPeer("m2", 1, owner(relay.StatusClaimed), toAlice(relay.EventTaskClaimed)), 2 + 8, false},
