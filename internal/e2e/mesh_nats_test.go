@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -79,6 +83,42 @@ func (n *natsNode) start(t *testing.T) {
 		}
 	})
 	waitPort(t, n.port, n.name)
+}
+
+// awaitJetStream waits until each node answers a JetStream request (its
+// cluster has a meta leader), so that a cluster that does not form fails
+// here, by name and with each node's log, not later as a relay that cannot
+// join. It logs how long each took.
+func awaitJetStream(t *testing.T, nodes []*natsNode) {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	for _, n := range nodes {
+		nc, err := nats.Connect(n.url(), nats.Timeout(2*time.Second))
+		if err != nil {
+			t.Fatalf("connect to NATS node %s: %v", n.name, err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			t.Fatal(err)
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = js.AccountInfo(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				nc.Close()
+				t.Fatalf("NATS node %s: no JetStream %s after the last node started: %v", n.name, time.Since(start).Round(time.Millisecond), err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		nc.Close()
+		t.Logf("NATS node %s answers for JetStream %s after the last node started", n.name, time.Since(start).Round(time.Millisecond))
+	}
 }
 
 func (n *natsNode) stop(t *testing.T) {

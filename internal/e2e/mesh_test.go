@@ -41,6 +41,7 @@ func TestMeshEndToEnd(t *testing.T) {
 		n.start(t)
 		t.Cleanup(func() { n.stop(t) })
 	}
+	awaitJetStream(t, nodes)
 	all := nodes[0].url() + "," + nodes[1].url() + "," + nodes[2].url()
 	// Relay A reaches NATS only through a proxy the test can cut.
 	natsA := "127.0.0.1:" + strconv.Itoa(nodes[0].port)
