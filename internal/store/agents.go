@@ -362,9 +362,14 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 
 // mustExist fails with unknown_agent unless slug is an agent.
 func (t *tx) mustExist(slug string) error {
-	ok, err := exists(t.ctx, t.tx, "agent", `SELECT 1 FROM agents WHERE slug = ?`, slug)
+	ok, err := t.hasAgent(slug)
 	if err == nil && !ok {
 		err = unknownAgent(slug)
 	}
 	return err
+}
+
+// hasAgent reports whether an agent (local or remote) has slug.
+func (t *tx) hasAgent(slug string) (bool, error) {
+	return exists(t.ctx, t.tx, "agent "+slug, `SELECT 1 FROM agents WHERE slug = ?`, slug)
 }

@@ -70,11 +70,6 @@ func (t *tx) peerTaskOf(from, id string) (any, error) {
 	return local, nil
 }
 
-// taskExists reports whether a task here has id.
-func (t *tx) taskExists(id string) (bool, error) {
-	return exists(t.ctx, t.tx, "task "+id, `SELECT 1 FROM tasks WHERE id = ?`, id)
-}
-
 // takenRefusal refuses a change about task id, which a task here has, from
 // a relay that is no party to it.
 func (t *tx) takenRefusal(id, from string) (*relay.MeshRefusal, error) {
@@ -98,7 +93,7 @@ func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 	if local, err := t.peerTaskOf(from, conv); err != nil || local != nil {
 		return local, err
 	}
-	taken, err := t.taskExists(conv)
+	taken, err := hasTask(t.ctx, t.tx, conv)
 	if err != nil || taken {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (t *tx) pinnedName(relayID, slug string) (string, error) {
 
 // nameFree reports whether no agent (local or remote) has name.
 func (t *tx) nameFree(name string) (bool, error) {
-	taken, err := exists(t.ctx, t.tx, "agent "+name, `SELECT 1 FROM agents WHERE slug = ?`, name)
+	taken, err := t.hasAgent(name)
 	return err == nil && !taken, err
 }
 

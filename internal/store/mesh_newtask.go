@@ -27,7 +27,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 		return "", err
 	}
 	if refusal != nil {
-		taken, err := t.taskExists(own)
+		taken, err := hasTask(t.ctx, t.tx, own)
 		if err != nil {
 			return "", err
 		}

@@ -184,11 +184,16 @@ func (db *DB) WorkerOnly(ctx context.Context, slug string) (bool, error) {
 
 // taskExists fails with unknown_task unless id is a task.
 func taskExists(ctx context.Context, q queryer, id string) error {
-	ok, err := exists(ctx, q, "task", `SELECT 1 FROM tasks WHERE id = ?`, id)
+	ok, err := hasTask(ctx, q, id)
 	if err == nil && !ok {
 		err = unknownTask(id)
 	}
 	return err
+}
+
+// hasTask reports whether a task here has id.
+func hasTask(ctx context.Context, q queryer, id string) (bool, error) {
+	return exists(ctx, q, "task "+id, `SELECT 1 FROM tasks WHERE id = ?`, id)
 }
 
 // AppendActivity adds entries to the run log of a task in one transaction,
@@ -349,7 +354,7 @@ func (db *DB) RunSession(ctx context.Context, taskID string) (relay.RunSession, 
 // someone could later enroll under.
 func sendersExist(t *tx, senders []string) error {
 	for _, s := range senders {
-		ok, err := exists(t.ctx, t.tx, "allowed sender", `SELECT 1 FROM agents WHERE slug = ?`, s)
+		ok, err := t.hasAgent(s)
 		if err != nil {
 			return err
 		}
