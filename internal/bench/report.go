@@ -128,7 +128,14 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 	}
 	if l.BenchCPUPerCallMs > 0 {
-		p("  the bench itself (the load generator, on the same cores): %.3f ms CPU per tool call\n", l.BenchCPUPerCallMs)
+		p("  the bench itself (the load generator, on the same cores): %.3f ms CPU per tool call", l.BenchCPUPerCallMs)
+		if u := rep.Relay; u != nil && rep.Target.PeerURL == "" {
+			// The bench's work per call is the same in every run: the
+			// quotient is steadier than the relay's figure alone while the
+			// shared machine's speed changes.
+			p("; the relay's is %.2f times that", u.CPUPerCallMs/l.BenchCPUPerCallMs)
+		}
+		p("\n")
 	}
 
 	if wk := rep.Wake; wk != nil {

@@ -53,8 +53,13 @@ type Rounds struct {
 	// DiskToTmpfs is each round's data-folder rate over its tmpfs rate.
 	DiskToTmpfs *Figure `json:"diskToTmpfs,omitempty"`
 
-	DiskCPUPerCallMs       *Figure `json:"diskCpuPerCallMs,omitempty"`
-	TmpfsCPUPerCallMs      *Figure `json:"tmpfsCpuPerCallMs,omitempty"`
+	DiskCPUPerCallMs  *Figure `json:"diskCpuPerCallMs,omitempty"`
+	TmpfsCPUPerCallMs *Figure `json:"tmpfsCpuPerCallMs,omitempty"`
+	// TmpfsCPUToBench is each tmpfs run's relay CPU per call over the
+	// bench's own in the same phase: the load generator does the same work
+	// per call in every run, so the quotient moves less than the relay's
+	// time with the shared machine's speed.
+	TmpfsCPUToBench        *Figure `json:"tmpfsCpuToBench,omitempty"`
 	DiskFsyncsPerLifecycle *Figure `json:"diskFsyncsPerLifecycle,omitempty"`
 
 	// Wake-up on the data folder.
@@ -79,6 +84,7 @@ type Rounds struct {
 func SummarizeRounds(disk, tmpfs []*Report) Rounds {
 	var (
 		dRate, tRate, ratio, dCPU, tCPU, fsyncs []float64
+		tToBench                                []float64
 		p50, p99, rss                           []float64
 		parked, perClaim, settled, settledPer   []float64
 	)
@@ -92,6 +98,9 @@ func SummarizeRounds(disk, tmpfs []*Report) Rounds {
 			}
 			if t.Relay != nil {
 				tCPU = append(tCPU, t.Relay.CPUPerCallMs)
+				if b := t.Lifecycle.BenchCPUPerCallMs; b > 0 {
+					tToBench = append(tToBench, t.Relay.CPUPerCallMs/b)
+				}
 			}
 		}
 		if u := d.Relay; u != nil {
@@ -119,6 +128,7 @@ func SummarizeRounds(disk, tmpfs []*Report) Rounds {
 		DiskToTmpfs:              newFigure(ratio),
 		DiskCPUPerCallMs:         newFigure(dCPU),
 		TmpfsCPUPerCallMs:        newFigure(tCPU),
+		TmpfsCPUToBench:          newFigure(tToBench),
 		DiskFsyncsPerLifecycle:   newFigure(fsyncs),
 		WakeP50Ms:                newFigure(p50),
 		WakeP99Ms:                newFigure(p99),
@@ -146,6 +156,7 @@ func (r Rounds) WriteText(w io.Writer) error {
 		{"lifecycles/s, tmpfs", r.TmpfsLifecyclesPerSec, "", 0, false},
 		{"data folder / tmpfs", r.DiskToTmpfs, " %", 0, true},
 		{"relay CPU per tool call, tmpfs", r.TmpfsCPUPerCallMs, " ms", 3, false},
+		{"the same over the bench's own CPU per call", r.TmpfsCPUToBench, "x", 2, false},
 		{"relay CPU per tool call, data folder", r.DiskCPUPerCallMs, " ms", 3, false},
 		{"fsyncs per lifecycle, data folder", r.DiskFsyncsPerLifecycle, "", 2, false},
 		{"wake-up p50, data folder", r.WakeP50Ms, " ms", 2, false},

@@ -50,6 +50,9 @@ func TestSummarizeRounds(t *testing.T) {
 		report(700, 0.32, 4*time.Millisecond, nil), // a round without the crowd
 	}
 	tmpfs := []*Report{report(1000, 0.25, 0, nil), report(800, 0.20, 0, nil), report(700, 0.27, 0, nil)}
+	for i, b := range []float64{0.125, 0.1, 0.09} {
+		tmpfs[i].Lifecycle.BenchCPUPerCallMs = b // the load generator's own
+	}
 	r := SummarizeRounds(disk, tmpfs)
 
 	check := func(name string, f *Figure, median float64, rounds ...float64) {
@@ -76,6 +79,8 @@ func TestSummarizeRounds(t *testing.T) {
 	check("ratio", r.DiskToTmpfs, 1, 0.6, 1, 1)
 	check("tmpfs CPU", r.TmpfsCPUPerCallMs, 0.25, 0.25, 0.20, 0.27)
 	check("disk CPU", r.DiskCPUPerCallMs, 0.30, 0.30, 0.28, 0.32)
+	// Each round's own quotient, not the quotient of the medians (0.25/0.1).
+	check("tmpfs CPU over the bench's", r.TmpfsCPUToBench, 2, 2, 2, 3)
 	check("wake p99", r.WakeP99Ms, 3, 3, 2, 4)
 	check("wake p50", r.WakeP50Ms, 1.5, 1.5, 1, 2)
 	check("RSS after load", r.RSSAfterLoadMiB, 35, 35, 35, 35)
@@ -93,6 +98,7 @@ func TestSummarizeRounds(t *testing.T) {
 		"lifecycles/s, data folder: 700 (600, 800, 700)",
 		"data folder / tmpfs: 100 % (60, 100, 100)",
 		"relay CPU per tool call, tmpfs: 0.250 ms (0.250, 0.200, 0.270)",
+		"the same over the bench's own CPU per call: 2.00x (2.00, 2.00, 3.00)",
 		"wake-up p99, data folder: 3.00 ms (3.00, 2.00, 4.00)",
 		"per parked claim, settled: 14.0 KiB (15.0, 13.0)",
 	} {
@@ -106,7 +112,7 @@ func TestSummarizeRounds(t *testing.T) {
 // figures and no ratio, and the text leaves them out.
 func TestSummarizeRoundsWithoutTmpfs(t *testing.T) {
 	r := SummarizeRounds([]*Report{report(500, 0.3, time.Millisecond, nil), report(700, 0.3, time.Millisecond, nil)}, nil)
-	if r.TmpfsLifecyclesPerSec != nil || r.DiskToTmpfs != nil || r.TmpfsCPUPerCallMs != nil || r.ParkedRSSMiB != nil {
+	if r.TmpfsLifecyclesPerSec != nil || r.DiskToTmpfs != nil || r.TmpfsCPUPerCallMs != nil || r.TmpfsCPUToBench != nil || r.ParkedRSSMiB != nil {
 		t.Errorf("figures from runs that did not happen: %+v", r)
 	}
 	if r.DiskLifecyclesPerSec == nil || r.DiskLifecyclesPerSec.Median != 600 {
