@@ -22,7 +22,8 @@ import (
 // benchAbout explains `crosschat-relay bench` in its help.
 const benchAbout = `Measures a relay with MCP load over real HTTP, one token per agent: the full
 task lifecycle with N concurrent agents (lifecycles/s, p50/p99 per tool),
-the relay's CPU time per tool call, fsyncs per lifecycle (commits of the
+the relay's CPU time per tool call (and over the bench's own, which gauges
+the machine's speed of the moment), fsyncs per lifecycle (commits of the
 group-committing writer per lifecycle), how busy that writer was,
 wake-up latency of a waiting claim_next_task (next to the floor under it
 when the bench made the data folder: the disk's own write and fsync, and
