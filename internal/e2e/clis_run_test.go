@@ -64,6 +64,14 @@ func runCLI(t *testing.T, tc cliCase, program, base string) {
 		Marker: marker, Workdir: work, File: file, HandOffTo: "reviewer", Command: tc.command,
 	})
 
+	// Gemini CLI reads a system settings file only when root owns it and
+	// every folder above it, none writable by others: never in a user's
+	// data folder. Where the tests run as root under /root it would, so the
+	// data folder's parent is made writable by others: the run must get
+	// the relay's tools as any user's run does.
+	if err := os.Chmod(base, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	r := startRelay(t, filepath.Join(base, "data"))
 	builderAndReviewer(t, r, tc.name)
 	if _, err := r.Services.Workers.Save(relay.WorkerConfig{

@@ -144,8 +144,11 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		args = append(args, "--allowed-mcp-server-names="+runspec.RunServer, "--output-format", "stream-json")
 		spec.Stdin = req.Prompt
 		// Headless Gemini refuses MCP tools unless their server is trusted.
-		// The run's server lives in a settings file of its own run folder,
-		// read as Gemini's system settings; the token stays a reference to
+		// A confined run (Linux) has the run's server in its CLI home's
+		// settings (RunSettings). It is also in a settings file of the run
+		// folder, read as Gemini's system settings, which Gemini takes only
+		// when root owns it and every folder above it: the one way for an
+		// unconfined run, and only as root. The token stays a reference to
 		// the run's environment, never written to disk.
 		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
 			"httpUrl": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"}, "trust": true}}})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // The one-step Connect writes the agent's token into the user's own
@@ -17,6 +19,12 @@ import (
 // credential; a run reaches the relay only through its own configuration
 // (--mcp-config with --strict-mcp-config, Codex's -c, Gemini's system
 // settings with --allowed-mcp-server-names).
+//
+// Gemini CLI reads a system settings file only when root owns it and every
+// folder above it, and none of them is writable by group or others: a run
+// folder in a user's data folder never is. So a confined Gemini run's copy
+// of settings.json also carries the run's own server (geminiRunServer),
+// made even when the user has no settings file.
 
 // credential matches a relay credential anywhere: an agent or run token or
 // an invite code.
@@ -31,8 +39,14 @@ var credential = regexp.MustCompile(`(?:cca|ccr|cci)_[A-Za-z0-9_-]{20,}`)
 // options). changed is false when nothing was left out, and the file may be
 // given as it is. A file it cannot read as JSON or TOML is returned as it is
 // (the sandbox hides any credential left in what it copies all the same).
+//
+// For Gemini's settings.json the copy also holds the run's own server,
+// which names the run's URL and token by environment variable: changed is
+// then true, and data may be empty (the user has no such file).
 func RunSettings(preset, name string, data []byte) (out []byte, changed bool) {
 	switch {
+	case preset == Gemini && name == "settings.json":
+		return geminiRunSettings(data)
 	case preset == Codex && name == "config.toml":
 		text, err := ReplaceTOMLTable(string(data), "mcp_servers", "")
 		if err != nil || strings.TrimSpace(text) == strings.TrimSpace(string(data)) {
@@ -108,4 +122,42 @@ func holdsCredential(v any) bool {
 		}
 	}
 	return false
+}
+
+// geminiRunServer is the run's own server as Gemini's settings name it:
+// the URL and the token are the run's environment variables, never written
+// to disk, and the server is trusted (headless Gemini refuses the tools of
+// one that is not).
+var geminiRunServer = jobj{
+	{"httpUrl", "${CROSSCHAT_MCP_URL}"},
+	{"headers", obj1("Authorization", "Bearer ${CROSSCHAT_TOKEN}")},
+	{"trust", true},
+}
+
+// geminiRunSettings is a Gemini run's settings.json: the user's (data,
+// possibly empty) without the relay's servers, with the run's own
+// (runspec.RunServer) added. A file that is not a plain JSON object is
+// returned as it is (the run then has only the system settings' server).
+func geminiRunSettings(data []byte) ([]byte, bool) {
+	root := jobj{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		v, err := parseJSON(data)
+		if err != nil {
+			return data, false
+		}
+		o, ok := v.(jobj)
+		if !ok {
+			return data, false
+		}
+		v, _ = withoutRelayServers(o, false)
+		root = v.(jobj)
+	}
+	root, err := setPath(root, []string{"mcpServers", runspec.RunServer}, geminiRunServer)
+	if err != nil {
+		return data, false // mcpServers is not an object
+	}
+	var b bytes.Buffer
+	writeJSON(&b, root, "")
+	b.WriteByte('\n')
+	return b.Bytes(), true
 }

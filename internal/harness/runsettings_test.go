@@ -2,12 +2,14 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/harness"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Ensure what a worker run gets of the user's settings holds no agent token
@@ -69,7 +71,73 @@ func TestRunSettings(t *testing.T) {
 			}
 		})
 	}
-	if out, changed := harness.RunSettings(harness.Gemini, "settings.json", []byte(`{"ui":{}}`)); changed || string(out) != `{"ui":{}}` {
+	if out, changed := harness.RunSettings(harness.ClaudeCode, "settings.json", []byte(`{"ui":{}}`)); changed || string(out) != `{"ui":{}}` {
 		t.Errorf("a file without the relay's servers: %v %s", changed, out)
+	}
+}
+
+// TestGeminiRunSettingsHoldTheRunServer: a Gemini run's settings.json
+// carries the run's own server (Gemini reads no system settings file a
+// user owns), naming its URL and token by the run's environment, beside
+// what the user's file keeps, and is made when the user has none; a file
+// that is not a plain JSON object is left as it is.
+func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
+	const token = "cca_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	cases := []struct {
+		name, in string
+		changed  bool
+		want     []string
+		not      []string
+	}{
+		{"no file", "", true, []string{`"crosschat-run"`}, nil},
+		{"the user's settings", `{"ui":{"theme":"x"},"mcpServers":{"tools":{"command":"/bin/tools"}}}`, true,
+			[]string{`"crosschat-run"`, `"theme": "x"`, `"tools"`}, nil},
+		{"the user's relay server", `{"mcpServers":{"crosschat":{"httpUrl":"http://x/mcp","headers":{"Authorization":"Bearer ` + token + `"}}}}`, true,
+			[]string{`"crosschat-run"`}, []string{`"crosschat"`, "cca_"}},
+		{"a stale run server", `{"mcpServers":{"crosschat-run":{"httpUrl":"http://elsewhere/mcp"}}}`, true,
+			[]string{`"crosschat-run"`}, []string{"elsewhere"}},
+		{"comments", "// mine\n{\"ui\":{}}", false, []string{"// mine"}, []string{`"crosschat-run"`}},
+		{"not an object", `[1]`, false, []string{`[1]`}, []string{`"crosschat-run"`}},
+		{"servers not an object", `{"mcpServers":[]}`, false, []string{`"mcpServers":[]`}, []string{`"crosschat-run"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var in []byte
+			if c.in != "" {
+				in = []byte(c.in)
+			}
+			out, changed := harness.RunSettings(harness.Gemini, "settings.json", in)
+			got := string(out)
+			if changed != c.changed {
+				t.Errorf("changed = %v, want %v:\n%s", changed, c.changed, got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("lacks %s:\n%s", w, got)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(got, n) {
+					t.Errorf("holds %s:\n%s", n, got)
+				}
+			}
+			if !c.changed {
+				return
+			}
+			var v struct {
+				MCPServers map[string]struct {
+					HTTPURL string            `json:"httpUrl"`
+					Headers map[string]string `json:"headers"`
+					Trust   bool              `json:"trust"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal(out, &v); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, got)
+			}
+			s := v.MCPServers[runspec.RunServer]
+			if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || !s.Trust {
+				t.Errorf("the run's server = %+v", s)
+			}
+		})
 	}
 }

@@ -161,6 +161,13 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 				s.copies[name] = out
 				continue
 			}
+		} else if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			// The user has none: the run has what the filter makes of
+			// nothing (a Gemini run's own server), if anything.
+			if out := s.runSettings(name, nil); len(out) > 0 {
+				s.copies[name] = out
+				continue
+			}
 		}
 		s.links[name] = p
 		ro = append(ro, p)

@@ -53,3 +53,30 @@ try write-plain sh -c 'echo x >> "$CLAUDE_CONFIG_DIR/CLAUDE.md"'
 		t.Errorf("the rules name the user's settings file the run gets a copy of: %+v, %v", s, err)
 	}
 }
+
+// Ensure a confined run gets what the filter makes of a settings file the
+// user does not have: a Gemini run's home holds the filter's settings.json
+// (the relay's filter puts the run's own server there, as Gemini reads no
+// system settings file a user owns), and a file the filter makes nothing
+// of stays absent. Before, a missing file was left missing whatever the
+// filter gave.
+func TestCLIHomeSettingsMadeWhenMissing(t *testing.T) {
+	self := landlockSelf(t)
+	home, data, work, run, _ := layout(t) // the user has no Gemini folder
+	filter := func(preset, name string, b []byte) ([]byte, bool) {
+		if preset == "gemini" && name == "settings.json" && b == nil {
+			return []byte(`{"made":"by-the-filter"}`), true
+		}
+		return b, false
+	}
+	script := try + `try read-made grep -q by-the-filter "$GEMINI_CLI_HOME/.gemini/settings.json"
+try other-absent test ! -e "$GEMINI_CLI_HOME/.gemini/GEMINI.md"
+`
+	req := runspec.SandboxRequest{
+		Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: "gemini", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Args: []string{"-c", script},
+		Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run,
+	}
+	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes"), Settings: filter}
+	wantProbe(t, runProbe(t, w, true, req), []string{"read-made", "other-absent"}, "ok")
+}
