@@ -50,7 +50,7 @@ func (c Config) AdminToken(create bool) (string, error) {
 		return "", fmt.Errorf("read admin token: %w", err)
 	}
 	if !create {
-		return "", fmt.Errorf("%w in %s: start the relay once, or set %s", ErrNoToken, c.TokenPath(), EnvAPIToken)
+		return "", fmt.Errorf("%w in %s: start the relay once, name the data folder of the running relay with --data-dir or %s, or set %s", ErrNoToken, c.TokenPath(), EnvDataDir, EnvAPIToken)
 	}
 	if err := c.EnsureDataDir(); err != nil {
 		return "", err
