@@ -464,3 +464,40 @@ func TestProjectsOfTwoRelays(t *testing.T) {
 		t.Fatalf("send across relays: exit %d, %q", code, errs)
 	}
 }
+
+// send says when the recipient's worker does not take the sender's tasks
+// (a worker takes the operator's unless told otherwise), which otherwise
+// wait without a word, and says nothing once the sender is allowed, nor for
+// a recipient without a worker.
+func TestSendSaysTheWorkerWillNotRunIt(t *testing.T) {
+	e := newEveryday(t)
+	api := e.folder(t, "api")
+	e.register(t, api)
+	createAgent(t, e.r, "builder")
+	save := func(senders ...string) {
+		t.Helper()
+		_, err := e.r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "builder", Harness: "custom", Command: "/bin/cat",
+			Workdir: e.folder(t, "work"), AllowedSenders: senders, TimeoutMinutes: 1, Enabled: true})
+		noErr(t, err)
+	}
+	save("operator")
+	createAgent(t, e.r, "plain")
+	t.Chdir(api)
+	for _, c := range []struct {
+		to   string
+		note bool
+	}{{"builder", true}, {"plain", false}} {
+		out, errs, code := run(t, "send", "--agent", c.to, "List the files")
+		if code != 0 || strings.TrimSpace(out) == "" {
+			t.Fatalf("send to %s: exit %d, %q", c.to, code, errs)
+		}
+		want := "note: builder's worker runs only the tasks of operator, so this task waits for builder to claim it"
+		if got := strings.Contains(errs, want) && strings.Contains(errs, "--allow-sender operator --allow-sender api"); got != c.note {
+			t.Errorf("send to %s: the note %v, want %v: %q", c.to, got, c.note, errs)
+		}
+	}
+	save("operator", "api")
+	if _, errs, code := run(t, "send", "--agent", "builder", "Now run it"); code != 0 || strings.Contains(errs, "note:") {
+		t.Errorf("send to a worker that takes the sender's tasks: exit %d, %q", code, errs)
+	}
+}

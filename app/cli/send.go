@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -100,11 +101,39 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if note := workerNote(c, task); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
 	if c.json {
 		return c.printJSON(task)
 	}
 	fmt.Fprintln(stdout, task.ID)
 	return nil
+}
+
+// workerNote says, when the recipient has a worker here that does not take
+// tasks from the task's sender, that the task waits for the agent to claim
+// it and how to let the worker run it: a worker takes only the senders the
+// operator allowed, and such a task otherwise waits without a word. ""
+// when the workers cannot be read (no admin token at hand) or nothing
+// needs saying.
+func workerNote(c *command, task relay.Task) string {
+	var out app.WorkersOverview
+	if err := c.call("Workers", "List", &out); err != nil {
+		return ""
+	}
+	for _, w := range out.Workers {
+		if w.AgentSlug != task.RecipientSlug || !w.Enabled || slices.Contains(w.AllowedSenders, task.SenderSlug) {
+			continue
+		}
+		allow := ""
+		for _, s := range append(slices.Clone(w.AllowedSenders), task.SenderSlug) {
+			allow += " --allow-sender " + s
+		}
+		return fmt.Sprintf("note: %s's worker runs only the tasks of %s, so this task waits for %s to claim it. To let the worker run %s's tasks, add it to the worker's allowed senders: on the dashboard, or `crosschat-relay workers set %s` with the worker's other settings and%s",
+			termSafe(w.AgentSlug), termSafe(strings.Join(w.AllowedSenders, ", ")), termSafe(w.AgentSlug), termSafe(task.SenderSlug), termSafe(w.AgentSlug), termSafe(allow))
+	}
+	return ""
 }
 
 // sendRecipient is the name send posts to: a project registered on this
