@@ -96,7 +96,15 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		args      []string
 		want, not []string
 	}{
-		{[]string{"tasks", "list", "--frob"}, []string{"flag provided but not defined: -frob", "crosschat-relay tasks list [--status S]", "tasks list --help"}, []string{"crosschat-relay agents"}},
+		{[]string{"tasks", "list", "--frob"}, []string{"unknown flag --frob", "crosschat-relay tasks list [--status S]", "tasks list --help"}, []string{"crosschat-relay agents", ": -frob"}},
+		// A flag is spelt as it is typed, and a value that does not read
+		// says what would (it said "invalid value "2d" for flag -expires:
+		// parse error"); an invite's longest life is checked before the
+		// relay is asked (it answered "expiresInHours: must be ...").
+		{[]string{"logs", "-z"}, []string{"logs: unknown flag -z\n"}, nil},
+		{[]string{"invites", "create", "--expires", "2d"}, []string{`--expires "2d" is not a duration: give hours, minutes or seconds, such as 90m, 24h or 168h`}, []string{"parse error"}},
+		{[]string{"invites", "create", "--expires", "1000h"}, []string{"--expires 1000h: an invite is valid for more than 0 and at most 720h"}, []string{"expiresInHours"}},
+		{[]string{"tasks", "list", "--limit", "many"}, []string{`--limit "many" is not a whole number`}, []string{"parse error"}},
 		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},
 		{[]string{"agent", "list"}, []string{`unknown command "agent"`, "Did you mean agents?", "crosschat-relay --help"}, []string{"crosschat-relay tasks"}},
 		{[]string{"mesh"}, []string{"mesh needs status", "crosschat-relay mesh trust NAME|ID"}, []string{"crosschat-relay agents"}},

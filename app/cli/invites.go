@@ -37,6 +37,9 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if expires <= 0 || expires.Hours() > relay.MaxInviteHours {
+		return fmt.Errorf("%w: invites create: --expires %gh: an invite is valid for more than 0 and at most %dh", errUsage, expires.Hours(), relay.MaxInviteHours)
+	}
 	in.ExpiresInHours = expires.Hours()
 	if ft.Title != "" || ft.Instructions != "" {
 		in.FirstTask = &ft
