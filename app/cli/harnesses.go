@@ -23,7 +23,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Searched the relay's PATH (the process that runs the relay, not this terminal):\n  %s\n", termSafe(info.SearchPath))
 	fmt.Fprintf(stdout, "A CLI elsewhere: crosschat-relay workers set SLUG --harness ID --command /path/to/cli, or start the relay with its folder on PATH.\n\n")
-	return c.table("ID\tNAME\tFOUND\tCAN RUN\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
+	return c.table("ID\tNAME\tFOUND\tRUNS TASKS\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
 		}
@@ -32,7 +32,8 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 
 // testedText is the TESTED column: whether the version found is inside
 // the range the relay's tests run ("yes (2.1.197–2.1.332)", "no, newer
-// (tested 2.1.197–2.1.332)"), "-" when unknown.
+// (tested 2.1.197–2.1.332)"), for a CLI not found the range alone, "-"
+// when unknown.
 func testedText(h app.Harness) string {
 	switch h.Tested {
 	case harness.VersionTested:
@@ -40,8 +41,11 @@ func testedText(h app.Harness) string {
 	case harness.VersionNewer, harness.VersionOlder:
 		return "no, " + h.Tested + " (tested " + h.TestedRange + ")"
 	}
-	if h.TestedRange != "" && h.Found {
+	switch {
+	case h.TestedRange != "" && h.Found:
 		return "? (tested " + h.TestedRange + ")"
+	case h.TestedRange != "":
+		return "- (tested " + h.TestedRange + ")"
 	}
 	return "-"
 }

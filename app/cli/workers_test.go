@@ -21,7 +21,7 @@ func TestTestedText(t *testing.T) {
 		{h(true, harness.VersionNewer, "2.1.197–2.1.332"), "no, newer (tested 2.1.197–2.1.332)"},
 		{h(true, harness.VersionOlder, "0.61.0"), "no, older (tested 0.61.0)"},
 		{h(true, "", "0.171.0"), "? (tested 0.171.0)"},
-		{h(false, "", "0.171.0"), "-"},
+		{h(false, "", "0.171.0"), "- (tested 0.171.0)"},
 		{h(true, "", ""), "-"},
 	} {
 		if got := testedText(tc.h); got != tc.want {

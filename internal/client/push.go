@@ -243,7 +243,7 @@ func (s *PushStream) dispatch(event, data string) error {
 		if s.Cursor() < 0 {
 			s.setCursor(r.Cursor)
 		}
-		s.logf("push stream: connected after %d", s.Cursor())
+		s.logf("push stream: connected after event %d (newer events follow)", s.Cursor())
 		if s.OnReady != nil {
 			s.OnReady(s.Cursor())
 		}

@@ -62,7 +62,7 @@ func NewHandler(svc relay.Service, opts Options) *Handler {
 	lib := keepAnswering(server.NewStreamableHTTPServer(newServer(ts, mws, version),
 		server.WithStateLess(true),
 		server.WithDisableStreaming(true),
-		server.WithStreamableHTTPLogger(logger),
+		server.WithStreamableHTTPLogger(libLogger(logger)),
 		// internal/web checks Host and Origin against the operator's
 		// allow-lists before this handler runs; mcp-go's own loopback guard
 		// would also refuse allowed names (e.g. behind a local reverse proxy).
