@@ -81,7 +81,7 @@ echo "     prefix made in $(( $(date +%s) - t )) s"
 # Packages with Windows-only code: the desktop integration (autostart in the
 # registry, notifications, open/reveal), the worker's process trees (job
 # objects), the session turn locks, the configuration and data-folder rules.
-UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./app ./app/cli)
+UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./internal/filelock ./app ./app/cli)
 # Only these tests of app and app/cli (the rest need a desktop session or run
 # the relay end to end, which the installer checks below do on the real exe).
 APP_RUN='^TestDataDir'

@@ -9,11 +9,35 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 )
+
+// lockFileName is the file in the data folder that a relay holds locked
+// while it serves (and an import while it writes the database).
+const lockFileName = "crosschat-relay.lock"
+
+// lockDataDir takes the data folder's lock, held until Unlock or the
+// process's end (a crash included), so that one relay at a time opens the
+// folder's database. When another process holds it, the error names that
+// relay's pid and address if its run file tells them.
+func lockDataDir(dir string) (*filelock.File, error) {
+	l, err := filelock.Lock(filepath.Join(dir, lockFileName))
+	if errors.Is(err, filelock.ErrLocked) {
+		who := ""
+		if info, ok, err := ReadRunFile(dir); err == nil && ok {
+			who = fmt.Sprintf(" (pid %d, %s)", info.PID, info.URL)
+		}
+		return nil, fmt.Errorf("another relay%s is already serving the data folder %s: stop it first or choose another --data-dir", who, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	return l, nil
+}
 
 // ownFile reports whether name is a file the relay keeps in its data
 // folder: the database and its WAL files, the admin token, run folders,
-// the log, the run and window files (and their temporaries).
+// the log, the run, lock and window files (and their temporaries).
 func ownFile(name string) bool {
 	switch name {
 	case "runs", config.TokenFile:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/mcp"
 	"github.com/crosschat/crosschat-relay/internal/mesh"
@@ -39,6 +40,7 @@ type Relay struct {
 
 	cfg        config.Config
 	log        *slog.Logger
+	lock       *filelock.File // the data folder's, held until Shutdown has closed the rest
 	db         *store.DB
 	srv        *http.Server
 	ln         net.Listener
@@ -69,8 +71,9 @@ type StartOptions struct {
 	Now func() time.Time
 }
 
-// Start opens the database, listens on cfg's address and serves. It
-// returns once the relay accepts connections.
+// Start listens on cfg's address, locks the data folder (lockDataDir: a
+// second relay on the folder fails here), opens the database and serves.
+// It returns once the relay accepts connections.
 func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	log := opts.Logger
 	if log == nil {
@@ -90,6 +93,13 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if cfg.Port == 0 { // tests and bench ask for any free port
 		cfg.Port = ln.Addr().(*net.TCPAddr).Port
 	}
+	// After the listener: a second window on the same port still finds the
+	// first by its address (shell's showRunning) before the lock would refuse it.
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	db, err := store.Open(cfg.DatabasePath(), store.Options{
 		OperatorSlug:  cfg.OperatorSlug,
 		RetentionDays: cfg.TaskRetentionDays,
@@ -98,6 +108,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	})
 	if err != nil {
 		ln.Close()
+		lock.Unlock()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	db.SetSecrets(token)
@@ -105,6 +116,7 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if err != nil {
 		ln.Close()
 		db.Close()
+		lock.Unlock()
 		return nil, err
 	}
 	svc := meshService(db, node)
@@ -144,12 +156,14 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 			node.Close()
 		}
 		db.Close()
+		lock.Unlock()
 		return nil, fmt.Errorf("build http handler: %w", err)
 	}
 	r := &Relay{
 		Services:   services,
 		cfg:        cfg,
 		log:        log,
+		lock:       lock,
 		db:         db,
 		mesh:       node,
 		metrics:    met,
@@ -313,7 +327,8 @@ const WorkerStopTimeout = 20 * time.Second
 // once and waits for requests in flight (up to ctx); meanwhile it stops the
 // workers on their own deadline (WorkerStopTimeout), which puts every
 // claimed task of a stopped run back in the queue. Only then does it stop
-// the sweep and close the database.
+// the sweep and close the database, and last removes the run file and
+// releases the data folder's lock.
 func (r *Relay) Shutdown(ctx context.Context) error {
 	workersDone := make(chan error, 1)
 	go func() {
@@ -341,7 +356,8 @@ func (r *Relay) Shutdown(ctx context.Context) error {
 		r.mesh.Close()
 	}
 	errDB := r.db.Close()
-	return errors.Join(errHTTP, errWorkers, errDB, removeRunFile(r.cfg.DataDir))
+	errRun := removeRunFile(r.cfg.DataDir)
+	return errors.Join(errHTTP, errWorkers, errDB, errRun, r.lock.Unlock())
 }
 
 // Config is the configuration the relay runs with (the actual port when 0 was asked).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +20,18 @@ import (
 // ImportUpstream imports the upstream relay's relay.db at from into the
 // database at to (the same path imports in place), with the harnesses this
 // build knows; operator is the operator's slug (empty: relay.DefaultOperatorSlug).
+// It holds the lock of to's folder as a relay does, so no relay starts on
+// the database while it is rewritten (and it fails while one serves it).
 func ImportUpstream(from, to, operator string) (store.ImportResult, error) {
+	dir := filepath.Dir(to)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return store.ImportResult{}, fmt.Errorf("import: create data folder: %w", err)
+	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return store.ImportResult{}, err
+	}
+	defer lock.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if operator == "" {
