@@ -72,15 +72,25 @@ func TestInviteRacedByTwoRelays(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, tok, _ := splitURLs([]string{u.URL})
+	// Both connect first, then both ask at once: the admission reloads the
+	// server's users, and nats-server (v2.15.3 too) reads a connecting
+	// client's CONNECT options without its lock during a reload (auth.go
+	// processClientOrLeafAuthentication vs client.go registerUser), a data
+	// race -race reports. nats.Connect returns after the server's PONG, so
+	// once it has, that client's CONNECT is done. The admissions still race.
+	var connected sync.WaitGroup
+	connected.Add(2)
 	present := func(who Identity) admitAnswer {
-		nc, err := nats.Connect(a.node.ClientURL(), nats.UserInfo(inviteUser(tok.id), tok.secret), nats.CustomInboxPrefix(inboxPrefix("admit_"+tok.id)))
+		nc, err := nats.Connect(a.node.ClientURL(), nats.UserInfo(inviteUser(tok.id), tok.secret), nats.CustomInboxPrefix(inboxPrefix("admit_"+tok.id)), nats.Timeout(30*time.Second))
+		connected.Done()
 		if err != nil {
 			return admitAnswer{Error: err.Error()}
 		}
 		defer nc.Close()
+		connected.Wait()
 		sig, _ := who.signNonce(admitSigned(tok.id, who.ID, who.NKey()))
 		body, _ := json.Marshal(admitRequest{Secret: tok.secret, RelayID: who.ID, Name: who.Name, NKey: who.NKey(), Sig: base64.StdEncoding.EncodeToString(sig)})
-		m, err := nc.Request(admitSubject(tok.id), body, 5*time.Second)
+		m, err := nc.Request(admitSubject(tok.id), body, 30*time.Second)
 		if err != nil {
 			return admitAnswer{Error: err.Error()}
 		}
