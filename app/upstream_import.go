@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app/termsafe"
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/harness"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -24,8 +24,8 @@ import (
 // the database while it is rewritten (and it fails while one serves it).
 func ImportUpstream(from, to, operator string) (store.ImportResult, error) {
 	dir := filepath.Dir(to)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return store.ImportResult{}, fmt.Errorf("import: create data folder: %w", err)
+	if err := (config.Config{DataDir: dir}).EnsureDataDir(); err != nil {
+		return store.ImportResult{}, fmt.Errorf("import: %w", err)
 	}
 	lock, err := lockDataDir(dir)
 	if err != nil {
