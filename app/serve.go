@@ -65,9 +65,12 @@ func serveHelp(w io.Writer, name string, fs *flag.FlagSet) {
 		usage, what, example = "crosschat-relay [--hidden] [flags]", " in the desktop app's window", "crosschat-relay --hidden"
 	}
 	fmt.Fprintf(w, "Usage: %s\n\nRuns the relay%s.\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n", usage, what)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		if name == "serve" && f.Name == "hidden" {
+			return // the window's flag, which serve takes and ignores
+		}
+		config.WriteFlag(w, f)
+	})
 	fmt.Fprintf(w, "\nExample:\n  %s\n", example)
 }
 

@@ -50,7 +50,7 @@ func TestCLIDocNamesEveryVerbAndFlag(t *testing.T) {
 		var out bytes.Buffer
 		if v.name == "serve" {
 			app.Serve([]string{"--help"}, nil, "test", &out, &out)
-			for _, f := range regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`).FindAllStringSubmatch(out.String(), -1) {
+			for _, f := range regexp.MustCompile(`(?m)^  --([a-z][a-z0-9-]*)`).FindAllStringSubmatch(out.String(), -1) {
 				if !regexp.MustCompile(`--` + regexp.QuoteMeta(f[1]) + `([^a-z0-9-]|$)`).MatchString(doc) {
 					t.Errorf("docs/cli.md does not name serve's flag --%s", f[1])
 				}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -200,30 +201,15 @@ func writeFlags(w io.Writer, fs *flag.FlagSet) {
 	if len(own) > 0 {
 		fmt.Fprintln(w, "\nFlags:")
 		for _, f := range own {
-			writeFlag(w, f)
+			config.WriteFlag(w, f)
 		}
 	}
 	if len(common) > 0 {
 		fmt.Fprintln(w, "\nThe relay (every verb):")
 		for _, f := range common {
-			writeFlag(w, f)
+			config.WriteFlag(w, f)
 		}
 	}
-}
-
-func writeFlag(w io.Writer, f *flag.Flag) {
-	value, text := flag.UnquoteUsage(f)
-	line := "  --" + f.Name
-	if len(f.Name) == 1 {
-		line = "  -" + f.Name // as the usage lines write it: -f, -n N
-	}
-	if value != "" {
-		line += " " + strings.ToUpper(value)
-	}
-	if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "[]" {
-		text += fmt.Sprintf(" (default %s)", def)
-	}
-	fmt.Fprintf(w, "%s\n      %s\n", line, text)
 }
 
 // topUsage is the help of crosschat-relay itself: every verb with its

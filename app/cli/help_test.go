@@ -143,11 +143,15 @@ func TestVerbHelpFlagLines(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	flagLine := regexp.MustCompile(`^  (--[a-z][a-z0-9-]+|-[a-z])( [A-Z][A-Z0-9_]*)?$`)
 	for _, v := range verbTable {
-		if v.name == "serve" {
-			continue // main's flags, printed by the flag package
-		}
 		var out, errb bytes.Buffer
-		if code := Command(append(strings.Fields(v.name), "--help"), "test", &out, &errb); code != 0 {
+		if v.name == "serve" {
+			if code := app.Serve([]string{"--help"}, nil, "test", &out, &errb); code != 0 {
+				t.Errorf("serve --help: exit %d, %q", code, errb.String())
+			}
+			if strings.Contains(out.String(), "--hidden") {
+				t.Errorf("serve --help names the window's --hidden:\n%s", out.String())
+			}
+		} else if code := Command(append(strings.Fields(v.name), "--help"), "test", &out, &errb); code != 0 {
 			t.Errorf("%s --help: exit %d, %q", v.name, code, errb.String())
 			continue
 		}
