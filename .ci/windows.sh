@@ -80,8 +80,9 @@ echo "     prefix made in $(( $(date +%s) - t )) s"
 # --- 2. Windows unit tests under wine ------------------------------------------------
 # Packages with Windows-only code: the desktop integration (autostart in the
 # registry, notifications, open/reveal), the worker's process trees (job
-# objects), the session turn locks, the configuration and data-folder rules.
-UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./internal/filelock ./app ./app/cli)
+# objects), the session turn locks, the configuration and data-folder rules,
+# the project store and its lock.
+UNIT_PKGS=(./internal/desktop ./internal/worker ./internal/session ./internal/config ./internal/filelock ./internal/project ./app ./app/cli)
 # Only these tests of app and app/cli (the rest need a desktop session or run
 # the relay end to end, which the installer checks below do on the real exe).
 APP_RUN='^TestDataDir'

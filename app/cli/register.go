@@ -82,7 +82,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: crosschat-relay register --id %s (or set %s)",
 				id, ps[i].Dir, dir, suggestID(id, dir, ps), project.EnvID)
 		}
-		// Bounded well below the store lock's staleness (internal/project).
+		// Bounded well below how long another command waits for the store's lock (internal/project).
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		var agents []relay.Agent

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,14 +10,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/poll"
 )
 
-// lockHelperEnv names the store folder of a helper process of
-// TestStaleLockTakenOverOnce.
-const lockHelperEnv = "CCR_PROJECT_LOCK_HELPER"
+// lockHelperEnv names the store folder of a helper process of the lock's
+// tests; with lockHoldEnv set, the helper holds the lock until killed.
+const (
+	lockHelperEnv = "CCR_PROJECT_LOCK_HELPER"
+	lockHoldEnv   = "CCR_PROJECT_LOCK_HOLD"
+)
 
 // TestLockHelper takes the store's lock once the file "go" appears, holds
-// it a moment, and prints "overlap" if another holder was there.
+// it a moment, and prints "overlap" if another holder was there; or, told
+// to hold it, prints "holding" and waits to be killed.
 func TestLockHelper(t *testing.T) {
 	dir := os.Getenv(lockHelperEnv)
 	if dir == "" {
@@ -39,6 +46,10 @@ func TestLockHelper(t *testing.T) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
+	if os.Getenv(lockHoldEnv) != "" {
+		fmt.Println("holding")
+		select {}
+	}
 	f, err := os.OpenFile(filepath.Join(dir, "holder"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		fmt.Println("overlap")
@@ -52,18 +63,16 @@ func TestLockHelper(t *testing.T) {
 	os.Exit(0)
 }
 
-// Ensure waiters (real processes) that all find a stale lock take it over
-// one at a time: no two hold the lock together, and nothing is left.
-func TestStaleLockTakenOverOnce(t *testing.T) {
+// Ensure commands (real processes) that change the store at the same
+// moment take its lock one at a time, and that a folder an older version
+// left as its lock does not stand in the way.
+func TestLockOneHolderAtATime(t *testing.T) {
 	for round := range 3 {
 		dir := t.TempDir()
-		lock := filepath.Join(dir, StoreFile+".lock")
-		if err := os.Mkdir(lock, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		old := time.Now().Add(-2 * lockStale)
-		if err := os.Chtimes(lock, old, old); err != nil {
-			t.Fatal(err)
+		if round == 0 {
+			if err := os.Mkdir(filepath.Join(dir, StoreFile+".lock"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 		}
 		const waiters = 8
 		outs := make([]string, waiters)
@@ -81,18 +90,11 @@ func TestStaleLockTakenOverOnce(t *testing.T) {
 				outs[i] = string(b)
 			}()
 		}
-		// All wait for "go", so they find the stale lock together.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		// All wait for "go", so they ask for the lock together.
+		poll.Until(t, "all helpers started", 20*time.Second, func() bool {
 			m, _ := filepath.Glob(filepath.Join(dir, "ready-*"))
-			if len(m) == waiters {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d helpers started", len(m))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return len(m) == waiters
+		})
 		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -102,11 +104,62 @@ func TestStaleLockTakenOverOnce(t *testing.T) {
 				t.Fatalf("round %d, waiter %d: %s", round, i, out)
 			}
 		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), StoreFile+".lock") {
-				t.Fatalf("round %d: left %s", round, e.Name())
-			}
+	}
+}
+
+// Ensure a command killed while it holds the lock (as a session's start
+// hook killed at its timeout, or Ctrl-C) leaves nothing that makes the
+// next wait: the system frees a dead process's lock. Before, the lock was a
+// folder such a command left, and the next change waited 40 s and failed.
+func TestLockOfAKilledCommandIsFree(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
+	cmd.Env = append(os.Environ(), lockHelperEnv+"="+dir, lockHoldEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	said := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		said <- line
+	}()
+	select {
+	case line := <-said:
+		if line != "holding\n" {
+			t.Fatalf("helper said %q", line)
 		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the helper did not take the lock within 20 s")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	done := make(chan error, 1)
+	go func() {
+		done <- Open(dir).Update(func(ps []Project) ([]Project, bool, error) {
+			return append(ps, Project{ID: "after", Dir: filepath.Join(dir, "after")}), true, nil
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Update after the holder was killed: %v", err)
+		}
+	case <-time.After(lockWait / 2):
+		// Windows may free a dead process's lock a moment after it ends,
+		// never anywhere near the lock's whole wait.
+		t.Fatalf("Update after the holder was killed still waits after %s", lockWait/2)
+	}
+	if _, ok, err := Open(dir).Get("after"); !ok || err != nil {
+		t.Fatalf("the change after the killed holder is not stored: %v %v", ok, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/project"
 )
 
@@ -135,8 +136,10 @@ func TestStore(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(s.Path() + ".lock"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the lock is left behind: %v", err)
+	if l, err := filelock.Lock(filepath.Join(dir, project.LockFile)); err != nil {
+		t.Errorf("the store's lock is still held after Update: %v", err)
+	} else {
+		l.Unlock()
 	}
 	// A refusal from the update writes nothing.
 	before, _ := os.ReadFile(s.Path())

@@ -10,21 +10,23 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 )
 
 // StoreFile is the store's file name in its folder.
 const StoreFile = "projects.json"
 
+// LockFile is the file in the store's folder that a change holds locked.
+const LockFile = "projects.lock"
+
 // maxStoreSize bounds the file read (a few thousand projects fit).
 const maxStoreSize = 4 << 20
 
-// lockStale is how old a lock left behind by a process that died may be
-// before another takes it over (a holder's work under it is bounded well
-// below: the CLI gives the relay 15 s); lockWait is how long one waits.
-const (
-	lockStale = 60 * time.Second
-	lockWait  = 40 * time.Second
-)
+// lockWait is how long a change waits for the store's lock held by another
+// command (whose work under it is bounded well below: the CLI gives the
+// relay 15 s).
+const lockWait = 40 * time.Second
 
 // Project is one registered project folder.
 type Project struct {
@@ -45,8 +47,9 @@ type storeFile struct {
 
 // Store is the per-user file of registered projects: projects.json in a
 // folder of the user's own config folder, owner-only (folder 0700, file
-// 0600). Changes are made under a lock (a folder created next to the file),
-// so sessions that start at the same time do not lose each other's writes.
+// 0600). Changes are made under a lock (a file locked next to it, which the
+// system frees when its holder ends, however it ends), so sessions that
+// start at the same time do not lose each other's writes.
 type Store struct {
 	dir string
 }
@@ -213,53 +216,23 @@ func (s *Store) ensureDir() error {
 	return nil
 }
 
-// lock takes the store's lock: a folder next to the file (os.Mkdir is
-// atomic everywhere). A lock older than lockStale was left by a process
-// that died and is taken over, by one waiter only (see takeOver).
+// lock takes the store's lock, waiting up to lockWait for another command
+// that holds it. (Older versions locked with a folder, projects.json.lock,
+// which a command killed while holding it left behind; it is not used.)
 func (s *Store) lock() (func(), error) {
-	path := s.Path() + ".lock"
+	path := filepath.Join(s.dir, LockFile)
 	deadline := time.Now().Add(lockWait)
 	for {
-		err := os.Mkdir(path, 0o700)
-		if err == nil {
-			return func() { os.Remove(path) }, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
+		l, err := filelock.Lock(path)
+		switch {
+		case err == nil:
+			return func() { _ = l.Unlock() }, nil
+		case !errors.Is(err, filelock.ErrLocked):
 			return nil, fmt.Errorf("lock the project store: %w", err)
-		}
-		if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > lockStale {
-			takeOver(path)
-			if time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-				continue
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the project store is locked (%s); if no crosschat-relay command is running, remove that folder", path)
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("the project store is locked by another crosschat-relay command (%s) that has not finished in %s", path, lockWait)
 		}
 		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// takeOver removes the stale lock folder path so that of several waiters
-// that found it stale only one does, and never a newer lock: under a
-// second lock (path+".takeover", os.Mkdir again) the lock is looked at once
-// more and removed only if it is still stale. Only a takeover removes a
-// stale lock and a new one is made only where none is, so a lock still
-// stale under the takeover lock is the one found. A takeover lock left by
-// a process that died while holding it (for an instant) is removed once it
-// is stale itself.
-func takeOver(path string) {
-	guard := path + ".takeover"
-	if err := os.Mkdir(guard, 0o700); err != nil {
-		if st, err := os.Stat(guard); err == nil && time.Since(st.ModTime()) > lockStale {
-			_ = os.Remove(guard)
-		}
-		return
-	}
-	defer os.Remove(guard)
-	if st, err := os.Stat(path); err == nil && time.Since(st.ModTime()) > lockStale {
-		_ = os.Remove(path)
 	}
 }
 
