@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,8 +141,13 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		}
 		// Only the run's own server (Gemini's --strict-mcp-config): not the
 		// user's (the one-step Connect's, with the agent's token), nor an
-		// extension's or a project's.
-		args = append(args, "--allowed-mcp-server-names="+runspec.RunServer, "--output-format", "stream-json")
+		// extension's or a project's. Its name is the run's own
+		// (req.Server): a working folder's .gemini/settings.json outranks
+		// the home's, and an entry of a name known beforehand there would
+		// replace the run's server and get the run's token.
+		server := cmp.Or(req.Server, runspec.RunServer)
+		spec.RelayServer = server
+		args = append(args, "--allowed-mcp-server-names="+server, "--output-format", "stream-json")
 		spec.Stdin = req.Prompt
 		// Headless Gemini refuses MCP tools unless their server is trusted.
 		// A confined run (Linux) has the run's server in its CLI home's
@@ -150,7 +156,7 @@ func Build(req runspec.Request, goos string) (runspec.Spec, error) {
 		// when root owns it and every folder above it: the one way for an
 		// unconfined run, and only as root. The token stays a reference to
 		// the run's environment, never written to disk.
-		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{runspec.RunServer: map[string]any{
+		cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{server: map[string]any{
 			"httpUrl": req.MCPURL, "headers": map[string]string{"Authorization": "Bearer ${CROSSCHAT_TOKEN}"}, "trust": true}}})
 		if err != nil {
 			return runspec.Spec{}, fmt.Errorf("build %s: %w", p.Name, err)

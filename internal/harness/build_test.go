@@ -51,6 +51,7 @@ func request(goos, preset string, extra, resume bool) runspec.Request {
 		ResultFile:    j(run, "result.md"),
 		MCPConfigFile: j(run, "mcp.json"),
 		MCPURL:        "http://127.0.0.1:4318/mcp",
+		Server:        runspec.RunServer + "-0a1b2c3d4e5f",
 		Prompt:        "## Task: " + taskText + "\n",
 	}
 	if extra {
@@ -76,7 +77,8 @@ func TestBuildPresets(t *testing.T) {
 					name          string
 					extra, resume bool
 				}{{"plain", false, false}, {"extra dirs", true, false}, {"resume", false, true}, {"extra dirs and resume", true, true}} {
-					spec, err := harness.Build(request(goos, p.ID, v.extra, v.resume), goos)
+					req := request(goos, p.ID, v.extra, v.resume)
+					spec, err := harness.Build(req, goos)
 					if err != nil {
 						t.Fatalf("%s %s: %v", goos, v.name, err)
 					}
@@ -85,8 +87,14 @@ func TestBuildPresets(t *testing.T) {
 							t.Errorf("%s %s: task text on the command line: %q", goos, v.name, a)
 						}
 					}
-					if spec.Events != p.Events || spec.RelayServer != p.RelayServer {
-						t.Errorf("%s %s: events %q server %q, want %q %q", goos, v.name, spec.Events, spec.RelayServer, p.Events, p.RelayServer)
+					// Gemini's server has the run's own name: a working
+					// folder's settings outrank the home's (runspec.RunServer).
+					server := p.RelayServer
+					if p.ID == harness.Gemini {
+						server = req.Server
+					}
+					if spec.Events != p.Events || spec.RelayServer != server {
+						t.Errorf("%s %s: events %q server %q, want %q %q", goos, v.name, spec.Events, spec.RelayServer, p.Events, server)
 					}
 					fmt.Fprintf(&out, "## %s, %s\n", goos, v.name)
 					out.Write(mustJSON(t, spec))

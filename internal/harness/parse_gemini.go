@@ -141,9 +141,16 @@ func (p *geminiParser) Line(line string) []relay.ActivityEntry {
 	return nil
 }
 
-// geminiLabel names Gemini's MCP tools (mcp_<server>_<tool>) "<server> › <tool>".
+// geminiLabel names Gemini's MCP tools (mcp_<server>_<tool>) "<server> ›
+// <tool>"; a run's own server, named runspec.RunServer and a random suffix
+// (runspec.Request's Server), is labelled runspec.RunServer.
 func geminiLabel(name string) string {
 	if rest, ok := strings.CutPrefix(name, "mcp_"); ok {
+		if own, ok := strings.CutPrefix(rest, runspec.RunServer+"-"); ok {
+			if _, tool, ok := strings.Cut(own, "_"); ok && tool != "" {
+				rest = runspec.RunServer + "_" + tool
+			}
+		}
 		for _, s := range []string{runspec.RunServer, UserServer} {
 			if tool, ok := strings.CutPrefix(rest, s+"_"); ok && tool != "" {
 				return s + " › " + tool

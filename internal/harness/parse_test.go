@@ -338,3 +338,23 @@ func TestStreamFailures(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a Gemini run's MCP tools are labelled by server: the run's own,
+// named with its random suffix (runspec.Request's Server), as
+// runspec.RunServer; the user's relay server by its name; anything else as
+// Gemini names it.
+func TestGeminiToolLabels(t *testing.T) {
+	for _, tc := range []struct{ tool, want string }{
+		{"mcp_crosschat-run-0a1b2c3d4e5f_post_task", "crosschat-run › post_task"},
+		{"mcp_crosschat-run_post_task", "crosschat-run › post_task"},
+		{"mcp_crosschat_list_agents", "crosschat › list_agents"},
+		{"mcp_crosschat-run-0a1b2c3d4e5f", "mcp_crosschat-run-0a1b2c3d4e5f"},
+		{"mcp_other_post_task", "mcp_other_post_task"},
+	} {
+		line := `{"type":"tool_use","tool_name":"` + tc.tool + `","tool_id":"t1","parameters":{}}`
+		got, _ := parseAll(runspec.EventsGeminiStream, line)
+		if len(got) != 1 || !strings.HasPrefix(got[0].Text, tc.want) {
+			t.Errorf("%s: steps %+v, want a step labelled %q", tc.tool, got, tc.want)
+		}
+	}
+}

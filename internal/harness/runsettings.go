@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"cmp"
 	"regexp"
 	"strings"
 
@@ -24,7 +25,10 @@ import (
 // folder above it, and none of them is writable by group or others: a run
 // folder in a user's data folder never is. So a confined Gemini run's copy
 // of settings.json also carries the run's own server (geminiRunServer),
-// made even when the user has no settings file.
+// made even when the user has no settings file, under the run's own name
+// (runspec.Request's Server): the working folder's .gemini/settings.json
+// outranks this copy, and an entry of a name it could know would replace
+// the run's server.
 
 // credential matches a relay credential anywhere: an agent or run token or
 // an invite code.
@@ -41,12 +45,13 @@ var credential = regexp.MustCompile(`(?:cca|ccr|cci)_[A-Za-z0-9_-]{20,}`)
 // (the sandbox hides any credential left in what it copies all the same).
 //
 // For Gemini's settings.json the copy also holds the run's own server,
-// which names the run's URL and token by environment variable: changed is
-// then true, and data may be empty (the user has no such file).
-func RunSettings(preset, name string, data []byte) (out []byte, changed bool) {
+// named server ("" for runspec.RunServer), which names the run's URL and
+// token by environment variable: changed is then true, and data may be
+// empty (the user has no such file).
+func RunSettings(preset, server, name string, data []byte) (out []byte, changed bool) {
 	switch {
 	case preset == Gemini && name == "settings.json":
-		return geminiRunSettings(data)
+		return geminiRunSettings(data, cmp.Or(server, runspec.RunServer))
 	case preset == Codex && name == "config.toml":
 		text, err := ReplaceTOMLTable(string(data), "mcp_servers", "")
 		if err != nil || strings.TrimSpace(text) == strings.TrimSpace(string(data)) {
@@ -135,10 +140,10 @@ var geminiRunServer = jobj{
 }
 
 // geminiRunSettings is a Gemini run's settings.json: the user's (data,
-// possibly empty) without the relay's servers, with the run's own
-// (runspec.RunServer) added. A file that is not a plain JSON object is
-// returned as it is (the run then has only the system settings' server).
-func geminiRunSettings(data []byte) ([]byte, bool) {
+// possibly empty) without the relay's servers, with the run's own (named
+// server) added. A file that is not a plain JSON object is returned as it
+// is (the run then has only the system settings' server).
+func geminiRunSettings(data []byte, server string) ([]byte, bool) {
 	root := jobj{}
 	if len(bytes.TrimSpace(data)) > 0 {
 		v, err := parseJSON(data)
@@ -152,7 +157,7 @@ func geminiRunSettings(data []byte) ([]byte, bool) {
 		v, _ = withoutRelayServers(o, false)
 		root = v.(jobj)
 	}
-	root, err := setPath(root, []string{"mcpServers", runspec.RunServer}, geminiRunServer)
+	root, err := setPath(root, []string{"mcpServers", server}, geminiRunServer)
 	if err != nil {
 		return data, false // mcpServers is not an object
 	}

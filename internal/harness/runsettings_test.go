@@ -48,7 +48,7 @@ func TestRunSettings(t *testing.T) {
 			if err != nil || !strings.Contains(string(data), token) {
 				t.Fatalf("Connect wrote no token: %s, %v", data, err)
 			}
-			out, changed := harness.RunSettings(preset, filepath.Base(rel), data)
+			out, changed := harness.RunSettings(preset, "", filepath.Base(rel), data)
 			got := string(out)
 			if !changed || strings.Contains(got, "cca_") || strings.Contains(got, `"crosschat"`) || strings.Contains(got, "mcp_servers.crosschat") {
 				t.Fatalf("changed %v:\n%s", changed, got)
@@ -71,7 +71,7 @@ func TestRunSettings(t *testing.T) {
 			}
 		})
 	}
-	if out, changed := harness.RunSettings(harness.ClaudeCode, "settings.json", []byte(`{"ui":{}}`)); changed || string(out) != `{"ui":{}}` {
+	if out, changed := harness.RunSettings(harness.ClaudeCode, "", "settings.json", []byte(`{"ui":{}}`)); changed || string(out) != `{"ui":{}}` {
 		t.Errorf("a file without the relay's servers: %v %s", changed, out)
 	}
 }
@@ -82,6 +82,7 @@ func TestRunSettings(t *testing.T) {
 // what the user's file keeps, and is made when the user has none; a file
 // that is not a plain JSON object is left as it is.
 func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
+	const server = runspec.RunServer + "-a1b2c3d4e5f6" // the run's own name (runspec.Request's Server)
 	const token = "cca_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
 	cases := []struct {
 		name, in string
@@ -89,16 +90,16 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 		want     []string
 		not      []string
 	}{
-		{"no file", "", true, []string{`"crosschat-run"`}, nil},
+		{"no file", "", true, []string{`"crosschat-run-a1b2c3d4e5f6"`}, nil},
 		{"the user's settings", `{"ui":{"theme":"x"},"mcpServers":{"tools":{"command":"/bin/tools"}}}`, true,
-			[]string{`"crosschat-run"`, `"theme": "x"`, `"tools"`}, nil},
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`, `"theme": "x"`, `"tools"`}, nil},
 		{"the user's relay server", `{"mcpServers":{"crosschat":{"httpUrl":"http://x/mcp","headers":{"Authorization":"Bearer ` + token + `"}}}}`, true,
-			[]string{`"crosschat-run"`}, []string{`"crosschat"`, "cca_"}},
-		{"a stale run server", `{"mcpServers":{"crosschat-run":{"httpUrl":"http://elsewhere/mcp"}}}`, true,
-			[]string{`"crosschat-run"`}, []string{"elsewhere"}},
-		{"comments", "// mine\n{\"ui\":{}}", false, []string{"// mine"}, []string{`"crosschat-run"`}},
-		{"not an object", `[1]`, false, []string{`[1]`}, []string{`"crosschat-run"`}},
-		{"servers not an object", `{"mcpServers":[]}`, false, []string{`"mcpServers":[]`}, []string{`"crosschat-run"`}},
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`}, []string{`"crosschat"`, "cca_"}},
+		{"a stale run server", `{"mcpServers":{"crosschat-run-0123456789ab":{"httpUrl":"http://elsewhere/mcp"}}}`, true,
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`}, nil},
+		{"comments", "// mine\n{\"ui\":{}}", false, []string{"// mine"}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
+		{"not an object", `[1]`, false, []string{`[1]`}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
+		{"servers not an object", `{"mcpServers":[]}`, false, []string{`"mcpServers":[]`}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -106,7 +107,7 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 			if c.in != "" {
 				in = []byte(c.in)
 			}
-			out, changed := harness.RunSettings(harness.Gemini, "settings.json", in)
+			out, changed := harness.RunSettings(harness.Gemini, server, "settings.json", in)
 			got := string(out)
 			if changed != c.changed {
 				t.Errorf("changed = %v, want %v:\n%s", changed, c.changed, got)
@@ -134,7 +135,7 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 			if err := json.Unmarshal(out, &v); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, got)
 			}
-			s := v.MCPServers[runspec.RunServer]
+			s := v.MCPServers[server]
 			if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || !s.Trust {
 				t.Errorf("the run's server = %+v", s)
 			}

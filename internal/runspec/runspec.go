@@ -21,6 +21,10 @@ type Request struct {
 	PromptFile    string
 	ResultFile    string
 	MCPConfigFile string
+	// Server is this run's name for its own MCP server where the preset
+	// needs one a working folder cannot guess (RunServer-<random>, drawn
+	// once per run by the worker); "" means RunServer.
+	Server string
 	// MCPURL is the relay's MCP endpoint for this computer.
 	MCPURL string
 	// Prompt is the task prompt (see PromptInput).
@@ -32,7 +36,10 @@ type Request struct {
 }
 
 // RunServer is the MCP server name of the relay's tools in a run's own MCP
-// configuration (the worker's mcp.json, a preset's settings file).
+// configuration (the worker's mcp.json, a preset's settings file). Where a
+// working folder's own settings could replace a server of a known name
+// (Gemini's project settings outrank the user's), the run's server is
+// named RunServer, a dash and a random suffix instead (Request.Server).
 const RunServer = "crosschat-run"
 
 // Stream formats of agent CLIs' output.
@@ -141,6 +148,9 @@ type SandboxRequest struct {
 	// KillGrace is the worker's grace of a stopped run between SIGTERM and
 	// SIGKILL (0: the sandbox's default).
 	KillGrace time.Duration
+	// Server is the run's own MCP server name (Request.Server), which a
+	// copy of the CLI's settings the sandbox gives the run may have to name.
+	Server string
 }
 
 // Sandboxed is a run's command wrapped in the sandbox.

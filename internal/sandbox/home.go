@@ -118,6 +118,8 @@ type homeSetup struct {
 	// runSettings).
 	preset   string
 	settings SettingsFilter
+	// server is the run's own MCP server name (the filter's server).
+	server string
 	// keep are the patterns of what a run wrote that the next keeps (see
 	// cliHome.keep); the rest of the home is cleared.
 	keep []string
@@ -147,13 +149,13 @@ func (h cliHome) userCLIFolder(env map[string]string, home string) string {
 // A settings file that holds the relay's server entries or a relay
 // credential (runSettings) is given as a copy without them, and the run
 // gets no rule for the user's own file.
-func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string, preset string, settings SettingsFilter) (ro, rw []string) {
+func planHome(r *Rules, h cliHome, env map[string]string, home, private string, folders []string, preset, server string, settings SettingsFilter) (ro, rw []string) {
 	user := h.userCLIFolder(env, home)
 	if user == "" {
 		return nil, nil
 	}
 	s := homeSetup{home: private, sub: h.sub, links: map[string]string{}, keep: h.keep, copies: map[string][]byte{},
-		preset: preset, settings: settings}
+		preset: preset, server: server, settings: settings}
 	for _, name := range h.config {
 		p := filepath.Join(user, name)
 		if data, ok := readSettings(p); ok {

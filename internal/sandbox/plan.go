@@ -192,7 +192,7 @@ func plan(req runspec.SandboxRequest, goos string, protected []string, homes str
 			for _, d := range req.ExtraDirs {
 				folders = append(folders, folderRule(req, d))
 			}
-			hro, hrw := planHome(&r, ch, env, home, private, folders, req.Config.Harness, settings)
+			hro, hrw := planHome(&r, ch, env, home, private, folders, req.Config.Harness, req.Server, settings)
 			ro, rw = append(ro, hro...), append(rw, hrw...)
 		}
 	}

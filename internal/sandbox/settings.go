@@ -11,8 +11,10 @@ import (
 // user's settings files (by its base name): data without what a run must
 // not read (the relay's MCP server entries with the agent's token, which
 // the one-step Connect writes there for the user's chats), and whether it
-// left anything out. The app passes internal/harness's RunSettings.
-type SettingsFilter func(preset, name string, data []byte) (out []byte, changed bool)
+// left anything out; server is the run's own MCP server name
+// (runspec.SandboxRequest's Server), for a copy that must name it. The app
+// passes internal/harness's RunSettings.
+type SettingsFilter func(preset, server, name string, data []byte) (out []byte, changed bool)
 
 // maxSettings bounds a settings file read to be given as a copy; a larger
 // one is linked as it is.
@@ -42,7 +44,7 @@ func readSettings(p string) ([]byte, bool) {
 func (s homeSetup) runSettings(name string, data []byte) []byte {
 	out := data
 	if s.settings != nil {
-		out, _ = s.settings(s.preset, name, data)
+		out, _ = s.settings(s.preset, s.server, name, data)
 	}
 	return []byte(relay.RedactSecrets(string(out)))
 }

@@ -28,7 +28,7 @@ func TestCLIHomeSettingsWithoutCredentials(t *testing.T) {
 	writeTestFile(t, filepath.Join(home, ".claude.json"), withToken)
 	writeTestFile(t, filepath.Join(home, ".claude", "CLAUDE.md"), "plain")
 	// A filter like the relay's: drops the "crosschat" entry.
-	filter := func(preset, name string, b []byte) ([]byte, bool) {
+	filter := func(preset, _, name string, b []byte) ([]byte, bool) {
 		out := bytes.Replace(b, []byte(`"crosschat":{"headers":{"Authorization":"Bearer `+token+`"}}`), nil, 1)
 		return out, !bytes.Equal(out, b)
 	}
@@ -63,20 +63,22 @@ try write-plain sh -c 'echo x >> "$CLAUDE_CONFIG_DIR/CLAUDE.md"'
 func TestCLIHomeSettingsMadeWhenMissing(t *testing.T) {
 	self := landlockSelf(t)
 	home, data, work, run, _ := layout(t) // the user has no Gemini folder
-	filter := func(preset, name string, b []byte) ([]byte, bool) {
+	filter := func(preset, server, name string, b []byte) ([]byte, bool) {
 		if preset == "gemini" && name == "settings.json" && b == nil {
-			return []byte(`{"made":"by-the-filter"}`), true
+			return []byte(`{"made":"by-the-filter","server":"` + server + `"}`), true
 		}
 		return b, false
 	}
 	script := try + `try read-made grep -q by-the-filter "$GEMINI_CLI_HOME/.gemini/settings.json"
+try named grep -q '"server":"crosschat-run-0a1b2c3d4e5f"' "$GEMINI_CLI_HOME/.gemini/settings.json"
 try other-absent test ! -e "$GEMINI_CLI_HOME/.gemini/GEMINI.md"
 `
 	req := runspec.SandboxRequest{
 		Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: "gemini", Sandbox: relay.SandboxOn},
 		Program: "/bin/sh", Args: []string{"-c", script},
 		Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run,
+		Server: "crosschat-run-0a1b2c3d4e5f",
 	}
 	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes"), Settings: filter}
-	wantProbe(t, runProbe(t, w, true, req), []string{"read-made", "other-absent"}, "ok")
+	wantProbe(t, runProbe(t, w, true, req), []string{"read-made", "named", "other-absent"}, "ok")
 }

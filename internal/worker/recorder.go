@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 )
 
 // Recorder limits.
@@ -33,6 +34,15 @@ func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported platforms
 	return hex.EncodeToString(b[:])
+}
+
+// newServerName returns a run's name for its own MCP server: RunServer, a
+// dash and 12 random hex characters, which a working folder's settings
+// written before the run cannot name.
+func newServerName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported platforms
+	return runspec.RunServer + "-" + hex.EncodeToString(b[:])
 }
 
 // recorder writes a run's activity in batches: every flushEvery and at the

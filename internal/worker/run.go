@@ -49,6 +49,9 @@ type runState struct {
 	token  string
 	runID  string
 	runDir string
+	// server is the run's name for its own MCP server (runspec.Request's
+	// Server), drawn with the run.
+	server string
 	rec    *recorder
 	// turn is the delivery into the worker's bound session, nil for a fresh run.
 	turn *sessionTurn
@@ -83,6 +86,7 @@ func (w *worker) run(ctx context.Context, cfg relay.WorkerConfig, task relay.Tas
 		w: w, cfg: cfg, task: task,
 		name:   o.Harness.Name(cfg.Harness),
 		runID:  newRunID(),
+		server: newServerName(),
 		runDir: filepath.Join(o.RunRoot, task.ID),
 	}
 	res := r.execute(ctx)

@@ -31,7 +31,7 @@ func (r *runState) sandbox(program string, args, confined, env, extra, outputs [
 	s, err := o.Sandbox(runspec.SandboxRequest{
 		Config: r.cfg, Program: program, Args: args, ConfinedArgs: confined, Env: env,
 		Workdir: cmp.Or(r.workdir, r.cfg.Workdir), ExtraDirs: extra, RunDir: r.runDir, Outputs: outputs, KillGrace: o.KillGrace,
-		Resolved: r.allowed,
+		Resolved: r.allowed, Server: r.server,
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("sandbox: %w", err)

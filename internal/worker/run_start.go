@@ -45,6 +45,7 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 		ResultFile:    filepath.Join(r.runDir, resultFileName),
 		MCPConfigFile: filepath.Join(r.runDir, mcpFileName),
 		MCPURL:        o.MCPURL,
+		Server:        r.server,
 		ExtraDirs:     extra,
 	}
 	in, resume := r.promptInput(ctx, extra)
