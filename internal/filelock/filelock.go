@@ -27,10 +27,23 @@ type File struct {
 // it exclusively, or fails at once with ErrLocked when it is locked. The
 // file's content is not used. The file descriptor is not inherited by child
 // processes (Go opens files close-on-exec), so a child that outlives the
-// process does not keep the lock.
+// process does not keep the lock. The lock file must be a regular file:
+// a symbolic link in its place is not followed (on Unix), so it can make
+// the process neither create nor hold a file elsewhere, and a FIFO or
+// device is refused.
 func Lock(path string) (*File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if isLink(err) {
+		return nil, fmt.Errorf("lock %s: it is a symbolic link, not a lock file: remove it", path)
+	}
 	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("it is not a regular file (%s): remove it", fi.Mode().Type())
+		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := lock(f); err != nil {

@@ -9,6 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// noFollow makes Lock's open fail on a symbolic link (ELOOP).
+const noFollow = unix.O_NOFOLLOW
+
+// isLink reports whether err is the open's refusal of a symbolic link.
+func isLink(err error) bool { return errors.Is(err, unix.ELOOP) }
+
 // lock takes flock's exclusive lock without blocking. flock locks belong to
 // the open file, so a second Lock in this process conflicts as another
 // process's would.

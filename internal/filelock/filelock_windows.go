@@ -9,6 +9,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// noFollow is 0: Windows has no O_NOFOLLOW (making a symbolic link there
+// takes an administrator or developer mode).
+const noFollow = 0
+
+// isLink is false: nothing refuses a link on Windows (noFollow).
+func isLink(error) bool { return false }
+
 // allBytes locks the file's whole range: the lock is on the file, not on
 // a part of its content.
 const allBytes = ^uint32(0)
