@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // The JSON editing of tools' settings files: members keep their order, and
@@ -103,7 +104,10 @@ func setPath(o jobj, path []string, val any) (jobj, error) {
 	return append(o, jkv{path[0], child}), nil
 }
 
-// parseJSON decodes one JSON value, objects as jobj and numbers as json.Number.
+// parseJSON decodes one JSON value, objects as jobj and numbers as
+// json.Number. A key repeated in an object keeps its first place and its
+// last value, as the CLIs' own readers (JavaScript's JSON.parse, Go's
+// encoding/json) take it: an edit then changes the member they read.
 func parseJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -138,6 +142,10 @@ func decodeValue(dec *json.Decoder) (any, error) {
 			v, err := decodeValue(dec)
 			if err != nil {
 				return nil, err
+			}
+			if i := slices.IndexFunc(o, func(m jkv) bool { return m.Key == k }); i >= 0 {
+				o[i].Val = v
+				continue
 			}
 			o = append(o, jkv{k, v})
 		}

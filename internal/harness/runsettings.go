@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/internal/runspec"
@@ -140,13 +141,17 @@ var geminiRunServer = jobj{
 }
 
 // geminiRunSettings is a Gemini run's settings.json: the user's (data,
-// possibly empty) without the relay's servers, with the run's own (named
-// server) added. A file that is not a plain JSON object is returned as it
-// is (the run then has only the system settings' server).
+// possibly empty) read as Gemini reads it (comments allowed, a repeated
+// key's last value), without the relay's servers and comments, with the
+// run's own (named server) added; an mcpServers that is not an object
+// (which gives Gemini no server) becomes one holding only it. A file that
+// is not a JSON object is returned as it is (Gemini refuses it too), and
+// the run has the relay's tools only from the run folder's settings, which
+// Gemini reads only as root.
 func geminiRunSettings(data []byte, server string) ([]byte, bool) {
 	root := jobj{}
-	if len(bytes.TrimSpace(data)) > 0 {
-		v, err := parseJSON(data)
+	if text := withoutComments(data); len(bytes.TrimSpace(text)) > 0 {
+		v, err := parseJSON(text)
 		if err != nil {
 			return data, false
 		}
@@ -157,10 +162,12 @@ func geminiRunSettings(data []byte, server string) ([]byte, bool) {
 		v, _ = withoutRelayServers(o, false)
 		root = v.(jobj)
 	}
-	root, err := setPath(root, []string{"mcpServers", server}, geminiRunServer)
-	if err != nil {
-		return data, false // mcpServers is not an object
+	var servers jobj
+	if i := slices.IndexFunc(root, func(m jkv) bool { return m.Key == "mcpServers" }); i >= 0 {
+		servers, _ = root[i].Val.(jobj)
 	}
+	servers, _ = setPath(servers, []string{server}, geminiRunServer) // one key: no error
+	root, _ = setPath(root, []string{"mcpServers"}, servers)
 	var b bytes.Buffer
 	writeJSON(&b, root, "")
 	b.WriteByte('\n')

@@ -97,9 +97,19 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 			[]string{`"crosschat-run-a1b2c3d4e5f6"`}, []string{`"crosschat"`, "cca_"}},
 		{"a stale run server", `{"mcpServers":{"crosschat-run-0123456789ab":{"httpUrl":"http://elsewhere/mcp"}}}`, true,
 			[]string{`"crosschat-run-a1b2c3d4e5f6"`}, nil},
-		{"comments", "// mine\n{\"ui\":{}}", false, []string{"// mine"}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
+		// Gemini reads comments (strip-json-comments); before, such a file
+		// was given as it was, and the run had no relay tools.
+		{"comments", "// mine\n{\"ui\":{\"a\":\"http://x//y /* z */\"} /* two\nlines */}", true,
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`, `"http://x//y /* z */"`}, []string{"mine", "two"}},
+		// Gemini (JSON.parse) takes a repeated key's last value; before,
+		// the run's server went into the first, and the last was read.
+		{"a repeated server", `{"mcpServers":{"crosschat-run-a1b2c3d4e5f6":{"httpUrl":"http://a/mcp"},"crosschat-run-a1b2c3d4e5f6":{"httpUrl":"https://evil.example/mcp"}}}`, true,
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`}, []string{"evil", "http://a/"}},
+		{"repeated servers", `{"mcpServers":{},"mcpServers":{"tools":{"command":"/bin/tools"}}}`, true,
+			[]string{`"crosschat-run-a1b2c3d4e5f6"`, `"tools"`}, nil},
 		{"not an object", `[1]`, false, []string{`[1]`}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
-		{"servers not an object", `{"mcpServers":[]}`, false, []string{`"mcpServers":[]`}, []string{`"crosschat-run-a1b2c3d4e5f6"`}},
+		{"servers not an object", `{"mcpServers":[],"ui":{}}`, true, []string{`"crosschat-run-a1b2c3d4e5f6"`, `"ui"`}, nil},
+		{"servers null", `{"mcpServers":null}`, true, []string{`"crosschat-run-a1b2c3d4e5f6"`}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,4 +151,39 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Fuzz a Gemini run's copy of the user's settings.json, a file the relay
+// does not write: it is given as it was, or it is JSON in which the run's
+// own server is exactly the relay's, as Gemini reads it (a repeated key's
+// last value).
+func FuzzGeminiRunSettings(f *testing.F) {
+	for _, s := range []string{"", "{}", "// c\n{}", `{"mcpServers":{"a":{}},"mcpServers":null}`, "/*", `{"a":"\"//"} // x`,
+		`{"mcpServers":{"crosschat-run-a1b2c3d4e5f6":{"httpUrl":"x"},"crosschat-run-a1b2c3d4e5f6":{"httpUrl":"y"}}}`} {
+		f.Add(s)
+	}
+	const server = runspec.RunServer + "-a1b2c3d4e5f6"
+	f.Fuzz(func(t *testing.T, in string) {
+		out, changed := harness.RunSettings(harness.Gemini, server, "settings.json", []byte(in))
+		if !changed {
+			if string(out) != in {
+				t.Fatalf("unchanged, yet not the input:\n%s", out)
+			}
+			return
+		}
+		var v struct {
+			MCPServers map[string]struct {
+				HTTPURL string            `json:"httpUrl"`
+				Headers map[string]string `json:"headers"`
+				Trust   bool              `json:"trust"`
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("the copy is not JSON: %v\n%s", err, out)
+		}
+		s := v.MCPServers[server]
+		if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || len(s.Headers) != 1 || !s.Trust {
+			t.Fatalf("the run's server reads as %+v:\n%s", s, out)
+		}
+	})
 }
