@@ -19,7 +19,11 @@ const lockFileName = "crosschat-relay.lock"
 // lockDataDir takes the data folder's lock, held until Unlock or the
 // process's end (a crash included), so that one relay at a time opens the
 // folder's database. When another process holds it, the error names that
-// relay's pid and address if its run file tells them.
+// relay's pid and address if its run file tells them. Once locked, a run
+// file left in the folder is removed: its relay no longer holds the lock
+// (it was killed), and a relay refused while this one starts would
+// otherwise name that dead relay's pid, which another process may have
+// taken since.
 func lockDataDir(dir string) (*filelock.File, error) {
 	l, err := filelock.Lock(filepath.Join(dir, lockFileName))
 	if errors.Is(err, filelock.ErrLocked) {
@@ -31,6 +35,9 @@ func lockDataDir(dir string) (*filelock.File, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if err := os.Remove(filepath.Join(dir, RunFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, errors.Join(fmt.Errorf("remove the run file a stopped relay left: %w", err), l.Unlock())
 	}
 	return l, nil
 }

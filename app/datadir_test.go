@@ -94,3 +94,34 @@ func TestDataDirOfOtherFilesIsRefusedNotChmodded(t *testing.T) {
 		t.Fatalf("the refused folder got an admin token: %v", err)
 	}
 }
+
+// Ensure a relay refused while another starts does not name the pid and
+// address of a relay killed before, from the run file that one left: the
+// new holder removes it as it takes the lock (its own run file comes once
+// it serves). Before, the refusal named the dead relay's pid, which
+// another process may have taken since (a hostile review).
+func TestDataDirLockDropsAStaleRunFile(t *testing.T) {
+	dir := t.TempDir()
+	const deadPID = 1 << 30 // above Linux's pid_max: no process has it
+	if err := writeRunFile(dir, RunInfo{PID: deadPID, URL: "http://localhost:1", DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	if _, ok, err := ReadRunFile(dir); ok || err != nil {
+		t.Errorf("the stale run file is still there once the lock is taken (%v)", err)
+	}
+	_, err = lockDataDir(dir)
+	if err == nil {
+		t.Fatal("a second lock succeeded")
+	}
+	if strings.Contains(err.Error(), "1073741824") || strings.Contains(err.Error(), "localhost:1") {
+		t.Errorf("the refusal names the dead relay: %v", err)
+	}
+	if !strings.Contains(err.Error(), "another relay is already serving the data folder") {
+		t.Errorf("the refusal does not say what holds the folder: %v", err)
+	}
+}
