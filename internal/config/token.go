@@ -1,10 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -31,6 +33,10 @@ func (c Config) EnsureDataDir() error {
 // ErrNoToken means there is no admin token yet: the relay never ran with this data dir.
 var ErrNoToken = errors.New("no admin token")
 
+// tokenWriteWait is how long an empty admin token file is read again,
+// for a relay that has created it and not yet written it.
+const tokenWriteWait = time.Second
+
 // AdminToken returns the admin token: CROSSCHAT_API_TOKEN if set, else the
 // api-token file in the data dir. When create is true and neither exists, a
 // new token is generated and written (0600, never overwriting a file that
@@ -40,6 +46,12 @@ func (c Config) AdminToken(create bool) (string, error) {
 		return c.APIToken, nil
 	}
 	b, err := os.ReadFile(c.TokenPath())
+	// A relay starting at the same moment creates the file, then writes
+	// it: an empty one is read again for a moment before it is an error.
+	for wait := time.Now().Add(tokenWriteWait); err == nil && len(bytes.TrimSpace(b)) == 0 && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+		b, err = os.ReadFile(c.TokenPath())
+	}
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			return t, nil
