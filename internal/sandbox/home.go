@@ -163,6 +163,10 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 				s.copies[name] = out
 				continue
 			}
+		} else if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			// Too large to look through for a relay credential (over
+			// maxSettings), or unreadable: not given to the run.
+			continue
 		} else if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			// The user has none: the run has what the filter makes of
 			// nothing (a Gemini run's own server), if anything.

@@ -17,7 +17,7 @@ import (
 type SettingsFilter func(preset, server, name string, data []byte) (out []byte, changed bool)
 
 // maxSettings bounds a settings file read to be given as a copy; a larger
-// one is linked as it is.
+// one is not given to the run at all (it could hold a credential).
 const maxSettings = 16 << 20
 
 // readSettings reads the regular file p (following links: the user's

@@ -82,3 +82,29 @@ try other-absent test ! -e "$GEMINI_CLI_HOME/.gemini/GEMINI.md"
 	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes"), Settings: filter}
 	wantProbe(t, runProbe(t, w, true, req), []string{"read-made", "named", "other-absent"}, "ok")
 }
+
+// Ensure a settings file too large to look through for a relay credential
+// is not given to the run: before, one over the bound was linked as it
+// was, with whatever agent token it held (a hostile review).
+func TestCLIHomeSettingsTooLargeNotGiven(t *testing.T) {
+	self := landlockSelf(t)
+	const token = "cca_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	home, data, work, run := cliLayout(t)
+	large := `{"env":{"X":"` + token + `"},"pad":"` + strings.Repeat("x", 16<<20) + `"}`
+	writeTestFile(t, filepath.Join(home, ".claude", "settings.json"), large)
+	writeTestFile(t, filepath.Join(home, ".claude", "CLAUDE.md"), "plain")
+	script := try + `try token-in-home grep -q cca_ "$CLAUDE_CONFIG_DIR/settings.json"
+try read-original grep -q cca_ "$HOME/.claude/settings.json"
+try read-plain cat "$CLAUDE_CONFIG_DIR/CLAUDE.md"
+`
+	req := runspec.SandboxRequest{
+		Config:  relay.WorkerConfig{AgentSlug: "builder", Harness: "claude-code", Sandbox: relay.SandboxOn},
+		Program: "/bin/sh", Args: []string{"-c", script},
+		Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}, Workdir: work, RunDir: run,
+	}
+	filter := func(_, _, _ string, b []byte) ([]byte, bool) { return b, false }
+	w := sandbox.Wrapper{Self: self, Protected: []string{data}, Homes: filepath.Join(data, "cli-homes"), Settings: filter}
+	got := runProbe(t, w, true, req)
+	wantProbe(t, got, []string{"read-plain"}, "ok")
+	wantProbe(t, got, []string{"token-in-home", "read-original"}, "denied")
+}
