@@ -135,20 +135,7 @@ func TestGeminiRunSettingsHoldTheRunServer(t *testing.T) {
 			if !c.changed {
 				return
 			}
-			var v struct {
-				MCPServers map[string]struct {
-					HTTPURL string            `json:"httpUrl"`
-					Headers map[string]string `json:"headers"`
-					Trust   bool              `json:"trust"`
-				} `json:"mcpServers"`
-			}
-			if err := json.Unmarshal(out, &v); err != nil {
-				t.Fatalf("not JSON: %v\n%s", err, got)
-			}
-			s := v.MCPServers[server]
-			if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || !s.Trust {
-				t.Errorf("the run's server = %+v", s)
-			}
+			checkRunServer(t, out, server)
 		})
 	}
 }
@@ -171,19 +158,27 @@ func FuzzGeminiRunSettings(f *testing.F) {
 			}
 			return
 		}
-		var v struct {
-			MCPServers map[string]struct {
-				HTTPURL string            `json:"httpUrl"`
-				Headers map[string]string `json:"headers"`
-				Trust   bool              `json:"trust"`
-			} `json:"mcpServers"`
-		}
-		if err := json.Unmarshal(out, &v); err != nil {
-			t.Fatalf("the copy is not JSON: %v\n%s", err, out)
-		}
-		s := v.MCPServers[server]
-		if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || len(s.Headers) != 1 || !s.Trust {
-			t.Fatalf("the run's server reads as %+v:\n%s", s, out)
-		}
+		checkRunServer(t, out, server)
 	})
+}
+
+// checkRunServer fails t unless out is JSON whose mcpServers hold server
+// as exactly the run's own, read as Gemini reads it (a repeated key's last
+// value, as encoding/json takes it too).
+func checkRunServer(t *testing.T, out []byte, server string) {
+	t.Helper()
+	var v struct {
+		MCPServers map[string]struct {
+			HTTPURL string            `json:"httpUrl"`
+			Headers map[string]string `json:"headers"`
+			Trust   bool              `json:"trust"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("the copy is not JSON: %v\n%s", err, out)
+	}
+	s := v.MCPServers[server]
+	if s.HTTPURL != "${CROSSCHAT_MCP_URL}" || s.Headers["Authorization"] != "Bearer ${CROSSCHAT_TOKEN}" || len(s.Headers) != 1 || !s.Trust {
+		t.Fatalf("the run's server reads as %+v:\n%s", s, out)
+	}
 }
