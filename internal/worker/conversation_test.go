@@ -3,6 +3,7 @@
 package worker_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,6 +32,12 @@ func TestRunEnvironmentCarriesConversation(t *testing.T) {
 	r := lastReport(got).Result
 	if !strings.Contains(r, "CROSSCHAT_CONVERSATION_ID="+root.ID+"\n") {
 		t.Errorf("environment lacks CROSSCHAT_CONVERSATION_ID=%s:\n%s", root.ID, r)
+	}
+	// The relay's connection bypasses any proxy (noProxy).
+	for _, name := range []string{"NO_PROXY", "no_proxy"} {
+		if !regexp.MustCompile(`(?m)^` + name + `=127\.0\.0\.1$`).MatchString(r) {
+			t.Errorf("environment lacks %s=127.0.0.1 (the relay's host):\n%s", name, r)
+		}
 	}
 	if _, in := e.harness.lastRequest(t); in.HandOffsLeft != relay.DefaultChainLimit-1 {
 		t.Errorf("hand-offs left %d, want %d", in.HandOffsLeft, relay.DefaultChainLimit-1)

@@ -224,3 +224,33 @@ func AuthHint(harness string, withheld []string) string {
 	return "The relay's environment has " + strings.Join(hits, ", ") + ", which " + verb +
 		" not passed to workers unless named. If the program needs it to sign in, add it to the worker's environment variables."
 }
+
+// noProxy is a run's NO_PROXY: the relay's own (NO_PROXY, else no_proxy,
+// from relayEnv) with the host of the run's MCP URL added, so the run's
+// connection to the relay, which carries its token, never goes through a
+// proxy, one a working folder sets included (Gemini CLI loads a trusted
+// folder's .gemini/.env for the variables its environment lacks).
+func noProxy(relayEnv []string, mcpURL string) string {
+	var list string
+	for _, name := range []string{"no_proxy", "NO_PROXY"} { // NO_PROXY wins
+		for _, kv := range relayEnv {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok && v != "" {
+				list = v
+			}
+		}
+	}
+	u, err := url.Parse(mcpURL)
+	if err != nil || u.Hostname() == "" {
+		return list
+	}
+	host := u.Hostname()
+	for _, h := range strings.Split(list, ",") {
+		if strings.EqualFold(strings.TrimSpace(h), host) {
+			return list
+		}
+	}
+	if list == "" {
+		return host
+	}
+	return list + "," + host
+}

@@ -114,7 +114,10 @@ func (r *runState) prepareRun(ctx context.Context, extra []string) (*exec.Cmd, r
 	}
 	// The conversation the run's hand-offs continue (see relay.Task).
 	runEnv["CROSSCHAT_CONVERSATION_ID"] = r.task.ConversationID
-	env, withheld := ChildEnv(o.Env(), r.cfg, runEnv, spec.Env, runtime.GOOS)
+	relayEnv := o.Env()
+	runEnv["NO_PROXY"] = noProxy(relayEnv, o.MCPURL)
+	runEnv["no_proxy"] = runEnv["NO_PROXY"]
+	env, withheld := ChildEnv(relayEnv, r.cfg, runEnv, spec.Env, runtime.GOOS)
 	r.image = filepath.Base(program)
 	args := spec.Args
 	if program, args, err = r.sandbox(program, args, spec.ConfinedArgs, env, extra, []string{resultFile}); err != nil {

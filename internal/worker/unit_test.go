@@ -92,6 +92,32 @@ func TestChildEnv(t *testing.T) {
 	}
 }
 
+// Ensure a run's NO_PROXY names the relay's host beside whatever the
+// relay's own NO_PROXY (or no_proxy) holds: a working folder's
+// .gemini/.env sets HTTPS_PROXY for Gemini where the run has none, and its
+// proxy was sent the run's token on the way to the relay (a hostile review).
+func TestNoProxyNamesTheRelay(t *testing.T) {
+	const mcp = "http://127.0.0.1:4318/mcp"
+	for _, tc := range []struct {
+		env  []string
+		url  string
+		want string
+	}{
+		{nil, mcp, "127.0.0.1"},
+		{[]string{"NO_PROXY=corp.example"}, mcp, "corp.example,127.0.0.1"},
+		{[]string{"no_proxy=corp.example"}, mcp, "corp.example,127.0.0.1"},
+		{[]string{"no_proxy=low.example", "NO_PROXY=up.example"}, mcp, "up.example,127.0.0.1"},
+		{[]string{"NO_PROXY=localhost, 127.0.0.1"}, mcp, "localhost, 127.0.0.1"},
+		{nil, "http://[::1]:4318/mcp", "::1"},
+		{nil, "http://relay.example.internal:4318/mcp", "relay.example.internal"},
+		{[]string{"NO_PROXY=corp.example"}, "not a url", "corp.example"},
+	} {
+		if got := noProxy(tc.env, tc.url); got != tc.want {
+			t.Errorf("noProxy(%q, %q) = %q, want %q", tc.env, tc.url, got, tc.want)
+		}
+	}
+}
+
 func TestAuthHint(t *testing.T) {
 	withheld := []string{"ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "CODEX_SANDBOX", "GOOGLE_API_KEY", "OPENAI_API_KEY"}
 	tests := []struct {
