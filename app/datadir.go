@@ -36,9 +36,9 @@ func lockDataDir(dir string) (*filelock.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data folder %s: %w", dir, err)
 	}
-	if err := os.Remove(filepath.Join(dir, RunFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, errors.Join(fmt.Errorf("remove the run file a stopped relay left: %w", err), l.Unlock())
-	}
+	// Best effort: on Windows a file another program has open at the
+	// moment cannot be removed, and the relay's own replaces it anyway.
+	_ = os.Remove(filepath.Join(dir, RunFileName))
 	return l, nil
 }
 

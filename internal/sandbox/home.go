@@ -165,7 +165,11 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 			}
 		} else if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			// Too large to look through for a relay credential (over
-			// maxSettings), or unreadable: not given to the run.
+			// maxSettings), or unreadable: not given to the run, which has
+			// what the filter makes of nothing instead (below).
+			if out := s.runSettings(name, nil); len(out) > 0 {
+				s.copies[name] = out
+			}
 			continue
 		} else if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			// The user has none: the run has what the filter makes of

@@ -107,4 +107,21 @@ try read-plain cat "$CLAUDE_CONFIG_DIR/CLAUDE.md"
 	got := runProbe(t, w, true, req)
 	wantProbe(t, got, []string{"read-plain"}, "ok")
 	wantProbe(t, got, []string{"token-in-home", "read-original"}, "denied")
+
+	// Gemini's gets what the filter makes of nothing instead: the run's
+	// own server.
+	writeTestFile(t, filepath.Join(home, ".gemini", "settings.json"), large)
+	req.Config.Harness = "gemini"
+	req.Args = []string{"-c", try + `try made grep -q by-the-filter "$GEMINI_CLI_HOME/.gemini/settings.json"
+try token-in-home grep -q cca_ "$GEMINI_CLI_HOME/.gemini/settings.json"
+`}
+	w.Settings = func(preset, _, name string, b []byte) ([]byte, bool) {
+		if preset == "gemini" && name == "settings.json" && b == nil {
+			return []byte(`{"made":"by-the-filter"}`), true
+		}
+		return b, false
+	}
+	got = runProbe(t, w, true, req)
+	wantProbe(t, got, []string{"made"}, "ok")
+	wantProbe(t, got, []string{"token-in-home"}, "denied")
 }
