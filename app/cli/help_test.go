@@ -105,6 +105,11 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		{[]string{"invites", "create", "--expires", "2d"}, []string{`--expires "2d" is not a duration: give hours, minutes or seconds, such as 90m, 24h or 168h`}, []string{"parse error"}},
 		{[]string{"invites", "create", "--expires", "1000h"}, []string{"--expires 1000h: an invite is valid for more than 0 and at most 720h"}, []string{"expiresInHours"}},
 		{[]string{"tasks", "list", "--limit", "many"}, []string{`--limit "many" is not a whole number`}, []string{"parse error"}},
+		// Numbers out of range are refused before anything is read (a
+		// negative -n panicked; --limit 0 or 501 was taken silently).
+		{[]string{"logs", "-n", "-1"}, []string{"-n -1: give a number of lines, 0 or more"}, []string{"panic"}},
+		{[]string{"tasks", "list", "--limit", "0"}, []string{"--limit 0: give 1 to 500"}, nil},
+		{[]string{"tasks", "list", "--limit", "501"}, []string{"--limit 501: give 1 to 500"}, nil},
 		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},
 		{[]string{"agent", "list"}, []string{`unknown command "agent"`, "Did you mean agents?", "crosschat-relay --help"}, []string{"crosschat-relay tasks"}},
 		{[]string{"mesh"}, []string{"mesh needs status", "crosschat-relay mesh trust NAME|ID"}, []string{"crosschat-relay agents"}},

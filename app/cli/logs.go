@@ -32,6 +32,9 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if lines < 0 {
+		return fmt.Errorf("%w: -n %d: give a number of lines, 0 or more", errUsage, lines)
+	}
 	if file == "" {
 		file = app.LogPath(c.cfg)
 		if info, ok, err := app.ReadRunFile(c.cfg.DataDir); err == nil && ok && info.LogFile != "" {

@@ -31,6 +31,9 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.Limit < 1 || f.Limit > relay.MaxListLimit {
+		return fmt.Errorf("%w: --limit %d: give 1 to %d", errUsage, f.Limit, relay.MaxListLimit)
+	}
 	for _, s := range statuses {
 		for _, p := range strings.Split(s, ",") {
 			st := relay.TaskStatus(strings.TrimSpace(p))
