@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -291,6 +292,24 @@ func TestRegisterExplicitIDWins(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, "blank") {
 			t.Errorf("CROSSCHAT_PROJECT_ID=%q: exit %d, %q", blank, code, errs)
 		}
+	}
+}
+
+// The root folder is no project, with --id either: taken, every folder of
+// the computer was inside it and sent as it (a newcomer's walk).
+func TestRegisterRefusesTheRoot(t *testing.T) {
+	e := newEveryday(t)
+	root := filepath.VolumeName(e.folder(t, "api")) + string(filepath.Separator)
+	for _, args := range [][]string{{"register", root}, {"register", root, "--id", "rootdir"}} {
+		if _, errs, code := run(t, args...); code == 0 || !strings.Contains(errs, "cannot be a project") {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(e.store); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the store was written after the refusals: %v", err)
+	}
+	if _, ok := e.slugs(t)["rootdir"]; ok {
+		t.Error("the refused id is an agent")
 	}
 }
 

@@ -48,6 +48,11 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	if err != nil {
 		return registered{}, err
 	}
+	if filepath.Dir(dir) == dir {
+		// With --id it was taken, and every folder of the computer was
+		// then inside that project.
+		return registered{}, fmt.Errorf("%s cannot be a project: every folder of the computer is inside it; register the project's own folder", dir)
+	}
 	given, _, err := project.ExplicitID(flagID, env(project.EnvID))
 	if err != nil {
 		return registered{}, err
