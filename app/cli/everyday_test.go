@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -519,4 +522,51 @@ func TestSendSaysTheWorkerWillNotRunIt(t *testing.T) {
 	if _, errs, code := run(t, "send", "--agent", "builder", "Now run it"); code != 0 || strings.Contains(errs, "note:") {
 		t.Errorf("send to a worker that takes the sender's tasks: exit %d, %q", code, errs)
 	}
+}
+
+// A register stopped after it made the folder's agent and before it kept
+// the token (kill -9, a session hook's timeout) left the name taken "by a
+// project folder registered on another computer": the next register of the
+// folder takes that never-used agent with a new token. One whose token was
+// used, or made by hand, keeps the name taken.
+func TestRegisterTakesTheAgentAStoppedRegisterLeft(t *testing.T) {
+	e := newEveryday(t)
+	api := e.folder(t, "api")
+	in := relay.CreateAgentInput{Slug: "api", DisplayName: "api", ModelSlug: "live-session",
+		Capabilities: []string{"text-input"}, Details: "Sessions in the project folder “api” (crosschat-relay register)."}
+	left, err := e.r.Services.Agents.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := run(t, append([]string{"register", api}, e.loc...)...)
+	if code != 0 || out != "api\n" {
+		t.Fatalf("register after a stopped one: exit %d, %q %q", code, out, errs)
+	}
+	ps := storedProjects(t, e.store)
+	if len(ps) != 1 || ps[0].ID != "api" || ps[0].Token == "" || ps[0].Token == left.Token {
+		t.Fatalf("store: %+v", ps)
+	}
+	if err := whoami(e, ps[0].Token); err != nil {
+		t.Errorf("the kept token does not work: %v", err)
+	}
+
+	// Used: a session's call with its token was seen, so it is someone's.
+	web := e.folder(t, "web")
+	in.Slug, in.DisplayName, in.Details = "web", "web", "Sessions in the project folder “web” (crosschat-relay register)."
+	used, err := e.r.Services.Agents.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // times are kept to the millisecond
+	if err := client.NewAgent(e.r.Config().BaseURL(), used.Token, "").Tool(context.Background(), "heartbeat", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, append([]string{"register", web}, e.loc...)...); code == 0 || !strings.Contains(errs, "is taken") {
+		t.Errorf("register where the agent's token was used: exit %d, %q", code, errs)
+	}
+}
+
+// whoami calls the MCP tool whoami on e's relay with token.
+func whoami(e *everyday, token string) error {
+	return client.NewAgent(e.r.Config().BaseURL(), token, "").Tool(context.Background(), "whoami", nil, nil)
 }

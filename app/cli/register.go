@@ -114,11 +114,11 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			ps[i].Relay = base
 			out.Project.Relay = base
 			return ps, true, nil
-		case ai >= 0:
+		case ai >= 0 && !unclaimed(agents[ai], id, dir):
 			return nil, false, fmt.Errorf("the name %q is taken on the relay at %s by %s, not by this folder; give %s another id: crosschat-relay register --id %s (or set %s, in the project's .claude/settings.json for its sessions)",
 				id, base, describeAgent(agents[ai], agents), dir, suggestID(id, dir, ps), project.EnvID)
 		}
-		token, reinstated, err := createProjectAgent(ctx, c, id, dir)
+		token, reinstated, err := createProjectAgent(ctx, c, id, dir, ai >= 0)
 		if err != nil {
 			return nil, false, err
 		}
@@ -160,14 +160,19 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 
 // createProjectAgent creates the agent of the project id in dir and returns
 // its token. A retired agent of that id (a removed project, or the old id
-// of a moved one) is brought back instead, with a new token.
-func createProjectAgent(ctx context.Context, c *command, id, dir string) (token string, reinstated bool, err error) {
+// of a moved one) is brought back instead, with a new token; with leftOver,
+// the agent a stopped register made for dir (unclaimed) is given one.
+func createProjectAgent(ctx context.Context, c *command, id, dir string, leftOver bool) (token string, reinstated bool, err error) {
 	var rev app.TokenReveal
+	if leftOver {
+		err = c.callCtx(ctx, "Agents", "RotateToken", &rev, id)
+		return rev.Token, false, err
+	}
 	name := displayName(filepath.Base(dir), id)
 	in := relay.CreateAgentInput{
 		Slug: id, DisplayName: name, ModelSlug: projectModel,
 		Capabilities: []string{"text-input", "text-output", "code-execution", "file-system"},
-		Details:      "Sessions in the project folder “" + name + "” (crosschat-relay register).",
+		Details:      projectDetails(name),
 	}
 	err = c.callCtx(ctx, "Agents", "Create", &rev, in)
 	if relay.ErrorCode(err) == relay.EAgentExists {
@@ -185,6 +190,23 @@ func createProjectAgent(ctx context.Context, c *command, id, dir string) (token 
 // projectModel is the model name of a project's agent: its sessions run
 // whatever model they run.
 const projectModel = "live-session"
+
+// projectDetails is the role of the project agent of a folder named name.
+func projectDetails(name string) string {
+	return "Sessions in the project folder “" + name + "” (crosschat-relay register)."
+}
+
+// unclaimed reports whether a is the agent a register for dir made and
+// then never kept: a project agent of dir's name, as register makes it,
+// whose token nobody has used (last seen when it was made). A register
+// stopped between making it and writing the project store (a session
+// hook killed at its timeout, Ctrl-C) leaves one, which the next register
+// of the folder takes with a new token instead of calling the name taken.
+func unclaimed(a relay.Agent, id, dir string) bool {
+	name := displayName(filepath.Base(dir), id)
+	return a.Kind != relay.KindHuman && !a.Enrolled && a.HasToken && a.ModelSlug == projectModel &&
+		a.DisplayName == name && a.Details == projectDetails(name) && a.LastSeenAt == a.RegisteredAt
+}
 
 // displayName is a folder's name as the project agent's display name:
 // control characters dropped, at most 80 characters; id when nothing is left.
