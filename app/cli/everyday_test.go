@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -569,4 +571,40 @@ func TestRegisterTakesTheAgentAStoppedRegisterLeft(t *testing.T) {
 // whoami calls the MCP tool whoami on e's relay with token.
 func whoami(e *everyday, token string) error {
 	return client.NewAgent(e.r.Config().BaseURL(), token, "").Tool(context.Background(), "whoami", nil, nil)
+}
+
+// register against something that takes the connection and never answers
+// says so, not a bare "context deadline exceeded" of an HTTP request.
+func TestRegisterAtASilentAddress(t *testing.T) {
+	e := newEveryday(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 64)
+	t.Cleanup(func() {
+		ln.Close()
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case held <- c: // held open, unanswered, until the test ends
+			default:
+				c.Close()
+			}
+		}
+	}()
+	cli.SetRegisterWait(t, 500*time.Millisecond)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_, errs, code := run(t, "register", e.folder(t, "api"), "--port", port, "--data-dir", e.r.Config().DataDir)
+	if code == 0 || !strings.Contains(errs, "but not as a relay within 500ms") {
+		t.Fatalf("register at a silent address: exit %d, %q", code, errs)
+	}
 }

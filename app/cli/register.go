@@ -87,8 +87,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: crosschat-relay register --id %s (or set %s)",
 				id, ps[i].Dir, dir, suggestID(id, dir, ps), project.EnvID)
 		}
-		// Bounded well below how long another command waits for the store's lock (internal/project).
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), registerWait)
 		defer cancel()
 		var agents []relay.Agent
 		if err := c.callCtx(ctx, "Agents", "List", &agents); err != nil {
@@ -135,6 +134,9 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		out.Project, out.Created, out.Reinstated = p, true, reinstated
 		return ps, true, nil
 	})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return registered{}, fmt.Errorf("something answers at %s but not as a relay within %s (is it a crosschat relay?): %w", base, registerWait, err)
+	}
 	if err != nil {
 		return registered{}, err
 	}
@@ -186,6 +188,11 @@ func createProjectAgent(ctx context.Context, c *command, id, dir string, leftOve
 	}
 	return rev.Token, false, nil
 }
+
+// registerWait bounds what register asks the relay under the project
+// store's lock, well below how long another command waits for that lock
+// (internal/project).
+var registerWait = 15 * time.Second
 
 // projectModel is the model name of a project's agent: its sessions run
 // whatever model they run.
