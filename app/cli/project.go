@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,14 @@ func projectStore() (*project.Store, error) {
 		return nil, err
 	}
 	return project.Open(dir), nil
+}
+
+// sayWaiting has store tell on stderr when a change waits for another
+// command's lock (a register asking a relay that is slow to answer).
+func sayWaiting(store *project.Store, stderr io.Writer) {
+	store.SetWaiting(func(lock string) {
+		fmt.Fprintf(stderr, "crosschat-relay: waiting for another crosschat-relay command to finish with the project store (it holds %s)…\n", lock)
+	})
 }
 
 // localRelayURL is the base URL of the relay named by the location flags,

@@ -38,6 +38,7 @@ func projectsCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sayWaiting(store, c.stderr)
 	if action == "remove" {
 		if len(c.args) == 0 {
 			return fmt.Errorf("%w: projects remove needs the project's id (crosschat-relay projects list shows them)", errUsage)

@@ -61,6 +61,7 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	if err != nil {
 		return registered{}, err
 	}
+	sayWaiting(store, c.stderr)
 	base := localRelayURL(c)
 	var out registered
 	// movedRelay is the relay of the id the folder had before an explicit

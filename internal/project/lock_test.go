@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 )
 
@@ -161,5 +162,40 @@ func TestLockOfAKilledCommandIsFree(t *testing.T) {
 	}
 	if _, ok, err := Open(dir).Get("after"); !ok || err != nil {
 		t.Fatalf("the change after the killed holder is not stored: %v %v", ok, err)
+	}
+}
+
+// Ensure a change that waits for another command's lock says so once, after
+// a second, naming the lock (register waited silently while another asked
+// a slow relay), and not when the lock is free.
+func TestLockWaitIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	held, err := filelock.Lock(filepath.Join(dir, LockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	s := Open(dir)
+	s.SetWaiting(func(lock string) { said = append(said, lock) })
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		held.Unlock()
+	}()
+	unlock, err := s.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if len(said) != 1 || said[0] != filepath.Join(dir, LockFile) {
+		t.Fatalf("said %q while waiting 1.5 s, want the lock once", said)
+	}
+	said = nil
+	unlock, err = s.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if len(said) != 0 {
+		t.Fatalf("said %q with the lock free", said)
 	}
 }

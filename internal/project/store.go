@@ -52,7 +52,15 @@ type storeFile struct {
 // start at the same time do not lose each other's writes.
 type Store struct {
 	dir string
+	// waiting is called once when a change has waited a second for
+	// another command's lock (SetWaiting).
+	waiting func(lock string)
 }
+
+// SetWaiting has f called, with the lock file's path, once a change has
+// waited a second for the lock another command holds, so the command can
+// say what it waits for.
+func (s *Store) SetWaiting(f func(lock string)) { s.waiting = f }
 
 // DefaultDir is the store's folder: crosschat-relay in the user's config
 // folder ($XDG_CONFIG_HOME or ~/.config on Linux, ~/Library/Application
@@ -221,7 +229,8 @@ func (s *Store) ensureDir() error {
 // which a command killed while holding it left behind; it is not used.)
 func (s *Store) lock() (func(), error) {
 	path := filepath.Join(s.dir, LockFile)
-	deadline := time.Now().Add(lockWait)
+	start := time.Now()
+	deadline, said := start.Add(lockWait), false
 	for {
 		l, err := filelock.Lock(path)
 		switch {
@@ -231,6 +240,9 @@ func (s *Store) lock() (func(), error) {
 			return nil, fmt.Errorf("lock the project store: %w", err)
 		case time.Now().After(deadline):
 			return nil, fmt.Errorf("the project store is locked by another crosschat-relay command (%s) that has not finished in %s", path, lockWait)
+		case !said && s.waiting != nil && time.Since(start) >= time.Second:
+			s.waiting(path)
+			said = true
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
