@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +37,8 @@ type command struct {
 	stdout io.Writer
 	stderr io.Writer
 	fs     *flag.FlagSet
+	// env is the environment the flags' defaults came from.
+	env config.Env
 	// args are the arguments that are not flags, at most the verb's
 	// maxArgs (verbTable).
 	args []string
@@ -45,7 +49,7 @@ func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &command{stdout: stdout, stderr: stderr}
+	c := &command{stdout: stdout, stderr: stderr, env: env}
 	c.fs = c.cfg.NewFlagSet(name, env, false, io.Discard)
 	c.fs.Usage = func() {}
 	c.fs.BoolVar(&c.json, "json", false, "print JSON")
@@ -68,11 +72,29 @@ func parseCommand(name string, args []string, stdout, stderr io.Writer, flags fu
 	return c, nil
 }
 
-// parse parses args into c's flags and c.args (see parseArgs).
+// parse parses args into c's flags and c.args (see parseArgs). When
+// neither a flag nor the environment names the relay's address, the relay
+// serving the data folder is asked where its run file says it listens (as
+// status finds it): one started with --port is found without it.
 func (c *command) parse(args []string) error {
 	var err error
-	c.args, err = parseArgs(c.fs, args)
-	return err
+	if c.args, err = parseArgs(c.fs, args); err != nil {
+		return err
+	}
+	named := false
+	c.fs.Visit(func(f *flag.Flag) { named = named || f.Name == "port" || f.Name == "host" })
+	for _, k := range []string{config.EnvPort, config.EnvHost} {
+		v, set := c.env(k)
+		named = named || (set && v != "")
+	}
+	if info, ok, rerr := app.ReadRunFile(c.cfg.DataDir); !named && rerr == nil && ok {
+		if u, uerr := url.Parse(info.URL); uerr == nil && u.Hostname() != "" {
+			if port, perr := strconv.Atoi(u.Port()); perr == nil && port > 0 {
+				c.cfg.Host, c.cfg.Port = u.Hostname(), port
+			}
+		}
+	}
+	return nil
 }
 
 // parseArgs parses args, whose flags may come before, between or after the

@@ -401,7 +401,7 @@ func TestHookTellsRegistersReason(t *testing.T) {
 		{"no relay ever started", proj, map[string]string{"CROSSCHAT_DATA_DIR": never}, "api-token"},
 		{"no relay at the address", proj, map[string]string{"CROSSCHAT_PORT": "1"}, "no relay is running at http://127.0.0.1:1"},
 		{"a missing folder", filepath.Join(e.root, "gone"), nil, "gone"},
-		{"the root folder", "/", nil, "no letter or digit"},
+		{"the root folder", "/", nil, "/ cannot be a project"},
 		{"no letter or digit", e.folder(t, "___"), nil, "no letter or digit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -606,5 +606,23 @@ func TestRegisterAtASilentAddress(t *testing.T) {
 	_, errs, code := run(t, "register", e.folder(t, "api"), "--port", port, "--data-dir", e.r.Config().DataDir)
 	if code == 0 || !strings.Contains(errs, "but not as a relay within 500ms") {
 		t.Fatalf("register at a silent address: exit %d, %q", code, errs)
+	}
+}
+
+// Verbs find the relay serving the data folder where its run file says it
+// listens when neither a flag nor the environment names an address: a
+// relay started with --port elsewhere was "not running at
+// http://127.0.0.1:4318" for every verb but status (a newcomer's walk).
+func TestVerbsFindTheRelayByItsRunFile(t *testing.T) {
+	e := newEveryday(t)
+	t.Setenv("CROSSCHAT_PORT", "")
+	t.Setenv("CROSSCHAT_HOST", "")
+	out, errs, code := run(t, "agents", "list", "--data-dir", e.r.Config().DataDir)
+	if code != 0 || !strings.Contains(out, "operator") {
+		t.Fatalf("agents list without an address: exit %d, %q %q", code, out, errs)
+	}
+	// An address given still wins.
+	if _, errs, code := run(t, "agents", "list", "--data-dir", e.r.Config().DataDir, "--port", "1"); code == 0 || !strings.Contains(errs, "127.0.0.1:1") {
+		t.Errorf("agents list --port 1: exit %d, %q", code, errs)
 	}
 }
