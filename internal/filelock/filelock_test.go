@@ -1,17 +1,16 @@
 package filelock_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // holderEnv names the lock file of a helper process of TestKilledHolder.
@@ -72,29 +71,7 @@ func TestLockExcludes(t *testing.T) {
 // process killed (SIGKILL on Unix), its lock is free with nothing cleaned up.
 func TestKilledHolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.lock")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderHelper$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	said := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		said <- line
-	}()
-	select {
-	case line := <-said:
-		if line != "locked\n" {
-			t.Fatalf("helper said %q", line)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the helper did not lock within 20 s")
-	}
+	cmd := testkit.StartHelper(t, "TestHolderHelper", []string{holderEnv + "=" + path}, "locked")
 	if l, err := filelock.Lock(path); !errors.Is(err, filelock.ErrLocked) {
 		if l != nil {
 			l.Unlock()
@@ -106,7 +83,10 @@ func TestKilledHolder(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	// Windows may release a dead process's locks a moment after it ends.
-	var l *filelock.File
+	var (
+		l   *filelock.File
+		err error
+	)
 	poll.Until(t, "the killed holder's lock to be free", 20*time.Second, func() bool {
 		l, err = filelock.Lock(path)
 		return err == nil

@@ -1,7 +1,6 @@
 package project
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
 // lockHelperEnv names the store folder of a helper process of the lock's
@@ -114,32 +114,10 @@ func TestLockOneHolderAtATime(t *testing.T) {
 // folder such a command left, and the next change waited 40 s and failed.
 func TestLockOfAKilledCommandIsFree(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
-	cmd.Env = append(os.Environ(), lockHelperEnv+"="+dir, lockHoldEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	said := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		said <- line
-	}()
-	select {
-	case line := <-said:
-		if line != "holding\n" {
-			t.Fatalf("helper said %q", line)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the helper did not take the lock within 20 s")
-	}
+	cmd := testkit.StartHelper(t, "TestLockHelper", []string{lockHelperEnv + "=" + dir, lockHoldEnv + "=1"}, "holding")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

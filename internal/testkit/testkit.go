@@ -1,6 +1,7 @@
 // Package testkit holds the small helpers the tests of several packages
-// share: a goroutine-safe output buffer, a free loopback port and a
-// comparison of two folders' files. It imports
+// share: a goroutine-safe output buffer, a free loopback port, a
+// comparison of two folders' files and a helper process of the test binary
+// (StartHelper). It imports
 // only the standard library, and only tests import it (TestImportRules).
 package testkit
 
