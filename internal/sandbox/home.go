@@ -163,19 +163,21 @@ func planHome(r *Rules, h cliHome, env map[string]string, home, private string, 
 				s.copies[name] = out
 				continue
 			}
-		} else if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			// Too large to look through for a relay credential (over
-			// maxSettings), or unreadable: not given to the run, which has
-			// what the filter makes of nothing instead (below).
-			if out := s.runSettings(name, nil); len(out) > 0 {
-				s.copies[name] = out
+		} else {
+			// A regular file too large to look through for a relay
+			// credential (over maxSettings), or unreadable, is not given
+			// to the run; for it, as where the user has none, the run has
+			// what the filter makes of nothing (a Gemini run's own
+			// server), if anything.
+			fi, err := os.Stat(p)
+			unread := err == nil && fi.Mode().IsRegular()
+			if _, err := os.Lstat(p); unread || errors.Is(err, os.ErrNotExist) {
+				if out := s.runSettings(name, nil); len(out) > 0 {
+					s.copies[name] = out
+					continue
+				}
 			}
-			continue
-		} else if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-			// The user has none: the run has what the filter makes of
-			// nothing (a Gemini run's own server), if anything.
-			if out := s.runSettings(name, nil); len(out) > 0 {
-				s.copies[name] = out
+			if unread {
 				continue
 			}
 		}
