@@ -48,26 +48,15 @@ func editJSON(tool, file string, path []string, val jobj) (Connection, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return Connection{}, fmt.Errorf("connect %s: %w", tool, err)
 	}
-	root := jobj{}
-	if len(bytes.TrimSpace(old)) > 0 {
-		v, err := parseJSON(old)
-		if err != nil {
-			return manual, nil
-		}
-		o, ok := v.(jobj)
-		if !ok {
-			return manual, nil
-		}
-		root = o
+	root, ok := parseObject(old)
+	if !ok {
+		return manual, nil
 	}
 	root, err = setPath(root, path, val)
 	if err != nil {
 		return manual, nil
 	}
-	var b bytes.Buffer
-	writeJSON(&b, root, "")
-	b.WriteByte('\n')
-	if err := writeSettings(file, old, b.Bytes()); err != nil {
+	if err := writeSettings(file, old, settingsFile(root)); err != nil {
 		return Connection{}, fmt.Errorf("connect %s: %w", tool, err)
 	}
 	return Connection{Configured: true, File: file,
@@ -102,6 +91,18 @@ func setPath(o jobj, path []string, val any) (jobj, error) {
 		return nil, err
 	}
 	return append(o, jkv{path[0], child}), nil
+}
+
+// parseObject reads b, a settings file, as the JSON object an edit starts
+// from: one of only white space is an empty object; ok is false for one
+// that is not a JSON object.
+func parseObject(b []byte) (o jobj, ok bool) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return jobj{}, true
+	}
+	v, err := parseJSON(b)
+	o, ok = v.(jobj)
+	return o, ok && err == nil
 }
 
 // parseJSON decodes one JSON value, objects as jobj and numbers as
@@ -164,6 +165,15 @@ func decodeValue(dec *json.Decoder) (any, error) {
 		return a, err
 	}
 	return nil, fmt.Errorf("unexpected %v: %w", d, errUnsafe)
+}
+
+// settingsFile is v as a settings file's bytes: indented JSON and a final
+// line break.
+func settingsFile(v any) []byte {
+	var b bytes.Buffer
+	writeJSON(&b, v, "")
+	b.WriteByte('\n')
+	return b.Bytes()
 }
 
 // writeJSON writes v indented by two spaces.

@@ -71,10 +71,7 @@ func RunSettings(preset, server, name string, data []byte) (out []byte, changed 
 		if !changed {
 			return data, false
 		}
-		var b bytes.Buffer
-		writeJSON(&b, v, "")
-		b.WriteByte('\n')
-		return b.Bytes(), true
+		return settingsFile(v), true
 	}
 	return data, false
 }
@@ -149,27 +146,17 @@ var geminiRunServer = jobj{
 // the run has the relay's tools only from the run folder's settings, which
 // Gemini reads only as root.
 func geminiRunSettings(data []byte, server string) ([]byte, bool) {
-	root := jobj{}
-	if text := withoutComments(data); len(bytes.TrimSpace(text)) > 0 {
-		v, err := parseJSON(text)
-		if err != nil {
-			return data, false
-		}
-		o, ok := v.(jobj)
-		if !ok {
-			return data, false
-		}
-		v, _ = withoutRelayServers(o, false)
-		root = v.(jobj)
+	o, ok := parseObject(withoutComments(data))
+	if !ok {
+		return data, false
 	}
+	v, _ := withoutRelayServers(o, false)
+	root := v.(jobj)
 	var servers jobj
 	if i := slices.IndexFunc(root, func(m jkv) bool { return m.Key == "mcpServers" }); i >= 0 {
 		servers, _ = root[i].Val.(jobj)
 	}
 	servers, _ = setPath(servers, []string{server}, geminiRunServer) // one key: no error
 	root, _ = setPath(root, []string{"mcpServers"}, servers)
-	var b bytes.Buffer
-	writeJSON(&b, root, "")
-	b.WriteByte('\n')
-	return b.Bytes(), true
+	return settingsFile(root), true
 }
