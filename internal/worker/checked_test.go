@@ -5,11 +5,9 @@ package worker_test
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
-	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -21,8 +19,7 @@ import (
 // sandbox got the allowed paths as configured and resolved them itself
 // after the check, following a link put there in between.
 func TestRunGetsCheckedPaths(t *testing.T) {
-	var mu sync.Mutex
-	var got []runspec.SandboxRequest
+	var box fakeSandbox
 	var real, link string
 	e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
 		base := filepath.Dir(c.Workdir)
@@ -34,20 +31,14 @@ func TestRunGetsCheckedPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Sandbox, c.AllowPaths = relay.SandboxOn, []string{link + ":rw"}
-		o.Sandbox = func(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
-			mu.Lock()
-			got = append(got, req)
-			mu.Unlock()
-			return runspec.Sandboxed{Program: req.Program, Args: req.Args, Confined: true, Log: "confined for the test"}, nil
-		}
+		o.Sandbox = box.wrap
 	})
 	e.start()
 	task, _ := e.runToEnd(operator, "checked", "done")
 	if task.Status != relay.StatusCompleted {
 		t.Fatalf("task %s", task.Status)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := box.requests()
 	if len(got) != 1 {
 		t.Fatalf("%d sandbox requests", len(got))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/store"
 	"github.com/crosschat/crosschat-relay/internal/watch"
 	"github.com/crosschat/crosschat-relay/internal/worker"
@@ -271,4 +273,25 @@ func contains(entries []relay.ActivityEntry, text string) bool {
 		}
 	}
 	return false
+}
+
+// fakeSandbox stands in for the sandbox (Options.Sandbox): it confines
+// nothing, says the run is confined, and keeps every request it was given.
+type fakeSandbox struct {
+	mu   sync.Mutex
+	reqs []runspec.SandboxRequest
+}
+
+func (f *fakeSandbox) wrap(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	return runspec.Sandboxed{Program: req.Program, Args: req.Args, Confined: true, Log: "confined for the test"}, nil
+}
+
+// requests returns the requests so far.
+func (f *fakeSandbox) requests() []runspec.SandboxRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reqs)
 }

@@ -4,7 +4,6 @@ package worker_test
 
 import (
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -18,16 +17,10 @@ import (
 // the CLI home's, and an entry there under a name known before the run
 // replaced the run's server and was sent the run's token.
 func TestEachRunNamesItsServer(t *testing.T) {
-	var mu sync.Mutex
-	var boxed []runspec.SandboxRequest
+	var box fakeSandbox
 	e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
 		c.Sandbox = relay.SandboxOn
-		o.Sandbox = func(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
-			mu.Lock()
-			boxed = append(boxed, req)
-			mu.Unlock()
-			return runspec.Sandboxed{Program: req.Program, Args: req.Args, Confined: true, Log: "confined for the test"}, nil
-		}
+		o.Sandbox = box.wrap
 	})
 	e.start()
 	for _, title := range []string{"first", "second"} {
@@ -35,8 +28,7 @@ func TestEachRunNamesItsServer(t *testing.T) {
 			t.Fatalf("%s: task %s", title, task.Status)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	boxed := box.requests()
 	e.harness.mu.Lock()
 	defer e.harness.mu.Unlock()
 	if len(boxed) != 2 {

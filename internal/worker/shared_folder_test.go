@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
-	"github.com/crosschat/crosschat-relay/internal/runspec"
 	"github.com/crosschat/crosschat-relay/internal/worker"
 )
 
@@ -22,9 +21,7 @@ import (
 func TestOverlappingRunsKeepNothingPlanted(t *testing.T) {
 	e := newEnv(t, func(c *relay.WorkerConfig, o *worker.Options) {
 		c.Sandbox = relay.SandboxOn
-		o.Sandbox = func(req runspec.SandboxRequest) (runspec.Sandboxed, error) {
-			return runspec.Sandboxed{Program: req.Program, Args: req.Args, Confined: true, Log: "confined for the test"}, nil
-		}
+		o.Sandbox = new(fakeSandbox).wrap
 	})
 	hook := filepath.Join(e.workdir, ".git", "hooks", "post-checkout")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
