@@ -2,7 +2,8 @@
 // operating system without waiting: flock on Linux and macOS, LockFileEx on
 // Windows. The lock lasts until Unlock or until the process ends, however it
 // ends: the system drops a dead process's locks, so a crash leaves no stale
-// lock to clean up. The relay holds one on its data folder while it serves.
+// lock to clean up. The relay holds one on its data folder while it serves,
+// and a change to the project store one on the store.
 package filelock
 
 import (
