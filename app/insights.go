@@ -47,7 +47,10 @@ func (i *Insights) Activity(tzOffsetMinutes int) (relay.ActivityInsights, error)
 	}
 	since := now.Add(-latencyDays * 24 * time.Hour)
 	out.LatencySince = relay.FormatTime(since)
-	if out.Latencies, err = svc.Latencies(ctx, since, now); err != nil {
+	// The window ends past now's millisecond, the resolution of the
+	// stored times: a task posted within it is in (it fell out of the
+	// window when the charts were read in the same millisecond).
+	if out.Latencies, err = svc.Latencies(ctx, since, now.Add(time.Millisecond)); err != nil {
 		return relay.ActivityInsights{}, err
 	}
 	if out.OpenWork, err = svc.OpenWork(ctx); err != nil {

@@ -205,11 +205,13 @@ func (db *DB) Outcomes(ctx context.Context, w relay.Window) ([]relay.AgentOutcom
 const conversationColumns = `id, parent_task_id, sender_slug, recipient_slug, title, status, hops, created_at, claimed_at, updated_at`
 
 // conversationSQL reads the task that started conversation ?1 and its
-// hand-offs (tasks_conversation), oldest first; the caller appends the
-// LIMIT.
+// hand-offs (tasks_conversation), oldest first; within one millisecond
+// (the stored times' resolution) by hops, so a parent comes before a
+// hand-off made in its millisecond (ids within a millisecond are not in
+// order); the caller appends the LIMIT.
 const conversationSQL = `SELECT ` + conversationColumns + ` FROM tasks WHERE id = ?1
 UNION ALL SELECT ` + conversationColumns + ` FROM tasks WHERE conversation_id = ?1
-ORDER BY created_at, id`
+ORDER BY created_at, hops, id`
 
 // conversationPathSQL reads task ?1 and its ancestors up the parent links
 // (at most 64 steps; a chain is at most relay.MaxChainLimit deep) that
