@@ -88,6 +88,17 @@ func TestServeLogsAndRunFile(t *testing.T) {
 	}
 }
 
+// Ensure `logs` on a data folder no relay has started on says so, naming
+// the file it looked for, rather than a bare "no such file".
+func TestLogsBeforeFirstStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	o, errs, code := run(t, "logs", "--data-dir", dir)
+	want := "no log yet: " + filepath.Join(dir, "crosschat-relay.log") + " is written once the relay starts on the data folder " + dir
+	if code != 1 || o != "" || !strings.Contains(errs, want) || strings.Contains(errs, "no such file") {
+		t.Fatalf("logs before a first start: exit %d %q\n%s\nwant: %s", code, o, errs, want)
+	}
+}
+
 // Ensure `service install --write-only` writes a systemd user unit that
 // restarts on failure, runs `serve` with this command's location, and that
 // systemd-analyze accepts; uninstall removes it.

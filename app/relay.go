@@ -86,9 +86,9 @@ func Start(cfg config.Config, opts StartOptions) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr())
+	ln, err := listen(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+		return nil, err
 	}
 	if cfg.Port == 0 { // tests and bench ask for any free port
 		cfg.Port = ln.Addr().(*net.TCPAddr).Port

@@ -44,7 +44,12 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 	// The log holds what agents and relays sent; a terminal gets it clean.
 	stdout = termsafe.NewWriter(stdout)
 	off, err := tail(file, lines, stdout)
-	if err != nil && !(follow && errors.Is(err, os.ErrNotExist)) {
+	switch {
+	case err == nil, follow && errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
+		// A relay that never started on this data folder wrote no log.
+		return fmt.Errorf("logs: no log yet: %s is written once the relay starts on the data folder %s (`crosschat-relay serve`, or the app); `logs -f` waits for it", file, c.cfg.DataDir)
+	default:
 		return fmt.Errorf("logs: %w", err)
 	}
 	if !follow {

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/wailsapp/wails/v2"
@@ -191,7 +190,7 @@ func (d *desktopApp) startup(ctx context.Context, geom windowState) {
 	d.rt = wailsRuntime{ctx}
 	d.geom = geom
 	if err := d.startRelay(); err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) && d.showRunning() {
+		if errors.Is(err, app.ErrPortTaken) && d.showRunning() {
 			// Nothing of ours is open yet, and GTK cannot quit before its
 			// main loop runs: leave at once.
 			d.log.Info("another Crosschat Relay is already running; showed its window")

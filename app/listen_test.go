@@ -1,0 +1,72 @@
+package app_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
+)
+
+// Ensure a start on a port another process holds says who holds it, once,
+// and is ErrPortTaken on every system (the window shows the running one
+// on it): the relay serving the same data folder
+// (by its pid and address), or another program. Nothing of the refused
+// start is left behind: its data folder starts on a free port after.
+func TestPortTakenSaysWho(t *testing.T) {
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	first := apptest.Start(t, apptest.Config(dir), app.StartOptions{Version: "test"})
+	port := first.Config().Port
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	running := fmt.Sprintf("%s: address already in use: Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status` shows it, `crosschat-relay quit` stops it",
+		addr, os.Getpid(), first.Config().BaseURL(), dir)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	otherPort := ln.Addr().(*net.TCPAddr).Port
+	other := func(port int) string {
+		return fmt.Sprintf("127.0.0.1:%d: address already in use: another program (or a relay with another data folder) listens there: choose another port with --port, or stop that program", port)
+	}
+	dir2 := filepath.Join(t.TempDir(), "data2")
+
+	for _, tc := range []struct {
+		name, dir string
+		port      int
+		want      string
+	}{
+		{"the relay of the same data folder", dir, port, running},
+		{"a relay of another data folder", dir2, port, other(port)},
+		{"another program", dir2, otherPort, other(otherPort)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := apptest.Config(tc.dir)
+			cfg.Port = tc.port
+			r, err := app.Start(cfg, app.StartOptions{Version: "test"})
+			if err == nil {
+				apptest.Stop(t, r)
+				t.Fatal("started on a taken port")
+			}
+			if err.Error() != tc.want || !errors.Is(err, app.ErrPortTaken) {
+				t.Fatalf("start: %v (ErrPortTaken %v)\nwant: %s", err, errors.Is(err, app.ErrPortTaken), tc.want)
+			}
+			var out, errb testkit.Buffer
+			code := app.Serve([]string{"--port", strconv.Itoa(tc.port), "--data-dir", tc.dir, "--log-file", "none"}, nil, "test", &out, &errb)
+			if code != 1 || !strings.Contains(errb.String(), tc.want) || strings.Count(errb.String(), "in use") != 1 {
+				t.Fatalf("serve: exit %d\n%s\nwant once: %s", code, errb.String(), tc.want)
+			}
+		})
+	}
+	// The look at dir2's lock gave it back.
+	apptest.Start(t, apptest.Config(dir2), app.StartOptions{Version: "test"})
+}
