@@ -44,7 +44,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 		return err
 	}
 	defer ch.Close()
-	ps.OnMissed = func(cursor int64) { logf("the relay trimmed events after %d; some may be missing", cursor) }
+	ps.OnMissed = func(cursor int64) { logf("%s", missedLine(cursor)) }
 	ps.OnEvent = func(e relay.PushEvent) error {
 		if err := ch.Notify(ctx, e); err != nil {
 			return err

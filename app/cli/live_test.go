@@ -1,13 +1,19 @@
 package cli_test
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/cli"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/testkit"
 	"github.com/crosschat/crosschat-relay/internal/web"
 )
 
@@ -114,4 +120,63 @@ func TestSessionsVerb(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "Similar: “release prep”") {
 		t.Fatalf("unknown name: %d %s", code, errs)
 	}
+}
+
+// Ensure a monitor started after event 0 for an agent whose stream nobody
+// opened before says why events may be missing in words that fit that
+// case (none were written before the stream was first opened; nothing was
+// trimmed), and prints the task posted after it connected.
+func TestMonitorMissedNamesBothCauses(t *testing.T) {
+	r := startRelay(t)
+	// Another agent's stream has events: the relay has a history.
+	ann := monitorAgent(t, r, "ann", "--format", "task")
+	post := func(to string) string {
+		task, err := r.Service().PostTask(t.Context(), relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: to, Title: "for " + to, Instructions: "x"})
+		noErr(t, err)
+		return task.ID
+	}
+	ann.await(t, post("ann"))
+
+	bea := monitorAgent(t, r, "bea", "--after", "0")
+	want := "crosschat-relay monitor: events after 0 may be missing (trimmed by the relay, or from before this agent's stream was first opened); call read_updates (and claim_next_task for queued tasks)\n"
+	poll.Until(t, "the monitor's missed line", 10*time.Second, func() bool { return strings.Contains(bea.errb.String(), want) }, bea.dump)
+	bea.await(t, post("bea"))
+	if strings.Contains(bea.errb.String(), "trimmed events") || strings.Count(bea.errb.String(), "may be missing") != 1 {
+		t.Fatalf("the missed line is wrong or repeated:\n%s", bea.dump())
+	}
+}
+
+// liveMonitor is a `monitor` running for an agent of a test relay.
+type liveMonitor struct{ out, errb *testkit.Buffer }
+
+func (m liveMonitor) dump() string {
+	return fmt.Sprintf("stdout %q\nstderr %q", m.out.String(), m.errb.String())
+}
+
+// await waits for the monitor's line naming the task id.
+func (m liveMonitor) await(t *testing.T, id string) {
+	t.Helper()
+	poll.Until(t, "the monitor's line for "+id, 10*time.Second, func() bool { return strings.Contains(m.out.String(), id) }, m.dump)
+}
+
+// monitorAgent creates the agent slug on r and runs `monitor` with its
+// token and args until the test ends, once it has connected.
+func monitorAgent(t *testing.T, r *app.Relay, slug string, args ...string) liveMonitor {
+	t.Helper()
+	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	m := liveMonitor{out: &testkit.Buffer{}, errb: &testkit.Buffer{}}
+	done := make(chan error, 1)
+	go func() {
+		done <- cli.MonitorRun(ctx, append([]string{"--token", rev.Token, "--url", r.Config().BaseURL()}, args...), m.out, m.errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			t.Errorf("monitor of %s: %v", slug, err)
+		}
+	})
+	poll.Until(t, "the monitor of "+slug+" to connect", 10*time.Second, func() bool { return strings.Contains(m.errb.String(), "connected after") }, m.dump)
+	return m
 }

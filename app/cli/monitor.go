@@ -399,6 +399,13 @@ func monitorCmd(args []string, stdout, stderr io.Writer) error {
 	return monitorRun(ctx, args, stdout, stderr)
 }
 
+// missedLine says that events after cursor may not come: the relay has
+// trimmed them, or wrote none before the agent's stream was first opened
+// (a cursor such as 0 on a first connection).
+func missedLine(cursor int64) string {
+	return fmt.Sprintf("events after %d may be missing (trimmed by the relay, or from before this agent's stream was first opened)", cursor)
+}
+
 // monitorRun is monitorCmd until ctx ends.
 func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, f, err := parseLive("monitor", args, stdout, stderr)
@@ -419,7 +426,7 @@ func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	ps.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "crosschat-relay monitor: "+format+"\n", a...) }
 	ps.OnMissed = func(cursor int64) {
-		fmt.Fprintf(stderr, "crosschat-relay monitor: the relay trimmed events after %d; some may be missing (call read_updates)\n", cursor)
+		fmt.Fprintf(stderr, "crosschat-relay monitor: %s; call read_updates (and claim_next_task for queued tasks)\n", missedLine(cursor))
 	}
 	ps.OnEvent = func(e relay.PushEvent) error {
 		if _, err := io.WriteString(stdout, line(e)+"\n"); err != nil {

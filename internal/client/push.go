@@ -46,7 +46,9 @@ type PushStream struct {
 	After int64
 	// OnEvent receives each event, in order. A returned error stops Run.
 	OnEvent func(relay.PushEvent) error
-	// OnMissed is told when the relay trimmed events after the cursor.
+	// OnMissed is told when events after the cursor may be missing: the
+	// relay trimmed them, or wrote none before the agent's stream was first
+	// opened.
 	OnMissed func(cursor int64)
 	// OnReady is told each time a connection is open and the relay is
 	// writing the agent's events to it, with the cursor it resumes after.
