@@ -15,11 +15,11 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
-// Ensure a start on a port another process holds says who holds it, once,
-// and is ErrPortTaken on every system (the window shows the running one
-// on it): the relay serving the same data folder
-// (by its pid and address), or another program. Nothing of the refused
-// start is left behind: its data folder starts on a free port after.
+// Ensure a start on a port another process holds says who holds it, once:
+// the relay serving the same data folder (by its pid and address), or
+// another program. The error is ErrPortTaken on every system (the window
+// shows the running one on it). Nothing of the refused start is left
+// behind: its data folder starts on a free port after.
 func TestPortTakenSaysWho(t *testing.T) {
 	t.Setenv("CROSSCHAT_API_TOKEN", "")
 	dir := filepath.Join(t.TempDir(), "data")
