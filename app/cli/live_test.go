@@ -180,3 +180,48 @@ func monitorAgent(t *testing.T, r *app.Relay, slug string, args ...string) liveM
 	poll.Until(t, "the monitor of "+slug+" to connect", 10*time.Second, func() bool { return strings.Contains(m.errb.String(), "connected after") }, m.dump)
 	return m
 }
+
+// Ensure monitor's location follows the CLI's rule that flags win over
+// the environment: --url over --port, --port over CROSSCHAT_URL (a stale
+// one in the shell does not beat the port typed), and CROSSCHAT_URL over
+// CROSSCHAT_PORT. Each case has the dead address lose: a monitor that
+// chose it would only retry, never connect.
+func TestMonitorLocationFlagsWinOverEnv(t *testing.T) {
+	r := startRelay(t)
+	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: "dot", DisplayName: "Dot", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	live, port := r.Config().BaseURL(), strconv.Itoa(r.Config().Port)
+	dead := testkit.FreePort(t)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"--url over --port", nil, []string{"--url", live, "--port", strconv.Itoa(dead)}},
+		{"--port over CROSSCHAT_URL", map[string]string{"CROSSCHAT_URL": fmt.Sprintf("http://127.0.0.1:%d", dead)}, []string{"--port", port}},
+		{"--port over CROSSCHAT_MCP_URL", map[string]string{"CROSSCHAT_MCP_URL": fmt.Sprintf("http://127.0.0.1:%d/mcp", dead)}, []string{"--port", port}},
+		{"CROSSCHAT_URL over CROSSCHAT_PORT", map[string]string{"CROSSCHAT_URL": live, "CROSSCHAT_PORT": strconv.Itoa(dead)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CROSSCHAT_TOKEN", rev.Token)
+			for _, k := range []string{"CROSSCHAT_URL", "CROSSCHAT_MCP_URL", "CROSSCHAT_PORT"} {
+				t.Setenv(k, tc.env[k])
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			var out, errb testkit.Buffer
+			done := make(chan error, 1)
+			go func() { done <- cli.MonitorRun(ctx, tc.args, &out, &errb) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil && ctx.Err() == nil {
+					t.Errorf("monitor: %v", err)
+				}
+			}()
+			poll.Until(t, "the monitor to connect", 10*time.Second, func() bool { return strings.Contains(errb.String(), "connected after") },
+				func() string { return errb.String() })
+			if strings.Contains(errb.String(), strconv.Itoa(dead)) {
+				t.Fatalf("the monitor tried the dead address:\n%s", errb.String())
+			}
+		})
+	}
+}

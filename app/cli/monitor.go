@@ -78,7 +78,7 @@ func parseLive(name string, args []string, stdout, stderr io.Writer) (*command, 
 	}
 	f := &liveFlags{after: -1}
 	c.fs.StringVar(&f.token, "token", "", "deprecated: the agent's token on the command line, where every user of the computer can read it; use "+envAgentToken+" or a registered project")
-	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (env "+envRelayURL+" or "+envMCPURL+"; default: the project's relay, else from --host/--port)")
+	c.fs.StringVar(&f.url, "url", "", "the relay's URL, e.g. http://127.0.0.1:4318 (default: --host/--port when given, else env "+envRelayURL+" or "+envMCPURL+", else env host and port, else the project's relay, else the running relay's)")
 	c.fs.StringVar(&f.agent, "agent", "", "the agent to follow when the token is the admin token")
 	c.fs.Int64Var(&f.after, "after", -1, "resume after this sequence (default: only what arrives from now on, or the --state file's cursor)")
 	c.fs.StringVar(&f.state, "state", "", "file that keeps the cursor, so a restarted process resumes where the last one stopped (default for a registered project: one in your config folder)")
@@ -165,11 +165,11 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		}
 	}
 	base := strings.TrimSpace(f.url)
-	if base == "" {
+	if base == "" && !locationFlagged(c.fs) { // flags win over the environment
 		base = strings.TrimSpace(env(envRelayURL))
-	}
-	if base == "" {
-		base = strings.TrimSpace(env(envMCPURL))
+		if base == "" {
+			base = strings.TrimSpace(env(envMCPURL))
+		}
 	}
 	if base == "" {
 		base = projectBase

@@ -163,7 +163,13 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 // locationGiven reports whether --host or --port was given, on the command
 // line or in the environment.
 func locationGiven(fs *flag.FlagSet, env func(string) string) bool {
-	given := env(config.EnvHost) != "" || env(config.EnvPort) != ""
+	return env(config.EnvHost) != "" || env(config.EnvPort) != "" || locationFlagged(fs)
+}
+
+// locationFlagged reports whether --host or --port was given on the
+// command line.
+func locationFlagged(fs *flag.FlagSet) bool {
+	given := false
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "host" || f.Name == "port" {
 			given = true
