@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/client"
+	"github.com/crosschat/crosschat-relay/internal/project"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -300,21 +302,35 @@ func TestRegisterExplicitIDWins(t *testing.T) {
 	}
 }
 
-// The root folder is no project, with --id either: taken, every folder of
-// the computer was inside it and sent as it (a newcomer's walk).
-func TestRegisterRefusesTheRoot(t *testing.T) {
+// The root folder and the home folder are no project, with --id either:
+// taken, every folder of the computer (or every project of the user's,
+// a session started in the home folder registering it through the
+// plugin's hook) was inside it and sent as it (newcomers' walks).
+func TestRegisterRefusesTheRootAndHome(t *testing.T) {
 	e := newEveryday(t)
 	root := filepath.VolumeName(e.folder(t, "api")) + string(filepath.Separator)
-	for _, args := range [][]string{{"register", root}, {"register", root, "--id", "rootdir"}} {
-		if _, errs, code := run(t, args...); code == 0 || !strings.Contains(errs, "cannot be a project") {
-			t.Errorf("%v: exit %d, %q", args, code, errs)
+	home, err := os.UserHomeDir()
+	noErr(t, err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"register", root}, "cannot be a project: every folder of the computer is inside it"},
+		{[]string{"register", root, "--id", "rootdir"}, "cannot be a project: every folder of the computer is inside it"},
+		{[]string{"register", home}, "is your home folder and cannot be a project"},
+		{[]string{"register", home, "--id", "homedir"}, "is your home folder and cannot be a project"},
+	} {
+		if _, errs, code := run(t, tc.args...); code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q", tc.args, code, errs)
 		}
 	}
 	if _, err := os.Stat(e.store); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the store was written after the refusals: %v", err)
 	}
-	if _, ok := e.slugs(t)["rootdir"]; ok {
-		t.Error("the refused id is an agent")
+	for _, id := range []string{"rootdir", "homedir", filepath.Base(home)} {
+		if _, ok := e.slugs(t)[id]; ok {
+			t.Errorf("the refused id %s is an agent", id)
+		}
 	}
 }
 
@@ -385,8 +401,8 @@ func TestSendRefusals(t *testing.T) {
 
 // The SessionStart hook says what register says, for each cause register
 // explains: no relay ever started on the data folder, no relay at the
-// address, a missing folder, the root folder, a folder name with no letter
-// or digit. Every answer is one JSON line, exit 0.
+// address, a missing folder, the root folder, the home folder (a session
+// started there), a folder name with no letter or digit. Every answer is one JSON line, exit 0.
 func TestHookTellsRegistersReason(t *testing.T) {
 	e := newEveryday(t)
 	never := filepath.Join(t.TempDir(), "never-started")
@@ -400,8 +416,9 @@ func TestHookTellsRegistersReason(t *testing.T) {
 	}{
 		{"no relay ever started", proj, map[string]string{"CROSSCHAT_DATA_DIR": never}, "api-token"},
 		{"no relay at the address", proj, map[string]string{"CROSSCHAT_PORT": "1"}, "no relay is running at http://127.0.0.1:1"},
-		{"a missing folder", filepath.Join(e.root, "gone"), nil, "gone"},
+		{"a missing folder", filepath.Join(e.root, "gone"), nil, "there is no folder " + filepath.Join(e.root, "gone")},
 		{"the root folder", "/", nil, "/ cannot be a project"},
+		{"the home folder", os.Getenv("HOME"), nil, "is your home folder and cannot be a project"},
 		{"no letter or digit", e.folder(t, "___"), nil, "no letter or digit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -625,4 +642,52 @@ func TestVerbsFindTheRelayByItsRunFile(t *testing.T) {
 	if _, errs, code := run(t, "agents", "list", "--data-dir", e.r.Config().DataDir, "--port", "1"); code == 0 || !strings.Contains(errs, "127.0.0.1:1") {
 		t.Errorf("agents list --port 1: exit %d, %q", code, errs)
 	}
+}
+
+// The hint after an id clash is a command that works as printed from any
+// folder: it names the folder it is for (a newcomer ran it from another
+// folder and registered that one).
+func TestIDClashHintNamesTheFolder(t *testing.T) {
+	e := newEveryday(t)
+	api, web := e.folder(t, "api"), e.folder(t, "my web")
+	e.register(t, api)
+	t.Chdir(e.folder(t, "elsewhere"))
+	_, errs, code := run(t, "register", web, "--id", "api")
+	_, hint, ok := strings.Cut(errs, "give "+web+" its own id: ")
+	hint, _, _ = strings.Cut(hint, " (or set")
+	if code == 0 || !ok || !strings.HasPrefix(hint, "crosschat-relay register --id ") {
+		t.Fatalf("register --id api on another folder: exit %d, %q", code, errs)
+	}
+	args, err := splitQuoted(strings.TrimPrefix(hint, "crosschat-relay "))
+	noErr(t, err)
+	if _, errs, code := run(t, args...); code != 0 {
+		t.Fatalf("the hint %q as printed: exit %d, %q", hint, code, errs)
+	}
+	ps := storedProjects(t, e.store)
+	i := slices.IndexFunc(ps, func(p struct{ ID, Dir, Relay, Token string }) bool { return p.ID == args[2] })
+	if len(ps) != 2 || i < 0 || !project.SameDir(ps[i].Dir, web) {
+		t.Fatalf("the hint %q registered %+v", hint, ps)
+	}
+}
+
+// splitQuoted splits a command line at spaces, a Go-quoted word kept whole.
+func splitQuoted(s string) ([]string, error) {
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		if s[0] == '"' {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return nil, err
+			}
+			w, err := strconv.Unquote(q)
+			if err != nil {
+				return nil, err
+			}
+			out, s = append(out, w), s[len(q):]
+			continue
+		}
+		w, rest, _ := strings.Cut(s, " ")
+		out, s = append(out, w), rest
+	}
+	return out, nil
 }

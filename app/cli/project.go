@@ -70,10 +70,11 @@ func projectFolder(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("folder %s: %w", dir, err)
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = realFolder(abs)
 	st, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("there is no folder %s", dir)
+	}
 	if err != nil {
 		return "", fmt.Errorf("folder %s: %w", dir, err)
 	}
@@ -81,6 +82,15 @@ func projectFolder(dir string) (string, error) {
 		return "", fmt.Errorf("%s is not a folder", dir)
 	}
 	return filepath.Clean(abs), nil
+}
+
+// realFolder is path with its symbolic links resolved, or path itself
+// when they cannot be (it does not exist).
+func realFolder(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 // callCtx is call with the caller's context.

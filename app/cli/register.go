@@ -53,6 +53,12 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		// then inside that project.
 		return registered{}, fmt.Errorf("%s cannot be a project: every folder of the computer is inside it; register the project's own folder", dir)
 	}
+	if home, err := os.UserHomeDir(); err == nil && project.SameDir(realFolder(home), dir) {
+		// A subfolder is its parent's project: every project of the user's
+		// would be this one, a session started in the home folder (the
+		// plugin's hook) included.
+		return registered{}, fmt.Errorf("%s is your home folder and cannot be a project: every project of yours is inside it; register the project's own folder (cd into it first)", dir)
+	}
 	given, _, err := project.ExplicitID(flagID, env(project.EnvID))
 	if err != nil {
 		return registered{}, err
@@ -85,8 +91,8 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		}
 		i := slices.IndexFunc(ps, func(p project.Project) bool { return p.ID == id })
 		if i >= 0 && !project.SameDir(ps[i].Dir, dir) {
-			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: crosschat-relay register --id %s (or set %s)",
-				id, ps[i].Dir, dir, suggestID(id, dir, ps), project.EnvID)
+			return nil, false, fmt.Errorf("the project id %q is already the folder %s; give %s its own id: %s (or set %s)",
+				id, ps[i].Dir, dir, registerCommand(dir, suggestID(id, dir, ps)), project.EnvID)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), registerWait)
 		defer cancel()
@@ -115,8 +121,8 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 			out.Project.Relay = base
 			return ps, true, nil
 		case ai >= 0 && !unclaimed(agents[ai], id, dir):
-			return nil, false, fmt.Errorf("the name %q is taken on the relay at %s by %s, not by this folder; give %s another id: crosschat-relay register --id %s (or set %s, in the project's .claude/settings.json for its sessions)",
-				id, base, describeAgent(agents[ai], agents), dir, suggestID(id, dir, ps), project.EnvID)
+			return nil, false, fmt.Errorf("the name %q is taken on the relay at %s by %s, not by this folder; give %s another id: %s (or set %s, in the project's .claude/settings.json for its sessions)",
+				id, base, describeAgent(agents[ai], agents), dir, registerCommand(dir, suggestID(id, dir, ps)), project.EnvID)
 		}
 		token, reinstated, err := createProjectAgent(ctx, c, id, dir, ai >= 0)
 		if err != nil {
@@ -230,6 +236,15 @@ func displayName(folder, id string) string {
 		return id
 	}
 	return name
+}
+
+// registerCommand is the register command that gives dir the id: run
+// in any folder, it names dir (quoted when a shell would split it).
+func registerCommand(dir, id string) string {
+	if strings.ContainsFunc(dir, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(`"'$\`+"`"+`&|;<>()*?[]#~!{}`, r) }) {
+		dir = strconv.Quote(dir)
+	}
+	return "crosschat-relay register --id " + id + " " + dir
 }
 
 // suggestID proposes a free id for dir: the parent folder's name and the

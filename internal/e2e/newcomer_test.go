@@ -197,7 +197,7 @@ func hookCauses(t *testing.T, home string, port int, dataDir, bin, api, deep str
 		{"crosschat-relay not on PATH", api, "/usr/bin:/bin", port, dataDir, "crosschat-relay is not installed (not found on PATH)"},
 		{"no relay ever started", api, bin + ":/usr/bin:/bin", port, never, "api-token"},
 		{"no relay at the address", api, bin + ":/usr/bin:/bin", free, dataDir, "no relay is running at http://127.0.0.1:" + strconv.Itoa(free)},
-		{"a missing folder", filepath.Join(api, "gone"), bin + ":/usr/bin:/bin", port, dataDir, "gone: no such file or directory"},
+		{"a missing folder", filepath.Join(api, "gone"), bin + ":/usr/bin:/bin", port, dataDir, "there is no folder " + filepath.Join(api, "gone")},
 		{"the root folder", "/", bin + ":/usr/bin:/bin", port, dataDir, "cannot be a project"},
 		{"a name with no letter or digit", noLetters, bin + ":/usr/bin:/bin", port, dataDir, "no letter or digit"},
 		{"a subfolder of a project", deep, bin + ":/usr/bin:/bin", port, dataDir, `this folder is the project "api"`},
