@@ -45,6 +45,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 	}
 	defer ch.Close()
 	ps.OnMissed = func(cursor int64) { logf("%s", missedLine(cursor)) }
+	keepReadyCursor(ps, f.state)
 	ps.OnEvent = func(e relay.PushEvent) error {
 		if err := ch.Notify(ctx, e); err != nil {
 			return err

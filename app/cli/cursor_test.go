@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app/cli"
 	"github.com/crosschat/crosschat-relay/internal/poll"
+	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
 
@@ -150,5 +152,81 @@ func TestChannelStartsWhereTheMonitorIs(t *testing.T) {
 	chOut := runChannel(t, func() string { return send("Then tag the release") })
 	if strings.Contains(chOut, old) {
 		t.Fatalf("the first channel replayed a task the monitor had shown:\n%s", chOut)
+	}
+}
+
+// A --state file is a cursor kept across restarts, from the first start:
+// for a project a new file starts where the project's own does (at its
+// registration, so a task queued before is printed), and the file is
+// written as soon as the stream is ready, so an agent's monitor stopped
+// before any event came resumes there and prints what arrived while it
+// was down (it began from now again, and passed over it).
+func TestMonitorStateFileFromTheFirstStart(t *testing.T) {
+	e := newEveryday(t)
+	web, api := e.folder(t, "web"), e.folder(t, "api")
+	e.register(t, web)
+	e.register(t, api)
+	t.Chdir(api)
+	out, errs, code := run(t, "send", "web", "Queued before any monitor")
+	if code != 0 {
+		t.Fatalf("send: exit %d, %q", code, errs)
+	}
+	queued := strings.TrimSpace(out)
+	t.Chdir(web)
+	webState := filepath.Join(t.TempDir(), "web.state")
+	mon := startMonitor(t, "--state", webState)
+	mon.await(t, queued)
+	mon.stop(t)
+
+	rev, err := e.r.Services.Agents.Create(relay.CreateAgentInput{Slug: "bea", DisplayName: "Bea", ModelSlug: "m", Capabilities: []string{"text-output"}})
+	noErr(t, err)
+	t.Setenv("CROSSCHAT_TOKEN", rev.Token)
+	beaState := filepath.Join(t.TempDir(), "bea.state")
+	mon = startMonitor(t, "--state", beaState)
+	mon.stop(t)
+	if n, err := os.ReadFile(beaState); err != nil || strings.TrimSpace(string(n)) == "" {
+		t.Fatalf("the state file after a ready stream and no event: %q %v", n, err)
+	}
+	task, err := e.r.Service().PostTask(t.Context(), relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "bea", Title: "sent while the monitor was down", Instructions: "x"})
+	noErr(t, err)
+	mon = startMonitor(t, "--state", beaState)
+	mon.await(t, task.ID)
+	mon.stop(t)
+}
+
+// runningMonitor is a `monitor` of the test, in the working folder.
+type runningMonitor struct {
+	out, errb *testkit.Buffer
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+// startMonitor runs `monitor` with args until stop, once it has connected.
+func startMonitor(t *testing.T, args ...string) *runningMonitor {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	m := &runningMonitor{out: &testkit.Buffer{}, errb: &testkit.Buffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- cli.MonitorRun(ctx, args, m.out, m.errb) }()
+	t.Cleanup(cancel)
+	poll.Until(t, "the monitor to connect", 10*time.Second, func() bool { return strings.Contains(m.errb.String(), "connected after") }, m.dump)
+	return m
+}
+
+func (m *runningMonitor) dump() string {
+	return fmt.Sprintf("stdout %q\nstderr %q", m.out.String(), m.errb.String())
+}
+
+// await waits for the monitor's line naming id.
+func (m *runningMonitor) await(t *testing.T, id string) {
+	t.Helper()
+	poll.Until(t, "the monitor's line for "+id, 10*time.Second, func() bool { return strings.Contains(m.out.String(), id) }, m.dump)
+}
+
+// stop ends the monitor and waits for it.
+func (m *runningMonitor) stop(t *testing.T) {
+	t.Helper()
+	m.cancel()
+	if err := <-m.done; err != nil {
+		t.Fatalf("monitor: %v\n%s", err, m.dump())
 	}
 }

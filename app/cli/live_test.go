@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -146,39 +145,13 @@ func TestMonitorMissedNamesBothCauses(t *testing.T) {
 	}
 }
 
-// liveMonitor is a `monitor` running for an agent of a test relay.
-type liveMonitor struct{ out, errb *testkit.Buffer }
-
-func (m liveMonitor) dump() string {
-	return fmt.Sprintf("stdout %q\nstderr %q", m.out.String(), m.errb.String())
-}
-
-// await waits for the monitor's line naming the task id.
-func (m liveMonitor) await(t *testing.T, id string) {
-	t.Helper()
-	poll.Until(t, "the monitor's line for "+id, 10*time.Second, func() bool { return strings.Contains(m.out.String(), id) }, m.dump)
-}
-
 // monitorAgent creates the agent slug on r and runs `monitor` with its
 // token and args until the test ends, once it has connected.
-func monitorAgent(t *testing.T, r *app.Relay, slug string, args ...string) liveMonitor {
+func monitorAgent(t *testing.T, r *app.Relay, slug string, args ...string) *runningMonitor {
 	t.Helper()
 	rev, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-output"}})
 	noErr(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	m := liveMonitor{out: &testkit.Buffer{}, errb: &testkit.Buffer{}}
-	done := make(chan error, 1)
-	go func() {
-		done <- cli.MonitorRun(ctx, append([]string{"--token", rev.Token, "--url", r.Config().BaseURL()}, args...), m.out, m.errb)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("monitor of %s: %v", slug, err)
-		}
-	})
-	poll.Until(t, "the monitor of "+slug+" to connect", 10*time.Second, func() bool { return strings.Contains(m.errb.String(), "connected after") }, m.dump)
-	return m
+	return startMonitor(t, append([]string{"--token", rev.Token, "--url", r.Config().BaseURL()}, args...)...)
 }
 
 // Ensure monitor's location follows the CLI's rule that flags win over
@@ -207,20 +180,10 @@ func TestMonitorLocationFlagsWinOverEnv(t *testing.T) {
 			for _, k := range []string{"CROSSCHAT_URL", "CROSSCHAT_MCP_URL", "CROSSCHAT_PORT"} {
 				t.Setenv(k, tc.env[k])
 			}
-			ctx, cancel := context.WithCancel(t.Context())
-			var out, errb testkit.Buffer
-			done := make(chan error, 1)
-			go func() { done <- cli.MonitorRun(ctx, tc.args, &out, &errb) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil && ctx.Err() == nil {
-					t.Errorf("monitor: %v", err)
-				}
-			}()
-			poll.Until(t, "the monitor to connect", 10*time.Second, func() bool { return strings.Contains(errb.String(), "connected after") },
-				func() string { return errb.String() })
-			if strings.Contains(errb.String(), strconv.Itoa(dead)) {
-				t.Fatalf("the monitor tried the dead address:\n%s", errb.String())
+			m := startMonitor(t, tc.args...)
+			defer m.stop(t)
+			if strings.Contains(m.errb.String(), strconv.Itoa(dead)) {
+				t.Fatalf("the monitor tried the dead address:\n%s", m.dump())
 			}
 		})
 	}

@@ -143,13 +143,13 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		if !locationGiven(c.fs, env) {
 			projectBase = p.Relay
 		}
-		if f.state == "" && f.after < 0 {
-			state, err := projectCursorFile(p.ID, c.fs.Name())
-			if err != nil {
-				return nil, err
+		if f.after < 0 {
+			if f.state == "" {
+				if f.state, err = projectCursorFile(p.ID, c.fs.Name()); err != nil {
+					return nil, err
+				}
 			}
-			f.state = state
-			if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(f.state); errors.Is(err, os.ErrNotExist) {
 				// Registration opened the stream: everything since is
 				// there. A channel's first cursor starts where the
 				// monitor's is, so it does not replay the project's past.
@@ -235,6 +235,26 @@ func (f *liveFlags) liveSession(env func(string) string) (id, name string, err e
 		name = ""
 	}
 	return id, name, nil
+}
+
+// keepReadyCursor has ps write its cursor to the state file (if any) as
+// soon as a connection is ready, when the file is behind it: a stream that
+// began from now on, or the project's start, is resumed from there by the
+// next process even if no event came meanwhile (it began from now again,
+// and passed over what arrived while nothing ran). A failure is logged;
+// the next event writes the file again.
+func keepReadyCursor(ps *client.PushStream, state string) {
+	if state == "" {
+		return
+	}
+	ps.OnReady = func(cursor int64) {
+		if saved, err := readCursor(state); err == nil && saved >= cursor {
+			return
+		}
+		if err := writeCursor(state, cursor); err != nil && ps.Logf != nil {
+			ps.Logf("%v", err)
+		}
+	}
 }
 
 // readCursor reads a state file; a missing file is "no cursor" (-1).
@@ -428,6 +448,7 @@ func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	ps.OnMissed = func(cursor int64) {
 		fmt.Fprintf(stderr, "crosschat-relay monitor: %s; call read_updates (and claim_next_task for queued tasks)\n", missedLine(cursor))
 	}
+	keepReadyCursor(ps, f.state)
 	ps.OnEvent = func(e relay.PushEvent) error {
 		if _, err := io.WriteString(stdout, line(e)+"\n"); err != nil {
 			return fmt.Errorf("write stdout: %w", err)
