@@ -159,8 +159,11 @@ func (w *Workers) checkFiles(cfg relay.WorkerConfig) (relay.WorkerConfig, error)
 	if cfg.Command == "" && cfg.Harness != harness.Custom {
 		cfg.Command = harness.Find(cfg.Harness, w.env)
 	}
-	if cfg.Command == "" {
-		return cfg, relay.Errorf(relay.EInvalidRequest, "command: choose the program to run: %s was not found on the relay's PATH (%s) nor where it usually installs. Give the program's path, or start the relay with its folder on its PATH.", p.Name, w.env.PATH)
+	switch {
+	case cfg.Command == "" && cfg.Harness == harness.Custom:
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: the custom harness runs the program you name: give its path (Program on the dashboard, --command on the CLI).")
+	case cfg.Command == "":
+		return cfg, relay.Errorf(relay.EInvalidRequest, "command: choose the program to run: %s was not found on the relay's PATH (%s) nor where it usually installs. Give the program's path (Program on the dashboard, --command on the CLI), or start the relay with its folder on its PATH.", p.Name, w.env.PATH)
 	}
 	if !filepath.IsAbs(cfg.Command) {
 		return cfg, relay.Errorf(relay.EInvalidRequest, "command: must be an absolute path, got %q.", cfg.Command)
@@ -222,6 +225,7 @@ func (w *Workers) Save(cfg relay.WorkerConfig) (relay.WorkerStatus, error) {
 }
 
 // Remove deletes an agent's worker; its chat sessions get its tasks again.
+// An agent with none is an unknown_worker error.
 func (w *Workers) Remove(slug string) error {
 	svc, ctx, err := w.c.get()
 	if err != nil {
@@ -229,6 +233,11 @@ func (w *Workers) Remove(slug string) error {
 	}
 	m, err := w.manager()
 	if err != nil {
+		return err
+	}
+	// Removing what is not there is said (unknown_worker), not reported as
+	// done: the store's delete alone would succeed.
+	if _, err := svc.Worker(ctx, slug); err != nil {
 		return err
 	}
 	if err := svc.DeleteWorker(ctx, slug); err != nil {

@@ -100,6 +100,12 @@ func TestWorkerFromCLI(t *testing.T) {
 	if ov, _ := r.Services.Workers.List(); len(ov.Workers) != 0 {
 		t.Fatalf("workers after remove: %+v", ov.Workers)
 	}
+	// Removed again, or never there: said, not reported as done.
+	for _, slug := range []string{"builder", "nobody"} {
+		if out, errs, code := run(t, append([]string{"workers", "remove", slug}, loc...)...); code != 1 || out != "" || !strings.Contains(errs, "“"+slug+"” has no worker.") {
+			t.Fatalf("remove %s without a worker: exit %d, %q %q", slug, code, out, errs)
+		}
+	}
 }
 
 // Ensure a worker setup that cannot work is refused before anything is made.

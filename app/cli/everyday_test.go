@@ -443,7 +443,8 @@ func TestHookTellsRegistersReason(t *testing.T) {
 }
 
 // harnesses and workers set look for the CLIs on the relay's PATH, not this
-// terminal's: both say which PATH that was and how to use a CLI elsewhere.
+// terminal's: both say which PATH that was and how to use a CLI elsewhere
+// (--command), which the custom harness always needs.
 func TestHarnessesNameTheRelaysPath(t *testing.T) {
 	relayPath := filepath.Join(t.TempDir(), "relay-bin")
 	noErr(t, os.MkdirAll(relayPath, 0o755))
@@ -456,8 +457,13 @@ func TestHarnessesNameTheRelaysPath(t *testing.T) {
 	work := e.folder(t, "work")
 	createAgent(t, e.r, "builder")
 	_, errs, code = run(t, append([]string{"workers", "set", "builder", "--harness", "codex", "--workdir", work}, e.loc...)...)
-	if code != 1 || !strings.Contains(errs, "relay's PATH ("+relayPath+")") {
+	if code != 1 || !strings.Contains(errs, "relay's PATH ("+relayPath+")") || !strings.Contains(errs, "--command on the CLI") {
 		t.Fatalf("workers set with no codex on the relay's PATH: exit %d, %q", code, errs)
+	}
+	// The custom harness has nothing to find: it needs the program named.
+	_, errs, code = run(t, append([]string{"workers", "set", "builder", "--harness", "custom", "--workdir", work}, e.loc...)...)
+	if code != 1 || !strings.Contains(errs, "the custom harness runs the program you name: give its path (Program on the dashboard, --command on the CLI)") || strings.Contains(errs, "not found") {
+		t.Fatalf("workers set --harness custom without --command: exit %d, %q", code, errs)
 	}
 }
 
