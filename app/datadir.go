@@ -31,7 +31,7 @@ func lockDataDir(dir string) (*filelock.File, error) {
 		if info, ok, err := ReadRunFile(dir); err == nil && ok {
 			who = fmt.Sprintf(" (pid %d, %s)", info.PID, info.URL)
 		}
-		return nil, fmt.Errorf("another relay%s is already serving the data folder %s: stop it first or choose another --data-dir", who, dir)
+		return nil, runningError(fmt.Sprintf("another relay%s is already serving the data folder %s: stop it first or choose another --data-dir", who, dir))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data folder %s: %w", dir, err)
@@ -41,6 +41,14 @@ func lockDataDir(dir string) (*filelock.File, error) {
 	_ = os.Remove(filepath.Join(dir, RunFileName))
 	return l, nil
 }
+
+// runningError is a refusal because a relay already serves the data
+// folder: it is ErrAlreadyRunning.
+type runningError string
+
+func (e runningError) Error() string { return string(e) }
+
+func (e runningError) Is(target error) bool { return target == ErrAlreadyRunning }
 
 // ownFile reports whether name is a file the relay keeps in its data
 // folder: the database and its WAL files, the admin token, run folders,

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,13 +52,17 @@ func TestSecondRelayOnDataDirRefused(t *testing.T) {
 	if r, err := app.Start(apptest.Config(dir), app.StartOptions{Version: "test"}); err == nil {
 		apptest.Stop(t, r)
 		t.Fatal("a second relay started on a data folder the first serves")
-	} else if err.Error() != want {
+	} else if err.Error() != want || !errors.Is(err, app.ErrAlreadyRunning) {
 		t.Fatalf("second start: %v\nwant: %s", err, want)
 	}
 	var out, errb testkit.Buffer
-	if code := app.Serve([]string{"--port", strconv.Itoa(testkit.FreePort(t)), "--data-dir", dir, "--log-file", "none"}, nil, "test", &out, &errb); code != 1 ||
-		!strings.Contains(errb.String(), want) || strings.Contains(errb.String(), "relay started") {
+	if code := app.Serve([]string{"--port", strconv.Itoa(testkit.FreePort(t)), "--data-dir", dir}, nil, "test", &out, &errb); code != 1 ||
+		errb.String() != "crosschat-relay serve: "+want+"\n" {
 		t.Fatalf("second serve: exit %d\n%s", code, errb.String())
+	}
+	// Said on its terminal, not in the log of the relay that serves the folder.
+	if b, _ := os.ReadFile(app.LogPath(apptest.Config(dir))); strings.Contains(string(b), "already serving") {
+		t.Fatalf("the refused serve wrote into the running relay's log:\n%s", b)
 	}
 	if _, err := app.ImportUpstream(upstreamFixture, filepath.Join(dir, "relay.db"), ""); err == nil || err.Error() != want {
 		t.Fatalf("import into the served folder: %v\nwant: %s", err, want)

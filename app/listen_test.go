@@ -44,10 +44,11 @@ func TestPortTakenSaysWho(t *testing.T) {
 		name, dir string
 		port      int
 		want      string
+		ours      bool // nothing failed: said on the terminal alone
 	}{
-		{"the relay of the same data folder", dir, port, running},
-		{"a relay of another data folder", dir2, port, other(port)},
-		{"another program", dir2, otherPort, other(otherPort)},
+		{"the relay of the same data folder", dir, port, running, true},
+		{"a relay of another data folder", dir2, port, other(port), false},
+		{"another program", dir2, otherPort, other(otherPort), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := apptest.Config(tc.dir)
@@ -57,13 +58,21 @@ func TestPortTakenSaysWho(t *testing.T) {
 				apptest.Stop(t, r)
 				t.Fatal("started on a taken port")
 			}
-			if err.Error() != tc.want || !errors.Is(err, app.ErrPortTaken) {
-				t.Fatalf("start: %v (ErrPortTaken %v)\nwant: %s", err, errors.Is(err, app.ErrPortTaken), tc.want)
+			if err.Error() != tc.want || !errors.Is(err, app.ErrPortTaken) || errors.Is(err, app.ErrAlreadyRunning) != tc.ours {
+				t.Fatalf("start: %v (ErrPortTaken %v, ErrAlreadyRunning %v)\nwant: %s", err, errors.Is(err, app.ErrPortTaken), errors.Is(err, app.ErrAlreadyRunning), tc.want)
 			}
 			var out, errb testkit.Buffer
-			code := app.Serve([]string{"--port", strconv.Itoa(tc.port), "--data-dir", tc.dir, "--log-file", "none"}, nil, "test", &out, &errb)
+			logFile := filepath.Join(t.TempDir(), "relay.log")
+			code := app.Serve([]string{"--port", strconv.Itoa(tc.port), "--data-dir", tc.dir, "--log-file", logFile}, nil, "test", &out, &errb)
 			if code != 1 || !strings.Contains(errb.String(), tc.want) || strings.Count(errb.String(), "in use") != 1 {
 				t.Fatalf("serve: exit %d\n%s\nwant once: %s", code, errb.String(), tc.want)
+			}
+			logged, _ := os.ReadFile(logFile)
+			if tc.ours && (errb.String() != "crosschat-relay serve: "+tc.want+"\n" || len(logged) != 0) {
+				t.Fatalf("serve beside the running relay: stderr %q, log %q; want the line alone, on the terminal", errb.String(), logged)
+			}
+			if !tc.ours && !strings.Contains(string(logged), "start failed") {
+				t.Fatalf("serve on another's port: log %q; want the failure logged", logged)
 			}
 		})
 	}

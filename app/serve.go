@@ -134,6 +134,11 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	r, err := Start(cfg, StartOptions{Version: version, Assets: assets, Logger: log})
+	if errors.Is(err, ErrAlreadyRunning) {
+		// Nothing failed: said here, not in the running relay's log.
+		fmt.Fprintln(stderr, "crosschat-relay serve:", err)
+		return 1
+	}
 	if err != nil {
 		log.Error("start failed", "err", err)
 		return 1
