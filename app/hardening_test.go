@@ -189,4 +189,12 @@ func TestMalformedDotEnvDoesNotBreakCommands(t *testing.T) {
 	if code := app.Serve([]string{"--env-file", filepath.Join(dir, "missing.env")}, nil, "test", &out, &errb); code != 2 || !strings.Contains(errb.String(), "--env-file") {
 		t.Fatalf("serve --env-file missing: exit %d: %s", code, errb.String())
 	}
+	// A mistyped flag in the words the verbs use (the flag package's were
+	// "flag provided but not defined: -prot").
+	for args, want := range map[string]string{"--prot 5000": "unknown flag --prot", "--port abc": `--port "abc" is not a whole number`} {
+		errb.Reset()
+		if code := app.Serve(strings.Fields(args), nil, "test", &out, &errb); code != 2 || errb.String() != "crosschat-relay serve: "+want+"\n" {
+			t.Fatalf("serve %s: exit %d: %q", args, code, errb.String())
+		}
+	}
 }

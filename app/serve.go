@@ -31,6 +31,16 @@ func Env() (config.Env, error) {
 
 // parseServe parses the serve (and desktop) flags; -h or --help prints
 // the help on stdout and returns flag.ErrHelp.
+// CheckArgs reports what is wrong with the flags of the serve or desktop
+// command name, without acting on them (nil when they parse).
+func CheckArgs(name string, args []string) error {
+	_, err := parseServe(name, args, io.Discard)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
 func parseServe(name string, args []string, stdout io.Writer) (config.Config, error) {
 	env, err := Env()
 	if err != nil {
@@ -49,7 +59,7 @@ func parseServe(name string, args []string, stdout io.Writer) (config.Config, er
 		serveHelp(stdout, name, fs)
 		return cfg, err
 	} else if err != nil {
-		return cfg, err
+		return cfg, config.FlagError(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))

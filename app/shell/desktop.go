@@ -52,6 +52,11 @@ crosschat-relay --help lists every verb.
 // binary); the relay starts in OnStartup.
 func Desktop(args []string, opts DesktopOptions, stderr io.Writer) int {
 	if !WindowBuild {
+		// A mistyped flag is said as such, not as the missing window.
+		if err := app.CheckArgs("crosschat-relay", args); err != nil {
+			fmt.Fprintf(stderr, "crosschat-relay: %v\ncrosschat-relay --help lists every verb.\n", err)
+			return 2
+		}
 		fmt.Fprint(stderr, noWindowText)
 		return 2
 	}
