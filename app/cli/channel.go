@@ -58,7 +58,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 	streamDone := make(chan error, 1)
 	sctx, cancelStream := context.WithCancel(ctx)
 	go func() {
-		err := ps.Run(sctx)
+		err := refusedToken(ps.Run(sctx), ps.BaseURL, f.tokenFrom)
 		if err != nil {
 			logf("push stream stopped: %v", err)
 		}

@@ -188,3 +188,17 @@ func TestMonitorLocationFlagsWinOverEnv(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a monitor whose token the relay does not know stops (exit 1) and
+// says which token, where it came from, and what may have become of it
+// (the relay's own answer names the header to send, which it did send).
+func TestMonitorUnknownTokenSaid(t *testing.T) {
+	r := startRelay(t)
+	projectHome(t)
+	t.Setenv("CROSSCHAT_TOKEN", relay.AgentTokenPrefix+"not-a-known-token")
+	_, errs, code := run(t, "monitor", "--url", r.Config().BaseURL())
+	want := "crosschat-relay: the relay at " + r.Config().BaseURL() + " does not know the token in CROSSCHAT_TOKEN: it was revoked or replaced, or belongs to another relay"
+	if code != 1 || !strings.HasPrefix(errs, want) || strings.Contains(errs, "Bearer") {
+		t.Fatalf("monitor with an unknown token: exit %d, %q\nwant: %s", code, errs, want)
+	}
+}

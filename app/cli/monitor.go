@@ -66,6 +66,8 @@ type liveFlags struct {
 	// session and sessionName name the agent-CLI session served (default
 	// CLAUDE_CODE_SESSION_ID and CLAUDE_CODE_SESSION_NAME).
 	session, sessionName string
+	// tokenFrom says where stream took the token, for a refusal of it.
+	tokenFrom string
 }
 
 // parseLive makes the command of a live-session verb (monitor, channel)
@@ -110,11 +112,13 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 	token := ""
 	if f.project == "" {
 		token = strings.TrimSpace(f.token)
+		f.tokenFrom = "the token given with --token"
 		if token != "" {
 			fmt.Fprintf(c.stderr, "crosschat-relay %s: warning: --token puts the token in the process list, where every user of this computer can read it; set %s or run `crosschat-relay register` in the project folder instead\n", c.fs.Name(), envAgentToken)
 		}
 		if token == "" {
 			token = strings.TrimSpace(env(envAgentToken))
+			f.tokenFrom = "the token in " + envAgentToken
 		}
 	}
 	adminTok := false
@@ -124,6 +128,7 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 			return nil, err
 		}
 		token, adminTok = tok, true
+		f.tokenFrom = "the admin token"
 	}
 	projectBase := ""
 	if token == "" {
@@ -140,6 +145,7 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 			return nil, err
 		}
 		token = p.Token
+		f.tokenFrom = fmt.Sprintf("the token kept for the project %s (its agent was deleted, or its token replaced, on the dashboard)", p.ID)
 		if !locationGiven(c.fs, env) {
 			projectBase = p.Relay
 		}
@@ -458,5 +464,14 @@ func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return nil
 	}
-	return ps.Run(ctx)
+	return refusedToken(ps.Run(ctx), ps.BaseURL, f.tokenFrom)
+}
+
+// refusedToken is err, said in words when the relay refused the token
+// (its own answer names the header to send, which a verb did send).
+func refusedToken(err error, base, from string) error {
+	if relay.ErrorCode(err) != relay.EUnauthorized {
+		return err
+	}
+	return fmt.Errorf("the relay at %s does not know %s: it was revoked or replaced, or belongs to another relay (crosschat-relay agents list shows the agents there)", base, from)
 }
