@@ -41,7 +41,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 	mcpURL := strings.TrimSuffix(strings.TrimRight(ps.BaseURL, "/"), "/mcp") + "/mcp"
 	ch, err := mcp.NewChannel(ctx, mcp.ChannelOptions{MCPURL: mcpURL, Token: ps.Token, Version: version, Stderr: stderr, Session: ps.Session})
 	if err != nil {
-		return err
+		return f.refusedToken(err, ps.BaseURL)
 	}
 	defer ch.Close()
 	ps.OnMissed = func(cursor int64) { logf("%s", missedLine(cursor)) }
@@ -58,7 +58,7 @@ func channelCmd(args []string, version string, stdin io.Reader, stdout, stderr i
 	streamDone := make(chan error, 1)
 	sctx, cancelStream := context.WithCancel(ctx)
 	go func() {
-		err := refusedToken(ps.Run(sctx), ps.BaseURL, f.tokenFrom)
+		err := f.refusedToken(ps.Run(sctx), ps.BaseURL)
 		if err != nil {
 			logf("push stream stopped: %v", err)
 		}

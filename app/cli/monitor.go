@@ -66,8 +66,9 @@ type liveFlags struct {
 	// session and sessionName name the agent-CLI session served (default
 	// CLAUDE_CODE_SESSION_ID and CLAUDE_CODE_SESSION_NAME).
 	session, sessionName string
-	// tokenFrom says where stream took the token, for a refusal of it.
-	tokenFrom string
+	// tokenFrom says where stream took the token, and tokenFix what to
+	// do, for a refusal of it.
+	tokenFrom, tokenFix string
 }
 
 // parseLive makes the command of a live-session verb (monitor, channel)
@@ -145,7 +146,8 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 			return nil, err
 		}
 		token = p.Token
-		f.tokenFrom = fmt.Sprintf("the token kept for the project %s (its agent was deleted, or its token replaced, on the dashboard)", p.ID)
+		f.tokenFrom = "the token kept for the project " + p.ID
+		f.tokenFix = "`crosschat-relay register` in its folder says what to do"
 		if !locationGiven(c.fs, env) {
 			projectBase = p.Relay
 		}
@@ -464,14 +466,18 @@ func monitorRun(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return nil
 	}
-	return refusedToken(ps.Run(ctx), ps.BaseURL, f.tokenFrom)
+	return f.refusedToken(ps.Run(ctx), ps.BaseURL)
 }
 
-// refusedToken is err, said in words when the relay refused the token
-// (its own answer names the header to send, which a verb did send).
-func refusedToken(err error, base, from string) error {
+// refusedToken is err, said in words when the relay at base refused the
+// token (its own answer names the header to send, which the verb did).
+func (f *liveFlags) refusedToken(err error, base string) error {
 	if relay.ErrorCode(err) != relay.EUnauthorized {
 		return err
 	}
-	return fmt.Errorf("the relay at %s does not know %s: it was revoked or replaced, or belongs to another relay (crosschat-relay agents list shows the agents there)", base, from)
+	fix := f.tokenFix
+	if fix == "" {
+		fix = "crosschat-relay agents list shows the agents there"
+	}
+	return fmt.Errorf("the relay at %s does not know %s: it was revoked or replaced, or belongs to another relay; %s", base, f.tokenFrom, fix)
 }

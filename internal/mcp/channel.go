@@ -179,6 +179,10 @@ func NewChannel(ctx context.Context, opts ChannelOptions) (*Channel, error) {
 	init.Params.ClientInfo = mcp.Implementation{Name: "crosschat-relay-channel", Version: version}
 	if _, err := up.Initialize(ctx, init); err != nil {
 		up.Close()
+		if errors.Is(err, transport.ErrAuthorizationRequired) {
+			// The relay refused the token: a refusal its caller can tell.
+			err = relay.Errorf(relay.EUnauthorized, "The relay does not know the token.")
+		}
 		return nil, fmt.Errorf("channel: initialize with %s: %w", opts.MCPURL, err)
 	}
 	tools, err := up.ListTools(ctx, mcp.ListToolsRequest{})
