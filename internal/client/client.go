@@ -167,7 +167,7 @@ func (a *Agent) Tool(ctx context.Context, name string, args, out any) error {
 	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("%s: %w at %s", name, ErrNotRunning, a.BaseURL)
+			return fmt.Errorf("%w at %s: start it with `crosschat-relay serve` (or the app)", ErrNotRunning, a.BaseURL)
 		}
 		return fmt.Errorf("%s: %w", name, err)
 	}

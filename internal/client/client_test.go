@@ -3,11 +3,14 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -71,5 +74,45 @@ func TestNotRunning(t *testing.T) {
 	err = client.New("http://"+addr, "admin").Call(context.Background(), "Agents", "List", nil)
 	if !errors.Is(err, client.ErrNotRunning) {
 		t.Fatalf("err %v", err)
+	}
+	// An agent's tool call says the same, with how to start one (not as
+	// the tool's own failure: "post_task: no relay is running at …").
+	err = (&client.Agent{BaseURL: "http://" + addr, Token: "cca_x"}).Tool(context.Background(), "post_task", map[string]any{}, nil)
+	if want := "no relay is running at http://" + addr + ": start it with `crosschat-relay serve` (or the app)"; !errors.Is(err, client.ErrNotRunning) || err.Error() != want {
+		t.Fatalf("a tool call: %v\nwant: %s", err, want)
+	}
+}
+
+// Ensure a push stream with no relay at its address says so in words while
+// it retries (it logged the dialer's "dial tcp …: connect: connection
+// refused"), and ends when its context does.
+func TestPushStreamNotRunning(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var mu sync.Mutex
+	var lines []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ps := &client.PushStream{BaseURL: "http://" + addr, Token: "cca_x", After: -1,
+		OnEvent: func(relay.PushEvent) error { return nil },
+		Logf: func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if lines = append(lines, fmt.Sprintf(format, a...)); len(lines) == 2 {
+				cancel()
+			}
+		}}
+	if err := ps.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"push stream: no relay is running at http://" + addr + "; reconnecting in 250ms", "push stream: no relay is running at http://" + addr + "; reconnecting in 500ms"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("logged %q\nwant %q", lines, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -116,9 +117,13 @@ func (s *PushStream) Run(ctx context.Context) error {
 		if got {
 			wait = 250 * time.Millisecond
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			// The usual case while the relay restarts: said plainly.
+			s.logf("push stream: no relay is running at %s; reconnecting in %s", s.BaseURL, wait)
+		case err != nil:
 			s.logf("push stream: %v; reconnecting in %s", err, wait)
-		} else {
+		default:
 			s.logf("push stream: connection closed; reconnecting in %s", wait)
 		}
 		select {
