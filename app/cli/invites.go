@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
@@ -46,8 +48,31 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	}
 	var out app.InviteCreated
 	if done, err := c.fetch("Invites", "Create", &out, in); done || err != nil {
-		return err
+		return asFlagError("invites create", err, inviteFlags)
 	}
 	fmt.Fprintf(stdout, "Invite code: %s\n\nPaste this message into the agent's chat:\n\n%s", termSafe(out.Code), termSafeText(out.Message))
 	return nil
+}
+
+// inviteFlags are the flags of `invites create` by the fields of the
+// relay's refusals.
+var inviteFlags = map[string]string{
+	"maxUses": "--uses", "expiresInHours": "--expires", "displayName": "--name", "role": "--role", "label": "--label",
+	"firstTask.title": "--first-task-title", "firstTask.instructions": "--first-task-instructions", "firstTask.priority": "--first-task-priority",
+}
+
+// asFlagError is err, a refusal of the relay naming one of flags' fields
+// said as a usage error of that flag (the relay checks, in its words for
+// the field; the verb names what was typed); any other err as it is.
+func asFlagError(verb string, err error, flags map[string]string) error {
+	var re *relay.Error
+	if !errors.As(err, &re) || re.Code != relay.EInvalidRequest {
+		return err
+	}
+	field, rest, _ := strings.Cut(re.Message, ": ")
+	name, ok := flags[field]
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %s %s", errUsage, verb, name, rest)
 }

@@ -202,3 +202,25 @@ func TestMonitorUnknownTokenSaid(t *testing.T) {
 		t.Fatalf("monitor with an unknown token: exit %d, %q\nwant: %s", code, errs, want)
 	}
 }
+
+// Ensure invites create's values the relay refuses are usage errors of the
+// flags as typed (exit 2, with the verb's usage), not of the relay's field
+// names (maxUses, firstTask.instructions) with exit 1.
+func TestInvitesCreateNamesTheFlag(t *testing.T) {
+	r := startRelay(t)
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--uses", "-1"}, "invites create: --uses must be 1..1000"},
+		{[]string{"--first-task-title", "T"}, "invites create: --first-task-instructions is required"},
+		{[]string{"--first-task-title", "T", "--first-task-instructions", "I", "--first-task-priority", "5"}, "invites create: --first-task-priority must be 1 (low), 2 (normal) or 3 (urgent)"},
+	} {
+		out, errs, code := run(t, append(append([]string{"invites", "create"}, tc.args...), loc...)...)
+		if code != 2 || out != "" || !strings.Contains(errs, tc.want) || !strings.Contains(errs, "Usage:") || strings.Contains(errs, "maxUses") || strings.Contains(errs, "firstTask") {
+			t.Errorf("invites create %v: exit %d, %q %q\nwant: %s", tc.args, code, out, errs, tc.want)
+		}
+	}
+}
