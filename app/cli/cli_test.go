@@ -119,3 +119,45 @@ func TestAutostartVerb(t *testing.T) {
 		t.Fatalf("status: %d %s %s", code, out, errs)
 	}
 }
+
+// Ensure `tasks show ID` prints a task as the dashboard's timeline does:
+// its state with the claim, who sent it to whom, its instructions, each
+// report and the result, what agents wrote cleaned of terminal controls;
+// --json the whole detail; a malformed id is a usage error of ID.
+func TestTasksShow(t *testing.T) {
+	r := startRelay(t)
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	createAgent(t, r, "builder")
+	svc, ctx := r.Service(), t.Context()
+	task, err := svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "builder", Title: "Fix the build", Instructions: "Run make.\n\x1b[31mred\x1b[0m second line"})
+	noErr(t, err)
+	_, err = svc.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "builder", Via: relay.ViaChat})
+	noErr(t, err)
+	_, err = svc.ReportTask(ctx, relay.ReportInput{ReporterSlug: "builder", TaskID: task.ID, Kind: relay.ReportCompleted, Message: "Done.", Result: "all green\nsee CI"})
+	noErr(t, err)
+
+	out, errs, code := run(t, append([]string{"tasks", "show", task.ID}, loc...)...)
+	for _, want := range []string{task.ID + "  Fix the build\n", "  Status    completed (claimed ", " via chat)\n", "  From, to  operator → builder\n",
+		"Instructions:\n  Run make.\n  ", "second line\n", "\nTimeline:\n", "completed Done.\n", "  Result:\n    all green\n    see CI\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("tasks show: exit %d, %q\nlacks %q (stderr %q)", code, out, want, errs)
+		}
+	}
+	if strings.ContainsRune(out, 0x1b) {
+		t.Fatalf("tasks show printed a terminal control: %q", out)
+	}
+	out, _, code = run(t, append([]string{"tasks", "show", task.ID, "--json"}, loc...)...)
+	var d app.TaskDetail
+	if code != 0 || json.Unmarshal([]byte(out), &d) != nil || d.Task.ID != task.ID || len(d.Task.Reports) != 1 || d.Task.Reports[0].Result != "all green\nsee CI" {
+		t.Fatalf("tasks show --json: exit %d, %q", code, out)
+	}
+	_, errs, code = run(t, append([]string{"tasks", "show", "nope"}, loc...)...)
+	if code != 2 || !strings.Contains(errs, "tasks show: ID must be a task id") {
+		t.Fatalf("tasks show nope: exit %d, %q", code, errs)
+	}
+	_, errs, code = run(t, append([]string{"tasks", "show", "01a25120-a6f0-78e0-be0e-ad9ff9936d1d"}, loc...)...)
+	if code != 1 || !strings.Contains(errs, "Unknown task") {
+		t.Fatalf("tasks show of an unknown task: exit %d, %q", code, errs)
+	}
+}

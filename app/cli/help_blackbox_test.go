@@ -11,7 +11,7 @@ import (
 func TestEveryVerbAnswersHelp(t *testing.T) {
 	projectHome(t)
 	verbs := []string{
-		"agents", "agents add", "agents list", "invites", "invites create", "tasks", "tasks list",
+		"agents", "agents add", "agents list", "invites", "invites create", "tasks", "tasks list", "tasks show",
 		"workers", "workers list", "workers set", "workers remove", "workers pause", "workers resume",
 		"mesh", "mesh status", "mesh agents", "mesh relays", "mesh trust", "mesh block", "mesh invite", "mesh names", "mesh name", "mesh nats-config",
 		"sessions", "sessions list", "sessions show", "service", "service install", "service uninstall", "service status",

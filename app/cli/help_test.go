@@ -117,7 +117,8 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		// the relay is asked (it said "displayName: is required.").
 		{[]string{"agents", "add", "builder", "--model", "m"}, []string{"agents add needs --name and --capability", "crosschat-relay agents add SLUG --name N"}, []string{"displayName"}},
 		// A group of one action names it (it used to say "tasks needs , not").
-		{[]string{"tasks", "show", "x"}, []string{`tasks needs list, not "show"`, "crosschat-relay tasks list [--status S]"}, []string{"needs ,"}},
+		{[]string{"invites", "show", "x"}, []string{`invites needs create, not "show"`, "crosschat-relay invites create [--uses N]"}, []string{"needs ,"}},
+		{[]string{"tasks", "get", "x"}, []string{`tasks needs list or show, not "get"`, "crosschat-relay tasks list [--status S]", "crosschat-relay tasks show ID"}, nil},
 		{[]string{"invites"}, []string{"invites needs create\n"}, []string{"needs \n"}},
 	} {
 		var out, errb bytes.Buffer

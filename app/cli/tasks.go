@@ -6,16 +6,71 @@ import (
 	"io"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
-// tasksCmd is `crosschat-relay tasks list`.
+// tasksCmd is `crosschat-relay tasks list|show`.
 func tasksCmd(args []string, stdout, stderr io.Writer) error {
-	_, rest, err := verbAction("tasks", args, "list")
+	action, rest, err := verbAction("tasks", args, "list", "show")
 	if err != nil {
 		return err
 	}
+	if action == "show" {
+		return tasksShow(rest, stdout, stderr)
+	}
 	return tasksList(rest, stdout, stderr)
+}
+
+// tasksShow is `tasks show ID`: one task, its instructions and timeline,
+// and its result.
+func tasksShow(args []string, stdout, stderr io.Writer) error {
+	c, err := parseCommand("tasks show", args, stdout, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(c.args) != 1 {
+		return fmt.Errorf("%w: tasks show needs one task id (tasks list shows them)", errUsage)
+	}
+	var d app.TaskDetail
+	if done, err := c.fetch("Tasks", "Get", &d, c.args[0]); done || err != nil {
+		return asFlagError("tasks show", err, map[string]string{"id": "ID"})
+	}
+	// What agents wrote is shown clean (termsafe): it is not this
+	// computer's to run in a terminal.
+	t := d.Task
+	fmt.Fprintf(stdout, "%s  %s\n", termSafe(t.ID), termSafe(t.Title))
+	status := string(t.Status)
+	if t.ClaimedAt != "" {
+		status += fmt.Sprintf(" (claimed %s", termSafe(t.ClaimedAt))
+		if t.ClaimedVia != "" {
+			status += " via " + termSafe(t.ClaimedVia)
+		}
+		status += ")"
+	}
+	fmt.Fprintf(stdout, "  Status    %s\n", status)
+	fmt.Fprintf(stdout, "  From, to  %s → %s\n", termSafe(t.SenderSlug), termSafe(t.RecipientSlug))
+	fmt.Fprintf(stdout, "  Priority  %d\n", t.Priority)
+	fmt.Fprintf(stdout, "  Created   %s, updated %s\n", termSafe(t.CreatedAt), termSafe(t.UpdatedAt))
+	if t.ConversationID != "" && t.ConversationID != t.ID {
+		fmt.Fprintf(stdout, "  Part of   %s (hand-off %d)\n", termSafe(t.ConversationID), t.Hops)
+	}
+	fmt.Fprintf(stdout, "\nInstructions:\n%s\n", indent(termSafeText(t.Instructions)))
+	if len(t.Reports) > 0 {
+		fmt.Fprintln(stdout, "\nTimeline:")
+	}
+	for _, r := range t.Reports {
+		fmt.Fprintf(stdout, "  %s  %-9s %s\n", termSafe(r.CreatedAt), termSafe(r.Kind), termSafe(r.Message))
+		if r.Result != "" {
+			fmt.Fprintf(stdout, "  Result:\n%s\n", indent(indent(termSafeText(r.Result))))
+		}
+	}
+	return nil
+}
+
+// indent puts two spaces before each line of s.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }
 
 // tasksList is `tasks list`, newest change first.
