@@ -223,6 +223,11 @@ func TestProjectsListAndRemove(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 || listed[0].ID != "api" || listed[0].Dir != api {
 		t.Fatalf("projects list --json: %d %s", code, out)
 	}
+	// web was registered and no session connected to it: offline, as
+	// docs/live-sessions.md says (register follows its stream and closes it).
+	if listed[1].ID != "web" || listed[1].State != "offline" {
+		t.Fatalf("a project no session connected to: %+v", listed[1])
+	}
 
 	out, errs, code = run(t, "projects", "remove", "web")
 	if code != 0 || !strings.Contains(out, "web") {

@@ -173,7 +173,7 @@ func (t *tx) seenByStream(slug string, closed bool) error {
 // the window's start or held online by a connection.
 func countOnline(ctx context.Context, q queryer, book *presenceBook, now time.Time) (int, error) {
 	rows, err := q.QueryContext(ctx, `SELECT slug, last_seen_at FROM agents
-		WHERE last_seen_at >= ? OR slug IN (SELECT value FROM json_each(?))`,
+		WHERE retired_at IS NULL AND (last_seen_at >= ? OR slug IN (SELECT value FROM json_each(?)))`,
 		relay.FormatTime(now.Add(-relay.OnlineWindow)), book.held())
 	if err != nil {
 		return 0, fmt.Errorf("count online agents: %w", err)

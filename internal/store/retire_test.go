@@ -42,6 +42,11 @@ func TestRetireAndReinstate(t *testing.T) {
 			}
 		}
 	}
+	// Nor are they counted: operator, alice (all seen just now), bob and
+	// web retired.
+	if st, err := e.db.Stats(e.ctx); err != nil || st.Agents.Total != 2 || st.Agents.Online != 2 {
+		t.Fatalf("the counts with two agents retired: %+v %v; want 2 of 2 online", st.Agents, err)
+	}
 	bob, err := e.db.GetAgent(e.ctx, "bob")
 	if err != nil || bob.RetiredAt == "" || bob.HasToken {
 		t.Fatalf("the retired bob: %+v %v", bob, err)

@@ -92,7 +92,8 @@ func (db *DB) Stats(ctx context.Context) (relay.Stats, error) {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM agents`).Scan(&out.Agents.Total); err != nil {
+		// Retired agents are in no list, so in no count either.
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM agents WHERE retired_at IS NULL`).Scan(&out.Agents.Total); err != nil {
 			return fmt.Errorf("stats: %w", err)
 		}
 		if out.Agents.Online, err = countOnline(ctx, tx, &db.book, now); err != nil {
