@@ -97,6 +97,12 @@ func TestLogsBeforeFirstStart(t *testing.T) {
 	if code != 1 || o != "" || !strings.Contains(errs, want) || strings.Contains(errs, "no such file") {
 		t.Fatalf("logs before a first start: exit %d %q\n%s\nwant: %s", code, o, errs, want)
 	}
+	// A file named by hand is only that file.
+	missing := filepath.Join(dir, "elsewhere.log")
+	o, errs, code = run(t, "logs", "--data-dir", dir, "--log-file", missing)
+	if want := "logs: there is no file " + missing + " (--log-file)"; code != 1 || o != "" || !strings.Contains(errs, want) {
+		t.Fatalf("logs --log-file of a missing file: exit %d %q\n%s\nwant: %s", code, o, errs, want)
+	}
 }
 
 // Ensure `service install --write-only` writes a systemd user unit that

@@ -35,7 +35,8 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 	if lines < 0 {
 		return fmt.Errorf("%w: -n %d: give a number of lines, 0 or more", errUsage, lines)
 	}
-	if file == "" {
+	named := file != ""
+	if !named {
 		file = app.LogPath(c.cfg)
 		if info, ok, err := app.ReadRunFile(c.cfg.DataDir); err == nil && ok && info.LogFile != "" {
 			file = info.LogFile
@@ -46,6 +47,8 @@ func logsCmd(args []string, stdout, stderr io.Writer) error {
 	off, err := tail(file, lines, stdout)
 	switch {
 	case err == nil, follow && errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist) && named:
+		return fmt.Errorf("logs: there is no file %s (--log-file)", file)
 	case errors.Is(err, os.ErrNotExist):
 		// A relay that never started on this data folder wrote no log.
 		return fmt.Errorf("logs: no log yet: %s is written once the relay starts on the data folder %s (`crosschat-relay serve`, or the app); `logs -f` waits for it", file, c.cfg.DataDir)

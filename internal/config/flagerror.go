@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,9 @@ func FlagError(fs *flag.FlagSet, err error) error {
 				case time.Duration:
 					return fmt.Errorf("%s %q is not a duration: give hours, minutes or seconds, such as 90m, 24h or 168h", typed(m[2]), m[1])
 				case int, int64, uint, uint64:
+					if strings.HasSuffix(m[3], "out of range") {
+						return fmt.Errorf("%s %q is out of range", typed(m[2]), m[1])
+					}
 					return fmt.Errorf("%s %q is not a whole number", typed(m[2]), m[1])
 				}
 			}
