@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -657,20 +658,33 @@ func TestVerbsFindTheRelayByItsRunFile(t *testing.T) {
 
 // The hint after an id clash is a command that works as printed from any
 // folder: it names the folder it is for (a newcomer ran it from another
-// folder and registered that one).
+// folder and registered that one), quoted so that a shell reads nothing in
+// a folder's name (anyone may choose it: a $(…) in it must not run when the
+// line is pasted).
 func TestIDClashHintNamesTheFolder(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to read the hint as a shell does")
+	}
 	e := newEveryday(t)
-	api, web := e.folder(t, "api"), e.folder(t, "my web")
+	api := e.folder(t, "api")
 	e.register(t, api)
 	t.Chdir(e.folder(t, "elsewhere"))
+	pwned := filepath.Join(e.root, "pwned")
+	web := e.folder(t, "my web's $(touch "+pwned+")")
 	_, errs, code := run(t, "register", web, "--id", "api")
 	_, hint, ok := strings.Cut(errs, "give "+web+" its own id: ")
 	hint, _, _ = strings.Cut(hint, " (or set")
 	if code == 0 || !ok || !strings.HasPrefix(hint, "crosschat-relay register --id ") {
 		t.Fatalf("register --id api on another folder: exit %d, %q", code, errs)
 	}
-	args, err := splitQuoted(strings.TrimPrefix(hint, "crosschat-relay "))
+	// The shell splits the hint's words (printf runs, nothing else does).
+	words, err := exec.Command(sh, "-c", "printf '%s\\n' "+strings.TrimPrefix(hint, "crosschat-relay ")).Output()
 	noErr(t, err)
+	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pasting the hint %q ran what the folder's name holds", hint)
+	}
+	args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
 	if _, errs, code := run(t, args...); code != 0 {
 		t.Fatalf("the hint %q as printed: exit %d, %q", hint, code, errs)
 	}
@@ -679,26 +693,4 @@ func TestIDClashHintNamesTheFolder(t *testing.T) {
 	if len(ps) != 2 || i < 0 || !project.SameDir(ps[i].Dir, web) {
 		t.Fatalf("the hint %q registered %+v", hint, ps)
 	}
-}
-
-// splitQuoted splits a command line at spaces, a Go-quoted word kept whole.
-func splitQuoted(s string) ([]string, error) {
-	var out []string
-	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
-		if s[0] == '"' {
-			q, err := strconv.QuotedPrefix(s)
-			if err != nil {
-				return nil, err
-			}
-			w, err := strconv.Unquote(q)
-			if err != nil {
-				return nil, err
-			}
-			out, s = append(out, w), s[len(q):]
-			continue
-		}
-		w, rest, _ := strings.Cut(s, " ")
-		out, s = append(out, w), rest
-	}
-	return out, nil
 }

@@ -239,10 +239,14 @@ func displayName(folder, id string) string {
 }
 
 // registerCommand is the register command that gives dir the id: run
-// in any folder, it names dir (quoted when a shell would split it).
+// in any folder, it names dir, in single quotes when a shell would read
+// anything in it (a folder's name is anyone's to choose: in double quotes
+// a $(…) in it would run when the line is pasted).
 func registerCommand(dir, id string) string {
-	if strings.ContainsFunc(dir, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(`"'$\`+"`"+`&|;<>()*?[]#~!{}`, r) }) {
-		dir = strconv.Quote(dir)
+	if strings.ContainsFunc(dir, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:", r))
+	}) {
+		dir = "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
 	}
 	return "crosschat-relay register --id " + id + " " + dir
 }
