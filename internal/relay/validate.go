@@ -60,6 +60,9 @@ func IsQualified(s string) bool {
 // named, and refused where an agent is registered (see checker.agent).
 func NormalizeSlug(field, s string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(s))
+	if n == "" {
+		return "", Errorf(EInvalidRequest, "%s: is required.", field)
+	}
 	if !isSlug(n) && !IsQualified(n) {
 		return "", Errorf(EInvalidRequest, "%s: must be 2–80 characters of lowercase letters, digits, dots, underscores, colons or hyphens, starting with a letter or digit.", field)
 	}
@@ -404,6 +407,9 @@ func isUUID(s string) bool {
 // TaskID checks that s is a task id (a UUID), lowercasing it.
 func TaskID(field, s string) (string, error) {
 	id := strings.ToLower(strings.TrimSpace(s))
+	if id == "" {
+		return "", Errorf(EInvalidRequest, "%s: is required.", field)
+	}
 	if !isUUID(id) {
 		return "", Errorf(EInvalidRequest, "%s: must be a task id (a UUID).", field)
 	}
