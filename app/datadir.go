@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/filelock"
@@ -24,8 +25,16 @@ const lockFileName = "crosschat-relay.lock"
 // (it was killed), and a relay refused while this one starts would
 // otherwise name that dead relay's pid, which another process may have
 // taken since.
+//
+// A lock held for a moment only is waited for, up to lockProbeWait: a
+// start refused on the port looks at the lock that way (portHolder), and
+// the relay that does hold the port must not lose its own start to it.
 func lockDataDir(dir string) (*filelock.File, error) {
 	l, err := filelock.Lock(filepath.Join(dir, lockFileName))
+	for deadline := time.Now().Add(lockProbeWait); errors.Is(err, filelock.ErrLocked) && time.Now().Before(deadline); {
+		time.Sleep(lockProbeWait / 10)
+		l, err = filelock.Lock(filepath.Join(dir, lockFileName))
+	}
 	if errors.Is(err, filelock.ErrLocked) {
 		who := ""
 		if info, ok, err := ReadRunFile(dir); err == nil && ok {
@@ -41,6 +50,10 @@ func lockDataDir(dir string) (*filelock.File, error) {
 	_ = os.Remove(filepath.Join(dir, RunFileName))
 	return l, nil
 }
+
+// lockProbeWait is how long lockDataDir waits for a lock another process
+// holds before it refuses: longer than portHolder holds one.
+const lockProbeWait = 200 * time.Millisecond
 
 // runningError is a refusal because a relay already serves the data
 // folder: it is ErrAlreadyRunning.

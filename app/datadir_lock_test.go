@@ -13,6 +13,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/app/apptest"
+	"github.com/crosschat/crosschat-relay/internal/filelock"
 	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/testkit"
 )
@@ -120,4 +121,24 @@ func TestKilledRelayFreesDataDir(t *testing.T) {
 	if i, ok, err := app.ReadRunFile(dir); err != nil || !ok || i.PID != os.Getpid() || i.URL != r.Config().BaseURL() {
 		t.Fatalf("run file after the restart: %+v %v %v", i, ok, err)
 	}
+}
+
+// Ensure a start does not lose to a look at its data folder's lock: a
+// start refused on the port takes the lock for a moment to learn who holds
+// the port (portHolder), which may fall between the other start's listen
+// and its lock. The relay waits that moment out and starts.
+func TestStartWaitsOutABriefLockLook(t *testing.T) {
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	noErr(t, os.MkdirAll(dir, 0o700))
+	l, err := filelock.Lock(filepath.Join(dir, "crosschat-relay.lock"))
+	noErr(t, err)
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the look, held longer than it is
+		l.Unlock()
+		close(released)
+	}()
+	apptest.Start(t, apptest.Config(dir), app.StartOptions{Version: "test"})
+	<-released
 }
