@@ -26,15 +26,7 @@ import (
 // monitor never printed it and the task waited unseen.)
 func TestChannelLeavesTheMonitorItsTasks(t *testing.T) {
 	e := newEveryday(t)
-	web, api := e.folder(t, "web"), e.folder(t, "api")
-	e.register(t, web)
-	e.register(t, api)
-	t.Chdir(api)
-	out, errs, code := run(t, "send", "web", "Rebase on main")
-	if code != 0 {
-		t.Fatalf("send: exit %d, %q", code, errs)
-	}
-	taskID := strings.TrimSpace(out)
+	api, web, taskID := e.apiSendsWeb(t, "Rebase on main")
 
 	// A session opens in web: its channel sends the task.
 	t.Chdir(web)
@@ -163,15 +155,7 @@ func TestChannelStartsWhereTheMonitorIs(t *testing.T) {
 // was down (it began from now again, and passed over it).
 func TestMonitorStateFileFromTheFirstStart(t *testing.T) {
 	e := newEveryday(t)
-	web, api := e.folder(t, "web"), e.folder(t, "api")
-	e.register(t, web)
-	e.register(t, api)
-	t.Chdir(api)
-	out, errs, code := run(t, "send", "web", "Queued before any monitor")
-	if code != 0 {
-		t.Fatalf("send: exit %d, %q", code, errs)
-	}
-	queued := strings.TrimSpace(out)
+	_, web, queued := e.apiSendsWeb(t, "Queued before any monitor")
 	t.Chdir(web)
 	webState := filepath.Join(t.TempDir(), "web.state")
 	mon := startMonitor(t, "--state", webState)

@@ -48,6 +48,22 @@ func newEveryday(t *testing.T) *everyday {
 	return &everyday{r: r, loc: []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}, store: store, root: evalDir(t, t.TempDir())}
 }
 
+// apiSendsWeb registers the folders api and web and sends web a task from
+// api, with message: it returns the folders and the task's id, the
+// working folder left in api.
+func (e *everyday) apiSendsWeb(t *testing.T, message string) (api, web, taskID string) {
+	t.Helper()
+	api, web = e.folder(t, "api"), e.folder(t, "web")
+	e.register(t, api)
+	e.register(t, web)
+	t.Chdir(api)
+	out, errs, code := run(t, "send", "web", message)
+	if code != 0 {
+		t.Fatalf("send: exit %d, %q", code, errs)
+	}
+	return api, web, strings.TrimSpace(out)
+}
+
 // folder makes root/rel and returns it.
 func (e *everyday) folder(t *testing.T, rel string) string {
 	t.Helper()
@@ -198,17 +214,9 @@ func TestLiveVerbsNameTheProject(t *testing.T) {
 // its open tasks blocked) and forgets the folder.
 func TestProjectsListAndRemove(t *testing.T) {
 	e := newEveryday(t)
-	api, web := e.folder(t, "api"), e.folder(t, "web")
-	e.register(t, api)
-	e.register(t, web)
-	t.Chdir(api)
-	out, errs, code := run(t, "send", "web", "Keep this task")
-	if code != 0 {
-		t.Fatalf("send: %d %q", code, errs)
-	}
-	taskID := strings.TrimSpace(out)
+	api, web, taskID := e.apiSendsWeb(t, "Keep this task")
 
-	out, errs, code = run(t, "projects", "list")
+	out, errs, code := run(t, "projects", "list")
 	if code != 0 || !strings.Contains(out, "ID") || !strings.Contains(out, "FOLDER") || !strings.Contains(out, "LAST SEEN") {
 		t.Fatalf("projects list: exit %d, %q %q", code, out, errs)
 	}
