@@ -251,12 +251,16 @@ func (f *liveFlags) liveSession(env func(string) string) (id, name string, err e
 // next process even if no event came meanwhile (it began from now again,
 // and passed over what arrived while nothing ran). A failure is logged;
 // the next event writes the file again.
+//
+// It compares with the cursor the stream began after (the file's, read
+// once before), not the file again: a read on the stream's path could
+// block it.
 func keepReadyCursor(ps *client.PushStream, state string) {
 	if state == "" {
 		return
 	}
 	ps.OnReady = func(cursor int64) {
-		if saved, err := readCursor(state); err == nil && saved >= cursor {
+		if cursor <= ps.After {
 			return
 		}
 		if err := writeCursor(state, cursor); err != nil && ps.Logf != nil {
@@ -265,12 +269,26 @@ func keepReadyCursor(ps *client.PushStream, state string) {
 	}
 }
 
-// readCursor reads a state file; a missing file is "no cursor" (-1).
+// maxCursorFile bounds what readCursor reads of a state file.
+const maxCursorFile = 64
+
+// readCursor reads a state file; a missing file is "no cursor" (-1). It
+// is opened without waiting (O_NONBLOCK) and read only if it is a regular
+// file: a FIFO another user planted at the path would block the read for
+// ever, and the monitor with it.
 func readCursor(path string) (int64, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return -1, nil
 	}
+	if err != nil {
+		return 0, fmt.Errorf("read --state: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("--state %s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxCursorFile))
 	if err != nil {
 		return 0, fmt.Errorf("read --state: %w", err)
 	}

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -78,7 +77,7 @@ func (c *Client) Call(ctx context.Context, service, method string, out any, args
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if connRefused(err) {
 			return fmt.Errorf("%w at %s: %s", ErrNotRunning, c.BaseURL, notRunningHint)
 		}
 		return fmt.Errorf("call %s.%s: %w", service, method, err)
@@ -166,7 +165,7 @@ func (a *Agent) Tool(ctx context.Context, name string, args, out any) error {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if connRefused(err) {
 			return fmt.Errorf("%w at %s: start it with `crosschat-relay serve` (or the app)", ErrNotRunning, a.BaseURL)
 		}
 		return fmt.Errorf("%s: %w", name, err)

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -118,7 +117,7 @@ func (s *PushStream) Run(ctx context.Context) error {
 			wait = 250 * time.Millisecond
 		}
 		switch {
-		case errors.Is(err, syscall.ECONNREFUSED):
+		case connRefused(err):
 			// The usual case while the relay restarts: said plainly.
 			s.logf("push stream: no relay is running at %s; reconnecting in %s", s.BaseURL, wait)
 		case err != nil:

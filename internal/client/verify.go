@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"net/url"
 
 	"github.com/crosschat/crosschat-relay/internal/loopback"
@@ -86,6 +87,13 @@ func (c *Client) Verify(ctx context.Context) error {
 	}
 	c.verified = true
 	return nil
+}
+
+// connRefused reports whether err is a connection refused: nothing
+// listens at the address. Windows' WSAECONNREFUSED (10061) is not the
+// syscall.ECONNREFUSED Go defines there, so both are looked for.
+func connRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.Errno(10061))
 }
 
 func isRefused(err error) bool {
