@@ -11,8 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"syscall"
 	"net/url"
+	"syscall"
 
 	"github.com/crosschat/crosschat-relay/internal/loopback"
 	"github.com/crosschat/crosschat-relay/internal/relay"
