@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
@@ -20,7 +22,7 @@ func listen(cfg config.Config) (net.Listener, error) {
 	case err == nil:
 		return ln, nil
 	case addrInUse(err):
-		holder, ours := portHolder(cfg.DataDir)
+		holder, ours := portHolder(cfg.DataDir, cfg.Port)
 		return nil, &portTakenError{addr: cfg.Addr(), holder: holder, ours: ours, err: err}
 	default:
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
@@ -49,7 +51,7 @@ var ErrAlreadyRunning = errors.New("a relay already serves the data folder")
 
 // portTakenError is a listen refused because the port is taken. It
 // unwraps to the system's error and is ErrPortTaken, and ErrAlreadyRunning
-// when ours (the relay of the same data folder holds it).
+// when ours (the relay of the same data folder runs).
 type portTakenError struct {
 	addr, holder string
 	ours         bool
@@ -66,22 +68,27 @@ func (e *portTakenError) Is(target error) bool {
 	return target == ErrPortTaken || target == ErrAlreadyRunning && e.ours
 }
 
-// portHolder says who holds the port, judged by dataDir's lock: the relay
-// serving dataDir holds it (named by its run file), or nobody does and the
-// port is another program's (or a relay's with another data folder). It
-// only looks: the lock, if taken, is given back at once, and a run file is
-// left as it is. ours says the relay of dataDir holds it.
-func portHolder(dataDir string) (holder string, ours bool) {
+// portHolder says who holds port: the relay serving dataDir when it holds
+// dataDir's lock and its run file names that port (its pid and address
+// named), else another program (or a relay with another data folder). It
+// only looks: the lock, if free, is given back at once (lockDataDir waits
+// out such a look), and a run file is left as it is. ours says the relay
+// of dataDir runs (holding the port or not): the start could not have
+// gone on anyway.
+func portHolder(dataDir string, port int) (holder string, ours bool) {
+	const other = "another program (or a relay with another data folder) listens there: choose another port with --port, or stop that program"
 	l, err := filelock.Lock(filepath.Join(dataDir, lockFileName))
 	if err == nil {
 		l.Unlock()
 	}
-	if !errors.Is(err, filelock.ErrLocked) {
-		return "another program (or a relay with another data folder) listens there: choose another port with --port, or stop that program", false
+	info, ok, rerr := ReadRunFile(dataDir)
+	if !errors.Is(err, filelock.ErrLocked) || rerr != nil || !ok {
+		return other, false
 	}
-	who := ""
-	if info, ok, rerr := ReadRunFile(dataDir); rerr == nil && ok {
-		who = fmt.Sprintf(" (pid %d, %s)", info.PID, info.URL)
+	if u, uerr := url.Parse(info.URL); uerr != nil || u.Port() != strconv.Itoa(port) {
+		// The folder's relay runs, elsewhere: the port is not its (and
+		// the folder is, so nothing failed).
+		return fmt.Sprintf("%s (the relay of the data folder %s runs at %s)", other, dataDir, info.URL), true
 	}
-	return fmt.Sprintf("Crosschat Relay%s is already running on the data folder %s: `crosschat-relay status` shows it, `crosschat-relay quit` stops it", who, dataDir), true
+	return fmt.Sprintf("Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status` shows it, `crosschat-relay quit` stops it", info.PID, info.URL, dataDir), true
 }

@@ -44,11 +44,15 @@ func TestPortTakenSaysWho(t *testing.T) {
 		name, dir string
 		port      int
 		want      string
-		ours      bool // nothing failed: said on the terminal alone
+		ours      bool // the folder's relay runs, nothing failed: said on the terminal alone
 	}{
 		{"the relay of the same data folder", dir, port, running, true},
 		{"a relay of another data folder", dir2, port, other(port), false},
 		{"another program", dir2, otherPort, other(otherPort), false},
+		// The folder's relay runs, but on another port: told apart, so
+		// that its quit is not what is advised.
+		{"another program, the folder's relay elsewhere", dir, otherPort,
+			other(otherPort) + " (the relay of the data folder " + dir + " runs at " + first.Config().BaseURL() + ")", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := apptest.Config(tc.dir)

@@ -333,6 +333,7 @@ func TestRegisterRefusesTheRootAndHome(t *testing.T) {
 		{[]string{"register", root, "--id", "rootdir"}, "cannot be a project: every folder of the computer is inside it"},
 		{[]string{"register", home}, "is your home folder and cannot be a project"},
 		{[]string{"register", home, "--id", "homedir"}, "is your home folder and cannot be a project"},
+		{[]string{"register", filepath.Dir(home)}, filepath.Dir(home) + " holds your home folder and cannot be a project"},
 	} {
 		if _, errs, code := run(t, tc.args...); code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: exit %d, %q", tc.args, code, errs)
@@ -664,41 +665,55 @@ func TestVerbsFindTheRelayByItsRunFile(t *testing.T) {
 	}
 }
 
-// The hint after an id clash is a command that works as printed from any
-// folder: it names the folder it is for (a newcomer ran it from another
-// folder and registered that one), quoted so that a shell reads nothing in
-// a folder's name (anyone may choose it: a $(…) in it must not run when the
-// line is pasted).
+// The hint after an id clash works as printed: a command that names the
+// folder it is for, run from anywhere (a newcomer ran it from another
+// folder and registered that one), or, for a folder whose name a shell
+// would read (anyone may choose it: no quoting is safe in every shell, and
+// pasted a $(…) in it ran), the command alone, to run in that folder; sh
+// splits the printed words and nothing in the name runs.
 func TestIDClashHintNamesTheFolder(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh to read the hint as a shell does")
 	}
 	e := newEveryday(t)
-	api := e.folder(t, "api")
-	e.register(t, api)
-	t.Chdir(e.folder(t, "elsewhere"))
+	e.register(t, e.folder(t, "api"))
+	elsewhere := e.folder(t, "elsewhere")
 	pwned := filepath.Join(e.root, "pwned")
-	web := e.folder(t, "my web's $(touch "+pwned+")")
-	_, errs, code := run(t, "register", web, "--id", "api")
-	_, hint, ok := strings.Cut(errs, "give "+web+" its own id: ")
-	hint, _, _ = strings.Cut(hint, " (or set")
-	if code == 0 || !ok || !strings.HasPrefix(hint, "crosschat-relay register --id ") {
-		t.Fatalf("register --id api on another folder: exit %d, %q", code, errs)
-	}
-	// The shell splits the hint's words (printf runs, nothing else does).
-	words, err := exec.Command(sh, "-c", "printf '%s\\n' "+strings.TrimPrefix(hint, "crosschat-relay ")).Output()
-	noErr(t, err)
-	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("pasting the hint %q ran what the folder's name holds", hint)
-	}
-	args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
-	if _, errs, code := run(t, args...); code != 0 {
-		t.Fatalf("the hint %q as printed: exit %d, %q", hint, code, errs)
-	}
-	ps := storedProjects(t, e.store)
-	i := slices.IndexFunc(ps, func(p struct{ ID, Dir, Relay, Token string }) bool { return p.ID == args[2] })
-	if len(ps) != 2 || i < 0 || !project.SameDir(ps[i].Dir, web) {
-		t.Fatalf("the hint %q registered %+v", hint, ps)
+	for _, tc := range []struct {
+		name, folder string
+		inFolder     bool // the hint is run in the folder, not from elsewhere
+	}{
+		{"a plain name", "web", false},
+		{"a name a shell reads", "my web's \\'$(touch " + pwned + ")", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			web := e.folder(t, tc.folder)
+			t.Chdir(elsewhere)
+			_, errs, code := run(t, "register", web, "--id", "api")
+			_, hint, ok := strings.Cut(errs, "give "+web+" its own id: ")
+			hint, _, _ = strings.Cut(hint, " (or set")
+			if tc.inFolder {
+				hint, ok = strings.CutPrefix(hint, "run `")
+				hint, _, _ = strings.Cut(hint, "` in that folder")
+				t.Chdir(web)
+			}
+			if code == 0 || !ok || !strings.HasPrefix(hint, "crosschat-relay register --id ") || tc.inFolder == strings.Contains(hint, web) {
+				t.Fatalf("register --id api on another folder: exit %d, %q", code, errs)
+			}
+			words, err := exec.Command(sh, "-c", "printf '%s\\n' "+strings.TrimPrefix(hint, "crosschat-relay ")).Output()
+			noErr(t, err)
+			if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("pasting the hint %q ran what the folder's name holds", hint)
+			}
+			args := strings.Split(strings.TrimSuffix(string(words), "\n"), "\n")
+			if _, errs, code := run(t, args...); code != 0 {
+				t.Fatalf("the hint %q as printed: exit %d, %q", hint, code, errs)
+			}
+			ps := storedProjects(t, e.store)
+			if i := slices.IndexFunc(ps, func(p struct{ ID, Dir, Relay, Token string }) bool { return p.ID == args[2] }); i < 0 || !project.SameDir(ps[i].Dir, web) {
+				t.Fatalf("the hint %q registered %+v", hint, ps)
+			}
+		})
 	}
 }

@@ -53,11 +53,15 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		// then inside that project.
 		return registered{}, fmt.Errorf("%s cannot be a project: every folder of the computer is inside it; register the project's own folder", dir)
 	}
-	if home, err := os.UserHomeDir(); err == nil && project.SameDir(realFolder(home), dir) {
+	if home, err := os.UserHomeDir(); err == nil && holds(dir, realFolder(home)) {
 		// A subfolder is its parent's project: every project of the user's
 		// would be this one, a session started in the home folder (the
 		// plugin's hook) included.
-		return registered{}, fmt.Errorf("%s is your home folder and cannot be a project: every project of yours is inside it; register the project's own folder (cd into it first)", dir)
+		what := "is your home folder"
+		if !project.SameDir(dir, realFolder(home)) {
+			what = "holds your home folder"
+		}
+		return registered{}, fmt.Errorf("%s %s and cannot be a project: every project of yours is inside it; register the project's own folder (cd into it first)", dir, what)
 	}
 	given, _, err := project.ExplicitID(flagID, env(project.EnvID))
 	if err != nil {
@@ -238,15 +242,24 @@ func displayName(folder, id string) string {
 	return name
 }
 
-// registerCommand is the register command that gives dir the id: run
-// in any folder, it names dir, in single quotes when a shell would read
-// anything in it (a folder's name is anyone's to choose: in double quotes
-// a $(…) in it would run when the line is pasted).
+// holds reports whether folder dir is sub or one of its parents.
+func holds(dir, sub string) bool {
+	rel, err := filepath.Rel(dir, sub)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// registerCommand is the register command that gives dir the id, to be
+// run from any folder: it names dir when every shell reads it as it is
+// (letters, digits and / . _ - :). For any other folder it says to run the
+// command in that folder, named by the words around it: a folder's
+// name is anyone's to choose, and no one quoting is safe in every shell
+// (fish reads \' inside single quotes, PowerShell takes ’ for a quote,
+// cmd.exe ignores '), so pasted it could run what the name holds.
 func registerCommand(dir, id string) string {
 	if strings.ContainsFunc(dir, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:", r))
 	}) {
-		dir = "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
+		return "run `crosschat-relay register --id " + id + "` in that folder"
 	}
 	return "crosschat-relay register --id " + id + " " + dir
 }
