@@ -82,6 +82,11 @@ func TestServeLogsAndRunFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, app.RunFileName)); !os.IsNotExist(err) {
 		t.Fatalf("run file left after a clean stop: %v", err)
 	}
+	// Quit again: nothing to stop, said as such (not a hint to start one).
+	if _, errs, code := run(t, "quit", "--data-dir", dir, "--port", strconv.Itoa(port)); code != 1 ||
+		!strings.Contains(errs, "so there is nothing to stop") || strings.Contains(errs, "start it") {
+		t.Fatalf("a second quit: exit %d, %q", code, errs)
+	}
 	o, _, code := run(t, "logs", "--data-dir", dir, "-n", "2")
 	if code != 0 || !strings.Contains(o, "shutting down") || strings.Count(o, "\n") != 2 {
 		t.Fatalf("logs -n 2 after stop: %d %q", code, o)

@@ -141,7 +141,11 @@ func tooMany(v verb, name, arg string) error {
 	if v.maxArgs == 0 {
 		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, arg)
 	}
-	return fmt.Errorf("%w: %s takes at most %d argument(s) (%s), got %q too", errUsage, name, v.maxArgs, v.args, arg)
+	n := "one argument"
+	if v.maxArgs > 1 {
+		n = strconv.Itoa(v.maxArgs) + " arguments"
+	}
+	return fmt.Errorf("%w: %s takes at most %s (%s), got %q too", errUsage, name, n, v.args, arg)
 }
 
 func (c *command) client() (*client.Client, error) {

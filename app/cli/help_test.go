@@ -109,6 +109,8 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		// negative -n panicked; --limit 0 or 501 was taken silently).
 		{[]string{"logs", "-n", "-1"}, []string{"-n -1: give a number of lines, 0 or more"}, []string{"panic"}},
 		{[]string{"logs", "-n", "99999999999999999999"}, []string{`-n "99999999999999999999" is out of range`}, []string{"not a whole number"}},
+		{[]string{"register", "a", "b"}, []string{`register takes at most one argument ([DIR] [--id ID]), got "b" too`}, []string{"argument(s)"}},
+		{[]string{"send", "a", "b", "c"}, []string{`send takes at most 2 arguments (`}, []string{"argument(s)"}},
 		{[]string{"tasks", "list", "--limit", "0"}, []string{"--limit 0: give 1 to 500"}, nil},
 		{[]string{"tasks", "list", "--limit", "501"}, []string{"--limit 501: give 1 to 500"}, nil},
 		{[]string{"status", "now"}, []string{`status takes no arguments, got "now"`, "crosschat-relay status\n"}, []string{"crosschat-relay agents"}},

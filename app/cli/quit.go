@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/crosschat/crosschat-relay/internal/client"
 )
 
 // quitCmd is `crosschat-relay quit`: it asks the running relay to stop.
@@ -11,7 +14,10 @@ func quitCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := c.call("System", "Quit", nil); err != nil {
+	if err := c.call("System", "Quit", nil); errors.Is(err, client.ErrNotRunning) {
+		// Nothing to stop: not a hint to start one.
+		return fmt.Errorf("no relay is running at http://%s, so there is nothing to stop (a relay on another port is named with --port)", c.cfg.Addr())
+	} else if err != nil {
 		return err
 	}
 	if c.json {
