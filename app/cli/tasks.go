@@ -80,7 +80,7 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	c, err := parseCommand("tasks list", args, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.Var(&statuses, "status", "queued, claimed, blocked, completed or cancelled; repeatable or comma-separated")
 		fs.StringVar(&f.Agent, "agent", "", "only tasks this agent sent or received")
-		fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this")
+		fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this, or whose id starts with it (8 characters or more)")
 		fs.IntVar(&f.Limit, "limit", 100, "at most this many (1..500)")
 	})
 	if err != nil {

@@ -225,7 +225,8 @@ type TaskFilter struct {
 	Statuses []TaskStatus `json:"statuses,omitempty"`
 	// Agent matches tasks it sent or received.
 	Agent string `json:"agent,omitempty"`
-	// Query matches a substring of the title, case-insensitively.
+	// Query matches a substring of the title, case-insensitively, or the
+	// start of the id.
 	Query string `json:"query,omitempty"`
 	// Limit defaults to 100 and is clamped to 1..500.
 	Limit int `json:"limit,omitempty"`

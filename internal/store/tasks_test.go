@@ -258,6 +258,10 @@ func TestListTasksAndSummaries(t *testing.T) {
 		{"backslash is literal", relay.TaskFilter{Query: `C:\t`}, []string{c.ID}},
 		{"limit", relay.TaskFilter{Limit: 2}, []string{a.ID, d.ID}},
 		{"combined", relay.TaskFilter{Agent: "bob", Statuses: []relay.TaskStatus{relay.StatusQueued}, Query: "e"}, []string{d.ID}},
+		{"a whole id", relay.TaskFilter{Query: c.ID}, []string{c.ID}},
+		{"an id's start, in capitals", relay.TaskFilter{Query: strings.ToUpper(b.ID[:23])}, []string{b.ID}},
+		{"an id's end is not its start", relay.TaskFilter{Query: c.ID[len(c.ID)-12:]}, nil},
+		{"a short query matches titles only", relay.TaskFilter{Query: a.ID[:2]}, nil},
 	})
 	_, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Statuses: []relay.TaskStatus{"done"}})
 	wantCode(t, err, relay.EInvalidRequest)
