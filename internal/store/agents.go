@@ -283,6 +283,16 @@ func (db *DB) IssueToken(ctx context.Context, slug string) (string, error) {
 		if err := t.mustBeAgent(slug, "people use the dashboard and never get agent tokens."); err != nil {
 			return err
 		}
+		// A retired agent takes no tasks: a token would let it claim and
+		// report all the same. Reinstating it issues one.
+		var retired sql.NullString
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT retired_at FROM agents WHERE slug = ?`, slug).Scan(&retired); err != nil {
+			return fmt.Errorf("issue token: %w", err)
+		}
+		if retired.Valid {
+			return relay.Errorf(relay.EInvalidRequest, "“%s” was retired (its project was removed or moved to another id): registering its folder again brings it back with a token.", slug).
+				WithDetails(map[string]any{"slug": slug, "retired": true})
+		}
 		token = relay.NewAgentToken()
 		if _, err := t.exec(`UPDATE agents SET token_hash = ? WHERE slug = ?`, relay.HashToken(token), slug); err != nil {
 			return fmt.Errorf("store token hash: %w", err)

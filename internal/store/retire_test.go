@@ -47,6 +47,12 @@ func TestRetireAndReinstate(t *testing.T) {
 	if st, err := e.db.Stats(e.ctx); err != nil || st.Agents.Total != 2 || st.Agents.Online != 2 {
 		t.Fatalf("the counts with two agents retired: %+v %v; want 2 of 2 online", st.Agents, err)
 	}
+	// No token for it either (the dashboard's Issue token gave one, which
+	// claimed and reported while posts to it were refused).
+	_, err = e.db.IssueToken(e.ctx, "bob")
+	if wantCode(t, err, relay.EInvalidRequest); relay.AsError(err).Details["retired"] != true {
+		t.Fatalf("a token issued to the retired bob: %v", err)
+	}
 	bob, err := e.db.GetAgent(e.ctx, "bob")
 	if err != nil || bob.RetiredAt == "" || bob.HasToken {
 		t.Fatalf("the retired bob: %+v %v", bob, err)
