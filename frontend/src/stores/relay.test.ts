@@ -104,6 +104,9 @@ describe("relay store: changes", () => {
     expect(store.state.agents.has("carol")).toBe(true);
     api.emit({ type: "agent-removed", slug: "bob" });
     expect(store.state.agents.has("bob")).toBe(false);
+    // Retired (its project removed): it leaves the list at once, as on a reload.
+    api.emit({ type: "agent", agent: agent({ slug: "carol", retiredAt: iso(30) }) });
+    expect(store.state.agents.has("carol")).toBe(false);
     api.emit({ type: "invite", invite: invite({ id: "i9", uses: 1, agents: ["carol"] }) });
     expect(store.state.invites.get("i9")?.agents).toEqual(["carol"]);
     api.emit({ type: "settings", settings: { maxChainDepth: 7, workersPaused: true } });

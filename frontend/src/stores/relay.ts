@@ -131,7 +131,9 @@ export function createRelayStore(api: Api, opts: RelayStoreOptions = {}) {
         refreshStatsSoon();
         break;
       case "agent":
-        if (c.agent) state.agents.set(c.agent.slug, c.agent);
+        // A retired agent leaves the lists, as on a fresh load.
+        if (c.agent?.retiredAt) state.agents.delete(c.agent.slug);
+        else if (c.agent) state.agents.set(c.agent.slug, c.agent);
         break;
       case "agent-removed":
         if (c.slug) state.agents.delete(c.slug);
