@@ -9,6 +9,8 @@ import FormField from "./FormField.vue";
 import ToggleSwitch from "./ToggleSwitch.vue";
 import ConnectPage from "../pages/ConnectPage.vue";
 import TaskDrawer from "./TaskDrawer.vue";
+import SignIn from "../pages/SignIn.vue";
+import { SESSION_ENDED } from "../lib/sessionNote";
 import { agent, invite, iso, summary, task, T0 } from "../test/fakes";
 import { withStores } from "../test/mount";
 
@@ -354,5 +356,15 @@ describe("TaskDrawer", () => {
     await w.findAll('[data-test="result"] button').find((b) => b.text() === "Request changes")!.trigger("click");
     expect(w.find("#note-input").exists()).toBe(true);
     expect(w.text()).toContain("What to change");
+  });
+});
+
+describe("SignIn", () => {
+  it("says why it is back for a session that ended, and nothing on a first visit", () => {
+    const back = mount(SignIn, { props: { note: SESSION_ENDED } });
+    expect(back.get("[role=status]").text()).toBe(SESSION_ENDED);
+    const first = mount(SignIn);
+    expect(first.find("[role=status]").exists()).toBe(false);
+    expect(first.text()).toContain("Sign in with the relay's admin token");
   });
 });
