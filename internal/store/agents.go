@@ -343,7 +343,11 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 			return fmt.Errorf("count open tasks: %w", err)
 		}
 		if open > 0 {
-			return relay.Errorf(relay.EAgentHasOpenTasks, "“%s” still has %d open task(s); cancel or finish them first.", slug, open).
+			tasks := "open tasks"
+			if open == 1 {
+				tasks = "open task"
+			}
+			return relay.Errorf(relay.EAgentHasOpenTasks, "“%s” still has %d %s (on the Tasks page); cancel or finish them first.", slug, open, tasks).
 				WithDetails(map[string]any{"openTasks": open})
 		}
 		// The agent's own worker goes with it (ON DELETE CASCADE); no

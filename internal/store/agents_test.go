@@ -395,7 +395,11 @@ func TestDeleteAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, slug := range []string{"alice", "bob"} {
-		wantCode(t, e.db.DeleteAgent(e.ctx, slug), relay.EAgentHasOpenTasks)
+		err := e.db.DeleteAgent(e.ctx, slug)
+		wantCode(t, err, relay.EAgentHasOpenTasks)
+		if want := "“" + slug + "” still has 1 open task (on the Tasks page); cancel or finish them first."; relay.ErrorMessage(err) != want {
+			t.Errorf("delete %s: %q, want %q", slug, relay.ErrorMessage(err), want)
+		}
 	}
 	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "done with it"); err != nil {
 		t.Fatal(err)
