@@ -272,6 +272,28 @@ describe("Agent card and worker dialog", () => {
     expect(s.relay.state.workers.has("bob")).toBe(false);
   });
 
+  it("shows a refusal that names a field at that field, focused, not in a box at the form's end", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()] });
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", "command: /nonexistent/agent is not a program on this computer."));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    const field = w.get("#wd-command").element.closest(".field")!;
+    expect(field.textContent).toContain("/nonexistent/agent is not a program on this computer.");
+    expect(field.textContent).not.toContain("command:");
+    expect(document.activeElement?.id).toBe("wd-command");
+    expect(w.find(".error-box").exists()).toBe(false);
+    expect(w.emitted("close")).toBeUndefined();
+    // Any other refusal stays in the box.
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("internal_error", "disk full"));
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.get(".error-box").text()).toBe("disk full");
+    expect(w.get("#wd-command").element.closest(".field")!.textContent).not.toContain("is not a program");
+    w.unmount();
+  });
+
   it("binds a Claude Code worker to a session picked among the folder's sessions", async () => {
     const sessions = [
       { tool: "claude-code", id: "s-new", name: "release prep", folder: "/home/me/project", lastActive: "2026-11-30T10:00:00Z", idle: true },

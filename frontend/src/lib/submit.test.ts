@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { ApiError } from "../api";
-import { hasErrors, useSubmit } from "./submit";
+import { fieldRefusal, hasErrors, useSubmit } from "./submit";
 
 /** deferred is a promise with its resolve and reject, to hold an action open. */
 function deferred<T = void>() {
@@ -69,5 +69,17 @@ describe("useSubmit", () => {
     [{ title: "Title is required." }, true],
   ])("hasErrors(%o) is %s", (e, want) => {
     expect(hasErrors(e)).toBe(want);
+  });
+});
+
+describe("fieldRefusal", () => {
+  it.each([
+    ["command: /x is not a program on this computer.", { field: "command", message: "/x is not a program on this computer." }],
+    ["workdir: must be an absolute path.", { field: "workdir", message: "Must be an absolute path." }],
+    ["title: is required.", null], // not one of the fields
+    ["The relay is stopping.", null],
+    ["command:no space", null],
+  ])("reads %j", (msg, want) => {
+    expect(fieldRefusal(msg, ["command", "workdir"])).toEqual(want);
   });
 });

@@ -1,7 +1,7 @@
 // One submit helper for the dialogs and forms: the busy flag that disables the
 // button, the relay's refusal shown in the form, and "touched" so field errors
 // appear only after the first attempt.
-import { ref, type Ref } from "vue";
+import { computed, nextTick, ref, type ComputedRef, type Ref } from "vue";
 import { errorMessage } from "../api";
 
 /** Submit is a form's submit state and the function that runs its action. */
@@ -48,4 +48,42 @@ export function useSubmit(): Submit {
 /** hasErrors tells whether a validation result names any field. */
 export function hasErrors(e: object): boolean {
   return Object.keys(e).length > 0;
+}
+
+/** FieldRefusal is a relay refusal that names one of a form's fields. */
+export interface FieldRefusal {
+  field: string;
+  message: string;
+}
+
+/**
+ * fieldRefusal reads a relay refusal written "field: message" (the relay's
+ * form for what it checks) naming one of fields, so the form can show it at
+ * that field; null for any other message.
+ */
+export function fieldRefusal(error: string, fields: readonly string[]): FieldRefusal | null {
+  const m = /^([A-Za-z.]+): (.+)$/s.exec(error);
+  if (!m || !fields.includes(m[1])) return null;
+  return { field: m[1], message: m[2].charAt(0).toUpperCase() + m[2].slice(1) };
+}
+
+/**
+ * atField shows a relay refusal that names one of fields at that field:
+ * refusal is it (null for none), with(errors) adds it to a form's own field
+ * errors, and reveal(idOf) focuses the field after a failed run, so a
+ * refusal at the bottom of a long form is seen (its box stays for the rest).
+ */
+export function atField(error: Ref<string>, fields: readonly string[]) {
+  const refusal: ComputedRef<FieldRefusal | null> = computed(() => fieldRefusal(error.value, fields));
+  function withErrors<E extends object>(errors: E): E {
+    const r = refusal.value;
+    return r ? { ...errors, [r.field]: r.message } : errors;
+  }
+  async function reveal(idOf: (field: string) => string) {
+    const r = refusal.value;
+    if (!r) return;
+    await nextTick();
+    document.getElementById(idOf(r.field))?.focus();
+  }
+  return { refusal, withErrors, reveal };
 }

@@ -140,7 +140,9 @@ export function envNames(s: string): string[] {
   return [...new Set(s.split(/[\s,;]+/).filter(Boolean))];
 }
 
-type WorkerField = "command" | "args" | "workdir" | "extraDirs" | "allowedSenders" | "timeoutMinutes" | "runsPerHour" | "env" | "allowPaths";
+/** WORKER_FIELDS are the worker form's fields, by the names the relay's refusals give them. */
+export const WORKER_FIELDS = ["command", "args", "workdir", "extraDirs", "allowedSenders", "timeoutMinutes", "runsPerHour", "env", "allowPaths", "session"] as const;
+type WorkerField = Exclude<(typeof WORKER_FIELDS)[number], "session">;
 
 /** allowPathLines splits the allowed paths field into entries, each once. */
 export function allowPathLines(s: string): string[] {
