@@ -17,6 +17,16 @@ export function axis(c: ThemeColors, extra: uPlot.Axis = {}): uPlot.Axis {
   };
 }
 
+/**
+ * DURATION_STEPS are the tick steps of a duration axis, in ms: each one a
+ * duration shortDuration prints exactly (ms below a second, then whole
+ * seconds, minutes, hours), so no tick reads as another (2.5 s read "2s").
+ */
+export const DURATION_STEPS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000,
+  3_600_000, 7_200_000, 14_400_000, 21_600_000, 43_200_000, 86_400_000, 172_800_000, 604_800_000,
+];
+
 /** base holds what every chart shares. */
 export function base(): Pick<uPlot.Options, "legend" | "cursor" | "padding"> {
   return { legend: { show: false }, cursor: { show: false }, padding: [10, 10, 0, 4] };

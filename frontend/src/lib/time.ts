@@ -38,3 +38,12 @@ export function when(iso: string | undefined): string {
 export function shortDuration(d: number): string {
   return d > 0 && d < 1000 ? `${Math.round(d)}ms` : duration(d);
 }
+
+/**
+ * tickDuration is shortDuration for an axis tick: under a minute it keeps a
+ * tenth of a second (a tick at 2,500 ms read "2s", beside one at 2,000).
+ */
+export function tickDuration(d: number): string {
+  if (d >= 1000 && d < 60_000 && d % 1000 !== 0) return `${Number((d / 1000).toFixed(1))}s`;
+  return shortDuration(d);
+}
