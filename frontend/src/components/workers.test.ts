@@ -442,6 +442,45 @@ describe("Workers from another computer", () => {
 });
 
 describe("Agents page", () => {
+  it("gives focus back to the card's token button after a new token's two dialogs, and after a revoke to its replacement", async () => {
+    const s = await withStores({ agents: [operator, agent({ slug: "bob", hasToken: true })] });
+    vi.mocked(s.api.agents.rotateToken).mockResolvedValue({
+      agent: agent({ slug: "bob", hasToken: true }),
+      token: "cca_new",
+      mcpUrl: "http://127.0.0.1:4318/mcp",
+      setup: { claudeCode: "", codex: "", claudeChannel: "", claudeChannelStart: "", json: {}, generic: "" },
+      instructions: "",
+    });
+    const w = s.mount(AgentsPage);
+    await flushPromises();
+    const card = () => w.get('[data-agent="bob"]');
+    const button = (text: string) => card().findAll("button").find((b) => b.text() === text)!;
+    const escape = async () => {
+      document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+      await flushPromises();
+    };
+    // New token → Replace token → the token, shown once → Escape.
+    (button("New token").element as HTMLElement).focus();
+    await button("New token").trigger("click");
+    await flushPromises();
+    const replace = [...document.querySelectorAll<HTMLButtonElement>("[role=dialog] button")].find((b) => b.textContent?.trim() === "Replace token")!;
+    replace.click();
+    await flushPromises();
+    expect(document.querySelector("[role=dialog]")?.textContent).toContain("cca_new");
+    await escape();
+    expect(document.querySelector("[role=dialog]")).toBeNull();
+    expect(document.activeElement).toBe(button("New token").element);
+    // Revoke token → Revoke: the button is gone, its replacement takes focus.
+    (button("Revoke token").element as HTMLElement).focus();
+    await button("Revoke token").trigger("click");
+    await flushPromises();
+    [...document.querySelectorAll<HTMLButtonElement>("[role=dialog] button")].find((b) => b.textContent?.trim() === "Revoke")!.click();
+    await flushPromises();
+    expect(document.querySelector("[role=dialog]")).toBeNull();
+    expect(document.activeElement).toBe(button("Issue token").element);
+    w.unmount();
+  });
+
   it("counts in its header the agents its cards show", async () => {
     const seen = new Date(T0 - 10_000).toISOString();
     const s = await withStores({

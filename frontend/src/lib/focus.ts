@@ -39,3 +39,48 @@ export function popLayer(el: HTMLElement) {
 export function isTopLayer(el: HTMLElement) {
   return stack[stack.length - 1] === el;
 }
+
+// The element each open dialog was opened from, by the dialog's box: a
+// dialog opened from inside another (a confirmation's result) goes back to
+// where the first one was opened from, not to a button that is gone.
+const openers = new WeakMap<HTMLElement, HTMLElement | null>();
+
+/** Return is where focus goes back to when a dialog closes. */
+export interface Return {
+  opener: HTMLElement | null;
+  /** home is the opener's [data-focus-return] container, for when the opener is gone. */
+  home: HTMLElement | null;
+  /** key is the opener's data-focus-key: its replacement in home has the same. */
+  key: string;
+}
+
+/** returnFor is where a dialog opened now (focus on active) returns focus to. */
+export function returnFor(active: Element | null): Return {
+  let opener = active instanceof HTMLElement ? active : null;
+  for (let i = stack.length - 1; i >= 0; i--) {
+    if (opener && stack[i].contains(opener)) opener = openers.get(stack[i]) ?? null;
+  }
+  return { opener, home: opener?.closest<HTMLElement>("[data-focus-return]") ?? null, key: opener?.dataset.focusKey ?? "" };
+}
+
+/** rememberReturn records box's opener, for dialogs opened from inside it. */
+export function rememberReturn(box: HTMLElement, r: Return) {
+  openers.set(box, r.opener);
+}
+
+/**
+ * returnFocus gives focus back: to the opener, else to its replacement in
+ * its home (the same data-focus-key: "Issue token" for a revoked token's
+ * "Revoke token"), else to home's first control. False when none is left.
+ */
+export function returnFocus(r: Return): boolean {
+  if (r.opener && r.opener !== document.body && document.contains(r.opener)) {
+    r.opener.focus();
+    return true;
+  }
+  if (!r.home || !document.contains(r.home)) return false;
+  const el = (r.key && r.home.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(r.key)}"]`)) || focusables(r.home)[0];
+  if (!el) return false;
+  el.focus();
+  return true;
+}
