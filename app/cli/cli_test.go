@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,13 +140,18 @@ func TestTasksShow(t *testing.T) {
 
 	out, errs, code := run(t, append([]string{"tasks", "show", task.ID}, loc...)...)
 	for _, want := range []string{task.ID + "  Fix the build\n", "  Status    completed (claimed ", " via chat)\n", "  From, to  operator → builder\n",
-		"Instructions:\n  Run make.\n  ", "second line\n", "\nTimeline:\n", "completed Done.\n", "  Result:\n    all green\n    see CI\n"} {
+		"  Priority  normal\n", "Instructions:\n  Run make.\n  ", "second line\n", "\nTimeline:\n", "completed Done.\n", "  Result:\n    all green\n    see CI\n"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("tasks show: exit %d, %q\nlacks %q (stderr %q)", code, out, want, errs)
 		}
 	}
 	if strings.ContainsRune(out, 0x1b) {
 		t.Fatalf("tasks show printed a terminal control: %q", out)
+	}
+	// The list says priorities in the words send takes and the dashboard shows.
+	out, _, code = run(t, append([]string{"tasks", "list", "--query", task.ID}, loc...)...)
+	if code != 0 || !strings.Contains(out, "PRIORITY") || !regexp.MustCompile(task.ID+`\s+completed\s+normal\s+operator → builder`).MatchString(out) {
+		t.Fatalf("tasks list: exit %d, %q", code, out)
 	}
 	out, _, code = run(t, append([]string{"tasks", "show", task.ID, "--json"}, loc...)...)
 	var d app.TaskDetail

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -221,6 +222,18 @@ func unknownRecipient(ctx context.Context, cl *client.Agent, from project.Projec
 // containing them, or a few edits away.
 func similarIDs(ref string, names []string) []string {
 	return relay.Similar(ref, names, project.Normalize, 5)
+}
+
+// priorityNames are the priorities' words, as send takes them and the
+// dashboard shows them, by number (1 to 3).
+var priorityNames = [...]string{1: "low", 2: "normal", 3: "urgent"}
+
+// priorityName is the word for priority p, or p itself out of range.
+func priorityName(p int) string {
+	if p >= 1 && p < len(priorityNames) {
+		return priorityNames[p]
+	}
+	return strconv.Itoa(p)
 }
 
 // parsePriority reads low|normal|urgent or 1|2|3.

@@ -50,7 +50,7 @@ func tasksShow(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  Status    %s\n", status)
 	fmt.Fprintf(stdout, "  From, to  %s → %s\n", termSafe(t.SenderSlug), termSafe(t.RecipientSlug))
-	fmt.Fprintf(stdout, "  Priority  %d\n", t.Priority)
+	fmt.Fprintf(stdout, "  Priority  %s\n", priorityName(t.Priority))
 	fmt.Fprintf(stdout, "  Created   %s, updated %s\n", termSafe(t.CreatedAt), termSafe(t.UpdatedAt))
 	if t.ConversationID != "" && t.ConversationID != t.ID {
 		fmt.Fprintf(stdout, "  Part of   %s (hand-off %d)\n", termSafe(t.ConversationID), t.Hops)
@@ -102,9 +102,9 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	if done, err := c.fetch("Tasks", "List", &tasks, f); done || err != nil {
 		return err
 	}
-	return c.table("ID\tSTATUS\tPRIO\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
+	return c.table("ID\tSTATUS\tPRIORITY\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
 		for _, t := range tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), t.Priority, termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), priorityName(t.Priority), termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
 		}
 	})
 }
