@@ -272,6 +272,22 @@ describe("Modal", () => {
     w.unmount();
     expect(document.activeElement).toBe(outside);
   });
+
+  it("gives focus back to the button in a dialog still open under it", async () => {
+    const outside = document.createElement("button");
+    document.body.appendChild(outside);
+    outside.focus();
+    const opts = { attachTo: document.body, global: { stubs: { teleport: true } } };
+    const outer = mount(Modal, { ...opts, props: { title: "Worker" }, slots: { default: '<button id="remove">Remove worker</button>' } });
+    await flushPromises();
+    (document.getElementById("remove") as HTMLElement).focus();
+    const inner = mount(Modal, { ...opts, props: { title: "Sure?" }, slots: { default: "<button>Yes</button>" } });
+    await flushPromises();
+    inner.unmount();
+    expect(document.activeElement?.id).toBe("remove");
+    outer.unmount();
+    expect(document.activeElement).toBe(outside);
+  });
 });
 
 describe("TaskDrawer", () => {

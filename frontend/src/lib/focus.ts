@@ -41,26 +41,30 @@ export function isTopLayer(el: HTMLElement) {
 }
 
 // The element each open dialog was opened from, by the dialog's box: a
-// dialog opened from inside another (a confirmation's result) goes back to
-// where the first one was opened from, not to a button that is gone.
+// dialog opened from inside another (a confirmation's result) can go back
+// to where the first one was opened from when its own opener is gone.
 const openers = new WeakMap<HTMLElement, HTMLElement | null>();
 
 /** Return is where focus goes back to when a dialog closes. */
 export interface Return {
+  /** opener had the focus when the dialog opened. */
   opener: HTMLElement | null;
-  /** home is the opener's [data-focus-return] container, for when the opener is gone. */
+  /** outer opened the dialogs opener is in (itself when in none): for when opener is gone. */
+  outer: HTMLElement | null;
+  /** home is the [data-focus-return] container of outer, for when it is gone too. */
   home: HTMLElement | null;
-  /** key is the opener's data-focus-key: its replacement in home has the same. */
+  /** key is outer's data-focus-key: its replacement in home has the same. */
   key: string;
 }
 
 /** returnFor is where a dialog opened now (focus on active) returns focus to. */
 export function returnFor(active: Element | null): Return {
-  let opener = active instanceof HTMLElement ? active : null;
+  const opener = active instanceof HTMLElement ? active : null;
+  let outer = opener;
   for (let i = stack.length - 1; i >= 0; i--) {
-    if (opener && stack[i].contains(opener)) opener = openers.get(stack[i]) ?? null;
+    if (outer && stack[i].contains(outer)) outer = openers.get(stack[i]) ?? null;
   }
-  return { opener, home: opener?.closest<HTMLElement>("[data-focus-return]") ?? null, key: opener?.dataset.focusKey ?? "" };
+  return { opener, outer, home: outer?.closest<HTMLElement>("[data-focus-return]") ?? null, key: outer?.dataset.focusKey ?? "" };
 }
 
 /** rememberReturn records box's opener, for dialogs opened from inside it. */
@@ -69,14 +73,18 @@ export function rememberReturn(box: HTMLElement, r: Return) {
 }
 
 /**
- * returnFocus gives focus back: to the opener, else to its replacement in
- * its home (the same data-focus-key: "Issue token" for a revoked token's
- * "Revoke token"), else to home's first control. False when none is left.
+ * returnFocus gives focus back: to the opener if it is still there (a
+ * dialog still open under this one included), else to where the dialogs
+ * it was in were opened from, else to that one's replacement in its home
+ * (the same data-focus-key: "Issue token" for a revoked token's "Revoke
+ * token"), else to home's first control. False when none is left.
  */
 export function returnFocus(r: Return): boolean {
-  if (r.opener && r.opener !== document.body && document.contains(r.opener)) {
-    r.opener.focus();
-    return true;
+  for (const el of [r.opener, r.outer]) {
+    if (el && el !== document.body && document.contains(el)) {
+      el.focus();
+      return true;
+    }
   }
   if (!r.home || !document.contains(r.home)) return false;
   const el = (r.key && r.home.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(r.key)}"]`)) || focusables(r.home)[0];
