@@ -133,6 +133,25 @@ type AgentService interface {
 	RevokeRunTokens(ctx context.Context, taskID string) error
 }
 
+// RetiredNoToken refuses a token for a retired agent: with one it would
+// claim and report while no task can be posted to it. Reinstating it (its
+// folder registered again) issues one.
+func RetiredNoToken(slug string) error {
+	return Errorf(EInvalidRequest, "“%s” was retired (its project was removed or moved to another id): registering its folder again brings it back with a token.", slug).
+		WithDetails(map[string]any{"slug": slug, "retired": true})
+}
+
+// HasOpenTasks refuses to delete an agent that open tasks (n of them)
+// still name, as sender or recipient.
+func HasOpenTasks(slug string, n int) error {
+	tasks := "open tasks"
+	if n == 1 {
+		tasks = "open task"
+	}
+	return Errorf(EAgentHasOpenTasks, "“%s” still has %d %s (on the Tasks page); cancel or finish them first.", slug, n, tasks).
+		WithDetails(map[string]any{"openTasks": n})
+}
+
 // RetiredRecipient refuses a task for a retired agent: it keeps its name
 // and its tasks, and gets no new ones.
 func RetiredRecipient(slug string) error {

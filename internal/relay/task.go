@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -226,10 +227,20 @@ type TaskFilter struct {
 	// Agent matches tasks it sent or received.
 	Agent string `json:"agent,omitempty"`
 	// Query matches a substring of the title, case-insensitively, or the
-	// start of the id.
+	// start of the id (IDPrefix).
 	Query string `json:"query,omitempty"`
 	// Limit defaults to 100 and is clamped to 1..500.
 	Limit int `json:"limit,omitempty"`
+}
+
+// IDPrefix is the start of a task id the Query names, in lowercase: the
+// Query itself once it has 8 characters or more (fewer would match every
+// id), else "".
+func (f TaskFilter) IDPrefix() string {
+	if q := strings.TrimSpace(f.Query); len(q) >= 8 {
+		return strings.ToLower(q)
+	}
+	return ""
 }
 
 // TaskService is the task lifecycle. Every method that names an acting slug

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -283,15 +284,8 @@ func (db *DB) IssueToken(ctx context.Context, slug string) (string, error) {
 		if err := t.mustBeAgent(slug, "people use the dashboard and never get agent tokens."); err != nil {
 			return err
 		}
-		// A retired agent takes no tasks: a token would let it claim and
-		// report all the same. Reinstating it issues one.
-		var retired sql.NullString
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT retired_at FROM agents WHERE slug = ?`, slug).Scan(&retired); err != nil {
-			return fmt.Errorf("issue token: %w", err)
-		}
-		if retired.Valid {
-			return relay.Errorf(relay.EInvalidRequest, "“%s” was retired (its project was removed or moved to another id): registering its folder again brings it back with a token.", slug).
-				WithDetails(map[string]any{"slug": slug, "retired": true})
+		if a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book); err != nil || a.RetiredAt != "" {
+			return cmp.Or(err, relay.RetiredNoToken(slug))
 		}
 		token = relay.NewAgentToken()
 		if _, err := t.exec(`UPDATE agents SET token_hash = ? WHERE slug = ?`, relay.HashToken(token), slug); err != nil {
@@ -343,12 +337,7 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 			return fmt.Errorf("count open tasks: %w", err)
 		}
 		if open > 0 {
-			tasks := "open tasks"
-			if open == 1 {
-				tasks = "open task"
-			}
-			return relay.Errorf(relay.EAgentHasOpenTasks, "“%s” still has %d %s (on the Tasks page); cancel or finish them first.", slug, open, tasks).
-				WithDetails(map[string]any{"openTasks": open})
+			return relay.HasOpenTasks(slug, open)
 		}
 		// The agent's own worker goes with it (ON DELETE CASCADE); no
 		// worker may keep taking tasks from its slug, which someone could

@@ -37,10 +37,6 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// minIDQuery is the shortest query that is also matched against the
-// start of task ids: shorter ones ("0", "01") would match every id.
-const minIDQuery = 8
-
 // ListTasks returns task summaries ordered by updatedAt, newest first.
 func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSummary, error) {
 	var (
@@ -62,14 +58,9 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 		where = append(where, "(t.sender_slug = +? OR t.recipient_slug = +?)")
 		args = append(args, a, a)
 	}
-	switch q := strings.TrimSpace(f.Query); {
-	case len(q) >= minIDQuery:
-		// A task id, or its first characters, finds its task too.
-		where = append(where, `(t.title LIKE ? ESCAPE '\' OR t.id LIKE ? ESCAPE '\')`)
-		args = append(args, "%"+escapeLike(q)+"%", escapeLike(strings.ToLower(q))+"%")
-	case q != "":
-		where = append(where, `t.title LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+escapeLike(q)+"%")
+	if q := strings.TrimSpace(f.Query); q != "" {
+		where = append(where, `(t.title LIKE ? ESCAPE '\' OR (? != '' AND t.id LIKE ? ESCAPE '\'))`)
+		args = append(args, "%"+escapeLike(q)+"%", f.IDPrefix(), escapeLike(f.IDPrefix())+"%")
 	}
 	query := `SELECT ` + summaryColumns + summaryFrom
 	if len(where) > 0 {
