@@ -104,6 +104,8 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		{[]string{"logs", "-z"}, []string{"logs: unknown flag -z\n"}, nil},
 		{[]string{"invites", "create", "--expires", "2d"}, []string{`--expires "2d" is not a duration: give hours, minutes or seconds, such as 90m, 24h or 168h`}, []string{"parse error"}},
 		{[]string{"invites", "create", "--expires", "1000h"}, []string{"--expires 1000h: an invite is valid for more than 0 and at most 720h"}, []string{"expiresInHours"}},
+		{[]string{"invites", "create", "--expires", "0s"}, []string{"--expires 0s: an invite is valid for more than 0"}, []string{"--expires 0h"}},
+		{[]string{"invites", "create", "--expires", "-90m"}, []string{"--expires -1h30m: an invite is valid"}, nil},
 		{[]string{"tasks", "list", "--limit", "many"}, []string{`--limit "many" is not a whole number`}, []string{"parse error"}},
 		// Numbers out of range are refused before anything is read (a
 		// negative -n panicked; --limit 0 or 501 was taken silently).
