@@ -291,6 +291,16 @@ describe("Modal", () => {
 });
 
 describe("TaskDrawer", () => {
+  it("says a task a chat session claimed had no worker run, not that one is yet to come", async () => {
+    const s = await withStores({ agents: [agent()] });
+    vi.mocked(s.api.tasks.get).mockResolvedValue({ task: task({ status: "completed", claimedVia: "chat" }), related: { children: [] } });
+    const w = s.mount(TaskDrawer, { props: { taskId: "t1" } });
+    await flushPromises();
+    expect(w.text()).toContain("No worker ran it: a chat session claimed this task.");
+    expect(w.text()).not.toContain("No worker run for this task yet.");
+    w.unmount();
+  });
+
   const report = (id: string, kind: string, message: string, result?: string) => ({ id, kind, message, result, createdAt: iso(), authorSlug: "bob" });
 
   it("shows the hand-offs in the task's conversation and the session it is for", async () => {

@@ -89,9 +89,12 @@ describe("RunView", () => {
     expect(w.find('[data-test="run-state"]').text()).toBe("Running");
   });
 
-  it("says so when there is no run", () => {
+  it("says so when there is no run, in the words it is given", () => {
     const w = mount(RunView, { props: { steps: [], state: "none" } });
     expect(w.text()).toContain("No worker run for this task yet.");
+    const chat = mount(RunView, { props: { steps: [], state: "none", empty: "No worker ran it: a chat session claimed this task." } });
+    expect(chat.text()).toContain("No worker ran it");
+    expect(chat.text()).not.toContain("yet");
   });
 });
 
