@@ -64,19 +64,19 @@ func getAgent(ctx context.Context, q queryer, slug string, now time.Time, book *
 	return a, nil
 }
 
-// mustBeAgent refuses a slug that names no one (unknown_agent) or a person
-// (invalid_agent_kind, with the kind); why ends the refusal "“slug” is a
-// person; …".
-func (t *tx) mustBeAgent(slug, why string) error {
+// mustBeAgent is the agent slug names, refusing no one (unknown_agent) or
+// a person (invalid_agent_kind, with the kind); why ends the refusal
+// "“slug” is a person; …".
+func (t *tx) mustBeAgent(slug, why string) (relay.Agent, error) {
 	a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
 	if err != nil {
-		return err
+		return a, err
 	}
 	if a.Kind != relay.KindAgent {
-		return relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; %s", slug, why).
+		return a, relay.Errorf(relay.EInvalidAgentKind, "“%s” is a person; %s", slug, why).
 			WithDetails(map[string]any{"kind": string(a.Kind)})
 	}
-	return nil
+	return a, nil
 }
 
 func capsJSON(caps []string) string {
@@ -281,10 +281,8 @@ func (db *DB) IssueToken(ctx context.Context, slug string) (string, error) {
 	}
 	var token string
 	err = db.write(ctx, "issue token", func(t *tx) error {
-		if err := t.mustBeAgent(slug, "people use the dashboard and never get agent tokens."); err != nil {
-			return err
-		}
-		if a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book); err != nil || a.RetiredAt != "" {
+		a, err := t.mustBeAgent(slug, "people use the dashboard and never get agent tokens.")
+		if err != nil || a.RetiredAt != "" {
 			return cmp.Or(err, relay.RetiredNoToken(slug))
 		}
 		token = relay.NewAgentToken()

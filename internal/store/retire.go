@@ -19,7 +19,7 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 		return err
 	}
 	return db.write(ctx, "retire agent", func(t *tx) error {
-		if err := t.mustBeAgent(slug, "only agents are retired."); err != nil {
+		if _, err := t.mustBeAgent(slug, "only agents are retired."); err != nil {
 			return err
 		}
 		if _, err := t.exec(`UPDATE agents SET token_hash = NULL, retired_at = COALESCE(retired_at, ?) WHERE slug = ?`, t.ts, slug); err != nil {

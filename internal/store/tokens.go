@@ -83,7 +83,7 @@ func (db *DB) IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds
 	}
 	token := relay.NewRunToken()
 	err = db.write(ctx, "issue run token", func(t *tx) error {
-		if err := t.mustBeAgent(slug, "only agents run tasks."); err != nil {
+		if _, err := t.mustBeAgent(slug, "only agents run tasks."); err != nil {
 			return err
 		}
 		if err := taskExists(t.ctx, t.tx, taskID); err != nil {

@@ -98,7 +98,7 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 	}
 	var out relay.WorkerConfig
 	err = db.write(ctx, "save worker", func(t *tx) error {
-		if err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil {
+		if _, err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil {
 			return err
 		}
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
