@@ -53,15 +53,8 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 		// then inside that project.
 		return registered{}, fmt.Errorf("%s cannot be a project: every folder of the computer is inside it; register the project's own folder", dir)
 	}
-	if home, err := os.UserHomeDir(); err == nil && holds(dir, realFolder(home)) {
-		// A subfolder is its parent's project: every project of the user's
-		// would be this one, a session started in the home folder (the
-		// plugin's hook) included.
-		what := "is your home folder"
-		if !project.SameDir(dir, realFolder(home)) {
-			what = "holds your home folder"
-		}
-		return registered{}, fmt.Errorf("%s %s and cannot be a project: every project of yours is inside it; register the project's own folder (cd into it first)", dir, what)
+	if err := holdsHome(dir); err != nil {
+		return registered{}, err
 	}
 	given, _, err := project.ExplicitID(flagID, env(project.EnvID))
 	if err != nil {
@@ -242,10 +235,24 @@ func displayName(folder, id string) string {
 	return name
 }
 
-// holds reports whether folder dir is sub or one of its parents.
-func holds(dir, sub string) bool {
-	rel, err := filepath.Rel(dir, sub)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+// holdsHome refuses dir when it is the user's home folder or one of its
+// parents: a subfolder is its parent's project (project.Nearest), so every
+// project of the user's would be this one, a session started in the home
+// folder (the plugin's hook) included.
+func holdsHome(dir string) error {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil // no home to keep out
+	}
+	home = realFolder(home)
+	if project.Nearest([]project.Project{{Dir: dir}}, home) != 0 {
+		return nil
+	}
+	what := "is your home folder"
+	if !project.SameDir(dir, home) {
+		what = "holds your home folder"
+	}
+	return fmt.Errorf("%s %s and cannot be a project: every project of yours is inside it; register the project's own folder (cd into it first)", dir, what)
 }
 
 // registerCommand is the register command that gives dir the id, to be
