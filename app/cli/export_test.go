@@ -13,3 +13,6 @@ func SetRegisterWait(t interface{ Cleanup(func()) }, d time.Duration) {
 	registerWait = d
 	t.Cleanup(func() { registerWait = old })
 }
+
+// ParsePriority is send's --priority reading.
+var ParsePriority = parsePriority

@@ -224,3 +224,18 @@ func TestInvitesCreateNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// send's --priority takes the words the dashboard shows, or their numbers,
+// any case; nothing is normal; anything else is a usage error.
+func TestParsePriority(t *testing.T) {
+	for in, want := range map[string]int{"": 2, "low": 1, "LOW": 1, " normal ": 2, "urgent": 3, "1": 1, "2": 2, "3": 3} {
+		if got, err := cli.ParsePriority(in); err != nil || got != want {
+			t.Errorf("ParsePriority(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"high", "0", "4", "urgently", "1.0"} {
+		if _, err := cli.ParsePriority(in); err == nil || !strings.Contains(err.Error(), "use low, normal or urgent") {
+			t.Errorf("ParsePriority(%q): %v; want a usage error", in, err)
+		}
+	}
+}

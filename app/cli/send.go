@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -236,15 +237,13 @@ func priorityName(p int) string {
 	return strconv.Itoa(p)
 }
 
-// parsePriority reads low|normal|urgent or 1|2|3.
+// parsePriority reads low|normal|urgent or 1|2|3 ("" is normal).
 func parsePriority(s string) (int, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "low":
-		return 1, nil
-	case "2", "normal", "":
-		return 2, nil
-	case "3", "urgent":
-		return 3, nil
+	w := cmp.Or(strings.ToLower(strings.TrimSpace(s)), priorityNames[2])
+	for p := 1; p < len(priorityNames); p++ {
+		if w == priorityNames[p] || w == strconv.Itoa(p) {
+			return p, nil
+		}
 	}
 	return 0, fmt.Errorf("%w: --priority %q: use low, normal or urgent (1, 2 or 3)", errUsage, s)
 }
