@@ -12,6 +12,7 @@ import (
 
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/project"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 )
 
 // projectStore opens the user's project store.
@@ -70,7 +71,7 @@ func projectFolder(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("folder %s: %w", dir, err)
 	}
-	abs = realFolder(abs)
+	abs = realdir.Pin(abs)
 	st, err := os.Stat(abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("there is no folder %s", dir)
@@ -82,15 +83,6 @@ func projectFolder(dir string) (string, error) {
 		return "", fmt.Errorf("%s is not a folder", dir)
 	}
 	return filepath.Clean(abs), nil
-}
-
-// realFolder is path with its symbolic links resolved, or path itself
-// when they cannot be (it does not exist).
-func realFolder(path string) string {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		return real
-	}
-	return path
 }
 
 // callCtx is call with the caller's context.

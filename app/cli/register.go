@@ -20,6 +20,7 @@ import (
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/project"
+	"github.com/crosschat/crosschat-relay/internal/realdir"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -244,7 +245,7 @@ func holdsHome(dir string) error {
 	if err != nil {
 		return nil // no home to keep out
 	}
-	home = realFolder(home)
+	home = realdir.Pin(home)
 	if project.Nearest([]project.Project{{Dir: dir}}, home) != 0 {
 		return nil
 	}
