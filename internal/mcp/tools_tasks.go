@@ -55,6 +55,11 @@ func postTask(svc relay.Service) (mcp.Tool, server.ToolHandlerFunc) {
 		in.FromAgent = p.Kind == relay.PrincipalAgent
 		task, err := svc.PostTask(ctx, in) // the service validates in
 		if err != nil {
+			if relay.ErrorCode(err) == relay.EUnknownAgent {
+				if agents, lerr := svc.ListAgents(ctx, true); lerr == nil {
+					err = relay.SimilarAgents(err, in.RecipientSlug, agents)
+				}
+			}
 			return nil, fmt.Errorf("post task from %s to %s: %w", in.SenderSlug, in.RecipientSlug, err)
 		}
 		return success(taskOut(task))

@@ -121,3 +121,24 @@ func TestConversationTools(t *testing.T) {
 			want: map[string]any{"senderSlug": "carol", "recipientSlug": "carol"}},
 	})
 }
+
+// TestPostToMistypedRecipient: post_task to a slug nobody has names the
+// agents whose slugs look like it, so an agent can correct its typo; a slug
+// like no one's gets the plain refusal.
+func TestPostToMistypedRecipient(t *testing.T) {
+	e := newEnv(t)
+	clients := e.callers("alice", "bob", "bobby", "carol")
+	post := func(to string) toolError {
+		return fails(t, call(t, clients["alice"], "post_task", map[string]any{"recipientSlug": to, "title": "t", "instructions": "i"}), relay.EUnknownAgent)
+	}
+	got := post("bobb")
+	if !strings.Contains(got.Message, "Similar: bob, bobby (see list_agents).") || got.Details["slug"] != "bobb" {
+		t.Errorf("post to bobb: %+v, want the similar bob and bobby named", got)
+	}
+	if sim, _ := got.Details["similar"].([]any); len(sim) != 2 {
+		t.Errorf("details.similar = %v, want [bob bobby]", got.Details["similar"])
+	}
+	if got := post("zed-zed-zed"); strings.Contains(got.Message, "Similar") || got.Details["similar"] != nil {
+		t.Errorf("post to zed-zed-zed: %+v, want no suggestion", got)
+	}
+}

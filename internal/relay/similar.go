@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -28,6 +30,29 @@ func Similar(ref string, names []string, fold func(string) string, limit int) []
 		}
 	}
 	return out
+}
+
+// SimilarAgents adds a "did you mean" to err when it refuses slug as an
+// unknown agent: the slugs of agents that look like it, in the message and
+// as details.similar, for a sender who mistyped a name. Any other error (a
+// retired agent's refusal among them), or one no agent looks like, comes
+// back as it is.
+func SimilarAgents(err error, slug string, agents []Agent) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Code != EUnknownAgent || e.Details["slug"] != slug || e.Details["retired"] == true {
+		return err
+	}
+	names := make([]string, 0, len(agents))
+	for _, a := range agents {
+		names = append(names, a.Slug)
+	}
+	sim := Similar(slug, names, strings.ToLower, 5)
+	if len(sim) == 0 {
+		return err
+	}
+	details := maps.Clone(e.Details)
+	details["similar"] = sim
+	return Errorf(EUnknownAgent, "%s Similar: %s (see list_agents).", e.Message, strings.Join(sim, ", ")).WithDetails(details)
 }
 
 func containsEither(a, b string) bool {

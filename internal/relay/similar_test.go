@@ -1,6 +1,8 @@
 package relay_test
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -27,5 +29,43 @@ func TestSimilar(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Similar(%q, limit %d) = %q, want %q", tc.ref, tc.limit, got, tc.want)
 		}
+	}
+}
+
+func TestSimilarAgents(t *testing.T) {
+	agents := []relay.Agent{{Slug: "bob"}, {Slug: "bobby"}, {Slug: "carol"}}
+	unknown := func(slug string) error {
+		return relay.Errorf(relay.EUnknownAgent, "Unknown agent “%s”.", slug).WithDetails(map[string]any{"slug": slug})
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		slug    string
+		message string // "" expects err back unchanged
+		similar []string
+	}{
+		{"a near name", unknown("bobb"), "bobb", "Unknown agent “bobb”. Similar: bob, bobby (see list_agents).", []string{"bob", "bobby"}},
+		{"nobody alike", unknown("zed-zed-zed"), "zed-zed-zed", "", nil},
+		{"another slug refused (the sender)", unknown("bobb"), "carol", "", nil},
+		{"a retired agent", relay.RetiredRecipient("bobb"), "bobb", "", nil},
+		{"another code", relay.Errorf(relay.EInvalidRequest, "bad").WithDetails(map[string]any{"slug": "bobb"}), "bobb", "", nil},
+		{"not a relay error", errors.New("disk full"), "bobb", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := relay.SimilarAgents(fmt.Errorf("post: %w", tc.err), tc.slug, agents)
+			var e *relay.Error
+			if tc.message == "" {
+				if !errors.Is(got, tc.err) {
+					t.Fatalf("got %v, want %v unchanged", got, tc.err)
+				}
+				return
+			}
+			if !errors.As(got, &e) || e.Code != relay.EUnknownAgent || e.Message != tc.message {
+				t.Fatalf("got %v, want unknown_agent %q", got, tc.message)
+			}
+			if sim, _ := e.Details["similar"].([]string); !slices.Equal(sim, tc.similar) || e.Details["slug"] != tc.slug {
+				t.Fatalf("details %v, want slug %q and similar %q", e.Details, tc.slug, tc.similar)
+			}
+		})
 	}
 }
