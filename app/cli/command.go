@@ -22,6 +22,20 @@ import (
 // Usage is the top-level help: every verb, from the verb table.
 func Usage() string { return topUsage() }
 
+// durationText is d as a person types it: Go's 24h0m0s, 30m0s and
+// -1h30m0s are 24h, 30m and -1h30m (each reads back the same with
+// time.ParseDuration); a zero minute or second inside (1h0m5s) stays.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 

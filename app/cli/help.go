@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -201,15 +202,35 @@ func writeFlags(w io.Writer, fs *flag.FlagSet) {
 	if len(own) > 0 {
 		fmt.Fprintln(w, "\nFlags:")
 		for _, f := range own {
-			config.WriteFlag(w, f)
+			config.WriteFlag(w, helpFlag(f))
 		}
 	}
 	if len(common) > 0 {
 		fmt.Fprintln(w, "\nThe relay (every verb):")
 		for _, f := range common {
-			config.WriteFlag(w, f)
+			config.WriteFlag(w, helpFlag(f))
 		}
 	}
+}
+
+// helpFlag is f as its help line shows it: a duration's default as it is
+// typed (24h, 30m), not as Go spells it (24h0m0s, 30m0s). f itself is left
+// as it is; any other flag is f.
+func helpFlag(f *flag.Flag) *flag.Flag {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return f
+	}
+	if _, isDuration := g.Get().(time.Duration); !isDuration {
+		return f
+	}
+	d, err := time.ParseDuration(f.DefValue)
+	if err != nil {
+		return f
+	}
+	shown := *f
+	shown.DefValue = durationText(d)
+	return &shown
 }
 
 // topUsage is the help of crosschat-relay itself: every verb with its

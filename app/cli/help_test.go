@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
 )
@@ -150,6 +151,7 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 // so a command quoted in a flag's text used to become its value
 // ("--harness CROSSCHAT-RELAY HARNESSES").
 func TestVerbHelpFlagLines(t *testing.T) {
+	goDuration := regexp.MustCompile(`\(default -?[0-9.hm]*[hm]0s\)`)
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	flagLine := regexp.MustCompile(`^  (--[a-z][a-z0-9-]+|-[a-z])( [A-Z][A-Z0-9_]*)?$`)
@@ -166,6 +168,10 @@ func TestVerbHelpFlagLines(t *testing.T) {
 			t.Errorf("%s --help: exit %d, %q", v.name, code, errb.String())
 			continue
 		}
+		// A duration's default is as it is typed: 24h, not Go's 24h0m0s.
+		if m := goDuration.FindString(out.String()); m != "" {
+			t.Errorf("%s --help: a default spelt %q", v.name, m)
+		}
 		inFlags := false
 		for _, line := range strings.Split(out.String(), "\n") {
 			switch {
@@ -176,6 +182,55 @@ func TestVerbHelpFlagLines(t *testing.T) {
 			case inFlags && !strings.HasPrefix(line, "      ") && !flagLine.MatchString(line):
 				t.Errorf("%s --help: flag line %q", v.name, line)
 			}
+		}
+	}
+}
+
+// A duration flag's help names its default as it is typed, in every verb
+// that has one: it said (default 24h0m0s), (default 30m0s).
+func TestDurationDefaultsAsTyped(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, tc := range []struct {
+		verb, want string
+	}{
+		{"invites create", "  --expires DURATION\n      how long it is valid: 1h, 24h, 168h (at most 720h) (default 24h)\n"},
+		{"workers set", "  --timeout DURATION\n      time limit per task (default 30m)\n"},
+		{"bench", "  --timeout DURATION\n      give up after this long (default 45m)\n"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Command(append(strings.Fields(tc.verb), "--help"), "test", &out, &errb); code != 0 {
+			t.Fatalf("%s --help: exit %d, %q", tc.verb, code, errb.String())
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s --help lacks %q:\n%s", tc.verb, tc.want, out.String())
+		}
+	}
+}
+
+// durationText spells a duration as a person types it, and what it spells
+// reads back the same.
+func TestDurationText(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{24 * time.Hour, "24h"},
+		{30 * time.Minute, "30m"},
+		{90 * time.Minute, "1h30m"},
+		{-90 * time.Minute, "-1h30m"},
+		{time.Hour + 5*time.Second, "1h0m5s"},
+		{90 * time.Second, "1m30s"},
+		{45 * time.Second, "45s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{0, "0s"},
+	} {
+		got := durationText(tc.d)
+		if got != tc.want {
+			t.Errorf("durationText(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || back != tc.d {
+			t.Errorf("%q reads back as %v, %v; want %v", got, back, err, tc.d)
 		}
 	}
 }

@@ -41,8 +41,7 @@ func invitesCreate(args []string, stdout, stderr io.Writer) error {
 	}
 	if expires <= 0 || expires.Hours() > relay.MaxInviteHours {
 		// As typed, near enough: 0s, 90m, 1000h (%gh said "0h" for 0s).
-		typed := strings.Replace(strings.Replace(expires.String(), "m0s", "m", 1), "h0m", "h", 1)
-		return fmt.Errorf("%w: invites create: --expires %s: an invite is valid for more than 0 and at most %dh", errUsage, typed, relay.MaxInviteHours)
+		return fmt.Errorf("%w: invites create: --expires %s: an invite is valid for more than 0 and at most %dh", errUsage, durationText(expires), relay.MaxInviteHours)
 	}
 	in.ExpiresInHours = expires.Hours()
 	if ft.Title != "" || ft.Instructions != "" {
