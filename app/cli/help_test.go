@@ -126,6 +126,11 @@ func TestUsageErrorShowsTheVerbOnly(t *testing.T) {
 		{[]string{"invites", "show", "x"}, []string{`invites needs create, not "show"`, "crosschat-relay invites create [--uses N]"}, []string{"needs ,"}},
 		{[]string{"tasks", "get", "x"}, []string{`tasks needs list or show, not "get"`, "crosschat-relay tasks list [--status S]", "crosschat-relay tasks show ID"}, nil},
 		{[]string{"invites"}, []string{"invites needs create\n"}, []string{"needs \n"}},
+		// A --tool the sessions verbs cannot read is a usage error, said
+		// before any session is read (it exited 1 with the session
+		// package's "sessions: unknown tool").
+		{[]string{"sessions", "list", "--tool", "gemini"}, []string{`sessions list: --tool "gemini": give claude-code or codex`, "Usage:\n  crosschat-relay sessions list\n", "sessions list --help"}, []string{"unknown tool"}},
+		{[]string{"sessions", "show", "x", "--tool", "Codex"}, []string{`sessions show: --tool "Codex": give claude-code or codex`, "sessions show --help"}, nil},
 	} {
 		var out, errb bytes.Buffer
 		code := Command(tc.args, "test", &out, &errb)

@@ -29,6 +29,9 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	if err := c.parse(rest); err != nil {
 		return err
 	}
+	if tool != "" && tool != session.ClaudeCode && tool != session.Codex {
+		return fmt.Errorf("%w: sessions %s: --tool %q: give %s or %s", errUsage, action, tool, session.ClaudeCode, session.Codex)
+	}
 	var ref string
 	if action == "show" {
 		if len(c.args) == 0 {
