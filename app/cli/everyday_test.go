@@ -259,9 +259,13 @@ func TestProjectsListAndRemove(t *testing.T) {
 		t.Fatalf("the store after remove: %+v", ps)
 	}
 	// Its token no longer works, and nobody can take its name.
-	_, errs, code = run(t, "send", "web", "still there?", "--agent")
-	if code == 0 {
-		t.Fatalf("a task to a retired project was posted: %q", errs)
+	for _, args := range [][]string{{"send", "web", "still there?", "--agent"}, {"send", "web", "still there?"}} {
+		// Without --agent too, the refusal says the project was removed
+		// and how to bring it back, not that nobody registered it.
+		_, errs, code = run(t, args...)
+		if code == 0 || !strings.Contains(errs, "retired") || !strings.Contains(errs, "registering its folder again") || strings.Contains(errs, "nobody registered") {
+			t.Fatalf("%q to a retired project: exit %d, %q", args, code, errs)
+		}
 	}
 	_, errs, code = run(t, "projects", "remove", "nobody")
 	if code != 1 || !strings.Contains(errs, `"nobody"`) {

@@ -142,7 +142,7 @@ func workerNote(c *command, task relay.Task) string {
 // computer (as given, or by the id rules), or with toAgent any name. A name
 // the relay knows that is no project here is refused saying what it is,
 // asking for --agent; the sending project itself is refused saying what to
-// do instead.
+// do instead; a name nobody here has is the post's to refuse.
 func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project, to string, toAgent bool) (string, error) {
 	names := []string{strings.ToLower(strings.TrimSpace(to))}
 	if n := project.Normalize(to); n != names[0] && project.Check(n, to) == nil {
@@ -171,7 +171,9 @@ func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project
 				n, describeAgent(agents[i], agents), n)
 		}
 	}
-	return "", unknownRecipient(ctx, cl, sender, to)
+	// Nobody here by that name: the post asks the relay, which tells a
+	// retired agent (a removed project) from a name nobody has.
+	return names[len(names)-1], nil
 }
 
 // selfSend refuses a task from a project to itself.
