@@ -105,6 +105,34 @@ func TestCLIVerbs(t *testing.T) {
 	}
 }
 
+// Ensure `version` (and its aliases) prints the version, or with --json
+// {"version": ...} as the other verbs' --json print theirs (it refused
+// --json as an argument), and refuses what it does not take.
+func TestVersionVerb(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{[]string{"version"}, 0, "crosschat-relay test\n", ""},
+		{[]string{"--version"}, 0, "crosschat-relay test\n", ""},
+		{[]string{"version", "--json"}, 0, "{\n  \"version\": \"test\"\n}\n", ""},
+		{[]string{"-v", "--json"}, 0, "{\n  \"version\": \"test\"\n}\n", ""},
+		{[]string{"version", "--json=false"}, 0, "crosschat-relay test\n", ""},
+		{[]string{"version", "now"}, 2, "", `version takes no arguments, got "now"`},
+		{[]string{"version", "--frob"}, 2, "", "version: unknown flag --frob"},
+	} {
+		out, errs, code := run(t, tc.args...)
+		if code != tc.code || out != tc.out || !strings.Contains(errs, tc.errs) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, out, errs, tc.code, tc.out, tc.errs)
+		}
+	}
+	out, _, _ := run(t, "version", "--help")
+	if !strings.Contains(out, "  --json\n      print JSON\n") {
+		t.Errorf("version --help does not name --json:\n%s", out)
+	}
+}
+
 // Ensure `autostart` enables, reports and disables the login entry.
 func TestAutostartVerb(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())

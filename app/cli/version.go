@@ -1,17 +1,24 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 )
 
-// versionCmd is `crosschat-relay version` (also --version, -v).
+// versionCmd is `crosschat-relay version` (also --version, -v): the
+// version, or with --json {"version": …}, keyed as `token --json` and
+// `status --json` key theirs.
 func versionCmd(args []string, version string, stdout io.Writer) error {
-	if len(args) > 0 && isHelpFlag(args[0]) {
-		return &helpError{name: "version"}
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
 	}
-	if len(args) > 0 {
-		return fmt.Errorf("%w: version takes no arguments, got %q", errUsage, args[0])
+	if *asJSON {
+		return (&command{stdout: stdout}).printJSON(map[string]string{"version": version})
 	}
 	fmt.Fprintln(stdout, "crosschat-relay", version)
 	return nil
