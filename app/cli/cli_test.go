@@ -195,3 +195,38 @@ func TestTasksShow(t *testing.T) {
 		t.Fatalf("tasks show of an unknown task: exit %d, %q", code, errs)
 	}
 }
+
+// Ensure `tasks list --agent` of a name the relay has no agent of says so
+// (the relay's unknown_agent, with the similar slugs) and fails, where it
+// printed an empty table; an agent with no tasks is still an empty list.
+func TestTasksListUnknownAgent(t *testing.T) {
+	r := startRelay(t)
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	createAgent(t, r, "builder")
+	createAgent(t, r, "idle")
+	_, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "builder", Title: "Fix the build", Instructions: "x"})
+	noErr(t, err)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{"an agent with tasks", []string{"--agent", "builder"}, 0, "Fix the build", ""},
+		{"in another case", []string{"--agent", "Builder"}, 0, "Fix the build", ""},
+		{"an agent without tasks", []string{"--agent", "idle"}, 0, "ID  ", ""},
+		{"an agent without tasks, JSON", []string{"--agent", "idle", "--json"}, 0, "[]\n", ""},
+		{"a known agent's tasks filtered away", []string{"--agent", "builder", "--status", "blocked"}, 0, "ID  ", ""},
+		{"a near name", []string{"--agent", "buildr"}, 1, "", "crosschat-relay: Unknown agent “buildr” (--agent); similar: builder. (unknown_agent)\n"},
+		{"a near name, JSON", []string{"--agent", "buildr", "--json"}, 1, "", "similar: builder"},
+		{"nobody near", []string{"--agent", "nobody"}, 1, "", "Unknown agent “nobody” (--agent); crosschat-relay agents list shows every agent. (unknown_agent)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := run(t, append(append([]string{"tasks", "list"}, tc.args...), loc...)...)
+			if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errs, tc.errs) || (tc.code != 0 && out != "") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, out, errs, tc.code, tc.out, tc.errs)
+			}
+		})
+	}
+}

@@ -99,12 +99,47 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var tasks []relay.TaskSummary
-	if done, err := c.fetch("Tasks", "List", &tasks, f); done || err != nil {
+	if err := c.call("Tasks", "List", &tasks, f); err != nil {
 		return err
+	}
+	if len(tasks) == 0 && f.Agent != "" {
+		// No task of an agent nobody has is said, not an empty table; one
+		// the relay knows (a retired one's tasks are still listed) may
+		// have none.
+		if err := knownAgent(c, f.Agent); err != nil {
+			return err
+		}
+	}
+	if c.json {
+		return c.printJSON(tasks)
 	}
 	return c.table("ID\tSTATUS\tPRIORITY\tFROM → TO\tTITLE\tUPDATED", func(tw io.Writer) {
 		for _, t := range tasks {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s\t%s\n", termSafe(t.ID), termSafe(string(t.Status)), priorityName(t.Priority), termSafe(t.SenderSlug), termSafe(t.RecipientSlug), termSafe(t.Title), termSafe(t.UpdatedAt))
 		}
 	})
+}
+
+// knownAgent is nil when the relay has an agent slug (read as its task
+// filter reads it: trimmed, in lower case), asked with Agents.List, the
+// admin API's list of agents; else the relay's refusal of an unknown agent
+// (unknown_agent) naming the --agent flag and the similar slugs.
+func knownAgent(c *command, slug string) error {
+	var agents []relay.Agent
+	if err := c.call("Agents", "List", &agents); err != nil {
+		return fmt.Errorf("look up --agent %q: %w", slug, err)
+	}
+	want := strings.ToLower(strings.TrimSpace(slug))
+	names := make([]string, 0, len(agents))
+	for _, a := range agents {
+		if a.Slug == want {
+			return nil
+		}
+		names = append(names, a.Slug)
+	}
+	hint := "crosschat-relay agents list shows every agent"
+	if sim := similarIDs(want, names); len(sim) > 0 {
+		hint = "similar: " + strings.Join(sim, ", ")
+	}
+	return relay.Errorf(relay.EUnknownAgent, "Unknown agent “%s” (--agent); %s.", want, hint).WithDetails(map[string]any{"slug": want})
 }
