@@ -31,6 +31,16 @@ func TestBannerCommandsReachThisRelay(t *testing.T) {
 		{"every address", "0.0.0.0", config.DefaultPort, def, ""},
 		{"another port and folder", "127.0.0.1", 4319, other, " --port 4319 --data-dir '" + other + "'"},
 		{"another folder", "127.0.0.1", config.DefaultPort, filepath.Join(home, "relay-c"), " --data-dir " + filepath.Join(home, "relay-c")},
+		// A verb given --port asks it on its --host (127.0.0.1), so a relay
+		// on one other address names it too (it printed `quit --port 4319`,
+		// which found no relay); without --port the run file names it.
+		{"another address and port", "127.0.0.2", 4319, def, " --host 127.0.0.2 --port 4319"},
+		{"a LAN address, another port and folder", "192.168.1.5", 4319, other, " --host 192.168.1.5 --port 4319 --data-dir '" + other + "'"},
+		{"IPv6 loopback on another port", "::1", 4319, def, " --host ::1 --port 4319"},
+		{"localhost on another port", "localhost", 4319, def, " --host localhost --port 4319"},
+		{"every address on another port", "0.0.0.0", 4319, def, " --port 4319"},
+		{"every IPv6 address on another port", "::", 4319, def, " --port 4319"},
+		{"another address, the default port", "127.0.0.2", config.DefaultPort, filepath.Join(home, "relay-c"), " --data-dir " + filepath.Join(home, "relay-c")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

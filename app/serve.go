@@ -191,10 +191,18 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 // locationArgs are the flags a CLI verb needs to reach this relay: its
 // --port and --data-dir where they are not the defaults a verb takes, so
 // the banner of a second relay never names a command that acts on the
-// first.
+// first. With --port, a verb asks that port on its --host (127.0.0.1 by
+// default, which reaches a relay on every address too) rather than the
+// address the data folder's run file names, so a relay on one other
+// address (127.0.0.2, a LAN address) is named with its --host as well.
 func locationArgs(cfg config.Config) string {
 	var b strings.Builder
 	if cfg.Port != config.DefaultPort {
+		switch cfg.Host {
+		case "", config.DefaultHost, "0.0.0.0", "::":
+		default:
+			b.WriteString(" --host " + shellWord(cfg.Host))
+		}
 		fmt.Fprintf(&b, " --port %d", cfg.Port)
 	}
 	if filepath.Clean(cfg.DataDir) != filepath.Clean(config.DefaultDataDir(os.LookupEnv)) {
