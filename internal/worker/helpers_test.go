@@ -227,7 +227,8 @@ func lastReport(task relay.Task) relay.Report {
 	return task.Reports[len(task.Reports)-1]
 }
 
-// pids reads the helper's "child grandchild" pid file once it exists.
+// pids reads the helper's "child grandchild" pid file once it exists, and
+// removes it.
 func (e *env) pids() (child, grandchild int) {
 	e.t.Helper()
 	poll.Until(e.t, "the helper's pid file", 30*time.Second, func() bool {
@@ -236,6 +237,11 @@ func (e *env) pids() (child, grandchild int) {
 	})
 	b, err := os.ReadFile(e.pidFile)
 	if err != nil {
+		e.t.Fatal(err)
+	}
+	// Taken away once read, so a later call waits for the next run's file,
+	// not this run's left behind.
+	if err := os.Remove(e.pidFile); err != nil {
 		e.t.Fatal(err)
 	}
 	f := strings.Fields(string(b))
