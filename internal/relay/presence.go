@@ -11,7 +11,8 @@ import "time"
 //     online until its last stream closes, however long that is.
 //   - When the last stream closes the agent is offline at once, and stays
 //     so until it is heard from again (an MCP call, a register, a worker's
-//     heartbeat): closing is leaving, not a sign of life.
+//     heartbeat): closing is leaving, not a sign of life. An agent the
+//     operator creates counts as closed at its creation: not heard from.
 //   - An agent of another relay is online while that relay's entry in the
 //     mesh directory says so.
 //   - Anything else is online for OnlineWindow after its last call.

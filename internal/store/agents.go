@@ -195,8 +195,8 @@ func (db *DB) ListAgents(ctx context.Context, includeOffline bool) ([]relay.Agen
 	return slices.DeleteFunc(agents, func(a relay.Agent) bool { return a.Availability != relay.Online }), nil
 }
 
-// CreateAgent creates an agent (not locked, not marked seen by itself) and,
-// for kind agent, returns its token once.
+// CreateAgent creates an agent (not locked, not marked seen by itself,
+// offline until its first call) and, for kind agent, returns its token once.
 func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay.Agent, string, error) {
 	in, err := in.Validate()
 	if err != nil {
@@ -226,6 +226,8 @@ func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay
 			in.Slug, string(in.Kind), in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), nullString(in.Details), t.ts, t.ts, seq, hash); err != nil {
 			return fmt.Errorf("insert agent: %w", err)
 		}
+		// Not heard from yet: offline, as after a stream's close, until its first call.
+		t.db.book.left(in.Slug, t.ts)
 		if err := t.agentChanged(in.Slug); err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 type presenceBook struct {
 	mu      sync.Mutex
 	streams map[string]int    // slug → push streams open
-	closed  map[string]string // slug → last_seen_at written when its last stream closed
+	closed  map[string]string // slug → last_seen_at when its last stream closed, or the operator created it
 	remote  map[string]bool   // slug → online, as the mesh directory last said (nil: never synced)
 }
 

@@ -201,3 +201,22 @@ func TestDirectoryHoldsRemotePresence(t *testing.T) {
 	e.clock.Advance(relay.OnlineWindow + time.Second)
 	e.wantPresence("unlisted, the window on", "far", relay.Offline, 0)
 }
+
+// An agent the operator creates (agents add, the dashboard) has not been
+// heard from: it is offline until its first call, which brings it online
+// at once; one that registers itself is online from that call.
+func TestCreatedAgentOfflineUntilHeardFrom(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	_, _, _, before := e.presenceOf(relay.DefaultOperatorSlug) // created at Open
+	e.register("alice")                                        // by its own call
+	e.wantPresence("registered itself", "alice", relay.Online, before+1)
+	if _, _, err := e.db.CreateAgent(e.ctx, relay.CreateAgentInput{Slug: "builder", Kind: relay.KindAgent, DisplayName: "Builder", ModelSlug: "m", Capabilities: []string{"code"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.wantPresence("created by the operator", "builder", relay.Offline, before+1)
+	e.clock.Advance(time.Millisecond)
+	if _, err := e.db.Heartbeat(e.ctx, "builder"); err != nil {
+		t.Fatal(err)
+	}
+	e.wantPresence("its first call", "builder", relay.Online, before+2)
+}
