@@ -194,6 +194,36 @@ func TestTasksShow(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "Unknown task") {
 		t.Fatalf("tasks show of an unknown task: exit %d, %q", code, errs)
 	}
+
+	// The start of an id, as tasks list --query takes it: one task is
+	// shown; none, or several, are said. Time-ordered ids share their
+	// first characters, so the ids' ends tell these apart.
+	other, err := svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "builder", Title: "Second", Instructions: "x"})
+	noErr(t, err)
+	common := 0
+	for common < len(task.ID) && task.ID[common] == other.ID[common] {
+		common++
+	}
+	for _, tc := range []struct {
+		ref  string
+		code int
+		want string
+	}{
+		{strings.ToUpper(task.ID[:max(common+1, 8)]), 0, task.ID + "  Fix the build\n"},
+		{other.ID[:max(common+1, 8)], 0, other.ID + "  Second\n"},
+		{"ffffffff-ff", 1, `no task id starts with "ffffffff-ff"`},
+	} {
+		out, errs, code := run(t, append([]string{"tasks", "show", tc.ref}, loc...)...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("tasks show %s: exit %d, %q %q; want %d and %q", tc.ref, code, out, errs, tc.code, tc.want)
+		}
+	}
+	if common >= 8 {
+		_, errs, code = run(t, append([]string{"tasks", "show", task.ID[:common]}, loc...)...)
+		if code != 1 || !strings.Contains(errs, "2 task ids start with") || !strings.Contains(errs, task.ID) || !strings.Contains(errs, other.ID) {
+			t.Errorf("tasks show of a start two ids share: exit %d, %q", code, errs)
+		}
+	}
 }
 
 // Ensure `tasks list --agent` of a name the relay has no agent of says so

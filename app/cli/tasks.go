@@ -32,8 +32,12 @@ func tasksShow(args []string, stdout, stderr io.Writer) error {
 	if len(c.args) != 1 {
 		return fmt.Errorf("%w: tasks show needs one task id (tasks list shows them)", errUsage)
 	}
+	id, err := fullTaskID(c, c.args[0])
+	if err != nil {
+		return err
+	}
 	var d app.TaskDetail
-	if done, err := c.fetch("Tasks", "Get", &d, c.args[0]); done || err != nil {
+	if done, err := c.fetch("Tasks", "Get", &d, id); done || err != nil {
 		return asFlagError("tasks show", err, map[string]string{"id": "ID"})
 	}
 	// What agents wrote is shown clean (termsafe): it is not this
@@ -66,6 +70,42 @@ func tasksShow(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// fullTaskID is the task id ref names: ref itself when it is a whole id,
+// else the one task whose id starts with it (8 characters or more, as
+// `tasks list --query` takes them). No task, or several, is an error that
+// says which.
+func fullTaskID(c *command, ref string) (string, error) {
+	if _, err := relay.TaskID("id", ref); err == nil {
+		return ref, nil
+	}
+	f := relay.TaskFilter{Query: ref, Limit: relay.MaxListLimit}
+	prefix := f.IDPrefix()
+	if prefix == "" {
+		return ref, nil // too short to be a start: the relay's refusal says what an id is
+	}
+	var tasks []relay.TaskSummary
+	if err := c.call("Tasks", "List", &tasks, f); err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, t := range tasks {
+		if strings.HasPrefix(t.ID, prefix) {
+			ids = append(ids, t.ID)
+		}
+	}
+	switch {
+	case len(ids) == 1:
+		return ids[0], nil
+	case len(ids) == 0:
+		return "", fmt.Errorf("no task id starts with %q (crosschat-relay tasks list shows them)", termSafe(prefix))
+	}
+	shown := strings.Join(ids[:min(len(ids), 3)], ", ")
+	if len(ids) > 3 {
+		shown += ", …"
+	}
+	return "", fmt.Errorf("%d task ids start with %q (%s): give more of the id", len(ids), termSafe(prefix), shown)
 }
 
 // indent puts two spaces before each line of s.
