@@ -95,13 +95,24 @@ func (a *Agents) RevokeToken(slug string) (relay.Agent, error) {
 
 // Retire revokes an agent's token and retires it: it leaves the agent
 // lists and gets no new tasks, keeping its name (nobody else takes it) and
-// its tasks. `crosschat-relay projects remove` retires a project's agent.
+// its tasks; its worker is turned off and stops claiming (a run in progress
+// ends on its own, its task blocked). `crosschat-relay projects remove`
+// retires a project's agent.
 func (a *Agents) Retire(slug string) error {
 	svc, ctx, err := a.c.get()
 	if err != nil {
 		return err
 	}
-	return svc.RetireAgent(ctx, slug)
+	if slug, err = relay.NormalizeSlug("slug", slug); err != nil {
+		return err
+	}
+	if err := svc.RetireAgent(ctx, slug); err != nil {
+		return err
+	}
+	if err := a.c.reloadWorkersHook()(ctx, []string{slug}); err != nil {
+		return fmt.Errorf("agent %s retired, but its worker did not stop: %w", slug, err)
+	}
+	return nil
 }
 
 // Reinstate brings a retired agent back with a new token, revealed once

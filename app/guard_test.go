@@ -97,6 +97,40 @@ func TestDeletedAgentsWorkerIsNotInherited(t *testing.T) {
 	}
 }
 
+// Ensure retiring an agent (projects remove, as the dashboard's remove
+// does) stops its worker: a task of its requeued while it is retired waits,
+// queued, and its worker runs nothing; another agent's worker meanwhile runs
+// a task posted after it (claims go oldest first in each worker).
+func TestRetiredAgentsWorkerRunsNothing(t *testing.T) {
+	r := startRelay(t)
+	createAgent(t, r, "coder")
+	createAgent(t, r, "other")
+	echoWorker(t, r, "coder", "operator")
+	echoWorker(t, r, "other", "operator")
+	_, err := r.Services.Workers.SetPaused(true)
+	noErr(t, err)
+	kept, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "coder", Title: "Before the removal", Instructions: "Do it."})
+	noErr(t, err)
+	noErr(t, r.Services.Agents.Retire("coder"))
+	waitStatus(t, r, kept.ID, relay.StatusBlocked)
+	_, err = r.Services.Tasks.Requeue(kept.ID, "try again")
+	noErr(t, err)
+	_, err = r.Services.Workers.SetPaused(false)
+	noErr(t, err)
+
+	later, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "other", Title: "After the removal", Instructions: "Do it."})
+	noErr(t, err)
+	waitStatus(t, r, later.ID, relay.StatusCompleted)
+	if task := waitStatus(t, r, kept.ID, relay.StatusQueued, relay.StatusClaimed, relay.StatusCompleted, relay.StatusBlocked); task.Status != relay.StatusQueued {
+		t.Fatalf("the retired coder's task is %s (claimed via %q), want queued", task.Status, task.ClaimedVia)
+	}
+	if st, ok := workerStatus(t, r, "coder"); !ok || st.Enabled {
+		t.Fatalf("the retired coder's worker: %+v %v, want it there and off", st, ok)
+	}
+	_, err = r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "coder", Harness: "custom", Command: "/bin/true", Workdir: t.TempDir(), Enabled: true})
+	wantCode(t, err, relay.EInvalidRequest)
+}
+
 func workerStatus(t *testing.T, r *app.Relay, slug string) (relay.WorkerStatus, bool) {
 	t.Helper()
 	ov, err := r.Services.Workers.List()

@@ -1,6 +1,9 @@
 package relay
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // AgentKind tells software agents from the human operator.
 type AgentKind string
@@ -150,6 +153,21 @@ func HasOpenTasks(slug string, n int) error {
 	}
 	return Errorf(EAgentHasOpenTasks, "“%s” still has %d %s (on the Tasks page); cancel or finish them first.", slug, n, tasks).
 		WithDetails(map[string]any{"openTasks": n})
+}
+
+// RetiredNoWorker refuses a worker, or a worker's run, for a retired agent:
+// it takes no tasks, so nothing may run for it. Retiring an agent turns its
+// worker off; reinstating it leaves the worker off until the operator
+// turns it on.
+func RetiredNoWorker(slug string) error {
+	return Errorf(EInvalidRequest, "“%s” was retired (its project was removed or moved to another id), so it runs no worker: registering its folder again brings it back.", slug).
+		WithDetails(map[string]any{"slug": slug, "retired": true})
+}
+
+// RetiredBlocker is the blocked report the open tasks of a retired agent
+// get, and their senders read.
+func RetiredBlocker(slug string) string {
+	return fmt.Sprintf("%s was retired (its project removed, or its name moved): nobody will take this task. Cancel it, or post it again to another agent.", slug)
 }
 
 // RetiredRecipient refuses a task for a retired agent: it keeps its name

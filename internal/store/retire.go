@@ -12,7 +12,7 @@ import (
 // it keeps its name, so nobody can enroll or be created under it and read
 // the replies to its tasks, which stay. Retiring a retired agent changes
 // nothing. The tasks it was to do, or was doing, are blocked, and their
-// senders told (blockTasksOfRetired).
+// senders told (blockTasksOfRetired); its worker is turned off.
 func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -28,13 +28,11 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 		if err := blockTasksOfRetired(t, slug); err != nil {
 			return err
 		}
+		if _, err := t.exec(`UPDATE workers SET enabled = 0, updated_at = ? WHERE agent_slug = ?`, t.ts, slug); err != nil {
+			return fmt.Errorf("turn the retired agent's worker off: %w", err)
+		}
 		return t.agentChanged(slug)
 	})
-}
-
-// retiredReport is the blocker a retired agent's open tasks get.
-func retiredReport(slug string) string {
-	return fmt.Sprintf("%s was retired (its project removed, or its name moved): nobody will take this task. Cancel it, or post it again to another agent.", slug)
 }
 
 // blockTasksOfRetired blocks the tasks slug, now retired, was to do or was
@@ -50,7 +48,7 @@ func blockTasksOfRetired(t *tx, slug string) error {
 	if err != nil {
 		return err
 	}
-	msg := retiredReport(slug)
+	msg := relay.RetiredBlocker(slug)
 	for _, o := range list {
 		if _, err := t.exec(`UPDATE tasks SET status = 'blocked', lease_expires_at = NULL, updated_at = ? WHERE id = ?`, t.ts, o.id); err != nil {
 			return fmt.Errorf("block the retired agent's task: %w", err)

@@ -142,3 +142,36 @@ func TestRetireBlocksTheAgentsOpenTasks(t *testing.T) {
 		t.Errorf("the sender requeues a blocked task of a retired agent: %+v %v", got, err)
 	}
 }
+
+// A retired agent runs nothing: retiring it turns its worker off, no
+// worker is saved for it (that would turn it on again) and no run token is
+// issued for it; reinstated, its worker stays off until saved again.
+func TestRetiredAgentRunsNoWorker(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	e.saveWorker(workerConfig("bob"))
+	task := e.post("alice", "bob", "for the worker", 0)
+	if err := e.db.RetireAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := e.db.Worker(e.ctx, "bob"); err != nil || w.Enabled {
+		t.Fatalf("the retired bob's worker: %+v %v; want it off", w, err)
+	}
+	_, err := e.db.SaveWorker(e.ctx, workerConfig("bob"))
+	if wantCode(t, err, relay.EInvalidRequest); relay.AsError(err).Details["retired"] != true {
+		t.Fatalf("a worker saved for the retired bob: %v", err)
+	}
+	_, err = e.db.IssueRunToken(e.ctx, "bob", task.ID, 60)
+	if wantCode(t, err, relay.EInvalidRequest); relay.AsError(err).Details["retired"] != true {
+		t.Fatalf("a run token issued for the retired bob: %v", err)
+	}
+	if _, err := e.db.ReinstateAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := e.db.Worker(e.ctx, "bob"); err != nil || w.Enabled {
+		t.Fatalf("the reinstated bob's worker: %+v %v; want it off until saved", w, err)
+	}
+	if w := e.saveWorker(workerConfig("bob")); !w.Enabled {
+		t.Fatalf("saved again after the reinstatement: %+v", w)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -83,8 +84,8 @@ func (db *DB) IssueRunToken(ctx context.Context, slug, taskID string, ttlSeconds
 	}
 	token := relay.NewRunToken()
 	err = db.write(ctx, "issue run token", func(t *tx) error {
-		if _, err := t.mustBeAgent(slug, "only agents run tasks."); err != nil {
-			return err
+		if a, err := t.mustBeAgent(slug, "only agents run tasks."); err != nil || a.RetiredAt != "" {
+			return cmp.Or(err, relay.RetiredNoWorker(slug))
 		}
 		if err := taskExists(t.ctx, t.tx, taskID); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -98,8 +99,8 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 	}
 	var out relay.WorkerConfig
 	err = db.write(ctx, "save worker", func(t *tx) error {
-		if _, err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil {
-			return err
+		if a, err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil || a.RetiredAt != "" {
+			return cmp.Or(err, relay.RetiredNoWorker(c.AgentSlug))
 		}
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
 			return err
