@@ -10,6 +10,7 @@ import WorkerDialog from "./WorkerDialog.vue";
 import PathField from "./PathField.vue";
 import AgentsPage from "../pages/AgentsPage.vue";
 import { mergeSteps } from "../stores/workers/state";
+import { WORKER_FIELDS } from "../stores/workers/forms";
 import { T0, agent, harness, limits, localInfo, step, worker } from "../test/fakes";
 import { withStores } from "../test/mount";
 
@@ -295,6 +296,61 @@ describe("Agent card and worker dialog", () => {
     expect(w.get(".error-box").text()).toBe("disk full");
     expect(w.get("#wd-command").element.closest(".field")!.textContent).not.toContain("is not a program");
     w.unmount();
+  });
+
+  // Where each field's refusal lands: its control (the first of a group) and the worker it is shown for.
+  const claude = { harness: "claude-code", command: "/usr/bin/claude", args: [], promptMode: "stdin" as const };
+  const controls: Record<(typeof WORKER_FIELDS)[number], { control: string; worker?: Parameters<typeof worker>[0] }> = {
+    command: { control: "#wd-command" },
+    args: { control: "#wd-args" },
+    workdir: { control: "#wd-workdir" },
+    extraDirs: { control: "#wd-extra-0", worker: { extraDirs: ["/srv/shared"] } },
+    allowedSenders: { control: '.senders input[type="checkbox"]' },
+    timeoutMinutes: { control: "#wd-timeout" },
+    runsPerHour: { control: "#wd-runs" },
+    env: { control: "#wd-env" },
+    allowPaths: { control: "#wd-allow-paths" },
+    session: { control: "#wd-session", worker: claude },
+  };
+  it.each(WORKER_FIELDS.map((f) => [f]))("focuses the control a refusal naming %s is about and shows the message there", async (field) => {
+    const { control, worker: p } = controls[field];
+    const s = await withStores({ agents: [operator, agent()], workers: [worker(p)] });
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", `${field}: “x” is refused by this relay.`));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    const el = w.get(control).element;
+    expect(document.activeElement).toBe(el);
+    // The message is the error of the field (or the group of fields) the control is in.
+    let at = el.closest(".field");
+    while (at && !at.querySelector(":scope > .err")) at = at.parentElement!.closest(".field");
+    expect(at?.querySelector(":scope > .err")?.textContent).toContain("“x” is refused by this relay.");
+    expect(w.find(".error-box").exists()).toBe(false);
+    w.unmount();
+  });
+
+  it("shows a refusal naming a field the form does not show in the box", async () => {
+    // A preset program has no arguments field.
+    const s = await withStores({ agents: [operator, agent()], workers: [worker(claude)] });
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", "args: at most 64 arguments."));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.find("#wd-args").exists()).toBe(false);
+    expect(w.get(".error-box").text()).toBe("args: at most 64 arguments.");
+    w.unmount();
+
+    // Connecting without a worker shows no worker fields at all.
+    const c = s.mount(ConnectDialog, { props: { harness: harness(), local: localInfo(), limits: limits() } });
+    vi.mocked(s.api.workers.connect).mockRejectedValueOnce(new ApiError("invalid_request", "workdir: must be an absolute path."));
+    await c.find(".auto .check.head input").setValue(false);
+    await c.find('[data-test="connect-form"]').trigger("submit");
+    await flushPromises();
+    expect(c.find("#cn-workdir").exists()).toBe(false);
+    expect(c.get(".error-box").text()).toBe("workdir: must be an absolute path.");
+    c.unmount();
   });
 
   it("binds a Claude Code worker to a session picked among the folder's sessions", async () => {

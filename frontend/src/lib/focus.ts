@@ -5,6 +5,11 @@ export function focusables(root: HTMLElement): HTMLElement[] {
   return [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => !el.hasAttribute("inert") && el.tabIndex >= 0);
 }
 
+/** firstControl is el when it takes the focus itself, else its first control inside; none when neither. */
+export function firstControl(el: HTMLElement): HTMLElement | undefined {
+  return el.matches(FOCUSABLE) && !el.hasAttribute("inert") && el.tabIndex >= 0 ? el : focusables(el)[0];
+}
+
 /** trapTab keeps Tab and Shift+Tab inside root. */
 export function trapTab(e: KeyboardEvent, root: HTMLElement) {
   if (e.key !== "Tab") return;

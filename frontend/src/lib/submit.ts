@@ -3,6 +3,7 @@
 // appear only after the first attempt.
 import { computed, nextTick, ref, type ComputedRef, type Ref } from "vue";
 import { errorMessage } from "../api";
+import { firstControl } from "./focus";
 
 /** Submit is a form's submit state and the function that runs its action. */
 export interface Submit {
@@ -70,20 +71,31 @@ export function fieldRefusal(error: string, fields: readonly string[]): FieldRef
 /**
  * atField shows a relay refusal that names one of fields at that field:
  * refusal is it (null for none), with(errors) adds it to a form's own field
- * errors, and reveal(idOf) focuses the field after a failed run, so a
- * refusal at the bottom of a long form is seen (its box stays for the rest).
+ * errors, and reveal(form) focuses the field after a failed run, so a
+ * refusal at the bottom of a long form is seen. A field's control is the
+ * element marked data-field="<name>" in the form, or the first control
+ * inside it (a group of checkboxes). inBox is what the form's general box
+ * shows: any other error, and a refusal whose field the form does not show
+ * now (a preset program's arguments, the worker of a connect without one).
  */
 export function atField(error: Ref<string>, fields: readonly string[]) {
   const refusal: ComputedRef<FieldRefusal | null> = computed(() => fieldRefusal(error.value, fields));
+  // The refusal reveal found no control for, so the box shows it.
+  const unplaced = ref("");
+  const inBox = computed(() => (!refusal.value || unplaced.value === error.value ? error.value : ""));
   function withErrors<E extends object>(errors: E): E {
     const r = refusal.value;
     return r ? { ...errors, [r.field]: r.message } : errors;
   }
-  async function reveal(idOf: (field: string) => string) {
+  async function reveal(form: HTMLElement | null | undefined) {
+    unplaced.value = "";
     const r = refusal.value;
     if (!r) return;
     await nextTick();
-    document.getElementById(idOf(r.field))?.focus();
+    const el = form?.querySelector<HTMLElement>(`[data-field="${r.field}"]`);
+    const control = el ? firstControl(el) : undefined;
+    if (control) control.focus();
+    else unplaced.value = error.value;
   }
-  return { refusal, withErrors, reveal };
+  return { refusal, inBox, withErrors, reveal };
 }
