@@ -233,6 +233,19 @@ type TaskFilter struct {
 	Limit int `json:"limit,omitempty"`
 }
 
+// Validate refuses a filter no task could pass: a status that is none, or
+// a query longer than any title (MaxShortText), whose pattern SQLite would
+// refuse as too complex.
+func (f TaskFilter) Validate() error {
+	for _, s := range f.Statuses {
+		if !s.Valid() {
+			return Errorf(EInvalidRequest, "status: %q is not a task status.", s)
+		}
+	}
+	_, err := Text("query", f.Query, 0, MaxShortText)
+	return err
+}
+
 // IDPrefix is the start of a task id the Query names, in lowercase: the
 // Query itself once it has 8 characters or more (fewer would match every
 // id), else "".

@@ -43,12 +43,10 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 		where []string
 		args  []any
 	)
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
 	if len(f.Statuses) > 0 {
-		for _, s := range f.Statuses {
-			if !s.Valid() {
-				return nil, relay.Errorf(relay.EInvalidRequest, "status: %q is not a task status.", s)
-			}
-		}
 		list, statuses := inList(f.Statuses)
 		where = append(where, "t.status IN "+list)
 		args = append(args, statuses...)

@@ -263,8 +263,19 @@ func TestListTasksAndSummaries(t *testing.T) {
 		{"an id's end is not its start", relay.TaskFilter{Query: c.ID[len(c.ID)-12:]}, nil},
 		{"a short query matches titles only", relay.TaskFilter{Query: a.ID[:2]}, nil},
 	})
-	_, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Statuses: []relay.TaskStatus{"done"}})
-	wantCode(t, err, relay.EInvalidRequest)
+	for _, bad := range []relay.TaskFilter{
+		{Statuses: []relay.TaskStatus{"done"}},
+		// Longer than any title: refused, not an internal error from
+		// SQLite's "LIKE or GLOB pattern too complex" (50,000 characters).
+		{Query: strings.Repeat("x", relay.MaxShortText+1)},
+		{Query: strings.Repeat("x", 50000)},
+	} {
+		_, err := e.db.ListTasks(e.ctx, bad)
+		wantCode(t, err, relay.EInvalidRequest)
+	}
+	if got, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Query: strings.Repeat("x", relay.MaxShortText)}); err != nil || len(got) != 0 {
+		t.Fatalf("a query as long as a title may be: %v %v", got, err)
+	}
 
 	sums, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Query: "API"})
 	if err != nil || len(sums) != 1 {
