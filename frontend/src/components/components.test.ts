@@ -393,4 +393,14 @@ describe("SignIn", () => {
     expect(first.find("[role=status]").exists()).toBe(false);
     expect(first.text()).toContain("Sign in with the relay's admin token");
   });
+
+  it("ties the note to the token field, so a screen reader reads it with the focused field", () => {
+    const back = mount(SignIn, { props: { note: SESSION_ENDED }, attachTo: document.body });
+    const input = back.get("#token");
+    const ids = input.attributes("aria-describedby")?.split(" ") ?? [];
+    expect(ids.map((id) => document.getElementById(id)?.textContent)).toContain(SESSION_ENDED);
+    back.unmount();
+    const first = mount(SignIn);
+    expect(first.get("#token").attributes("aria-describedby")).toBeUndefined();
+  });
 });

@@ -16,6 +16,14 @@ describe("sessionNote", () => {
     expect(signInNote(s)).toBe("");
   });
 
+  it("names the usual causes: the session's 12 hours (internal/web/session.go) and a relay restart, for this tab", () => {
+    expect(SESSION_ENDED).toContain("12 hours");
+    expect(SESSION_ENDED).toMatch(/relay restart/);
+    expect(SESSION_ENDED).toMatch(/this tab/);
+    // Each tab signs in on its own: another tab's sign-out does not end this one.
+    expect(SESSION_ENDED).not.toMatch(/elsewhere/);
+  });
+
   it("stays quiet when storage refuses", () => {
     const refuses = {
       getItem: () => {

@@ -1,15 +1,16 @@
 /**
  * What the sign-in page says when a browser tab comes back to it: a tab
- * that was signed in lost its session (the relay restarted, which ends
- * every session, or it was signed out elsewhere); a first visit needs no
- * word. The tab remembers it was signed in in sessionStorage (this tab
- * only, gone with it).
+ * that was signed in lost its session; a first visit needs no word. Each
+ * tab signs in on its own (its session is kept in its sessionStorage), so
+ * the usual causes are the session's lifetime (sessionLifetime in
+ * internal/web/session.go) and a restart of the relay, which ends every
+ * session. The tab remembers it was signed in in sessionStorage too.
  */
 
 const KEY = "crosschat-signed-in";
 
 /** SESSION_ENDED is the sign-in page's note for a session that ended. */
-export const SESSION_ENDED = "Your session ended: the relay restarted, or this session was signed out elsewhere. Sign in again.";
+export const SESSION_ENDED = "Your session in this tab ended: sessions last 12 hours, and a relay restart ends them sooner. Sign in again.";
 
 /** rememberSignedIn notes that this tab is signed in. */
 export function rememberSignedIn(s: Pick<Storage, "setItem">): void {
