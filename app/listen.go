@@ -22,7 +22,7 @@ func listen(cfg config.Config) (net.Listener, error) {
 	case err == nil:
 		return ln, nil
 	case addrInUse(err):
-		holder, ours := portHolder(cfg.DataDir, cfg.Port)
+		holder, ours := portHolder(cfg)
 		return nil, &portTakenError{addr: cfg.Addr(), holder: holder, ours: ours, err: err}
 	default:
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
@@ -68,14 +68,16 @@ func (e *portTakenError) Is(target error) bool {
 	return target == ErrPortTaken || target == ErrAlreadyRunning && e.ours
 }
 
-// portHolder says who holds port: the relay serving dataDir when it holds
-// dataDir's lock and its run file names that port (its pid and address
-// named), else another program (or a relay with another data folder). It
+// portHolder says who holds cfg's port: the relay serving cfg's data
+// folder when it holds the folder's lock and its run file names that port
+// (its pid and address named, and the flags that reach it, as the banner
+// prints them), else another program (or a relay with another data folder). It
 // only looks: the lock, if free, is given back at once (lockDataDir waits
 // out such a look), and a run file is left as it is. ours says the relay
 // of dataDir runs (holding the port or not): the start could not have
 // gone on anyway.
-func portHolder(dataDir string, port int) (holder string, ours bool) {
+func portHolder(cfg config.Config) (holder string, ours bool) {
+	dataDir, port := cfg.DataDir, cfg.Port
 	const other = "another program (or a relay with another data folder) listens there: choose another port with --port, or stop that program"
 	l, err := filelock.Lock(filepath.Join(dataDir, lockFileName))
 	if err == nil {
@@ -90,5 +92,6 @@ func portHolder(dataDir string, port int) (holder string, ours bool) {
 		// the folder is, so nothing failed).
 		return fmt.Sprintf("%s (the relay of the data folder %s runs at %s)", other, dataDir, info.URL), true
 	}
-	return fmt.Sprintf("Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status` shows it, `crosschat-relay quit` stops it", info.PID, info.URL, dataDir), true
+	at := locationArgs(cfg)
+	return fmt.Sprintf("Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status%s` shows it, `crosschat-relay quit%s` stops it", info.PID, info.URL, dataDir, at, at), true
 }

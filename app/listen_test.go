@@ -26,8 +26,11 @@ func TestPortTakenSaysWho(t *testing.T) {
 	first := apptest.Start(t, apptest.Config(dir), app.StartOptions{Version: "test"})
 	port := first.Config().Port
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	running := fmt.Sprintf("%s: address already in use: Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status` shows it, `crosschat-relay quit` stops it",
-		addr, os.Getpid(), first.Config().BaseURL(), dir)
+	// The commands it names reach that relay, as the banner's do: its port
+	// and folder are not the defaults, so a bare `quit` would stop another.
+	at := fmt.Sprintf(" --port %d --data-dir %s", port, dir)
+	running := fmt.Sprintf("%s: address already in use: Crosschat Relay (pid %d, %s) is already running on the data folder %s: `crosschat-relay status%s` shows it, `crosschat-relay quit%s` stops it",
+		addr, os.Getpid(), first.Config().BaseURL(), dir, at, at)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
