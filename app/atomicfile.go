@@ -1,10 +1,34 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 )
+
+// ErrNotRegular is ReadSmallFile's refusal of a path that is no regular
+// file (a FIFO, a device, a folder).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ReadSmallFile reads at most limit bytes of the regular file at path
+// without blocking on what is planted there instead: it opens without
+// waiting for a FIFO's writer and refuses anything but a regular file
+// (ErrNotRegular). A missing file is os.ErrNotExist, as os.ReadFile says.
+func ReadSmallFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", path, cmp.Or(err, ErrNotRegular))
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
 
 // WriteFileAtomic replaces path with b (mode 0600) by writing a sibling
 // .tmp file and renaming it over path, so a reader never sees half a file;

@@ -31,10 +31,14 @@ func writeRunFile(dataDir string, info RunInfo) error {
 	return WriteJSONAtomic(filepath.Join(dataDir, RunFileName), info, "write run file")
 }
 
-// ReadRunFile returns the run file of dataDir; ok is false when there is none.
+// maxRunFile bounds what ReadRunFile reads: a run file is a few hundred bytes.
+const maxRunFile = 64 << 10
+
+// ReadRunFile returns the run file of dataDir; ok is false when there is
+// none. A FIFO or a device planted there is refused, not waited on.
 func ReadRunFile(dataDir string) (RunInfo, bool, error) {
 	var info RunInfo
-	b, err := os.ReadFile(filepath.Join(dataDir, RunFileName))
+	b, err := ReadSmallFile(filepath.Join(dataDir, RunFileName), maxRunFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return info, false, nil
 	}
@@ -47,9 +51,13 @@ func ReadRunFile(dataDir string) (RunInfo, bool, error) {
 	return info, true, nil
 }
 
-// removeRunFile removes the run file if it is still this process's.
+// removeRunFile removes the run file if it is still this process's (what
+// is no regular file is not: it is left).
 func removeRunFile(dataDir string) error {
 	info, ok, err := ReadRunFile(dataDir)
+	if errors.Is(err, ErrNotRegular) {
+		return nil
+	}
 	if err != nil || !ok || info.PID != os.Getpid() {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -277,19 +278,13 @@ const maxCursorFile = 64
 // file: a FIFO another user planted at the path would block the read for
 // ever, and the monitor with it.
 func readCursor(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := app.ReadSmallFile(path, maxCursorFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return -1, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read --state: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	case errors.Is(err, app.ErrNotRegular):
 		return 0, fmt.Errorf("--state %s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxCursorFile))
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("read --state: %w", err)
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)

@@ -1,0 +1,54 @@
+//go:build unix
+
+package app_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/apptest"
+)
+
+// A FIFO planted at the run file's path blocked every reader of it for
+// ever: a second start on the port (its port-taken message reads the run
+// file), status, quit and the verbs that find the relay by it. It is
+// refused at once as no regular file, and the start says the port is taken.
+func TestRunFileFIFORefused(t *testing.T) {
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	first := apptest.Start(t, apptest.Config(dir), app.StartOptions{Version: "test"})
+	run := filepath.Join(dir, app.RunFileName)
+	if err := os.Remove(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(run, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		_, _, err := app.ReadRunFile(dir)
+		done <- err
+		cfg := apptest.Config(dir)
+		cfg.Port = first.Config().Port
+		r, err := app.Start(cfg, app.StartOptions{Version: "test"})
+		if err == nil {
+			apptest.Stop(t, r)
+		}
+		done <- err
+	}()
+	for _, want := range []error{app.ErrNotRegular, app.ErrPortTaken} {
+		select {
+		case err := <-done:
+			if !errors.Is(err, want) {
+				t.Fatalf("got %v, want %v", err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("still waiting on the FIFO after 30 s, for %v", want)
+		}
+	}
+}
