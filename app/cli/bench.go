@@ -2,19 +2,17 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/benchrun"
 	"github.com/crosschat/crosschat-relay/internal/bench"
 	"github.com/crosschat/crosschat-relay/internal/config"
 )
@@ -91,7 +89,7 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.WakeSamples, "wake-samples", bench.DefaultWakeSamples, "wake-up samples (0 skips)")
 	fs.DurationVar(&o.Timeout, "timeout", bench.DefaultTimeout, "give up after this long")
 	fs.StringVar(&dataParent, "data-dir", "", "folder to create the relay's temporary data dir in (default: the system temp dir)")
-	fs.StringVar(&tmpfs, "tmpfs", defaultTmpfs(), "tmpfs folder for the second run (\"\" skips it)")
+	fs.StringVar(&tmpfs, "tmpfs", benchrun.DefaultTmpfs(), "tmpfs folder for the second run (\"\" skips it)")
 	fs.IntVar(&o.Waiters, "waiters", bench.DefaultWaiters, "waiting claims parked at once in the waiters phase (0 skips)")
 	fs.IntVar(&rounds, "rounds", 1, "measure the data folder and tmpfs this many times, interleaved, and print each figure's median")
 	fs.BoolVar(&inProcess, "in-process", false, "run the relay inside the bench process (one run, no CPU or commit figures)")
@@ -108,10 +106,10 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if child != "" {
-		return benchChildMesh(child, version, profileDir, meshEmbed, meshJoin, os.Stdin, stdout, stderr)
+		return benchrun.ServeChild(benchrun.Child{Dir: child, Version: version, Profile: profileDir, MeshEmbed: meshEmbed, MeshJoin: meshJoin}, os.Stdin, stdout, stderr)
 	}
 	if floorChild != "" {
-		return benchFloorChild(floorChild, os.Stdin, stdout)
+		return benchrun.ServeFloor(floorChild, os.Stdin, stdout)
 	}
 	if o.Waiters == 0 {
 		o.Waiters = -1
@@ -142,12 +140,10 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 	if o.WakeSamples == 0 {
 		o.WakeSamples = -1
 	}
-	o.Progress = stderr
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var rep *bench.Report
 	if o.URL != "" {
 		if token == "" {
 			token, _ = env(config.EnvAPIToken)
@@ -164,22 +160,12 @@ func benchCmd(args []string, version string, stdout, stderr io.Writer) error {
 			}
 			o.Peer = &bench.Peer{URL: peerURL, AdminToken: peerToken}
 		}
-		if rep, err = bench.Run(ctx, o); err != nil {
-			return err
-		}
-	} else if inProcess {
-		if rep, err = benchInProcess(ctx, o, dataParent, version, stderr); err != nil {
-			return err
-		}
-	} else if meshRun {
-		return benchMesh(ctx, o, dataParent, rounds, jsonOut, stdout, stderr)
-	} else {
-		return benchChildren(ctx, o, dataParent, tmpfs, rounds, profileDir, jsonOut, stdout, stderr)
 	}
-	if jsonOut {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteText(stdout)
+	return benchrun.Run(ctx, benchrun.Options{
+		Bench: o, Version: version, DataParent: dataParent, Tmpfs: tmpfs, Rounds: rounds,
+		InProcess: inProcess, Mesh: meshRun, ProfileDir: profileDir, JSON: jsonOut,
+		Stdout: stdout, Stderr: stderr,
+	})
 }
 
 // envPeerToken holds the admin token of the --peer-url relay.
@@ -202,84 +188,4 @@ func parseSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// inBenchDir runs run in a new temporary data dir made in parent (or the
-// system temp dir) and removes the dir after.
-func inBenchDir(parent string, run func(dir string) (*bench.Report, error)) (rep *bench.Report, err error) {
-	dir, err := os.MkdirTemp(parent, "crosschat-bench-")
-	if err != nil {
-		return nil, fmt.Errorf("temp data dir: %w", err)
-	}
-	defer func() {
-		if rmErr := os.RemoveAll(dir); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove %s: %w", dir, rmErr))
-		}
-	}()
-	return run(dir)
-}
-
-// benchInProcess starts a relay in a temporary data directory (in parent,
-// or the system temp dir) on a random loopback port, runs the bench against it, and removes everything after.
-func benchInProcess(ctx context.Context, o bench.Options, parent, version string, stderr io.Writer) (*bench.Report, error) {
-	return inBenchDir(parent, func(dir string) (*bench.Report, error) {
-		return benchRelayIn(ctx, o, dir, version, stderr)
-	})
-}
-
-// benchRelayIn starts a relay with its data in dir, runs the bench against
-// it and shuts it down.
-func benchRelayIn(ctx context.Context, o bench.Options, dir, version string, stderr io.Writer) (rep *bench.Report, err error) {
-	cfg, err := benchConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	// Relay logs below warnings would interleave with the progress lines.
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t0 := time.Now()
-	r, err := app.Start(cfg, app.StartOptions{Version: version, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("bench: start relay: %w", err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if shErr := r.Shutdown(sctx); shErr != nil {
-			err = errors.Join(err, fmt.Errorf("bench: shut the relay down: %w", shErr))
-		}
-	}()
-	o.URL = "http://" + r.Addr().String()
-	c := bench.NewClient(o.URL, 2)
-	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, err = c.WaitHealthy(hctx)
-	cancel()
-	c.Close()
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	o.Startup = time.Since(t0)
-	if o.AdminToken, err = cfg.AdminToken(false); err != nil {
-		return nil, fmt.Errorf("bench: admin token: %w", err)
-	}
-	o.Service = r.Service()
-	o.InProcess = true
-	o.FloorDir = dir
-	return bench.Run(ctx, o)
-}
-
-// benchConfig is a serve configuration for dir on a random loopback port,
-// independent of the CROSSCHAT_* environment and any .env file, with the
-// serve flags extra (a bench relay of a mesh).
-func benchConfig(dir string, extra ...string) (config.Config, error) {
-	var cfg config.Config
-	noEnv := func(string) (string, bool) { return "", false }
-	fs := cfg.NewFlagSet("bench", noEnv, true, io.Discard)
-	if err := fs.Parse(append([]string{"--host", "127.0.0.1", "--port", "1", "--data-dir", dir}, extra...)); err != nil {
-		return cfg, fmt.Errorf("bench: relay config: %w", err)
-	}
-	if err := cfg.Finish(); err != nil {
-		return cfg, fmt.Errorf("bench: relay config: %w", err)
-	}
-	cfg.Port = 0 // Finish wants a real port; listen on any free one
-	return cfg, nil
 }

@@ -109,7 +109,7 @@ var testOnly = []string{"internal/poll", "internal/testkit", "app/apptest"}
 // import imp, or "" when it may.
 func violation(pkg, imp string) string {
 	std := !strings.Contains(strings.Split(imp, "/")[0], ".")
-	composition := pkg == "." || pkg == "app" || pkg == "app/cli" || pkg == "app/shell" || pkg == "app/apptest"
+	composition := pkg == "." || pkg == "app" || pkg == "app/cli" || pkg == "app/benchrun" || pkg == "app/shell" || pkg == "app/apptest"
 	if std {
 		if pkg == "internal/relay" {
 			for _, e := range edgeStd {
@@ -235,6 +235,12 @@ func TestViolation(t *testing.T) {
 		{"app/shell", module + "internal/desktop", false},
 		{"app/shell", "github.com/wailsapp/wails/v2/pkg/menu", false},
 		{"app/cli", module + "app/shell", true},
+		{"app/benchrun", module + "app", false},
+		{"app/benchrun", module + "internal/bench", false},
+		{"app/benchrun", module + "internal/store", false},
+		{"app/cli", module + "app/benchrun", false},
+		{"app/benchrun", module + "app/shell", true},
+		{"internal/bench", module + "app/benchrun", true},
 		{"app", module + "app/shell", true},
 		{"internal/desktop", module + "app/shell", true},
 	}

@@ -1,4 +1,4 @@
-package cli
+package benchrun
 
 import (
 	"bufio"
@@ -51,8 +51,9 @@ type benchSummary struct {
 	Medians *bench.Rounds `json:"medians,omitempty"`
 }
 
-// defaultTmpfs is /dev/shm when it exists.
-func defaultTmpfs() string {
+// DefaultTmpfs is /dev/shm when it exists, else "": the default of
+// Options.Tmpfs.
+func DefaultTmpfs() string {
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		return "/dev/shm"
 	}
@@ -307,35 +308,47 @@ func (p *childProbe) ask(request string) (bench.Sample, error) {
 	return s, nil
 }
 
-// benchChild is the child side: serve a relay on dir, answer samples, and
-// record a CPU profile into the file profile when asked (bench_profile.go).
-func benchChild(dir, version, profile string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return benchChildMesh(dir, version, profile, "", false, stdin, stdout, stderr)
+// Child is what a child relay is told on its command line: the verb's
+// hidden flags, which the parent passes it (startChild).
+type Child struct {
+	// Dir is the relay's data folder (--relay-child DIR).
+	Dir string
+	// Version is the version the relay reports.
+	Version string
+	// Profile is the file the relay records its CPU profile into when the
+	// parent asks (--cpuprofile FILE, profile.go); "" refuses the request.
+	Profile string
+	// MeshEmbed, when set, runs NATS inside the relay on this HOST:PORT
+	// (--mesh-embed, mesh.go).
+	MeshEmbed string
+	// MeshJoin has the relay join the NATS URL on its first line of input
+	// (--mesh-join: an invite, so it stays off the command line).
+	MeshJoin bool
 }
 
-// benchChildMesh is benchChild in a mesh (bench_mesh.go): with embed, the
-// relay runs NATS on that address; with join, its first line of input is
-// the NATS URL to join (an invite: it stays off the command line). Either
-// way it trusts every relay of the mesh (scratch relays of one bench).
-func benchChildMesh(dir, version, profile, embed string, join bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+// ServeChild is the child side: it serves a relay as c says, prints its
+// ready line, answers the parent's samples (and profile requests) on stdin
+// until stdin ends, and shuts the relay down. In a mesh the relay trusts
+// every relay of it (scratch relays of one bench).
+func ServeChild(c Child, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	in := bufio.NewReader(stdin)
 	var extra []string
 	switch {
-	case embed != "":
-		extra = []string{"--nats-embed", embed, "--nats-name", "bench-a", "--mesh-trust", config.TrustAccount}
-	case join:
+	case c.MeshEmbed != "":
+		extra = []string{"--nats-embed", c.MeshEmbed, "--nats-name", "bench-a", "--mesh-trust", config.TrustAccount}
+	case c.MeshJoin:
 		url, err := in.ReadString('\n')
 		if err != nil {
 			return fmt.Errorf("bench child: read the NATS URL to join: %w", err)
 		}
 		extra = []string{"--nats", strings.TrimSpace(url), "--nats-name", "bench-b", "--mesh-trust", config.TrustAccount}
 	}
-	cfg, err := benchConfig(dir, extra...)
+	cfg, err := benchConfig(c.Dir, extra...)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := app.Start(cfg, app.StartOptions{Version: version, Logger: log})
+	r, err := app.Start(cfg, app.StartOptions{Version: c.Version, Logger: log})
 	if err != nil {
 		return fmt.Errorf("bench child: start relay: %w", err)
 	}
@@ -347,11 +360,11 @@ func benchChildMesh(dir, version, profile, embed string, join bool, stdin io.Rea
 		}
 	}()
 	url := "http://" + r.Addr().String()
-	c := bench.NewClient(url, 2)
+	hc := bench.NewClient(url, 2)
 	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	_, err = c.WaitHealthy(hctx)
+	_, err = hc.WaitHealthy(hctx)
 	cancel()
-	c.Close()
+	hc.Close()
 	if err != nil {
 		return fmt.Errorf("bench child: %w", err)
 	}
@@ -363,7 +376,7 @@ func benchChildMesh(dir, version, profile, embed string, join bool, stdin io.Rea
 		return fmt.Errorf("bench child: %w", err)
 	}
 	stats, _ := r.Service().(interface{ WriteStats() store.WriteStats })
-	prof := &cpuProfile{path: profile}
+	prof := &cpuProfile{path: c.Profile}
 	defer func() { err = errors.Join(err, prof.stop()) }()
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {

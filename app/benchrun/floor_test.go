@@ -1,4 +1,4 @@
-package cli
+package benchrun
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ func TestBenchFloorChild(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- benchFloorChild(dir, stdinR, stdoutW) }()
+	go func() { done <- ServeFloor(dir, stdinR, stdoutW) }()
 	line, err := bufio.NewReader(stdoutR).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestBenchFloorChild(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("benchFloorChild: %v", err)
+			t.Fatalf("ServeFloor: %v", err)
 		}
 	case <-ctx.Done():
 		t.Fatal("the floor service did not stop at the end of stdin")

@@ -1,4 +1,4 @@
-package cli
+package benchrun
 
 import (
 	"errors"
@@ -18,8 +18,10 @@ import (
 // for a request that commits once, with no relay code in the way. It prints
 // "ready <url>" and serves until the end of stdin.
 
-// benchFloorChild serves the floor service on a random loopback port.
-func benchFloorChild(dir string, stdin io.Reader, stdout io.Writer) (err error) {
+// ServeFloor is the floor service's side: it serves the floor service on
+// a random loopback port, writing in dir, prints its ready line and serves
+// until stdin ends.
+func ServeFloor(dir string, stdin io.Reader, stdout io.Writer) (err error) {
 	fs, err := bench.NewFloorServer(dir)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package cli
+package benchrun
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ func TestBenchChildWaitersPhase(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- benchChild(t.TempDir(), "test", "", stdinR, stdoutW, &stderr) }()
+	go func() { done <- ServeChild(Child{Dir: t.TempDir(), Version: "test"}, stdinR, stdoutW, &stderr) }()
 	out := bufio.NewReader(stdoutR)
 	line, err := out.ReadString('\n')
 	if err != nil {
@@ -112,7 +112,9 @@ func TestBenchChildProfile(t *testing.T) {
 			stdoutR, stdoutW := io.Pipe()
 			var stderr bytes.Buffer
 			done := make(chan error, 1)
-			go func() { done <- benchChild(t.TempDir(), "test", path, stdinR, stdoutW, &stderr) }()
+			go func() {
+				done <- ServeChild(Child{Dir: t.TempDir(), Version: "test", Profile: path}, stdinR, stdoutW, &stderr)
+			}()
 			out := bufio.NewReader(stdoutR)
 			if line, err := out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "ready ") {
 				t.Fatalf("first line %q, %v", line, err)
