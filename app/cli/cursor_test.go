@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,37 @@ func TestMonitorStateFileFromTheFirstStart(t *testing.T) {
 	mon = startMonitor(t, "--state", beaState)
 	mon.await(t, task.ID)
 	mon.stop(t)
+}
+
+// A --state file written against another relay (the project registered
+// again on a new one, or the data folder reset) holds a cursor past this
+// relay's newest event: the monitor still prints the tasks queued here, says
+// why it starts over, and the file follows this relay's journal after.
+func TestMonitorStateFromAnotherRelay(t *testing.T) {
+	e := newEveryday(t)
+	_, web, queued := e.apiSendsWeb(t, "Queued on the new relay")
+	t.Chdir(web)
+	state := filepath.Join(t.TempDir(), "web.state")
+	noErr(t, os.WriteFile(state, []byte("999\n"), 0o600))
+	mon := startMonitor(t, "--state", state)
+	mon.await(t, queued)
+	if !strings.Contains(mon.errb.String(), "cursor 999 is past this relay's newest event") {
+		t.Errorf("the monitor did not say why it starts over:\n%s", mon.dump())
+	}
+	mon.stop(t)
+	n, err := readCursorFile(state)
+	if err != nil || n >= 999 {
+		t.Fatalf("the state file after: %d %v; want this relay's cursor", n, err)
+	}
+}
+
+// readCursorFile reads a --state file's cursor.
+func readCursorFile(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
 // runningMonitor is a `monitor` of the test, in the working folder.

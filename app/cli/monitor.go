@@ -253,6 +253,10 @@ func (f *liveFlags) liveSession(env func(string) string) (id, name string, err e
 // and passed over what arrived while nothing ran). A failure is logged;
 // the next event writes the file again.
 //
+// A cursor the relay answers below the file's (the file was another
+// relay's, or its data was reset) is written too, so the next process does
+// not ask past the journal again.
+//
 // It compares with the cursor the stream began after (the file's, read
 // once before), not the file again: a read on the stream's path could
 // block it.
@@ -261,7 +265,7 @@ func keepReadyCursor(ps *client.PushStream, state string) {
 		return
 	}
 	ps.OnReady = func(cursor int64) {
-		if cursor <= ps.After {
+		if cursor == ps.After {
 			return
 		}
 		if err := writeCursor(state, cursor); err != nil && ps.Logf != nil {

@@ -246,7 +246,13 @@ func (s *PushStream) dispatch(event, data string) error {
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			return fmt.Errorf("bad ready event: %w", err)
 		}
-		if s.Cursor() < 0 {
+		switch c := s.Cursor(); {
+		case c < 0:
+			s.setCursor(r.Cursor)
+		case r.Cursor < c:
+			// The relay's journal ends before this cursor: it is another
+			// relay's, or this one's before its data was reset.
+			s.logf("push stream: cursor %d is past this relay's newest event; reading its events from %d", c, r.Cursor)
 			s.setCursor(r.Cursor)
 		}
 		s.logf("push stream: connected after event %d (newer events follow)", s.Cursor())

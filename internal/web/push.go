@@ -108,11 +108,19 @@ func (h *handler) servePush(w http.ResponseWriter, r *http.Request) {
 		h.writeDomainError(w, r, "push open", err)
 		return
 	}
+	// No cursor starts from now. A cursor past the newest event is
+	// another journal's (another relay's, or this one's before its data
+	// was reset): it starts from the beginning, told it may have missed
+	// some, rather than skip every event until the sequence passes it.
+	newest, err := h.push.PushCursor(r.Context())
+	if err != nil {
+		h.writeDomainError(w, r, "push cursor", err)
+		return
+	}
 	if after < 0 {
-		if after, err = h.push.PushCursor(r.Context()); err != nil {
-			h.writeDomainError(w, r, "push cursor", err)
-			return
-		}
+		after = newest
+	} else if after > newest {
+		after = 0
 	}
 	if p.Kind == relay.PrincipalAgent {
 		// The agent's own stream holds it online while it is open; the

@@ -292,6 +292,37 @@ func TestPushCursorOlderThanTheStream(t *testing.T) {
 	}
 }
 
+// A cursor past the newest event (a monitor's saved cursor from another
+// relay, or from before the data folder was reset) starts from the
+// beginning of this journal, said in the ready event, so the agent's events
+// are not skipped until the sequence passes it (missed only what this
+// journal trimmed, as any cursor).
+func TestPushCursorFromAnotherJournal(t *testing.T) {
+	srv, db := pushEnv(t)
+	aliceTok := createAgent(t, db, "alice")
+	createAgent(t, db, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first := openPush(t, ctx, srv.URL+relay.PushPath, aliceTok, nil) // the stream's events are written from here
+	if e := next(t, first); e.name != relay.PushEventReady {
+		t.Fatalf("first %+v", e)
+	}
+	if _, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "alice", Title: "one", Instructions: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, first); e.name != relay.PushEventTask {
+		t.Fatalf("then %+v", e)
+	}
+	ahead := openPush(t, ctx, srv.URL+relay.PushPath+"?after=999", aliceTok, nil)
+	if e := next(t, ahead); e.name != relay.PushEventReady || !strings.Contains(e.data, `"cursor":0`) {
+		t.Fatalf("after=999 with 1 event: %+v, want ready from 0", e)
+	}
+	var pe relay.PushEvent
+	if e := next(t, ahead); e.name != relay.PushEventTask || json.Unmarshal([]byte(e.data), &pe) != nil || pe.Title != "one" {
+		t.Fatalf("then %+v, want the task posted before", e)
+	}
+}
+
 // staleCursor is the store behind the push stream, except that agent's
 // cursor of stale reads as one among trimmed rows (MayHaveMissed), as the
 // store reports it once the rows after it are gone.
