@@ -353,6 +353,30 @@ func TestRegisterRefusesTheRootAndHome(t *testing.T) {
 	}
 }
 
+// A project that holds the home folder, registered before such were
+// refused, is no folder's project: a subfolder registers as its own, with a
+// note saying to remove the old one, and a verb in another subfolder is in
+// no project rather than that one.
+func TestHomeProjectFromBeforeIsNoFoldersProject(t *testing.T) {
+	e := newEveryday(t)
+	me := e.folder(t, "me")
+	e.register(t, me, "--id", "homedir") // HOME is elsewhere still
+	app := e.folder(t, "me/src/app")
+	other := e.folder(t, "me/src/other")
+	t.Setenv("HOME", me)
+
+	out, errs, code := run(t, "register", app)
+	if code != 0 || strings.TrimSpace(out) != "app" || !strings.Contains(errs, `the project "homedir" (`+me+`) holds your home folder`) ||
+		!strings.Contains(errs, "crosschat-relay projects remove homedir") {
+		t.Fatalf("register below the home project: exit %d, %q %q", code, out, errs)
+	}
+	t.Chdir(other)
+	_, errs, code = run(t, "send", "app", "hello")
+	if code == 0 || !strings.Contains(errs, `the project "homedir", `+me+`, holds your home folder`) {
+		t.Fatalf("send from another subfolder: exit %d, %q", code, errs)
+	}
+}
+
 // send to an id that is no project registered here says what it is and
 // asks for --agent; the name of an agent that is not the folder's project
 // is not taken by register either, which says who holds it.

@@ -159,6 +159,10 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 	if !ok {
 		return p, noProject(wd + " is in no registered project")
 	}
+	if holdsHome(p.Dir) != nil {
+		// Registered before such projects were refused (holdsHome).
+		return p, noProject(fmt.Sprintf("%s is in no project of its own (the project %q, %s, holds your home folder and is no folder's project: crosschat-relay projects remove %s)", wd, p.ID, p.Dir, p.ID))
+	}
 	return p, nil
 }
 

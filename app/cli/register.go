@@ -74,6 +74,12 @@ func registerProject(c *command, dir, flagID string, env func(string) string) (r
 	movedRelay := ""
 	err = store.Update(func(ps []project.Project) ([]project.Project, bool, error) {
 		near := project.Nearest(ps, dir)
+		if near >= 0 && holdsHome(ps[near].Dir) != nil {
+			// Registered before such projects were refused: not the
+			// project of every folder below it.
+			fmt.Fprintf(c.stderr, "note: the project %q (%s) holds your home folder, so it is no folder's project; remove it: crosschat-relay projects remove %s\n", ps[near].ID, ps[near].Dir, ps[near].ID)
+			near = -1
+		}
 		id, own := given, -1
 		switch {
 		case given == "" && near >= 0, near >= 0 && ps[near].ID == given:
