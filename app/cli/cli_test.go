@@ -195,9 +195,9 @@ func TestTasksShow(t *testing.T) {
 		t.Fatalf("tasks show of an unknown task: exit %d, %q", code, errs)
 	}
 
-	// The start of an id, as tasks list --query takes it: one task is
-	// shown; none, or several, are said. Time-ordered ids share their
-	// first characters, so the ids' ends tell these apart.
+	// Part of an id, as tasks list --query and the dashboard's search take
+	// it: one task is shown; none, or several, are said. Time-ordered ids
+	// share their first characters, so the ids' ends tell these apart.
 	other, err := svc.PostTask(ctx, relay.PostTaskInput{SenderSlug: "operator", RecipientSlug: "builder", Title: "Second", Instructions: "x"})
 	noErr(t, err)
 	common := 0
@@ -211,7 +211,8 @@ func TestTasksShow(t *testing.T) {
 	}{
 		{strings.ToUpper(task.ID[:max(common+1, 8)]), 0, task.ID + "  Fix the build\n"},
 		{other.ID[:max(common+1, 8)], 0, other.ID + "  Second\n"},
-		{"ffffffff-ff", 1, `no task id starts with "ffffffff-ff"`},
+		{task.ID[len(task.ID)-12:], 0, task.ID + "  Fix the build\n"},
+		{"ffffffff-ff", 1, `no task id holds "ffffffff-ff"`},
 	} {
 		out, errs, code := run(t, append([]string{"tasks", "show", tc.ref}, loc...)...)
 		if code != tc.code || !strings.Contains(out+errs, tc.want) {
@@ -220,7 +221,7 @@ func TestTasksShow(t *testing.T) {
 	}
 	if common >= 8 {
 		_, errs, code = run(t, append([]string{"tasks", "show", task.ID[:common]}, loc...)...)
-		if code != 1 || !strings.Contains(errs, "2 task ids start with") || !strings.Contains(errs, task.ID) || !strings.Contains(errs, other.ID) {
+		if code != 1 || !strings.Contains(errs, "2 task ids hold") || !strings.Contains(errs, task.ID) || !strings.Contains(errs, other.ID) {
 			t.Errorf("tasks show of a start two ids share: exit %d, %q", code, errs)
 		}
 	}

@@ -73,17 +73,17 @@ func tasksShow(args []string, stdout, stderr io.Writer) error {
 }
 
 // fullTaskID is the task id ref names: ref itself when it is a whole id,
-// else the one task whose id starts with it (8 characters or more, as
-// `tasks list --query` takes them). No task, or several, is an error that
-// says which.
+// else the one task whose id holds it (8 characters or more, as `tasks list
+// --query` and the dashboard's search take them: the end of an id tells
+// tasks apart). No task, or several, is an error that says which.
 func fullTaskID(c *command, ref string) (string, error) {
 	if _, err := relay.TaskID("id", ref); err == nil {
 		return ref, nil
 	}
 	f := relay.TaskFilter{Query: ref, Limit: relay.MaxListLimit}
-	prefix := f.IDPrefix()
-	if prefix == "" {
-		return ref, nil // too short to be a start: the relay's refusal says what an id is
+	part := f.IDPart()
+	if part == "" {
+		return ref, nil // too short to pick a task: the relay's refusal says what an id is
 	}
 	var tasks []relay.TaskSummary
 	if err := c.call("Tasks", "List", &tasks, f); err != nil {
@@ -91,7 +91,7 @@ func fullTaskID(c *command, ref string) (string, error) {
 	}
 	var ids []string
 	for _, t := range tasks {
-		if strings.HasPrefix(t.ID, prefix) {
+		if strings.Contains(t.ID, part) {
 			ids = append(ids, t.ID)
 		}
 	}
@@ -99,13 +99,13 @@ func fullTaskID(c *command, ref string) (string, error) {
 	case len(ids) == 1:
 		return ids[0], nil
 	case len(ids) == 0:
-		return "", fmt.Errorf("no task id starts with %q (crosschat-relay tasks list shows them)", termSafe(prefix))
+		return "", fmt.Errorf("no task id holds %q (crosschat-relay tasks list shows them)", termSafe(part))
 	}
 	shown := strings.Join(ids[:min(len(ids), 3)], ", ")
 	if len(ids) > 3 {
 		shown += ", …"
 	}
-	return "", fmt.Errorf("%d task ids start with %q (%s): give more of the id", len(ids), termSafe(prefix), shown)
+	return "", fmt.Errorf("%d task ids hold %q (%s): give more of the id", len(ids), termSafe(part), shown)
 }
 
 // indent puts two spaces before each line of s.
@@ -120,7 +120,7 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	c, err := parseCommand("tasks list", args, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.Var(&statuses, "status", "queued, claimed, blocked, completed or cancelled; repeatable or comma-separated")
 		fs.StringVar(&f.Agent, "agent", "", "only tasks this agent sent or received")
-		fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this, or whose id starts with it (8 characters or more)")
+		fs.StringVar(&f.Query, "query", "", "only tasks whose title contains this, or whose id does (8 characters or more)")
 		fs.IntVar(&f.Limit, "limit", 100, "at most this many (1..500)")
 	})
 	if err != nil {

@@ -227,7 +227,7 @@ type TaskFilter struct {
 	// Agent matches tasks it sent or received.
 	Agent string `json:"agent,omitempty"`
 	// Query matches a substring of the title, case-insensitively, or the
-	// start of the id (IDPrefix).
+	// part of the id (IDPart), as the dashboard's search does.
 	Query string `json:"query,omitempty"`
 	// Limit defaults to 100 and is clamped to 1..500.
 	Limit int `json:"limit,omitempty"`
@@ -246,10 +246,11 @@ func (f TaskFilter) Validate() error {
 	return err
 }
 
-// IDPrefix is the start of a task id the Query names, in lowercase: the
-// Query itself once it has 8 characters or more (fewer would match every
-// id), else "".
-func (f TaskFilter) IDPrefix() string {
+// IDPart is the part of a task id the Query names, in lowercase: the Query
+// itself once it has 8 characters or more (fewer would match too many ids),
+// else "". Ids are time-ordered, so their starts are shared by the tasks of
+// a minute and their ends tell them apart.
+func (f TaskFilter) IDPart() string {
 	if q := strings.TrimSpace(f.Query); len(q) >= 8 {
 		return strings.ToLower(q)
 	}

@@ -58,7 +58,7 @@ func (db *DB) ListTasks(ctx context.Context, f relay.TaskFilter) ([]relay.TaskSu
 	}
 	if q := strings.TrimSpace(f.Query); q != "" {
 		where = append(where, `(t.title LIKE ? ESCAPE '\' OR (? != '' AND t.id LIKE ? ESCAPE '\'))`)
-		args = append(args, "%"+escapeLike(q)+"%", f.IDPrefix(), escapeLike(f.IDPrefix())+"%")
+		args = append(args, "%"+escapeLike(q)+"%", f.IDPart(), "%"+escapeLike(f.IDPart())+"%")
 	}
 	query := `SELECT ` + summaryColumns + summaryFrom
 	if len(where) > 0 {

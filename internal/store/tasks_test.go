@@ -260,7 +260,8 @@ func TestListTasksAndSummaries(t *testing.T) {
 		{"combined", relay.TaskFilter{Agent: "bob", Statuses: []relay.TaskStatus{relay.StatusQueued}, Query: "e"}, []string{d.ID}},
 		{"a whole id", relay.TaskFilter{Query: c.ID}, []string{c.ID}},
 		{"an id's start, in capitals", relay.TaskFilter{Query: strings.ToUpper(b.ID[:23])}, []string{b.ID}},
-		{"an id's end is not its start", relay.TaskFilter{Query: c.ID[len(c.ID)-12:]}, nil},
+		{"an id's end, as the dashboard's search finds it", relay.TaskFilter{Query: c.ID[len(c.ID)-12:]}, []string{c.ID}},
+		{"a wildcard is no part of an id", relay.TaskFilter{Query: "%%%%%%%%"}, nil},
 		{"a short query matches titles only", relay.TaskFilter{Query: a.ID[:2]}, nil},
 	})
 	for _, bad := range []relay.TaskFilter{
