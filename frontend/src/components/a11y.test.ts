@@ -77,6 +77,65 @@ describe("Modal focus", () => {
   });
 });
 
+describe("Modal focus in a drawer", () => {
+  const opts = { attachTo: document.body, global: { stubs: { teleport: true } } };
+  it("keeps the focus in a drawer still open when a dialog opened from it closes after its opener went", async () => {
+    document.body.innerHTML = "<main><h1>Tasks</h1></main>";
+    const card = document.createElement("button"); // the card the drawer was opened from, behind it
+    document.body.appendChild(card);
+    card.focus();
+    const drawer = mount(Modal, { ...opts, props: { title: "A task", side: true }, slots: { default: '<button id="cancel">Cancel task</button><button id="other">Other</button>' } });
+    await flushPromises();
+    const box = document.activeElement as HTMLElement;
+    expect(box.getAttribute("role")).toBe("dialog");
+    (document.getElementById("cancel") as HTMLElement).focus();
+    const confirm = mount(Modal, { ...opts, props: { title: "Cancel the task?" }, slots: { default: "<button>Yes</button>" } });
+    await flushPromises();
+    document.getElementById("cancel")!.remove(); // the task was cancelled meanwhile: its button is gone
+    confirm.unmount();
+    expect(document.activeElement).not.toBe(card);
+    expect(box.contains(document.activeElement)).toBe(true);
+    // As when it opened, the drawer takes the focus itself, not one of its actions.
+    expect(document.activeElement).toBe(box);
+    drawer.unmount();
+    expect(document.activeElement).toBe(card);
+  });
+
+  it("gives a dialog still open its first control when one opened from it closes after its opener went", async () => {
+    const page = document.createElement("button");
+    document.body.appendChild(page);
+    page.focus();
+    const outer = mount(Modal, { ...opts, props: { title: "Worker" }, slots: { default: '<input id="first" /><button id="remove">Remove worker</button>' } });
+    await flushPromises();
+    (document.getElementById("remove") as HTMLElement).focus();
+    const inner = mount(Modal, { ...opts, props: { title: "Sure?" }, slots: { default: "<button>Yes</button>" } });
+    await flushPromises();
+    document.getElementById("remove")!.remove();
+    inner.unmount();
+    expect(document.activeElement?.id).toBe("first");
+    outer.unmount();
+    expect(document.activeElement).toBe(page);
+  });
+});
+
+describe("Modal focus after a busy button", () => {
+  it("gives a dialog opened with the focus on nothing from another the focus back to where that one was opened from", async () => {
+    const opts = { attachTo: document.body, global: { stubs: { teleport: true } } };
+    const card = document.createElement("button");
+    document.body.appendChild(card);
+    card.focus();
+    const confirm = mount(Modal, { ...opts, props: { title: "Issue a new token" }, slots: { default: '<button id="replace">Replace token</button>' } });
+    await flushPromises();
+    (document.activeElement as HTMLElement).blur(); // its button disabled while the token is made
+    const shown = mount(Modal, { ...opts, props: { title: "Token for Bob" }, slots: { default: "<p>cca_new</p>" } });
+    await flushPromises();
+    confirm.unmount(); // the token dialog, still open, keeps the focus
+    expect(document.activeElement?.getAttribute("role")).toBe("dialog");
+    shown.unmount();
+    expect(document.activeElement).toBe(card);
+  });
+});
+
 describe("NewTaskDialog by keyboard", () => {
   it("sends with Ctrl+Enter from the instructions field", async () => {
     const s = await withStores({ agents: [agent({ slug: "operator", kind: "human", displayName: "Operator" }), agent({ slug: "bob" })] });

@@ -44,6 +44,10 @@ export function popLayer(el: HTMLElement) {
 export function isTopLayer(el: HTMLElement) {
   return stack[stack.length - 1] === el;
 }
+/** openLayer is the innermost open dialog still in the page, if any. */
+function openLayer(): HTMLElement | undefined {
+  return [...stack].reverse().find((el) => document.contains(el));
+}
 
 // The element each open dialog was opened from, by the dialog's box: a
 // dialog opened from inside another (a confirmation's result) can go back
@@ -62,10 +66,15 @@ export interface Return {
   key: string;
 }
 
-/** returnFor is where a dialog opened now (focus on active) returns focus to. */
+/**
+ * returnFor is where a dialog opened now (focus on active) returns focus to.
+ * One opened with the focus on nothing while a dialog is open (its button
+ * disabled while busy: a token shown after its confirmation) counts as
+ * opened from that dialog.
+ */
 export function returnFor(active: Element | null): Return {
   const opener = active instanceof HTMLElement ? active : null;
-  let outer = opener;
+  let outer: HTMLElement | null = opener && opener !== document.body ? opener : (openLayer() ?? opener);
   for (let i = stack.length - 1; i >= 0; i--) {
     if (outer && stack[i].contains(outer)) outer = openers.get(stack[i]) ?? null;
   }
@@ -78,21 +87,38 @@ export function rememberReturn(box: HTMLElement, r: Return) {
 }
 
 /**
+ * entry is where the focus goes in a dialog box: its [autofocus] control,
+ * else its first control but the close button, else the box itself. A side
+ * drawer (data-focus-self) takes it itself, so a screen reader reads its
+ * title first and Enter does not land on one of its actions.
+ */
+export function entry(box: HTMLElement): HTMLElement {
+  const auto = box.querySelector<HTMLElement>("[autofocus], [data-autofocus]");
+  const first = box.hasAttribute("data-focus-self") ? undefined : focusables(box).find((el) => !el.classList.contains("x"));
+  return auto ?? first ?? box;
+}
+
+/**
  * returnFocus gives focus back: to the opener if it is still there (a
  * dialog still open under this one included), else to where the dialogs
  * it was in were opened from, else to that one's replacement in its home
  * (the same data-focus-key: "Issue token" for a revoked token's "Revoke
- * token"), else to home's first control. False when none is left.
+ * token"), else to home's first control. While a dialog stays open under
+ * this one (a drawer), the focus stays in it: none of these behind it
+ * counts, and with none in it, its entry takes the focus. False when none
+ * is left.
  */
 export function returnFocus(r: Return): boolean {
+  const top = openLayer();
+  const usable = (el: HTMLElement | null): el is HTMLElement => !!el && el !== document.body && document.contains(el) && (!top || top.contains(el));
   for (const el of [r.opener, r.outer]) {
-    if (el && el !== document.body && document.contains(el)) {
+    if (usable(el)) {
       el.focus();
       return true;
     }
   }
-  if (!r.home || !document.contains(r.home)) return false;
-  const el = (r.key && r.home.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(r.key)}"]`)) || focusables(r.home)[0];
+  const home = usable(r.home) ? (r.key && r.home.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(r.key)}"]`)) || focusables(r.home)[0] : undefined;
+  const el = home || (top && entry(top));
   if (!el) return false;
   el.focus();
   return true;

@@ -1,4 +1,4 @@
-import { mount, type ComponentMountingOptions } from "@vue/test-utils";
+import { TeleportStub, mount, type ComponentMountingOptions } from "@vue/test-utils";
 import { ref } from "vue";
 import type { Component } from "vue";
 import { STORES, type Stores } from "../stores";
@@ -18,7 +18,9 @@ export async function withStores(data: Parameters<typeof fakeApi>[0] = {}) {
     return mount(c, {
       ...opts,
       attachTo: document.body,
-      global: { provide: { [STORES as symbol]: stores }, stubs: { teleport: true } },
+      // TeleportStub keeps a dialog's elements while its parent re-renders, as
+      // Teleport does (the default stub remounts them behind the focus stack).
+      global: { provide: { [STORES as symbol]: stores }, stubs: { Teleport: TeleportStub } },
     } as ComponentMountingOptions<C>);
   }
   return { api, toasts, relay, now, mount: mountIt };
