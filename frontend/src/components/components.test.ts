@@ -236,6 +236,21 @@ describe("FormField", () => {
     expect(w.find(".err").exists() ? w.find(".err").text() : null).toBe(err);
     expect(w.find(".hint").exists() ? w.find(".hint").text() : null).toBe(hint);
   });
+
+  it.each([
+    { name: "nothing under it", props: {}, text: null },
+    { name: "the hint", props: { hint: "One line" }, text: "One line" },
+    { name: "the error, not the hint", props: { error: "Title is required.", hint: "One line" }, text: "Title is required." },
+  ])("gives the control in its slot the id of what shows under it: $name", ({ props, text }) => {
+    const w = mount(FormField, {
+      props: { id: "f-title", label: "Title", ...props },
+      slots: { default: '<template #default="{ describedBy }"><input id="f-title" class="input" :aria-describedby="describedBy" /></template>' },
+      attachTo: document.body,
+    });
+    const ids = w.get("input#f-title").attributes("aria-describedby");
+    expect(ids ? document.getElementById(ids)?.textContent : null).toBe(text);
+    w.unmount();
+  });
 });
 
 describe("ToggleSwitch", () => {

@@ -217,6 +217,25 @@ describe("Agents on this computer", () => {
     expect(w.find(".err").text()).toContain("type the path instead");
   });
 
+  it("describes its text field by the form's message and the picker's refusal, not its whole", async () => {
+    const s = await withStores();
+    const form = document.createElement("span");
+    form.id = "p-form-err";
+    form.textContent = "Use the folder's full path.";
+    document.body.appendChild(form);
+    const w = s.mount(PathField, { props: { id: "p", modelValue: "", picker: true, describedBy: "p-form-err" }, attrs: { "data-field": "workdir" } });
+    const read = () => (w.get("input").attributes("aria-describedby") ?? "").split(" ").map((id) => document.getElementById(id)?.textContent);
+    expect(read()).toEqual(["Use the folder's full path."]);
+    expect(w.get(".pathfield").attributes("data-field")).toBe("workdir");
+    expect(w.get(".pathfield").attributes("aria-describedby")).toBeUndefined();
+    vi.mocked(s.api.system.pickFolder).mockRejectedValueOnce(new ApiError("invalid_request", "The folder picker needs the Crosschat Relay window; type the path instead."));
+    await w.find("button").trigger("click");
+    await flushPromises();
+    expect(read()).toEqual(["Use the folder's full path.", "The folder picker needs the Crosschat Relay window; type the path instead."]);
+    await w.setProps({ describedBy: undefined });
+    expect(read()).toEqual(["The folder picker needs the Crosschat Relay window; type the path instead."]);
+  });
+
   it("types paths in a browser: custom programs get {prompt_file} and no settings checkbox", async () => {
     const s = await withStores({ agents: [operator] });
     const w = s.mount(ConnectDialog, { props: { harness: harness({ id: "custom", name: "Other command-line agent", path: undefined }), local: localInfo(), limits: limits() } });
@@ -328,6 +347,98 @@ describe("Agent card and worker dialog", () => {
     expect(at?.querySelector(":scope > .err")?.textContent).toContain("“x” is refused by this relay.");
     expect(w.find(".error-box").exists()).toBe(false);
     w.unmount();
+  });
+
+  // What a screen reader reads with an element: the text of each element its aria-describedby names (null for a missing one).
+  const described = (el: Element | null) => (el?.getAttribute("aria-describedby") ?? "").split(" ").filter(Boolean).map((id) => document.getElementById(id)?.textContent ?? null);
+  it.each(WORKER_FIELDS.map((f) => [f]))("describes the control a refusal naming %s focuses, or its group, by the message", async (field) => {
+    const { control, worker: p } = controls[field];
+    const s = await withStores({ agents: [operator, agent()], workers: [worker(p)] });
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", `${field}: “x” is refused by this relay.`));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    const el = w.get(control).element;
+    expect(document.activeElement).toBe(el);
+    // A group's (the senders, the extra folders) is the element data-field marks, a named group, described instead of its first control.
+    const group = field === "extraDirs" || field === "allowedSenders" ? w.get(`[data-field="${field}"]`).element : null;
+    if (group) {
+      expect(group.getAttribute("role")).toBe("group");
+      expect(document.getElementById(group.getAttribute("aria-labelledby") ?? "")?.textContent).toBeTruthy();
+    }
+    const texts = [...described(el), ...described(group)];
+    expect(texts.some((t) => t?.includes("“x” is refused by this relay."))).toBe(true);
+    expect(texts).not.toContain(null);
+    w.unmount();
+  });
+
+  it("describes the time limit and runs per hour both by their one message", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker()] });
+    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", "runsPerHour: at most 500."));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(described(w.get("#wd-timeout").element)).toEqual(["Runs per hour: At most 500."]);
+    expect(described(w.get("#wd-runs").element)).toEqual(["Runs per hour: At most 500."]);
+    w.unmount();
+  });
+
+  it("describes each invalid control by its message and points aria-describedby at nothing missing", async () => {
+    // Every aria-describedby in the page names elements that are there; each control or group marked invalid is described by its error.
+    const check = (root: Element) => {
+      for (const el of root.querySelectorAll("[aria-describedby]")) expect(described(el), `${el.id || el.className}`).not.toContain(null);
+      for (const el of root.querySelectorAll('[aria-invalid="true"]')) {
+        const ids = el.getAttribute("aria-describedby")?.split(" ") ?? [];
+        expect(ids.some((id) => document.getElementById(id)?.matches(".err")), `${el.id} is described by an error`).toBe(true);
+      }
+    };
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ extraDirs: ["/srv/shared"] })] });
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    check(document.body);
+    // Errors everywhere the form checks: each invalid control is described by its own.
+    await w.get("#wd-command").setValue("bin/agent");
+    await w.get("#wd-args").setValue("--print");
+    await w.get("#wd-workdir").setValue("");
+    await w.get("#wd-extra-0").setValue("shared");
+    await w.get("#wd-env").setValue("1BAD");
+    await w.get("#wd-timeout").setValue(0);
+    await w.get("#wd-runs").setValue(0);
+    for (const box of w.findAll('.senders input[type="checkbox"]')) await box.setValue(false);
+    await w.find('[data-test="worker-form"]').trigger("submit");
+    await flushPromises();
+    expect(w.findAll('[aria-invalid="true"]').map((c) => c.attributes("id"))).toEqual(["wd-command", "wd-args", "wd-workdir", "wd-env", "wd-timeout", "wd-runs"]);
+    check(document.body);
+    expect(described(w.get('[data-field="extraDirs"]').element)).toEqual(["Use each folder's full path."]);
+    expect(described(w.get('[data-field="allowedSenders"]').element)).toEqual(["Choose whose tasks it takes, or turn the worker off."]);
+    // Put right, no control is described by an error any more.
+    await w.get("#wd-command").setValue("/usr/bin/agent");
+    await w.get("#wd-args").setValue("{prompt_file}");
+    await w.get("#wd-workdir").setValue("/w");
+    await w.get("#wd-extra-0").setValue("/srv/shared");
+    await w.get("#wd-env").setValue("GOOD");
+    await w.get("#wd-timeout").setValue(5);
+    await w.get("#wd-runs").setValue(5);
+    await w.find('.senders input[type="checkbox"]').setValue(true);
+    check(document.body);
+    expect(document.querySelectorAll('[aria-describedby*="-err"]')).toHaveLength(0);
+    w.unmount();
+
+    // The connect dialog: its own fields (FormField) and the worker's.
+    const c = s.mount(ConnectDialog, { props: { harness: harness(), local: localInfo(), limits: limits() } });
+    check(document.body);
+    await c.get("#cn-name").setValue("");
+    await c.get("#cn-workdir").setValue("here");
+    await c.find('[data-test="connect-form"]').trigger("submit");
+    await flushPromises();
+    expect(c.findAll('[aria-invalid="true"]').map((e) => e.attributes("id"))).toEqual(expect.arrayContaining(["cn-name", "cn-workdir"]));
+    check(document.body);
+    expect(described(c.get("#cn-name").element)).toEqual(["Display name is required."]);
+    // A hint describes its control while there is no error.
+    expect(described(c.get("#cn-slug").element)).toEqual(["Its address on the relay; cannot be changed later."]);
+    c.unmount();
   });
 
   it("shows a refusal naming a field the form does not show in the box", async () => {
