@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -30,15 +31,22 @@ func ReadSmallFile(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// WriteFileAtomic replaces path with b (mode 0600) by writing a sibling
-// .tmp file and renaming it over path, so a reader never sees half a file;
-// what names the file in errors.
+// WriteFileAtomic replaces path with b (mode 0600) by writing a new
+// sibling file of a name of its own and renaming it over path, so a reader
+// never sees half a file, and nothing planted beside path (a FIFO, a link)
+// is opened; what names the file in errors.
 func WriteFileAtomic(path string, b []byte, what string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	_, werr := tmp.Write(b)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -52,3 +52,34 @@ func TestRunFileFIFORefused(t *testing.T) {
 		}
 	}
 }
+
+// A FIFO at the name the run file was once written through (run.json.tmp)
+// hung the start for good, holding the port and the data folder's lock: the
+// run file is written through a new file of its own name, and the start
+// goes on.
+func TestRunFileWrittenBesideAPlantedFIFO(t *testing.T) {
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, app.RunFileName+".tmp"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		r, err := app.Start(apptest.Config(dir), app.StartOptions{Version: "test"})
+		if err == nil {
+			apptest.Stop(t, r)
+		}
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the start still waits on the FIFO after 30 s")
+	}
+}
