@@ -46,6 +46,7 @@ func TestSimilarAgents(t *testing.T) {
 	}{
 		{"a near name", unknown("bobb"), "bobb", "Unknown agent “bobb”. Similar: bob, bobby (see list_agents).", []string{"bob", "bobby"}},
 		{"nobody alike", unknown("zed-zed-zed"), "zed-zed-zed", "", nil},
+		{"typed in capitals, with spaces", unknown("bobb"), " Bobb ", "Unknown agent “bobb”. Similar: bob, bobby (see list_agents).", []string{"bob", "bobby"}},
 		{"another slug refused (the sender)", unknown("bobb"), "carol", "", nil},
 		{"a retired agent", relay.RetiredRecipient("bobb"), "bobb", "", nil},
 		{"another code", relay.Errorf(relay.EInvalidRequest, "bad").WithDetails(map[string]any{"slug": "bobb"}), "bobb", "", nil},
@@ -63,8 +64,32 @@ func TestSimilarAgents(t *testing.T) {
 			if !errors.As(got, &e) || e.Code != relay.EUnknownAgent || e.Message != tc.message {
 				t.Fatalf("got %v, want unknown_agent %q", got, tc.message)
 			}
-			if sim, _ := e.Details["similar"].([]string); !slices.Equal(sim, tc.similar) || e.Details["slug"] != tc.slug {
+			if sim, _ := e.Details["similar"].([]string); !slices.Equal(sim, tc.similar) || e.Details["slug"] != strings.ToLower(strings.TrimSpace(tc.slug)) {
 				t.Fatalf("details %v, want slug %q and similar %q", e.Details, tc.slug, tc.similar)
+			}
+		})
+	}
+}
+
+// BenchmarkSimilarManyAgents is the "did you mean" of a refused post on a
+// relay of 10,000 agents with long slugs: of many lengths, or all of the
+// refused name's length (go test -bench SimilarManyAgents ./internal/relay).
+func BenchmarkSimilarManyAgents(b *testing.B) {
+	for _, shape := range []struct {
+		name string
+		slug func(i int) string
+	}{
+		{"lengths", func(i int) string { return fmt.Sprintf("agent-%d-", i) + strings.Repeat("x", i%70) }},
+		{"one-length", func(i int) string { return fmt.Sprintf("agent-%05d-", i) + strings.Repeat("x", 68) }},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			names := make([]string, 10000)
+			for i := range names {
+				names[i] = shape.slug(i)
+			}
+			ref := strings.Repeat("q", 80)
+			for b.Loop() {
+				relay.Similar(ref, names, strings.ToLower, 5)
 			}
 		})
 	}
