@@ -233,10 +233,14 @@ type TaskFilter struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// Validate refuses a filter no task could pass: a status that is none, or
-// a query longer than any title (MaxShortText), whose pattern SQLite would
-// refuse as too complex.
+// Validate refuses a filter no task could pass, or that SQLite would refuse:
+// a status that is none, more statuses than there are (each is a bound
+// variable), or a query longer than any title (MaxShortText), whose pattern
+// is too complex past some thousands.
 func (f TaskFilter) Validate() error {
+	if len(f.Statuses) > len(Statuses) {
+		return Errorf(EInvalidRequest, "statuses: at most %d (there are no more task statuses).", len(Statuses))
+	}
 	for _, s := range f.Statuses {
 		if !s.Valid() {
 			return Errorf(EInvalidRequest, "status: %q is not a task status.", s)

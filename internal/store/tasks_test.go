@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,9 @@ func TestListTasksAndSummaries(t *testing.T) {
 	})
 	for _, bad := range []relay.TaskFilter{
 		{Statuses: []relay.TaskStatus{"done"}},
+		// More than there are: each is a bound variable, and SQLite
+		// refused 40,000 of them as an internal error.
+		{Statuses: slices.Repeat([]relay.TaskStatus{relay.StatusQueued}, 40000)},
 		// Longer than any title: refused, not an internal error from
 		// SQLite's "LIKE or GLOB pattern too complex" (50,000 characters).
 		{Query: strings.Repeat("x", relay.MaxShortText+1)},
