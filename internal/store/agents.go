@@ -226,11 +226,13 @@ func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay
 			in.Slug, string(in.Kind), in.DisplayName, in.ModelSlug, capsJSON(in.Capabilities), nullString(in.Details), t.ts, t.ts, seq, hash); err != nil {
 			return fmt.Errorf("insert agent: %w", err)
 		}
-		// Not heard from yet: offline, as after a stream's close, until its first call.
+		// Not heard from yet: offline, as after a stream's close, until its
+		// first call, which is published however soon (not throttled).
 		t.db.book.left(in.Slug, t.ts)
 		if err := t.agentChanged(in.Slug); err != nil {
 			return err
 		}
+		t.agents = t.agents[:len(t.agents)-1]
 		out = *t.changes[len(t.changes)-1].Agent
 		return nil
 	})

@@ -214,9 +214,22 @@ func TestCreatedAgentOfflineUntilHeardFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.wantPresence("created by the operator", "builder", relay.Offline, before+1)
+	changes, stop := e.db.Subscribe(64)
+	defer stop()
 	e.clock.Advance(time.Millisecond)
 	if _, err := e.db.Heartbeat(e.ctx, "builder"); err != nil {
 		t.Fatal(err)
+	}
+	// Published at once, however soon after the creation: the dashboard and
+	// the mesh directory show it online.
+	var last *relay.Agent
+	for _, c := range drain(changes, 50*time.Millisecond) {
+		if c.Type == relay.ChangeAgent && c.Agent.Slug == "builder" {
+			last = c.Agent
+		}
+	}
+	if last == nil || last.Availability != relay.Online {
+		t.Fatalf("the first call's change: %+v; want builder published online", last)
 	}
 	e.wantPresence("its first call", "builder", relay.Online, before+2)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -12,7 +13,7 @@ import (
 // it keeps its name, so nobody can enroll or be created under it and read
 // the replies to its tasks, which stay. Retiring a retired agent changes
 // nothing. The tasks it was to do, or was doing, are blocked, and their
-// senders told (blockTasksOfRetired); its worker is turned off.
+// senders told (blockTasksOfRetired); its worker is off, its run tokens gone.
 func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -28,8 +29,11 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 		if err := blockTasksOfRetired(t, slug); err != nil {
 			return err
 		}
-		if _, err := t.exec(`UPDATE workers SET enabled = 0, updated_at = ? WHERE agent_slug = ?`, t.ts, slug); err != nil {
-			return fmt.Errorf("turn the retired agent's worker off: %w", err)
+		// Nothing runs for it: no run of its acts on, and its worker is off.
+		for _, q := range []string{`DELETE FROM run_tokens WHERE agent_slug = ?`, `UPDATE workers SET enabled = 0 WHERE agent_slug = ?`} {
+			if _, err := t.exec(q, slug); err != nil {
+				return fmt.Errorf("retire agent: %w", err)
+			}
 		}
 		return t.agentChanged(slug)
 	})
@@ -76,12 +80,8 @@ func (db *DB) ReinstateAgent(ctx context.Context, slug string) (string, error) {
 	}
 	var token string
 	err = db.write(ctx, "reinstate agent", func(t *tx) error {
-		a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book)
-		if err != nil {
-			return err
-		}
-		if a.RetiredAt == "" {
-			return relay.Errorf(relay.EInvalidRequest, "“%s” is not retired.", slug)
+		if a, err := getAgent(t.ctx, t.tx, slug, t.now, &t.db.book); err != nil || a.RetiredAt == "" {
+			return cmp.Or(err, error(relay.Errorf(relay.EInvalidRequest, "“%s” is not retired.", slug)))
 		}
 		token = relay.NewAgentToken()
 		if _, err := t.exec(`UPDATE agents SET token_hash = ?, retired_at = NULL WHERE slug = ?`, relay.HashToken(token), slug); err != nil {

@@ -151,15 +151,27 @@ func TestRetiredAgentRunsNoWorker(t *testing.T) {
 	e.agents("alice", "bob")
 	e.saveWorker(workerConfig("bob"))
 	task := e.post("alice", "bob", "for the worker", 0)
+	running, err := e.db.IssueRunToken(e.ctx, "bob", task.ID, 600) // a run going on at the retirement
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.db.RetireAgent(e.ctx, "bob"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := e.db.Authenticate(e.ctx, running); relay.ErrorCode(err) != relay.EUnauthorized {
+		t.Fatalf("the run token of a run going on at the retirement still acts for bob: %v", err)
 	}
 	if w, err := e.db.Worker(e.ctx, "bob"); err != nil || w.Enabled {
 		t.Fatalf("the retired bob's worker: %+v %v; want it off", w, err)
 	}
-	_, err := e.db.SaveWorker(e.ctx, workerConfig("bob"))
+	_, err = e.db.SaveWorker(e.ctx, workerConfig("bob"))
 	if wantCode(t, err, relay.EInvalidRequest); relay.AsError(err).Details["retired"] != true {
 		t.Fatalf("a worker saved for the retired bob: %v", err)
+	}
+	off := workerConfig("bob")
+	off.Enabled = false
+	if w, err := e.db.SaveWorker(e.ctx, off); err != nil || w.Enabled {
+		t.Fatalf("the retired bob's worker saved off: %+v %v; want it saved", w, err)
 	}
 	_, err = e.db.IssueRunToken(e.ctx, "bob", task.ID, 60)
 	if wantCode(t, err, relay.EInvalidRequest); relay.AsError(err).Details["retired"] != true {
@@ -173,5 +185,37 @@ func TestRetiredAgentRunsNoWorker(t *testing.T) {
 	}
 	if w := e.saveWorker(workerConfig("bob")); !w.Enabled {
 		t.Fatalf("saved again after the reinstatement: %+v", w)
+	}
+}
+
+// An agent retired before migration 0024 kept an enabled worker and its run
+// tokens: the migration turns the worker off and deletes the tokens, of
+// retired agents only.
+func TestMigrationTurnsRetiredWorkersOff(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.agents("alice", "bob")
+	e.saveWorker(workerConfig("alice"))
+	e.saveWorker(workerConfig("bob"))
+	task := e.post("alice", "bob", "kept", 0)
+	if err := e.db.RetireAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.IssueRunToken(e.ctx, "alice", task.ID, 600); err != nil {
+		t.Fatal(err)
+	}
+	e.reopenAfter(`UPDATE workers SET enabled = 1;
+		INSERT INTO run_tokens (token_hash, agent_slug, task_id, expires_at) VALUES ('old-run', 'bob', '` + task.ID + `', '2999-01-01T00:00:00.000Z');
+		PRAGMA user_version = 23;`)
+	if w, err := e.db.Worker(e.ctx, "bob"); err != nil || w.Enabled {
+		t.Fatalf("the retired bob's worker after the migration: %+v %v; want it off", w, err)
+	}
+	if w, err := e.db.Worker(e.ctx, "alice"); err != nil || !w.Enabled {
+		t.Fatalf("alice's worker after the migration: %+v %v; want it on", w, err)
+	}
+	if n := count(t, e.path, "run_tokens", "agent_slug = 'bob'"); n != 0 {
+		t.Fatalf("%d run tokens of the retired bob after the migration", n)
+	}
+	if n := count(t, e.path, "run_tokens", "agent_slug = 'alice'"); n != 1 {
+		t.Fatalf("%d run tokens of alice after the migration; want hers kept", n)
 	}
 }

@@ -99,7 +99,7 @@ func (db *DB) SaveWorker(ctx context.Context, c relay.WorkerConfig) (relay.Worke
 	}
 	var out relay.WorkerConfig
 	err = db.write(ctx, "save worker", func(t *tx) error {
-		if a, err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil || a.RetiredAt != "" {
+		if a, err := t.mustBeAgent(c.AgentSlug, "only agents can have a worker."); err != nil || a.RetiredAt != "" && c.Enabled {
 			return cmp.Or(err, relay.RetiredNoWorker(c.AgentSlug))
 		}
 		if err := sendersExist(t, c.AllowedSenders); err != nil {
