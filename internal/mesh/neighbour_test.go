@@ -311,7 +311,7 @@ func TestNeighbourCannotSpeakForAnotherRelayInAccountMode(t *testing.T) {
 }
 
 // Ensure a relay's own subjects are all it needs: through a round trip,
-// agents coming and going, status, invites, a restart and a relay away and
+// agents coming, going and retiring, status, invites, a restart and a relay away and
 // back, NATS refuses no relay anything (every reply comes under its own
 // inbox prefix, every JetStream call it makes is granted).
 func TestOwnSubjectsAreEnough(t *testing.T) {
@@ -332,6 +332,31 @@ func TestOwnSubjectsAreEnough(t *testing.T) {
 	if err := b.svc.DeleteAgent(t.Context(), "bee"); err != nil {
 		t.Fatal(err)
 	}
+	// A retired agent takes no tasks: it leaves the directory, its entry
+	// deleted under B's own key.
+	createAgent(t, b, "bea")
+	knows(t, a, "bea", "relay-b")
+	listed := func() bool {
+		a.node.mu.Lock()
+		defer a.node.mu.Unlock()
+		_, ok := a.node.agents[agentKey(b.node.id.ID, "bea")]
+		return ok
+	}
+	if !listed() {
+		t.Fatal("A knows bea, but not by its directory entry")
+	}
+	if err := b.svc.RetireAgent(t.Context(), "bea"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bea's entry deleted by B, not left to expire", func() (bool, string) {
+		h, err := b.node.bucket().History(t.Context(), agentKey(b.node.id.ID, "bea"))
+		if err != nil {
+			return false, err.Error()
+		}
+		last := h[len(h)-1].Operation()
+		return last == jetstream.KeyValueDelete, "last operation " + last.String()
+	})
+	eventually(t, "A's directory without the retired bea", func() (bool, string) { return !listed(), "bea still listed" })
 	for _, r := range []*testRelay{a, b} {
 		if _, err := r.node.Status(t.Context()); err != nil {
 			t.Fatal(err)

@@ -17,10 +17,11 @@ func (m *Mesh) RemoteRelayOf(ctx context.Context, slug string) (string, error) {
 }
 
 // LocalAgents returns this relay's own software agents (no placeholders, no
-// human operator), ordered by slug: what it advertises in the directory.
+// human operator, none retired), ordered by slug: what it advertises in the
+// directory.
 func (m *Mesh) LocalAgents(ctx context.Context) ([]relay.Agent, error) {
 	return queryAll(ctx, m.db.r, "list local agents", agentScanner(m.db.now().UTC(), &m.db.book), `SELECT `+agentColumns+` FROM agents
-		WHERE kind = 'agent' AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
+		WHERE kind = 'agent' AND retired_at IS NULL AND slug NOT IN (SELECT slug FROM mesh_agents) ORDER BY slug`)
 }
 
 // SyncRemoteAgents gives the agents the directory shows (of trusted

@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,5 +251,42 @@ func TestAppliedRecordNamesTheLocalTask(t *testing.T) {
 				t.Errorf("taken: the record's task %s = %+v, %v; want the arriving task", id, got, err)
 			}
 		}
+	}
+}
+
+// A new task from another relay for a retired agent here is blocked at
+// once, saying so, as its tasks were at its retirement: nothing here would
+// take it (its worker is off), and its sender learns of it through the
+// task's state, where it would wait for ever. The retired agent leaves the
+// agents the directory shows; reinstated, it takes the next task.
+func TestRemoteTaskForRetiredAgentBlocked(t *testing.T) {
+	db, _ := sentToCarol(t, "")
+	ctx := context.Background()
+	if err := db.RetireAgent(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	id := relay.NewID()
+	if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer("r1", 0, arrivingFor(id, "bob"), nil)); !ok || err != nil {
+		t.Fatalf("a task for the retired bob: %v %v", ok, err)
+	}
+	task, err := db.Task(ctx, id)
+	if err != nil || task.Status != relay.StatusBlocked || len(task.Reports) == 0 || !strings.Contains(task.Reports[len(task.Reports)-1].Message, "bob was retired") {
+		t.Fatalf("the task for the retired bob: %+v %v; want it blocked, saying why", task, err)
+	}
+	if n := countRows(t, db, `SELECT count(*) FROM mesh_outbox WHERE task_id = '`+id+`'`); n == 0 {
+		t.Fatal("the blocked state is not on its way to the sender's relay")
+	}
+	if agents, err := db.Mesh().LocalAgents(ctx); err != nil || slices.ContainsFunc(agents, func(a relay.Agent) bool { return a.Slug == "bob" }) {
+		t.Fatalf("the directory's agents list the retired bob: %v %v", agents, err)
+	}
+	if _, err := db.ReinstateAgent(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	next := relay.NewID()
+	if ok, err := db.Mesh().ApplyRemote(ctx, fromPeer("r2", 0, arrivingFor(next, "bob"), nil)); !ok || err != nil {
+		t.Fatalf("a task for bob reinstated: %v %v", ok, err)
+	}
+	if task, err := db.Task(ctx, next); err != nil || task.Status != relay.StatusQueued {
+		t.Fatalf("the task for bob reinstated: %+v %v; want it queued", task, err)
 	}
 }

@@ -16,17 +16,18 @@ func (m *Mesh) TaskMark(ctx context.Context, taskID string) (string, error) {
 	return optionalString(ctx, m.db.r, "read task mark", `SELECT mark FROM mesh_tasks WHERE task_id = ?`, taskID)
 }
 
-// isLocalAgent reports whether slug is an agent of this relay (not a placeholder).
-func (t *tx) isLocalAgent(slug string) (bool, error) {
-	var remote sql.NullString
-	err := t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = +?`, slug).Scan(&remote)
+// isLocalAgent reports whether slug is an agent of this relay (not a
+// placeholder), and whether it is retired.
+func (t *tx) isLocalAgent(slug string) (local, retired bool, err error) {
+	var remote, retiredAt sql.NullString
+	err = t.tx.QueryRowContext(t.ctx, `SELECT m.relay_id, a.retired_at FROM agents a LEFT JOIN mesh_agents m ON m.slug = a.slug WHERE a.slug = +?`, slug).Scan(&remote, &retiredAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("find agent %s: %w", slug, err)
+		return false, false, fmt.Errorf("find agent %s: %w", slug, err)
 	}
-	return !remote.Valid, nil
+	return !remote.Valid, retiredAt.Valid, nil
 }
 
 // ApplyRemote stores a change from another relay once: a new task for a

@@ -12,11 +12,12 @@ import (
 // (another relay's, or this one's). seq is the number of the message (0:
 // not numbered). Like a task posted here, it goes to the oldest claim
 // waiting for it in this transaction, or wakes the recipient's waiting
-// claims. A change that cannot be a new task is refused.
+// claims; one for a retired agent is blocked at once, its sender told. A
+// change that cannot be a new task is refused.
 func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	rt := in.Change.Task
 	recipient := localName(rt.RecipientSlug, in.SelfID, in.SelfLabel)
-	refusal, err := t.newTaskRefusal(in, recipient)
+	refusal, retired, err := t.newTaskRefusal(in, recipient)
 	if err != nil {
 		return "", err
 	}
@@ -103,23 +104,28 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 		task.TargetSession = s
 	}
 	t.taskKnown(task)
+	if retired {
+		// Blocked at once, as its tasks were at its retirement: its sender
+		// learns of it, where it would wait for ever.
+		return id, blockTasksOfRetired(t, recipient)
+	}
 	return id, t.handOff(task)
 }
 
 // newTaskRefusal says why a change about a task its relay never told this
 // one of cannot be a new task (nil when it can): a cancel, a requeue or a
 // closed task's state never creates one, and a task is only for an agent
-// of this relay.
-func (t *tx) newTaskRefusal(in relay.RemoteApply, recipient string) (*relay.MeshRefusal, error) {
+// of this relay; retired says that agent is retired.
+func (t *tx) newTaskRefusal(in relay.RemoteApply, recipient string) (refusal *relay.MeshRefusal, retired bool, err error) {
 	rt, ev := in.Change.Task, in.Change.Event
 	if !rt.Status.Open() || ev != nil && (ev.Type == relay.EventTaskCancelled || ev.Type == relay.EventTaskRequeued) {
-		return &relay.MeshRefusal{Reason: "closed-task", Detail: fmt.Sprintf("task %s is not known here and arrived as %s, not as a new task", rt.ID, rt.Status)}, nil
+		return &relay.MeshRefusal{Reason: "closed-task", Detail: fmt.Sprintf("task %s is not known here and arrived as %s, not as a new task", rt.ID, rt.Status)}, false, nil
 	}
-	known, err := t.isLocalAgent(recipient)
+	known, retired, err := t.isLocalAgent(recipient)
 	if err != nil || known {
-		return nil, err
+		return nil, retired, err
 	}
-	return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}, nil
+	return &relay.MeshRefusal{Reason: "recipient", Detail: fmt.Sprintf("task %s: %s is not an agent of this relay", rt.ID, rt.RecipientSlug)}, false, nil
 }
 
 // remoteConversation is the conversation column (NULL when the task started
