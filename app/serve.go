@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 )
 
 // maxLogSize is the size past which the log file is rotated at start-up.
@@ -185,7 +186,24 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 	} else {
 		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token%s`)\n", cfg.TokenPath(), locationArgs(cfg))
 	}
-	fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit%s`)\n", cfg.Addr(), locationArgs(cfg))
+	if cliReaches(cfg) {
+		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit%s`)\n", cfg.Addr(), locationArgs(cfg))
+	} else {
+		// The verbs send the admin token over plain HTTP to loopback only.
+		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C)\n", cfg.Addr())
+	}
+}
+
+// cliReaches reports whether the CLI's verbs reach the relay of cfg on this
+// computer: it listens on loopback or on every address. One other address
+// alone (a LAN address) is another computer's to them, and the admin token
+// goes there only over https.
+func cliReaches(cfg config.Config) bool {
+	switch cfg.Host {
+	case "", "0.0.0.0", "::":
+		return true
+	}
+	return loopback.Host(cfg.Host)
 }
 
 // locationArgs are the flags a CLI verb needs to reach this relay: its
@@ -193,15 +211,18 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 // the banner of a second relay never names a command that acts on the
 // first. With --port, a verb asks that port on its --host (127.0.0.1 by
 // default, which reaches a relay on every address too) rather than the
-// address the data folder's run file names, so a relay on one other
-// address (127.0.0.2, a LAN address) is named with its --host as well.
+// address the data folder's run file names, so a relay on another loopback
+// address (127.0.0.2, ::1) is named with its --host as well; one on a LAN
+// address is no verb's to reach over plain HTTP (cliReaches).
 func locationArgs(cfg config.Config) string {
 	var b strings.Builder
 	if cfg.Port != config.DefaultPort {
 		switch cfg.Host {
 		case "", config.DefaultHost, "0.0.0.0", "::":
 		default:
-			b.WriteString(" --host " + shellWord(cfg.Host))
+			if loopback.Host(cfg.Host) {
+				b.WriteString(" --host " + shellWord(cfg.Host))
+			}
 		}
 		fmt.Fprintf(&b, " --port %d", cfg.Port)
 	}

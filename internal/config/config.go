@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -248,8 +250,8 @@ func (c *Config) Finish() error {
 	if len(c.AllowedOrigins) == 0 {
 		c.AllowedOrigins = append([]string(nil), c.AllowedHosts...)
 	}
-	c.AllowedHosts = withLoopback(c.AllowedHosts)
-	c.AllowedOrigins = withLoopback(c.AllowedOrigins)
+	c.AllowedHosts = withLoopback(c.AllowedHosts, c.Host)
+	c.AllowedOrigins = withLoopback(c.AllowedOrigins, c.Host)
 	if c.PublicURL, err = NormalizePublicURL(c.PublicURL); err != nil {
 		return err
 	}
@@ -280,16 +282,20 @@ func (c Config) DatabasePath() string { return filepath.Join(c.DataDir, Database
 // TokenPath is the admin token file.
 func (c Config) TokenPath() string { return filepath.Join(c.DataDir, TokenFile) }
 
-func withLoopback(list []string) []string {
+// withLoopback is list with the loopback names added: localhost, 127.0.0.1
+// and [::1], and host, the relay's own listen address, when it is another
+// loopback address (127.0.0.2, say: its banner and BaseURL name it).
+func withLoopback(list []string, host string) []string {
 	out := append([]string(nil), list...)
-	for _, l := range []string{"localhost", "127.0.0.1", "[::1]"} {
-		found := false
-		for _, h := range out {
-			if h == l {
-				found = true
-			}
+	names := []string{"localhost", "127.0.0.1", "[::1]"}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.IsLoopback() {
+		names = append(names, strings.Trim(host, "[]"))
+		if a.Is6() {
+			names[len(names)-1] = "[" + a.String() + "]"
 		}
-		if !found {
+	}
+	for _, l := range names {
+		if !slices.Contains(out, l) {
 			out = append(out, l)
 		}
 	}

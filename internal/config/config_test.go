@@ -63,6 +63,34 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// Ensure a relay on another loopback address accepts its own address as a
+// Host and an Origin, as its banner's URLs name it; a LAN address is only
+// what --allowed-hosts names, with the loopback names.
+func TestOwnLoopbackHostAllowed(t *testing.T) {
+	env := mapEnv(map[string]string{"XDG_DATA_HOME": "/tmp/xdg"})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--host", "127.0.0.2"}, "localhost,127.0.0.1,[::1],127.0.0.2"},
+		{[]string{"--host", "::1"}, "localhost,127.0.0.1,[::1]"},
+		{[]string{"--host", "localhost"}, "localhost,127.0.0.1,[::1]"},
+		{[]string{"--host", "0.0.0.0", "--allowed-hosts", "relay.lan"}, "relay.lan,localhost,127.0.0.1,[::1]"},
+		{[]string{"--host", "192.168.1.5", "--allowed-hosts", "relay.lan"}, "relay.lan,localhost,127.0.0.1,[::1]"},
+	} {
+		c, err := load(t, env, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := strings.Join(c.AllowedHosts, ","); got != tc.want {
+			t.Errorf("%v: allowed hosts %q, want %q", tc.args, got, tc.want)
+		}
+		if got := strings.Join(c.AllowedOrigins, ","); got != tc.want {
+			t.Errorf("%v: allowed origins %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
 // Ensure defaults are loopback on 4318 with the loopback names allowed.
 func TestDefaults(t *testing.T) {
 	c, err := load(t, mapEnv(map[string]string{"XDG_DATA_HOME": "/tmp/xdg"}))
