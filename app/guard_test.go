@@ -44,6 +44,15 @@ func echoWorker(t *testing.T, r *app.Relay, slug string, senders ...string) {
 	noErr(t, err)
 }
 
+// stillQueued fails unless the task id (what names it) is queued: after a
+// task posted later ran, which no worker ran (nor claimed, nor blocked).
+func stillQueued(t *testing.T, r *app.Relay, id, what string) {
+	t.Helper()
+	if task := waitStatus(t, r, id, relay.StatusQueued, relay.StatusClaimed, relay.StatusCompleted, relay.StatusBlocked); task.Status != relay.StatusQueued {
+		t.Fatalf("%s is %s (claimed via %q), want queued", what, task.Status, task.ClaimedVia)
+	}
+}
+
 func createAgent(t *testing.T, r *app.Relay, slug string) {
 	t.Helper()
 	_, err := r.Services.Agents.Create(relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}})
@@ -72,9 +81,7 @@ func TestDeletedSenderSlugCannotRunWorker(t *testing.T) {
 	noErr(t, err)
 
 	waitStatus(t, r, legit.ID, relay.StatusCompleted)
-	if task := waitStatus(t, r, intruder.ID, relay.StatusQueued, relay.StatusClaimed, relay.StatusCompleted, relay.StatusBlocked); task.Status != relay.StatusQueued {
-		t.Fatalf("the intruder's task is %s (claimed via %q), want queued", task.Status, task.ClaimedVia)
-	}
+	stillQueued(t, r, intruder.ID, "the intruder's task")
 	st, ok := workerStatus(t, r, "coder")
 	if !ok || !slices.Equal(st.AllowedSenders, []string{"operator"}) {
 		t.Fatalf("coder's worker: %+v", st)
@@ -121,9 +128,7 @@ func TestRetiredAgentsWorkerRunsNothing(t *testing.T) {
 	later, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "other", Title: "After the removal", Instructions: "Do it."})
 	noErr(t, err)
 	waitStatus(t, r, later.ID, relay.StatusCompleted)
-	if task := waitStatus(t, r, kept.ID, relay.StatusQueued, relay.StatusClaimed, relay.StatusCompleted, relay.StatusBlocked); task.Status != relay.StatusQueued {
-		t.Fatalf("the retired coder's task is %s (claimed via %q), want queued", task.Status, task.ClaimedVia)
-	}
+	stillQueued(t, r, kept.ID, "the retired coder's task")
 	if st, ok := workerStatus(t, r, "coder"); !ok || st.Enabled {
 		t.Fatalf("the retired coder's worker: %+v %v, want it there and off", st, ok)
 	}

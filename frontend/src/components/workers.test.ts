@@ -331,7 +331,8 @@ describe("Agent card and worker dialog", () => {
     allowPaths: { control: "#wd-allow-paths" },
     session: { control: "#wd-session", worker: claude },
   };
-  it.each(WORKER_FIELDS.map((f) => [f]))("focuses the control a refusal naming %s is about and shows the message there", async (field) => {
+  // refused mounts the worker dialog, has its save refused naming field, and returns the dialog and the control the refusal is about.
+  const refused = async (field: (typeof WORKER_FIELDS)[number]) => {
     const { control, worker: p } = controls[field];
     const s = await withStores({ agents: [operator, agent()], workers: [worker(p)] });
     vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", `${field}: “x” is refused by this relay.`));
@@ -339,7 +340,10 @@ describe("Agent card and worker dialog", () => {
     await flushPromises();
     await w.find('[data-test="worker-form"]').trigger("submit");
     await flushPromises();
-    const el = w.get(control).element;
+    return { w, el: w.get(control).element };
+  };
+  it.each(WORKER_FIELDS.map((f) => [f]))("focuses the control a refusal naming %s is about and shows the message there", async (field) => {
+    const { w, el } = await refused(field);
     expect(document.activeElement).toBe(el);
     // The message is the error of the field (or the group of fields) the control is in.
     let at = el.closest(".field");
@@ -352,14 +356,7 @@ describe("Agent card and worker dialog", () => {
   // What a screen reader reads with an element: the text of each element its aria-describedby names (null for a missing one).
   const described = (el: Element | null) => (el?.getAttribute("aria-describedby") ?? "").split(" ").filter(Boolean).map((id) => document.getElementById(id)?.textContent ?? null);
   it.each(WORKER_FIELDS.map((f) => [f]))("describes the control a refusal naming %s focuses, or its group, by the message", async (field) => {
-    const { control, worker: p } = controls[field];
-    const s = await withStores({ agents: [operator, agent()], workers: [worker(p)] });
-    vi.mocked(s.api.workers.save).mockRejectedValueOnce(new ApiError("invalid_request", `${field}: “x” is refused by this relay.`));
-    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
-    await flushPromises();
-    await w.find('[data-test="worker-form"]').trigger("submit");
-    await flushPromises();
-    const el = w.get(control).element;
+    const { w, el } = await refused(field);
     expect(document.activeElement).toBe(el);
     // A group's (the senders, the extra folders) is the element data-field marks, a named group, described instead of its first control.
     const group = field === "extraDirs" || field === "allowedSenders" ? w.get(`[data-field="${field}"]`).element : null;
