@@ -289,10 +289,11 @@ func withLoopback(list []string, host string) []string {
 	out := append([]string(nil), list...)
 	names := []string{"localhost", "127.0.0.1", "[::1]"}
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && a.IsLoopback() {
-		names = append(names, strings.Trim(host, "[]"))
+		own := a.String()
 		if a.Is6() {
-			names[len(names)-1] = "[" + a.String() + "]"
+			own = "[" + own + "]"
 		}
+		names = append(names, own)
 	}
 	for _, l := range names {
 		if !slices.Contains(out, l) {
