@@ -262,7 +262,16 @@ func TestAppliedRecordNamesTheLocalTask(t *testing.T) {
 func TestRemoteTaskForRetiredAgentBlocked(t *testing.T) {
 	db, _ := sentToCarol(t, "")
 	ctx := context.Background()
+	waiting, err := db.PostTask(ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: "bob", Title: "Waits", Instructions: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := db.RetireAgent(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	// Its sender requeued it, to wait for bob's reinstatement: the task
+	// that arrives next leaves it waiting.
+	if _, err := db.RequeueTask(ctx, "alice", waiting.ID, "wait for bob"); err != nil {
 		t.Fatal(err)
 	}
 	id := relay.NewID()
@@ -275,6 +284,9 @@ func TestRemoteTaskForRetiredAgentBlocked(t *testing.T) {
 	}
 	if n := countRows(t, db, `SELECT count(*) FROM mesh_outbox WHERE task_id = '`+id+`'`); n == 0 {
 		t.Fatal("the blocked state is not on its way to the sender's relay")
+	}
+	if w, err := db.Task(ctx, waiting.ID); err != nil || w.Status != relay.StatusQueued {
+		t.Fatalf("the task requeued to wait for bob: %+v %v; want it still queued", w, err)
 	}
 	if agents, err := db.Mesh().LocalAgents(ctx); err != nil || slices.ContainsFunc(agents, func(a relay.Agent) bool { return a.Slug == "bob" }) {
 		t.Fatalf("the directory's agents list the retired bob: %v %v", agents, err)

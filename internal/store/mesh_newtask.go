@@ -107,7 +107,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	if retired {
 		// Blocked at once, as its tasks were at its retirement: its sender
 		// learns of it, where it would wait for ever.
-		return id, blockTasksOfRetired(t, recipient)
+		return id, blockTasksOfRetired(t, recipient, id)
 	}
 	return id, t.handOff(task)
 }

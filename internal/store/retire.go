@@ -26,7 +26,7 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 		if _, err := t.exec(`UPDATE agents SET token_hash = NULL, retired_at = COALESCE(retired_at, ?) WHERE slug = ?`, t.ts, slug); err != nil {
 			return fmt.Errorf("retire agent: %w", err)
 		}
-		if err := blockTasksOfRetired(t, slug); err != nil {
+		if err := blockTasksOfRetired(t, slug, ""); err != nil {
 			return err
 		}
 		// Nothing runs for it: no run of its acts on, and its worker is off.
@@ -40,15 +40,16 @@ func (db *DB) RetireAgent(ctx context.Context, slug string) error {
 }
 
 // blockTasksOfRetired blocks the tasks slug, now retired, was to do or was
-// doing, and tells each sender: a retired agent claims nothing and its
-// token is gone, so they would otherwise wait for ever. A sender may still
-// requeue one (it waits for the agent to be reinstated) or cancel it.
-func blockTasksOfRetired(t *tx, slug string) error {
+// doing (only the task id, when id is not ""), and tells each sender: a
+// retired agent claims nothing and its token is gone, so they would
+// otherwise wait for ever. A sender may still requeue one (it waits for the
+// agent to be reinstated) or cancel it.
+func blockTasksOfRetired(t *tx, slug, id string) error {
 	type open struct{ id, sender string }
 	list, err := queryAll(t.ctx, t.tx, "find the retired agent's tasks", func(r rowScanner) (open, error) {
 		var o open
 		return o, r.Scan(&o.id, &o.sender)
-	}, `SELECT id, sender_slug FROM tasks WHERE recipient_slug = ? AND status IN ('queued', 'claimed')`, slug)
+	}, `SELECT id, sender_slug FROM tasks WHERE recipient_slug = ? AND status IN ('queued', 'claimed') AND (? = '' OR id = ?)`, slug, id, id)
 	if err != nil {
 		return err
 	}
