@@ -236,6 +236,8 @@ func TestTasksListUnknownAgent(t *testing.T) {
 	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
 	createAgent(t, r, "builder")
 	createAgent(t, r, "idle")
+	createAgent(t, r, "gone")
+	noErr(t, r.Services.Agents.Retire("gone"))
 	_, err := r.Services.Tasks.Post(app.NewTask{RecipientSlug: "builder", Title: "Fix the build", Instructions: "x"})
 	noErr(t, err)
 	for _, tc := range []struct {
@@ -249,9 +251,11 @@ func TestTasksListUnknownAgent(t *testing.T) {
 		{"an agent without tasks", []string{"--agent", "idle"}, 0, "ID  ", ""},
 		{"an agent without tasks, JSON", []string{"--agent", "idle", "--json"}, 0, "[]\n", ""},
 		{"a known agent's tasks filtered away", []string{"--agent", "builder", "--status", "blocked"}, 0, "ID  ", ""},
-		{"a near name", []string{"--agent", "buildr"}, 1, "", "crosschat-relay: Unknown agent “buildr” (--agent); similar: builder. (unknown_agent)\n"},
+		{"a near name", []string{"--agent", "buildr"}, 1, "", "crosschat-relay: No agent “buildr” (--agent) is on the relay's list of agents (a retired one is not); similar: builder. (unknown_agent)\n"},
 		{"a near name, JSON", []string{"--agent", "buildr", "--json"}, 1, "", "similar: builder"},
-		{"nobody near", []string{"--agent", "nobody"}, 1, "", "Unknown agent “nobody” (--agent); crosschat-relay agents list shows every agent. (unknown_agent)"},
+		{"nobody near", []string{"--agent", "nobody"}, 1, "", "No agent “nobody” (--agent) is on the relay's list of agents (a retired one is not); crosschat-relay agents list shows them. (unknown_agent)"},
+		// Retired with no tasks: not said to be nobody's name.
+		{"a retired agent without tasks", []string{"--agent", "gone"}, 1, "", "(a retired one is not)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errs, code := run(t, append(append([]string{"tasks", "list"}, tc.args...), loc...)...)

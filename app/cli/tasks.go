@@ -160,10 +160,10 @@ func tasksList(args []string, stdout, stderr io.Writer) error {
 	})
 }
 
-// knownAgent is nil when the relay has an agent slug (read as its task
+// knownAgent is nil when the relay lists an agent slug (read as its task
 // filter reads it: trimmed, in lower case), asked with Agents.List, the
-// admin API's list of agents; else the relay's refusal of an unknown agent
-// (unknown_agent) naming the --agent flag and the similar slugs.
+// admin API's list of agents (retired ones left out); else unknown_agent,
+// naming the --agent flag and the similar slugs.
 func knownAgent(c *command, slug string) error {
 	var agents []relay.Agent
 	if err := c.call("Agents", "List", &agents); err != nil {
@@ -177,9 +177,10 @@ func knownAgent(c *command, slug string) error {
 		}
 		names = append(names, a.Slug)
 	}
-	hint := "crosschat-relay agents list shows every agent"
+	hint := "crosschat-relay agents list shows them"
 	if sim := similarIDs(want, names); len(sim) > 0 {
 		hint = "similar: " + strings.Join(sim, ", ")
 	}
-	return relay.Errorf(relay.EUnknownAgent, "Unknown agent “%s” (--agent); %s.", want, hint).WithDetails(map[string]any{"slug": want})
+	// A retired agent is on no list: said, as it may be one with no tasks.
+	return relay.Errorf(relay.EUnknownAgent, "No agent “%s” (--agent) is on the relay's list of agents (a retired one is not); %s.", want, hint).WithDetails(map[string]any{"slug": want})
 }
