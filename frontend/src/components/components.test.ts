@@ -3,6 +3,7 @@ import { flushPromises, mount } from "@vue/test-utils";
 import { ApiError } from "../api";
 import TaskCard from "./TaskCard.vue";
 import NewTaskDialog from "./NewTaskDialog.vue";
+import AgentDialog from "./AgentDialog.vue";
 import TokenRevealDialog from "./TokenRevealDialog.vue";
 import Modal from "./Modal.vue";
 import FormField from "./FormField.vue";
@@ -113,6 +114,21 @@ describe("NewTaskDialog", () => {
     await flushPromises();
     expect(w.find('[role="alert"]').text()).toBe("bob lacks web-search.");
     expect(w.emitted("close")).toBeFalsy();
+  });
+});
+
+describe("AgentDialog", () => {
+  it("describes the capabilities group by its error when none is chosen", async () => {
+    const s = await withStores();
+    const w = s.mount(AgentDialog);
+    const group = () => w.get('.chips[role="group"]').element;
+    expect(group().hasAttribute("aria-describedby")).toBe(false);
+    for (const on of w.findAll('.chip[aria-pressed="true"]')) await on.trigger("click");
+    await w.find("form").trigger("submit");
+    const id = group().getAttribute("aria-describedby");
+    expect(id && document.getElementById(id)?.textContent).toBe("Choose at least one capability.");
+    expect(s.api.agents.create).not.toHaveBeenCalled();
+    w.unmount();
   });
 });
 

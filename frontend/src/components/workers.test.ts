@@ -480,6 +480,15 @@ describe("Agent card and worker dialog", () => {
     expect(s.api.workers.save).toHaveBeenCalledWith(expect.objectContaining({ harness: "claude-code", session: "s-new", sessionId: "s-new" }));
   });
 
+  it("describes the session picker by the error of listing the folder's sessions", async () => {
+    const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "claude-code", command: "/usr/bin/claude", args: [], promptMode: "stdin" })] });
+    vi.mocked(s.api.workers.sessions).mockRejectedValueOnce(new ApiError("internal_error", "The sessions could not be read."));
+    const w = s.mount(WorkerDialog, { props: { agent: agent() } });
+    await flushPromises();
+    expect(described(w.get("#wd-session-pick").element)).toEqual(["The sessions could not be read."]);
+    w.unmount();
+  });
+
   it("makes a Codex worker deliver into any session a task names", async () => {
     const s = await withStores({ agents: [operator, agent()], workers: [worker({ harness: "codex", command: "/usr/bin/codex", args: [], promptMode: "stdin" })] });
     const w = s.mount(WorkerDialog, { props: { agent: agent() } });
