@@ -91,5 +91,15 @@ func (t *Tasks) RevealFile(id, path string) error {
 	if err != nil {
 		return err
 	}
-	return desktop.Reveal(path)
+	return shownError(desktop.Reveal(path))
+}
+
+// shownError is the error of a Show in folder for the dashboard: the
+// opener's own words (no file manager answered, no desktop), which a plain
+// error would lose to the relay's generic internal message.
+func shownError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return relay.Errorf(relay.EInternal, "%s", err.Error())
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"time"
 )
 
 // opener returns the command that opens target with the system's default
@@ -49,12 +50,32 @@ func Reveal(path string) error {
 	return start(path, true)
 }
 
+// openerWait is how long start waits to hear that the opener failed:
+// xdg-open and open exit at once, non-zero, when nothing can show the
+// target (no desktop, no browser), and otherwise hand it over and exit 0.
+const openerWait = 2 * time.Second
+
+// start runs the opener for target and says when it failed within
+// openerWait: the button that asked is told, rather than nothing shown.
+// explorer.exe's exit status says nothing (1 when it did show the file), so
+// on Windows only a start that fails is an error.
 func start(target string, reveal bool) error {
 	name, args := opener(runtime.GOOS, target, reveal)
 	cmd := exec.Command(name, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", name, err)
 	}
-	go cmd.Wait() //nolint:errcheck // the opener's exit status says nothing useful
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s could not show %s (%v): is a desktop session running on this computer?", name, target, err)
+		}
+	case <-time.After(openerWait):
+	}
 	return nil
 }
