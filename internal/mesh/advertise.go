@@ -203,13 +203,7 @@ func (n *Node) advertiseAgent(a relay.Agent) {
 	}
 	if a.RetiredAt != "" {
 		// Retired: it takes no tasks, so it leaves the directory.
-		if err := n.bucket().Delete(ctx, agentKey(n.id.ID, a.Slug)); err != nil && n.ctx.Err() == nil {
-			n.setErr("withdraw retired agent", err)
-		}
-		n.mu.Lock()
-		delete(n.agents, agentKey(n.id.ID, a.Slug))
-		delete(n.good, agentKey(n.id.ID, a.Slug))
-		n.mu.Unlock()
+		_ = n.ReleaseSlug(ctx, a.Slug) // never fails: an entry it cannot delete expires
 		return
 	}
 	if err := n.putAgent(ctx, a); err != nil && n.ctx.Err() == nil {

@@ -140,12 +140,14 @@ func (n *Node) taken(slug, relayID, relayName string) error {
 		WithDetails(map[string]any{"slug": slug, "relay": relayName, "relayId": relayID})
 }
 
-// ReleaseSlug deletes this relay's directory entry for slug. When NATS
-// cannot be reached the entry simply expires.
+// ReleaseSlug deletes this relay's directory entry for slug (a deleted or
+// retired agent's), and its place in this relay's own view at once. When
+// NATS cannot be reached the entry simply expires.
 func (n *Node) ReleaseSlug(ctx context.Context, slug string) error {
 	key := agentKey(n.id.ID, slug)
 	n.mu.Lock()
 	delete(n.agents, key)
+	delete(n.good, key)
 	n.mu.Unlock()
 	kv := n.bucket()
 	if kv == nil {
