@@ -217,12 +217,8 @@ func cliReaches(cfg config.Config) bool {
 func locationArgs(cfg config.Config) string {
 	var b strings.Builder
 	if cfg.Port != config.DefaultPort {
-		switch cfg.Host {
-		case "", config.DefaultHost, "0.0.0.0", "::":
-		default:
-			if loopback.Host(cfg.Host) {
-				b.WriteString(" --host " + shellWord(cfg.Host))
-			}
+		if cfg.Host != config.DefaultHost && loopback.Host(cfg.Host) {
+			b.WriteString(" --host " + shellWord(cfg.Host))
 		}
 		fmt.Fprintf(&b, " --port %d", cfg.Port)
 	}
