@@ -1,13 +1,18 @@
 const FOCUSABLE =
   'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
+/** takesFocus tells a control Tab reaches: a focusable element, not inert, not taken out of the tab order. */
+function takesFocus(el: HTMLElement): boolean {
+  return el.matches(FOCUSABLE) && !el.hasAttribute("inert") && el.tabIndex >= 0;
+}
+
 export function focusables(root: HTMLElement): HTMLElement[] {
-  return [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => !el.hasAttribute("inert") && el.tabIndex >= 0);
+  return [...root.querySelectorAll<HTMLElement>(FOCUSABLE)].filter(takesFocus);
 }
 
 /** firstControl is el when it takes the focus itself, else its first control inside; none when neither. */
 export function firstControl(el: HTMLElement): HTMLElement | undefined {
-  return el.matches(FOCUSABLE) && !el.hasAttribute("inert") && el.tabIndex >= 0 ? el : focusables(el)[0];
+  return takesFocus(el) ? el : focusables(el)[0];
 }
 
 /** trapTab keeps Tab and Shift+Tab inside root. */
