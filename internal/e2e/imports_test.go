@@ -32,6 +32,7 @@ var homes = map[string]string{
 	"fyne.io/systray":                   "internal/desktop",
 	"github.com/prometheus/":            "internal/metrics",
 	"github.com/landlock-lsm/":          "internal/sandbox",
+	"golang.org/x/net/":                 "internal/sandbox",
 }
 
 // Ensure the layering of docs/architecture.md: relay imports only the standard
@@ -198,6 +199,10 @@ func TestViolation(t *testing.T) {
 		{"internal/sandbox", "github.com/landlock-lsm/go-landlock/landlock", false},
 		{"internal/worker", "github.com/landlock-lsm/go-landlock/landlock", true},
 		{"internal/worker", module + "internal/sandbox", true},
+		{"internal/sandbox", "golang.org/x/net/bpf", false},
+		{"internal/worker", "golang.org/x/net/bpf", true},
+		{"internal/config", "golang.org/x/sys/windows", false},
+		{"internal/config", "golang.org/x/sys/windows/registry", true},
 		{"app", module + "internal/sandbox", false},
 		{"internal/runspec", module + "internal/relay", false},
 		{"internal/runspec", module + "internal/worker", true},

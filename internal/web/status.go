@@ -33,6 +33,8 @@ var statusByCode = map[string]int{
 	relay.EAgentHasOpenTasks:        http.StatusConflict,
 	relay.ETooManyOpenTasks:         http.StatusTooManyRequests,
 	relay.EForbidden:                http.StatusForbidden,
+	relay.ESessionNotFound:          http.StatusNotFound,
+	relay.ESessionAmbiguous:         http.StatusConflict,
 	relay.EInternal:                 http.StatusInternalServerError,
 }
 
