@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
@@ -16,18 +17,93 @@ import (
 // listen opens the relay's listener on cfg's address. When another process
 // holds the port, the error (ErrPortTaken) says who in words: the relay
 // already serving this data folder, or some other program.
+//
+// On the default loopback address the relay holds the port on both
+// loopback addresses, 127.0.0.1 and [::1] (twinLoopback): its URLs say
+// localhost, which clients (browsers always, Go and Node where the hosts
+// file says so) try on [::1] first, so a port left free there would let any
+// local process listen in its place and be handed tokens.
 func listen(cfg config.Config) (net.Listener, error) {
-	ln, err := net.Listen("tcp", cfg.Addr())
+	twin, ok := twinLoopback(cfg.Host)
+	if !ok {
+		return listenOne(cfg, cfg.Addr())
+	}
+	primary := net.JoinHostPort(strings.Trim(cfg.Host, "[]"), strconv.Itoa(cfg.Port))
+	if cfg.Host == "localhost" {
+		primary = net.JoinHostPort(config.DefaultHost, strconv.Itoa(cfg.Port))
+	}
+	// A port the system picks (0) is picked on the first address; it may
+	// be taken on the second, so a few picks are tried.
+	for try := 0; ; try++ {
+		ln, err := listenOne(cfg, primary)
+		if err != nil {
+			return nil, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		other, err := net.Listen("tcp", net.JoinHostPort(twin, strconv.Itoa(port)))
+		switch {
+		case err == nil:
+			return newPairListener(ln, other), nil
+		case noSuchAddress(err):
+			// No IPv6 (or IPv4) loopback here: nothing can listen there
+			// and no client goes there.
+			return ln, nil
+		case addrInUse(err) && cfg.Port == 0 && try < 8:
+			ln.Close()
+			continue
+		case addrInUse(err):
+			ln.Close()
+			addr := net.JoinHostPort(twin, strconv.Itoa(port))
+			return nil, &portTakenError{addr: addr, err: err,
+				holder: "another program listens on the other loopback address of this port, where clients that name localhost may connect instead of the relay: choose another port with --port, or stop that program"}
+		default:
+			ln.Close()
+			return nil, fmt.Errorf("listen on %s: %w", net.JoinHostPort(twin, strconv.Itoa(port)), err)
+		}
+	}
+}
+
+// listenOne listens on addr, naming who holds it when it is taken.
+func listenOne(cfg config.Config, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
 	switch {
 	case err == nil:
 		return ln, nil
 	case addrInUse(err):
 		holder, ours := portHolder(cfg)
-		return nil, &portTakenError{addr: cfg.Addr(), holder: holder, ours: ours, err: err}
+		return nil, &portTakenError{addr: addr, holder: holder, ours: ours, err: err}
 	default:
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr(), err)
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 }
+
+// twinLoopback gives the other loopback address the relay also holds when
+// host is the default loopback one (127.0.0.1, [::1] or localhost, which
+// BaseURL advertises as localhost); ok is false for any other host (an
+// every-address host holds both already, a LAN or other loopback address is
+// advertised as itself).
+func twinLoopback(host string) (twin string, ok bool) {
+	switch strings.Trim(host, "[]") {
+	case "127.0.0.1", "localhost":
+		return "::1", true
+	case "::1":
+		return "127.0.0.1", true
+	}
+	return "", false
+}
+
+// noSuchAddress reports whether a listen failed because this system has no
+// such address or address family (IPv6 turned off, say).
+func noSuchAddress(err error) bool {
+	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT) ||
+		errors.Is(err, wsaeAddrNotAvail) || errors.Is(err, wsaeAFNoSupport)
+}
+
+// Windows' errnos for the same, which syscall's do not match there.
+const (
+	wsaeAddrNotAvail = syscall.Errno(10049)
+	wsaeAFNoSupport  = syscall.Errno(10047)
+)
 
 // wsaeAddrInUse is Windows' WSAEADDRINUSE, which syscall.EADDRINUSE (an
 // errno of its own there) does not match.

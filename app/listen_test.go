@@ -3,6 +3,7 @@ package app_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -85,4 +86,69 @@ func TestPortTakenSaysWho(t *testing.T) {
 	}
 	// The look at dir2's lock gave it back.
 	apptest.Start(t, apptest.Config(dir2), app.StartOptions{Version: "test"})
+}
+
+// Ensure a relay on the default loopback address holds its port on both
+// loopback addresses: its URLs say localhost, which browsers (and Go and
+// Node, where the hosts file says so) try on [::1] first, so a port free
+// there let any local process listen in the relay's place and be handed
+// the admin token. The relay answers on [::1] too, nobody else can listen
+// there, and a start whose [::1] port another program holds is refused,
+// naming it.
+func TestPortHeldOnBothLoopbackAddresses(t *testing.T) {
+	probe, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	probe.Close()
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+		t.Run(host, func(t *testing.T) {
+			cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
+			cfg.Host = host
+			r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
+			port := strconv.Itoa(r.Config().Port)
+			for _, addr := range []string{"127.0.0.1:" + port, "[::1]:" + port} {
+				if ln, err := net.Listen("tcp", addr); err == nil {
+					ln.Close()
+					t.Fatalf("another process could listen on %s beside the relay", addr)
+				}
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatalf("the relay does not answer on %s: %v", addr, err)
+				}
+				fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: localhost:%s\r\nConnection: close\r\n\r\n", port)
+				buf := make([]byte, 12)
+				_, err = io.ReadFull(c, buf)
+				c.Close()
+				if err != nil || string(buf) != "HTTP/1.1 200" {
+					t.Fatalf("GET /health on %s: %q, %v", addr, buf, err)
+				}
+			}
+		})
+	}
+
+	squat, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squat.Close()
+	port := squat.Addr().(*net.TCPAddr).Port
+	cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
+	cfg.Port = port
+	r, err := app.Start(cfg, app.StartOptions{Version: "test"})
+	if err == nil {
+		apptest.Stop(t, r)
+		t.Fatalf("started while another program holds [::1]:%d", port)
+	}
+	want := fmt.Sprintf("[::1]:%d: address already in use: another program listens on the other loopback address of this port", port)
+	if !errors.Is(err, app.ErrPortTaken) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("start: %v\nwant ErrPortTaken starting %q", err, want)
+	}
+	// Nothing of the refused start holds 127.0.0.1's port.
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("the refused start left 127.0.0.1:%d held: %v", port, err)
+	}
+	ln.Close()
 }
