@@ -592,6 +592,45 @@ func TestSendSaysTheWorkerWillNotRunIt(t *testing.T) {
 	}
 }
 
+// send --from operator posts as the operator, through the dashboard's
+// New task (Tasks.Post), with the admin token: the task a worker runs by
+// default. It used to be refused as no project "operator"; a --from that is
+// neither a project nor the operator says how to send as the operator, and
+// without the admin token --from operator says that it needs it.
+func TestSendFromTheOperator(t *testing.T) {
+	e := newEveryday(t)
+	createAgent(t, e.r, "builder")
+	_, err := e.r.Services.Workers.Save(relay.WorkerConfig{AgentSlug: "builder", Harness: "custom", Command: "/bin/cat",
+		Workdir: e.folder(t, "work"), AllowedSenders: []string{"operator"}, TimeoutMinutes: 1, Enabled: true})
+	noErr(t, err)
+	t.Chdir(e.folder(t, "elsewhere"))
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"operator", []string{"--agent", "--from", "operator"}, 0, ""},
+		{"operator, any case", []string{"--agent", "--from", " Operator "}, 0, ""},
+		{"operator to an agent without --agent", []string{"--from", "operator"}, 1, "send --agent builder"},
+		{"neither a project nor the operator", []string{"--agent", "--from", "bob"}, 1, `no project "bob" is registered on this computer (crosschat-relay projects list shows those that are; crosschat-relay register makes a folder one); to send as you, the operator, use --from operator`},
+		{"no admin token", []string{"--agent", "--from", "operator", "--data-dir", t.TempDir()}, 1, "--from operator sends as you, the operator, with the relay's admin token: no admin token in"},
+		{"no project here", []string{"--agent"}, 1, "or send as you, the operator, with --from operator"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errs, code := run(t, append([]string{"send", "builder", "Build it"}, c.args...)...)
+			if code != c.code || !strings.Contains(errs, c.want) || strings.Contains(errs, "note:") {
+				t.Fatalf("exit %d, stderr %q; want %d containing %q", code, errs, c.code, c.want)
+			}
+			if code == 0 {
+				if task := e.task(t, strings.TrimSpace(out)); task.SenderSlug != "operator" || task.RecipientSlug != "builder" || task.Instructions != "Build it" {
+					t.Errorf("task from %s to %s: %q", task.SenderSlug, task.RecipientSlug, task.Instructions)
+				}
+			}
+		})
+	}
+}
+
 // A register stopped after it made the folder's agent and before it kept
 // the token (kill -9, a session hook's timeout) left the name taken "by a
 // project folder registered on another computer": the next register of the

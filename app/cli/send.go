@@ -33,7 +33,7 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	live.sessionFlag(c)
-	c.fs.StringVar(&from, "from", "", "the sending project's id (default: "+project.EnvID+", else the project of the current folder)")
+	c.fs.StringVar(&from, "from", "", "the sending project's id, or operator: you, with the admin token (default: "+project.EnvID+", else the project of the current folder)")
 	c.fs.StringVar(&title, "title", "", "the task's title (default: the message's first line, shortened)")
 	c.fs.StringVar(&prio, "priority", "normal", "low, normal or urgent (or 1, 2, 3)")
 	c.fs.BoolVar(&toAgent, "agent", false, "ID is an agent that is not a project registered on this computer (made by hand, an invitee, another relay's): send it all the same")
@@ -75,7 +75,10 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	sender, err := findProject(from, os.Getenv)
 	if errors.Is(err, errNoProject) {
-		return fmt.Errorf("%v, so nothing sends this task: run `crosschat-relay register` in the project's folder first, or name the sending project with --from ID (crosschat-relay projects list)", err)
+		return fmt.Errorf("%v, so nothing sends this task: run `crosschat-relay register` in the project's folder first, name the sending project with --from ID (crosschat-relay projects list), or send as you, the operator, with --from operator", err)
+	}
+	if err != nil && from != "" {
+		return sendAsOperator(c, from, to, toAgent, app.NewTask{Title: title, Instructions: msg, Priority: priority}, err)
 	}
 	if err != nil {
 		return err
@@ -83,7 +86,9 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cl := client.NewAgent(sender.Relay, sender.Token, session)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	recipient, err := sendRecipient(ctx, cl, sender, to, toAgent)
+	recipient, err := sendRecipient(to, toAgent, &sender, func() (agents []relay.Agent, err error) {
+		return agents, cl.Tool(ctx, "list_agents", map[string]any{"includeOffline": true}, &agents)
+	})
 	if err != nil {
 		return err
 	}
@@ -103,14 +108,50 @@ func sendCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return sent(c, task)
+}
+
+// sent prints the task a send posted, after workerNote's note.
+func sent(c *command, task relay.Task) error {
 	if note := workerNote(c, task); note != "" {
-		fmt.Fprintln(stderr, note)
+		fmt.Fprintln(c.stderr, note)
 	}
 	if c.json {
 		return c.printJSON(task)
 	}
-	fmt.Fprintln(stdout, task.ID)
+	fmt.Fprintln(c.stdout, task.ID)
 	return nil
+}
+
+// sendAsOperator posts the task as the operator, through the bridge call
+// the dashboard's New task makes (Tasks.Post), when from is "operator" or
+// the relay's operator slug: with the admin token, as the admin verbs
+// have it (--data-dir, CROSSCHAT_API_TOKEN). Otherwise it is notProject,
+// the error of from as a project, saying how to send as the operator.
+func sendAsOperator(c *command, from, to string, toAgent bool, in app.NewTask, notProject error) error {
+	from = strings.ToLower(strings.TrimSpace(from))
+	var info app.Info
+	err := c.call("Overview", "Info", &info)
+	switch {
+	case err != nil && from == relay.DefaultOperatorSlug:
+		return fmt.Errorf("--from %s sends as you, the operator, with the relay's admin token: %w", from, err)
+	case err != nil:
+		return fmt.Errorf("%v; to send as you, the operator, use --from operator with the relay's admin token (--data-dir of the relay, or CROSSCHAT_API_TOKEN)", notProject)
+	case from != relay.DefaultOperatorSlug && from != info.OperatorSlug:
+		return fmt.Errorf("%v; to send as you, the operator, use --from %s", notProject, info.OperatorSlug)
+	}
+	recipient, err := sendRecipient(to, toAgent, nil, func() (agents []relay.Agent, err error) {
+		return agents, c.call("Agents", "List", &agents)
+	})
+	if err != nil {
+		return err
+	}
+	in.RecipientSlug = recipient
+	var task relay.Task
+	if err := c.call("Tasks", "Post", &task, in); err != nil {
+		return err
+	}
+	return sent(c, task)
 }
 
 // workerNote says, when the recipient has a worker here that does not take
@@ -140,16 +181,17 @@ func workerNote(c *command, task relay.Task) string {
 
 // sendRecipient is the name send posts to: a project registered on this
 // computer (as given, or by the id rules), or with toAgent any name. A name
-// the relay knows that is no project here is refused saying what it is,
-// asking for --agent; the sending project itself is refused saying what to
-// do instead; a name nobody here has is the post's to refuse.
-func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project, to string, toAgent bool) (string, error) {
+// the relay knows (list: its agents) that is no project here is refused
+// saying what it is, asking for --agent; the sending project (sender, nil
+// for the operator) itself is refused saying what to do instead; a name
+// nobody here has is the post's to refuse.
+func sendRecipient(to string, toAgent bool, sender *project.Project, list func() ([]relay.Agent, error)) (string, error) {
 	names := []string{strings.ToLower(strings.TrimSpace(to))}
 	if n := project.Normalize(to); n != names[0] && project.Check(n, to) == nil {
 		names = append(names, n)
 	}
-	if slices.Contains(names, sender.ID) {
-		return "", selfSend(sender)
+	if sender != nil && slices.Contains(names, sender.ID) {
+		return "", selfSend(*sender)
 	}
 	if toAgent {
 		return names[0], nil
@@ -161,8 +203,8 @@ func sendRecipient(ctx context.Context, cl *client.Agent, sender project.Project
 			}
 		}
 	}
-	var agents []relay.Agent
-	if err := cl.Tool(ctx, "list_agents", map[string]any{"includeOffline": true}, &agents); err != nil {
+	agents, err := list()
+	if err != nil {
 		return "", err
 	}
 	for _, n := range names {

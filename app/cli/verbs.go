@@ -23,14 +23,18 @@ the new id; the old one is retired. A blank id is refused.`,
 		summary: "post MESSAGE as a task to the project ID and return at once; prints the task id",
 		about: `The task is sent by the project --from ID names, else by CROSSCHAT_PROJECT_ID's,
 else by the current folder's (the nearest registered folder at or above it). A
-folder in no project is refused: register it first. MESSAGE "-" reads standard input (at most
+folder in no project is refused: register it first. --from operator sends as you,
+the operator, as the dashboard's New task does (a worker runs only your tasks unless
+you allow others); it needs the relay's admin token (--data-dir, or
+CROSSCHAT_API_TOKEN). MESSAGE "-" reads standard input (at most
 40,000 bytes). ID must be a project registered on this computer (crosschat-relay
 projects list); an agent of another kind (made by hand, enrolled with an invite,
 on another relay) needs --agent. Run inside a live session (--session, else
 CLAUDE_CODE_SESSION_ID, which Claude Code sets) the task is that session's: its
 answers reach that session alone.`,
 		example: `crosschat-relay send api "Rebase on main, then run the tests."
-echo "a longer message" | crosschat-relay send api - --title "Release notes" --priority urgent`},
+echo "a longer message" | crosschat-relay send api - --title "Release notes" --priority urgent
+crosschat-relay send builder "List the files" --agent --from operator`},
 	{name: "monitor", args: "[ID] [--format task|message]", maxArgs: 1,
 		summary: "print one line per task or update of a project (for a session's Monitor tool)",
 		about: `Follows the push stream of the project ID (from any folder), else of the project
