@@ -173,7 +173,7 @@ func workerNote(c *command, task relay.Task) string {
 		for _, s := range append(slices.Clone(w.AllowedSenders), task.SenderSlug) {
 			allow += " --allow-sender " + s
 		}
-		return fmt.Sprintf("note: %s's worker runs only the tasks of %s, so this task waits for %s to claim it. To let the worker run %s's tasks, add it to the worker's allowed senders: on the dashboard, or `crosschat-relay workers set %s` with the worker's other settings and%s",
+		return fmt.Sprintf("note: %s's worker runs only the tasks of %s, so this task waits for %s to claim it. To let the worker run %s's tasks, add it to the worker's allowed senders: on the dashboard, or `crosschat-relay workers set %s%s`",
 			termSafe(w.AgentSlug), termSafe(strings.Join(w.AllowedSenders, ", ")), termSafe(w.AgentSlug), termSafe(task.SenderSlug), termSafe(w.AgentSlug), termSafe(allow))
 	}
 	return ""

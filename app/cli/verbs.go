@@ -100,8 +100,10 @@ the project back with a new token.`,
 the process that runs the relay (the app, serve or the service), not this terminal's;
 crosschat-relay harnesses shows which PATH that is and what it found there. A CLI
 elsewhere: give its path with --command, or start the relay with that folder on
-its PATH.`,
-		example: "crosschat-relay workers set builder --harness claude-code --workdir ~/src/app --timeout 30m"},
+its PATH. A new worker needs --harness and --workdir. On an agent that has a worker,
+only the flags given change: the others keep their values, and a repeatable flag
+given (--allow-sender, --env, …) replaces its whole list.`,
+		example: "crosschat-relay workers set builder --harness claude-code --workdir ~/src/app --timeout 30m\ncrosschat-relay workers set builder --allow-sender operator --allow-sender api"},
 	{name: "workers remove", args: "SLUG", maxArgs: 1, summary: "remove one worker; its agent's chat sessions get its tasks again",
 		example: "crosschat-relay workers remove builder"},
 	{name: "workers pause", summary: "stop claiming new tasks (a running one finishes)", example: "crosschat-relay workers pause"},

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,7 +98,7 @@ func workersSet(c *command, args []string) error {
 	c.fs.StringVar(&cfg.Command, "command", "", "the program's `PATH` (default: the one found on the relay's PATH, see crosschat-relay harnesses)")
 	c.fs.Var(&argv, "arg", "argument of a custom program, repeatable; placeholders {prompt_file} {result_file} {mcp_config} {mcp_url} {workdir}")
 	c.fs.StringVar(&prompt, "prompt", "stdin", "how a custom program gets the prompt: stdin, file or argument")
-	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator)")
+	c.fs.Var(&senders, "allow-sender", "slug whose tasks it takes, repeatable (default: you, the operator; given, it replaces the list)")
 	c.fs.DurationVar(&timeout, "timeout", 30*time.Minute, "time limit per task")
 	c.fs.IntVar(&cfg.RunsPerHour, "runs-per-hour", relay.DefaultRunsPerHour, "at most this many runs per hour")
 	c.fs.BoolVar(&cfg.Exclusive, "exclusive", true, "only this worker gets the agent's tasks (chat sessions get none)")
@@ -119,9 +122,6 @@ func workersSet(c *command, args []string) error {
 		return fmt.Errorf("%w: --sessions takes only any", errUsage)
 	}
 	cfg.AnySession = sessions == "any"
-	if cfg.Harness == "" || cfg.Workdir == "" {
-		return fmt.Errorf("%w: workers set needs --harness and --workdir", errUsage)
-	}
 	cfg.ExtraDirs, cfg.Args, cfg.Env = extra, argv, env
 	cfg.PromptMode = relay.PromptMode(prompt)
 	cfg.TimeoutMinutes = int(timeout.Minutes())
@@ -129,6 +129,15 @@ func workersSet(c *command, args []string) error {
 		cfg.TimeoutMinutes = 1
 	}
 	cfg.AllowedSenders = senders
+	var list app.WorkersOverview
+	if err := c.call("Workers", "List", &list); err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(list.Workers, func(w relay.WorkerStatus) bool { return strings.EqualFold(w.AgentSlug, cfg.AgentSlug) }); i >= 0 {
+		cfg = mergeWorker(c.fs, list.Workers[i].WorkerConfig, cfg)
+	} else if cfg.Harness == "" || cfg.Workdir == "" {
+		return fmt.Errorf("%w: workers set needs --harness and --workdir for an agent with no worker yet", errUsage)
+	}
 	if len(cfg.AllowedSenders) == 0 {
 		var info app.Info
 		if err := c.call("Overview", "Info", &info); err != nil {
@@ -162,6 +171,34 @@ func workersSet(c *command, args []string) error {
 		fmt.Fprintln(c.stdout, "Runs are not sandboxed: they can reach every file of yours (--sandbox on confines them).")
 	}
 	return nil
+}
+
+// workerFields are the WorkerConfig fields of workers set's flags.
+var workerFields = map[string]string{"harness": "Harness", "workdir": "Workdir", "extra-dir": "ExtraDirs", "command": "Command",
+	"arg": "Args", "prompt": "PromptMode", "allow-sender": "AllowedSenders", "timeout": "TimeoutMinutes", "runs-per-hour": "RunsPerHour",
+	"exclusive": "Exclusive", "enabled": "Enabled", "env": "Env", "session": "Session", "sessions": "AnySession", "sandbox": "Sandbox",
+	"allow-path": "AllowPaths", "allow-unsandboxed": "AllowUnsandboxed", "allow-hook-edits": "AllowHookEdits"}
+
+// mergeWorker is the worker old with the settings of the flags fs was
+// given (a repeatable flag's list replaced whole) taken from given: workers
+// set on a worker changes only what its command line names. A session
+// named ends --sessions any, and --sessions any a bound session.
+func mergeWorker(fs *flag.FlagSet, old, given relay.WorkerConfig) relay.WorkerConfig {
+	to, from := reflect.ValueOf(&old).Elem(), reflect.ValueOf(given)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		if field, ok := workerFields[f.Name]; ok {
+			set[f.Name] = true
+			to.FieldByName(field).Set(from.FieldByName(field))
+		}
+	})
+	if set["session"] && old.Session != "" && !set["sessions"] {
+		old.AnySession = false
+	}
+	if set["sessions"] && old.AnySession && !set["session"] {
+		old.Session = ""
+	}
+	return old
 }
 
 func yesNo(b bool) string {
