@@ -130,6 +130,9 @@ func (db *DB) RegisterAgent(ctx context.Context, in relay.RegisterInput) (relay.
 			return err
 		}
 		if n == 0 {
+			if err := t.notADeletedAgents(in.Slug); err != nil {
+				return err
+			}
 			seq, err := maxSequence(t.ctx, t.tx)
 			if err != nil {
 				return err
@@ -210,6 +213,9 @@ func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay
 		if err := t.mustExist(in.Slug); err == nil {
 			return relay.Errorf(relay.EAgentExists, "An agent “%s” already exists.", in.Slug).WithDetails(map[string]any{"slug": in.Slug})
 		} else if relay.ErrorCode(err) != relay.EUnknownAgent {
+			return err
+		}
+		if err := t.notADeletedAgents(in.Slug); err != nil {
 			return err
 		}
 		seq, err := maxSequence(t.ctx, t.tx)
@@ -318,9 +324,11 @@ func (db *DB) RevokeToken(ctx context.Context, slug string) error {
 	})
 }
 
-// DeleteAgent removes an agent that has no open task, with its run tokens
-// and its worker, and takes it off every worker's allowed senders in the
-// same transaction. Finished tasks and journal events stay.
+// DeleteAgent removes an agent that has no open task, with its run tokens,
+// its worker and its push stream's rows, and takes it off every worker's
+// allowed senders in the same transaction. Finished tasks and journal
+// events stay, and while a task names it the name stays taken
+// (notADeletedAgents), so nobody who comes later under it reads them.
 func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -350,6 +358,9 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 		if _, err := t.exec(`DELETE FROM agents WHERE slug = ?`, slug); err != nil {
 			return fmt.Errorf("delete agent row: %w", err)
 		}
+		if _, err := t.exec(`DELETE FROM push_events WHERE agent_slug = ?`, slug); err != nil {
+			return fmt.Errorf("delete push stream: %w", err)
+		}
 		// Forgetting the walk is always safe (the next reader of the slug
 		// walks from its cursor), so it need not wait for the commit.
 		delete(t.db.walked, slug)
@@ -363,6 +374,20 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 		db.book.forget(slug)
 	}
 	return err
+}
+
+// notADeletedAgents refuses a new agent under slug while a task names it:
+// the tasks of a deleted agent of that name, kept until the retention
+// sweep takes them, whose results, instructions and sender's rights the
+// new agent would otherwise get.
+func (t *tx) notADeletedAgents(slug string) error {
+	taken, err := exists(t.ctx, t.tx, "tasks of "+slug, `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE sender_slug = ?)
+		OR EXISTS (SELECT 1 FROM tasks WHERE recipient_slug = ?)`, slug, slug)
+	if err != nil || !taken {
+		return err
+	}
+	return relay.Errorf(relay.EAgentExists, "The name “%s” belonged to an agent that was deleted, and its tasks are kept (%g days after they finish); choose another name, so that nobody reads them under it.", slug, t.db.retention.Hours()/24).
+		WithDetails(map[string]any{"slug": slug, "deleted": true})
 }
 
 // mustExist fails with unknown_agent unless slug is an agent.

@@ -387,6 +387,54 @@ func TestRunTokens(t *testing.T) {
 	wantCode(t, err, relay.EUnauthorized)
 }
 
+// Ensure a deleted agent's name stays taken while its tasks are kept: an
+// agent created, enrolled or registered under it would read their
+// instructions and results and act as their sender. Once the retention
+// sweep has taken them, the name is free.
+func TestDeletedAgentsNameStaysWhileItsTasksDo(t *testing.T) {
+	e := newEnv(t, store.Options{RetentionDays: 0.5})
+	task := e.sentTask() // alice to bob
+	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.DeleteAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	_, code, err := e.db.CreateInvite(e.ctx, relay.InviteInput{Label: "x", ExpiresInHours: 48, MaxUses: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(slug string) error {
+		_, _, err := e.db.CreateAgent(e.ctx, relay.CreateAgentInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}})
+		return err
+	}
+	enroll := func(slug string) error {
+		_, err := e.db.Enroll(e.ctx, enrollInput(code, slug))
+		return err
+	}
+	register := func(slug string) error {
+		_, err := e.db.RegisterAgent(e.ctx, relay.RegisterInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}})
+		return err
+	}
+	for name, take := range map[string]func(string) error{"create": create, "enroll": enroll, "register": register} {
+		err := take("bob")
+		wantCode(t, err, relay.EAgentExists)
+		if want := "The name “bob” belonged to an agent that was deleted, and its tasks are kept (0.5 days after they finish); choose another name, so that nobody reads them under it."; relay.ErrorMessage(err) != want {
+			t.Errorf("%s bob: %q, want %q", name, relay.ErrorMessage(err), want)
+		}
+	}
+	if err := create("carol"); err != nil {
+		t.Fatalf("a name no task holds: %v", err)
+	}
+	e.clock.Advance(13 * time.Hour)
+	if res, err := e.db.Sweep(e.ctx); err != nil || res.Pruned != 1 {
+		t.Fatalf("sweep = %+v, %v; want the task pruned", res, err)
+	}
+	if err := enroll("bob"); err != nil {
+		t.Fatalf("bob once its tasks are gone: %v", err)
+	}
+}
+
 func TestDeleteAgent(t *testing.T) {
 	e := newEnv(t, store.Options{})
 	task := e.sentTask()

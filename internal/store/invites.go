@@ -225,6 +225,9 @@ func (db *DB) Enroll(ctx context.Context, in relay.EnrollInput) (relay.Enrollmen
 		} else if relay.ErrorCode(err) != relay.EUnknownAgent {
 			return err
 		}
+		if err := t.notADeletedAgents(in.Slug); err != nil {
+			return err
+		}
 		displayName, details := in.DisplayName, nullString(in.Details)
 		if name.Valid {
 			displayName = name.String
