@@ -44,10 +44,6 @@ func listen(cfg config.Config) (net.Listener, error) {
 		switch {
 		case err == nil:
 			return newPairListener(ln, other), nil
-		case noSuchAddress(err):
-			// No IPv6 (or IPv4) loopback here: nothing can listen there
-			// and no client goes there.
-			return ln, nil
 		case addrInUse(err) && cfg.Port == 0 && try < 8:
 			ln.Close()
 			continue
@@ -57,8 +53,10 @@ func listen(cfg config.Config) (net.Listener, error) {
 			return nil, &portTakenError{addr: addr, err: err,
 				holder: "another program listens on the other loopback address of this port, where clients that name localhost may connect instead of the relay: choose another port with --port, or stop that program"}
 		default:
-			ln.Close()
-			return nil, fmt.Errorf("listen on %s: %w", net.JoinHostPort(twin, strconv.Itoa(port)), err)
+			// No such address here (IPv6 turned off, say, or a system
+			// that offers none): nothing can listen there and no client
+			// goes there. Only a holder of the port is refused.
+			return ln, nil
 		}
 	}
 }
@@ -91,19 +89,6 @@ func twinLoopback(host string) (twin string, ok bool) {
 	}
 	return "", false
 }
-
-// noSuchAddress reports whether a listen failed because this system has no
-// such address or address family (IPv6 turned off, say).
-func noSuchAddress(err error) bool {
-	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT) ||
-		errors.Is(err, wsaeAddrNotAvail) || errors.Is(err, wsaeAFNoSupport)
-}
-
-// Windows' errnos for the same, which syscall's do not match there.
-const (
-	wsaeAddrNotAvail = syscall.Errno(10049)
-	wsaeAFNoSupport  = syscall.Errno(10047)
-)
 
 // wsaeAddrInUse is Windows' WSAEADDRINUSE, which syscall.EADDRINUSE (an
 // errno of its own there) does not match.
