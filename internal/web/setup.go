@@ -47,7 +47,10 @@ func SetupFor(mcpURL, token string) Setup {
 		ClaudeChannel:      ChannelMCPJSON(token, strings.TrimSuffix(mcpURL, "/mcp")),
 		ClaudeChannelStart: ChannelStartCommand,
 		Codex:              fmt.Sprintf("export CROSSCHAT_TOKEN=%s\ncodex mcp add crosschat --url %s --bearer-token-env-var CROSSCHAT_TOKEN", token, mcpURL),
+		// "type": "http" too: Claude Code skips an entry without a type
+		// or command ("command: expected string").
 		JSON: map[string]any{"mcpServers": map[string]any{"crosschat": map[string]any{
+			"type":    "http",
 			"url":     mcpURL,
 			"headers": map[string]any{"Authorization": "Bearer " + token},
 		}}},

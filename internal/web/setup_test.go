@@ -15,9 +15,19 @@ func TestSetupTexts(t *testing.T) {
 	if !strings.Contains(s.ClaudeCode, `--header "Authorization: Bearer cca_x"`) || !strings.Contains(s.Codex, "--bearer-token-env-var CROSSCHAT_TOKEN") {
 		t.Fatalf("setup %+v", s)
 	}
-	var js map[string]any
+	// The JSON clients' entry: Claude Code's .mcp.json skips one without a
+	// type ("command: expected string"); others take it as it is.
+	var js struct {
+		MCPServers map[string]struct {
+			Type, URL string
+			Headers   map[string]string
+		} `json:"mcpServers"`
+	}
 	if err := json.Unmarshal([]byte(s.JSONSnippet()), &js); err != nil {
 		t.Fatal(err)
+	}
+	if e := js.MCPServers["crosschat"]; e.Type != "http" || e.URL != "http://localhost:4318/mcp" || e.Headers["Authorization"] != "Bearer cca_x" {
+		t.Fatalf("JSON entry %+v", e)
 	}
 	// The live-session setup: one .mcp.json entry for `crosschat-relay
 	// channel` with the token in its env (not on a command line), and the
