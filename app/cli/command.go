@@ -55,6 +55,9 @@ type command struct {
 	// args are the arguments that are not flags, at most the verb's
 	// maxArgs (verbTable).
 	args []string
+	// named says a flag or the environment named the relay's address
+	// (--host, --port): the run file did not.
+	named bool
 }
 
 func newCommand(name string, stdout, stderr io.Writer) (*command, error) {
@@ -100,6 +103,7 @@ func (c *command) parse(args []string) error {
 		v, set := c.env(k)
 		named = named || (set && v != "")
 	}
+	c.named = named
 	if info, ok, rerr := app.ReadRunFile(c.cfg.DataDir); !named && rerr == nil && ok {
 		if u, uerr := url.Parse(info.URL); uerr == nil && u.Hostname() != "" {
 			if port, perr := strconv.Atoi(u.Port()); perr == nil && port > 0 {
@@ -164,16 +168,25 @@ func tooMany(v verb, name, arg string) error {
 
 func (c *command) client() (*client.Client, error) {
 	token, err := c.cfg.AdminToken(false)
+	if errors.Is(err, config.ErrNoToken) && c.named {
+		// --port says where a relay listens, not which data folder (and
+		// admin token) is its.
+		return nil, fmt.Errorf("%w in %s: to talk to the relay at %s, pass its data folder with --data-dir (or set %s)", config.ErrNoToken, c.cfg.TokenPath(), c.addr(), config.EnvAPIToken)
+	}
 	if err != nil {
 		return nil, err
 	}
-	host := c.cfg.Host
-	if host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
+	return client.New("http://"+c.addr(), token), nil
+}
+
+// addr is the relay's address to call: its host and port, an
+// every-address host as 127.0.0.1.
+func (c *command) addr() string {
 	cfg := c.cfg
-	cfg.Host = host
-	return client.New("http://"+cfg.Addr(), token), nil
+	if cfg.Host == "0.0.0.0" || cfg.Host == "::" {
+		cfg.Host = "127.0.0.1"
+	}
+	return cfg.Addr()
 }
 
 func (c *command) call(service, method string, out any, args ...any) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
@@ -57,20 +58,29 @@ func statusCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // relayStatus finds the relay of c's data folder: its run file names the
-// address, and /health there says whether it is up.
+// address, and /health there says whether it is up. A relay that answers
+// at an address the command line named, with no run file of this folder
+// there, is said in the note: it is another data folder's.
 func relayStatus(c *command) (Status, error) {
 	info, ok, err := app.ReadRunFile(c.cfg.DataDir)
 	if err != nil {
 		return Status{}, err
 	}
-	if !ok {
-		return Status{RunInfo: app.RunInfo{DataDir: c.cfg.DataDir}}, nil
-	}
-	st := Status{RunInfo: info}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if !healthy(ctx, info.URL) {
+	st := Status{RunInfo: info}
+	switch {
+	case !ok:
+		st = Status{RunInfo: app.RunInfo{DataDir: c.cfg.DataDir}}
+	case !healthy(ctx, info.URL):
 		st.Note = fmt.Sprintf("stale run file of pid %d: nothing answers at %s", info.PID, info.URL)
+	}
+	down := !ok || st.Note != ""
+	if u := "http://" + c.addr(); down && c.named && u != info.URL && healthy(ctx, u) {
+		// The data folder names the relay; the address only finds it.
+		st.Note = strings.TrimPrefix(st.Note+"; ", "; ") + fmt.Sprintf("a relay of another data folder answers at %s: name its folder with --data-dir", u)
+	}
+	if down {
 		return st, nil
 	}
 	st.Running = true
@@ -107,7 +117,7 @@ func healthy(ctx context.Context, base string) bool {
 
 func printStatus(w io.Writer, st Status, dataDir string) {
 	if !st.Running {
-		fmt.Fprintln(w, "Crosschat Relay is not running.")
+		fmt.Fprintln(w, "Crosschat Relay is not running on this data folder.")
 		fmt.Fprintf(w, "  Data     %s\n", termSafe(dataDir))
 		if st.Note != "" {
 			fmt.Fprintf(w, "  Note     %s\n", termSafe(st.Note))

@@ -116,7 +116,10 @@ start the relay with that folder on its PATH.`,
 
 	// The relay process.
 	{name: "status", summary: "is the relay running: pid, version, uptime, address, counts (exit 3: not running)",
-		example: "crosschat-relay status --port 4319"},
+		about: `The relay is the one serving the data folder (--data-dir, CROSSCHAT_DATA_DIR): its
+run file there names the address. A relay answering at a --port of another data
+folder is named in the note, and status exits 3: pass that relay's --data-dir.`,
+		example: "crosschat-relay status --data-dir ~/relay-b"},
 	{name: "token", summary: "print the admin token", example: "crosschat-relay token"},
 	{name: "quit", summary: "stop the running relay (the app or serve)", example: "crosschat-relay quit"},
 	{name: "open", summary: "open the dashboard in your browser", example: "crosschat-relay open"},
