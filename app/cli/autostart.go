@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"path/filepath"
@@ -34,6 +35,9 @@ func autostartCmd(args []string, stdout, stderr io.Writer) error {
 	a := app.AutostartWith(flags)
 	switch action {
 	case "enable":
+		if !windowBuild {
+			return errors.New("this build has no window, so a login entry that starts the app would fail: run the relay as a service instead, started at login and restarted on failure: crosschat-relay service install (with the same --host, --port, --data-dir)")
+		}
 		err = a.Enable()
 	case "disable":
 		err = a.Disable()

@@ -147,6 +147,16 @@ func TestAutostartVerb(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status: %d %s %s", code, out, errs)
 	}
+	// Tests build without Wails' tags, as the headless build: its login
+	// entry would start a program with no window (exit 2), so enable
+	// refuses, pointing to the service, and writes nothing.
+	out, errs, code = run(t, "autostart", "enable", "--json")
+	if code == 0 {
+		run(t, "autostart", "disable") // the entry it wrote is the user's own
+	}
+	if code != 1 || out != "" || !strings.Contains(errs, "this build has no window") || !strings.Contains(errs, "crosschat-relay service install") {
+		t.Errorf("enable on a headless build: exit %d, %q %q", code, out, errs)
+	}
 }
 
 // Ensure `tasks show ID` prints a task as the dashboard's timeline does:

@@ -127,6 +127,9 @@ folder is named in the note, and status exits 3: pass that relay's --data-dir.`,
 		example: "crosschat-relay logs -f -n 20"},
 	{name: "autostart", summary: "start the app, hidden, when you log in", example: "crosschat-relay autostart enable"},
 	{name: "autostart enable", summary: "start the app when you log in (with this command's --host, --port, --data-dir)",
+		about: `The app is the window build: a headless build (make install, the headless package)
+refuses, as its login entry would fail; crosschat-relay service install runs serve
+at login instead.`,
 		example: "crosschat-relay autostart enable"},
 	{name: "autostart disable", summary: "do not start the app when you log in", example: "crosschat-relay autostart disable"},
 	{name: "autostart status", summary: "whether the app starts when you log in", example: "crosschat-relay autostart status"},
