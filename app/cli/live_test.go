@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,16 @@ func TestAgentsAddShowsLiveSetup(t *testing.T) {
 	}
 	if !strings.Contains(out, "\n  "+web.ChannelStartCommand+"\n") {
 		t.Errorf("agents add output lacks the start command on its own line:\n%s", out)
+	}
+	// The JSON clients' entry, as printed, is one an .mcp.json takes:
+	// Claude Code skips an entry with neither type nor command.
+	_, block, _ := strings.Cut(out, "\nJSON clients:\n")
+	block, _, _ = strings.Cut(block, "\n\n")
+	var js struct {
+		MCPServers map[string]struct{ Type, URL string } `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(block), &js); err != nil || js.MCPServers["crosschat"].Type != "http" || js.MCPServers["crosschat"].URL != base+"/mcp" {
+		t.Errorf("the JSON clients' entry %q (%v): want type http and url %s/mcp", block, err, base)
 	}
 }
 
