@@ -25,7 +25,7 @@ const (
 // refusalReasons are every reason a refusal can give (the store's
 // relay.MeshRefusal reasons included), so each is exported from zero.
 var refusalReasons = []string{RefusedUndecodable, RefusedOldVersion, RefusedTo, RefusedStale, RefusedFuture, RefusedSignature,
-	RefusedUnknownRelay, "sender", "owner", "recipient", "local-task", "closed-task", "held-full"}
+	RefusedUnknownRelay, "sender", "owner", "recipient", "local-task", "closed-task", "open-tasks", "held-full"}
 
 // outcome is what becomes of a message from the stream.
 type outcome int

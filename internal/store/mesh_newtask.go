@@ -43,6 +43,13 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A sender past its open tasks' cap here is refused, as a local one is:
+	// no relay fills the queue and the database with one sender's tasks.
+	if err := checkOpenTasks(t, sender); relay.ErrorCode(err) == relay.ETooManyOpenTasks {
+		return "", &relay.MeshRefusal{Reason: "open-tasks", Detail: fmt.Sprintf("task %s: %s", rt.ID, relay.ErrorMessage(err))}
+	} else if err != nil {
+		return "", err
+	}
 	// Its parent and conversation count only as tasks the same relay told
 	// this one of.
 	parent, err := t.peerTaskOf(in.FromRelay, rt.ParentTaskID)
@@ -68,7 +75,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
-			t.ts, t.ts, parent, rt.Depth, conv, hops, target)
+			t.ts, t.ts, parent, remoteCount(rt.Depth), conv, hops, target)
 	}
 	id := own
 	n, err := insert(id)
@@ -93,7 +100,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	// The task is the row just inserted, as scanTask would read it back.
 	task := relay.Task{ID: id, SenderSlug: sender, RecipientSlug: recipient, Title: rt.Title, Instructions: rt.Instructions,
 		RequiredCapabilities: append([]string{}, rt.RequiredCapabilities...), Priority: prio, Status: relay.StatusQueued,
-		CreatedAt: t.ts, UpdatedAt: t.ts, Depth: rt.Depth, ConversationID: id, Hops: hops, Reports: append([]relay.Report{}, reports...)}
+		CreatedAt: t.ts, UpdatedAt: t.ts, Depth: remoteCount(rt.Depth), ConversationID: id, Hops: hops, Reports: append([]relay.Report{}, reports...)}
 	if p, ok := parent.(string); ok {
 		task.ParentTaskID = p
 	}
@@ -141,5 +148,13 @@ func remoteConversation(rt relay.Task) (conv any, hops int, target any) {
 	if s, err := relay.TargetSession("targetSession", rt.TargetSession); err == nil && s != "" {
 		target = s
 	}
-	return conv, max(rt.Hops, rt.Depth, 0), target
+	return conv, remoteCount(max(rt.Hops, rt.Depth)), target
+}
+
+// remoteCount bounds a hop count or depth another relay sent to
+// 0..relay.MaxChainLimit+1: past any limit, so a hand-off of the task is
+// refused as before, and never near an int's end, where the next hop's count
+// would wrap around below the limit.
+func remoteCount(n int) int {
+	return min(max(n, 0), relay.MaxChainLimit+1)
 }

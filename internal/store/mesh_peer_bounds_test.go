@@ -1,0 +1,118 @@
+package store_test
+
+// What a trusted relay may put in a new task is bounded as a local post
+// is: its hop count, the conversation it joins, its sender's open tasks.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/crosschat/crosschat-relay/internal/relay"
+	"github.com/crosschat/crosschat-relay/internal/store"
+)
+
+const relayB = "bb00000000000000"
+
+// fromRelay applies task as relay from's message msg and returns the error.
+func fromRelay(e *env, from, msg string, task relay.Task) error {
+	_, err := e.db.Mesh().ApplyRemote(e.ctx, relay.RemoteApply{MsgID: msg, FromRelay: from, FromLabel: "relay-" + from[:1], Mark: relay.MarkVerified,
+		Change: relay.MeshChange{Task: task}})
+	return err
+}
+
+func newRemote(to, title string) relay.Task {
+	return relay.Task{ID: relay.NewID(), SenderSlug: "alice", RecipientSlug: to, Title: title, Instructions: "x", Priority: 2, Status: relay.StatusQueued}
+}
+
+// Ensure a task's hop count and depth from another relay are bounded just
+// past any hand-off limit: a count near an int's end wrapped around below
+// the limit at the next hand-off, and the limit held no more in the whole
+// conversation.
+func TestRemoteHopsBounded(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	e.register("carol")
+	for _, n := range []int{math.MaxInt, relay.MaxChainLimit + 5, -7} {
+		task := newRemote("bob", fmt.Sprint("hops ", n))
+		task.Hops, task.Depth = n, n
+		if err := fromRelay(e, relayA, "m"+task.ID, task); err != nil {
+			t.Fatal(err)
+		}
+		got := e.task(task.ID)
+		want := min(max(n, 0), relay.MaxChainLimit+1)
+		if got.Hops != want || got.Depth != want {
+			t.Fatalf("hops and depth %d stored as %d and %d; want %d", n, got.Hops, got.Depth, want)
+		}
+		if e.mustClaim("bob").ID != task.ID {
+			t.Fatal("claimed another task")
+		}
+		_, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "carol", Title: "hand-off", Instructions: "x",
+			ParentTaskID: task.ID, FromAgent: true})
+		if n > 0 {
+			wantCode(t, err, relay.EChainLimit)
+		} else if err != nil {
+			t.Fatalf("a hand-off of a task at hop 0: %v", err)
+		}
+	}
+}
+
+// Ensure a conversation another relay names (one that started on a third
+// relay, so no task here has its id) is that relay's here: a second relay
+// naming it starts a conversation of its own, so a run of its task cannot
+// read or change the first relay's tasks in it.
+func TestRemoteConversationStaysWithItsRelay(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	conv := relay.NewID() // started on a third relay
+	inConv := func(from, title string) relay.Task {
+		task := newRemote("bob", title)
+		task.ConversationID = conv
+		if err := fromRelay(e, from, "m"+task.ID, task); err != nil {
+			t.Fatal(err)
+		}
+		return e.task(task.ID)
+	}
+	first := inConv(relayA, "A's")
+	again := inConv(relayA, "A's again")
+	other := inConv(relayB, "B's, naming A's conversation")
+	if first.ConversationID != conv || again.ConversationID != conv {
+		t.Fatalf("A's tasks are in conversations %s and %s; want %s", first.ConversationID, again.ConversationID, conv)
+	}
+	if other.ConversationID != other.ID {
+		t.Fatalf("B's task is in conversation %s; want its own (%s), not A's", other.ConversationID, other.ID)
+	}
+}
+
+// Ensure a sender of another relay is held to the open tasks' cap, as a
+// local sender is: past it, its new tasks are refused (open-tasks), not
+// queued without end ahead of everyone else's.
+func TestRemoteSenderHeldToOpenTaskCap(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	s, err := e.db.Settings(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MaxOpenTasksPerSender = 3
+	if _, err := e.db.UpdateSettings(e.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		task := newRemote("bob", fmt.Sprint("flood ", i))
+		task.Priority = relay.PriorityUrgent
+		err := fromRelay(e, relayA, fmt.Sprint("m", i), task)
+		var refusal *relay.MeshRefusal
+		switch {
+		case i < 3 && err != nil:
+			t.Fatalf("task %d under the cap: %v", i, err)
+		case i >= 3 && (!errors.As(err, &refusal) || refusal.Reason != "open-tasks"):
+			t.Fatalf("task %d past the cap: %v; want refused (open-tasks)", i, err)
+		}
+	}
+	tasks, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Agent: "bob", Limit: 50})
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("bob's tasks = %d, %v; want the 3 under the cap", len(tasks), err)
+	}
+}
