@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -61,7 +62,13 @@ func dispatch() map[string]verbRunner {
 	return map[string]verbRunner{
 		"version": func(x cmdIO, a []string) error { return versionCmd(a, x.version, x.stdout) },
 		"help": func(x cmdIO, args []string) error {
-			return helpCmd(args, func(a []string) error { return runCommand(a, x.version, x.stdout, x.stderr) }, x.stdout)
+			return helpCmd(args, func(a []string) error {
+				if a[0] == "serve" { // main runs serve, whose help is app's
+					app.Serve([]string{"--help"}, nil, x.version, x.stdout, x.stderr)
+					return nil
+				}
+				return runCommand(a, x.version, x.stdout, x.stderr)
+			}, x.stdout)
 		},
 		"token":           func(x cmdIO, a []string) error { return tokenCmd(a, x.stdout, x.stderr) },
 		"autostart":       func(x cmdIO, a []string) error { return autostartCmd(a, x.stdout, x.stderr) },

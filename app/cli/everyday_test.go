@@ -497,6 +497,16 @@ func TestHarnessesNameTheRelaysPath(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "relay's PATH") || !strings.Contains(out, relayPath) || !strings.Contains(out, "--command") {
 		t.Fatalf("harnesses: exit %d, %q %q", code, out, errs)
 	}
+	// Each row has a cell under VERSION ("-" for none): an empty one left
+	// TESTED's "- (tested …)" reading as the version's.
+	_, table, _ := strings.Cut(out, "\nID ")
+	rows := strings.Split("ID "+strings.TrimRight(table, "\n"), "\n")
+	col := strings.Index(rows[0], "VERSION")
+	for _, row := range rows[1:] {
+		if len(row) <= col || row[col] == ' ' || row[col-1] != ' ' {
+			t.Errorf("harnesses: no cell under VERSION (column %d) in %q", col, row)
+		}
+	}
 	work := e.folder(t, "work")
 	createAgent(t, e.r, "builder")
 	_, errs, code = run(t, append([]string{"workers", "set", "builder", "--harness", "codex", "--workdir", work}, e.loc...)...)

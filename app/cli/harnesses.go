@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 
@@ -25,7 +26,7 @@ func harnessesCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "A CLI elsewhere: crosschat-relay workers set SLUG --harness ID --command /path/to/cli, or start the relay with its folder on PATH.\n\n")
 	return c.table("ID\tNAME\tFOUND\tRUNS TASKS\tVERSION\tTESTED\tPATH", func(tw io.Writer) {
 		for _, h := range info.Harnesses {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(h.Version), termSafe(testedText(h)), termSafe(h.Path))
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%s\n", termSafe(h.ID), termSafe(h.Name), yesNo(h.Found), yesNo(h.CanRun), termSafe(cmp.Or(h.Version, "-")), termSafe(testedText(h)), termSafe(h.Path))
 		}
 	})
 }

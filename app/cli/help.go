@@ -188,14 +188,17 @@ func writeVerbList(w io.Writer, vs []verb) {
 var commonFlags = []string{"host", "port", "data-dir", "json"}
 
 // writeFlags prints fs's flags as --name VALUE (-x VALUE for a one-letter
-// name) and their text: the verb's
-// own first, then the ones every verb has.
+// name) and their text: the verb's own first, then the relay's that every
+// verb asking a relay has. A flag whose text starts "internal:" is left out.
 func writeFlags(w io.Writer, fs *flag.FlagSet) {
 	var own, common []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) {
-		if slices.Contains(commonFlags, f.Name) {
+		switch {
+		case strings.HasPrefix(f.Usage, "internal:"):
+			// A flag the verb gives itself (bench's child processes).
+		case slices.Contains(commonFlags, f.Name) && fs.Lookup("port") != nil:
 			common = append(common, f)
-		} else {
+		default:
 			own = append(own, f)
 		}
 	})

@@ -239,3 +239,43 @@ func TestDurationText(t *testing.T) {
 		}
 	}
 }
+
+// What some helps say and leave out: tasks show says the end of an id
+// tells tasks apart; bench hides the flags it gives its own child
+// processes; sessions, which asks no relay, lists and takes none of the
+// relay's flags; help serve answers (it was an unknown command).
+func TestHelpSaysAndLeavesOut(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		want, not []string
+	}{
+		{[]string{"tasks", "show", "--help"}, 0, []string{"time-ordered (UUIDv7)", "give the END of an id"}, nil},
+		{[]string{"bench", "--help"}, 0, []string{"  --mesh\n", "  --cpuprofile"}, []string{"--relay-child", "--floor-child", "--mesh-embed", "--mesh-join", "internal:"}},
+		{[]string{"sessions", "list", "--help"}, 0, []string{"  --tool", "  --json"}, []string{"--port", "--data-dir", "--host", "The relay"}},
+		{[]string{"sessions", "--help"}, 0, []string{"no relay needed"}, nil},
+		{[]string{"sessions", "show", "x", "--port", "4391"}, 2, []string{"unknown flag --port"}, nil},
+		{[]string{"help", "serve"}, 0, []string{"crosschat-relay serve", "--allowed-hosts"}, []string{"unknown command"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Command(tc.args, "test", &out, &errb)
+			text := out.String() + errb.String()
+			if code != tc.code {
+				t.Errorf("exit %d, want %d: %s", code, tc.code, text)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("lacks %q:\n%s", w, text)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(text, n) {
+					t.Errorf("has %q:\n%s", n, text)
+				}
+			}
+		})
+	}
+}

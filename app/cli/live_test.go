@@ -84,6 +84,33 @@ func TestLiveVerbsRefuse(t *testing.T) {
 	}
 }
 
+// monitor and channel given the name of an agent that is no project here
+// say to follow it with --agent (they said only that no such project is
+// registered); a name nobody has is said as before.
+func TestLiveVerbsNameAnAgentsFlag(t *testing.T) {
+	projectHome(t)
+	r := startRelay(t)
+	createAgent(t, r, "builder")
+	t.Setenv("CROSSCHAT_TOKEN", "")
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		want, not string
+	}{
+		{[]string{"monitor", "builder"}, 2, `"builder" is an agent of the relay, not a project registered on this computer: follow it with crosschat-relay monitor --agent builder`, ""},
+		{[]string{"channel", "Builder"}, 2, "crosschat-relay channel --agent builder", ""},
+		{[]string{"monitor", "nobody"}, 1, `no project "nobody" is registered`, "--agent"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, errs, code := run(t, append(tc.args, loc...)...)
+			if code != tc.code || !strings.Contains(errs, tc.want) || (tc.not != "" && strings.Contains(errs, tc.not)) {
+				t.Fatalf("exit %d, stderr %q; want %d with %q", code, errs, tc.code, tc.want)
+			}
+		})
+	}
+}
+
 // MonitorLine is one line: the prefix and compact JSON, newlines escaped.
 func TestMonitorLine(t *testing.T) {
 	for _, tc := range []struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,6 +143,11 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		}
 		if errors.Is(err, errNoProject) {
 			return nil, fmt.Errorf("%w: %v: name the project (crosschat-relay %s ID), run it in a registered project's folder (crosschat-relay register makes one), or set %s to an agent's token", errUsage, err, c.fs.Name(), envAgentToken)
+		}
+		var agents []relay.Agent
+		if errors.As(err, new(unregistered)) && c.call("Agents", "List", &agents) == nil &&
+			slices.ContainsFunc(agents, func(a relay.Agent) bool { return a.Slug == strings.ToLower(f.project) }) {
+			return nil, fmt.Errorf("%w: %q is an agent of the relay, not a project registered on this computer: follow it with crosschat-relay %s --agent %s (with the admin token)", errUsage, f.project, c.fs.Name(), strings.ToLower(f.project))
 		}
 		if err != nil {
 			return nil, err

@@ -105,6 +105,12 @@ type noProject string
 func (e noProject) Error() string        { return string(e) }
 func (e noProject) Is(target error) bool { return target == errNoProject }
 
+// unregistered is findProject's answer for an id on the command line that
+// no project registered on this computer has.
+type unregistered string
+
+func (e unregistered) Error() string { return string(e) }
+
 // findProject finds the registered project a verb acts as: the one named
 // on its command line (id, as the verb's argument or --from), else the one
 // CROSSCHAT_PROJECT_ID names, else the nearest registered folder at or
@@ -141,7 +147,7 @@ func findProject(id string, env func(string) string) (project.Project, error) {
 			// --register) registers the folder under that id.
 			return p, noProject(fmt.Sprintf("%s %q, which is not a project registered on this computer (%s)", from, id, hint))
 		case !ok:
-			return p, fmt.Errorf("no project %q is registered on this computer (%s)", id, hint)
+			return p, unregistered(fmt.Sprintf("no project %q is registered on this computer (%s)", id, hint))
 		}
 		return p, nil
 	}

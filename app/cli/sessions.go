@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,14 +20,14 @@ func sessionsCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := newCommand("sessions "+action, stdout, stderr)
-	if err != nil {
-		return err
-	}
+	// No relay is asked: the verb takes none of the relay's flags.
+	c := &command{stdout: stdout, stderr: stderr, fs: flag.NewFlagSet("sessions "+action, flag.ContinueOnError)}
+	c.fs.SetOutput(io.Discard)
 	var tool, home string
 	c.fs.StringVar(&tool, "tool", "", "only this CLI's sessions: claude-code or codex")
 	c.fs.StringVar(&home, "home", "", "the home folder whose sessions to read (default: yours, with CLAUDE_CONFIG_DIR and CODEX_HOME followed)")
-	if err := c.parse(rest); err != nil {
+	c.fs.BoolVar(&c.json, "json", false, "print JSON")
+	if c.args, err = parseArgs(c.fs, rest); err != nil {
 		return err
 	}
 	if tool != "" && tool != session.ClaudeCode && tool != session.Codex {
