@@ -70,12 +70,15 @@ func parseServe(name string, args []string, stdout io.Writer) (config.Config, er
 
 // serveHelp prints the help of serve (or of the window, name "desktop").
 func serveHelp(w io.Writer, name string, fs *flag.FlagSet) {
-	usage, what, example := "crosschat-relay serve [flags]", " without a window (servers, containers, CI); the dashboard is served to browsers at /",
+	// The first line as every verb's help has it (app/cli's verbs table
+	// holds the same summary; its help test compares them).
+	title, usage, what, example := "crosschat-relay serve: run the relay without a window; the dashboard is served at /",
+		"crosschat-relay serve [flags]", " without a window (servers, containers, CI); the dashboard is served to browsers at /",
 		"crosschat-relay serve --port 4319 --data-dir ~/relay-b"
 	if name != "serve" {
-		usage, what, example = "crosschat-relay [--hidden] [flags]", " in the desktop app's window", "crosschat-relay --hidden"
+		title, usage, what, example = "crosschat-relay: the relay in the desktop app's window", "crosschat-relay [--hidden] [flags]", " in the desktop app's window", "crosschat-relay --hidden"
 	}
-	fmt.Fprintf(w, "Usage: %s\n\nRuns the relay%s.\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n", usage, what)
+	fmt.Fprintf(w, "%s\n\nUsage:\n  %s\n\nRuns the relay%s.\nFlags win over CROSSCHAT_* environment variables, which win over the file named with --env-file (no .env file is read otherwise).\n\nFlags:\n", title, usage, what)
 	fs.VisitAll(func(f *flag.Flag) {
 		if name == "serve" && f.Name == "hidden" {
 			return // the window's flag, which serve takes and ignores
