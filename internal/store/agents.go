@@ -130,9 +130,6 @@ func (db *DB) RegisterAgent(ctx context.Context, in relay.RegisterInput) (relay.
 			return err
 		}
 		if n == 0 {
-			if err := t.notADeletedAgents(in.Slug); err != nil {
-				return err
-			}
 			seq, err := maxSequence(t.ctx, t.tx)
 			if err != nil {
 				return err
@@ -213,9 +210,6 @@ func (db *DB) CreateAgent(ctx context.Context, in relay.CreateAgentInput) (relay
 		if err := t.mustExist(in.Slug); err == nil {
 			return relay.Errorf(relay.EAgentExists, "An agent “%s” already exists.", in.Slug).WithDetails(map[string]any{"slug": in.Slug})
 		} else if relay.ErrorCode(err) != relay.EUnknownAgent {
-			return err
-		}
-		if err := t.notADeletedAgents(in.Slug); err != nil {
 			return err
 		}
 		seq, err := maxSequence(t.ctx, t.tx)
@@ -327,8 +321,10 @@ func (db *DB) RevokeToken(ctx context.Context, slug string) error {
 // DeleteAgent removes an agent that has no open task, with its run tokens,
 // its worker and its push stream's rows, and takes it off every worker's
 // allowed senders in the same transaction. Finished tasks and journal
-// events stay, and while a task names it the name stays taken
-// (notADeletedAgents), so nobody who comes later under it reads them.
+// events stay, and while a task names it the name stays taken for an
+// invitee and another relay's agent (notADeletedAgents), so neither reads
+// them; the operator may create or register an agent under it again (a
+// project's folder registered again, say), which takes them back.
 func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 	slug, err := relay.NormalizeSlug("slug", slug)
 	if err != nil {
@@ -379,7 +375,8 @@ func (db *DB) DeleteAgent(ctx context.Context, slug string) error {
 // notADeletedAgents refuses a new agent under slug while a task names it:
 // the tasks of a deleted agent of that name, kept until the retention
 // sweep takes them, whose results, instructions and sender's rights the
-// new agent would otherwise get.
+// new agent would otherwise get. Enrolling and another relay's names are
+// held to it; the operator's own creations are not.
 func (t *tx) notADeletedAgents(slug string) error {
 	taken, err := exists(t.ctx, t.tx, "tasks of "+slug, `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE sender_slug = ?)
 		OR EXISTS (SELECT 1 FROM tasks WHERE recipient_slug = ?)`, slug, slug)

@@ -387,10 +387,11 @@ func TestRunTokens(t *testing.T) {
 	wantCode(t, err, relay.EUnauthorized)
 }
 
-// Ensure a deleted agent's name stays taken while its tasks are kept: an
-// agent created, enrolled or registered under it would read their
-// instructions and results and act as their sender. Once the retention
-// sweep has taken them, the name is free.
+// Ensure a deleted agent's name stays taken for an invitee while its tasks
+// are kept: enrolled under it, it would read their instructions and
+// results and act as their sender. Once the retention sweep has taken them,
+// the name is free. The operator may take the name back (a project's
+// folder registered again), and with it the tasks.
 func TestDeletedAgentsNameStaysWhileItsTasksDo(t *testing.T) {
 	e := newEnv(t, store.Options{RetentionDays: 0.5})
 	task := e.sentTask() // alice to bob
@@ -416,14 +417,12 @@ func TestDeletedAgentsNameStaysWhileItsTasksDo(t *testing.T) {
 		_, err := e.db.RegisterAgent(e.ctx, relay.RegisterInput{Slug: slug, DisplayName: slug, ModelSlug: "m", Capabilities: []string{"text-input"}})
 		return err
 	}
-	for name, take := range map[string]func(string) error{"create": create, "enroll": enroll, "register": register} {
-		err := take("bob")
-		wantCode(t, err, relay.EAgentExists)
-		if want := "The name “bob” belonged to an agent that was deleted, and its tasks are kept (0.5 days after they finish); choose another name, so that nobody reads them under it."; relay.ErrorMessage(err) != want {
-			t.Errorf("%s bob: %q, want %q", name, relay.ErrorMessage(err), want)
-		}
+	err = enroll("bob")
+	wantCode(t, err, relay.EAgentExists)
+	if want := "The name “bob” belonged to an agent that was deleted, and its tasks are kept (0.5 days after they finish); choose another name, so that nobody reads them under it."; relay.ErrorMessage(err) != want {
+		t.Errorf("enroll bob: %q, want %q", relay.ErrorMessage(err), want)
 	}
-	if err := create("carol"); err != nil {
+	if err := enroll("carol"); err != nil {
 		t.Fatalf("a name no task holds: %v", err)
 	}
 	e.clock.Advance(13 * time.Hour)
@@ -432,6 +431,27 @@ func TestDeletedAgentsNameStaysWhileItsTasksDo(t *testing.T) {
 	}
 	if err := enroll("bob"); err != nil {
 		t.Fatalf("bob once its tasks are gone: %v", err)
+	}
+	// The operator's own: created or registered again under a deleted
+	// name, with its tasks.
+	for name, take := range map[string]func(string) error{"create": create, "register": register} {
+		slug := "d" + name
+		if err := take(slug); err != nil {
+			t.Fatal(err)
+		}
+		task, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "alice", RecipientSlug: slug, Title: "t", Instructions: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.db.DeleteAgent(e.ctx, slug); err != nil {
+			t.Fatal(err)
+		}
+		if err := take(slug); err != nil {
+			t.Fatalf("%s %s again, by the operator: %v", name, slug, err)
+		}
 	}
 }
 

@@ -87,17 +87,20 @@ func (t *tx) takenRefusal(id, from string) (*relay.MeshRefusal, error) {
 // remoteConversationOf is the conversation column of a task relay from
 // sent in its conversation conv: the local task that conversation started
 // from, if from told this relay of it; conv itself if no task here has that
-// id (the conversation started on another relay) and no other relay sent a
-// task here in it; else NULL. So another relay's task never joins a
-// conversation that is not its own, nor one a third relay brought here,
-// whose tasks a run of its task could otherwise read and change.
+// id (the conversation started on another relay) and its tasks here, if
+// any, came from from alone (with the hand-offs made of them); else NULL.
+// So another relay's task never joins a conversation that is not its own,
+// nor one a third relay brought here or that started here (its first task
+// pruned since), whose tasks a run of its task could read and change.
 func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 	if local, err := t.peerTaskOf(from, conv); err != nil || local != nil {
 		return local, err
 	}
 	taken, err := exists(t.ctx, t.tx, "conversation "+conv, `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?)
 		OR EXISTS (SELECT 1 FROM tasks c JOIN mesh_task_peers p ON p.task_id = c.id
-			WHERE c.conversation_id = ? AND p.side = 'sender' AND p.relay_id <> ?)`, conv, conv, from)
+			WHERE c.conversation_id = ? AND p.side = 'sender' AND p.relay_id <> ?)
+		OR EXISTS (SELECT 1 FROM tasks WHERE conversation_id = ?) AND NOT EXISTS (SELECT 1 FROM tasks c JOIN mesh_task_peers p ON p.task_id = c.id
+			WHERE c.conversation_id = ? AND p.side = 'sender' AND p.relay_id = ?)`, conv, conv, from, conv, conv, from)
 	if err != nil || taken {
 		return nil, err
 	}

@@ -46,7 +46,17 @@ func (t *tx) pinnedName(relayID, slug string) (string, error) {
 // nameFree reports whether no agent (local or remote) has name.
 func (t *tx) nameFree(name string) (bool, error) {
 	taken, err := t.hasAgent(name)
-	return err == nil && !taken, err
+	if err != nil || taken {
+		return false, err
+	}
+	// A deleted agent's name, which its kept tasks still hold, goes to no
+	// other relay's agent either (notADeletedAgents).
+	if err := t.notADeletedAgents(name); relay.ErrorCode(err) == relay.EAgentExists {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // qualifiedNames are the names agent slug of relay relayID may be given

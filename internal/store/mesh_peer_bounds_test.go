@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 	"github.com/crosschat/crosschat-relay/internal/store"
@@ -114,5 +115,92 @@ func TestRemoteSenderHeldToOpenTaskCap(t *testing.T) {
 	tasks, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Agent: "bob", Limit: 50})
 	if err != nil || len(tasks) != 3 {
 		t.Fatalf("bob's tasks = %d, %v; want the 3 under the cap", len(tasks), err)
+	}
+}
+
+// Ensure a conversation whose tasks here did not come from a relay stays
+// closed to it when its first task is gone: relay A's task, pruned, left a
+// hand-off of it open here; relay B naming A's conversation starts its own.
+func TestRemoteConversationClosedAfterItsFirstTaskIsPruned(t *testing.T) {
+	e := newEnv(t, store.Options{RetentionDays: 0.5})
+	e.register("bob")
+	e.register("carol")
+	conv := relay.NewID()
+	first := newRemote("bob", "A's")
+	first.ConversationID = conv
+	if err := fromRelay(e, relayA, "m1", first); err != nil {
+		t.Fatal(err)
+	}
+	e.mustClaim("bob")
+	child, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "carol", Title: "hand-off", Instructions: "x", ParentTaskID: first.ID, FromAgent: true})
+	if err != nil || child.ConversationID != conv {
+		t.Fatalf("hand-off = %+v, %v; want it in conversation %s", child, err, conv)
+	}
+	e.report("bob", first.ID, relay.ReportCompleted, "done")
+	e.clock.Advance(13 * time.Hour)
+	if res, err := e.db.Sweep(e.ctx); err != nil || res.Pruned != 1 {
+		t.Fatalf("sweep = %+v, %v; want A's task pruned", res, err)
+	}
+	other := newRemote("bob", "B's, naming A's conversation")
+	other.ConversationID = conv
+	if err := fromRelay(e, relayB, "m2", other); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.task(other.ID); got.ConversationID != other.ID {
+		t.Fatalf("B's task is in conversation %s; want its own, not the one of carol's open hand-off", got.ConversationID)
+	}
+}
+
+// Ensure a relay is held to the open tasks' cap as one sender, whatever
+// names its tasks come from.
+func TestRemoteRelayHeldToOpenTaskCapAcrossNames(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	s, err := e.db.Settings(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MaxOpenTasksPerSender = 3
+	if _, err := e.db.UpdateSettings(e.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		task := newRemote("bob", fmt.Sprint("from name ", i))
+		task.SenderSlug = fmt.Sprint("s", i)
+		err := fromRelay(e, relayA, fmt.Sprint("m", i), task)
+		var refusal *relay.MeshRefusal
+		switch {
+		case i < 3 && err != nil:
+			t.Fatalf("task %d under the cap: %v", i, err)
+		case i >= 3 && (!errors.As(err, &refusal) || refusal.Reason != "open-tasks"):
+			t.Fatalf("task %d from a new name past the relay's cap: %v; want refused (open-tasks)", i, err)
+		}
+	}
+	// Refused tasks leave no name behind either.
+	if _, err := e.db.GetAgent(e.ctx, "s5@relay-a"); relay.ErrorCode(err) != relay.EUnknownAgent {
+		t.Fatalf("the refused task's sender: %v; want no agent", err)
+	}
+}
+
+// Ensure another relay's agent is not given a deleted agent's plain name
+// while its tasks are kept: it gets a qualified one.
+func TestRemoteAgentNotGivenADeletedAgentsName(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	task := e.sentTask() // alice to bob
+	if _, err := e.db.CancelTask(e.ctx, "alice", task.ID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.DeleteAgent(e.ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Mesh().SyncRemoteAgents(e.ctx, []relay.RemoteAgent{{Slug: "bob", DisplayName: "Bob", ModelSlug: "m",
+		RelayID: relayA, RelayName: "relay-a", RelayLabel: "relay-a", Online: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.GetAgent(e.ctx, "bob"); relay.ErrorCode(err) != relay.EUnknownAgent {
+		t.Fatalf("bob after the sync: %v; want no agent of that name", err)
+	}
+	if _, err := e.db.GetAgent(e.ctx, "bob@relay-a"); err != nil {
+		t.Fatalf("relay A's bob: %v; want it under bob@relay-a", err)
 	}
 }
