@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/crosschat/crosschat-relay/internal/config"
 	"github.com/crosschat/crosschat-relay/internal/filelock"
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 )
 
 // listen opens the relay's listener on cfg's address. When another process
@@ -28,8 +28,8 @@ func listen(cfg config.Config) (net.Listener, error) {
 	if !ok {
 		return listenOne(cfg, cfg.Addr())
 	}
-	primary := net.JoinHostPort(strings.Trim(cfg.Host, "[]"), strconv.Itoa(cfg.Port))
-	if cfg.Host == "localhost" {
+	primary := net.JoinHostPort(loopback.Canonical(cfg.Host), strconv.Itoa(cfg.Port))
+	if twin == "::1" {
 		primary = net.JoinHostPort(config.DefaultHost, strconv.Itoa(cfg.Port))
 	}
 	// A port the system picks (0) is picked on the first address; it may
@@ -76,12 +76,12 @@ func listenOne(cfg config.Config, addr string) (net.Listener, error) {
 }
 
 // twinLoopback gives the other loopback address the relay also holds when
-// host is the default loopback one (127.0.0.1, [::1] or localhost, which
-// BaseURL advertises as localhost); ok is false for any other host (an
-// every-address host holds both already, a LAN or other loopback address is
-// advertised as itself).
+// host is the default loopback one (127.0.0.1, [::1] or localhost, in any
+// spelling loopback.Host takes, which BaseURL advertises as localhost); ok
+// is false for any other host (an every-address host holds both already, a
+// LAN or other loopback address is advertised as itself).
 func twinLoopback(host string) (twin string, ok bool) {
-	switch strings.Trim(host, "[]") {
+	switch loopback.Canonical(host) {
 	case "127.0.0.1", "localhost":
 		return "::1", true
 	case "::1":

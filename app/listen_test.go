@@ -102,12 +102,15 @@ func TestPortHeldOnBothLoopbackAddresses(t *testing.T) {
 	}
 	probe.Close()
 	t.Setenv("CROSSCHAT_API_TOKEN", "")
-	for _, host := range []string{"127.0.0.1", "localhost", "::1"} {
+	for _, host := range []string{"127.0.0.1", "localhost", "::1", "[::1]", "LOCALHOST", "localhost."} {
 		t.Run(host, func(t *testing.T) {
 			cfg := apptest.Config(filepath.Join(t.TempDir(), "data"))
 			cfg.Host = host
 			r := apptest.Start(t, cfg, app.StartOptions{Version: "test"})
 			port := strconv.Itoa(r.Config().Port)
+			if got := r.Config().BaseURL(); got != "http://localhost:"+port {
+				t.Fatalf("BaseURL = %s; want it on localhost, which both addresses serve", got)
+			}
 			for _, addr := range []string{"127.0.0.1:" + port, "[::1]:" + port} {
 				if ln, err := net.Listen("tcp", addr); err == nil {
 					ln.Close()

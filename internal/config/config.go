@@ -264,10 +264,10 @@ func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.P
 // BaseURL is the URL clients on this computer use to reach the relay.
 func (c Config) BaseURL() string {
 	h := c.Host
-	switch strings.Trim(h, "[]") {
+	switch loopback.Canonical(h) {
 	case "0.0.0.0", "::", "":
 		h = "localhost"
-	case "127.0.0.1", "::1":
+	case "127.0.0.1", "::1", "localhost":
 		h = "localhost"
 	}
 	return "http://" + net.JoinHostPort(strings.Trim(h, "[]"), strconv.Itoa(c.Port))

@@ -11,13 +11,21 @@ import (
 // IP address (127.0.0.0/8, ::1, ::ffff:127.0.0.1), IPv6 with or without
 // brackets, any case, a trailing dot allowed. A port is not allowed.
 func Host(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	h := Canonical(host)
 	if h == "localhost" {
 		return true
 	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// Canonical is host as Host reads it: trimmed, lower case, without a
+// trailing dot or an IPv6 address's brackets ("LOCALHOST." is "localhost",
+// "[::1]" is "::1").
+func Canonical(host string) string {
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
 	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
 		h = h[1 : len(h)-1]
 	}
-	a, err := netip.ParseAddr(h)
-	return err == nil && a.Unmap().IsLoopback()
+	return h
 }

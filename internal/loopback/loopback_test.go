@@ -22,3 +22,12 @@ func TestHost(t *testing.T) {
 		}
 	}
 }
+
+// Ensures the spelling Host reads a host in.
+func TestCanonical(t *testing.T) {
+	for in, want := range map[string]string{"LOCALHOST.": "localhost", " [::1] ": "::1", "127.0.0.1": "127.0.0.1", "Example.COM": "example.com"} {
+		if got := loopback.Canonical(in); got != want {
+			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
