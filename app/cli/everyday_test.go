@@ -639,6 +639,10 @@ func TestSendFromTheOperator(t *testing.T) {
 			}
 		})
 	}
+	// Not to the operator itself, as a project does not send to itself.
+	if _, errs, code := run(t, "send", "operator", "To me", "--agent", "--from", "operator"); code != 1 || !strings.Contains(errs, "operator is you, the operator, who sends this task") {
+		t.Errorf("send to the operator as the operator: exit %d, %q", code, errs)
+	}
 }
 
 // A register stopped after it made the folder's agent and before it kept

@@ -146,6 +146,9 @@ func sendAsOperator(c *command, from, to string, toAgent bool, in app.NewTask, n
 	if err != nil {
 		return err
 	}
+	if recipient == info.OperatorSlug {
+		return fmt.Errorf("%s is you, the operator, who sends this task: name the project or agent to do it", recipient)
+	}
 	in.RecipientSlug = recipient
 	var task relay.Task
 	if err := c.call("Tasks", "Post", &task, in); err != nil {

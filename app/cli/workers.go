@@ -182,8 +182,11 @@ var workerFields = map[string]string{"harness": "Harness", "workdir": "Workdir",
 // mergeWorker is the worker old with the settings of the flags fs was
 // given (a repeatable flag's list replaced whole) taken from given: workers
 // set on a worker changes only what its command line names. A session
-// named ends --sessions any, and --sessions any a bound session.
+// named ends --sessions any, and --sessions any a bound session. A new
+// --harness drops the old CLI's program, arguments, prompt mode and
+// session, unless given too, and keeps the sandbox as it was.
 func mergeWorker(fs *flag.FlagSet, old, given relay.WorkerConfig) relay.WorkerConfig {
+	was := old
 	to, from := reflect.ValueOf(&old).Elem(), reflect.ValueOf(given)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
@@ -197,6 +200,28 @@ func mergeWorker(fs *flag.FlagSet, old, given relay.WorkerConfig) relay.WorkerCo
 	}
 	if set["sessions"] && old.AnySession && !set["session"] {
 		old.Session = ""
+	}
+	if old.Harness != was.Harness {
+		// Another CLI: its program is looked up again (the saved path was
+		// the old one's), and what was the old one's goes unless named
+		// again; the sandbox stays as it was, not the new CLI's default.
+		for flagName, clear := range map[string]func(){
+			"command":  func() { old.Command = "" },
+			"arg":      func() { old.Args = nil },
+			"prompt":   func() { old.PromptMode = "" },
+			"session":  func() { old.Session, old.SessionID, old.SessionLabel = "", "", "" },
+			"sessions": func() { old.AnySession = false },
+		} {
+			if !set[flagName] {
+				clear()
+			}
+		}
+		if !set["sandbox"] {
+			old.Sandbox = relay.SandboxOff
+			if was.SandboxOn() {
+				old.Sandbox = relay.SandboxOn
+			}
+		}
 	}
 	return old
 }

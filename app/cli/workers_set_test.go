@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -59,5 +61,40 @@ func TestWorkersSetChangesOnlyTheFlagsGiven(t *testing.T) {
 				t.Errorf("saved %+v", out.Workers)
 			}
 		})
+	}
+}
+
+// workers set with another --harness drops the old CLI's program (the saved
+// path, which the new CLI's arguments would have run) and looks the new one
+// up, unless --command is given; the sandbox stays as it was, not the new
+// CLI's default.
+func TestWorkersSetAnotherHarnessLooksItsProgramUp(t *testing.T) {
+	bin := t.TempDir()
+	codex := filepath.Join(bin, "codex")
+	noErr(t, os.WriteFile(codex, []byte("#!/bin/sh\necho codex-cli 0.171.0\n"), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	r := startRelay(t)
+	createAgent(t, r, "builder")
+	loc := []string{"--port", strconv.Itoa(r.Config().Port), "--data-dir", r.Config().DataDir}
+	work := t.TempDir()
+	saved := func() relay.WorkerConfig {
+		out, err := r.Services.Workers.List()
+		noErr(t, err)
+		if len(out.Workers) != 1 {
+			t.Fatalf("workers %+v", out.Workers)
+		}
+		return out.Workers[0].WorkerConfig
+	}
+	set := func(args ...string) {
+		t.Helper()
+		if _, errs, code := run(t, append(append([]string{"workers", "set", "builder"}, args...), loc...)...); code != 0 {
+			t.Fatalf("workers set %v: exit %d: %s", args, code, errs)
+		}
+	}
+	set("--harness", "custom", "--command", "/bin/cat", "--arg", "{prompt_file}", "--workdir", work, "--enabled=false")
+	before := saved()
+	set("--harness", "codex")
+	if w := saved(); w.Command != codex || len(w.Args) != 0 || w.SandboxOn() != before.SandboxOn() {
+		t.Fatalf("after --harness codex: command %q, args %v, sandbox %v; want %s, none, %v as before", w.Command, w.Args, w.SandboxOn(), codex, before.SandboxOn())
 	}
 }
