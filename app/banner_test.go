@@ -2,8 +2,11 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,7 +49,8 @@ func TestBannerCommandsReachThisRelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printBanner(&b, config.Config{Host: tc.host, Port: tc.port, DataDir: tc.dataDir}, "test")
+			cfg := config.Config{Host: tc.host, Port: tc.port, DataDir: tc.dataDir}
+			printBanner(&b, cfg, "test", cfg.Addr())
 			lan := tc.host == "192.168.1.5"
 			for _, verb := range []string{"token", "quit"} {
 				want := "`crosschat-relay " + verb + tc.wantFlags + "`"
@@ -58,5 +62,39 @@ func TestBannerCommandsReachThisRelay(t *testing.T) {
 				t.Errorf("a LAN relay's banner names no quit it cannot reach:\n%s", b.String())
 			}
 		})
+	}
+}
+
+// The banner's "Listening on" names both loopback addresses a relay on the
+// default host holds, and the configured address for any other host.
+func TestBannerSaysBothLoopbackAddresses(t *testing.T) {
+	t.Setenv("CROSSCHAT_API_TOKEN", "")
+	for _, host := range []string{"127.0.0.1", "127.0.0.2"} {
+		if ln, err := net.Listen("tcp", host+":0"); err != nil {
+			t.Logf("no %s here: %v", host, err)
+			continue
+		} else {
+			ln.Close()
+		}
+		cfg := config.Config{Host: host, DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator", TaskRetentionDays: 30}
+		r, err := Start(cfg, StartOptions{Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(r.Config().Port)
+		want := host + ":" + port
+		if host == "127.0.0.1" {
+			if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+				ln.Close()
+				want += " and [::1]:" + port
+			}
+		}
+		got := r.listening()
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: listening on %q, want %q", host, got, want)
+		}
 	}
 }

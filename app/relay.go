@@ -272,6 +272,16 @@ func (r *Relay) pruneHomes(ctx context.Context, box sandbox.Wrapper) {
 // Addr is the address the relay listens on (useful with port 0).
 func (r *Relay) Addr() net.Addr { return r.ln.Addr() }
 
+// listening names the addresses the relay listens on, as the banner says
+// them: both loopback addresses for the default host ("127.0.0.1:4318 and
+// [::1]:4318"), else its configured address.
+func (r *Relay) listening() string {
+	if p, ok := r.ln.(*pairListener); ok {
+		return p.first.Addr().String() + " and " + p.second.Addr().String()
+	}
+	return r.cfg.Addr()
+}
+
 // Service is the relay's domain service.
 func (r *Relay) Service() relay.Service { return r.db }
 

@@ -160,7 +160,7 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
 	r.Services.System.setQuit(quit)
-	printBanner(stdout, r.Config(), version)
+	printBanner(stdout, r.Config(), version, r.listening())
 	log.Info("relay started", "version", version, "dashboard", r.Config().BaseURL(), "data", cfg.DataDir, "pid", os.Getpid())
 	code = 0
 	select {
@@ -179,7 +179,9 @@ func Serve(args []string, assets fs.FS, version string, stdout, stderr io.Writer
 	return code
 }
 
-func printBanner(w io.Writer, cfg config.Config, version string) {
+// printBanner prints where the relay is: its URLs, data folder and admin
+// token, and listening, the addresses it listens on.
+func printBanner(w io.Writer, cfg config.Config, version, listening string) {
 	fmt.Fprintf(w, "Crosschat Relay %s\n", version)
 	fmt.Fprintf(w, "  Dashboard  %s/\n", cfg.BaseURL())
 	fmt.Fprintf(w, "  MCP        %s\n", cfg.MCPURL())
@@ -190,10 +192,10 @@ func printBanner(w io.Writer, cfg config.Config, version string) {
 		fmt.Fprintf(w, "  Admin token in %s (print it with `crosschat-relay token%s`)\n", cfg.TokenPath(), locationArgs(cfg))
 	}
 	if cliReaches(cfg) {
-		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit%s`)\n", cfg.Addr(), locationArgs(cfg))
+		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C or `crosschat-relay quit%s`)\n", listening, locationArgs(cfg))
 	} else {
 		// The verbs send the admin token over plain HTTP to loopback only.
-		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C)\n", cfg.Addr())
+		fmt.Fprintf(w, "  Listening on %s (stop with Ctrl+C)\n", listening)
 	}
 }
 
