@@ -70,12 +70,12 @@ func TestBannerCommandsReachThisRelay(t *testing.T) {
 func TestBannerSaysBothLoopbackAddresses(t *testing.T) {
 	t.Setenv("CROSSCHAT_API_TOKEN", "")
 	for _, host := range []string{"127.0.0.1", "127.0.0.2"} {
-		if ln, err := net.Listen("tcp", host+":0"); err != nil {
+		probe, err := net.Listen("tcp", host+":0")
+		if err != nil {
 			t.Logf("no %s here: %v", host, err)
 			continue
-		} else {
-			ln.Close()
 		}
+		probe.Close()
 		cfg := config.Config{Host: host, DataDir: filepath.Join(t.TempDir(), "data"), OperatorSlug: "operator", TaskRetentionDays: 30}
 		r, err := Start(cfg, StartOptions{Version: "test"})
 		if err != nil {
