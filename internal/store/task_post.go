@@ -112,30 +112,15 @@ var countOpenSQL = `SELECT (SELECT value FROM settings WHERE key = '` + keyMaxOp
 		LIMIT COALESCE((SELECT CAST(value AS INTEGER) FROM settings WHERE key = '` + keyMaxOpenTasks + `'), ` +
 	strconv.Itoa(relay.DefaultMaxOpenTasksPerSender) + `)))`
 
-// countRelayOpenSQL is countOpenSQL over every sender of one relay (its
-// agents' names here, mesh_agents): a relay is held to the cap as one
-// sender, whatever names its tasks come from.
-var countRelayOpenSQL = `SELECT (SELECT value FROM settings WHERE key = '` + keyMaxOpenTasks + `'),
-	(SELECT COUNT(*) FROM (SELECT 1 FROM mesh_agents m JOIN tasks t INDEXED BY tasks_sender_open ON t.sender_slug = m.slug
-		WHERE m.relay_id = +? AND (t.status = 'queued' OR t.status = 'claimed' OR t.status = 'blocked')
-		LIMIT COALESCE((SELECT CAST(value AS INTEGER) FROM settings WHERE key = '` + keyMaxOpenTasks + `'), ` +
-	strconv.Itoa(relay.DefaultMaxOpenTasksPerSender) + `)))`
-
 // checkOpenTasks counts sender's open tasks (queued, claimed or blocked)
 // up to the configured cap and holds them to it (relay.CheckOpenTasks).
 func checkOpenTasks(t *tx, sender string) error {
-	return capOpenTasks(t, countOpenSQL, sender)
-}
-
-// capOpenTasks is checkOpenTasks with count, countOpenSQL or
-// countRelayOpenSQL, for who.
-func capOpenTasks(t *tx, count, who string) error {
 	var (
 		stored sql.NullString
 		open   int
 	)
-	if err := t.tx.QueryRowContext(t.ctx, count, who).Scan(&stored, &open); err != nil {
-		return fmt.Errorf("count open tasks of %s: %w", who, err)
+	if err := t.tx.QueryRowContext(t.ctx, countOpenSQL, sender).Scan(&stored, &open); err != nil {
+		return fmt.Errorf("count open tasks of %s: %w", sender, err)
 	}
 	limit := relay.DefaultMaxOpenTasksPerSender
 	if stored.Valid && stored.String != "" {
