@@ -41,8 +41,10 @@ func TestBannerCommandsReachThisRelay(t *testing.T) {
 		// A LAN address is no verb's to reach over plain HTTP: the token
 		// is read from the folder, and no quit is offered.
 		{"a LAN address, another port and folder", "192.168.1.5", 4319, other, " --port 4319 --data-dir '" + other + "'"},
-		{"IPv6 loopback on another port", "::1", 4319, def, " --host ::1 --port 4319"},
-		{"localhost on another port", "localhost", 4319, def, " --host localhost --port 4319"},
+		{"IPv6 loopback on another port", "::1", 4319, def, " --port 4319"},
+		{"IPv6 loopback in brackets on another port", "[::1]", 4319, def, " --port 4319"},
+		{"localhost on another port", "localhost", 4319, def, " --port 4319"},
+		{"LOCALHOST. on another port", "LOCALHOST.", 4319, def, " --port 4319"},
 		{"every address on another port", "0.0.0.0", 4319, def, " --port 4319"},
 		{"every IPv6 address on another port", "::", 4319, def, " --port 4319"},
 		{"another address, the default port", "127.0.0.2", config.DefaultPort, filepath.Join(home, "relay-c"), " --data-dir " + filepath.Join(home, "relay-c")},

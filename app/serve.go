@@ -222,7 +222,10 @@ func cliReaches(cfg config.Config) bool {
 func locationArgs(cfg config.Config) string {
 	var b strings.Builder
 	if cfg.Port != config.DefaultPort {
-		if cfg.Host != config.DefaultHost && loopback.Host(cfg.Host) {
+		// A relay on the default loopback host, in any spelling, holds
+		// 127.0.0.1 too, where the verbs ask; another loopback address
+		// is named.
+		if _, twin := twinLoopback(cfg.Host); !twin && loopback.Host(cfg.Host) {
 			b.WriteString(" --host " + shellWord(cfg.Host))
 		}
 		fmt.Fprintf(&b, " --port %d", cfg.Port)

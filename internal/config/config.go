@@ -258,8 +258,11 @@ func (c *Config) Finish() error {
 	return nil
 }
 
-// Addr is the listen address.
-func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+// Addr is the listen address, its host as loopback.Canonical spells it
+// (no brackets, lower case), so a verb dials any spelling a flag gave.
+func (c Config) Addr() string {
+	return net.JoinHostPort(loopback.Canonical(c.Host), strconv.Itoa(c.Port))
+}
 
 // BaseURL is the URL clients on this computer use to reach the relay.
 func (c Config) BaseURL() string {

@@ -64,3 +64,26 @@ func TestAdvertisedURL(t *testing.T) {
 		}
 	}
 }
+
+// Ensure the address to listen on and dial, and the URL advertised, read
+// the host in any spelling a flag may give it: "[::1]" was dialled as
+// "[[::1]]:4319", which no client could parse.
+func TestAddrAndBaseURLOfEachSpelling(t *testing.T) {
+	for _, tt := range []struct{ host, addr, base string }{
+		{"127.0.0.1", "127.0.0.1:4319", "http://localhost:4319"},
+		{"::1", "[::1]:4319", "http://localhost:4319"},
+		{"[::1]", "[::1]:4319", "http://localhost:4319"},
+		{"LOCALHOST.", "localhost:4319", "http://localhost:4319"},
+		{"127.0.0.2", "127.0.0.2:4319", "http://127.0.0.2:4319"},
+		{"0.0.0.0", "0.0.0.0:4319", "http://localhost:4319"},
+		{"[::]", "[::]:4319", "http://localhost:4319"},
+	} {
+		c := config.Config{Host: tt.host, Port: 4319}
+		if got := c.Addr(); got != tt.addr {
+			t.Errorf("%s: Addr %q, want %q", tt.host, got, tt.addr)
+		}
+		if got := c.BaseURL(); got != tt.base {
+			t.Errorf("%s: BaseURL %q, want %q", tt.host, got, tt.base)
+		}
+	}
+}
