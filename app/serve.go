@@ -204,11 +204,7 @@ func printBanner(w io.Writer, cfg config.Config, version, listening string) {
 // alone (a LAN address) is another computer's to them, and the admin token
 // goes there only over https.
 func cliReaches(cfg config.Config) bool {
-	switch cfg.Host {
-	case "", "0.0.0.0", "::":
-		return true
-	}
-	return loopback.Host(cfg.Host)
+	return loopback.Everywhere(cfg.Host) || loopback.Host(cfg.Host)
 }
 
 // locationArgs are the flags a CLI verb needs to reach this relay: its

@@ -17,6 +17,7 @@ import (
 	"github.com/crosschat/crosschat-relay/app"
 	"github.com/crosschat/crosschat-relay/internal/client"
 	"github.com/crosschat/crosschat-relay/internal/config"
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 )
 
 // Usage is the top-level help: every verb, from the verb table.
@@ -180,10 +181,10 @@ func (c *command) client() (*client.Client, error) {
 }
 
 // addr is the relay's address to call: its host and port, an
-// every-address host as 127.0.0.1.
+// every-address host (or none) as 127.0.0.1.
 func (c *command) addr() string {
 	cfg := c.cfg
-	if cfg.Host == "0.0.0.0" || cfg.Host == "::" {
+	if loopback.Everywhere(cfg.Host) {
 		cfg.Host = "127.0.0.1"
 	}
 	return cfg.Addr()

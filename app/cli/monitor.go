@@ -190,11 +190,7 @@ func (f *liveFlags) stream(c *command, env func(string) string) (*client.PushStr
 		base = projectBase
 	}
 	if base == "" {
-		cfg := c.cfg
-		if cfg.Host == "0.0.0.0" || cfg.Host == "::" {
-			cfg.Host = "127.0.0.1"
-		}
-		base = "http://" + cfg.Addr()
+		base = "http://" + c.addr()
 	}
 	if adminTok {
 		// The admin token goes only to a relay that proves it holds it.

@@ -35,11 +35,7 @@ func sayWaiting(store *project.Store, stderr io.Writer) {
 // localRelayURL is the base URL of the relay named by the location flags,
 // as this computer reaches it.
 func localRelayURL(c *command) string {
-	cfg := c.cfg
-	if cfg.Host == "0.0.0.0" || cfg.Host == "::" || cfg.Host == "" {
-		cfg.Host = "127.0.0.1"
-	}
-	return "http://" + cfg.Addr()
+	return "http://" + c.addr()
 }
 
 // registered is the outcome of registering a folder.

@@ -267,10 +267,7 @@ func (c Config) Addr() string {
 // BaseURL is the URL clients on this computer use to reach the relay.
 func (c Config) BaseURL() string {
 	h := c.Host
-	switch loopback.Canonical(h) {
-	case "0.0.0.0", "::", "":
-		h = "localhost"
-	case "127.0.0.1", "::1", "localhost":
+	if name := loopback.Canonical(h); name == "127.0.0.1" || name == "::1" || name == "localhost" || loopback.Everywhere(h) {
 		h = "localhost"
 	}
 	return "http://" + net.JoinHostPort(strings.Trim(h, "[]"), strconv.Itoa(c.Port))

@@ -19,6 +19,17 @@ func Host(host string) bool {
 	return err == nil && a.Unmap().IsLoopback()
 }
 
+// Everywhere reports whether host is the every-address host (0.0.0.0, ::,
+// or none), in any spelling Canonical reads: a relay listening there is
+// reached on this computer's loopback.
+func Everywhere(host string) bool {
+	switch Canonical(host) {
+	case "", "0.0.0.0", "::":
+		return true
+	}
+	return false
+}
+
 // Canonical is host as Host reads it: trimmed, lower case, without a
 // trailing dot or an IPv6 address's brackets ("LOCALHOST." is "localhost",
 // "[::1]" is "::1").

@@ -31,3 +31,13 @@ func TestCanonical(t *testing.T) {
 		}
 	}
 }
+
+// Ensures which hosts are every address.
+func TestEverywhere(t *testing.T) {
+	for host, want := range map[string]bool{"": true, "0.0.0.0": true, "::": true, "[::]": true, " 0.0.0.0 ": true,
+		"127.0.0.1": false, "::1": false, "localhost": false, "192.168.1.2": false} {
+		if got := loopback.Everywhere(host); got != want {
+			t.Errorf("Everywhere(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crosschat/crosschat-relay/internal/loopback"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -48,8 +49,7 @@ func (n *Node) embedURL() url.URL {
 	if a, ok := n.srv.Addr().(*net.TCPAddr); ok {
 		port = a.Port
 	}
-	switch host {
-	case "", "0.0.0.0", "::", "[::]":
+	if loopback.Everywhere(host) {
 		if h, err := os.Hostname(); err == nil && h != "" {
 			host = h
 		} else {
