@@ -28,8 +28,8 @@ func listen(cfg config.Config) (net.Listener, error) {
 	if !ok {
 		return listenOne(cfg, cfg.Addr())
 	}
-	primary := net.JoinHostPort(loopback.Canonical(cfg.Host), strconv.Itoa(cfg.Port))
-	if twin == "::1" {
+	primary := cfg.Addr()
+	if twin == "::1" { // 127.0.0.1 for localhost too
 		primary = net.JoinHostPort(config.DefaultHost, strconv.Itoa(cfg.Port))
 	}
 	// A port the system picks (0) is picked on the first address; it may

@@ -105,7 +105,9 @@ crosschat-relay harnesses shows which PATH that is and what it found there. A CL
 elsewhere: give its path with --command, or start the relay with that folder on
 its PATH. A new worker needs --harness and --workdir. On an agent that has a worker,
 only the flags given change: the others keep their values, and a repeatable flag
-given (--allow-sender, --env, …) replaces its whole list.`,
+given (--allow-sender, --env, …) replaces its whole list. Another --harness looks
+its CLI up again and drops the old one's --command, --arg, --prompt and session
+unless they are given too; the sandbox stays as it was.`,
 		example: "crosschat-relay workers set builder --harness claude-code --workdir ~/src/app --timeout 30m\ncrosschat-relay workers set builder --allow-sender operator --allow-sender api"},
 	{name: "workers remove", args: "SLUG", maxArgs: 1, summary: "remove one worker; its agent's chat sessions get its tasks again",
 		example: "crosschat-relay workers remove builder"},

@@ -63,6 +63,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 		prio = relay.PriorityNormal
 	}
 	conv, hops, target := remoteConversation(rt)
+	depth := remoteCount(rt.Depth)
 	if conv != nil {
 		if conv, err = t.remoteConversationOf(in.FromRelay, conv.(string)); err != nil {
 			return "", err
@@ -77,7 +78,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
-			t.ts, t.ts, parent, remoteCount(rt.Depth), conv, hops, target)
+			t.ts, t.ts, parent, depth, conv, hops, target)
 	}
 	id := own
 	n, err := insert(id)
@@ -102,7 +103,7 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	// The task is the row just inserted, as scanTask would read it back.
 	task := relay.Task{ID: id, SenderSlug: sender, RecipientSlug: recipient, Title: rt.Title, Instructions: rt.Instructions,
 		RequiredCapabilities: append([]string{}, rt.RequiredCapabilities...), Priority: prio, Status: relay.StatusQueued,
-		CreatedAt: t.ts, UpdatedAt: t.ts, Depth: remoteCount(rt.Depth), ConversationID: id, Hops: hops, Reports: append([]relay.Report{}, reports...)}
+		CreatedAt: t.ts, UpdatedAt: t.ts, Depth: depth, ConversationID: id, Hops: hops, Reports: append([]relay.Report{}, reports...)}
 	if p, ok := parent.(string); ok {
 		task.ParentTaskID = p
 	}
