@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,9 +123,15 @@ func TestSandboxBlockerNamesRefusedPath(t *testing.T) {
 	if done.Status != relay.StatusBlocked || !strings.Contains(msg, "The sandbox refused: "+needed) || !strings.Contains(msg, "--allow-path") {
 		t.Fatalf("task %s: %q", done.Status, msg)
 	}
-	st, ok := workerStatus(t, r, "reader")
-	if !ok || st.LastRun == nil || len(st.LastRun.Refused) != 1 || st.LastRun.Refused[0] != needed {
-		t.Fatalf("last run: %+v", st.LastRun)
+	// The worker records its last run after it reports the task.
+	var last *relay.LastRun
+	poll.Until(t, "the worker's last run", 10*time.Second, func() bool {
+		st, ok := workerStatus(t, r, "reader")
+		last = st.LastRun
+		return ok && last != nil && last.TaskID == task.ID
+	}, func() string { return fmt.Sprintf("%+v", last) })
+	if len(last.Refused) != 1 || last.Refused[0] != needed {
+		t.Fatalf("last run: %+v", last)
 	}
 
 	cfg.AllowPaths = []string{needed}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/internal/poll"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
 
@@ -76,6 +77,11 @@ func TestWorkerFromCLI(t *testing.T) {
 		t.Fatalf("preview of a file the run did not make: %v", err)
 	}
 
+	// The worker records its last run after it reports the task.
+	poll.Until(t, "the worker's last run", 10*time.Second, func() bool {
+		st, _ := workerStatus(t, r, "builder")
+		return st.LastRun != nil && st.LastRun.TaskID == task.ID
+	})
 	out, _, code = run(t, append([]string{"workers", "list"}, loc...)...)
 	var ov app.WorkersOverview
 	if code != 0 || json.Unmarshal([]byte(out), &ov) != nil || len(ov.Workers) != 1 || ov.Workers[0].LastRun == nil || ov.Workers[0].LastRun.Outcome != "completed" {
