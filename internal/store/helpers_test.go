@@ -81,11 +81,18 @@ const undoAuthEpoch = `DROP TRIGGER auth_agent_token; DROP TRIGGER auth_agent_go
 	DROP TRIGGER auth_worker_added; DROP TRIGGER auth_worker_changed; DROP TRIGGER auth_worker_gone;
 	DROP TABLE auth_epoch;`
 
-// undoMeshOrder takes a database back from version 23 to 22: the numbers
+// undoMeshConversations takes a database back from version 25 to 24: the
+// conversations' relays (migration 0025; 0024 changed only rows). Every
+// downgrade goes below it: it runs first.
+const undoMeshConversations = `DROP TABLE mesh_conversations;
+	`
+
+// undoMeshOrder takes a database back from version 25 to 22: the numbers
 // of each task's mesh messages (migration 0023), with mesh_task_posted as
-// 0020 left it. Every downgrade goes below it: it runs first.
+// 0020 left it, after undoMeshConversations. Every downgrade goes below
+// it: it runs first.
 func undoMeshOrder(t testing.TB) string {
-	return `DROP TRIGGER mesh_outbox_numbered; DROP TRIGGER mesh_task_posted;
+	return undoMeshConversations + `DROP TRIGGER mesh_outbox_numbered; DROP TRIGGER mesh_task_posted;
 	ALTER TABLE mesh_outbox DROP COLUMN task_seq;
 	ALTER TABLE mesh_task_peers DROP COLUMN out_seq; ALTER TABLE mesh_task_peers DROP COLUMN in_seq;
 	` + trigger(t, "0020_mesh_word.sql", "mesh_task_posted")

@@ -86,25 +86,60 @@ func (t *tx) takenRefusal(id, from string) (*relay.MeshRefusal, error) {
 
 // remoteConversationOf is the conversation column of a task relay from
 // sent in its conversation conv: the local task that conversation started
-// from, if from told this relay of it; conv itself if no task here has that
-// id (the conversation started on another relay) and its tasks here, if
-// any, came from from alone (with the hand-offs made of them); else NULL.
-// So another relay's task never joins a conversation that is not its own,
-// nor one a third relay brought here or that started here (its first task
-// pruned since), whose tasks a run of its task could read and change.
+// from, if from told this relay of it; conv if it is from's here
+// (mesh_conversations), or new here (no task has its id or is in it), when
+// it becomes from's; else NULL. So another relay's task never joins a
+// conversation that is not its own, nor one a third relay brought here or
+// that started here, whose tasks a run of its task could read and change.
 func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 	if local, err := t.peerTaskOf(from, conv); err != nil || local != nil {
 		return local, err
 	}
-	taken, err := exists(t.ctx, t.tx, "conversation "+conv, `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?)
-		OR EXISTS (SELECT 1 FROM tasks c JOIN mesh_task_peers p ON p.task_id = c.id
-			WHERE c.conversation_id = ? AND p.side = 'sender' AND p.relay_id <> ?)
-		OR EXISTS (SELECT 1 FROM tasks WHERE conversation_id = ?) AND NOT EXISTS (SELECT 1 FROM tasks c JOIN mesh_task_peers p ON p.task_id = c.id
-			WHERE c.conversation_id = ? AND p.side = 'sender' AND p.relay_id = ?)`, conv, conv, from, conv, conv, from)
-	if err != nil || taken {
+	var owner string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id FROM mesh_conversations WHERE conversation_id = ?`, conv).Scan(&owner)
+	switch {
+	case err == nil && owner == from:
+		return conv, nil
+	case err == nil:
+		return nil, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("find conversation %s: %w", conv, err)
+	}
+	if taken, err := t.conversationHere(conv); err != nil || taken {
 		return nil, err
 	}
+	if _, err := t.exec(`INSERT INTO mesh_conversations (conversation_id, relay_id) VALUES (?, ?)`, conv, from); err != nil {
+		return nil, fmt.Errorf("record conversation %s of relay %s: %w", conv, from, err)
+	}
 	return conv, nil
+}
+
+// conversationHere reports whether a task here has id conv or is in the
+// conversation of that id.
+func (t *tx) conversationHere(conv string) (bool, error) {
+	return exists(t.ctx, t.tx, "conversation "+conv, `SELECT 1 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?)
+		OR EXISTS (SELECT 1 FROM tasks WHERE conversation_id = ?)`, conv, conv)
+}
+
+// keepConversations records, before the finished tasks last changed by
+// cutoff are pruned, the relay of each that started a conversation here
+// which goes on without it (a hand-off of it is kept), so that relay's next
+// task in it still joins it; and forgets the conversations left with no
+// task.
+func (t *tx) keepConversations(cutoff string) error {
+	_, err := t.exec(`INSERT OR IGNORE INTO mesh_conversations (conversation_id, relay_id)
+		SELECT r.id, p.relay_id FROM tasks r JOIN mesh_task_peers p ON p.task_id = r.id AND p.side = 'sender'
+		WHERE r.status IN ('completed', 'cancelled') AND r.updated_at <= ? AND r.conversation_id IS NULL
+			AND EXISTS (SELECT 1 FROM tasks c WHERE c.conversation_id = r.id
+				AND NOT (c.status IN ('completed', 'cancelled') AND c.updated_at <= ?))`, cutoff, cutoff)
+	if err != nil {
+		return fmt.Errorf("keep conversations of pruned tasks: %w", err)
+	}
+	if _, err := t.exec(`DELETE FROM mesh_conversations WHERE NOT EXISTS (SELECT 1 FROM tasks WHERE conversation_id = mesh_conversations.conversation_id
+		AND NOT (status IN ('completed', 'cancelled') AND updated_at <= ?))`, cutoff); err != nil {
+		return fmt.Errorf("forget pruned conversations: %w", err)
+	}
+	return nil
 }
 
 // copyReports appends the reports of a remote task to local task taskID

@@ -72,11 +72,14 @@ func (t *tx) applyNewTask(in relay.RemoteApply, seq int64) (string, error) {
 	// Queued by when it arrived: the creation time its sender wrote is the
 	// sender's word, and a backdated one (or one that is no time at all)
 	// would put it before tasks posted here earlier. It keeps its sender's
-	// id, but for a task here that has it.
+	// id, but for a task here that has it, or a conversation of that id
+	// here (without a conversation of its own, a task's is its id: it
+	// would join that one).
 	insert := func(id string) (int64, error) {
 		return t.execCount("insert remote task", `INSERT INTO tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status,
 				created_at, updated_at, parent_task_id, depth, conversation_id, hops, target_session)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			SELECT ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM tasks WHERE conversation_id = ?1)
+			ON CONFLICT (id) DO NOTHING`,
 			id, sender, recipient, rt.Title, rt.Instructions, capsJSON(rt.RequiredCapabilities), prio,
 			t.ts, t.ts, parent, depth, conv, hops, target)
 	}

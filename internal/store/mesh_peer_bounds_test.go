@@ -173,3 +173,123 @@ func TestRemoteAgentNotGivenADeletedAgentsName(t *testing.T) {
 		t.Fatalf("relay A's bob: %v; want it under bob@relay-a", err)
 	}
 }
+
+// bobsTask is bob's task titled title (the one the test applied, under
+// whatever id it went in).
+func bobsTask(e *env, title string) relay.Task {
+	e.t.Helper()
+	tasks, err := e.db.ListTasks(e.ctx, relay.TaskFilter{Agent: "bob", Limit: 50})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if task.Title == title {
+			return e.task(task.ID)
+		}
+	}
+	e.t.Fatalf("bob has no task %q", title)
+	return relay.Task{}
+}
+
+// Ensure a new task whose id another relay chose as an existing
+// conversation's id goes in under an id of its own: kept, it was that
+// conversation's first task here (a task's conversation is its own id
+// when it names none), and a run of it read and changed the tasks of a
+// conversation another relay brought here.
+func TestRemoteTaskIDIsNoConversationHere(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	conv := relay.NewID() // started on a third relay; relay B learnt its id
+	first := newRemote("bob", "A's")
+	first.ConversationID = conv
+	if err := fromRelay(e, relayA, "m1", first); err != nil {
+		t.Fatal(err)
+	}
+	other := newRemote("bob", "B's, under the id of A's conversation")
+	other.ID = conv
+	if err := fromRelay(e, relayB, "m2", other); err != nil {
+		t.Fatal(err)
+	}
+	got := bobsTask(e, other.Title)
+	if got.ID == conv || got.ConversationID == conv {
+		t.Fatalf("B's task went in as %s in conversation %s: A's conversation %s", got.ID, got.ConversationID, conv)
+	}
+}
+
+// Ensure a relay's follow-up joins the conversation it brought here after
+// its own tasks in it are pruned, while a hand-off of them is still open:
+// this relay remembers whose the conversation is. Another relay naming it
+// still starts its own.
+func TestRemoteConversationKeptForItsRelayAfterPruning(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		third bool // the conversation started on a third relay, not with A's task
+	}{{"started by A's task", false}, {"started on a third relay", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, store.Options{RetentionDays: 0.5})
+			e.register("bob")
+			e.register("carol")
+			first := newRemote("bob", "A's")
+			conv := first.ID
+			if c.third {
+				conv = relay.NewID()
+				first.ConversationID = conv
+			}
+			if err := fromRelay(e, relayA, "m1", first); err != nil {
+				t.Fatal(err)
+			}
+			e.mustClaim("bob")
+			child, err := e.db.PostTask(e.ctx, relay.PostTaskInput{SenderSlug: "bob", RecipientSlug: "carol", Title: "hand-off", Instructions: "x", ParentTaskID: first.ID, FromAgent: true})
+			if err != nil || child.ConversationID != conv {
+				t.Fatalf("hand-off = %+v, %v; want it in conversation %s", child, err, conv)
+			}
+			e.report("bob", first.ID, relay.ReportCompleted, "done")
+			e.clock.Advance(13 * time.Hour)
+			if res, err := e.db.Sweep(e.ctx); err != nil || res.Pruned != 1 {
+				t.Fatalf("sweep = %+v, %v; want A's task pruned", res, err)
+			}
+			for _, m := range []struct {
+				from, msg, title string
+				joins            bool
+			}{{relayA, "m2", "A's follow-up", true}, {relayB, "m3", "B's, naming A's conversation", false}} {
+				next := newRemote("bob", m.title)
+				next.ConversationID = conv
+				if err := fromRelay(e, m.from, m.msg, next); err != nil {
+					t.Fatal(err)
+				}
+				got := bobsTask(e, m.title)
+				if joined := got.ConversationID == conv; joined != m.joins {
+					t.Fatalf("%s is in conversation %s; joined %s = %v, want %v", m.title, got.ConversationID, conv, joined, m.joins)
+				}
+			}
+		})
+	}
+}
+
+// Ensure migration 0025 gives each conversation whose first task is not
+// here to the relay its tasks came from, when one relay alone sent them:
+// that relay's next task joins it, another's starts its own.
+func TestMigrateMeshConversations(t *testing.T) {
+	e := newEnv(t, store.Options{})
+	e.register("bob")
+	conv := relay.NewID() // started on a third relay
+	first := newRemote("bob", "A's")
+	first.ConversationID = conv
+	if err := fromRelay(e, relayA, "m1", first); err != nil {
+		t.Fatal(err)
+	}
+	e.reopenAfter(undoMeshConversations + `PRAGMA user_version = 24;`)
+	for _, m := range []struct {
+		from, msg, title string
+		joins            bool
+	}{{relayB, "m2", "B's, naming A's conversation", false}, {relayA, "m3", "A's follow-up", true}} {
+		next := newRemote("bob", m.title)
+		next.ConversationID = conv
+		if err := fromRelay(e, m.from, m.msg, next); err != nil {
+			t.Fatal(err)
+		}
+		if joined := bobsTask(e, m.title).ConversationID == conv; joined != m.joins {
+			t.Fatalf("%s joined %s = %v after the migration, want %v", m.title, conv, joined, m.joins)
+		}
+	}
+}

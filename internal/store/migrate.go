@@ -14,7 +14,7 @@ import (
 // SchemaVersion is the database schema version this build writes and reads.
 // It is stored in PRAGMA user_version; a database with a newer version is
 // refused unchanged.
-const SchemaVersion = 24
+const SchemaVersion = 25
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

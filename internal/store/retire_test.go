@@ -203,7 +203,7 @@ func TestMigrationTurnsRetiredWorkersOff(t *testing.T) {
 	if _, err := e.db.IssueRunToken(e.ctx, "alice", task.ID, 600); err != nil {
 		t.Fatal(err)
 	}
-	e.reopenAfter(`UPDATE workers SET enabled = 1;
+	e.reopenAfter(undoMeshConversations + `UPDATE workers SET enabled = 1;
 		INSERT INTO run_tokens (token_hash, agent_slug, task_id, expires_at) VALUES ('old-run', 'bob', '` + task.ID + `', '2999-01-01T00:00:00.000Z');
 		PRAGMA user_version = 23;`)
 	if w, err := e.db.Worker(e.ctx, "bob"); err != nil || w.Enabled {

@@ -26,6 +26,9 @@ func (db *DB) Sweep(ctx context.Context) (relay.SweepResult, error) {
 			return fmt.Errorf("delete expired run tokens: %w", err)
 		}
 		cutoff := relay.FormatTime(t.now.Add(-db.retention))
+		if err := t.keepConversations(cutoff); err != nil {
+			return err
+		}
 		rows, err := t.tx.QueryContext(t.ctx, `DELETE FROM tasks WHERE status IN ('completed', 'cancelled') AND updated_at <= ? RETURNING id`, cutoff)
 		if err != nil {
 			return fmt.Errorf("prune tasks: %w", err)
