@@ -141,7 +141,7 @@ test-go:
 # StatusNotifierItem and menu, a Notify call captured by a fake
 # notifications service, Open and Quit clicked over D-Bus.
 test-desktop:
-	dbus-run-session -- env CROSSCHAT_REQUIRE_DBUS=1 go test -race -count=1 -run 'TestPresenceOverDBus|TestRevealFileManager1' ./app/shell/ ./internal/desktop/
+	dbus-run-session -- env CROSSCHAT_REQUIRE_DBUS=1 go test -race -count=1 -run 'TestPresenceOverDBus|TestRevealFileManager1|TestNotifyBodyMarkup' ./app/shell/ ./internal/desktop/
 
 test-frontend: frontend/node_modules/.package-lock.json
 	cd frontend && npm test && npm run typecheck

@@ -15,18 +15,33 @@ import (
 // file (a FIFO, a device, a folder).
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrLink is ReadSmallFile's refusal of a path that is a symbolic link.
+var ErrLink = errors.New("a symbolic link")
+
 // ReadSmallFile reads at most limit bytes of the regular file at path
-// without blocking on what is planted there instead: it opens without
-// waiting for a FIFO's writer and refuses anything but a regular file
-// (ErrNotRegular). A missing file is os.ErrNotExist, as os.ReadFile says.
+// without blocking on, or following, what is planted there instead (a run
+// may swap a file it made): it opens without waiting for a FIFO's writer,
+// refuses anything but a regular file (ErrNotRegular), and refuses a link,
+// or a path swapped for another file while it was opened (ErrLink). A
+// missing file is os.ErrNotExist, as os.ReadFile says.
 func ReadSmallFile(path string, limit int64) ([]byte, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s: %w", path, ErrLink)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", path, cmp.Or(err, ErrNotRegular))
+	if got, err := f.Stat(); err != nil || !os.SameFile(st, got) {
+		return nil, fmt.Errorf("%s: %w", path, cmp.Or(err, ErrLink))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRegular)
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
 }

@@ -83,3 +83,45 @@ func TestRunFileWrittenBesideAPlantedFIFO(t *testing.T) {
 		t.Fatal("the start still waits on the FIFO after 30 s")
 	}
 }
+
+// Ensure a file a run made is read as the file at its path, never what a
+// later run planted there: a link (to a picture outside the run's folder)
+// and a FIFO (which blocked the preview, and the dashboard's call, for
+// ever) are refused at once; a regular file is read, up to the limit.
+func TestReadSmallFileRefusesPlantedFiles(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "private.png")
+	if err := os.WriteFile(outside, []byte("\x89PNG\r\n\x1a\nsecret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, link, fifo := filepath.Join(dir, "out.png"), filepath.Join(dir, "pic.png"), filepath.Join(dir, "pipe.png")
+	if err := os.WriteFile(file, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want error
+		read string
+	}{{file, nil, "01234"}, {link, app.ErrLink, ""}, {fifo, app.ErrNotRegular, ""}, {dir, app.ErrNotRegular, ""}} {
+		done := make(chan struct{})
+		var (
+			b   []byte
+			err error
+		)
+		go func() { b, err = app.ReadSmallFile(tc.path, 5); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still reading after 30 s", tc.path)
+		}
+		if tc.want == nil && (err != nil || string(b) != tc.read) || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: read %q, %v; want %q, %v", tc.path, b, err, tc.read, tc.want)
+		}
+	}
+}

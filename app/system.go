@@ -173,7 +173,7 @@ func (s *System) SetStartAtLogin(on bool) (bool, error) {
 
 // RevealDataFolder opens the data folder in the system's file manager.
 func (s *System) RevealDataFolder() error {
-	return shownError(desktop.Reveal(s.c.config().DataDir))
+	return shownError(desktop.OpenFolder(s.c.config().DataDir))
 }
 
 // AdminToken returns the admin token, for copying into other tools.

@@ -2,10 +2,8 @@ package app
 
 import (
 	"encoding/base64"
-	"fmt"
-	"io"
+	"errors"
 	"net/http"
-	"os"
 
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
@@ -63,18 +61,14 @@ func (t *Tasks) FilePreview(id, path string) (FilePreview, error) {
 	if err != nil {
 		return FilePreview{}, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	b, err := ReadSmallFile(path, maxPreview+1)
+	switch {
+	case errors.Is(err, ErrLink), errors.Is(err, ErrNotRegular):
+		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is no longer a file the run made (%v).", path, err)
+	case err != nil:
 		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s can no longer be read.", path)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() > maxPreview {
+	case len(b) > maxPreview:
 		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is too large to preview.", path)
-	}
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return FilePreview{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	typ := http.DetectContentType(b)
 	switch typ {
@@ -82,7 +76,7 @@ func (t *Tasks) FilePreview(id, path string) (FilePreview, error) {
 	default:
 		return FilePreview{}, relay.Errorf(relay.EInvalidRequest, "path: %s is not a picture (%s).", path, typ)
 	}
-	return FilePreview{Path: path, Type: typ, Size: st.Size(), DataURL: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b)}, nil
+	return FilePreview{Path: path, Type: typ, Size: int64(len(b)), DataURL: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b)}, nil
 }
 
 // RevealFile shows a file a run of the task made in the system's file manager.

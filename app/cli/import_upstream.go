@@ -53,6 +53,9 @@ func printImport(w io.Writer, res store.ImportResult) {
 	}
 	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(w, "  The original, unchanged: %s\n  A backup copy:          %s\n", termSafe(res.Kept), termSafe(res.Backup))
+	if res.SkippedTasks > 0 {
+		fmt.Fprintf(w, "  Tasks not imported (their ids are no UUIDs): %d\n", res.SkippedTasks)
+	}
 	for _, s := range res.SkippedWorkers {
 		fmt.Fprintf(w, "  Worker not imported (harness unknown here): %s\n", termSafe(s))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crosschat/crosschat-relay/app"
+	"github.com/crosschat/crosschat-relay/app/termsafe"
 	"github.com/crosschat/crosschat-relay/internal/desktop"
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -110,7 +111,7 @@ func coalesce(notes []note) []desktop.Notification {
 		ns := byKind[k]
 		if len(ns) == 1 {
 			n := ns[0]
-			out = append(out, desktop.Notification{Title: singleTitle(k), Body: n.title + " (" + n.detail + ")", TaskID: n.taskID})
+			out = append(out, desktop.Notification{Title: singleTitle(k), Body: noteText(n.title) + " (" + noteText(n.detail) + ")", TaskID: n.taskID})
 			continue
 		}
 		var titles []string
@@ -119,11 +120,25 @@ func coalesce(notes []note) []desktop.Notification {
 				titles = append(titles, fmt.Sprintf("and %d more", len(ns)-3))
 				break
 			}
-			titles = append(titles, n.title)
+			titles = append(titles, noteText(n.title))
 		}
 		out = append(out, desktop.Notification{Title: manyTitle(k, len(ns)), Body: strings.Join(titles, "\n")})
 	}
 	return out
+}
+
+// noteMax bounds each text from data in a notification, in characters.
+const noteMax = 160
+
+// noteText is a text from data (a title, a name, a run's summary) as a
+// notification shows it: one line, without control characters or direction
+// overrides (an agent's title cannot reorder or hide what the operator
+// reads), and at most noteMax characters.
+func noteText(s string) string {
+	if r := []rune(s); len(r) > noteMax {
+		s = string(r[:noteMax-1]) + "…"
+	}
+	return termsafe.Line(s)
 }
 
 func singleTitle(kind string) string {

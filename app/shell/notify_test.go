@@ -2,7 +2,9 @@ package shell
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/crosschat/crosschat-relay/internal/relay"
 )
@@ -68,6 +70,41 @@ func TestCoalesce(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Fatalf("%v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Ensure an agent's text reaches a notification as one line of plain text,
+// bounded: control characters, escapes and direction overrides (which
+// reorder what the operator reads) are replaced, and a long title is cut.
+func TestNotificationTextFromAgents(t *testing.T) {
+	long := strings.Repeat("x", 500)
+	for _, tc := range []struct {
+		name string
+		in   []note
+		bad  []string
+	}{
+		{"one", []note{{kind: noteReview, taskID: "t", title: "Approve\u202edcba\x1b]0;x\a\nnext", detail: "mallory\r"}}, []string{"\u202e", "\x1b", "\a", "\n", "\r"}},
+		{"several", []note{{kind: noteDone, title: "a\u2066b"}, {kind: noteDone, title: "c\x9bd"}}, []string{"\u2066", "\x9b"}},
+		{"long", []note{{kind: noteBlocked, taskID: "t", title: long, detail: long}}, []string{long[:noteMax]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := coalesce(tc.in)
+			if len(ns) != 1 {
+				t.Fatalf("%d notifications", len(ns))
+			}
+			body := ns[0].Body
+			if len(tc.in) > 1 {
+				body = strings.ReplaceAll(body, "\n", " ") // the list's own lines
+			}
+			for _, b := range tc.bad {
+				if strings.Contains(body, b) {
+					t.Errorf("body %q holds %q", body, b)
+				}
+			}
+			if n := utf8.RuneCountInString(body); n > 2*noteMax+3 {
+				t.Errorf("body of %d characters", n)
 			}
 		})
 	}

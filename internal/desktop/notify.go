@@ -3,6 +3,7 @@ package desktop
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -53,6 +54,12 @@ func (c *clickMap) take(id uint32) (string, bool) {
 	t, ok := c.ids[id]
 	delete(c.ids, id)
 	return t, ok
+}
+
+// markupText is s as a notification body that the server reads markup in
+// shows it: its text, no tag of it taken as one.
+func markupText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 func notifyErr(err error) error { return fmt.Errorf("notify: %w", err) }

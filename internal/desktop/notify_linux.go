@@ -1,6 +1,9 @@
 package desktop
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/godbus/dbus/v5"
 )
 
@@ -13,7 +16,11 @@ const (
 // dbusNotifier calls org.freedesktop.Notifications.Notify on the session
 // bus, with a "default" action; ActionInvoked opens the task.
 type dbusNotifier struct {
-	conn    *dbus.Conn
+	conn *dbus.Conn
+	// plain says the server takes no markup in a body: learnt once from
+	// its capabilities; until then a body is escaped, as for one that does.
+	plainMu sync.Mutex
+	plain   *bool
 	clicks  clickMap
 	onClick func(string)
 	sig     chan *dbus.Signal
@@ -64,15 +71,36 @@ func (n *dbusNotifier) Notify(note Notification) error {
 	if note.TaskID != "" {
 		hints["x-crosschat-task"] = dbus.MakeVariant(note.TaskID)
 	}
+	body := note.Body
+	if !n.plainBodies() {
+		body = markupText(body)
+	}
 	var id uint32
 	err := n.conn.Object(notifyName, notifyPath).Call(notifyIface+".Notify", 0,
-		DisplayName, uint32(0), "crosschat-relay", note.Title, note.Body,
+		DisplayName, uint32(0), "crosschat-relay", note.Title, body,
 		[]string{"default", "Open"}, hints, int32(-1)).Store(&id)
 	if err != nil {
 		return notifyErr(err)
 	}
 	n.clicks.put(id, note.TaskID)
 	return nil
+}
+
+// plainBodies reports whether the server shows a body as it is: it does
+// not list body-markup among its capabilities. Servers that do read tags
+// (links, pictures) in it, so text from agents is escaped for them.
+func (n *dbusNotifier) plainBodies() bool {
+	n.plainMu.Lock()
+	defer n.plainMu.Unlock()
+	if n.plain == nil {
+		var caps []string
+		if err := n.conn.Object(notifyName, notifyPath).Call(notifyIface+".GetCapabilities", 0).Store(&caps); err != nil {
+			return false
+		}
+		plain := !slices.Contains(caps, "body-markup")
+		n.plain = &plain
+	}
+	return *n.plain
 }
 
 func (n *dbusNotifier) Close() error {

@@ -30,12 +30,15 @@ func toastXML(n Notification) string {
 		xmlText(n.Title) + `</text><text>` + xmlText(n.Body) + `</text></binding></visual></toast>`
 }
 
-// toastScript is the PowerShell that shows the toast.
+// toastScript is the PowerShell that shows the toast. The toast's XML,
+// which holds text from agents, goes in as base64: no text can end the
+// string it is in (PowerShell ends a single-quoted string at ' and at
+// each of U+2018 to U+201B too) and run as PowerShell.
 func toastScript(n Notification) string {
 	return `[Windows.UI.Notifications.ToastNotificationManager, Windows.UI.Notifications, ContentType = WindowsRuntime] | Out-Null
 [Windows.Data.Xml.Dom.XmlDocument, Windows.Data.Xml.Dom.XmlDocument, ContentType = WindowsRuntime] | Out-Null
 $x = New-Object Windows.Data.Xml.Dom.XmlDocument
-$x.LoadXml('` + strings.ReplaceAll(toastXML(n), "'", "''") + `')
+$x.LoadXml([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('` + base64.StdEncoding.EncodeToString([]byte(toastXML(n))) + `')))
 [Windows.UI.Notifications.ToastNotificationManager]::CreateToastNotifier('` + ToastAppID + `').Show([Windows.UI.Notifications.ToastNotification]::new($x))`
 }
 

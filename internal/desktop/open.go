@@ -9,45 +9,67 @@ import (
 	"time"
 )
 
-// opener returns the command that opens target with the system's default
-// handler, or reveals it in the file manager when reveal is set.
-func opener(goos, target string, reveal bool) (string, []string) {
+// How a target is shown: opened with its default handler, shown selected
+// in its folder, or a folder opened in the file manager.
+type showing int
+
+const (
+	openIt showing = iota
+	revealIt
+	folderIt
+)
+
+// opener returns the command that shows target as how says. A revealed
+// target is never handed to an opener that could open it: on Linux, where
+// xdg-open has no reveal form, it opens target's folder, whatever target
+// is by then (a run may swap a folder for a file to be opened).
+func opener(goos, target string, how showing) (string, []string) {
 	switch goos {
 	case "windows":
-		if reveal {
+		switch how {
+		case revealIt:
 			return "explorer.exe", []string{"/select," + target}
+		case folderIt:
+			return "explorer.exe", []string{target}
 		}
 		return "rundll32", []string{"url.dll,FileProtocolHandler", target}
 	case "darwin":
-		if reveal {
+		if how == revealIt {
 			return "open", []string{"-R", target}
 		}
 		return "open", []string{target}
 	default:
-		if reveal {
+		if how == revealIt {
 			// No file manager answered org.freedesktop.FileManager1: open the folder.
-			if st, err := os.Stat(target); err == nil && !st.IsDir() {
-				target = filepath.Dir(target)
-			}
+			target = filepath.Dir(target)
 		}
 		return "xdg-open", []string{target}
 	}
 }
 
 // Open opens a URL or file with the system's default handler.
-func Open(target string) error { return start(target, false) }
+func Open(target string) error { return start(target, openIt) }
 
-// Reveal shows a file or folder in the system's file manager; on Linux a
-// file is selected where the file manager implements org.freedesktop.FileManager1.
+// OpenFolder opens folder dir in the system's file manager.
+func OpenFolder(dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("open folder %s: not a folder (%v)", dir, err)
+	}
+	return start(dir, folderIt)
+}
+
+// Reveal shows path selected in its folder in the system's file manager
+// (on Linux where one implements org.freedesktop.FileManager1, else its
+// folder opened). path itself is never opened: it may be a file a task's
+// run made, and changed since.
 func Reveal(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
+	if _, err := os.Lstat(path); err != nil {
 		return fmt.Errorf("reveal %s: %w", path, err)
 	}
-	if !st.IsDir() && revealNative(path) {
+	if revealNative(path) {
 		return nil
 	}
-	return start(path, true)
+	return start(path, revealIt)
 }
 
 // openerWait is how long start waits to hear that the opener failed:
@@ -59,8 +81,8 @@ const openerWait = 2 * time.Second
 // openerWait: the button that asked is told, rather than nothing shown.
 // explorer.exe's exit status says nothing (1 when it did show the file), so
 // on Windows only a start that fails is an error.
-func start(target string, reveal bool) error {
-	name, args := opener(runtime.GOOS, target, reveal)
+func start(target string, how showing) error {
+	name, args := opener(runtime.GOOS, target, how)
 	cmd := exec.Command(name, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", name, err)

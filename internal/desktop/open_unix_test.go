@@ -15,7 +15,7 @@ import (
 // said nothing and the button that asked did nothing; an opener that hands
 // the target over is no error.
 func TestOpenSaysWhenNothingCouldShowIt(t *testing.T) {
-	name, _ := opener(runtime.GOOS, "x", false)
+	name, _ := opener(runtime.GOOS, "x", openIt)
 	for _, tc := range []struct {
 		script  string
 		wantErr string

@@ -62,6 +62,10 @@ type ImportResult struct {
 	// runs them as they are, in the name the file gives their sender (the
 	// operator's included), so the summary names them to be read first.
 	OpenTasks map[string]int `json:"openTasks,omitempty"`
+	// SkippedTasks counts the tasks not imported, with their reports and
+	// run activity: their ids are no UUIDs, so no reader here could open
+	// or cancel them.
+	SkippedTasks int `json:"skippedTasks,omitempty"`
 	// UpstreamVersion is the upstream file's schema version.
 	UpstreamVersion int `json:"upstreamVersion"`
 }

@@ -74,8 +74,10 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 				invite_id = excluded.invite_id, display_name_locked = excluded.display_name_locked, details_locked = excluded.details_locked`},
 		{"tasks", `INSERT INTO main.tasks (id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status, created_at, updated_at, claimed_at, lease_expires_at, parent_task_id, depth, claimed_via)
 			SELECT id, sender_slug, recipient_slug, title, instructions, required_capabilities, priority, status, created_at, updated_at, claimed_at, lease_expires_at,
-				` + col("tasks", "parent_task_id", "NULL") + `, ` + col("tasks", "depth", "0") + `, ` + col("tasks", "claimed_via", "NULL") + ` FROM up.tasks`},
-		{"reports", `INSERT INTO main.reports (id, task_id, kind, message, result, created_at) SELECT id, task_id, kind, message, result, created_at FROM up.reports`},
+				` + col("tasks", "parent_task_id", "NULL") + `, ` + col("tasks", "depth", "0") + `, ` + col("tasks", "claimed_via", "NULL") + ` FROM up.tasks
+			WHERE id GLOB '` + uuidGlob + `'`},
+		{"reports", `INSERT INTO main.reports (id, task_id, kind, message, result, created_at) SELECT id, task_id, kind, message, result, created_at FROM up.reports
+			WHERE task_id IN (SELECT id FROM main.tasks)`},
 		{"events", `INSERT INTO main.events (sequence, recipient_slug, type, task_id, summary, created_at) SELECT sequence, recipient_slug, type, task_id, summary, created_at FROM up.events ORDER BY sequence`},
 		// Only values the relay would take itself (Settings.Validate): a
 		// hand-off limit past it would let runs hand work off without end,
@@ -87,7 +89,8 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 	}
 	if has["task_activity.task_id"] {
 		steps = append(steps, struct{ table, sql string }{"task_activity", `INSERT INTO main.task_activity (task_id, seq, at, kind, text, detail, status, ref, files)
-			SELECT task_id, seq, at, kind, text, detail, status, ref, ` + col("task_activity", "files", "NULL") + ` FROM up.task_activity`})
+			SELECT task_id, seq, at, kind, text, detail, status, ref, ` + col("task_activity", "files", "NULL") + ` FROM up.task_activity
+			WHERE task_id IN (SELECT id FROM main.tasks)`})
 	}
 	for _, s := range steps {
 		r, err := tx.ExecContext(ctx, s.sql)
@@ -96,6 +99,14 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 		}
 		n, _ := r.RowsAffected()
 		res.Counts[s.table] = int(n)
+	}
+	// A task whose id is no UUID could be neither read nor cancelled here,
+	// and its id names its run's folder: it stays behind, said so.
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM up.tasks WHERE NOT id GLOB '`+uuidGlob+`'`).Scan(&res.SkippedTasks); err != nil {
+		return fmt.Errorf("count tasks not imported: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE main.tasks SET parent_task_id = NULL WHERE parent_task_id NOT IN (SELECT id FROM main.tasks)`); err != nil {
+		return fmt.Errorf("unlink tasks from those not imported: %w", err)
 	}
 	if err := backfill(ctx, tx); err != nil {
 		return err
@@ -119,6 +130,10 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 	}
 	return nil
 }
+
+// uuidGlob matches a task id as the relay takes one: a lowercase UUID.
+var uuidGlob = strings.Repeat("[0-9a-f]", 8) + "-" + strings.Repeat("[0-9a-f]", 4) + "-" + strings.Repeat("[0-9a-f]", 4) + "-" +
+	strings.Repeat("[0-9a-f]", 4) + "-" + strings.Repeat("[0-9a-f]", 12)
 
 // copyWorkers copies the upstream workers whose harness this build knows.
 // Every one arrives disabled: an upstream database is a file anyone may

@@ -147,3 +147,65 @@ func TestImportWidensNoLimit(t *testing.T) {
 		})
 	}
 }
+
+// Ensure an import leaves behind a task whose id is no UUID, with its
+// reports and run activity, and says how many: here no reader could open or
+// cancel it (its id is refused), and its id named its run's folder
+// ("../../victim"). A task whose parent it was comes along without one.
+func TestImportLeavesTasksWithoutUUIDs(t *testing.T) {
+	ctx := context.Background()
+	want := loadExpected(t)
+	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+	raw, err := sql.Open("sqlite3", "file:"+src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = "../../victim"
+	var id, other string
+	if err := raw.QueryRow(`SELECT task_id FROM task_activity LIMIT 1`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.QueryRow(`SELECT id FROM tasks WHERE id <> ? LIMIT 1`, id).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	var reports, activity int
+	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM reports WHERE task_id = ?1), (SELECT count(*) FROM task_activity WHERE task_id = ?1)`, id, id).Scan(&reports, &activity); err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1) // the pragma holds for its connection
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`PRAGMA foreign_keys = OFF`, nil},
+		{`UPDATE tasks SET id = ? WHERE id = ?`, []any{bad, id}},
+		{`UPDATE reports SET task_id = ? WHERE task_id = ?`, []any{bad, id}},
+		{`UPDATE task_activity SET task_id = ? WHERE task_id = ?`, []any{bad, id}},
+		{`UPDATE tasks SET parent_task_id = ? WHERE id = ?`, []any{bad, other}},
+	} {
+		if _, err := raw.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "data", "relay.db")
+	res, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{})
+	if err != nil {
+		t.Fatalf("ImportUpstream: %v", err)
+	}
+	if res.SkippedTasks != 1 || res.Counts["tasks"] != want.TableCounts["tasks"]-1 || res.Counts["reports"] != want.TableCounts["reports"]-reports ||
+		res.Counts["task_activity"] != want.TableCounts["task_activity"]-activity {
+		t.Fatalf("skipped %d, counts %v; want 1 task left behind with its %d reports and %d steps", res.SkippedTasks, res.Counts, reports, activity)
+	}
+	db, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	task, err := db.Task(ctx, other)
+	if err != nil || task.ParentTaskID != "" {
+		t.Fatalf("the task whose parent was left behind: %+v, %v; want it without a parent", task, err)
+	}
+}

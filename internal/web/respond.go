@@ -71,6 +71,10 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 // errTooLarge marks a body over the configured limit.
 var errTooLarge = errors.New("request body too large")
 
+// preallocBody is the largest announced body (Content-Length) read into a
+// buffer of that size made before it arrives.
+const preallocBody = 64 << 10
+
 // readBody reads the request body up to h.maxBody bytes.
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > h.maxBody {
@@ -81,12 +85,14 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		b   []byte
 		err error
 	)
-	if r.ContentLength >= 0 {
+	if r.ContentLength >= 0 && r.ContentLength <= preallocBody {
 		// net/http ends the body after Content-Length bytes: read it into
 		// one buffer of that size rather than one grown from 512 bytes.
 		b = make([]byte, r.ContentLength)
 		_, err = io.ReadFull(body, b)
 	} else {
+		// A larger body grows its buffer as it arrives: a client that only
+		// announces a megabyte holds no more memory than it sent.
 		b, err = io.ReadAll(body)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,45 @@ func TestBodyTimeoutSparesLongCalls(t *testing.T) {
 	resp := e.do(t, request{method: http.MethodPost, path: "/mcp", body: `{}`, bearer: adminToken})
 	if resp.status != http.StatusOK {
 		t.Fatalf("a call waiting past the body's read time: %d %s", resp.status, resp.body)
+	}
+}
+
+// Ensure a body announced large and not sent holds no memory for what did
+// not arrive: 64 clients announcing 1 MiB each and sending one byte made
+// the relay hold 64 MiB (a buffer of the announced size made at once) for
+// the bodies' whole read time, without a token.
+func TestAnnouncedBodyHoldsNoMemory(t *testing.T) {
+	e := newEnv(t, envOptions{rateLimit: noRateLimit})
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	const clients = 64
+	for range clients {
+		conn, err := net.Dial("tcp", e.host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// net/http says 100 Continue when the handler first reads the body:
+		// by then its buffer is made.
+		head := "POST /api/enroll HTTP/1.1\r\nHost: " + e.host + "\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\nExpect: 100-continue\r\n\r\n"
+		if _, err := conn.Write([]byte(head)); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil || !strings.Contains(line, "100 Continue") {
+			t.Fatalf("no 100 Continue: %q, %v", line, err)
+		}
+		if _, err := conn.Write([]byte("{")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grew := heap() - min(before, heap()); grew > 16<<20 {
+		t.Fatalf("heap grew %d MiB for %d bodies announced at 1 MiB and not sent", grew>>20, clients)
 	}
 }
