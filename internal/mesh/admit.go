@@ -212,6 +212,7 @@ func (a *admissions) authLocked(self Identity, records []relay.MeshRelay, adminP
 		}
 		seen[nkey] = true
 		auth.nkeys = append(auth.nkeys, &server.NkeyUser{Nkey: nkey, Permissions: relayGrant(id, false).permissions()})
+		auth.relays = append(auth.relays, id)
 	}
 	add(self.ID, self.NKey())
 	for _, m := range a.st.Members {

@@ -252,6 +252,9 @@ func (n *Node) reloadLocked(records []relay.MeshRelay) error {
 	if fp == n.adm.applied {
 		return nil
 	}
+	if err := n.relayConsumers(auth.relays); err != nil {
+		return err
+	}
 	if err := reloadEmbedded(n.srv, n.srvOpts, auth); err != nil {
 		return err
 	}

@@ -76,31 +76,17 @@ func (n *Node) bucket() jetstream.KeyValue {
 	return n.kv
 }
 
-// loadDirectory starts the directory watch and reads the current entries,
-// so signatures can be judged before the consumer starts.
+// loadDirectory reads the current entries, so signatures can be judged
+// before the consumer starts, and where watchDirectory reads on from.
 func (n *Node) loadDirectory(ctx context.Context) error {
-	w, err := n.kv.WatchAll(n.ctx)
+	next, _, err := n.pollDirectory(ctx, 0)
 	if err != nil {
-		return fmt.Errorf("watch directory: %w", err)
+		return fmt.Errorf("read directory: %w", err)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			_ = w.Stop()
-			return fmt.Errorf("read directory: %w", ctx.Err())
-		case e := <-w.Updates():
-			if e == nil {
-				n.mu.Lock()
-				if n.watcher != nil { // an earlier, failed setup
-					_ = n.watcher.Stop()
-				}
-				n.watcher = w
-				n.mu.Unlock()
-				return n.syncAgents(ctx)
-			}
-			n.note(e)
-		}
-	}
+	n.mu.Lock()
+	n.dirNext = next
+	n.mu.Unlock()
+	return n.syncAgents(ctx)
 }
 
 // entryFresh reports whether an entry its relay stamped at (Unix ms) was
@@ -168,31 +154,36 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 	}
 }
 
-// watchDirectory keeps the cache and the store's placeholders current.
+// watchDirectory keeps the cache and the store's placeholders current:
+// it reads what was written to the directory since, every dirPoll.
 func (n *Node) watchDirectory() {
 	defer n.wg.Done()
 	n.mu.Lock()
-	w := n.watcher
+	next := n.dirNext
 	n.mu.Unlock()
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e != nil {
-				n.note(e)
-			}
-			if len(w.Updates()) == 0 {
-				if err := n.syncAgents(n.ctx); err != nil && n.ctx.Err() == nil {
-					n.setErr("sync directory", err)
-				}
+	said := "" // the last read's failure, said once while it lasts
+	tick.Every(n.ctx, dirPoll, func() {
+		if !n.nc.IsConnected() {
+			return // read again once back
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
+		defer cancel()
+		var changed bool
+		var err error
+		next, changed, err = n.pollDirectory(ctx, next)
+		switch {
+		case err == nil:
+			said = ""
+		case n.ctx.Err() == nil && err.Error() != said:
+			said = err.Error()
+			n.setErr("read directory", err)
+		}
+		if changed {
+			if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
+				n.setErr("sync directory", err)
 			}
 		}
-	}
+	})
 }
 
 // refreshLoop writes this relay's entries again before they expire, reads

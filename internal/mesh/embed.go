@@ -18,6 +18,9 @@ import (
 type embedAuth struct {
 	nkeys []*server.NkeyUser
 	users []*server.User
+	// relays are the ids of the relays of nkeys: each has its consumer on
+	// the stream made for it before it is let in (relayConsumers).
+	relays []string
 }
 
 // adminUser is the embedding relay's own privileged user: it creates and

@@ -131,3 +131,57 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	}
 	return "", fmt.Errorf("create stream %s: it keeps being made and removed", cfg.Name)
 }
+
+// consumerConfig is relay id's durable consumer of the stream: pulled, its
+// own subject only.
+func consumerConfig(id string, replicas int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       consumerName(id),
+		Description:   "Crosschat Relay " + id,
+		FilterSubject: subject(id),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		// Many out at once, applied in batches (consume.go); a task's
+		// messages are applied in their order by their numbers.
+		MaxAckPending: consumeWindow,
+		AckWait:       ackWait,
+		MaxDeliver:    -1,
+		Replicas:      replicas,
+	}
+}
+
+// relayConsumers makes the consumer of each relay of ids that has none,
+// through the embedded server's privileged connection, before the relay
+// is let in. A relay may make its own consumer (an external cluster has
+// no one else to), and one it made first could push its messages, the
+// relays' own included, to any subject of the account with the server's
+// rights: made here first, its consumer is pulled, which no update can
+// turn. One found pushing (made before this was done) is made again.
+func (n *Node) relayConsumers(ids []string) error {
+	ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
+	defer cancel()
+	js, err := jetstream.New(n.admin)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := js.Stream(ctx, StreamName); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil // made with the stream, at setup
+	}
+	for _, id := range ids {
+		_, err := js.Consumer(ctx, StreamName, consumerName(id))
+		switch {
+		case err == nil:
+			continue // pulled
+		case errors.Is(err, jetstream.ErrNotPullConsumer):
+			if err := js.DeleteConsumer(ctx, StreamName, consumerName(id)); err != nil {
+				return fmt.Errorf("remove the pushing consumer of relay %s: %w", id, err)
+			}
+		case !errors.Is(err, jetstream.ErrConsumerNotFound):
+			return fmt.Errorf("look up the consumer of relay %s: %w", id, err)
+		}
+		if _, err := js.CreateConsumer(ctx, StreamName, consumerConfig(id, n.opts.Replicas)); err != nil {
+			return fmt.Errorf("make the consumer of relay %s: %w", id, err)
+		}
+	}
+	return nil
+}

@@ -104,11 +104,13 @@ type Node struct {
 	// never be written after a newer one.
 	syncMu sync.Mutex
 
-	mu      sync.Mutex
-	js      jetstream.JetStream
-	kv      jetstream.KeyValue
-	cons    jetstream.Consumer
-	watcher jetstream.KeyWatcher
+	mu   sync.Mutex
+	js   jetstream.JetStream
+	kv   jetstream.KeyValue
+	cons jetstream.Consumer
+	// dirNext is the directory revision to read on from
+	// (loadDirectory, then watchDirectory's alone).
+	dirNext uint64
 	agents  map[string]dirAgent // the bucket's agent entries by key, as written
 	good    map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
 	// names are the remote agents' names here (name → relay and slug),
@@ -379,19 +381,20 @@ func (n *Node) setup() error {
 	if err != nil {
 		return fmt.Errorf("open directory bucket %s: %w", BucketName, err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
-		Durable:       consumerName(n.id.ID),
-		Description:   "Crosschat Relay " + n.id.Name,
-		FilterSubject: subjectPrefix + n.id.ID,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		// Many out at once, applied in batches (consume.go); a task's
-		// messages are applied in their order by their numbers.
-		MaxAckPending: consumeWindow,
-		AckWait:       ackWait,
-		MaxDeliver:    -1,
-		Replicas:      n.opts.Replicas,
-	})
+	if n.onOwnServer() && n.adm != nil {
+		// The relays let in before the stream was there (a first start).
+		records, err := n.opts.Store.MeshRelays(ctx)
+		if err != nil {
+			return fmt.Errorf("read relay admissions: %w", err)
+		}
+		n.adm.mu.Lock()
+		ids := n.adm.authLocked(n.id, records, n.adminPass, n.now()).relays
+		n.adm.mu.Unlock()
+		if err := n.relayConsumers(ids); err != nil {
+			return err
+		}
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, consumerConfig(n.id.ID, n.opts.Replicas))
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}

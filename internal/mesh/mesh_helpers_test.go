@@ -108,6 +108,10 @@ func createAgent(t *testing.T, r *testRelay, slug string) {
 
 // aliceAndBob starts relay A with agent alice and relay B, joined to A's
 // NATS server, with agent bob.
+// The directory is read again every 200 ms in tests (a second otherwise),
+// so a test waiting for an entry waits less.
+func init() { dirPoll = 200 * time.Millisecond }
+
 func aliceAndBob(t *testing.T) (a, b *testRelay) {
 	t.Helper()
 	a = startRelay(t, "relay-a", "")

@@ -287,6 +287,7 @@ func TestRedeliveryChangesNothing(t *testing.T) {
 func TestForgedEnvelopeIsRefused(t *testing.T) {
 	a, b := aliceAndBob(t)
 	knows(t, b, "alice", "relay-a")
+	knows(t, a, "bob", "relay-b")
 	ctx := t.Context()
 	// A third party signs a task "from" relay A with its own key.
 	_, priv, err := ed25519.GenerateKey(rand.Reader)

@@ -22,8 +22,8 @@ import (
 //
 // and nothing more: no stream or bucket deletion, purge or update, no
 // message deletion, no direct read of the stream, no deletion of a relay's
-// consumer (its own included) for anyone. The one removal allowed is of
-// the directory watches' own read cursors (see below).
+// consumer (its own included) for anyone, and no consumer of the
+// directory (it is read with direct gets).
 
 // dirStream is the JetStream stream behind the directory bucket.
 const dirStream = "KV_" + BucketName
@@ -65,19 +65,14 @@ func relayGrant(id string, mayCreate bool) grant {
 			"$JS.API.CONSUMER.INFO." + StreamName + "." + cons,
 			"$JS.API.CONSUMER.MSG.NEXT." + StreamName + "." + cons,
 			"$JS.ACK." + StreamName + "." + cons + ".>",
-			// Reading the directory: get one key, and watch it (an ordered
-			// consumer of the bucket's stream, with flow control, which
-			// the watch removes as it stops: refused, every stop would
-			// wait for NATS's timeout). A watch is a read cursor over
-			// public entries with a random name no relay can list, and
-			// one removed is made again by its watcher.
+			// Reading the directory: direct gets of one key or of the last
+			// entry of many (dirpoll.go), and no consumer: a consumer a
+			// relay made could deliver to any subject of the account with
+			// the server's rights, another relay's consumer's reset or
+			// pull subject included.
 			"$JS.API.DIRECT.GET." + dirStream,
 			"$JS.API.DIRECT.GET." + dirStream + ".>",
 			"$JS.API.STREAM.MSG.GET." + dirStream,
-			"$JS.API.CONSUMER.CREATE." + dirStream,
-			"$JS.API.CONSUMER.CREATE." + dirStream + ".>",
-			"$JS.API.CONSUMER.DELETE." + dirStream + ".*",
-			"$JS.FC." + dirStream + ".>",
 			// Asking the server what this user may do: the credential
 			// check reads it (probe.go).
 			userInfoSubject,

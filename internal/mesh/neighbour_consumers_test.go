@@ -7,88 +7,87 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crosschat/crosschat-relay/internal/store"
 )
 
-// Ensure consumers a relay makes on the directory's stream do not outlive
-// their use: relays may make them (watching the directory takes one), but
-// one left idle, a durable one included, is removed by the server within
-// a bound (two minutes; five seconds here), and a longer idle time is
-// refused.
-// Before, an invited relay made thousands of durable consumers there (2000
-// in under a second, 29 MiB of the embedding relay's memory) that stayed,
-// across restarts, until someone deleted them by hand.
-func TestNeighbourConsumersOnTheDirectoryDoNotStay(t *testing.T) {
-	old := dirConsumerIdle
-	dirConsumerIdle = 5 * time.Second
-	t.Cleanup(func() { dirConsumerIdle = old })
-	a, _, c := threeRelays(t, nil)
+// Ensure an invited relay makes no consumer of the directory's stream.
+// One it made could deliver to any subject of the account with the
+// server's rights, past its permissions: an untrusted invitee pointed one
+// at B's consumer's reset subject and wrote {"seq":1000000000} to its own
+// key, and B's consumer skipped past every message, tasks from A
+// included; pointed at B's pull subject, its entries held B's deliveries.
+// The directory is read with direct gets; C's attempts are refused and
+// A's tasks reach B.
+func TestNeighbourMakesNoConsumerOfTheDirectory(t *testing.T) {
+	a := startRelayWith(t, "relay-a", "", store.Options{}, nil)
+	b := startRelayWith(t, "relay-b", "", store.Options{}, nil, a.node.InviteURL())
+	c := startRelayWith(t, "relay-c", "", store.Options{}, nil, a.node.InviteURL())
+	trustEachOther(t, a, b) // C is invited, trusted by nobody
+	createAgent(t, a, "alice")
+	createAgent(t, b, "bob")
+	knows(t, a, "bob", "relay-b")
 	h := connectAs(t, a.node.ClientURL(), c.node.id)
-	const made = 20
-	for i := range made {
-		name := fmt.Sprintf("junk-%d", i)
-		m := h.request(t, "$JS.API.CONSUMER.CREATE."+dirStream+"."+name, nil,
-			[]byte(`{"stream_name":"`+dirStream+`","config":{"durable_name":"`+name+`","ack_policy":"explicit"}}`))
-		if strings.Contains(string(m.Data), `"error"`) {
-			t.Fatalf("a durable consumer of the directory = %s", m.Data)
+	bcons := consumerName(b.node.id.ID)
+	key := dirSubjectPrefix + "agent." + c.node.id.ID + ".x"
+	for _, to := range []string{"$JS.API.CONSUMER.RESET." + StreamName + "." + bcons, "$JS.API.CONSUMER.MSG.NEXT." + StreamName + "." + bcons} {
+		body := []byte(`{"stream_name":"` + dirStream + `","config":{"durable_name":"x","ack_policy":"explicit","filter_subject":"` + key + `","deliver_subject":"` + to + `"}}`)
+		h.publishRefused(t, "$JS.API.CONSUMER.CREATE."+dirStream+".x", nil, body)
+		h.publishRefused(t, "$JS.API.CONSUMER.CREATE."+dirStream+".x."+key, nil, body)
+		h.publishRefused(t, "$JS.API.CONSUMER.CREATE."+dirStream, nil, body)
+	}
+	h.publishRefused(t, "$JS.API.CONSUMER.DELETE."+dirStream+".x", nil, nil)
+	// What the consumers would have delivered, written to C's own key.
+	for _, v := range []string{`{"seq":1000000000}`, `{"batch":256,"expires":0}`} {
+		if err := h.nc.Publish(key, []byte(v)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	m := h.request(t, "$JS.API.CONSUMER.CREATE."+dirStream+".forever", nil,
-		[]byte(`{"stream_name":"`+dirStream+`","config":{"durable_name":"forever","ack_policy":"explicit","inactive_threshold":3600000000000}}`))
-	if !strings.Contains(string(m.Data), `"error"`) {
-		t.Fatalf("a consumer of the directory idle for an hour was made: %s", m.Data)
-	}
-	js := jetStreamClient(t, a.node.ClientURL())
-	s, err := js.Stream(t.Context(), dirStream)
-	if err != nil {
+	if err := h.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the idle consumers go", func() (bool, string) {
-		left := 0
-		names := s.ConsumerNames(t.Context())
-		for n := range names.Name() {
-			if strings.HasPrefix(n, "junk-") {
-				left++
-			}
-		}
-		return left == 0 && names.Err() == nil, fmt.Sprintf("%d of %d left (%v)", left, made, names.Err())
-	})
-	// The relays' own watches go on: a new agent still reaches A.
-	createAgent(t, c, "carol")
-	knows(t, a, "carol", "relay-c")
+	for i := range 3 {
+		arrives(t, b, post(t, a, "alice", "bob", fmt.Sprint("after ", i)).ID)
+	}
 }
 
-// Ensure a relay whose watch of the directory another relay removed (the
-// one removal a relay may make; here C is given the watch's name, which no
-// relay can list) sees the directory's next changes all the same: its
-// watcher makes the watch again.
-func TestNeighbourRemovesAWatchOfTheDirectory(t *testing.T) {
+// Ensure an invited relay's own consumer of the stream is pulled, made by
+// the relay that embeds NATS before the invitee is let in: the invitee may
+// make its consumer itself (an external cluster has no one else to), and
+// made first as one that pushes, it delivered its own messages to any
+// subject of the account, B's consumer's reset subject too. Its attempt to
+// turn it is refused; one found pushing (made before) is made again pulled.
+func TestNeighbourOwnConsumerStaysPulled(t *testing.T) {
 	a, b, c := threeRelays(t, nil)
 	h := connectAs(t, a.node.ClientURL(), c.node.id)
-	js := jetStreamClient(t, a.node.ClientURL())
-	s, err := js.Stream(t.Context(), dirStream)
+	ccons := consumerName(c.node.id.ID)
+	reset := "$JS.API.CONSUMER.RESET." + StreamName + "." + consumerName(b.node.id.ID)
+	m := h.request(t, "$JS.API.CONSUMER.CREATE."+StreamName+"."+ccons+"."+subject(c.node.id.ID), nil,
+		[]byte(`{"stream_name":"`+StreamName+`","config":{"durable_name":"`+ccons+`","ack_policy":"explicit","filter_subject":"`+subject(c.node.id.ID)+`","deliver_subject":"`+reset+`"}}`))
+	if !strings.Contains(string(m.Data), `"error"`) {
+		t.Fatalf("C turned its consumer into one pushing to B's reset subject: %s", m.Data)
+	}
+	// A consumer made pushing before this version is made again.
+	js, err := jetstream.New(a.node.admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var watches []string
-	infos := s.ListConsumers(t.Context())
-	for ci := range infos.Info() {
-		if strings.HasPrefix(ci.Config.DeliverSubject, inboxPrefix(b.node.id.ID)+".") {
-			watches = append(watches, ci.Name)
-		}
+	if err := js.DeleteConsumer(t.Context(), StreamName, ccons); err != nil {
+		t.Fatal(err)
 	}
-	if infos.Err() != nil || len(watches) == 0 {
-		t.Fatalf("B's watches of the directory: %v (%v)", watches, infos.Err())
+	cfg := consumerConfig(c.node.id.ID, 1)
+	cfg.DeliverSubject = inboxPrefix(c.node.id.ID) + ".push"
+	if _, err := js.CreateConsumer(t.Context(), StreamName, cfg); err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range watches {
-		m := h.request(t, "$JS.API.CONSUMER.DELETE."+dirStream+"."+w, nil, nil)
-		if !strings.Contains(string(m.Data), `"success":true`) {
-			t.Fatalf("C removing B's watch %s = %s", w, m.Data)
-		}
+	if err := a.node.relayConsumers([]string{c.node.id.ID}); err != nil {
+		t.Fatal(err)
 	}
-	removed := time.Now()
-	createAgent(t, a, "after")
-	knows(t, b, "after", "relay-a")
-	t.Logf("B saw the change %s after its watch was removed", time.Since(removed).Round(time.Second))
+	got, err := js.Consumer(t.Context(), StreamName, ccons)
+	if err != nil || got.CachedInfo().Config.DeliverSubject != "" {
+		t.Fatalf("C's consumer after relayConsumers: %+v, %v; want it pulled", got, err)
+	}
+	roundTrip(t, a, b, "after")
 }
 
 // Ensure the relay that embeds NATS starts on a directory made before the

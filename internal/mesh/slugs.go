@@ -87,35 +87,26 @@ func (n *Node) hasLocal(ctx context.Context, slug string) (bool, error) {
 // showing slug (signed with its pinned key, fresh), written before revision
 // before (any, for 0).
 func (n *Node) slugHolder(ctx context.Context, slug string, before uint64) (dirAgent, bool, error) {
-	kv := n.bucket()
-	w, err := kv.Watch(ctx, "agent.*."+strings.ReplaceAll(slug, ":", "="), jetstream.IgnoreDeletes())
+	entries, err := n.readDirectory(ctx, "agent.*."+strings.ReplaceAll(slug, ":", "="), 0)
 	if err != nil {
 		return dirAgent{}, false, fmt.Errorf("read the directory entries of %s: %w", slug, err)
 	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return dirAgent{}, false, fmt.Errorf("read the directory entries of %s: %w", slug, ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return dirAgent{}, false, nil
-			}
-			if len(e.Value()) > maxDirEntry || before > 0 && e.Revision() >= before {
-				continue
-			}
-			var a dirAgent
-			if json.Unmarshal(e.Value(), &a) != nil || a.RelayID == n.id.ID || agentKey(a.RelayID, a.Slug) != e.Key() {
-				continue
-			}
-			n.mu.Lock()
-			fresh := n.entryFresh(a.At, e.Created())
-			n.mu.Unlock()
-			if fresh && n.holds(a) {
-				return a, true, nil
-			}
+	for _, e := range entries {
+		if e.op != jetstream.KeyValuePut || len(e.value) > maxDirEntry || before > 0 && e.rev >= before {
+			continue
+		}
+		var a dirAgent
+		if json.Unmarshal(e.value, &a) != nil || a.RelayID == n.id.ID || agentKey(a.RelayID, a.Slug) != e.key {
+			continue
+		}
+		n.mu.Lock()
+		fresh := n.entryFresh(a.At, e.created)
+		n.mu.Unlock()
+		if fresh && n.holds(a) {
+			return a, true, nil
 		}
 	}
+	return dirAgent{}, false, nil
 }
 
 // claimOffline lets a slug that is already a local agent pass while the
