@@ -86,7 +86,7 @@ func TestNotificationTextFromAgents(t *testing.T) {
 		bad  []string
 	}{
 		{"one", []note{{kind: noteReview, taskID: "t", title: "Approve\u202edcba\x1b]0;x\a\nnext", detail: "mallory\r"}}, []string{"\u202e", "\x1b", "\a", "\n", "\r"}},
-		{"several", []note{{kind: noteDone, title: "a\u2066b"}, {kind: noteDone, title: "c\x9bd"}}, []string{"\u2066", "\x9b"}},
+		{"several", []note{{kind: noteDone, title: "a\u2066b"}, {kind: noteDone, title: "c\x9bd\u2028e"}}, []string{"\u2066", "\x9b", "\u2028"}},
 		{"long", []note{{kind: noteBlocked, taskID: "t", title: long, detail: long}}, []string{long[:noteMax]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

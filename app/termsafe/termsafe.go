@@ -13,7 +13,8 @@ import (
 
 // Line makes a value from data (a task title, an agent or relay name, a
 // message, a path) safe to print on one line of a terminal: control
-// characters (C0, DEL, C1, so ESC, BEL, CR and newlines too), Unicode
+// characters (C0, DEL, C1, so ESC, BEL, CR and newlines too, and the line
+// and paragraph separators U+2028 and U+2029), Unicode
 // direction overrides and bytes that are not UTF-8 become U+FFFD, so a
 // value can neither send escape sequences nor rewrite or hide the lines
 // around it. JSON output is never passed through it.
@@ -61,6 +62,8 @@ func termUnsafe(r rune, multiline bool) bool {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	case !multiline && (r == 0x2028 || r == 0x2029): // line and paragraph separators
 		return true
 	}
 	return false

@@ -20,6 +20,7 @@ func TestTermSafe(t *testing.T) {
 		{"c1\u009b2J", "c1\uFFFD2J", "c1\uFFFD2J"},
 		{"rtl\u202eevil\u2066", "rtl\uFFFDevil\uFFFD", "rtl\uFFFDevil\uFFFD"},
 		{"bad\xffutf8", "bad\uFFFDutf8", "bad\uFFFDutf8"},
+		{"one\u2028two\u2029three", "one\uFFFDtwo\uFFFDthree", "one\u2028two\u2029three"},
 	} {
 		if got := Line(tc.in); got != tc.line {
 			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.line)

@@ -5,7 +5,6 @@ package desktop
 import (
 	"os/exec"
 	"runtime"
-	"strconv"
 )
 
 // scriptNotifier posts to the macOS notification centre with osascript
@@ -22,8 +21,11 @@ func newNotifier(func(string)) (Notifier, error) {
 }
 
 func (scriptNotifier) Notify(n Notification) error {
-	script := "display notification " + strconv.Quote(n.Body) + " with title " + strconv.Quote(n.Title)
-	if err := exec.Command("osascript", "-e", script).Run(); err != nil {
+	// The body and title are the script's arguments: text from agents is
+	// never part of the script, where a quotation mark could end a string.
+	cmd := exec.Command("osascript", "-e", "on run argv", "-e", "display notification (item 1 of argv) with title (item 2 of argv)", "-e", "end run",
+		n.Body, n.Title)
+	if err := cmd.Run(); err != nil {
 		return notifyErr(err)
 	}
 	return nil

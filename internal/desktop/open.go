@@ -19,10 +19,8 @@ const (
 	folderIt
 )
 
-// opener returns the command that shows target as how says. A revealed
-// target is never handed to an opener that could open it: on Linux, where
-// xdg-open has no reveal form, it opens target's folder, whatever target
-// is by then (a run may swap a folder for a file to be opened).
+// opener returns the command that shows target as how says (Linux has no
+// reveal command: see Reveal).
 func opener(goos, target string, how showing) (string, []string) {
 	switch goos {
 	case "windows":
@@ -39,10 +37,6 @@ func opener(goos, target string, how showing) (string, []string) {
 		}
 		return "open", []string{target}
 	default:
-		if how == revealIt {
-			// No file manager answered org.freedesktop.FileManager1: open the folder.
-			target = filepath.Dir(target)
-		}
 		return "xdg-open", []string{target}
 	}
 }
@@ -58,16 +52,21 @@ func OpenFolder(dir string) error {
 	return start(dir, folderIt)
 }
 
-// Reveal shows path selected in its folder in the system's file manager
-// (on Linux where one implements org.freedesktop.FileManager1, else its
-// folder opened). path itself is never opened: it may be a file a task's
-// run made, and changed since.
+// Reveal shows path selected in its folder in the system's file manager:
+// on Linux one that implements org.freedesktop.FileManager1. Nothing is
+// opened: path may be a file a task's run made, and it or its folder may be
+// something else by now (a run may swap either for a .desktop file), so on
+// Linux, with no such file manager, it says where path is instead of
+// handing the folder to xdg-open.
 func Reveal(path string) error {
 	if _, err := os.Lstat(path); err != nil {
 		return fmt.Errorf("reveal %s: %w", path, err)
 	}
 	if revealNative(path) {
 		return nil
+	}
+	if runtime.GOOS != "windows" && runtime.GOOS != "darwin" {
+		return fmt.Errorf("no file manager answered to show %s (org.freedesktop.FileManager1): it is in %s", filepath.Base(path), filepath.Dir(path))
 	}
 	return start(path, revealIt)
 }

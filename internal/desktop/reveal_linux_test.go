@@ -3,6 +3,7 @@ package desktop
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,33 @@ func TestRevealFileManager1(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no ShowItems call")
+	}
+}
+
+// Ensure Reveal with no file manager on the session bus opens nothing: it
+// says where the file is. xdg-open, the only opener Linux has, opens what
+// it is given, and a run could swap the file's folder for a .desktop file
+// between the check and the opening.
+func TestRevealWithoutFileManagerOpensNothing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "out", "a.png")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin, called := t.TempDir(), filepath.Join(dir, "called")
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\necho \"$@\" >> "+called+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+filepath.Join(dir, "no-bus"))
+	err := Reveal(file)
+	if err == nil || !strings.Contains(err.Error(), filepath.Dir(file)) {
+		t.Fatalf("Reveal with no file manager = %v; want where the file is", err)
+	}
+	if b, err := os.ReadFile(called); err == nil {
+		t.Fatalf("xdg-open was run with %q", b)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,12 +101,38 @@ func startHeldWrite(db *DB, fail error) (let func(), done <-chan error) {
 func waitQueued(t *testing.T, db *DB, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for db.waiting.Load() < n {
+	// Counted in waiting, a caller may not have reached the queue yet (a
+	// loaded machine preempts it between the two): the writer would find
+	// the queue empty and end the batch without it. So each is also seen
+	// parked in write, at the queue or waiting for its answer.
+	for db.waiting.Load() < n || parkedWrites(db) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d writes waiting, want %d", db.waiting.Load(), n)
+			t.Fatalf("%d writes waiting, %d parked, want %d", db.waiting.Load(), parkedWrites(db), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// parkedWrites counts the goroutines blocked in db's write: at the queue
+// (a select) or waiting for their answer.
+func parkedWrites(db *DB) int64 {
+	call := fmt.Sprintf("store.(*DB).write(%p", db)
+	buf := make([]byte, 1<<20)
+	for {
+		if n := runtime.Stack(buf, true); n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var parked int64
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(g, call) && (strings.Contains(head, "[select") || strings.Contains(head, "[chan receive")) {
+			parked++
+		}
+	}
+	return parked
 }
 
 // countRows counts rows through a connection of its own, so it sees only

@@ -86,32 +86,44 @@ func (t *tx) takenRefusal(id, from string) (*relay.MeshRefusal, error) {
 
 // remoteConversationOf is the conversation column of a task relay from
 // sent in its conversation conv: the local task that conversation started
-// from, if from told this relay of it; conv if it is from's here
-// (mesh_conversations), or new here (no task has its id or is in it), when
-// it becomes from's; else NULL. So another relay's task never joins a
-// conversation that is not its own, nor one a third relay brought here or
-// that started here, whose tasks a run of its task could read and change.
+// from, if from told this relay of it; conv if it is from's here; else an
+// id made from both, from's own here. A conversation whose first task is
+// not here is the relay's that named it first (mesh_conversations). So
+// another relay's task never joins a conversation that is not its own, nor
+// one that started here, whose tasks a run of its task could read and
+// change; and a relay that names another's conversation first (its id
+// learnt from a hand-off) takes it from no one: each relay's tasks in it
+// keep together under an id of their own.
 func (t *tx) remoteConversationOf(from, conv string) (any, error) {
 	if local, err := t.peerTaskOf(from, conv); err != nil || local != nil {
 		return local, err
 	}
+	for _, id := range []string{conv, derivedID(from, conv)} {
+		if mine, err := t.relaysConversation(from, id); err != nil || mine {
+			return id, err
+		}
+	}
+	return nil, nil
+}
+
+// relaysConversation reports whether conversation conv is relay from's
+// here: recorded as its, or new here, when it is recorded as its.
+func (t *tx) relaysConversation(from, conv string) (bool, error) {
 	var owner string
 	err := t.tx.QueryRowContext(t.ctx, `SELECT relay_id FROM mesh_conversations WHERE conversation_id = ?`, conv).Scan(&owner)
 	switch {
-	case err == nil && owner == from:
-		return conv, nil
 	case err == nil:
-		return nil, nil
+		return owner == from, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("find conversation %s: %w", conv, err)
+		return false, fmt.Errorf("find conversation %s: %w", conv, err)
 	}
 	if taken, err := t.conversationHere(conv); err != nil || taken {
-		return nil, err
+		return false, err
 	}
 	if _, err := t.exec(`INSERT INTO mesh_conversations (conversation_id, relay_id) VALUES (?, ?)`, conv, from); err != nil {
-		return nil, fmt.Errorf("record conversation %s of relay %s: %w", conv, from, err)
+		return false, fmt.Errorf("record conversation %s of relay %s: %w", conv, from, err)
 	}
-	return conv, nil
+	return true, nil
 }
 
 // conversationHere reports whether a task here has id conv or is in the
@@ -184,7 +196,13 @@ func (t *tx) reportID(taskID, remoteID string) (string, error) {
 			return "", fmt.Errorf("find report: %w", err)
 		}
 	}
-	sum := sha256.Sum256([]byte(taskID + "/" + remoteID))
+	return derivedID(taskID, remoteID), nil
+}
+
+// derivedID is a UUID made from scope and id, the same each time: an id
+// of another's kept apart from the same id in another scope.
+func derivedID(scope, id string) string {
+	sum := sha256.Sum256([]byte(scope + "/" + id))
 	h := hex.EncodeToString(sum[:16])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -61,9 +61,18 @@ func TestRemoteHopsBounded(t *testing.T) {
 
 // Ensure a conversation another relay names (one that started on a third
 // relay, so no task here has its id) is that relay's here: a second relay
-// naming it starts a conversation of its own, so a run of its task cannot
-// read or change the first relay's tasks in it.
+// naming it has its tasks in a conversation of their own, together, so a
+// run of its task cannot read or change the first relay's tasks in it;
+// and whichever relay names it first, the other's tasks are not split up
+// (a relay that learnt the id from a hand-off named it first, and each of
+// the conversation's own relay's later tasks started a conversation alone).
 func TestRemoteConversationStaysWithItsRelay(t *testing.T) {
+	for _, first := range []string{relayA, relayB} {
+		t.Run(first, func(t *testing.T) { remoteConversationStays(t, first) })
+	}
+}
+
+func remoteConversationStays(t *testing.T, first string) {
 	e := newEnv(t, store.Options{})
 	e.register("bob")
 	conv := relay.NewID() // started on a third relay
@@ -75,14 +84,21 @@ func TestRemoteConversationStaysWithItsRelay(t *testing.T) {
 		}
 		return e.task(task.ID)
 	}
-	first := inConv(relayA, "A's")
-	again := inConv(relayA, "A's again")
-	other := inConv(relayB, "B's, naming A's conversation")
-	if first.ConversationID != conv || again.ConversationID != conv {
-		t.Fatalf("A's tasks are in conversations %s and %s; want %s", first.ConversationID, again.ConversationID, conv)
+	second := relayB
+	if first == relayB {
+		second = relayA
 	}
-	if other.ConversationID != other.ID {
-		t.Fatalf("B's task is in conversation %s; want its own (%s), not A's", other.ConversationID, other.ID)
+	got := map[string][]relay.Task{}
+	for i, from := range []string{first, second, first, second} {
+		got[from] = append(got[from], inConv(from, fmt.Sprint("task ", i, " of ", from)))
+	}
+	for from, tasks := range got {
+		if tasks[0].ConversationID != tasks[1].ConversationID {
+			t.Fatalf("relay %s's tasks naming %s are in conversations %s and %s; want one", from, conv, tasks[0].ConversationID, tasks[1].ConversationID)
+		}
+	}
+	if got[first][0].ConversationID != conv || got[second][0].ConversationID == conv {
+		t.Fatalf("the first relay's tasks are in %s, the second's in %s; want %s the first's alone", got[first][0].ConversationID, got[second][0].ConversationID, conv)
 	}
 }
 
@@ -146,8 +162,8 @@ func TestRemoteConversationClosedAfterItsFirstTaskIsPruned(t *testing.T) {
 	if err := fromRelay(e, relayB, "m2", other); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.task(other.ID); got.ConversationID != other.ID {
-		t.Fatalf("B's task is in conversation %s; want its own, not the one of carol's open hand-off", got.ConversationID)
+	if got := e.task(other.ID); got.ConversationID == conv {
+		t.Fatalf("B's task is in conversation %s, the one of carol's open hand-off", got.ConversationID)
 	}
 }
 

@@ -65,9 +65,13 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 		// (see credentials): an import brings no credential.
 		{"invites", `INSERT INTO main.invites (id, code_hash, label, created_at, expires_at, max_uses, uses, revoked, display_name, role, first_task)
 			SELECT id, code_hash, label, created_at, expires_at, max_uses, uses, 1, ` + col("invites", "display_name", "NULL") + `, ` + col("invites", "role", "NULL") + `, ` + col("invites", "first_task", "NULL") + ` FROM up.invites`},
+		// The journal is numbered again from 1, in its order (a number in
+		// the file near the end of an integer's range stopped every write
+		// of an event here), and each agent's read cursor with it.
 		{"agents", `INSERT INTO main.agents (slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, token_hash, invite_id, display_name_locked, details_locked)
-			SELECT slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at, last_read_sequence, NULL,
-				` + col("agents", "invite_id", "NULL") + `, ` + col("agents", "display_name_locked", "0") + `, ` + col("agents", "details_locked", "0") + ` FROM up.agents WHERE true
+			SELECT slug, kind, display_name, model_slug, capabilities, details, registered_at, last_seen_at,
+				(SELECT count(*) FROM up.events e WHERE e.sequence <= a.last_read_sequence), NULL,
+				` + col("agents", "invite_id", "NULL") + `, ` + col("agents", "display_name_locked", "0") + `, ` + col("agents", "details_locked", "0") + ` FROM up.agents a WHERE true
 			ON CONFLICT (slug) DO UPDATE SET display_name = excluded.display_name, model_slug = excluded.model_slug,
 				capabilities = excluded.capabilities, details = excluded.details, registered_at = excluded.registered_at,
 				last_seen_at = excluded.last_seen_at, last_read_sequence = excluded.last_read_sequence,
@@ -78,7 +82,8 @@ func copyRows(ctx context.Context, dst, src, marker string, opts ImportOptions, 
 			WHERE id GLOB '` + uuidGlob + `'`},
 		{"reports", `INSERT INTO main.reports (id, task_id, kind, message, result, created_at) SELECT id, task_id, kind, message, result, created_at FROM up.reports
 			WHERE task_id IN (SELECT id FROM main.tasks)`},
-		{"events", `INSERT INTO main.events (sequence, recipient_slug, type, task_id, summary, created_at) SELECT sequence, recipient_slug, type, task_id, summary, created_at FROM up.events ORDER BY sequence`},
+		{"events", `INSERT INTO main.events (sequence, recipient_slug, type, task_id, summary, created_at)
+			SELECT row_number() OVER (ORDER BY sequence), recipient_slug, type, task_id, summary, created_at FROM up.events ORDER BY sequence`},
 		// Only values the relay would take itself (Settings.Validate): a
 		// hand-off limit past it would let runs hand work off without end,
 		// and one it cannot read would stop it reading its settings.

@@ -209,3 +209,49 @@ func TestImportLeavesTasksWithoutUUIDs(t *testing.T) {
 		t.Fatalf("the task whose parent was left behind: %+v, %v; want it without a parent", task, err)
 	}
 }
+
+// Ensure an import numbers the journal again from 1, in its order, with
+// each agent's read cursor: a file whose newest event had the largest
+// number an integer holds stopped every later event here ("database or
+// disk is full"), so every claim failed; and its agents still have what
+// they had not read.
+func TestImportNumbersTheJournalAgain(t *testing.T) {
+	ctx := context.Background()
+	want := loadExpected(t)
+	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+	raw, err := sql.Open("sqlite3", "file:"+src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newest event at the end of the range; cursors past it move with it.
+	if _, err := raw.Exec(`UPDATE events SET sequence = 9223372036854775807 WHERE sequence = (SELECT max(sequence) FROM events)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE agents SET last_read_sequence = 9223372036854775807 WHERE last_read_sequence >= (SELECT count(*) FROM events)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "data", "relay.db")
+	if _, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{}); err != nil {
+		t.Fatalf("ImportUpstream: %v", err)
+	}
+	db, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for slug, unread := range want.UnreadUpdates {
+		u, err := db.ReadUpdates(ctx, slug, 100)
+		if err != nil || len(u.Updates) != unread {
+			t.Errorf("%s's unread updates = %d, %v; want %d", slug, len(u.Updates), err, unread)
+		}
+	}
+	// A claim writes an event (the sender's task-claimed).
+	for range 3 {
+		if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "builder-codex"}); err != nil {
+			t.Fatalf("a claim after the import: %v", err)
+		}
+	}
+}

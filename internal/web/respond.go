@@ -73,7 +73,7 @@ var errTooLarge = errors.New("request body too large")
 
 // preallocBody is the largest announced body (Content-Length) read into a
 // buffer of that size made before it arrives.
-const preallocBody = 64 << 10
+const preallocBody = 8 << 10
 
 // readBody reads the request body up to h.maxBody bytes.
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
