@@ -118,28 +118,13 @@ func TestImportWidensNoLimit(t *testing.T) {
 		{"7", "false", relay.Settings{MaxChainDepth: 7}},
 	} {
 		t.Run(tc.depth, func(t *testing.T) {
-			src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
-			raw, err := sql.Open("sqlite3", "file:"+src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, v := range map[string]string{"chain.maxDepth": tc.depth, "workers.paused": tc.paused} {
-				if _, err := raw.Exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
-					t.Fatal(err)
+			_, db := importEdited(t, func(raw *sql.DB) {
+				for k, v := range map[string]string{"chain.maxDepth": tc.depth, "workers.paused": tc.paused} {
+					if _, err := raw.Exec(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if err := raw.Close(); err != nil {
-				t.Fatal(err)
-			}
-			dst := filepath.Join(t.TempDir(), "data", "relay.db")
-			if _, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{}); err != nil {
-				t.Fatalf("ImportUpstream: %v", err)
-			}
-			db, err := store.Open(dst, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			})
 			got, err := db.Settings(ctx)
 			if err != nil || got.MaxChainDepth != tc.want.MaxChainDepth || got.WorkersPaused != tc.want.WorkersPaused {
 				t.Fatalf("settings after the import: %+v, %v; want %+v", got, err, tc.want)
@@ -153,58 +138,31 @@ func TestImportWidensNoLimit(t *testing.T) {
 // cancel it (its id is refused), and its id named its run's folder
 // ("../../victim"). A task whose parent it was comes along without one.
 func TestImportLeavesTasksWithoutUUIDs(t *testing.T) {
-	ctx := context.Background()
 	want := loadExpected(t)
-	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
-	raw, err := sql.Open("sqlite3", "file:"+src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const bad = "../../victim"
 	var id, other string
-	if err := raw.QueryRow(`SELECT task_id FROM task_activity LIMIT 1`).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.QueryRow(`SELECT id FROM tasks WHERE id <> ? LIMIT 1`, id).Scan(&other); err != nil {
-		t.Fatal(err)
-	}
 	var reports, activity int
-	if err := raw.QueryRow(`SELECT (SELECT count(*) FROM reports WHERE task_id = ?1), (SELECT count(*) FROM task_activity WHERE task_id = ?1)`, id, id).Scan(&reports, &activity); err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1) // the pragma holds for its connection
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`PRAGMA foreign_keys = OFF`, nil},
-		{`UPDATE tasks SET id = ? WHERE id = ?`, []any{bad, id}},
-		{`UPDATE reports SET task_id = ? WHERE task_id = ?`, []any{bad, id}},
-		{`UPDATE task_activity SET task_id = ? WHERE task_id = ?`, []any{bad, id}},
-		{`UPDATE tasks SET parent_task_id = ? WHERE id = ?`, []any{bad, other}},
-	} {
-		if _, err := raw.Exec(q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
+	res, db := importEdited(t, func(raw *sql.DB) {
+		if err := raw.QueryRow(`SELECT task_id FROM task_activity LIMIT 1`).Scan(&id); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "data", "relay.db")
-	res, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{})
-	if err != nil {
-		t.Fatalf("ImportUpstream: %v", err)
-	}
+		if err := raw.QueryRow(`SELECT id FROM tasks WHERE id <> ? LIMIT 1`, id).Scan(&other); err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.QueryRow(`SELECT (SELECT count(*) FROM reports WHERE task_id = ?1), (SELECT count(*) FROM task_activity WHERE task_id = ?1)`, id, id).Scan(&reports, &activity); err != nil {
+			t.Fatal(err)
+		}
+		execAll(t, raw, `PRAGMA foreign_keys = OFF`,
+			`UPDATE tasks SET id = '`+bad+`' WHERE id = '`+id+`'`,
+			`UPDATE reports SET task_id = '`+bad+`' WHERE task_id = '`+id+`'`,
+			`UPDATE task_activity SET task_id = '`+bad+`' WHERE task_id = '`+id+`'`,
+			`UPDATE tasks SET parent_task_id = '`+bad+`' WHERE id = '`+other+`'`)
+	})
 	if res.SkippedTasks != 1 || res.Counts["tasks"] != want.TableCounts["tasks"]-1 || res.Counts["reports"] != want.TableCounts["reports"]-reports ||
 		res.Counts["task_activity"] != want.TableCounts["task_activity"]-activity {
 		t.Fatalf("skipped %d, counts %v; want 1 task left behind with its %d reports and %d steps", res.SkippedTasks, res.Counts, reports, activity)
 	}
-	db, err := store.Open(dst, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	task, err := db.Task(ctx, other)
+	task, err := db.Task(context.Background(), other)
 	if err != nil || task.ParentTaskID != "" {
 		t.Fatalf("the task whose parent was left behind: %+v, %v; want it without a parent", task, err)
 	}
@@ -218,30 +176,11 @@ func TestImportLeavesTasksWithoutUUIDs(t *testing.T) {
 func TestImportNumbersTheJournalAgain(t *testing.T) {
 	ctx := context.Background()
 	want := loadExpected(t)
-	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
-	raw, err := sql.Open("sqlite3", "file:"+src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The newest event at the end of the range; cursors past it move with it.
-	if _, err := raw.Exec(`UPDATE events SET sequence = 9223372036854775807 WHERE sequence = (SELECT max(sequence) FROM events)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec(`UPDATE agents SET last_read_sequence = 9223372036854775807 WHERE last_read_sequence >= (SELECT count(*) FROM events)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(t.TempDir(), "data", "relay.db")
-	if _, err := store.ImportUpstream(ctx, src, dst, store.ImportOptions{}); err != nil {
-		t.Fatalf("ImportUpstream: %v", err)
-	}
-	db, err := store.Open(dst, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	_, db := importEdited(t, func(raw *sql.DB) {
+		// The newest event at the end of the range; cursors past it move with it.
+		execAll(t, raw, `UPDATE events SET sequence = 9223372036854775807 WHERE sequence = (SELECT max(sequence) FROM events)`,
+			`UPDATE agents SET last_read_sequence = 9223372036854775807 WHERE last_read_sequence >= (SELECT count(*) FROM events)`)
+	})
 	for slug, unread := range want.UnreadUpdates {
 		u, err := db.ReadUpdates(ctx, slug, 100)
 		if err != nil || len(u.Updates) != unread {
@@ -252,6 +191,44 @@ func TestImportNumbersTheJournalAgain(t *testing.T) {
 	for range 3 {
 		if _, err := db.ClaimNext(ctx, relay.ClaimInput{RecipientSlug: "builder-codex"}); err != nil {
 			t.Fatalf("a claim after the import: %v", err)
+		}
+	}
+}
+
+// importEdited imports a copy of the upstream fixture that edit changed
+// first (through a connection of one, so a pragma holds), and returns the
+// import's result and the store it made, open until the test ends.
+func importEdited(t *testing.T, edit func(raw *sql.DB)) (store.ImportResult, *store.DB) {
+	t.Helper()
+	src := copyFixture(t, filepath.Join(t.TempDir(), "old"))
+	raw, err := sql.Open("sqlite3", "file:"+src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	edit(raw)
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "data", "relay.db")
+	res, err := store.ImportUpstream(context.Background(), src, dst, store.ImportOptions{})
+	if err != nil {
+		t.Fatalf("ImportUpstream: %v", err)
+	}
+	db, err := store.Open(dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return res, db
+}
+
+// execAll runs each statement on raw, failing the test on an error.
+func execAll(t *testing.T, raw *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
 }
