@@ -62,7 +62,10 @@ func (n *Node) readDirectory(ctx context.Context, filter string, from uint64) ([
 		return nil, fmt.Errorf("read directory %s: %w", filter, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	req, err := json.Marshal(map[string]any{"multi_last": []string{dirSubjectPrefix + filter}, "batch": dirBatch, "seq": from})
+	// max_bytes given: left out, the server reads its own options without
+	// their lock, racing a reload of its users (go test -race saw it).
+	req, err := json.Marshal(map[string]any{"multi_last": []string{dirSubjectPrefix + filter}, "batch": dirBatch, "seq": from,
+		"max_bytes": maxDirBytes + maxDirEntry})
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +83,9 @@ func (n *Node) readDirectory(ctx context.Context, filter string, from uint64) ([
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "204", "404": // the batch's end; no entries
+			if p := m.Header.Get("Nats-Num-Pending"); p != "" && p != "0" {
+				return nil, fmt.Errorf("read directory %s: %w (%s left)", filter, errTooMany, p)
+			}
 			slices.SortFunc(out, func(a, b dirEntry) int { return cmp.Compare(a.rev, b.rev) })
 			return out, nil
 		case "413":
