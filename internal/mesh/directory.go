@@ -258,16 +258,14 @@ func (n *Node) relay(id string) (dirRelay, bool) {
 	return r, ok
 }
 
+// fetchRelay reads relay id's directory entry now, rather than at the next
+// poll, and returns it as cached.
 func (n *Node) fetchRelay(ctx context.Context, id string) (dirRelay, bool) {
-	kv := n.bucket()
-	if kv == nil {
+	es, err := n.readDirectory(ctx, relayKey(id), 0)
+	if err != nil || len(es) != 1 {
 		return dirRelay{}, false
 	}
-	e, err := kv.Get(ctx, relayKey(id))
-	if err != nil {
-		return dirRelay{}, false
-	}
-	n.note(e)
+	n.note(es[0])
 	return n.relay(id)
 }
 
