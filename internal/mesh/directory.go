@@ -3,6 +3,7 @@ package mesh
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -80,7 +81,10 @@ func (n *Node) bucket() jetstream.KeyValue {
 // before the consumer starts, and where watchDirectory reads on from.
 func (n *Node) loadDirectory(ctx context.Context) error {
 	next, _, err := n.pollDirectory(ctx, 0)
-	if err != nil {
+	switch {
+	case errors.Is(err, errTooMany):
+		n.setErr("read directory", err) // what was read serves; the rest comes with the next polls
+	case err != nil:
 		return fmt.Errorf("read directory: %w", err)
 	}
 	n.mu.Lock()

@@ -5,11 +5,10 @@ import (
 	"testing"
 )
 
-// Ensure the directory is read whole when it holds more entries than one
-// read returns (the server's bound is 1024): relay by relay, each relay's
-// own entry with its agents; and a read from a revision on returns only
-// what was written since.
-func TestDirectoryReadPastOneBatch(t *testing.T) {
+// Ensure the directory is read whole, past the 1024 entries a batch of
+// direct gets returned, and a read from a revision on returns only what was
+// written since.
+func TestDirectoryReadWhole(t *testing.T) {
 	a := startRelay(t, "relay-a", "")
 	js := jetStreamClient(t, a.node.ClientURL())
 	kv, err := js.KeyValue(t.Context(), BucketName)
@@ -29,7 +28,7 @@ func TestDirectoryReadPastOneBatch(t *testing.T) {
 			}
 		}
 	}
-	all, err := a.node.readWholeDirectory(t.Context(), 0)
+	all, err := a.node.readDirectory(t.Context(), ">", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func TestDirectoryReadPastOneBatch(t *testing.T) {
 	if len(all) < relays*(agents+1) {
 		t.Fatalf("read %d entries; want at least %d", len(all), relays*(agents+1))
 	}
-	since, err := a.node.readWholeDirectory(t.Context(), last)
+	since, err := a.node.readDirectory(t.Context(), ">", last)
 	if err != nil || len(since) != 1 || since[0].rev != last {
 		t.Fatalf("a read from revision %d = %d entries, %v; want the last one written", last, len(since), err)
 	}

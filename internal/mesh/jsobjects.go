@@ -72,7 +72,9 @@ func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig
 		MaxMsgSize:  maxDirEntry,
 		MaxBytes:    maxDirBytes,
 		Duplicates:  dup,
-		AllowDirect: true,
+		// No direct gets: one answers with the stream's rights to any
+		// subject its asker names (dirpoll.go).
+		AllowDirect: false,
 		DenyDelete:  true,
 		DenyPurge:   true,
 	}
@@ -156,7 +158,8 @@ func consumerConfig(id string, replicas int) jetstream.ConsumerConfig {
 // no one else to), and one it made first could push its messages, the
 // relays' own included, to any subject of the account with the server's
 // rights: made here first, its consumer is pulled, which no update can
-// turn. One found pushing (made before this was done) is made again.
+// turn, and a relay here may not change it. One found pushing (made before
+// this was done) is made again; one pulled is set as this version makes it.
 func (n *Node) relayConsumers(ids []string) error {
 	ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
 	defer cancel()
@@ -171,7 +174,12 @@ func (n *Node) relayConsumers(ids []string) error {
 		_, err := js.Consumer(ctx, StreamName, consumerName(id))
 		switch {
 		case err == nil:
-			continue // pulled
+			// Pulled: set as this version makes it (a bound changed, or
+			// an idle time set to have it removed).
+			if _, err := js.CreateOrUpdateConsumer(ctx, StreamName, consumerConfig(id, n.opts.Replicas)); err != nil {
+				return fmt.Errorf("set the consumer of relay %s: %w", id, err)
+			}
+			continue
 		case errors.Is(err, jetstream.ErrNotPullConsumer):
 			if err := js.DeleteConsumer(ctx, StreamName, consumerName(id)); err != nil {
 				return fmt.Errorf("remove the pushing consumer of relay %s: %w", id, err)

@@ -394,7 +394,12 @@ func (n *Node) setup() error {
 			return err
 		}
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, consumerConfig(n.id.ID, n.opts.Replicas))
+	// Made by the embedded server's relay for each relay it lets in; on a
+	// cluster, by the relay itself on its first start.
+	cons, err := js.Consumer(ctx, StreamName, consumerName(n.id.ID))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cons, err = js.CreateOrUpdateConsumer(ctx, StreamName, consumerConfig(n.id.ID, n.opts.Replicas))
+	}
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}

@@ -31,6 +31,7 @@ type NATSUser struct {
 	NKey        string   `json:"nkey"`
 	Fingerprint string   `json:"fingerprint"`
 	Publish     []string `json:"publish"`
+	PublishDeny []string `json:"publishDeny"`
 	Subscribe   []string `json:"subscribe"`
 	// Config is the user's entry of the server configuration, one line, to
 	// add to an account's users.
@@ -64,9 +65,9 @@ func (n *Node) NATSConfig(ctx context.Context) (NATSConfig, error) {
 func natsUser(id, name, pub string, self bool) NATSUser {
 	k, _ := nkeyOf(pub) // keys pinned by the store are Ed25519 keys
 	g := relayGrant(id, true)
-	u := NATSUser{RelayID: id, Name: name, Self: self, NKey: k, Fingerprint: Fingerprint(pub), Publish: g.Publish, Subscribe: g.Subscribe}
-	u.Config = fmt.Sprintf("{nkey: %s, permissions: {publish: {allow: %s}, subscribe: {allow: %s}}}",
-		strconv.Quote(k), confList(g.Publish), confList(g.Subscribe))
+	u := NATSUser{RelayID: id, Name: name, Self: self, NKey: k, Fingerprint: Fingerprint(pub), Publish: g.Publish, PublishDeny: g.PublishDeny, Subscribe: g.Subscribe}
+	u.Config = fmt.Sprintf("{nkey: %s, permissions: {publish: {allow: %s, deny: %s}, subscribe: {allow: %s}}}",
+		strconv.Quote(k), confList(g.Publish), confList(g.PublishDeny), confList(g.Subscribe))
 	return u
 }
 

@@ -13,8 +13,9 @@ import (
 //   - write its own directory entries, relay.<own id> and agent.<own id>.…,
 //     and read the whole directory (it is public to the mesh);
 //   - consume its own subject only, through its own durable consumer
-//     relay-<own id> (create it with its own filter, read its state, pull
-//     and acknowledge its messages);
+//     relay-<own id> (read its state, pull and acknowledge its messages;
+//     on a cluster, create it with its own filter), and publish nothing
+//     to its own inbox;
 //   - receive replies on its own inbox prefix, _INBOX_<own id>, and nowhere
 //     else;
 //   - ask the server what it may do ($SYS.REQ.USER.INFO: its own
@@ -44,8 +45,10 @@ func consumerName(relayID string) string { return "relay-" + relayID }
 
 // grant is what one NATS user may publish and subscribe to.
 type grant struct {
-	Publish   []string `json:"publish"`
-	Subscribe []string `json:"subscribe"`
+	Publish []string `json:"publish"`
+	// PublishDeny are subjects of Publish it may not publish to.
+	PublishDeny []string `json:"publishDeny,omitempty"`
+	Subscribe   []string `json:"subscribe"`
 }
 
 // relayGrant is what relay id may do. mayCreate adds creating the stream
@@ -61,17 +64,13 @@ func relayGrant(id string, mayCreate bool) grant {
 			dirSubjectPrefix + "agent." + id + ".>",
 			"$JS.API.STREAM.INFO." + StreamName,
 			"$JS.API.STREAM.INFO." + dirStream,
-			"$JS.API.CONSUMER.CREATE." + StreamName + "." + cons + "." + subject(id),
 			"$JS.API.CONSUMER.INFO." + StreamName + "." + cons,
 			"$JS.API.CONSUMER.MSG.NEXT." + StreamName + "." + cons,
 			"$JS.ACK." + StreamName + "." + cons + ".>",
-			// Reading the directory: direct gets of one key or of the last
-			// entry of many (dirpoll.go), and no consumer: a consumer a
-			// relay made could deliver to any subject of the account with
-			// the server's rights, another relay's consumer's reset or
-			// pull subject included.
-			"$JS.API.DIRECT.GET." + dirStream,
-			"$JS.API.DIRECT.GET." + dirStream + ".>",
+			// Reading the directory: the stream's message API, one entry
+			// at a time (dirpoll.go). No consumer and no direct get: both
+			// answer with the server's rights to any subject the asker
+			// names, a JetStream API subject included.
 			"$JS.API.STREAM.MSG.GET." + dirStream,
 			// Asking the server what this user may do: the credential
 			// check reads it (probe.go).
@@ -79,8 +78,18 @@ func relayGrant(id string, mayCreate bool) grant {
 		},
 		Subscribe: []string{inboxPrefix(id) + ".>"},
 	}
+	// Not its own inbox: its consumer delivers what is there to the reply
+	// subject of its pull, which it names, with the server's rights; an
+	// envelope it wrote there as a JetStream request (a consumer's reset)
+	// would run as one. Another relay's envelopes there are not requests.
+	g.PublishDeny = []string{subject(id)}
 	if mayCreate {
-		g.Publish = append(g.Publish, "$JS.API.STREAM.CREATE."+StreamName, "$JS.API.STREAM.CREATE."+dirStream)
+		// On a cluster it makes its own consumer (the embedded server
+		// makes each relay's, pulled, before letting the relay in: one a
+		// relay makes or changes could push to any subject, or expire to
+		// be made again pushing).
+		g.Publish = append(g.Publish, "$JS.API.STREAM.CREATE."+StreamName, "$JS.API.STREAM.CREATE."+dirStream,
+			"$JS.API.CONSUMER.CREATE."+StreamName+"."+cons+"."+subject(id))
 	}
 	return g
 }
@@ -100,7 +109,7 @@ func inviteGrant(inviteID string) grant {
 // permissions is g as the NATS server takes it.
 func (g grant) permissions() *server.Permissions {
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: append([]string(nil), g.Publish...)},
+		Publish:   &server.SubjectPermission{Allow: append([]string(nil), g.Publish...), Deny: append([]string(nil), g.PublishDeny...)},
 		Subscribe: &server.SubjectPermission{Allow: append([]string(nil), g.Subscribe...)},
 	}
 }

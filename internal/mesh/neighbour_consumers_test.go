@@ -37,6 +37,20 @@ func TestNeighbourMakesNoConsumerOfTheDirectory(t *testing.T) {
 		h.publishRefused(t, "$JS.API.CONSUMER.CREATE."+dirStream, nil, body)
 	}
 	h.publishRefused(t, "$JS.API.CONSUMER.DELETE."+dirStream+".x", nil, nil)
+	// A direct get answers with the stream's rights to the subject its
+	// asker names: C's own entry, answered to a JetStream API subject, was
+	// that call made by the server (B's consumer removed, a consumer of B's
+	// inbox made, the stream deleted).
+	h.publishRefused(t, "$JS.API.DIRECT.GET."+dirStream, nil, []byte(`{"last_by_subj":"`+key+`"}`))
+	h.publishRefused(t, "$JS.API.DIRECT.GET."+dirStream+"."+key, nil, nil)
+	// Its consumer delivers what its inbox holds to the reply of its pull:
+	// nothing of C's own may be there.
+	h.publishRefused(t, subject(c.node.id.ID), nil, []byte(`{"seq":1000000000}`))
+	// The message API answers as the API does: an answer to a JetStream
+	// API subject runs nothing.
+	if err := h.nc.PublishRequest("$JS.API.STREAM.MSG.GET."+dirStream, "$JS.API.STREAM.DELETE."+StreamName, []byte(`{"last_by_subj":"`+key+`"}`)); err != nil {
+		t.Fatal(err)
+	}
 	// What the consumers would have delivered, written to C's own key.
 	for _, v := range []string{`{"seq":1000000000}`, `{"batch":256,"expires":0}`} {
 		if err := h.nc.Publish(key, []byte(v)); err != nil {
@@ -49,23 +63,28 @@ func TestNeighbourMakesNoConsumerOfTheDirectory(t *testing.T) {
 	for i := range 3 {
 		arrives(t, b, post(t, a, "alice", "bob", fmt.Sprint("after ", i)).ID)
 	}
+	js := jetStreamClient(t, a.node.ClientURL())
+	if _, err := js.Stream(t.Context(), StreamName); err != nil {
+		t.Fatalf("the stream after C's message get answered to its deletion: %v", err)
+	}
 }
 
 // Ensure an invited relay's own consumer of the stream is pulled, made by
-// the relay that embeds NATS before the invitee is let in: the invitee may
-// make its consumer itself (an external cluster has no one else to), and
-// made first as one that pushes, it delivered its own messages to any
-// subject of the account, B's consumer's reset subject too. Its attempt to
-// turn it is refused; one found pushing (made before) is made again pulled.
+// the relay that embeds NATS before the invitee is let in, and not the
+// invitee's to change: made first as one that pushes, it delivered its own
+// messages to any subject of the account, B's consumer's reset subject
+// too. Its attempts are refused; one found pushing (made before) is made
+// again pulled.
 func TestNeighbourOwnConsumerStaysPulled(t *testing.T) {
 	a, b, c := threeRelays(t, nil)
 	h := connectAs(t, a.node.ClientURL(), c.node.id)
 	ccons := consumerName(c.node.id.ID)
 	reset := "$JS.API.CONSUMER.RESET." + StreamName + "." + consumerName(b.node.id.ID)
-	m := h.request(t, "$JS.API.CONSUMER.CREATE."+StreamName+"."+ccons+"."+subject(c.node.id.ID), nil,
-		[]byte(`{"stream_name":"`+StreamName+`","config":{"durable_name":"`+ccons+`","ack_policy":"explicit","filter_subject":"`+subject(c.node.id.ID)+`","deliver_subject":"`+reset+`"}}`))
-	if !strings.Contains(string(m.Data), `"error"`) {
-		t.Fatalf("C turned its consumer into one pushing to B's reset subject: %s", m.Data)
+	// Nor may C change it (an idle time of a second had it removed, to be
+	// made again pushing).
+	for _, cfg := range []string{`"deliver_subject":"` + reset + `"`, `"inactive_threshold":1000000000`} {
+		h.publishRefused(t, "$JS.API.CONSUMER.CREATE."+StreamName+"."+ccons+"."+subject(c.node.id.ID), nil,
+			[]byte(`{"stream_name":"`+StreamName+`","config":{"durable_name":"`+ccons+`","ack_policy":"explicit","filter_subject":"`+subject(c.node.id.ID)+`",`+cfg+`}}`))
 	}
 	// A consumer made pushing before this version is made again.
 	js, err := jetstream.New(a.node.admin)

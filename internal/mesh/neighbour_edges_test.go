@@ -50,8 +50,8 @@ func TestNeighbourAPICorners(t *testing.T) {
 		{"its own permissions", userInfoSubject, "", func(m *nats.Msg) bool {
 			return strings.Contains(string(m.Data), `"user":"`+c.node.id.NKey()+`"`)
 		}},
-		{"B's inbox read through the directory", "$JS.API.DIRECT.GET." + dirStream, `{"last_by_subj":"` + subject(bID) + `"}`,
-			func(m *nats.Msg) bool { return m.Header.Get("Status") == "404" && len(m.Data) == 0 }},
+		{"B's inbox read through the directory", "$JS.API.STREAM.MSG.GET." + dirStream, `{"last_by_subj":"` + subject(bID) + `"}`,
+			func(m *nats.Msg) bool { return strings.Contains(string(m.Data), `"code":404`) }},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			if m := h.request(t, p.subject, nil, []byte(p.body)); !p.held(m) {
