@@ -69,9 +69,9 @@ func dirStreamConfig(refresh time.Duration, replicas int) jetstream.StreamConfig
 		ConsumerLimits: jetstream.StreamConsumerLimits{InactiveThreshold: dirConsumerIdle},
 		// Bounded: an entry is a few KiB at most (details, capabilities),
 		// so no client can fill the server's disk through the directory.
-		MaxMsgSize:  maxDirEntry,
-		MaxBytes:    maxDirBytes,
-		Duplicates:  dup,
+		MaxMsgSize: maxDirEntry,
+		MaxBytes:   maxDirBytes,
+		Duplicates: dup,
 		// No direct gets: one answers with the stream's rights to any
 		// subject its asker names (dirpoll.go).
 		AllowDirect: false,
