@@ -95,6 +95,7 @@ func (n *Node) handle(msgs []jetstream.Msg) {
 		ins []relay.RemoteApply
 		at  []int // the message each of ins came in
 	)
+	n.freshDirectory(msgs)
 	gaps, from := n.gaps.batch(), make([]string, len(msgs))
 	n.applyMu.Lock()
 	for i, m := range msgs {

@@ -78,8 +78,10 @@ func (n *Node) bucket() jetstream.KeyValue {
 }
 
 // loadDirectory reads the current entries, so signatures can be judged
-// before the consumer starts, and where watchDirectory reads on from.
+// before the consumer starts, and where later reads go on from.
 func (n *Node) loadDirectory(ctx context.Context) error {
+	n.dirMu.Lock()
+	defer n.dirMu.Unlock()
 	next, _, err := n.pollDirectory(ctx, 0)
 	switch {
 	case errors.Is(err, errTooMany):
@@ -87,10 +89,53 @@ func (n *Node) loadDirectory(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("read directory: %w", err)
 	}
-	n.mu.Lock()
 	n.dirNext = next
-	n.mu.Unlock()
+	n.dirRead.Store(time.Now().UnixNano())
 	return n.syncAgents(ctx)
+}
+
+// dirFresh is how old a read of the directory may be when messages stored
+// after it are applied: a task's sender is named by the directory entry
+// its relay wrote before sending it.
+const dirFresh = 50 * time.Millisecond
+
+// freshDirectory reads the directory again before msgs are applied when
+// one of them was stored after the last read, and that read is older
+// than dirFresh: a task from an agent made a moment ago then finds its
+// entry, and its sender its plain name.
+func (n *Node) freshDirectory(msgs []jetstream.Msg) {
+	read := time.Unix(0, n.dirRead.Load())
+	if time.Since(read) < dirFresh {
+		return
+	}
+	for _, m := range msgs {
+		if md, err := m.Metadata(); err == nil && md.Timestamp.After(read) {
+			ctx, cancel := context.WithTimeout(n.ctx, opTimeout)
+			defer cancel()
+			if err := n.refreshDirectory(ctx); err != nil && n.ctx.Err() == nil {
+				n.log.Debug("mesh: read directory before applying", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// refreshDirectory reads what was written to the directory since the last
+// read, applies it and, when something was, works the remote agents out
+// again.
+func (n *Node) refreshDirectory(ctx context.Context) error {
+	n.dirMu.Lock()
+	defer n.dirMu.Unlock()
+	began := time.Now()
+	next, changed, err := n.pollDirectory(ctx, n.dirNext)
+	n.dirNext = next
+	if err == nil {
+		n.dirRead.Store(began.UnixNano())
+	}
+	if changed {
+		err = errors.Join(err, n.syncAgents(ctx))
+	}
+	return err
 }
 
 // entryFresh reports whether an entry its relay stamped at (Unix ms) was
@@ -162,9 +207,6 @@ func (n *Node) note(e jetstream.KeyValueEntry) {
 // it reads what was written to the directory since, every dirPoll.
 func (n *Node) watchDirectory() {
 	defer n.wg.Done()
-	n.mu.Lock()
-	next := n.dirNext
-	n.mu.Unlock()
 	said := "" // the last read's failure, said once while it lasts
 	tick.Every(n.ctx, dirPoll, func() {
 		if !n.nc.IsConnected() {
@@ -172,20 +214,12 @@ func (n *Node) watchDirectory() {
 		}
 		ctx, cancel := context.WithTimeout(n.ctx, 4*opTimeout)
 		defer cancel()
-		var changed bool
-		var err error
-		next, changed, err = n.pollDirectory(ctx, next)
-		switch {
+		switch err := n.refreshDirectory(ctx); {
 		case err == nil:
 			said = ""
 		case n.ctx.Err() == nil && err.Error() != said:
 			said = err.Error()
 			n.setErr("read directory", err)
-		}
-		if changed {
-			if err := n.syncAgents(ctx); err != nil && n.ctx.Err() == nil {
-				n.setErr("sync directory", err)
-			}
 		}
 	})
 }

@@ -108,9 +108,11 @@ type Node struct {
 	js   jetstream.JetStream
 	kv   jetstream.KeyValue
 	cons jetstream.Consumer
-	// dirNext is the directory revision to read on from
-	// (loadDirectory, then watchDirectory's alone).
+	// dirNext is the directory revision to read on from, under dirMu,
+	// which one read of the directory holds at a time.
+	dirMu   sync.Mutex
 	dirNext uint64
+	dirRead atomic.Int64        // when the last read of it began (Unix ns)
 	agents  map[string]dirAgent // the bucket's agent entries by key, as written
 	good    map[string]dirAgent // the accepted ones: this relay's and trusted relays', signed
 	// names are the remote agents' names here (name → relay and slug),
