@@ -64,7 +64,7 @@ func FuzzBridgeArgs(f *testing.F) {
 	}{
 		{0, `[2,"ab"]`}, {0, `[3]`}, {1, `[1,2]`}, {1, `[1,2,3]`}, {1, `[1,"x"]`}, {2, `[]`}, {3, `[true]`},
 		{4, `[{"slug":"ok-slug","displayName":"D","modelSlug":"m","capabilities":["a"]}]`}, {4, `[{"capabilities":"a"}]`},
-		{5, `["nobody"]`}, {5, `["operator"]`}, {6, `["x"]`}, {1, `{}`}, {1, `[`}, {1, ``}, {1, `null`}, {0, `[1e400,""]`},
+		{5, `["nobody"]`}, {5, `["operator"]`}, {6, `["x"]`}, {1, `{}`}, {1, `[`}, {1, ``}, {1, `null`}, {0, `[1e400,""]`}, {0, `[-1]`},
 	} {
 		f.Add(seed.method, []byte(seed.body))
 	}
