@@ -673,6 +673,7 @@ export namespace mesh {
 	    nkey: string;
 	    fingerprint: string;
 	    publish: string[];
+	    publishDeny: string[];
 	    subscribe: string[];
 	    config: string;
 	
@@ -688,6 +689,7 @@ export namespace mesh {
 	        this.nkey = source["nkey"];
 	        this.fingerprint = source["fingerprint"];
 	        this.publish = source["publish"];
+	        this.publishDeny = source["publishDeny"];
 	        this.subscribe = source["subscribe"];
 	        this.config = source["config"];
 	    }
