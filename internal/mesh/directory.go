@@ -82,6 +82,7 @@ func (n *Node) bucket() jetstream.KeyValue {
 func (n *Node) loadDirectory(ctx context.Context) error {
 	n.dirMu.Lock()
 	defer n.dirMu.Unlock()
+	began := time.Now()
 	next, _, err := n.pollDirectory(ctx, 0)
 	switch {
 	case errors.Is(err, errTooMany):
@@ -90,7 +91,7 @@ func (n *Node) loadDirectory(ctx context.Context) error {
 		return fmt.Errorf("read directory: %w", err)
 	}
 	n.dirNext = next
-	n.dirRead.Store(time.Now().UnixNano())
+	n.dirRead.Store(began.UnixNano())
 	return n.syncAgents(ctx)
 }
 
